@@ -1,0 +1,2191 @@
+"""a2a_min: the smallest complete A2A 1.0 server, in one standard-library file.
+
+A2A (Agent2Agent, https://a2a-protocol.org) lets one AI agent discover and call
+another. This module is a whole A2A 1.0 server: the JSON-RPC 2.0 binding,
+Server-Sent Events streaming, the agent card, an in-memory task store and a
+hand-written ProtoJSON codec. It needs Python 3.10+ and nothing else.
+
+Copy this file into your project. It is meant to be vendored, read and changed.
+
+Quick start::
+
+    import a2a_min
+
+    def agent(text):                       # the user's message, as text
+        return "You said: " + text         # becomes an artifact; the task completes
+
+    server = a2a_min.Server(agent, name="Echo", description="Repeats you.")
+    a2a_min.serve(server, port=8000)       # http://127.0.0.1:8000/
+
+    # curl -s localhost:8000/.well-known/agent-card.json
+    # curl -s localhost:8000/ -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' \\
+    #   -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":
+    #        {"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}'
+
+Run ``python a2a_min.py`` for a demo agent and ready-to-paste curl lines.
+
+Protocol: A2A 1.0 (specification v1.0.1, package ``lf.a2a.v1``). Section numbers in
+the comments below are those of that specification.
+
+How the file reads, top to bottom:
+
+1. tables: the operations, errors and task states of the protocol, as data;
+2. errors: one exception class per protocol error, each knowing its code in
+   every binding;
+3. the data model: ProtoJSON dictionaries, checked against a table of the proto;
+4. the task store: where tasks live, bounded, behind a small interface;
+5. agent execution: how your function becomes task updates and stream events;
+6. operations: the eleven A2A operations, free of any binding;
+7. bindings: JSON-RPC, SSE framing and the agent card, bytes in and bytes out;
+8. adapters: the thin shell that puts the bindings on a socket (``http.server``);
+9. the command line demo.
+
+Not in this file (yet): the HTTP+JSON binding, push notification delivery,
+authentication helpers; gRPC lives in the companion ``a2a_grpc.py``.
+"""
+
+__all__ = [
+    # the server and its parts
+    "Server", "TaskStore", "RequestContext", "CallContext", "Response", "serve",
+    "make_http_server", "main",
+    # building agent output
+    "text_part", "data_part", "file_part", "new_message", "status_update",
+    "artifact_update", "agent_message",
+    # errors
+    "A2AError", "ParseError", "InvalidRequestError", "MethodNotFoundError",
+    "InvalidParamsError", "InternalError", "TaskNotFoundError",
+    "TaskNotCancelableError", "PushNotificationNotSupportedError",
+    "UnsupportedOperationError", "ContentTypeNotSupportedError",
+    "InvalidAgentResponseError", "ExtendedAgentCardNotConfiguredError",
+    "ExtensionSupportRequiredError", "VersionNotSupportedError",
+    "PayloadTooLargeError", "TaskStoreFullError",
+    # tables
+    "METHODS", "LEGACY_METHODS", "MESSAGES", "ENUMS", "TERMINAL_STATES",
+    "INTERRUPTED_STATES", "PROTOCOL_VERSION",
+]
+
+__version__ = "0.1.0"
+PROTOCOL_VERSION = "1.0"
+
+import base64
+import binascii
+import hashlib
+import html
+import inspect
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from collections import OrderedDict, deque
+from urllib.parse import parse_qs, quote
+
+log = logging.getLogger("a2a_min")
+
+
+# =============================================================================
+# 1. Tables
+# =============================================================================
+#
+# The protocol as data. A2A 1.0 defines eleven operations (section 3.1) and
+# maps each onto every binding. The JSON-RPC binding (section 9) names its
+# methods exactly like the gRPC rpcs of service lf.a2a.v1.A2AService.
+#
+# Each entry: JSON-RPC method -> (operation, request message, streams?).
+# The operation name is the method of Server that implements it.
+
+METHODS = {
+    "SendMessage": ("send_message", "SendMessageRequest", False),
+    "SendStreamingMessage": ("send_streaming_message", "SendMessageRequest", True),
+    "GetTask": ("get_task", "GetTaskRequest", False),
+    "ListTasks": ("list_tasks", "ListTasksRequest", False),
+    "CancelTask": ("cancel_task", "CancelTaskRequest", False),
+    "SubscribeToTask": ("subscribe_to_task", "SubscribeToTaskRequest", True),
+    "CreateTaskPushNotificationConfig": (
+        "create_task_push_notification_config", "TaskPushNotificationConfig", False),
+    "GetTaskPushNotificationConfig": (
+        "get_task_push_notification_config", "GetTaskPushNotificationConfigRequest", False),
+    "ListTaskPushNotificationConfigs": (
+        "list_task_push_notification_configs", "ListTaskPushNotificationConfigsRequest", False),
+    "DeleteTaskPushNotificationConfig": (
+        "delete_task_push_notification_config", "DeleteTaskPushNotificationConfigRequest", False),
+    "GetExtendedAgentCard": ("get_extended_agent_card", "GetExtendedAgentCardRequest", False),
+}
+
+# A2A 0.3 spoke JSON-RPC with slash-separated names. They are the old protocol,
+# not aliases: a 0.3 client would misread 1.0 answers. We only use them to say
+# which 1.0 method the caller wants.
+LEGACY_METHODS = {
+    "message/send": "SendMessage",
+    "message/stream": "SendStreamingMessage",
+    "tasks/get": "GetTask",
+    "tasks/list": "ListTasks",
+    "tasks/cancel": "CancelTask",
+    "tasks/resubscribe": "SubscribeToTask",
+    "tasks/pushNotificationConfig/set": "CreateTaskPushNotificationConfig",
+    "tasks/pushNotificationConfig/get": "GetTaskPushNotificationConfig",
+    "tasks/pushNotificationConfig/list": "ListTaskPushNotificationConfigs",
+    "tasks/pushNotificationConfig/delete": "DeleteTaskPushNotificationConfig",
+    "agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
+}
+
+# Task states (section 4.1.3). A terminal task never changes again; an
+# interrupted one waits for the client (more input, or authentication).
+TERMINAL_STATES = frozenset({
+    "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+    "TASK_STATE_REJECTED"})
+INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+
+# Default limits. Every one is a keyword argument of Server or TaskStore.
+DEFAULT_LIMITS = {
+    "max_body_bytes": 1 << 20,        # 1 MiB request body
+    "blocking_timeout": 60.0,         # seconds a blocking SendMessage waits
+    "keepalive_interval": 15.0,       # seconds between SSE keep-alive comments
+    "replay_buffer": 256,             # stream events kept per task for Last-Event-ID
+    "max_tasks": 10_000,              # tasks in the in-memory store
+    "task_ttl": 3600.0,               # seconds a finished task is kept
+    "max_history": 100,               # messages kept in a task's history
+    "default_page_size": 50,          # ListTasks
+    "max_page_size": 100,             # ListTasks
+}
+
+
+# =============================================================================
+# 2. Errors
+# =============================================================================
+#
+# One hierarchy, one table (section 5.4). Every error knows how it looks in
+# each binding: its JSON-RPC code, its gRPC status, its HTTP status and the
+# google.rpc.ErrorInfo reason. Rendering an error for a binding is therefore a
+# pure function of the error (see _jsonrpc_error below). Messages are written
+# for the person at the other end: each says what to do next.
+
+ERROR_DOMAIN = "a2a-protocol.org"
+
+
+class A2AError(Exception):
+    """Base of every error this server answers with.
+
+    ``message`` is shown to the client. ``metadata`` lands in the ErrorInfo
+    detail (string values), ``field`` names the offending request field and
+    becomes a google.rpc.BadRequest field violation.
+    """
+
+    code = -32603
+    grpc_status = "INTERNAL"
+    http_status = 500
+    reason = "INTERNAL_ERROR"
+
+    def __init__(self, message, *, field=None, metadata=None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.metadata = metadata or {}
+
+    def details(self):
+        """The typed details of this error (google.rpc.Status.details)."""
+        info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": self.reason, "domain": ERROR_DOMAIN}
+        if self.metadata:
+            info["metadata"] = {k: str(v) for k, v in self.metadata.items()}
+        out = [info]
+        if self.field is not None:
+            out.append({"@type": "type.googleapis.com/google.rpc.BadRequest",
+                        "fieldViolations": [{"field": self.field,
+                                             "description": self.message}]})
+        return out
+
+
+# JSON-RPC 2.0's own errors (JSON-RPC 2.0 specification, section 5.1).
+
+class ParseError(A2AError):
+    """The body is not valid JSON (or not UTF-8)."""
+    code, grpc_status, http_status, reason = -32700, "INVALID_ARGUMENT", 400, "PARSE_ERROR"
+
+
+class InvalidRequestError(A2AError):
+    """The JSON is not a single JSON-RPC 2.0 Request object."""
+    code, grpc_status, http_status, reason = -32600, "INVALID_ARGUMENT", 400, "INVALID_REQUEST"
+
+
+class MethodNotFoundError(A2AError):
+    """The method is not one of the eleven A2A 1.0 methods."""
+    code, grpc_status, http_status, reason = -32601, "UNIMPLEMENTED", 404, "METHOD_NOT_FOUND"
+
+
+class InvalidParamsError(A2AError):
+    """The params do not match the request message of the proto."""
+    code, grpc_status, http_status, reason = -32602, "INVALID_ARGUMENT", 400, "INVALID_PARAMS"
+
+
+class InternalError(A2AError):
+    """Something failed inside the server; details are in the server log."""
+    code, grpc_status, http_status, reason = -32603, "INTERNAL", 500, "INTERNAL_ERROR"
+
+
+class PayloadTooLargeError(InvalidRequestError):
+    """The request body is larger than the server accepts (max_body_bytes)."""
+    code, grpc_status, http_status, reason = -32600, "RESOURCE_EXHAUSTED", 413, "PAYLOAD_TOO_LARGE"
+
+
+class TaskStoreFullError(InternalError):
+    """Every slot of the task store holds an unfinished task."""
+    code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 503, "TASK_STORE_FULL"
+
+
+# The A2A errors (section 5.4, table of error codes).
+
+class TaskNotFoundError(A2AError):
+    """No task with that id, or none the caller may see."""
+    code, grpc_status, http_status, reason = -32001, "NOT_FOUND", 404, "TASK_NOT_FOUND"
+
+
+class TaskNotCancelableError(A2AError):
+    """The task is in a state that cannot be canceled (it already ended)."""
+    code, grpc_status, http_status, reason = -32002, "FAILED_PRECONDITION", 400, "TASK_NOT_CANCELABLE"
+
+
+class PushNotificationNotSupportedError(A2AError):
+    """The agent card says pushNotifications: false."""
+    code, grpc_status, http_status, reason = (
+        -32003, "FAILED_PRECONDITION", 400, "PUSH_NOTIFICATION_NOT_SUPPORTED")
+
+
+class UnsupportedOperationError(A2AError):
+    """The operation is not supported here, or not in the task's state."""
+    code, grpc_status, http_status, reason = -32004, "FAILED_PRECONDITION", 400, "UNSUPPORTED_OPERATION"
+
+
+class ContentTypeNotSupportedError(A2AError):
+    """A media type the agent (or this binding) does not accept."""
+    code, grpc_status, http_status, reason = (
+        -32005, "INVALID_ARGUMENT", 400, "CONTENT_TYPE_NOT_SUPPORTED")
+
+
+class InvalidAgentResponseError(A2AError):
+    """The agent produced something that is not valid A2A."""
+    code, grpc_status, http_status, reason = -32006, "INTERNAL", 500, "INVALID_AGENT_RESPONSE"
+
+
+class ExtendedAgentCardNotConfiguredError(A2AError):
+    """The card promises an extended card but none is configured."""
+    code, grpc_status, http_status, reason = (
+        -32007, "FAILED_PRECONDITION", 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
+
+
+class ExtensionSupportRequiredError(A2AError):
+    """The card marks an extension required and the request did not announce it."""
+    code, grpc_status, http_status, reason = (
+        -32008, "FAILED_PRECONDITION", 400, "EXTENSION_SUPPORT_REQUIRED")
+
+
+class VersionNotSupportedError(A2AError):
+    """The A2A-Version asked for is not one this server speaks."""
+    code, grpc_status, http_status, reason = -32009, "FAILED_PRECONDITION", 400, "VERSION_NOT_SUPPORTED"
+
+
+# =============================================================================
+# 3. The data model: ProtoJSON dictionaries
+# =============================================================================
+#
+# A2A's normative data model is the proto file (section 4, specification/
+# a2a.proto). Over JSON it travels as ProtoJSON (section 5.5): lowerCamelCase
+# names, enums as their full names, bytes as base64, timestamps as RFC 3339.
+#
+# This server uses the wire form as its model: a Task *is* the dict you see
+# in the JSON. There are no classes to map to and from. The table MESSAGES
+# below mirrors the proto, field by field (number, JSON name, type, labels);
+# one small function, parse(), checks an incoming dict against it and returns
+# the canonical form: camelCase names (snake_case accepted, as ProtoJSON
+# parsers do), enum names (integers accepted), standard base64, normalized
+# timestamps, defaults dropped, unknown fields ignored.
+#
+# Labels: "required" (field_behavior REQUIRED), "optional" (proto3 optional:
+# presence is kept even at the default), "repeated", "map<K,V>" as the type,
+# and "oneof:NAME" for oneof members.
+
+MESSAGES = {
+    "SendMessageConfiguration": (
+        (1, "acceptedOutputModes", "string", "repeated"),
+        (2, "taskPushNotificationConfig", "TaskPushNotificationConfig", ""),
+        (3, "historyLength", "int32", "optional"),
+        (4, "returnImmediately", "bool", "")),
+    "Task": (
+        (1, "id", "string", "required"),
+        (2, "contextId", "string", ""),
+        (3, "status", "TaskStatus", "required"),
+        (4, "artifacts", "Artifact", "repeated"),
+        (5, "history", "Message", "repeated"),
+        (6, "metadata", "Struct", "")),
+    "TaskStatus": (
+        (1, "state", "TaskState", "required"),
+        (2, "message", "Message", ""),
+        (3, "timestamp", "Timestamp", "")),
+    "Part": (
+        (1, "text", "string", "oneof:content"),
+        (2, "raw", "bytes", "oneof:content"),
+        (3, "url", "string", "oneof:content"),
+        (4, "data", "Value", "oneof:content"),
+        (5, "metadata", "Struct", ""),
+        (6, "filename", "string", ""),
+        (7, "mediaType", "string", "")),
+    "Message": (
+        (1, "messageId", "string", "required"),
+        (2, "contextId", "string", ""),
+        (3, "taskId", "string", ""),
+        (4, "role", "Role", "required"),
+        (5, "parts", "Part", "repeated required"),
+        (6, "metadata", "Struct", ""),
+        (7, "extensions", "string", "repeated"),
+        (8, "referenceTaskIds", "string", "repeated")),
+    "Artifact": (
+        (1, "artifactId", "string", "required"),
+        (2, "name", "string", ""),
+        (3, "description", "string", ""),
+        (4, "parts", "Part", "repeated required"),
+        (5, "metadata", "Struct", ""),
+        (6, "extensions", "string", "repeated")),
+    "TaskStatusUpdateEvent": (
+        (1, "taskId", "string", "required"),
+        (2, "contextId", "string", "required"),
+        (3, "status", "TaskStatus", "required"),
+        (4, "metadata", "Struct", "")),
+    "TaskArtifactUpdateEvent": (
+        (1, "taskId", "string", "required"),
+        (2, "contextId", "string", "required"),
+        (3, "artifact", "Artifact", "required"),
+        (4, "append", "bool", ""),
+        (5, "lastChunk", "bool", ""),
+        (6, "metadata", "Struct", "")),
+    "AuthenticationInfo": (
+        (1, "scheme", "string", "required"),
+        (2, "credentials", "string", "")),
+    "AgentInterface": (
+        (1, "url", "string", "required"),
+        (2, "protocolBinding", "string", "required"),
+        (3, "tenant", "string", ""),
+        (4, "protocolVersion", "string", "required")),
+    "AgentCard": (
+        (1, "name", "string", "required"),
+        (2, "description", "string", "required"),
+        (3, "supportedInterfaces", "AgentInterface", "repeated required"),
+        (4, "provider", "AgentProvider", ""),
+        (5, "version", "string", "required"),
+        (6, "documentationUrl", "string", "optional"),
+        (7, "capabilities", "AgentCapabilities", "required"),
+        (8, "securitySchemes", "map<string,SecurityScheme>", ""),
+        (9, "securityRequirements", "SecurityRequirement", "repeated"),
+        (10, "defaultInputModes", "string", "repeated required"),
+        (11, "defaultOutputModes", "string", "repeated required"),
+        (12, "skills", "AgentSkill", "repeated required"),
+        (13, "signatures", "AgentCardSignature", "repeated"),
+        (14, "iconUrl", "string", "optional")),
+    "AgentProvider": (
+        (1, "url", "string", "required"),
+        (2, "organization", "string", "required")),
+    "AgentCapabilities": (
+        (1, "streaming", "bool", "optional"),
+        (2, "pushNotifications", "bool", "optional"),
+        (3, "extensions", "AgentExtension", "repeated"),
+        (4, "extendedAgentCard", "bool", "optional")),
+    "AgentExtension": (
+        (1, "uri", "string", ""),
+        (2, "description", "string", ""),
+        (3, "required", "bool", ""),
+        (4, "params", "Struct", "")),
+    "AgentSkill": (
+        (1, "id", "string", "required"),
+        (2, "name", "string", "required"),
+        (3, "description", "string", "required"),
+        (4, "tags", "string", "repeated required"),
+        (5, "examples", "string", "repeated"),
+        (6, "inputModes", "string", "repeated"),
+        (7, "outputModes", "string", "repeated"),
+        (8, "securityRequirements", "SecurityRequirement", "repeated")),
+    "AgentCardSignature": (
+        (1, "protected", "string", "required"),
+        (2, "signature", "string", "required"),
+        (3, "header", "Struct", "")),
+    "TaskPushNotificationConfig": (
+        (1, "tenant", "string", ""),
+        (2, "id", "string", ""),
+        (3, "taskId", "string", ""),
+        (4, "url", "string", "required"),
+        (5, "token", "string", ""),
+        (6, "authentication", "AuthenticationInfo", "")),
+    "StringList": (
+        (1, "list", "string", "repeated"),),
+    "SecurityRequirement": (
+        (1, "schemes", "map<string,StringList>", ""),),
+    "SecurityScheme": (
+        (1, "apiKeySecurityScheme", "APIKeySecurityScheme", "oneof:scheme"),
+        (2, "httpAuthSecurityScheme", "HTTPAuthSecurityScheme", "oneof:scheme"),
+        (3, "oauth2SecurityScheme", "OAuth2SecurityScheme", "oneof:scheme"),
+        (4, "openIdConnectSecurityScheme", "OpenIdConnectSecurityScheme", "oneof:scheme"),
+        (5, "mtlsSecurityScheme", "MutualTlsSecurityScheme", "oneof:scheme")),
+    "APIKeySecurityScheme": (
+        (1, "description", "string", ""),
+        (2, "location", "string", "required"),
+        (3, "name", "string", "required")),
+    "HTTPAuthSecurityScheme": (
+        (1, "description", "string", ""),
+        (2, "scheme", "string", "required"),
+        (3, "bearerFormat", "string", "")),
+    "OAuth2SecurityScheme": (
+        (1, "description", "string", ""),
+        (2, "flows", "OAuthFlows", "required"),
+        (3, "oauth2MetadataUrl", "string", "")),
+    "OpenIdConnectSecurityScheme": (
+        (1, "description", "string", ""),
+        (2, "openIdConnectUrl", "string", "required")),
+    "MutualTlsSecurityScheme": (
+        (1, "description", "string", ""),),
+    "OAuthFlows": (
+        (1, "authorizationCode", "AuthorizationCodeOAuthFlow", "oneof:flow"),
+        (2, "clientCredentials", "ClientCredentialsOAuthFlow", "oneof:flow"),
+        (3, "implicit", "ImplicitOAuthFlow", "oneof:flow"),
+        (4, "password", "PasswordOAuthFlow", "oneof:flow"),
+        (5, "deviceCode", "DeviceCodeOAuthFlow", "oneof:flow")),
+    "AuthorizationCodeOAuthFlow": (
+        (1, "authorizationUrl", "string", "required"),
+        (2, "tokenUrl", "string", "required"),
+        (3, "refreshUrl", "string", ""),
+        (4, "scopes", "map<string,string>", "required"),
+        (5, "pkceRequired", "bool", "")),
+    "ClientCredentialsOAuthFlow": (
+        (1, "tokenUrl", "string", "required"),
+        (2, "refreshUrl", "string", ""),
+        (3, "scopes", "map<string,string>", "required")),
+    "ImplicitOAuthFlow": (
+        (1, "authorizationUrl", "string", ""),
+        (2, "refreshUrl", "string", ""),
+        (3, "scopes", "map<string,string>", "")),
+    "PasswordOAuthFlow": (
+        (1, "tokenUrl", "string", ""),
+        (2, "refreshUrl", "string", ""),
+        (3, "scopes", "map<string,string>", "")),
+    "DeviceCodeOAuthFlow": (
+        (1, "deviceAuthorizationUrl", "string", "required"),
+        (2, "tokenUrl", "string", "required"),
+        (3, "refreshUrl", "string", ""),
+        (4, "scopes", "map<string,string>", "required")),
+    "SendMessageRequest": (
+        (1, "tenant", "string", ""),
+        (2, "message", "Message", "required"),
+        (3, "configuration", "SendMessageConfiguration", ""),
+        (4, "metadata", "Struct", "")),
+    "GetTaskRequest": (
+        (1, "tenant", "string", ""),
+        (2, "id", "string", "required"),
+        (3, "historyLength", "int32", "optional")),
+    "ListTasksRequest": (
+        (1, "tenant", "string", ""),
+        (2, "contextId", "string", ""),
+        (3, "status", "TaskState", ""),
+        (4, "pageSize", "int32", "optional"),
+        (5, "pageToken", "string", ""),
+        (6, "historyLength", "int32", "optional"),
+        (7, "statusTimestampAfter", "Timestamp", ""),
+        (8, "includeArtifacts", "bool", "optional")),
+    "ListTasksResponse": (
+        (1, "tasks", "Task", "repeated required"),
+        (2, "nextPageToken", "string", "required"),
+        (3, "pageSize", "int32", "required"),
+        (4, "totalSize", "int32", "required")),
+    "CancelTaskRequest": (
+        (1, "tenant", "string", ""),
+        (2, "id", "string", "required"),
+        (3, "metadata", "Struct", "")),
+    "GetTaskPushNotificationConfigRequest": (
+        (1, "tenant", "string", ""),
+        (2, "taskId", "string", "required"),
+        (3, "id", "string", "required")),
+    "DeleteTaskPushNotificationConfigRequest": (
+        (1, "tenant", "string", ""),
+        (2, "taskId", "string", "required"),
+        (3, "id", "string", "required")),
+    "SubscribeToTaskRequest": (
+        (1, "tenant", "string", ""),
+        (2, "id", "string", "required")),
+    "ListTaskPushNotificationConfigsRequest": (
+        (4, "tenant", "string", ""),
+        (1, "taskId", "string", "required"),
+        (2, "pageSize", "int32", ""),
+        (3, "pageToken", "string", "")),
+    "GetExtendedAgentCardRequest": (
+        (1, "tenant", "string", ""),),
+    "SendMessageResponse": (
+        (1, "task", "Task", "oneof:payload"),
+        (2, "message", "Message", "oneof:payload")),
+    "StreamResponse": (
+        (1, "task", "Task", "oneof:payload"),
+        (2, "message", "Message", "oneof:payload"),
+        (3, "statusUpdate", "TaskStatusUpdateEvent", "oneof:payload"),
+        (4, "artifactUpdate", "TaskArtifactUpdateEvent", "oneof:payload")),
+    "ListTaskPushNotificationConfigsResponse": (
+        (1, "configs", "TaskPushNotificationConfig", "repeated"),
+        (2, "nextPageToken", "string", "")),
+}
+
+ENUMS = {
+    "TaskState": (
+        "TASK_STATE_UNSPECIFIED", "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING",
+        "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+        "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_REJECTED", "TASK_STATE_AUTH_REQUIRED"),
+    "Role": ("ROLE_UNSPECIFIED", "ROLE_USER", "ROLE_AGENT"),
+}
+
+# Messages whose oneof must have exactly one member set (not "at most one").
+_ONEOF_REQUIRED = {"Part": "content", "SecurityScheme": "scheme", "OAuthFlows": "flow"}
+
+
+def _snake(name):
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+class _Field:
+    """One row of MESSAGES, prepared for parse()."""
+    __slots__ = ("name", "type", "repeated", "required", "optional", "oneof", "map_value")
+
+    def __init__(self, name, type_, labels):
+        words = labels.split()
+        self.name = name
+        self.repeated = "repeated" in words
+        self.required = "required" in words
+        self.optional = "optional" in words
+        self.oneof = next((w[6:] for w in words if w.startswith("oneof:")), None)
+        self.map_value = None
+        if type_.startswith("map<"):
+            self.map_value = type_[4:-1].split(",")[1]
+        self.type = type_
+
+
+# message -> {accepted JSON key: _Field}; both camelCase and snake_case keys.
+_FIELDS = {
+    msg: {key: _Field(name, type_, labels)
+          for _, name, type_, labels in rows
+          for key in {name, _snake(name)}}
+    for msg, rows in MESSAGES.items()
+}
+
+_TIMESTAMP = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?([Zz]|[+-]\d\d:\d\d)\Z")
+
+
+def _now():
+    """The current time as an RFC 3339 UTC timestamp with milliseconds."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
+
+
+def _parse_timestamp(text):
+    """RFC 3339 -> (epoch seconds, canonical 'YYYY-MM-DDTHH:MM:SS.mmmZ'), or ValueError."""
+    m = _TIMESTAMP.match(text)
+    if not m:
+        raise ValueError
+    import calendar
+    y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 61):
+        raise ValueError
+    frac = m.group(7) or "0"
+    offset = 0
+    if m.group(8) not in "Zz":
+        sign = 1 if m.group(8)[0] == "+" else -1
+        offset = sign * (int(m.group(8)[1:3]) * 3600 + int(m.group(8)[4:6]) * 60)
+    seconds = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - offset + int(frac) / 10 ** len(frac)
+    millis = int(seconds * 1000 + 0.999999)   # round up: ">= after" stays exact
+    canon = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis // 1000)) + ".%03dZ" % (millis % 1000)
+    return seconds, canon
+
+
+def _bad(path, problem):
+    return InvalidParamsError(f"{path} {problem}", field=path)
+
+
+def _scalar(type_, value, path):
+    """Check and canonicalize one scalar (or well-known type) value."""
+    if type_ == "string":
+        if isinstance(value, str):
+            return value
+        raise _bad(path, f"must be a string, not {_json_type(value)}")
+    if type_ == "bool":
+        if isinstance(value, bool):
+            return value
+        raise _bad(path, f"must be true or false, not {_json_type(value)}")
+    if type_ == "int32":
+        if isinstance(value, str) and re.fullmatch(r"-?\d{1,10}", value):
+            value = int(value)       # ProtoJSON also accepts integers as strings
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and -2**31 <= value < 2**31:
+            return value
+        raise _bad(path, f"must be a 32-bit integer, not {_json_type(value)}")
+    if type_ == "bytes":
+        if isinstance(value, str):
+            try:
+                data = base64.b64decode(value.replace("-", "+").replace("_", "/")
+                                        + "=" * (-len(value) % 4), validate=True)
+                return base64.b64encode(data).decode("ascii")
+            except (binascii.Error, ValueError):
+                pass
+        raise _bad(path, "must be base64-encoded bytes (standard or URL-safe alphabet)")
+    if type_ == "Timestamp":
+        if isinstance(value, str):
+            try:
+                return _parse_timestamp(value)[1]
+            except (ValueError, OverflowError):
+                pass
+        raise _bad(path, "must be an RFC 3339 timestamp such as 2025-10-28T10:30:00.000Z")
+    if type_ == "Struct":
+        if isinstance(value, dict):
+            return value
+        raise _bad(path, f"must be a JSON object, not {_json_type(value)}")
+    if type_ == "Value":
+        return value
+    names = ENUMS[type_]
+    if isinstance(value, str) and value in names:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
+        return names[value]
+    raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}")
+
+
+def _json_type(value):
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
+
+
+def _is_default(value):
+    return value is False or value == "" or value == 0 and not isinstance(value, bool) or value == []
+
+
+def parse(message_type, value, path=""):
+    """Check ``value`` against the proto message ``message_type``; return it canonical.
+
+    Raises InvalidParamsError naming the field (as a google.rpc.BadRequest
+    violation) on the first problem found.
+    """
+    if not isinstance(value, dict):
+        raise _bad(path or "the request", f"must be a JSON object ({message_type}), not {_json_type(value)}")
+    fields = _FIELDS[message_type]
+    out = {}
+    oneofs = {}
+    for key, item in value.items():
+        field = fields.get(key)
+        if field is None or item is None:      # unknown fields are ignored; null means unset
+            continue
+        name = field.name
+        where = f"{path}.{name}" if path else name
+        type_ = field.type
+        if field.map_value:
+            if not isinstance(item, dict):
+                raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
+            vt = field.map_value
+            item = {k: (parse(vt, v, f"{where}.{k}") if vt in _FIELDS else _scalar(vt, v, f"{where}.{k}"))
+                    for k, v in item.items()}
+        elif field.repeated:
+            if not isinstance(item, list):
+                raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
+            if type_ in _FIELDS:
+                item = [parse(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
+            else:
+                item = [_scalar(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
+        elif type_ in _FIELDS:
+            item = parse(type_, item, where)
+        else:
+            item = _scalar(type_, item, where)
+        if field.oneof:
+            if field.oneof in oneofs and oneofs[field.oneof] != name:
+                raise _bad(path or message_type, f"may set only one of its '{field.oneof}' fields; "
+                                 f"got both {oneofs[field.oneof]} and {name}")
+            oneofs[field.oneof] = name
+        elif not field.optional and type_ not in _FIELDS and _is_default(item):
+            continue                           # defaults are not sent in ProtoJSON
+        out[name] = item
+    for field in set(fields.values()):
+        if field.required and (field.name not in out or _is_default(out[field.name])
+                               or out[field.name] in ("TASK_STATE_UNSPECIFIED", "ROLE_UNSPECIFIED")):
+            raise _bad(f"{path}.{field.name}" if path else field.name, "is required")
+    must = _ONEOF_REQUIRED.get(message_type)
+    if must and must not in oneofs:
+        members = [f.name for f in dict.fromkeys(fields.values()) if f.oneof == must]
+        raise _bad(path or message_type, f"must set exactly one of {', '.join(members)}")
+    return out
+
+
+# Small constructors for what agents produce. Each returns the ProtoJSON dict.
+
+def text_part(text, **extra):
+    """A Part holding text: ``{"text": ...}``; extra keys such as mediaType are kept."""
+    return {"text": text, **extra}
+
+
+def data_part(data, **extra):
+    """A Part holding any JSON value: ``{"data": ...}``."""
+    return {"data": data, **extra}
+
+
+def file_part(*, raw=None, url=None, filename=None, media_type=None):
+    """A Part holding a file, by content (bytes) or by URL."""
+    part = {"raw": base64.b64encode(raw).decode("ascii")} if raw is not None else {"url": url}
+    if filename:
+        part["filename"] = filename
+    if media_type:
+        part["mediaType"] = media_type
+    return part
+
+
+def _parts(content):
+    """A str, a Part dict or a list of them -> a list of Parts."""
+    if isinstance(content, (str, dict)):
+        content = [content]
+    return [text_part(p) if isinstance(p, str) else p for p in content]
+
+
+def new_message(content, *, role="ROLE_AGENT", **fields):
+    """A Message with a fresh messageId; ``content`` is text, a Part or a list of Parts."""
+    return {"messageId": str(uuid.uuid4()), "role": role, "parts": _parts(content), **fields}
+
+
+def status_update(state, content=None, **fields):
+    """Agent output: move the task to ``state`` (e.g. "TASK_STATE_INPUT_REQUIRED"),
+    optionally with an agent message (text, a Part or Parts)."""
+    status = {"state": state}
+    if content is not None:
+        status["message"] = content if isinstance(content, dict) and "parts" in content \
+            else new_message(content)
+    return {"statusUpdate": {"status": status, **fields}}
+
+
+def artifact_update(content, *, artifact_id=None, name=None, append=False, last_chunk=False,
+                    **fields):
+    """Agent output: an artifact, or one chunk of it (``append``/``last_chunk``)."""
+    artifact = {"artifactId": artifact_id or str(uuid.uuid4()), "parts": _parts(content), **fields}
+    if name:
+        artifact["name"] = name
+    event = {"artifact": artifact}
+    if append:
+        event["append"] = True
+    if last_chunk:
+        event["lastChunk"] = True
+    return {"artifactUpdate": event}
+
+
+def agent_message(content, **fields):
+    """Agent output: answer with a Message instead of a task (section 3.1.1)."""
+    return {"message": new_message(content, **fields)}
+
+
+# =============================================================================
+# 4. The task store
+# =============================================================================
+#
+# Where tasks live between requests. The interface is four methods on plain
+# dicts, so a database-backed store is a small subclass: get, put, delete,
+# list. Tasks are written copy-on-write (a new dict for every change), so a
+# reader holding a task never sees it change under it.
+#
+# Each task is stored with its owner, an opaque hashable value (here the
+# tenant and the caller's principal); get() and list() only return tasks of
+# the owner asked for, and a task of someone else is reported exactly like a
+# missing one (section 13.1).
+#
+# The in-memory store is bounded: at most ``max_tasks`` tasks, finished tasks
+# expire ``task_ttl`` seconds after they ended, and each history keeps the
+# newest ``max_history`` messages. When full, the oldest finished task is
+# evicted; if every task is still running, new tasks are refused
+# (TaskStoreFullError) rather than losing one. ``on_evict`` is told of every
+# eviction so the server can free what hangs off the task.
+#
+# ListTasks (section 3.1.4) sorts by status timestamp, newest first. Its page
+# token is the (timestamp, id) of the last task returned, so it stays valid
+# whatever is added, changed or evicted in between.
+
+
+class TaskStore:
+    """Thread-safe, bounded, in-memory task store.
+
+    Subclass and override get/put/delete/list (keeping their contracts) to keep
+    tasks elsewhere.
+    """
+
+    def __init__(self, *, max_tasks=DEFAULT_LIMITS["max_tasks"],
+                 task_ttl=DEFAULT_LIMITS["task_ttl"], max_history=DEFAULT_LIMITS["max_history"]):
+        self.max_tasks = max_tasks
+        self.task_ttl = task_ttl
+        self.max_history = max_history
+        self.on_evict = None                # callable(task_id), set by the Server
+        self._lock = threading.Lock()
+        self._tasks = {}                    # id -> (task, owner)
+        self._finished = OrderedDict()      # id -> monotonic time it ended, oldest first
+
+    def get(self, task_id, owner):
+        """The task with this id if ``owner`` owns it, else None."""
+        entry = self._tasks.get(task_id)
+        if entry is None or entry[1] != owner:
+            return None
+        return entry[0]
+
+    def put(self, task, owner):
+        """Insert or replace ``task`` (a Task dict, treated as immutable)."""
+        history = task.get("history")
+        if history and len(history) > self.max_history:
+            task = {**task, "history": history[-self.max_history:]}
+        task_id = task["id"]
+        evicted = []
+        with self._lock:
+            if task_id not in self._tasks:
+                evicted = self._make_room()
+            self._tasks[task_id] = (task, owner)
+            if task["status"]["state"] in TERMINAL_STATES:
+                self._finished[task_id] = time.monotonic()
+                self._finished.move_to_end(task_id)
+        for gone in evicted:
+            if self.on_evict:
+                self.on_evict(gone)
+
+    def delete(self, task_id):
+        """Forget a task (no error if it is unknown)."""
+        with self._lock:
+            self._tasks.pop(task_id, None)
+            self._finished.pop(task_id, None)
+
+    def _make_room(self):
+        """Evict expired tasks, then the oldest finished one if still full."""
+        evicted = []
+        deadline = time.monotonic() - self.task_ttl
+        while self._finished:
+            task_id, ended = next(iter(self._finished.items()))
+            if ended > deadline and len(self._tasks) < self.max_tasks:
+                break
+            del self._finished[task_id]
+            self._tasks.pop(task_id, None)
+            evicted.append(task_id)
+        if len(self._tasks) >= self.max_tasks:
+            raise TaskStoreFullError(
+                f"the task store holds {self.max_tasks} unfinished tasks; finish or cancel "
+                "some, or start the server with a larger max_tasks")
+        return evicted
+
+    def list(self, owner, *, context_id=None, status=None, after=None, cursor=None,
+             limit=50):
+        """One page of the owner's tasks, newest status first.
+
+        ``after`` is a canonical timestamp (tasks at or after it match);
+        ``cursor`` the (timestamp, id) of the previous page's last task.
+        Returns (tasks, total matches, cursor of the last task or None).
+        """
+        with self._lock:
+            entries = list(self._tasks.values())
+        matches = []
+        for task, task_owner in entries:
+            if task_owner != owner:
+                continue
+            if context_id and task.get("contextId") != context_id:
+                continue
+            if status and task["status"]["state"] != status:
+                continue
+            stamp = task["status"].get("timestamp", "")
+            if after and stamp < after:
+                continue
+            matches.append(((stamp, task["id"]), task))
+        matches.sort(key=lambda m: m[0], reverse=True)
+        start = 0
+        if cursor is not None:
+            keys = [m[0] for m in matches]
+            # first position whose key sorts after the cursor (keys descend)
+            lo, hi = 0, len(keys)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if keys[mid] >= tuple(cursor):
+                    lo = mid + 1
+                else:
+                    hi = mid
+            start = lo
+        page = matches[start:start + limit]
+        more = start + limit < len(matches)
+        return [t for _, t in page], len(matches), (page[-1][0] if page and more else None)
+
+
+# =============================================================================
+# 5. Agent execution
+# =============================================================================
+#
+# Your agent is a callable. It receives a RequestContext, which *is* the text
+# of the user's message (a str subclass), so the simplest agent is
+# ``lambda text: "You said " + text``. The context also carries the whole
+# message, the task so far, the context id, the caller, the extensions the
+# client asked for and the request metadata.
+#
+# What the agent returns (or yields, as a generator; sync or async) becomes
+# the task's story (section 3.1.1, 4.2):
+#
+#   a str                 -> an artifact with that text (a generator's strs are
+#                            chunks of one artifact: append, then lastChunk)
+#   status_update(...)    -> a TaskStatusUpdateEvent (WORKING, INPUT_REQUIRED...)
+#   artifact_update(...)  -> a TaskArtifactUpdateEvent
+#   agent_message(...)    -> a direct Message reply, no task (only as the first
+#                            and only output of a new conversation turn)
+#   None                  -> nothing
+#
+# When the agent finishes without saying so, the task is COMPLETED. An
+# exception FAILS the task (the traceback goes to the log, not the client).
+# CancelTask marks the task CANCELED at once; the agent sees
+# ``context.cancelled`` set and its further output is dropped.
+#
+# Every change to a task goes through one place, _Channel.publish: it writes
+# the new task to the store and appends the StreamResponse event to the
+# task's event log under one lock, and wakes every stream watching the task.
+# A new stream takes the lock, reads the task and the log position together
+# (subscribe-then-snapshot), so it can never miss or repeat an event.
+
+
+class RequestContext(str):
+    """What the agent is told about a request. Its string value is the text
+    of the user's message (all text parts, joined by newlines).
+
+    Attributes: ``message`` (the Message dict), ``task`` (the Task dict so far,
+    None for a new task), ``task_id``, ``context_id``, ``caller`` (the
+    CallContext: principal, headers, tenant), ``extensions`` (URIs the client
+    announced), ``metadata`` (the request's metadata), ``configuration``, and
+    ``cancelled`` (a threading.Event set when the task is canceled).
+    """
+
+    def __new__(cls, message, **attrs):
+        text = "\n".join(p["text"] for p in message.get("parts", ()) if "text" in p)
+        self = super().__new__(cls, text)
+        self.message = message
+        self.task = attrs.get("task")
+        self.task_id = attrs.get("task_id")
+        self.context_id = attrs.get("context_id")
+        self.caller = attrs.get("caller")
+        self.extensions = attrs.get("extensions", ())
+        self.metadata = attrs.get("metadata", {})
+        self.configuration = attrs.get("configuration", {})
+        self.cancelled = threading.Event()
+        return self
+
+    @property
+    def text(self):
+        """The user's text as a plain str."""
+        return str.__str__(self)
+
+
+class CallContext:
+    """Who is calling and how: binding-neutral facts about one request.
+
+    ``headers`` has lower-case names (HTTP headers or gRPC metadata),
+    ``tenant`` the tenant the request addresses, ``principal`` whoever the
+    authentication hook said the caller is (None: anonymous), ``extensions``
+    the URIs of A2A-Extensions, ``version`` the A2A-Version served.
+    """
+
+    __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
+                 "last_event_id")
+
+    def __init__(self, headers=None, query=None, tenant="", principal=None):
+        self.headers = headers or {}
+        self.query = query or {}
+        self.tenant = tenant
+        self.principal = principal
+        self.extensions = ()
+        self.version = PROTOCOL_VERSION
+        self.last_event_id = None
+
+    @property
+    def owner(self):
+        return (self.tenant, self.principal)
+
+
+def _is_final(event):
+    """Does this StreamResponse end a stream? (terminal or interrupted status, or a Message)"""
+    if "message" in event:
+        return True
+    update = event.get("statusUpdate")
+    return bool(update) and update["status"]["state"] in _STREAM_END
+
+
+_STREAM_END = TERMINAL_STATES | INTERRUPTED_STATES
+
+
+class _Channel:
+    """The live side of one task: its event log and the streams watching it.
+
+    ``events`` holds the newest ``replay_buffer`` (sequence number, event)
+    pairs; sequence numbers count from 0 for the task's life, and are the SSE
+    ``id:`` of each event, so a client can resume with Last-Event-ID.
+    """
+
+    __slots__ = ("cond", "events", "next_seq", "task", "owner", "store", "active")
+
+    def __init__(self, store, owner, buffer):
+        self.cond = threading.Condition(threading.RLock())
+        self.events = deque(maxlen=buffer)
+        self.next_seq = 0
+        self.task = None          # newest snapshot (also in the store)
+        self.owner = owner
+        self.store = store
+        self.active = None        # the RequestContext of the running turn, if any
+
+    def publish(self, task, event):
+        """Store the new task snapshot and append its event; wake the streams."""
+        with self.cond:
+            if task is not None:
+                self.store.put(task, self.owner)
+                self.task = task
+            self.events.append((self.next_seq, event))
+            self.next_seq += 1
+            self.cond.notify_all()
+
+    def follow(self, start, keepalive):
+        """Yield (seq, event) from sequence ``start`` on, or (None, None) as a
+        keep-alive tick while nothing happens, until a final event."""
+        seq = start
+        while True:
+            with self.cond:
+                if self.next_seq <= seq:
+                    self.cond.wait(keepalive)
+                pending = [e for e in self.events if e[0] >= seq] if self.next_seq > seq else []
+                snapshot = self.task
+                lost = bool(pending) and pending[0][0] > seq
+            if lost:
+                # The reader fell behind the replay buffer: resynchronize with
+                # the whole task, then go on from the oldest buffered event.
+                yield pending[0][0] - 1, {"task": snapshot}
+            if not pending:
+                yield None, None
+                continue
+            for s, event in pending:
+                if "error" in event:
+                    raise event["error"]
+                yield s, event
+                if _is_final(event):
+                    return
+            seq = pending[-1][0] + 1
+
+
+# =============================================================================
+# 6. Operations
+# =============================================================================
+#
+# The eleven operations of section 3.1, on canonical ProtoJSON dicts, with no
+# knowledge of the binding. Each takes the parsed request message and a
+# CallContext and returns the response message (a dict) or, for the two
+# streaming operations, an iterator of (sequence number, StreamResponse).
+
+
+class Server:
+    """An A2A server: one agent, its card, a task store, and the operations.
+
+    ``agent`` is the callable described in section 5 of this file. The card
+    is built from ``name``, ``description``, ``version``, ``skills`` and the
+    other keyword arguments; ``card`` (a dict) overrides any of its fields.
+
+    Keyword arguments (all optional):
+      streaming             advertise and serve the streaming operations (True)
+      public_url            base URL for the card (default: the bound address)
+      rpc_path              where JSON-RPC is served ("/")
+      assume_version        A2A-Version to assume when a request sends none
+                            (None: the spec's 0.3, which is refused)
+      required_extensions   extension URIs the card marks required
+      store                 a TaskStore (default: in memory with the limits)
+      extended_card         a dict, or callable(CallContext) -> dict
+      card_max_age          Cache-Control max-age of the card, seconds (300)
+      and the limits of DEFAULT_LIMITS.
+    """
+
+    def __init__(self, agent, *, name="a2a_min agent", description="An A2A agent.",
+                 version="1.0.0", skills=None, streaming=True, public_url=None,
+                 rpc_path="/", assume_version=None, required_extensions=(),
+                 store=None, extended_card=None, card=None, card_max_age=300,
+                 input_modes=("text/plain",), output_modes=("text/plain",),
+                 **limits):
+        unknown = set(limits) - set(DEFAULT_LIMITS)
+        if unknown:
+            raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
+        self.limits = {**DEFAULT_LIMITS, **limits}
+        self.agent = agent
+        self.store = store or TaskStore(
+            max_tasks=self.limits["max_tasks"], task_ttl=self.limits["task_ttl"],
+            max_history=self.limits["max_history"])
+        self.store.on_evict = self._forget
+        self.rpc_path = "/" + rpc_path.strip("/")
+        self.assume_version = assume_version
+        self.public_url = public_url
+        self.extended_card = extended_card
+        self.card_max_age = card_max_age
+        self._channels = {}                 # task id -> _Channel, while the task can change
+        self._lock = threading.Lock()
+        self._card_cache = None
+        self._started = time.time()
+        self._async_loop = None
+        self._card_fields = {
+            "name": name,
+            "description": description,
+            "version": version,
+            "capabilities": {
+                "streaming": bool(streaming),
+                "pushNotifications": False,
+                "extendedAgentCard": extended_card is not None,
+            },
+            "defaultInputModes": list(input_modes),
+            "defaultOutputModes": list(output_modes),
+            "skills": skills or [{
+                "id": "chat", "name": "Chat", "description": description,
+                "tags": ["chat"]}],
+        }
+        if required_extensions:
+            self._card_fields["capabilities"]["extensions"] = [
+                {"uri": uri, "required": True} for uri in required_extensions]
+        if card:
+            self._card_fields.update(card)
+
+    # -- the HTTP entry point every host adapter calls -------------------------
+
+    def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None):
+        """Answer one HTTP request: ``headers`` with lower-case names, ``body``
+        bytes, ``base_url`` how the client reached us (for the card). Returns a
+        Response. The bindings behind it are in section 7 of this file."""
+        return _handle_http(self, method, path, query, headers, body, base_url)
+
+    # -- the agent card (section 8) -----------------------------------------
+
+    def agent_card(self, base_url=None):
+        """The public agent card, as a dict, for a server reached at ``base_url``."""
+        base = (self.public_url or base_url or "http://127.0.0.1:8000").rstrip("/")
+        card = {
+            "name": self._card_fields["name"],
+            "description": self._card_fields["description"],
+            "supportedInterfaces": [
+                {"url": base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/",
+                 "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
+            ],
+            **{k: v for k, v in self._card_fields.items() if k not in ("name", "description")},
+        }
+        return card
+
+    @property
+    def capabilities(self):
+        return self._card_fields["capabilities"]
+
+    # -- checks every operation shares ---------------------------------------
+
+    def check_service_parameters(self, call, method):
+        """Version (section 3.2.1) and required extensions (section 3.2.2)."""
+        version = call.headers.get("a2a-version") or call.query.get("A2A-Version") \
+            or self.assume_version
+        if not version:
+            raise VersionNotSupportedError(
+                "this request sent no A2A-Version, which means A2A 0.3; this server speaks "
+                f"A2A {PROTOCOL_VERSION}. Add the header: -H 'A2A-Version: {PROTOCOL_VERSION}' "
+                f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION})",
+                metadata={"supportedVersions": PROTOCOL_VERSION})
+        major_minor = ".".join(version.strip().split(".")[:2])
+        if major_minor != PROTOCOL_VERSION:
+            raise VersionNotSupportedError(
+                f"A2A-Version {version.strip()!r} is not supported; this server speaks "
+                f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}'",
+                metadata={"requestedVersion": version.strip(),
+                          "supportedVersions": PROTOCOL_VERSION})
+        call.version = PROTOCOL_VERSION
+        raw = call.headers.get("a2a-extensions", "")
+        call.extensions = tuple(u.strip() for u in raw.split(",") if u.strip())
+        if method in ("SendMessage", "SendStreamingMessage"):
+            for ext in self._card_fields["capabilities"].get("extensions", ()):
+                if ext.get("required") and ext["uri"] not in call.extensions:
+                    raise ExtensionSupportRequiredError(
+                        f"this agent requires the extension {ext['uri']}; announce it with "
+                        f"-H 'A2A-Extensions: {ext['uri']}'", metadata={"extension": ext["uri"]})
+
+    def call(self, method, params, call=None):
+        """Run one operation by its JSON-RPC name on raw params (a dict).
+
+        The binding-free entry point: checks the service parameters, parses
+        ``params`` against the request message, and returns the response dict
+        (or an iterator of (seq, StreamResponse) for streaming methods).
+        """
+        call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
+        op, request_type, _ = METHODS[method]
+        self.check_service_parameters(call, method)
+        request = parse(request_type, params)
+        tenant = request.get("tenant", "")
+        if tenant:
+            call.tenant = tenant
+        return getattr(self, op)(request, call)
+
+    # -- tasks -----------------------------------------------------------------
+
+    def _visible_task(self, task_id, call):
+        task = self.store.get(task_id, call.owner)
+        if task is None:
+            raise TaskNotFoundError(
+                f"no task with id {task_id!r}; ListTasks shows the tasks you can see",
+                metadata={"taskId": task_id})
+        return task
+
+    def _forget(self, task_id):
+        with self._lock:
+            self._channels.pop(task_id, None)
+
+    def _view(self, task, history_length=None, include_artifacts=True):
+        """A task as a response shows it (section 3.2.4 historyLength)."""
+        if history_length is not None and history_length < 0:
+            raise InvalidParamsError("historyLength must be 0 or more (0 omits the history)",
+                                     field="historyLength")
+        out = task
+        if history_length is not None and "history" in task:
+            out = dict(task)
+            if history_length == 0:
+                del out["history"]
+            else:
+                out["history"] = task["history"][-history_length:]
+        if not include_artifacts and "artifacts" in out:
+            out = dict(out)
+            del out["artifacts"]
+        return out
+
+    # -- SendMessage, SendStreamingMessage (sections 3.1.1, 3.1.2) ------------
+
+    def _start_turn(self, request, call):
+        """Check a new user message and prepare its turn: (context, channel)."""
+        message = request["message"]
+        if message["role"] != "ROLE_USER":
+            raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
+                                     field="message.role")
+        task_id = message.get("taskId")
+        if task_id:
+            task = self._visible_task(task_id, call)
+            state = task["status"]["state"]
+            if state in TERMINAL_STATES:
+                raise UnsupportedOperationError(
+                    f"task {task_id} is {state} and accepts no new messages; send the message "
+                    "without taskId to start a new task (keep contextId to stay in the conversation)",
+                    metadata={"taskId": task_id, "state": state})
+            if message.get("contextId") and message["contextId"] != task.get("contextId"):
+                raise InvalidParamsError(
+                    f"message.contextId {message['contextId']!r} contradicts task {task_id}, whose "
+                    f"contextId is {task.get('contextId')!r}; omit contextId or send the task's",
+                    field="message.contextId")
+            context_id = task.get("contextId")
+        else:
+            task = None
+            task_id = str(uuid.uuid4())        # task ids are always the server's (section 3.1.1)
+            context_id = message.get("contextId") or str(uuid.uuid4())
+        message = {**message, "contextId": context_id, "taskId": task_id}
+        ctx = RequestContext(
+            message, task=task, task_id=task_id, context_id=context_id, caller=call,
+            extensions=call.extensions, metadata=request.get("metadata", {}),
+            configuration=request.get("configuration", {}))
+        if task is None:
+            channel = _Channel(self.store, call.owner, self.limits["replay_buffer"])
+            channel.active = ctx
+            return ctx, channel
+        with self._lock:
+            channel = self._channels.get(task_id)
+            if channel is None:
+                channel = self._channels[task_id] = _Channel(
+                    self.store, call.owner, self.limits["replay_buffer"])
+                channel.task = task
+            if channel.active is not None:
+                raise UnsupportedOperationError(
+                    f"task {task_id} is still working on the previous message; wait for it "
+                    "(SubscribeToTask) or cancel it first", metadata={"taskId": task_id})
+            channel.active = ctx
+        # A continuing task: record the user's message, and tell the streams.
+        with channel.cond:
+            task = {**channel.task, "history": channel.task.get("history", []) + [message],
+                    "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": _now()}}
+            channel.publish(task, {"task": task})
+        return ctx, channel
+
+    def _create_task(self, ctx, channel):
+        """Make the task of a new conversation turn exist (store + first event),
+        unless it already does. Returns the task."""
+        with channel.cond:
+            if channel.task is None:
+                task = {"id": ctx.task_id, "contextId": ctx.context_id,
+                        "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": _now()},
+                        "history": [ctx.message]}
+                channel.publish(task, {"task": task})
+                with self._lock:
+                    self._channels[ctx.task_id] = channel
+            return channel.task
+
+    def send_message(self, request, call):
+        """SendMessage: returns {"task": Task} or {"message": Message}."""
+        ctx, channel = self._start_turn(request, call)
+        config = request.get("configuration", {})
+        history_length = config.get("historyLength")
+        if history_length is not None and history_length < 0:
+            channel.active = None
+            raise InvalidParamsError("configuration.historyLength must be 0 or more",
+                                     field="configuration.historyLength")
+        if config.get("returnImmediately"):
+            self._create_task(ctx, channel)
+            self._run_in_thread(ctx, channel)
+            return {"task": self._view(channel.task, history_length)}
+        deadline = time.monotonic() + self.limits["blocking_timeout"]
+        out = self._drive(ctx, channel, deadline)
+        if out.error is not None:
+            raise out.error
+        if out.reply is not None:
+            return {"message": out.reply}
+        # Done, interrupted, or still working at the deadline: the task as it is.
+        return {"task": self._view(self._create_task(ctx, channel), history_length)}
+
+    def send_streaming_message(self, request, call):
+        """SendStreamingMessage: an iterator of (seq, StreamResponse)."""
+        self._require_streaming()
+        ctx, channel = self._start_turn(request, call)
+        start = channel.next_seq if ctx.task is not None else 0
+        if ctx.task is not None:
+            start -= 1                         # include the task event of this turn
+        self._run_in_thread(ctx, channel)
+        return channel.follow(start, self.limits["keepalive_interval"])
+
+    def _require_streaming(self):
+        if not self.capabilities.get("streaming"):
+            raise UnsupportedOperationError(
+                "this agent does not stream (capabilities.streaming is false); use SendMessage")
+
+    # -- driving the agent -----------------------------------------------------
+
+    def _run_in_thread(self, ctx, channel):
+        threading.Thread(target=self._drive, args=(ctx, channel, None),
+                         name=f"a2a-task-{ctx.task_id[:8]}", daemon=True).start()
+
+    def _drive(self, ctx, channel, deadline):
+        """Run the agent for one turn, publishing what it produces.
+
+        With a ``deadline`` (a blocking SendMessage) the rest of the turn moves
+        to a background thread once the deadline passes, and the caller gets
+        the task as it is then.
+        Returns the _TurnWriter, which holds a direct reply or an error.
+        """
+        out = _TurnWriter(self, ctx, channel)
+        try:
+            result = self.agent(ctx)
+            if inspect.isasyncgen(result) or inspect.isawaitable(result):
+                return self._drive_async(result, out, deadline)
+            if inspect.isgenerator(result):
+                for item in result:
+                    out.emit(item, chunked=True)
+                    if out.done:
+                        result.close()
+                        break
+                    if deadline is not None and time.monotonic() > deadline:
+                        self._continue_in_thread(result, out)
+                        return out
+            else:
+                out.emit(result, chunked=False)
+            out.finish()
+        except Exception as exc:                       # the agent failed: fail the task
+            out.fail(exc)
+        return out
+
+    def _continue_in_thread(self, gen, out):
+        def rest():
+            try:
+                for item in gen:
+                    out.emit(item, chunked=True)
+                    if out.done:
+                        gen.close()
+                        break
+                out.finish()
+            except Exception as exc:
+                out.fail(exc)
+        threading.Thread(target=rest, daemon=True).start()
+
+    def _drive_async(self, result, out, deadline):
+        """Async agents run on one event loop thread per server."""
+        import asyncio
+        with self._lock:
+            if self._async_loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="a2a-asyncio",
+                                 daemon=True).start()
+                self._async_loop = loop
+            loop = self._async_loop
+
+        async def run():
+            try:
+                if inspect.isasyncgen(result):
+                    async for item in result:
+                        out.emit(item, chunked=True)
+                        if out.done:
+                            await result.aclose()
+                            break
+                else:
+                    out.emit(await result, chunked=False)
+                out.finish()
+            except Exception as exc:
+                out.fail(exc)
+
+        future = asyncio.run_coroutine_threadsafe(run(), loop)
+        out.async_future = future
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            future.result(remaining)
+        except Exception:
+            pass                                        # timed out: the task goes on
+        return out
+
+    # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
+
+    def get_task(self, request, call):
+        """GetTask: the task, its history cut to historyLength."""
+        task = self._visible_task(request["id"], call)
+        return self._view(task, request.get("historyLength"))
+
+    def list_tasks(self, request, call):
+        """ListTasks: one page of the caller's tasks, newest first."""
+        size = request.get("pageSize", self.limits["default_page_size"])
+        if not 1 <= size <= self.limits["max_page_size"]:
+            raise InvalidParamsError(
+                f"pageSize must be between 1 and {self.limits['max_page_size']} (default "
+                f"{self.limits['default_page_size']}); got {size}", field="pageSize")
+        cursor = None
+        if request.get("pageToken"):
+            cursor = _decode_page_token(request["pageToken"])
+        after = request.get("statusTimestampAfter")
+        status = request.get("status")
+        if status == "TASK_STATE_UNSPECIFIED":
+            status = None
+        tasks, total, last = self.store.list(
+            call.owner, context_id=request.get("contextId"), status=status, after=after,
+            cursor=cursor, limit=size)
+        history_length = request.get("historyLength")
+        include = request.get("includeArtifacts", False)
+        return {
+            "tasks": [self._view(t, history_length, include) for t in tasks],
+            "nextPageToken": _encode_page_token(last) if last else "",
+            "pageSize": size,
+            "totalSize": total,
+        }
+
+    def cancel_task(self, request, call):
+        """CancelTask: the task, now CANCELED; the running agent is told."""
+        task_id = request["id"]
+        task = self._visible_task(task_id, call)
+        with self._lock:
+            channel = self._channels.get(task_id)
+        if channel is None:
+            state = task["status"]["state"]
+            if state in TERMINAL_STATES:
+                raise TaskNotCancelableError(
+                    f"task {task_id} is already {state} and can no longer be canceled",
+                    metadata={"taskId": task_id, "state": state})
+            channel = _Channel(self.store, call.owner, self.limits["replay_buffer"])
+            channel.task = task
+        with channel.cond:
+            task = channel.task or task
+            state = task["status"]["state"]
+            if state in TERMINAL_STATES:
+                raise TaskNotCancelableError(
+                    f"task {task_id} is already {state} and can no longer be canceled",
+                    metadata={"taskId": task_id, "state": state})
+            ctx = channel.active
+            if ctx is not None:
+                ctx.cancelled.set()
+            status = {"state": "TASK_STATE_CANCELED", "timestamp": _now()}
+            task = {**task, "status": status}
+            event = {"statusUpdate": {"taskId": task_id, "contextId": task.get("contextId", ""),
+                                      "status": status}}
+            channel.publish(task, event)
+        self._forget(task_id)
+        return task
+
+    # -- SubscribeToTask (section 3.1.6) -----------------------------------------
+
+    def subscribe_to_task(self, request, call):
+        """SubscribeToTask: the current Task, then every event until it ends."""
+        self._require_streaming()
+        task_id = request["id"]
+        task = self._visible_task(task_id, call)
+        with self._lock:
+            channel = self._channels.get(task_id)
+        state = task["status"]["state"]
+        if state in TERMINAL_STATES or channel is None and state not in INTERRUPTED_STATES:
+            raise UnsupportedOperationError(
+                f"task {task_id} is {state}: a finished task has no more events to stream; "
+                "use GetTask to read it", metadata={"taskId": task_id, "state": state})
+        if channel is None:
+            return iter([(None, {"task": task})])
+        return self._subscription(channel, call.last_event_id)
+
+    def _subscription(self, channel, last_event_id):
+        with channel.cond:
+            task, seq = channel.task, channel.next_seq
+            oldest = channel.events[0][0] if channel.events else seq
+        replay = last_event_id is not None and oldest - 1 <= last_event_id < seq
+        if not replay:
+            yield seq - 1, {"task": task}
+            if task["status"]["state"] in _STREAM_END:
+                return
+            start = seq
+        else:
+            start = last_event_id + 1
+        yield from channel.follow(start, self.limits["keepalive_interval"])
+
+    # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
+
+    def _no_push(self, request, call):
+        raise PushNotificationNotSupportedError(
+            "this agent does not send push notifications (capabilities.pushNotifications is "
+            "false); use SendStreamingMessage or poll GetTask instead")
+
+    create_task_push_notification_config = _no_push
+    get_task_push_notification_config = _no_push
+    list_task_push_notification_configs = _no_push
+    delete_task_push_notification_config = _no_push
+
+    # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
+
+    def get_extended_agent_card(self, request, call):
+        """GetExtendedAgentCard: the card for authenticated callers."""
+        if not self.capabilities.get("extendedAgentCard"):
+            raise UnsupportedOperationError(
+                "this agent has no extended card (capabilities.extendedAgentCard is false); "
+                "the public card is at /.well-known/agent-card.json")
+        extended = self.extended_card
+        if callable(extended):
+            extended = extended(call)
+        if not extended:
+            raise ExtendedAgentCardNotConfiguredError(
+                "the card promises an extended card but the server has none configured")
+        return {**self.agent_card(), **extended}
+
+
+class _TurnWriter:
+    """Turns one agent turn's outputs into task changes and events."""
+
+    __slots__ = ("server", "ctx", "channel", "done", "reply", "error", "chunk", "chunk_id",
+                 "async_future")
+
+    def __init__(self, server, ctx, channel):
+        self.server = server
+        self.ctx = ctx
+        self.channel = channel
+        self.done = False          # the task reached an end state for this turn
+        self.reply = None          # a direct Message reply, if the agent gave one
+        self.error = None          # an A2AError that fails the request (before any task)
+        self.chunk = None          # the held-back text chunk (lastChunk needs lookahead)
+        self.chunk_id = None
+        self.async_future = None
+
+    def emit(self, item, chunked):
+        if self.done or item is None:
+            return
+        if self.ctx.cancelled.is_set():
+            self.done = True
+            return
+        if isinstance(item, str):
+            if not chunked:
+                item = artifact_update(item)
+            else:
+                self._flush_chunk(last=False)
+                self.chunk = item
+                return
+        elif isinstance(item, dict) and "parts" in item and "messageId" in item:
+            item = {"message": item}
+        if not isinstance(item, dict) or len(item) != 1:
+            raise InvalidAgentResponseError(
+                f"the agent produced {type(item).__name__}; agents return or yield str, "
+                "status_update(...), artifact_update(...) or agent_message(...)")
+        self._flush_chunk(last=False)
+        (kind, body), = item.items()
+        handler = _OUTPUT_HANDLERS.get(kind)
+        if handler is None:
+            raise InvalidAgentResponseError(
+                f"the agent produced {kind!r}; expected statusUpdate, artifactUpdate or message")
+        handler(self, body)
+
+    def _flush_chunk(self, last):
+        if self.chunk is None:
+            return
+        text, self.chunk = self.chunk, None
+        first = self.chunk_id is None
+        if first:
+            self.chunk_id = str(uuid.uuid4())
+        self._artifact(artifact_update(text, artifact_id=self.chunk_id, append=not first,
+                                       last_chunk=last)["artifactUpdate"])
+
+    def _status(self, body):
+        body = parse("TaskStatusUpdateEvent", {
+            **body, "taskId": self.ctx.task_id, "contextId": self.ctx.context_id,
+            "status": {**body.get("status", {}), "timestamp": _now()}}, "agent statusUpdate")
+        status = body["status"]
+        if "message" in status:
+            status["message"] = {**status["message"], "taskId": self.ctx.task_id,
+                                 "contextId": self.ctx.context_id}
+        with self.channel.cond:
+            task = self.server._create_task(self.ctx, self.channel)
+            if self.ctx.cancelled.is_set():
+                self.done = True
+                return
+            task = {**task, "status": status}
+            if "message" in status:
+                task["history"] = task.get("history", []) + [status["message"]]
+            self.channel.publish(task, {"statusUpdate": body})
+        if status["state"] in _STREAM_END:
+            self.done = True
+
+    def _artifact(self, body):
+        body = parse("TaskArtifactUpdateEvent", {
+            **body, "taskId": self.ctx.task_id, "contextId": self.ctx.context_id},
+            "agent artifactUpdate")
+        artifact = body["artifact"]
+        with self.channel.cond:
+            task = self.server._create_task(self.ctx, self.channel)
+            if self.ctx.cancelled.is_set():
+                self.done = True
+                return
+            artifacts = list(task.get("artifacts", ()))
+            for i, old in enumerate(artifacts):
+                if old["artifactId"] == artifact["artifactId"]:
+                    if body.get("append"):
+                        artifact = {**old, "parts": old["parts"] + artifact["parts"]}
+                    artifacts[i] = artifact
+                    break
+            else:
+                artifacts.append(artifact)
+            task = {**task, "artifacts": artifacts}
+            self.channel.publish(task, {"artifactUpdate": body})
+
+    def _message(self, body):
+        message = parse("Message", {"role": "ROLE_AGENT", **body,
+                                    "contextId": self.ctx.context_id}, "agent message")
+        if self.channel.task is None:
+            # A direct reply: no task is created (section 3.1.1).
+            message.pop("taskId", None)
+            self.reply = message
+            self.done = True
+            self.channel.publish(None, {"message": message})
+            return
+        # Within a task, a message is the agent's final word on this turn.
+        self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}})
+
+    def finish(self):
+        """The agent returned: flush the last chunk; COMPLETED unless it said otherwise."""
+        if not self.done:
+            self._flush_chunk(last=True)
+        if not self.done:
+            self._status({"status": {"state": "TASK_STATE_COMPLETED"}})
+        self._end_turn()
+
+    def fail(self, exc):
+        """The agent raised: FAILED, with a message that names the error, not the traceback.
+
+        An A2AError raised before any task exists fails the request instead.
+        """
+        self.chunk = None
+        if self.channel.task is None and isinstance(exc, A2AError):
+            log.info("agent refused the request: %s", exc.message)
+            self.error = exc
+            self.done = True
+            self.channel.publish(None, {"error": exc})
+            self.channel.active = None
+            return
+        log.error("agent failed on task %s", self.ctx.task_id, exc_info=exc)
+        if not self.done:
+            if isinstance(exc, A2AError):
+                text = exc.message
+            else:
+                text = f"the agent failed ({type(exc).__name__}); see the server log"
+            try:
+                self._status({"status": {"state": "TASK_STATE_FAILED",
+                                         "message": new_message(text)}})
+            except Exception as again:
+                log.error("could not record the failure of task %s", self.ctx.task_id,
+                          exc_info=again)
+                if self.channel.task is None:   # nobody else will end the waiting streams
+                    self.error = again if isinstance(again, A2AError) else InternalError(
+                        "the task could not be created; see the server log")
+                    self.channel.publish(None, {"error": self.error})
+        self._end_turn()
+
+    def _end_turn(self):
+        self.done = True
+        self.channel.active = None
+        task = self.channel.task
+        if task is not None and task["status"]["state"] in TERMINAL_STATES:
+            self.server._forget(self.ctx.task_id)
+
+
+_OUTPUT_HANDLERS = {
+    "statusUpdate": _TurnWriter._status,
+    "artifactUpdate": _TurnWriter._artifact,
+    "message": _TurnWriter._message,
+}
+
+
+def _encode_page_token(key):
+    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode("ascii").rstrip("=")
+
+
+def _decode_page_token(token):
+    try:
+        stamp, task_id = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        if isinstance(stamp, str) and isinstance(task_id, str):
+            return stamp, task_id
+    except (ValueError, TypeError, binascii.Error):
+        pass
+    raise InvalidParamsError(
+        "pageToken is not one this server issued; pass the nextPageToken of the previous "
+        "ListTasks answer unchanged, or omit it for the first page", field="pageToken")
+
+
+# =============================================================================
+# 7. Bindings: JSON-RPC 2.0, SSE and the agent card
+# =============================================================================
+#
+# Bytes in, bytes out. handle_http() takes the parts of an HTTP request
+# (method, path, query string, headers with lower-case names, body bytes)
+# and returns a Response: status, headers and either a body or an iterator
+# of byte chunks (an SSE stream). Nothing here knows about sockets; every
+# host adapter (section 8 of this file) calls this one function.
+#
+# JSON-RPC (section 9): one Request object per HTTP POST; batches are not part
+# of A2A. Every answer is HTTP 200 with a JSON-RPC Response, whose error codes
+# come from the error table; data is an array of typed details (ErrorInfo,
+# BadRequest). Streaming methods answer text/event-stream where every event's
+# data is a whole JSON-RPC Response carrying one StreamResponse (section
+# 9.4); an error raised before the first event is an ordinary JSON answer.
+#
+# SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
+# and a blank line. A comment line ": keep-alive" is sent when nothing has
+# happened for keepalive_interval seconds, so proxies keep the stream open.
+
+
+class Response:
+    """What a binding answers: ``status`` (int), ``headers`` (list of pairs),
+    ``body`` (bytes) or ``stream`` (an iterator of bytes, closed by the adapter
+    when the client goes away)."""
+
+    __slots__ = ("status", "headers", "body", "stream")
+
+    def __init__(self, status, headers, body=b"", stream=None):
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.stream = stream
+
+
+_JSON = "application/json"
+_CARD_PATH = "/.well-known/agent-card.json"
+_LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json"')
+_HTTP_REASONS = {200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request",
+                 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
+                 411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
+                 500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+def _dumps(obj):
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _jsonrpc_error(request_id, error):
+    """The JSON-RPC Response object for an error (a pure function of the error)."""
+    return {"jsonrpc": "2.0", "id": request_id,
+            "error": {"code": error.code, "message": error.message, "data": error.details()}}
+
+
+def _sse_frame(seq, data):
+    head = b"" if seq is None else b"id: %d\n" % seq
+    return head + b"data: " + _dumps(data) + b"\n\n"
+
+
+_KEEPALIVE = b": keep-alive\n\n"
+
+
+def _handle_http(server, method, path, query, headers, body, base_url):
+    """Route one HTTP request to the card, the help page or JSON-RPC."""
+    headers = headers if headers is not None else {}
+    try:
+        if path == _CARD_PATH:
+            if method in ("GET", "HEAD"):
+                return _card_response(server, headers, base_url)
+            if method == "OPTIONS":
+                return _preflight(server)
+            raise _MethodNotAllowed("GET")
+        if path.rstrip("/") == server.rpc_path.rstrip("/"):
+            if method == "POST":
+                return _jsonrpc_response(server, query, headers, body)
+            if method in ("GET", "HEAD"):
+                return _help_response(server, headers, base_url)
+            if method == "OPTIONS":
+                return _preflight(server)
+            raise _MethodNotAllowed("POST, GET")
+        return _plain_error(server, 404, InvalidRequestError(
+            f"nothing is served at {path}; JSON-RPC is at {server.rpc_path} (POST) and the "
+            f"agent card at {_CARD_PATH}"))
+    except _MethodNotAllowed as exc:
+        resp = _plain_error(server, 405, InvalidRequestError(
+            f"{method} is not allowed on {path}; use {exc.args[0]}"))
+        resp.headers.append(("Allow", exc.args[0]))
+        return resp
+    except Exception:                          # the last line of defence: never a traceback
+        log.exception("unexpected error answering %s %s", method, path)
+        return _plain_error(server, 500, InternalError("internal error; see the server log"))
+
+
+class _MethodNotAllowed(Exception):
+    pass
+
+
+def _plain_error(server, status, error):
+    body = _dumps(_jsonrpc_error(None, error))
+    return Response(status, [("Content-Type", _JSON), _LINK], body)
+
+
+def _jsonrpc_response(server, query, headers, body):
+    """POST to the JSON-RPC endpoint."""
+    request_id = None
+    try:
+        if len(body) > server.limits["max_body_bytes"]:
+            raise PayloadTooLargeError(
+                f"the request body is {len(body)} bytes; this server accepts at most "
+                f"{server.limits['max_body_bytes']}", metadata={"limit": server.limits["max_body_bytes"]})
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype and ctype != _JSON and not ctype.endswith("+json"):
+            raise ContentTypeNotSupportedError(
+                f"JSON-RPC requests must be JSON, not {ctype}; send "
+                "-H 'Content-Type: application/json'")
+        try:
+            envelope = json.loads(body)
+        except RecursionError:
+            raise ParseError("the JSON is nested too deeply to parse") from None
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"the body is not valid UTF-8 (byte {exc.start})") from None
+        except ValueError as exc:
+            raise ParseError(f"the body is not valid JSON: {exc}") from None
+        if isinstance(envelope, list):
+            raise InvalidRequestError(
+                "JSON-RPC batches are not supported by A2A; send one request object per HTTP POST")
+        if not isinstance(envelope, dict):
+            raise InvalidRequestError("a JSON-RPC request must be a JSON object")
+        rid = envelope.get("id")
+        if isinstance(rid, (str, int)) and not isinstance(rid, bool) or rid is None:
+            request_id = rid
+        if envelope.get("jsonrpc") != "2.0":
+            raise InvalidRequestError('a JSON-RPC request needs "jsonrpc": "2.0"')
+        if "id" not in envelope or not (isinstance(rid, (str, int)) and not isinstance(rid, bool)):
+            raise InvalidRequestError(
+                'a JSON-RPC request needs an "id" (a string or an integer) to answer to')
+        name = envelope.get("method")
+        if not isinstance(name, str):
+            raise InvalidRequestError('a JSON-RPC request needs a "method" string')
+        params = envelope.get("params", {})
+        if not isinstance(params, dict):
+            raise InvalidParamsError("params must be a JSON object (by-name parameters)",
+                                     field="params")
+        if name not in METHODS:
+            if name in LEGACY_METHODS:
+                raise MethodNotFoundError(
+                    f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
+                    f"{LEGACY_METHODS[name]!r}", metadata={"method": name})
+            raise MethodNotFoundError(
+                f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
+                + ", ".join(METHODS), metadata={"method": name})
+        call = CallContext(headers, _query_params(query))
+        last = headers.get("last-event-id") or call.query.get("lastEventId") \
+            or call.query.get("Last-Event-ID")
+        if last is not None and last.strip().isdigit():
+            call.last_event_id = int(last)
+        result = server.call(name, params, call)
+        if not METHODS[name][2]:
+            return Response(200, [("Content-Type", _JSON), _LINK],
+                            _dumps({"jsonrpc": "2.0", "id": request_id, "result": result}))
+        return _sse_response(server, result, lambda event: {
+            "jsonrpc": "2.0", "id": request_id, "result": event},
+            lambda error: _jsonrpc_error(request_id, error))
+    except A2AError as error:
+        status = 413 if isinstance(error, PayloadTooLargeError) else 200
+        return Response(status, [("Content-Type", _JSON), _LINK],
+                        _dumps(_jsonrpc_error(request_id, error)))
+    except Exception:
+        log.exception("unexpected error in a JSON-RPC call")
+        return Response(200, [("Content-Type", _JSON), _LINK], _dumps(_jsonrpc_error(
+            request_id, InternalError("internal error; see the server log"))))
+
+
+def _sse_response(server, events, wrap, wrap_error):
+    """An SSE Response over an iterator of (seq, StreamResponse)."""
+    def frames():
+        try:
+            for seq, event in events:
+                if event is None:
+                    yield _KEEPALIVE
+                else:
+                    yield _sse_frame(seq, wrap(event))
+        except A2AError as error:
+            yield _sse_frame(None, wrap_error(error))
+        except Exception:
+            log.exception("unexpected error in a stream")
+            yield _sse_frame(None, wrap_error(InternalError("internal error; see the server log")))
+        finally:
+            close = getattr(events, "close", None)
+            if close:
+                close()
+    return Response(200, [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                          _LINK], stream=frames())
+
+
+def _query_params(query):
+    """A query string -> {name: last value} (repeated names: the last wins)."""
+    if not query:
+        return {}
+    return {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+
+
+def _card_response(server, headers, base_url):
+    """GET /.well-known/agent-card.json (section 8.2), cacheable (ETag, max-age)."""
+    key = server.public_url or base_url
+    cached = server._card_cache
+    if cached is None or cached[0] != key:
+        body = _dumps(server.agent_card(base_url))
+        etag = '"%s"' % hashlib.sha256(body).hexdigest()[:32]
+        modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server._started))
+        cached = server._card_cache = (key, body, etag, modified)
+    _, body, etag, modified = cached
+    common = [("ETag", etag), ("Last-Modified", modified),
+              ("Cache-Control", f"public, max-age={server.card_max_age}"),
+              ("Access-Control-Allow-Origin", "*")]
+    match = headers.get("if-none-match", "")
+    if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
+        return Response(304, common)
+    return Response(200, [("Content-Type", _JSON)] + common, body)
+
+
+def _preflight(server):
+    return Response(204, [("Access-Control-Allow-Origin", "*"),
+                          ("Access-Control-Allow-Methods", "GET, POST, OPTIONS"),
+                          ("Access-Control-Allow-Headers",
+                           "Content-Type, A2A-Version, A2A-Extensions, Authorization, Last-Event-ID"),
+                          ("Access-Control-Max-Age", "600")])
+
+
+def _help_response(server, headers, base_url):
+    """GET / : a short page with curl lines to try (HTML for browsers)."""
+    text = _help_text(server, base_url or "http://127.0.0.1:8000")
+    if "text/html" in headers.get("accept", ""):
+        page = ("<!doctype html><meta charset=utf-8><title>%s</title><pre>%s</pre>"
+                % (html.escape(server._card_fields["name"]), html.escape(text)))
+        return Response(200, [("Content-Type", "text/html; charset=utf-8"), _LINK],
+                        page.encode("utf-8"))
+    return Response(200, [("Content-Type", "text/plain; charset=utf-8"), _LINK],
+                    text.encode("utf-8"))
+
+
+def _help_text(server, base_url):
+    base = (server.public_url or base_url).rstrip("/")
+    rpc = base + (server.rpc_path if server.rpc_path != "/" else "/")
+    head = f"curl -s {rpc} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' -d "
+    send = ('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":'
+            '{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}')
+    stream = ('{"jsonrpc":"2.0","id":2,"method":"SendStreamingMessage","params":{"message":'
+              '{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"hello stream"}]}}}')
+    listing = '{"jsonrpc":"2.0","id":3,"method":"ListTasks","params":{"pageSize":5}}'
+    get = '{"jsonrpc":"2.0","id":4,"method":"GetTask","params":{"id":"TASK_ID"}}'
+    return (
+        f"{server._card_fields['name']}: an A2A {PROTOCOL_VERSION} agent (a2a_min {__version__})\n\n"
+        f"The agent card:\n  curl -s {base}{_CARD_PATH}\n\n"
+        f"Send a message (JSON-RPC):\n  {head}'{send}'\n\n"
+        f"Stream a reply (Server-Sent Events):\n  curl -sN {rpc} -H 'A2A-Version: 1.0' "
+        f"-H 'Content-Type: application/json' -d '{stream}'\n\n"
+        f"List tasks:\n  {head}'{listing}'\n\n"
+        f"Get a task (put an id from above):\n  {head}'{get}'\n")
+
+
+# =============================================================================
+# 8. Adapters: http.server
+# =============================================================================
+#
+# A host adapter turns its world into handle_http() arguments and writes the
+# Response back. It makes no protocol decision. This one runs on the standard
+# library's ThreadingHTTPServer: one thread per connection, HTTP/1.1
+# keep-alive, Nagle's algorithm off (or every SSE event would wait ~40 ms for
+# a delayed ACK), a socket timeout against clients that stall, and the body
+# limit enforced before the body is read.
+
+
+def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0):
+    """An http.server.ThreadingHTTPServer serving ``server``; call serve_forever()."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+        server_version = f"a2a_min/{__version__}"
+
+        def setup(self):
+            self.timeout = timeout
+            super().setup()
+
+        def log_message(self, fmt, *args):
+            log.debug("%s " + fmt, self.address_string(), *args)
+
+        def _serve(self):
+            path, _, query = self.path.partition("?")
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            try:
+                body = self._read_body(headers)
+            except _BodyProblem as problem:
+                self.close_connection = True
+                return self._write(_plain_error(server, problem.status, problem.error))
+            host_header = headers.get("host") or "%s:%d" % self.server.server_address[:2]
+            response = server.handle_http(self.command, path, query, headers, body,
+                                          base_url="http://" + host_header)
+            self._write(response)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
+
+        def _read_body(self, headers):
+            limit = server.limits["max_body_bytes"]
+            try:
+                if "chunked" in headers.get("transfer-encoding", "").lower():
+                    return self._read_chunked(limit)
+                length = headers.get("content-length")
+                if length is None:
+                    return b""
+                if not length.strip().isdigit():
+                    raise _BodyProblem(400, InvalidRequestError(
+                        f"Content-Length {length!r} is not a number"))
+                length = int(length)
+                if length > limit:
+                    raise _BodyProblem(413, PayloadTooLargeError(
+                        f"the request body is {length} bytes; this server accepts at most {limit}",
+                        metadata={"limit": limit}))
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    raise _BodyProblem(400, InvalidRequestError(
+                        f"the body ended after {len(body)} of the {length} bytes its "
+                        "Content-Length announced"))
+                return body
+            except (TimeoutError, OSError):
+                raise _BodyProblem(408, InvalidRequestError(
+                    f"the request body did not arrive within {timeout:g} s; send the whole "
+                    "body its Content-Length announces")) from None
+
+        def _read_chunked(self, limit):
+            parts, size = [], 0
+            while True:
+                line = self.rfile.readline(1024)
+                try:
+                    n = int(line.split(b";")[0].strip(), 16)
+                except ValueError:
+                    raise _BodyProblem(400, InvalidRequestError("malformed chunked body")) from None
+                if n == 0:
+                    while self.rfile.readline(1024).strip():
+                        pass                   # trailers
+                    return b"".join(parts)
+                size += n
+                if size > limit:
+                    raise _BodyProblem(413, PayloadTooLargeError(
+                        f"the chunked body exceeds {limit} bytes", metadata={"limit": limit}))
+                parts.append(self.rfile.read(n))
+                self.rfile.readline(8)
+
+        def _write(self, response):
+            status = response.status
+            head = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Unknown')}",
+                    f"Server: {self.server_version}",
+                    "Date: " + self.date_time_string()]
+            head += [f"{k}: {v}" for k, v in response.headers]
+            if response.stream is None:
+                if status != 304 and status != 204:
+                    head.append(f"Content-Length: {len(response.body)}")
+                if self.close_connection:
+                    head.append("Connection: close")
+                data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+                if self.command != "HEAD":
+                    data += response.body
+                try:
+                    self.wfile.write(data)
+                except OSError:
+                    self.close_connection = True
+                return
+            # A stream: no length is known, so the connection closes at its end.
+            self.close_connection = True
+            head.append("Connection: close")
+            stream = response.stream
+            try:
+                self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+                for chunk in stream:
+                    self.wfile.write(chunk)
+            except OSError:
+                pass                           # the client went away; the task goes on
+            finally:
+                stream.close()
+
+    class HTTPServer(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 128
+
+    return HTTPServer((host, port), Handler)
+
+
+class _BodyProblem(Exception):
+    def __init__(self, status, error):
+        super().__init__(error.message)
+        self.status = status
+        self.error = error
+
+
+def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
+    """Serve ``server`` on http.server until interrupted (Ctrl-C)."""
+    httpd = make_http_server(server, host, port)
+    if on_ready:
+        on_ready(httpd)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+
+
+# =============================================================================
+# 9. The demo
+# =============================================================================
+
+
+def _demo_agent(ctx):
+    """Echo the user's text back in a few streamed chunks."""
+    yield status_update("TASK_STATE_WORKING")
+    words = ("You said: " + (ctx.text or "(no text)")).split(" ")
+    step = max(1, len(words) // 3)
+    for i in range(0, len(words), step):
+        yield " ".join(words[i:i + step]) + (" " if i + step < len(words) else "")
+
+
+def main(argv=None):
+    """python a2a_min.py [--host 127.0.0.1] [--port 8000]: serve the echo demo."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="a2a_min", description="Serve a demo A2A 1.0 agent.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--public-url", help="base URL to put in the agent card")
+    parser.add_argument("--assume-version", metavar="VERSION",
+                        help="treat requests without A2A-Version as this version (e.g. 1.0)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    server = Server(_demo_agent, name="a2a_min echo",
+                    description="Echoes what you say, streamed in a few chunks.",
+                    skills=[{"id": "echo", "name": "Echo", "description": "Repeats your text.",
+                             "tags": ["echo", "demo"], "examples": ["hello"]}],
+                    public_url=args.public_url, assume_version=args.assume_version)
+
+    def ready(httpd):
+        host, port = httpd.server_address[:2]
+        base = f"http://{host}:{port}"
+        print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/\n",
+              flush=True)
+        print(_help_text(server, base), flush=True)
+
+    serve(server, args.host, args.port, on_ready=ready)
+
+
+if __name__ == "__main__":
+    main()
