@@ -136,6 +136,7 @@ TERMINAL_STATES = frozenset({
     "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
     "TASK_STATE_REJECTED"})
 INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+_IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on the task
 
 # Default limits. Every one is a keyword argument of Server or TaskStore.
 DEFAULT_LIMITS = {
@@ -791,11 +792,11 @@ def agent_message(content, **fields):
 # the owner asked for, and a task of someone else is reported exactly like a
 # missing one (section 13.1).
 #
-# The in-memory store is bounded: at most ``max_tasks`` tasks, finished tasks
-# expire ``task_ttl`` seconds after they ended, and each history keeps the
-# newest ``max_history`` messages. When full, the oldest finished task is
-# evicted; if every task is still running, new tasks are refused
-# (TaskStoreFullError) rather than losing one. ``on_evict`` is told of every
+# The in-memory store is bounded: at most ``max_tasks`` tasks; idle tasks
+# (finished, or waiting for the client) expire ``task_ttl`` seconds after they
+# became idle; each history keeps the newest ``max_history`` messages. When
+# full, the oldest idle task is evicted; if every task is still running, new
+# tasks are refused (TaskStoreFullError) rather than losing one. ``on_evict`` is told of every
 # eviction so the server can free what hangs off the task.
 #
 # ListTasks (section 3.1.4) sorts by status timestamp, newest first. Its page
@@ -818,7 +819,7 @@ class TaskStore:
         self.on_evict = None                # callable(task_id), set by the Server
         self._lock = threading.Lock()
         self._tasks = {}                    # id -> (task, owner)
-        self._finished = OrderedDict()      # id -> monotonic time it ended, oldest first
+        self._idle = OrderedDict()          # id -> when it ended or began to wait, oldest first
 
     def get(self, task_id, owner):
         """The task with this id if ``owner`` owns it, else None."""
@@ -838,9 +839,11 @@ class TaskStore:
             if task_id not in self._tasks:
                 evicted = self._make_room()
             self._tasks[task_id] = (task, owner)
-            if task["status"]["state"] in TERMINAL_STATES:
-                self._finished[task_id] = time.monotonic()
-                self._finished.move_to_end(task_id)
+            if task["status"]["state"] in _IDLE_STATES:
+                if task_id not in self._idle:
+                    self._idle[task_id] = time.monotonic()
+            else:
+                self._idle.pop(task_id, None)
         for gone in evicted:
             if self.on_evict:
                 self.on_evict(gone)
@@ -849,17 +852,17 @@ class TaskStore:
         """Forget a task (no error if it is unknown)."""
         with self._lock:
             self._tasks.pop(task_id, None)
-            self._finished.pop(task_id, None)
+            self._idle.pop(task_id, None)
 
     def _make_room(self):
-        """Evict expired tasks, then the oldest finished one if still full."""
+        """Evict expired tasks, then the oldest idle one if still full."""
         evicted = []
         deadline = time.monotonic() - self.task_ttl
-        while self._finished:
-            task_id, ended = next(iter(self._finished.items()))
+        while self._idle:
+            task_id, ended = next(iter(self._idle.items()))
             if ended > deadline and len(self._tasks) < self.max_tasks:
                 break
-            del self._finished[task_id]
+            del self._idle[task_id]
             self._tasks.pop(task_id, None)
             evicted.append(task_id)
         if len(self._tasks) >= self.max_tasks:
@@ -998,14 +1001,16 @@ class CallContext:
         return (self.tenant, self.principal)
 
 
-def _is_final(event):
-    """Does this StreamResponse end a stream? (terminal or interrupted status, or a Message)"""
+def _is_final(event, end_states):
+    """Does this StreamResponse end a stream? (a Message, or a status in ``end_states``)"""
     if "message" in event:
         return True
     update = event.get("statusUpdate")
-    return bool(update) and update["status"]["state"] in _STREAM_END
+    return bool(update) and update["status"]["state"] in end_states
 
 
+# SendStreamingMessage ends when the task ends or waits for the client
+# (section 3.1.2); SubscribeToTask only when the task ends (section 3.1.6).
 _STREAM_END = TERMINAL_STATES | INTERRUPTED_STATES
 
 
@@ -1038,7 +1043,7 @@ class _Channel:
             self.next_seq += 1
             self.cond.notify_all()
 
-    def follow(self, start, keepalive):
+    def follow(self, start, keepalive, end_states=_STREAM_END):
         """Yield (seq, event) from sequence ``start`` on, or (None, None) as a
         keep-alive tick while nothing happens, until a final event."""
         seq = start
@@ -1060,7 +1065,7 @@ class _Channel:
                 if "error" in event:
                     raise event["error"]
                 yield s, event
-                if _is_final(event):
+                if _is_final(event, end_states):
                     return
             seq = pending[-1][0] + 1
 
@@ -1109,7 +1114,7 @@ class Server:
         self.store = store or TaskStore(
             max_tasks=self.limits["max_tasks"], task_ttl=self.limits["task_ttl"],
             max_history=self.limits["max_history"])
-        self.store.on_evict = self._forget
+        self.store.on_evict = self._evicted
         self.rpc_path = "/" + rpc_path.strip("/")
         self.assume_version = assume_version
         self.public_url = public_url
@@ -1226,7 +1231,15 @@ class Server:
 
     def _forget(self, task_id):
         with self._lock:
-            self._channels.pop(task_id, None)
+            return self._channels.pop(task_id, None)
+
+    def _evicted(self, task_id):
+        """The store dropped an idle task: end any stream still watching it."""
+        channel = self._forget(task_id)
+        if channel is not None:
+            channel.publish(None, {"error": TaskNotFoundError(
+                f"task {task_id} expired and was removed from the store",
+                metadata={"taskId": task_id})})
 
     def _view(self, task, history_length=None, include_artifacts=True):
         """A task as a response shows it (section 3.2.4 historyLength)."""
@@ -1503,15 +1516,17 @@ class Server:
         self._require_streaming()
         task_id = request["id"]
         task = self._visible_task(task_id, call)
-        with self._lock:
-            channel = self._channels.get(task_id)
         state = task["status"]["state"]
-        if state in TERMINAL_STATES or channel is None and state not in INTERRUPTED_STATES:
+        if state in TERMINAL_STATES:
             raise UnsupportedOperationError(
                 f"task {task_id} is {state}: a finished task has no more events to stream; "
                 "use GetTask to read it", metadata={"taskId": task_id, "state": state})
-        if channel is None:
-            return iter([(None, {"task": task})])
+        with self._lock:
+            channel = self._channels.get(task_id)
+            if channel is None:                # a task waiting for input has no live channel
+                channel = self._channels[task_id] = _Channel(
+                    self.store, call.owner, self.limits["replay_buffer"])
+                channel.task = task
         return self._subscription(channel, call.last_event_id)
 
     def _subscription(self, channel, last_event_id):
@@ -1521,12 +1536,12 @@ class Server:
         replay = last_event_id is not None and oldest - 1 <= last_event_id < seq
         if not replay:
             yield seq - 1, {"task": task}
-            if task["status"]["state"] in _STREAM_END:
+            if task["status"]["state"] in TERMINAL_STATES:
                 return
             start = seq
         else:
             start = last_event_id + 1
-        yield from channel.follow(start, self.limits["keepalive_interval"])
+        yield from channel.follow(start, self.limits["keepalive_interval"], TERMINAL_STATES)
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
 

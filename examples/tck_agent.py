@@ -1,0 +1,106 @@
+"""The conformance kit's scenario agent, served by a2a_min.
+
+The official A2A conformance kit (a2aproject/a2a-tck) steers the agent under
+test through the messageId of the user's message: ``tck-<scenario>-<run id>``.
+This agent implements every scenario, so the kit can be run against this
+server:
+
+    python examples/tck_agent.py --port 9999
+    ./run_tck.py --sut-host http://127.0.0.1:9999      # in the kit's checkout
+
+See CONFORMANCE.md for the whole procedure.
+"""
+
+import argparse
+import logging
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import a2a_min  # noqa: E402
+from a2a_min import artifact_update, file_part, data_part, status_update  # noqa: E402
+
+WORKING, COMPLETED = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"
+FILE = file_part(raw=b"Generated file content", filename="output.txt", media_type="text/plain")
+FILE_URL = file_part(url="https://example.com/output.txt", filename="output.txt",
+                     media_type="text/plain")
+
+
+def streamed(text):
+    """WORKING, one text artifact, COMPLETED."""
+    return [status_update(WORKING), artifact_update(text), status_update(COMPLETED)]
+
+
+def slow_stream():
+    yield status_update(WORKING)
+    time.sleep(4)
+    yield status_update(COMPLETED)
+
+
+def reject():
+    raise a2a_min.A2AError("rejected")
+
+
+# messageId prefix -> what the agent does. Longest prefixes are tried first.
+SCENARIOS = {
+    "tck-complete-task": lambda: [status_update(COMPLETED, "Hello from TCK")],
+    "tck-input-required": lambda: [status_update("TASK_STATE_INPUT_REQUIRED",
+                                                 "Please provide more input")],
+    "tck-artifact-text": lambda: [artifact_update("Generated text content"),
+                                  status_update(COMPLETED)],
+    "tck-artifact-file": lambda: [artifact_update(FILE), status_update(COMPLETED)],
+    "tck-artifact-file-url": lambda: [artifact_update(FILE_URL), status_update(COMPLETED)],
+    "tck-artifact-data": lambda: [artifact_update(data_part({"key": "value", "count": 42})),
+                                  status_update(COMPLETED)],
+    "tck-message-response": lambda: [a2a_min.agent_message("Direct message response")],
+    "tck-stream-001": lambda: streamed("Stream hello from TCK"),
+    "tck-stream-002": lambda: [status_update(COMPLETED)],
+    "tck-stream-003": lambda: streamed("Stream task lifecycle"),
+    "tck-stream-ordering-001": lambda: streamed("Ordered output"),
+    "tck-stream-artifact-text": lambda: streamed("Streamed text content"),
+    "tck-stream-artifact-file": lambda: [status_update(WORKING), artifact_update(FILE),
+                                         status_update(COMPLETED)],
+    "tck-stream-artifact-chunked": lambda: [
+        status_update(WORKING),
+        artifact_update("chunk-1 ", artifact_id="chunked", append=True),
+        artifact_update("chunk-2", artifact_id="chunked", append=True, last_chunk=True),
+        status_update(COMPLETED)],
+    "tck-reject-task": reject,
+    "test-resubscribe-message-id": slow_stream,
+}
+_BY_LENGTH = sorted(SCENARIOS, key=len, reverse=True)
+
+
+def tck_agent(ctx):
+    message_id = ctx.message["messageId"]
+    for prefix in _BY_LENGTH:
+        if message_id.startswith(prefix):
+            yield from SCENARIOS[prefix]()
+            return
+    yield status_update(COMPLETED, "Hello from TCK")   # anything else: complete
+
+
+def make_server(**options):
+    return a2a_min.Server(
+        tck_agent, name="a2a_min TCK agent",
+        description="Implements the scenarios of the A2A conformance kit.",
+        skills=[{"id": "tck", "name": "TCK scenarios", "tags": ["tck"],
+                 "description": "Behaviour chosen by the messageId prefix."}],
+        **options)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9999)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    server = make_server()
+    print(f"TCK agent on http://{args.host}:{args.port}/", flush=True)
+    a2a_min.serve(server, args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()
