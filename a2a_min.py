@@ -74,6 +74,7 @@ import html
 import inspect
 import json
 import logging
+import queue
 import re
 import threading
 import time
@@ -149,6 +150,7 @@ DEFAULT_LIMITS = {
     "max_history": 100,               # messages kept in a task's history
     "default_page_size": 50,          # ListTasks
     "max_page_size": 100,             # ListTasks
+    "max_workers": 64,                # threads running sync agents at once
 }
 
 
@@ -589,13 +591,14 @@ def _parse_timestamp(text):
     y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
     if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 61):
         raise ValueError
-    frac = m.group(7) or "0"
+    nanos = int((m.group(7) or "0").ljust(9, "0"))
     offset = 0
     if m.group(8) not in "Zz":
         sign = 1 if m.group(8)[0] == "+" else -1
         offset = sign * (int(m.group(8)[1:3]) * 3600 + int(m.group(8)[4:6]) * 60)
-    seconds = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - offset + int(frac) / 10 ** len(frac)
-    millis = int(seconds * 1000 + 0.999999)   # round up: ">= after" stays exact
+    whole = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - offset
+    millis = whole * 1000 - (-nanos // 1_000_000)   # round up: ">= after" stays exact
+    seconds = whole + nanos / 1e9
     canon = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis // 1000)) + ".%03dZ" % (millis % 1000)
     return seconds, canon
 
@@ -1125,6 +1128,7 @@ class Server:
         self._card_cache = None
         self._started = time.time()
         self._async_loop = None
+        self._workers = None
         self._card_fields = {
             "name": name,
             "description": description,
@@ -1243,9 +1247,6 @@ class Server:
 
     def _view(self, task, history_length=None, include_artifacts=True):
         """A task as a response shows it (section 3.2.4 historyLength)."""
-        if history_length is not None and history_length < 0:
-            raise InvalidParamsError("historyLength must be 0 or more (0 omits the history)",
-                                     field="historyLength")
         out = task
         if history_length is not None and "history" in task:
             out = dict(task)
@@ -1327,19 +1328,15 @@ class Server:
 
     def send_message(self, request, call):
         """SendMessage: returns {"task": Task} or {"message": Message}."""
-        ctx, channel = self._start_turn(request, call)
         config = request.get("configuration", {})
-        history_length = config.get("historyLength")
-        if history_length is not None and history_length < 0:
-            channel.active = None
-            raise InvalidParamsError("configuration.historyLength must be 0 or more",
-                                     field="configuration.historyLength")
+        history_length = _history_length(config, "configuration.historyLength")
+        ctx, channel = self._start_turn(request, call)
         if config.get("returnImmediately"):
             self._create_task(ctx, channel)
-            self._run_in_thread(ctx, channel)
+            self._run(ctx, channel)
             return {"task": self._view(channel.task, history_length)}
-        deadline = time.monotonic() + self.limits["blocking_timeout"]
-        out = self._drive(ctx, channel, deadline)
+        out = self._run(ctx, channel)
+        out.finished.wait(self.limits["blocking_timeout"])
         if out.error is not None:
             raise out.error
         if out.reply is not None:
@@ -1351,10 +1348,10 @@ class Server:
         """SendStreamingMessage: an iterator of (seq, StreamResponse)."""
         self._require_streaming()
         ctx, channel = self._start_turn(request, call)
-        start = channel.next_seq if ctx.task is not None else 0
-        if ctx.task is not None:
-            start -= 1                         # include the task event of this turn
-        self._run_in_thread(ctx, channel)
+        # A new task's stream starts at its first event; a continuing task's at
+        # the Task event _start_turn just published.
+        start = 0 if ctx.task is None else channel.next_seq - 1
+        self._run(ctx, channel)
         return channel.follow(start, self.limits["keepalive_interval"])
 
     def _require_streaming(self):
@@ -1363,96 +1360,83 @@ class Server:
                 "this agent does not stream (capabilities.streaming is false); use SendMessage")
 
     # -- driving the agent -----------------------------------------------------
+    #
+    # Agents never run on the request's thread: a request only waits (with a
+    # deadline) or streams, so a slow agent cannot hold an answer past
+    # blocking_timeout, and a client that hangs up does not stop its task.
+    # Sync agents run on a bounded pool of worker threads (max_workers; more
+    # turns wait in its queue, SUBMITTED); async agents on one event loop
+    # thread per server.
 
-    def _run_in_thread(self, ctx, channel):
-        threading.Thread(target=self._drive, args=(ctx, channel, None),
-                         name=f"a2a-task-{ctx.task_id[:8]}", daemon=True).start()
-
-    def _drive(self, ctx, channel, deadline):
-        """Run the agent for one turn, publishing what it produces.
-
-        With a ``deadline`` (a blocking SendMessage) the rest of the turn moves
-        to a background thread once the deadline passes, and the caller gets
-        the task as it is then.
-        Returns the _TurnWriter, which holds a direct reply or an error.
-        """
+    def _run(self, ctx, channel):
+        """Start one turn of the agent; returns its _TurnWriter."""
         out = _TurnWriter(self, ctx, channel)
+        with self._lock:
+            if self._workers is None:
+                self._workers = _Workers(self.limits["max_workers"])
+        self._workers.submit(self._drive, out)
+        return out
+
+    def _drive(self, out):
+        """Call the agent and feed what it produces to ``out`` (on a worker thread)."""
         try:
-            result = self.agent(ctx)
+            result = self.agent(out.ctx)
             if inspect.isasyncgen(result) or inspect.isawaitable(result):
-                return self._drive_async(result, out, deadline)
+                import asyncio
+                asyncio.run_coroutine_threadsafe(self._drive_async(result, out), self._loop())
+                return
             if inspect.isgenerator(result):
-                for item in result:
-                    out.emit(item, chunked=True)
-                    if out.done:
-                        result.close()
-                        break
-                    if deadline is not None and time.monotonic() > deadline:
-                        self._continue_in_thread(result, out)
-                        return out
+                try:
+                    for item in result:
+                        out.emit(item, chunked=True)
+                        if out.done:
+                            break
+                finally:
+                    result.close()
             else:
                 out.emit(result, chunked=False)
             out.finish()
         except Exception as exc:                       # the agent failed: fail the task
             out.fail(exc)
-        return out
 
-    def _continue_in_thread(self, gen, out):
-        def rest():
-            try:
-                for item in gen:
-                    out.emit(item, chunked=True)
-                    if out.done:
-                        gen.close()
-                        break
-                out.finish()
-            except Exception as exc:
-                out.fail(exc)
-        threading.Thread(target=rest, daemon=True).start()
+    async def _drive_async(self, result, out):
+        try:
+            if inspect.isasyncgen(result):
+                try:
+                    async for item in result:
+                        out.emit(item, chunked=True)
+                        if out.done:
+                            break
+                finally:
+                    await result.aclose()
+            else:
+                out.emit(await result, chunked=False)
+            out.finish()
+        except Exception as exc:
+            out.fail(exc)
 
-    def _drive_async(self, result, out, deadline):
-        """Async agents run on one event loop thread per server."""
-        import asyncio
+    def _loop(self):
+        """The event loop that runs async agents, started on first use."""
         with self._lock:
             if self._async_loop is None:
+                import asyncio
                 loop = asyncio.new_event_loop()
                 threading.Thread(target=loop.run_forever, name="a2a-asyncio",
                                  daemon=True).start()
                 self._async_loop = loop
-            loop = self._async_loop
-
-        async def run():
-            try:
-                if inspect.isasyncgen(result):
-                    async for item in result:
-                        out.emit(item, chunked=True)
-                        if out.done:
-                            await result.aclose()
-                            break
-                else:
-                    out.emit(await result, chunked=False)
-                out.finish()
-            except Exception as exc:
-                out.fail(exc)
-
-        future = asyncio.run_coroutine_threadsafe(run(), loop)
-        out.async_future = future
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        try:
-            future.result(remaining)
-        except Exception:
-            pass                                        # timed out: the task goes on
-        return out
+            return self._async_loop
 
     # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
 
     def get_task(self, request, call):
         """GetTask: the task, its history cut to historyLength."""
+        history_length = _history_length(request)
         task = self._visible_task(request["id"], call)
-        return self._view(task, request.get("historyLength"))
+        return self._view(task, history_length)
 
     def list_tasks(self, request, call):
         """ListTasks: one page of the caller's tasks, newest first."""
+        history_length = _history_length(request)
         size = request.get("pageSize", self.limits["default_page_size"])
         if not 1 <= size <= self.limits["max_page_size"]:
             raise InvalidParamsError(
@@ -1468,7 +1452,6 @@ class Server:
         tasks, total, last = self.store.list(
             call.owner, context_id=request.get("contextId"), status=status, after=after,
             cursor=cursor, limit=size)
-        history_length = request.get("historyLength")
         include = request.get("includeArtifacts", False)
         return {
             "tasks": [self._view(t, history_length, include) for t in tasks],
@@ -1576,7 +1559,7 @@ class _TurnWriter:
     """Turns one agent turn's outputs into task changes and events."""
 
     __slots__ = ("server", "ctx", "channel", "done", "reply", "error", "chunk", "chunk_id",
-                 "async_future")
+                 "finished")
 
     def __init__(self, server, ctx, channel):
         self.server = server
@@ -1587,7 +1570,7 @@ class _TurnWriter:
         self.error = None          # an A2AError that fails the request (before any task)
         self.chunk = None          # the held-back text chunk (lastChunk needs lookahead)
         self.chunk_id = None
-        self.async_future = None
+        self.finished = threading.Event()   # set when the turn is over
 
     def emit(self, item, chunked):
         if self.done or item is None:
@@ -1698,9 +1681,8 @@ class _TurnWriter:
         if self.channel.task is None and isinstance(exc, A2AError):
             log.info("agent refused the request: %s", exc.message)
             self.error = exc
-            self.done = True
             self.channel.publish(None, {"error": exc})
-            self.channel.active = None
+            self._end_turn()
             return
         log.error("agent failed on task %s", self.ctx.task_id, exc_info=exc)
         if not self.done:
@@ -1726,6 +1708,37 @@ class _TurnWriter:
         task = self.channel.task
         if task is not None and task["status"]["state"] in TERMINAL_STATES:
             self.server._forget(self.ctx.task_id)
+        self.finished.set()
+
+
+class _Workers:
+    """A bounded pool of daemon threads (daemon: a stuck agent never blocks exit)."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.jobs = queue.SimpleQueue()
+        self.idle = threading.Semaphore(0)
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def submit(self, fn, *args):
+        self.jobs.put((fn, args))
+        if self.idle.acquire(blocking=False):
+            return                             # an idle worker will take it
+        with self.lock:
+            if self.count >= self.limit:
+                return                         # all busy: it waits in the queue
+            self.count += 1
+        threading.Thread(target=self._work, name="a2a-worker", daemon=True).start()
+
+    def _work(self):
+        while True:
+            fn, args = self.jobs.get()
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("unexpected error in a worker")
+            self.idle.release()
 
 
 _OUTPUT_HANDLERS = {
@@ -1733,6 +1746,15 @@ _OUTPUT_HANDLERS = {
     "artifactUpdate": _TurnWriter._artifact,
     "message": _TurnWriter._message,
 }
+
+
+def _history_length(request, field="historyLength"):
+    """historyLength: None (unset: the whole history), 0 (none) or N > 0 (newest N)."""
+    value = request.get("historyLength")
+    if value is not None and value < 0:
+        raise InvalidParamsError(f"{field} must be 0 or more (0 omits the history); got {value}",
+                                 field=field)
+    return value
 
 
 def _encode_page_token(key):
