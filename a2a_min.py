@@ -571,6 +571,10 @@ _FIELDS = {
           for key in {name, _snake(name)}}
     for msg, rows in MESSAGES.items()
 }
+# message -> names of its required fields; the enum zero values never count as set.
+_REQUIRED = {msg: tuple(row[1] for row in rows if "required" in row[3].split())
+             for msg, rows in MESSAGES.items()}
+_UNSPECIFIED = ("TASK_STATE_UNSPECIFIED", "ROLE_UNSPECIFIED")
 
 _TIMESTAMP = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?([Zz]|[+-]\d\d:\d\d)\Z")
@@ -670,50 +674,56 @@ def parse(message_type, value, path=""):
     Raises InvalidParamsError naming the field (as a google.rpc.BadRequest
     violation) on the first problem found.
     """
-    if not isinstance(value, dict):
-        raise _bad(path or "the request", f"must be a JSON object ({message_type}), not {_json_type(value)}")
+    if type(value) is not dict:
+        raise _bad(path or "the request",
+                   f"must be a JSON object ({message_type}), not {_json_type(value)}")
     fields = _FIELDS[message_type]
     out = {}
-    oneofs = {}
+    oneofs = None
     for key, item in value.items():
         field = fields.get(key)
         if field is None or item is None:      # unknown fields are ignored; null means unset
             continue
         name = field.name
-        where = f"{path}.{name}" if path else name
         type_ = field.type
-        if field.map_value:
-            if not isinstance(item, dict):
-                raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
-            vt = field.map_value
-            item = {k: (parse(vt, v, f"{where}.{k}") if vt in _FIELDS else _scalar(vt, v, f"{where}.{k}"))
-                    for k, v in item.items()}
-        elif field.repeated:
-            if not isinstance(item, list):
-                raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
-            if type_ in _FIELDS:
-                item = [parse(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
-            else:
-                item = [_scalar(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
-        elif type_ in _FIELDS:
-            item = parse(type_, item, where)
+        if type_ == "string" and type(item) is str and not field.repeated:
+            pass                                # the common case, checked
         else:
-            item = _scalar(type_, item, where)
+            where = f"{path}.{name}" if path else name
+            if field.map_value:
+                if type(item) is not dict:
+                    raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
+                vt = field.map_value
+                item = {k: (parse(vt, v, f"{where}.{k}") if vt in _FIELDS
+                            else _scalar(vt, v, f"{where}.{k}")) for k, v in item.items()}
+            elif field.repeated:
+                if type(item) is not list:
+                    raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
+                if type_ in _FIELDS:
+                    item = [parse(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
+                else:
+                    item = [_scalar(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
+            elif type_ in _FIELDS:
+                item = parse(type_, item, where)
+            else:
+                item = _scalar(type_, item, where)
         if field.oneof:
+            if oneofs is None:
+                oneofs = {}
             if field.oneof in oneofs and oneofs[field.oneof] != name:
-                raise _bad(path or message_type, f"may set only one of its '{field.oneof}' fields; "
-                                 f"got both {oneofs[field.oneof]} and {name}")
+                raise _bad(path or message_type, f"may set only one of its '{field.oneof}' "
+                           f"fields; got both {oneofs[field.oneof]} and {name}")
             oneofs[field.oneof] = name
         elif not field.optional and type_ not in _FIELDS and _is_default(item):
             continue                           # defaults are not sent in ProtoJSON
         out[name] = item
-    for field in set(fields.values()):
-        if field.required and (field.name not in out or _is_default(out[field.name])
-                               or out[field.name] in ("TASK_STATE_UNSPECIFIED", "ROLE_UNSPECIFIED")):
-            raise _bad(f"{path}.{field.name}" if path else field.name, "is required")
+    for name in _REQUIRED[message_type]:
+        got = out.get(name)
+        if not got or got in _UNSPECIFIED:
+            raise _bad(f"{path}.{name}" if path else name, "is required")
     must = _ONEOF_REQUIRED.get(message_type)
-    if must and must not in oneofs:
-        members = [f.name for f in dict.fromkeys(fields.values()) if f.oneof == must]
+    if must and (oneofs is None or must not in oneofs):
+        members = [row[1] for row in MESSAGES[message_type] if row[3] == "oneof:" + must]
         raise _bad(path or message_type, f"must set exactly one of {', '.join(members)}")
     return out
 
@@ -1331,12 +1341,15 @@ class Server:
         config = request.get("configuration", {})
         history_length = _history_length(config, "configuration.historyLength")
         ctx, channel = self._start_turn(request, call)
+        out = _TurnWriter(self, ctx, channel)
         if config.get("returnImmediately"):
             self._create_task(ctx, channel)
-            self._run(ctx, channel)
+            self._pool().submit(self._drive, out)
             return {"task": self._view(channel.task, history_length)}
-        out = self._run(ctx, channel)
-        out.finished.wait(self.limits["blocking_timeout"])
+        deadline = time.monotonic() + self.limits["blocking_timeout"]
+        self._drive(out, deadline)
+        if not out.finished.is_set():          # async, or handed to a worker at the deadline
+            out.finished.wait(max(0.0, deadline - time.monotonic()))
         if out.error is not None:
             raise out.error
         if out.reply is not None:
@@ -1351,7 +1364,7 @@ class Server:
         # A new task's stream starts at its first event; a continuing task's at
         # the Task event _start_turn just published.
         start = 0 if ctx.task is None else channel.next_seq - 1
-        self._run(ctx, channel)
+        self._pool().submit(self._drive, _TurnWriter(self, ctx, channel))
         return channel.follow(start, self.limits["keepalive_interval"])
 
     def _require_streaming(self):
@@ -1361,43 +1374,57 @@ class Server:
 
     # -- driving the agent -----------------------------------------------------
     #
-    # Agents never run on the request's thread: a request only waits (with a
-    # deadline) or streams, so a slow agent cannot hold an answer past
-    # blocking_timeout, and a client that hangs up does not stop its task.
-    # Sync agents run on a bounded pool of worker threads (max_workers; more
-    # turns wait in its queue, SUBMITTED); async agents on one event loop
-    # thread per server.
+    # A blocking SendMessage runs a sync agent on the request's own thread: no
+    # hand-off between threads, which is most of the cost of a small request.
+    # The deadline (blocking_timeout) is checked between the agent's outputs;
+    # once it has passed, the rest of the generator moves to a worker thread
+    # and the client gets the task as it is. (A plain function, or one step of
+    # a generator, that runs longer holds the answer until it returns: Python
+    # cannot interrupt it. Async agents, which run on their own event loop,
+    # are waited for with the exact deadline.)
+    #
+    # Streams and returnImmediately run the agent on a bounded pool of worker
+    # threads (max_workers; further turns wait in its queue, SUBMITTED), so a
+    # client that hangs up never stops its task.
 
-    def _run(self, ctx, channel):
-        """Start one turn of the agent; returns its _TurnWriter."""
-        out = _TurnWriter(self, ctx, channel)
+    def _pool(self):
         with self._lock:
             if self._workers is None:
                 self._workers = _Workers(self.limits["max_workers"])
-        self._workers.submit(self._drive, out)
-        return out
+            return self._workers
 
-    def _drive(self, out):
-        """Call the agent and feed what it produces to ``out`` (on a worker thread)."""
+    def _drive(self, out, deadline=None):
+        """Call the agent and feed what it produces to ``out``."""
         try:
             result = self.agent(out.ctx)
             if inspect.isasyncgen(result) or inspect.isawaitable(result):
                 import asyncio
                 asyncio.run_coroutine_threadsafe(self._drive_async(result, out), self._loop())
-                return
-            if inspect.isgenerator(result):
-                try:
-                    for item in result:
-                        out.emit(item, chunked=True)
-                        if out.done:
-                            break
-                finally:
-                    result.close()
+            elif inspect.isgenerator(result):
+                self._drain(result, out, deadline)
             else:
                 out.emit(result, chunked=False)
-            out.finish()
+                out.finish()
         except Exception as exc:                       # the agent failed: fail the task
             out.fail(exc)
+
+    def _drain(self, gen, out, deadline):
+        """Run a generator agent to its end (or, past ``deadline``, hand it to a worker)."""
+        try:
+            for item in gen:
+                out.emit(item, chunked=True)
+                if out.done:
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    self._pool().submit(self._drain, gen, out, None)
+                    gen = None                 # now the worker's to finish and close
+                    return
+            out.finish()
+        except Exception as exc:
+            out.fail(exc)
+        finally:
+            if gen is not None:
+                gen.close()
 
     async def _drive_async(self, result, out):
         try:
@@ -1580,11 +1607,11 @@ class _TurnWriter:
             return
         if isinstance(item, str):
             if not chunked:
-                item = artifact_update(item)
-            else:
-                self._flush_chunk(last=False)
-                self.chunk = item
-                return
+                return self._artifact({"artifact": {"artifactId": str(uuid.uuid4()),
+                                                    "parts": [{"text": item}]}}, trusted=True)
+            self._flush_chunk(last=False)
+            self.chunk = item
+            return
         elif isinstance(item, dict) and "parts" in item and "messageId" in item:
             item = {"message": item}
         if not isinstance(item, dict) or len(item) != 1:
@@ -1606,14 +1633,22 @@ class _TurnWriter:
         first = self.chunk_id is None
         if first:
             self.chunk_id = str(uuid.uuid4())
-        self._artifact(artifact_update(text, artifact_id=self.chunk_id, append=not first,
-                                       last_chunk=last)["artifactUpdate"])
+        event = {"artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
+        if not first:
+            event["append"] = True
+        if last:
+            event["lastChunk"] = True
+        self._artifact(event, trusted=True)
 
-    def _status(self, body):
-        body = parse("TaskStatusUpdateEvent", {
-            **body, "taskId": self.ctx.task_id, "contextId": self.ctx.context_id,
-            "status": {**body.get("status", {}), "timestamp": _now()}}, "agent statusUpdate")
+    def _status(self, body, trusted=False):
+        """Publish a status update (``trusted``: built here, not by the agent)."""
+        ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
+        if trusted:
+            body = {**ids, **body}
+        else:
+            body = parse("TaskStatusUpdateEvent", {**body, **ids}, "agent statusUpdate")
         status = body["status"]
+        status["timestamp"] = _now()
         if "message" in status:
             status["message"] = {**status["message"], "taskId": self.ctx.task_id,
                                  "contextId": self.ctx.context_id}
@@ -1629,10 +1664,13 @@ class _TurnWriter:
         if status["state"] in _STREAM_END:
             self.done = True
 
-    def _artifact(self, body):
-        body = parse("TaskArtifactUpdateEvent", {
-            **body, "taskId": self.ctx.task_id, "contextId": self.ctx.context_id},
-            "agent artifactUpdate")
+    def _artifact(self, body, trusted=False):
+        """Publish an artifact update (``trusted``: built here, not by the agent)."""
+        ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
+        if trusted:
+            body = {**ids, **body}
+        else:
+            body = parse("TaskArtifactUpdateEvent", {**body, **ids}, "agent artifactUpdate")
         artifact = body["artifact"]
         with self.channel.cond:
             task = self.server._create_task(self.ctx, self.channel)
@@ -1662,14 +1700,14 @@ class _TurnWriter:
             self.channel.publish(None, {"message": message})
             return
         # Within a task, a message is the agent's final word on this turn.
-        self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}})
+        self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}}, True)
 
     def finish(self):
         """The agent returned: flush the last chunk; COMPLETED unless it said otherwise."""
         if not self.done:
             self._flush_chunk(last=True)
         if not self.done:
-            self._status({"status": {"state": "TASK_STATE_COMPLETED"}})
+            self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, trusted=True)
         self._end_turn()
 
     def fail(self, exc):
@@ -1692,7 +1730,7 @@ class _TurnWriter:
                 text = f"the agent failed ({type(exc).__name__}); see the server log"
             try:
                 self._status({"status": {"state": "TASK_STATE_FAILED",
-                                         "message": new_message(text)}})
+                                         "message": new_message(text)}}, trusted=True)
             except Exception as again:
                 log.error("could not record the failure of task %s", self.ctx.task_id,
                           exc_info=again)
@@ -1815,6 +1853,7 @@ _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json"')
 _HTTP_REASONS = {200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request",
                  404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
                  411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
+                 431: "Request Header Fields Too Large",
                  500: "Internal Server Error", 503: "Service Unavailable"}
 
 
@@ -2047,8 +2086,13 @@ def _help_text(server, base_url):
 # limit enforced before the body is read.
 
 
-def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0):
-    """An http.server.ThreadingHTTPServer serving ``server``; call serve_forever()."""
+def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
+                     max_header_bytes=65536, max_headers=100):
+    """An http.server.ThreadingHTTPServer serving ``server``; call serve_forever().
+
+    ``timeout`` bounds every wait on the client: the request head as a whole,
+    each read of the body, and an idle keep-alive connection.
+    """
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
@@ -2063,9 +2107,67 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0):
         def log_message(self, fmt, *args):
             log.debug("%s " + fmt, self.address_string(), *args)
 
-        def _serve(self):
+        def handle_one_request(self):
+            # http.server parses headers with the email package, which costs
+            # more than the whole A2A call; a request head is simple enough to
+            # read here: a request line, then "Name: value" lines.
+            self.close_connection = True
+            try:
+                head = self._read_head()
+            except (TimeoutError, OSError):
+                return                             # idle or stalled: just close
+            except _BodyProblem as problem:
+                return self._write(_plain_error(server, problem.status, problem.error))
+            if head is None:
+                return
+            method, target, version, headers = head
+            self.command, self.path, self.request_version = method, target, version
+            connection = headers.get("connection", "").lower()
+            self.close_connection = (version == "HTTP/1.0" and "keep-alive" not in connection
+                                     or "close" in connection)
+            if headers.get("expect", "").lower() == "100-continue":
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self._serve(headers)
+
+        def _read_head(self):
+            """(method, target, version, headers) of the next request, or None at EOF."""
+            deadline = time.monotonic() + timeout
+            line = self.rfile.readline(max_header_bytes + 1)
+            if not line:
+                return None
+            budget = max_header_bytes - len(line)
+            parts = line.decode("latin-1").split()
+            if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+                raise _BodyProblem(400, InvalidRequestError(
+                    "the request line is not 'METHOD /path HTTP/1.1'"))
+            headers = {}
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                self.connection.settimeout(remaining)
+                line = self.rfile.readline(budget + 1)
+                budget -= len(line)
+                if budget < 0 or len(headers) >= max_headers:
+                    raise _BodyProblem(431, InvalidRequestError(
+                        f"the request headers exceed {max_header_bytes} bytes or "
+                        f"{max_headers} lines"))
+                if line in (b"\r\n", b"\n"):
+                    break
+                if not line:
+                    raise TimeoutError             # the client went away mid-head
+                name, sep, value = line.decode("latin-1").partition(":")
+                if not sep or not name.strip():
+                    raise _BodyProblem(400, InvalidRequestError(
+                        f"malformed header line {line[:40]!r}"))
+                name = name.strip().lower()
+                value = value.strip()
+                headers[name] = headers[name] + ", " + value if name in headers else value
+            self.connection.settimeout(timeout)
+            return parts[0], parts[1], parts[2], headers
+
+        def _serve(self, headers):
             path, _, query = self.path.partition("?")
-            headers = {k.lower(): v for k, v in self.headers.items()}
             try:
                 body = self._read_body(headers)
             except _BodyProblem as problem:
@@ -2075,8 +2177,6 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0):
             response = server.handle_http(self.command, path, query, headers, body,
                                           base_url="http://" + host_header)
             self._write(response)
-
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
 
         def _read_body(self, headers):
             limit = server.limits["max_body_bytes"]

@@ -5,6 +5,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 import pytest
 
@@ -31,6 +32,12 @@ def scenario_agent(ctx):
         yield a2a_min.status_update("TASK_STATE_WORKING")
         ctx.cancelled.wait(float(text[4:] or 5))
         yield "finished slowly"
+    elif text == "ticks":                      # many short steps, 0.6 s in all
+        yield a2a_min.status_update("TASK_STATE_WORKING")
+        for _ in range(12):
+            time.sleep(0.05)
+            yield None
+        yield "ticked"
     elif text == "chunks":
         yield a2a_min.status_update("TASK_STATE_WORKING")
         yield "one "

@@ -1,0 +1,58 @@
+"""The reference SDK's server with the same echo agent, for side-by-side benchmarks.
+
+Needs its own venv: pip install 'a2a-sdk[http-server]==1.3.0' uvicorn
+Usage: python benchmarks/sdk_echo_server.py PORT
+"""
+
+import sys
+
+import uvicorn
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes.agent_card_routes import create_agent_card_routes
+from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
+from a2a.server.routes.rest_routes import create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types.a2a_pb2 import (
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, Task, TaskState, TaskStatus)
+from starlette.applications import Starlette
+
+
+class Echo(AgentExecutor):
+    """Task mode: one artifact echoing the text, then COMPLETED."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if not context.current_task:
+            await event_queue.enqueue_event(Task(
+                id=context.task_id, context_id=context.context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                history=[context.message]))
+        await updater.add_artifact([Part(text=context.get_user_input())])
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+def app(port):
+    base = f"http://127.0.0.1:{port}"
+    card = AgentCard(
+        name="sdk echo", description="echo", version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(url=base + "/", protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=base, protocol_binding="HTTP+JSON", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"], default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="echo", name="echo", description="echo", tags=["echo"])])
+    handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(),
+                                    agent_card=card)
+    routes = (create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/")
+              + create_rest_routes(handler))
+    return Starlette(routes=routes)
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1])
+    uvicorn.run(app(port), host="127.0.0.1", port=port, log_level="warning")
