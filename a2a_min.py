@@ -2112,6 +2112,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             # more than the whole A2A call; a request head is simple enough to
             # read here: a request line, then "Name: value" lines.
             self.close_connection = True
+            self.command = ""
             try:
                 head = self._read_head()
             except (TimeoutError, OSError):

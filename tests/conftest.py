@@ -130,7 +130,7 @@ class Live:
         self.httpd = a2a_min.make_http_server(server, "127.0.0.1", 0, **options)
         self.host, self.port = self.httpd.server_address[:2]
         self.url = f"http://{self.host}:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     def connection(self, timeout=10):

@@ -1,0 +1,347 @@
+"""The http.server adapter on real loopback sockets, and the bad input it must survive."""
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import a2a_min
+from conftest import ROOT, parse_sse, user_message
+
+HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+
+
+def raw_exchange(live, data, read_timeout=5, shutdown=False):
+    """Send raw bytes on a new connection; return everything the server sends back."""
+    sock = socket.create_connection((live.host, live.port), timeout=read_timeout)
+    try:
+        sock.sendall(data)
+        if shutdown:
+            sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        sock.close()
+
+
+def assert_still_serving(live):
+    assert live.rpc("GetTask", {"id": "x"})["error"]["code"] == -32001
+
+
+# -- the agent card and the help page ----------------------------------------
+
+def test_agent_card_headers_etag_and_304(live):
+    resp, body = live.request("GET", "/.well-known/agent-card.json")
+    assert resp.status == 200
+    assert resp.getheader("Content-Type") == "application/json"
+    assert "max-age=" in resp.getheader("Cache-Control")
+    assert resp.getheader("Access-Control-Allow-Origin") == "*"
+    assert resp.getheader("Last-Modified")
+    etag = resp.getheader("ETag")
+    assert etag.startswith('"') and etag.endswith('"')           # a strong ETag
+    card = json.loads(body)
+    assert card["supportedInterfaces"] == [
+        {"url": live.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
+    for key in ("name", "description", "version", "capabilities", "defaultInputModes",
+                "defaultOutputModes", "skills"):
+        assert key in card
+    assert "protocolVersion" not in card                          # a 0.3-era field
+    again, body2 = live.request("GET", "/.well-known/agent-card.json",
+                                headers={"If-None-Match": etag})
+    assert again.status == 304 and body2 == b""
+
+
+def test_public_url_goes_in_the_card():
+    server = a2a_min.Server(lambda t: t, public_url="https://agents.example/a2a/")
+    card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
+    assert card["supportedInterfaces"][0]["url"] == "https://agents.example/a2a/"
+
+
+def test_other_responses_link_to_the_card(live):
+    resp, _ = live.request("POST", "/", {"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+                                         "params": {"id": "x"}}, HEADERS)
+    assert resp.getheader("Link") == '</.well-known/agent-card.json>; rel="service-desc"; type="application/json"'
+
+
+def test_help_page_plain_and_html(live):
+    resp, body = live.request("GET", "/")
+    assert resp.status == 200 and resp.getheader("Content-Type").startswith("text/plain")
+    assert b"curl -s " + live.url.encode() in body and b"SendMessage" in body
+    resp, body = live.request("GET", "/", headers={"Accept": "text/html"})
+    assert resp.getheader("Content-Type").startswith("text/html") and b"<pre>" in body
+
+
+def test_jsonrpc_with_and_without_trailing_slash(live):
+    for path in ("/", "//"):
+        resp, body = live.request("POST", path, {"jsonrpc": "2.0", "id": 7, "method": "GetTask",
+                                                 "params": {"id": "x"}}, HEADERS)
+        assert resp.status == 200 and json.loads(body)["id"] == 7
+
+
+def test_unknown_path_and_wrong_verb(live):
+    resp, body = live.request("GET", "/nothing/here")
+    assert resp.status == 404 and "JSON-RPC is at /" in json.loads(body)["error"]["message"]
+    resp, _ = live.request("DELETE", "/")
+    assert resp.status == 405 and "POST" in resp.getheader("Allow")
+
+
+# -- operations over real sockets -------------------------------------------------
+
+def test_keep_alive_connection_serves_many_calls(live):
+    conn = live.connection()
+    for i in range(20):
+        answer = live.rpc("SendMessage", {"message": user_message(f"n{i}")}, conn=conn)
+        assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    conn.close()
+
+
+def test_sse_stream_over_a_socket(live):
+    conn = live.connection()
+    conn.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": "s", "method":
+                 "SendStreamingMessage", "params": {"message": user_message("chunks")}}), HEADERS)
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("Content-Type") == "text/event-stream"
+    events = parse_sse(resp.read())
+    states = [e[1]["result"].get("statusUpdate", {}).get("status", {}).get("state") for e in events]
+    assert "task" in events[0][1]["result"]
+    assert states[-1] == "TASK_STATE_COMPLETED"
+    assert all(e[1]["id"] == "s" for e in events)
+
+
+def test_first_sse_event_is_not_held_back(live):
+    """Nagle is off: the first event arrives while the agent is still working."""
+    sock = socket.create_connection((live.host, live.port), timeout=5)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                       "params": {"message": user_message("slow1")}}).encode()
+    sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\nContent-Type: "
+                 b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    data = b""
+    started = time.monotonic()
+    while b"TASK_STATE_WORKING" not in data:
+        data += sock.recv(65536)
+    assert time.monotonic() - started < 0.5           # long before the agent's 1 s is over
+    sock.close()
+
+
+def test_client_vanishing_mid_stream_leaves_the_task_running(live):
+    sock = socket.create_connection((live.host, live.port), timeout=5)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                       "params": {"message": user_message("slow0.3")}}).encode()
+    sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\nContent-Type: "
+                 b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    data = b""
+    while b'"task"' not in data:
+        data += sock.recv(65536)
+    task_id = json.loads(data.split(b"data: ")[1].split(b"\n")[0])["result"]["task"]["id"]
+    sock.close()                                      # gone, mid-stream
+    time.sleep(0.6)
+    task = live.rpc("GetTask", {"id": task_id})["result"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert_still_serving(live)
+
+
+def test_400_concurrent_sends_from_8_threads_lose_no_task(live):
+    ids, lock, errors = [], threading.Lock(), []
+
+    def worker():
+        conn = live.connection()
+        try:
+            for _ in range(50):
+                task = live.rpc("SendMessage", {"message": user_message("x")}, conn=conn)
+                with lock:
+                    ids.append(task["result"]["task"]["id"])
+        except Exception as exc:            # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and len(set(ids)) == 400
+    for task_id in ids[::37]:
+        assert live.rpc("GetTask", {"id": task_id})["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+# -- bad input --------------------------------------------------------------------
+
+def post(live, body, headers=HEADERS):
+    return live.request("POST", "/", body, headers)
+
+
+def test_invalid_json_is_a_parse_error_with_null_id(live):
+    resp, body = post(live, b'{"jsonrpc": "2.0", "id": 1, "method": ')
+    answer = json.loads(body)
+    assert resp.status == 200 and answer["id"] is None and answer["error"]["code"] == -32700
+    assert_still_serving(live)
+
+
+def test_invalid_utf8_is_a_parse_error(live):
+    _, body = post(live, b'{"jsonrpc": "2.0", "id": 1, "method": "\xff\xfe"}')
+    assert json.loads(body)["error"]["code"] == -32700
+
+
+def test_huge_body_is_413_before_it_is_read(live):
+    sock = socket.create_connection((live.host, live.port), timeout=5)
+    sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 20000000\r\n\r\n" + b"x" * 65536)
+    data = sock.recv(65536)
+    sock.close()
+    assert data.startswith(b"HTTP/1.1 413")
+    answer = json.loads(data.split(b"\r\n\r\n", 1)[1])
+    assert answer["error"]["code"] == -32600 and "20000000" in answer["error"]["message"]
+    assert_still_serving(live)
+
+
+def test_deep_nesting_is_a_clear_error(live):
+    resp, body = post(live, b"[" * 100_000 + b"]" * 100_000)
+    assert resp.status == 200
+    assert json.loads(body)["error"]["code"] in (-32700, -32600)
+    nested = b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"metadata":' \
+             + b'{"a":' * 50_000 + b"1" + b"}" * 50_000 + b"}}"
+    resp, body = post(live, nested)
+    assert json.loads(body)["error"]["code"] == -32700
+    assert_still_serving(live)
+
+
+def test_body_shorter_than_content_length_times_out_cleanly(live):
+    data = raw_exchange(live, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{}",
+                        read_timeout=6)
+    assert data.startswith(b"HTTP/1.1 408")
+    assert b"Content-Length" in data and b"did not arrive" in data
+    assert_still_serving(live)
+
+
+def test_client_that_trickles_its_headers_is_dropped(live):
+    sock = socket.create_connection((live.host, live.port), timeout=10)
+    sock.sendall(b"POST / HTTP/1.1\r\n")
+    closed = False
+    started = time.monotonic()
+    try:
+        for _ in range(20):                  # one header line every 0.5 s, forever
+            sock.sendall(b"X-Slow: 1\r\n")
+            assert_still_serving(live)       # others are served meanwhile
+            time.sleep(0.5)
+    except OSError:
+        closed = True
+    finally:
+        sock.close()
+    assert closed and time.monotonic() - started < 8
+
+
+def test_batch_is_an_invalid_request(live):
+    _, body = post(live, [{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}])
+    error = json.loads(body)["error"]
+    assert error["code"] == -32600 and "batch" in error["message"]
+
+
+@pytest.mark.parametrize("envelope, code", [
+    ({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}, -32600),
+    ({"id": 1, "method": "GetTask"}, -32600),
+    ({"jsonrpc": "2.0", "method": "GetTask", "params": {}}, -32600),
+    ({"jsonrpc": "2.0", "id": 1.5, "method": "GetTask"}, -32600),
+    ({"jsonrpc": "2.0", "id": 1, "method": 5}, -32600),
+    ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": [1]}, -32602),
+    ({"jsonrpc": "2.0", "id": 1, "method": "Nope"}, -32601),
+    ("a string", -32600),
+    (None, -32600),
+])
+def test_malformed_envelopes(live, envelope, code):
+    _, body = post(live, json.dumps(envelope).encode())
+    assert json.loads(body)["error"]["code"] == code
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"message": "hi"}, "message"),
+    ({"message": {"messageId": 1, "role": "ROLE_USER", "parts": [{"text": "x"}]}}, "message.messageId"),
+    ({"message": {"messageId": "m", "role": "ROLE_NOBODY", "parts": [{"text": "x"}]}}, "message.role"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": {}}}, "message.parts"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}, "message.parts"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{}]}}, "message.parts[0]"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "a", "url": "b"}]}},
+     "message.parts[0]"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"raw": "%%%"}]}},
+     "message.parts[0].raw"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}],
+                  "metadata": []}}, "message.metadata"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]},
+      "configuration": {"returnImmediately": "yes"}}, "configuration.returnImmediately"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]},
+      "configuration": {"historyLength": "many"}}, "configuration.historyLength"),
+])
+def test_wrong_types_name_the_field(live, params, field):
+    answer = live.rpc("SendMessage", params)
+    error = answer["error"]
+    assert error["code"] == -32602
+    violations = [d for d in error["data"] if d["@type"].endswith("BadRequest")]
+    assert violations[0]["fieldViolations"][0]["field"] == field
+
+
+def test_wrong_content_type_names_the_fix(live):
+    resp, body = live.request("POST", "/", b"{}", {"Content-Type": "text/plain",
+                                                    "A2A-Version": "1.0"})
+    error = json.loads(body)["error"]
+    assert error["code"] == -32005 and "application/json" in error["message"]
+
+
+def test_chunked_request_body(live):
+    body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": "x"}}).encode()
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    data = raw_exchange(live, b"POST / HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\n"
+                        b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked)
+    assert b'"code":-32001' in data
+
+
+def test_garbage_request_line(live):
+    data = raw_exchange(live, b"HELLO\r\n\r\n")
+    assert data.startswith(b"HTTP/1.1 400")
+    assert_still_serving(live)
+
+
+# -- the file stands alone ------------------------------------------------------------
+
+def test_runs_without_site_packages():
+    """python -I -S a2a_min.py serves: nothing outside the standard library is needed."""
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "a2a_min.py", "--port", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "http://127.0.0.1:" in line, line
+        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                                              "params": {"message": user_message("hi")}}), HEADERS)
+        answer = json.loads(conn.getresponse().read())
+        assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert "You said: hi" in "".join(
+            p["text"] for p in answer["result"]["task"]["artifacts"][0]["parts"])
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_imports_only_the_standard_library():
+    import ast
+    tree = ast.parse(open(f"{ROOT}/a2a_min.py", encoding="utf-8").read())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module.split(".")[0])
+    assert names and names <= set(sys.stdlib_module_names)
