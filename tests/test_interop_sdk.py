@@ -1,0 +1,43 @@
+"""Interop: the reference SDK's client (a2a-sdk from PyPI) against this server.
+
+The client runs in a subprocess (tests/sdk_client.py): its generated protobuf
+module registers lf.a2a.v1, which must not share an interpreter with another.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytest.importorskip("a2a.client", reason="needs the test extra (a2a-sdk)")
+
+
+def test_sdk_client_over_jsonrpc(live):
+    proc = subprocess.run([sys.executable, f"{ROOT}/tests/sdk_client.py", live.url, "JSONRPC"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout)
+
+    task = seen["send"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task["artifacts"][0]["parts"][0]["text"] == "echo: hello"
+    assert seen["get"]["id"] == task["id"] and seen["get"]["artifacts"] == task["artifacts"]
+    assert "history" not in seen["get_history0"]
+    assert seen["list"]["pageSize"] == 2 and seen["list"]["tasks"][0]["id"] == task["id"]
+
+    stream = seen["stream"]
+    assert "task" in stream[0]
+    assert stream[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    text = "".join(e["artifactUpdate"]["artifact"]["parts"][0]["text"]
+                   for e in stream if "artifactUpdate" in e)
+    assert text == "echo: stream me please"
+
+    assert seen["waiting"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert seen["subscribe_first"]["task"]["id"] == seen["waiting"]["id"]
+    assert seen["cancel"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert seen["subscribe_rest"][-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert seen["cancel_again"].startswith("TaskNotCancelableError")
+    assert seen["get_missing"].startswith("TaskNotFoundError")
