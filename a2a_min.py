@@ -2290,7 +2290,14 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
 
 
 def _demo_agent(ctx):
-    """Echo the user's text back in a few streamed chunks."""
+    """Echo the user's text back in a few streamed chunks.
+
+    A message starting with "wait" asks for more input instead (a multi-turn
+    task: answer it by sending a message with its taskId).
+    """
+    if ctx.text.lower().startswith("wait") and ctx.task is None:
+        yield status_update("TASK_STATE_INPUT_REQUIRED", "What should I echo? Reply with the taskId.")
+        return
     yield status_update("TASK_STATE_WORKING")
     words = ("You said: " + (ctx.text or "(no text)")).split(" ")
     step = max(1, len(words) // 3)

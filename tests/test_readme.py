@@ -1,0 +1,50 @@
+"""The README's curl walkthrough runs as pasted against the demo (python a2a_min.py)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.mark.skipif(not (shutil.which("bash") and shutil.which("curl")), reason="needs bash and curl")
+def test_walkthrough_runs_against_the_demo():
+    text = open(f"{ROOT}/README.md", encoding="utf-8").read()
+    script = re.search(r"```bash\n(.*?)```", text.split("## Walkthrough")[1], re.S).group(1)
+    demo = subprocess.Popen([sys.executable, "a2a_min.py", "--port", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:\d+", demo.stdout.readline()).group(0)
+        script = script.replace("A2A=http://127.0.0.1:8000", f"A2A={url}")
+        out = subprocess.run(["bash", "-c", "set -e\n" + script], capture_output=True,
+                             text=True, timeout=60,
+                             env={**os.environ, "PATH": os.path.dirname(sys.executable)
+                                  + os.pathsep + os.environ["PATH"]})
+    finally:
+        demo.terminate()
+        demo.wait(10)
+    assert out.returncode == 0, out.stderr
+    answers = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    events = [json.loads(line[6:]) for line in out.stdout.splitlines() if line.startswith("data: ")]
+    card = answers[0]
+    assert card["supportedInterfaces"][0]["url"] == url + "/"
+    by_id = {a["id"]: a for a in answers[1:]}
+    assert by_id[1]["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "history" not in by_id[3]["result"]
+    assert len(by_id[4]["result"]["tasks"]) == 1 and by_id[4]["result"]["nextPageToken"]
+    streamed = [e["result"] for e in events if e["id"] == 5]
+    assert "task" in streamed[0]
+    assert streamed[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert by_id[7]["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    subscribed = [e["result"] for e in events if e["id"] == 9]
+    assert subscribed[0]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert subscribed[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert by_id[10]["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    codes = {i: by_id[i]["error"]["code"] for i in range(11, 19)}
+    assert codes == {11: -32002, 12: -32003, 13: -32003, 14: -32003, 15: -32003,
+                     16: -32004, 17: -32009, 18: -32601}
