@@ -37,17 +37,23 @@ How the file reads, top to bottom:
 5. agent execution: how your function becomes task updates and stream events;
 6. operations: the eleven A2A operations, free of any binding;
 7. bindings: JSON-RPC, SSE framing and the agent card, bytes in and bytes out;
-8. adapters: the thin shell that puts the bindings on a socket (``http.server``);
+8. adapters: the thin shell that puts the bindings on a socket (a threaded
+   HTTP/1.1 server from the standard library's socketserver);
 9. the command line demo.
 
 Not in this file (yet): the HTTP+JSON binding, push notification delivery,
-authentication helpers; gRPC lives in the companion ``a2a_grpc.py``.
+authentication helpers, asyncio/WSGI/ASGI/Lambda hosts. gRPC is to live in a
+companion module, so that this one stays dependency-free.
+
+MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
+LICENSE file of https://pypi.org/project/a2a-min-server/ and must accompany
+copies of this file.
 """
 
 __all__ = [
     # the server and its parts
     "Server", "TaskStore", "RequestContext", "CallContext", "Response", "serve",
-    "make_http_server", "main",
+    "make_http_server", "main", "parse",
     # building agent output
     "text_part", "data_part", "file_part", "new_message", "status_update",
     "artifact_update", "agent_message",
@@ -60,7 +66,7 @@ __all__ = [
     "ExtensionSupportRequiredError", "VersionNotSupportedError",
     "PayloadTooLargeError", "TaskStoreFullError",
     # tables
-    "METHODS", "LEGACY_METHODS", "MESSAGES", "ENUMS", "TERMINAL_STATES",
+    "METHODS", "OPERATIONS", "LEGACY_METHODS", "MESSAGES", "ENUMS", "TERMINAL_STATES",
     "INTERRUPTED_STATES", "PROTOCOL_VERSION",
 ]
 
@@ -104,25 +110,25 @@ def _new_id():
 # maps each onto every binding. The JSON-RPC binding (section 9) names its
 # methods exactly like the gRPC rpcs of service lf.a2a.v1.A2AService.
 #
-# Each entry: JSON-RPC method -> (operation, request message, streams?).
-# The operation name is the method of Server that implements it.
+# Each entry: JSON-RPC method -> (request message, response message, streams?).
+# The Server method implementing each is listed in OPERATIONS, after the class.
 
 METHODS = {
-    "SendMessage": ("send_message", "SendMessageRequest", False),
-    "SendStreamingMessage": ("send_streaming_message", "SendMessageRequest", True),
-    "GetTask": ("get_task", "GetTaskRequest", False),
-    "ListTasks": ("list_tasks", "ListTasksRequest", False),
-    "CancelTask": ("cancel_task", "CancelTaskRequest", False),
-    "SubscribeToTask": ("subscribe_to_task", "SubscribeToTaskRequest", True),
+    "SendMessage": ("SendMessageRequest", "SendMessageResponse", False),
+    "SendStreamingMessage": ("SendMessageRequest", "StreamResponse", True),
+    "GetTask": ("GetTaskRequest", "Task", False),
+    "ListTasks": ("ListTasksRequest", "ListTasksResponse", False),
+    "CancelTask": ("CancelTaskRequest", "Task", False),
+    "SubscribeToTask": ("SubscribeToTaskRequest", "StreamResponse", True),
     "CreateTaskPushNotificationConfig": (
-        "create_task_push_notification_config", "TaskPushNotificationConfig", False),
+        "TaskPushNotificationConfig", "TaskPushNotificationConfig", False),
     "GetTaskPushNotificationConfig": (
-        "get_task_push_notification_config", "GetTaskPushNotificationConfigRequest", False),
+        "GetTaskPushNotificationConfigRequest", "TaskPushNotificationConfig", False),
     "ListTaskPushNotificationConfigs": (
-        "list_task_push_notification_configs", "ListTaskPushNotificationConfigsRequest", False),
+        "ListTaskPushNotificationConfigsRequest", "ListTaskPushNotificationConfigsResponse", False),
     "DeleteTaskPushNotificationConfig": (
-        "delete_task_push_notification_config", "DeleteTaskPushNotificationConfigRequest", False),
-    "GetExtendedAgentCard": ("get_extended_agent_card", "GetExtendedAgentCardRequest", False),
+        "DeleteTaskPushNotificationConfigRequest", "google.protobuf.Empty", False),
+    "GetExtendedAgentCard": ("GetExtendedAgentCardRequest", "AgentCard", False),
 }
 
 # A2A 0.3 spoke JSON-RPC with slash-separated names. They are the old protocol,
@@ -1251,13 +1257,12 @@ class Server:
         (or an iterator of (seq, StreamResponse) for streaming methods).
         """
         call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
-        op, request_type, _ = METHODS[method]
         self.check_service_parameters(call, method)
-        request = parse(request_type, params)
+        request = parse(METHODS[method][0], params)
         tenant = request.get("tenant", "")
         if tenant:
             call.tenant = tenant
-        return getattr(self, op)(request, call)
+        return OPERATIONS[method](self, request, call)
 
     # -- tasks -----------------------------------------------------------------
 
@@ -1581,15 +1586,25 @@ class Server:
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
 
-    def _no_push(self, request, call):
-        raise PushNotificationNotSupportedError(
-            "this agent does not send push notifications (capabilities.pushNotifications is "
-            "false); use SendStreamingMessage or poll GetTask instead")
+    # This server does not deliver webhooks yet, and its card says so
+    # (capabilities.pushNotifications: false); section 3.1.7 then requires
+    # PushNotificationNotSupportedError from all four operations.
 
-    create_task_push_notification_config = _no_push
-    get_task_push_notification_config = _no_push
-    list_task_push_notification_configs = _no_push
-    delete_task_push_notification_config = _no_push
+    def create_task_push_notification_config(self, request, call):
+        """CreateTaskPushNotificationConfig: not supported here."""
+        raise _no_push()
+
+    def get_task_push_notification_config(self, request, call):
+        """GetTaskPushNotificationConfig: not supported here."""
+        raise _no_push()
+
+    def list_task_push_notification_configs(self, request, call):
+        """ListTaskPushNotificationConfigs: not supported here."""
+        raise _no_push()
+
+    def delete_task_push_notification_config(self, request, call):
+        """DeleteTaskPushNotificationConfig: not supported here."""
+        raise _no_push()
 
     # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
 
@@ -1606,6 +1621,28 @@ class Server:
             raise ExtendedAgentCardNotConfiguredError(
                 "the card promises an extended card but the server has none configured")
         return {**self.agent_card(), **extended}
+
+
+def _no_push():
+    return PushNotificationNotSupportedError(
+        "this agent does not send push notifications (capabilities.pushNotifications is "
+        "false); use SendStreamingMessage or poll GetTask instead")
+
+
+# JSON-RPC method -> the Server method that implements it.
+OPERATIONS = {
+    "SendMessage": Server.send_message,
+    "SendStreamingMessage": Server.send_streaming_message,
+    "GetTask": Server.get_task,
+    "ListTasks": Server.list_tasks,
+    "CancelTask": Server.cancel_task,
+    "SubscribeToTask": Server.subscribe_to_task,
+    "CreateTaskPushNotificationConfig": Server.create_task_push_notification_config,
+    "GetTaskPushNotificationConfig": Server.get_task_push_notification_config,
+    "ListTaskPushNotificationConfigs": Server.list_task_push_notification_configs,
+    "DeleteTaskPushNotificationConfig": Server.delete_task_push_notification_config,
+    "GetExtendedAgentCard": Server.get_extended_agent_card,
+}
 
 
 class _TurnWriter:

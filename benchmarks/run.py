@@ -1,0 +1,196 @@
+"""Side-by-side benchmark: a2a_min against the reference SDK (a2a-sdk on uvicorn).
+
+Both servers run the same echo agent (one artifact echoing the text, then
+COMPLETED). Method (see the project's BENCHMARKING notes): the server is pinned
+to core 0 and the load generator (wrk) to core 1; rounds alternate A, B, A, B,
+and the median of the per-round ratios is reported. Numbers only: nothing here
+passes or fails.
+
+Setup (once):
+    apt-get install wrk
+    python -m venv /tmp/sdk && /tmp/sdk/bin/pip install 'a2a-sdk[http-server]==1.3.0' uvicorn
+
+Run:
+    python benchmarks/run.py --sdk-python /tmp/sdk/bin/python [--rounds 3] [--seconds 4]
+"""
+
+import argparse
+import http.client
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+SEND_LUA = r"""
+counter = 0
+request = function()
+  counter = counter + 1
+  local body = '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":'
+    .. '{"messageId":"m' .. counter .. '-' .. math.random(1, 1e9)
+    .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
+  return wrk.format("POST", "/", {["Content-Type"]="application/json",
+                                  ["A2A-Version"]="1.0"}, body)
+end
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_card(port, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/.well-known/agent-card.json")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.01)
+    raise RuntimeError(f"no server on port {port}")
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:"))
+
+
+class Peer:
+    def __init__(self, name, argv):
+        self.name, self.argv = name, argv
+
+    def __enter__(self):
+        self.port = free_port()
+        argv = ["taskset", "-c", "0"] + [a.replace("{port}", str(self.port)) for a in self.argv]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_card(self.port)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def wrk(port, connections, seconds, script):
+    out = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", f"-c{connections}",
+                          f"-d{seconds}s", "-s", script, f"http://127.0.0.1:{port}/"],
+                         capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors:
+        raise RuntimeError(f"{errors.group(1)} failed requests:\n{out}")
+    return rate
+
+
+def first_sse_event_ms(port, samples=200):
+    """Time from sending SendStreamingMessage to the first SSE event, one connection."""
+    times = []
+    for i in range(samples):
+        body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "SendStreamingMessage",
+                           "params": {"message": {"messageId": f"s{i}-{time.time()}",
+                                                  "role": "ROLE_USER",
+                                                  "parts": [{"text": "hello"}]}}}).encode()
+        request = (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
+                   b"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+                   b"Connection: close\r\n"
+                   b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            started = time.perf_counter()
+            sock.sendall(request)
+            data = b""
+            while not re.search(rb"data:[^\r\n]*(\r\n|\n)(\r\n|\n)", data):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            times.append((time.perf_counter() - started) * 1000)
+            # read the rest so the server finishes the stream cleanly
+            sock.settimeout(5)
+            try:
+                while sock.recv(65536):
+                    pass
+            except OSError:
+                pass
+    return statistics.median(times)
+
+
+def memory_after_tasks(peer, count):
+    """RSS at start, and after ``count`` finished tasks (one connection, sequential)."""
+    with peer as p:
+        start = rss_mib(p.proc.pid)
+        conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=30)
+        marks = {}
+        for i in range(1, count + 1):
+            conn.request("POST", "/", json.dumps({
+                "jsonrpc": "2.0", "id": i, "method": "SendMessage",
+                "params": {"message": {"messageId": f"mem{i}", "role": "ROLE_USER",
+                                       "parts": [{"text": "hello"}]}}}),
+                {"Content-Type": "application/json", "A2A-Version": "1.0"})
+            conn.getresponse().read()
+            if i % (count // 2) == 0:
+                marks[i] = rss_mib(p.proc.pid)
+        return start, marks
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sdk-python", help="python of a venv with a2a-sdk[http-server] and uvicorn")
+    parser.add_argument("--python", default=sys.executable, help="python for a2a_min")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=4)
+    parser.add_argument("--tasks", type=int, default=10_000, help="tasks for the memory test")
+    parser.add_argument("--skip", default="", help="comma-separated: throughput, sse, memory")
+    args = parser.parse_args()
+
+    ours = Peer("a2a_min", [args.python, os.path.join(HERE, "echo_server.py"), "{port}"])
+    peers = [ours]
+    if args.sdk_python:
+        peers.append(Peer("a2a-sdk", [args.sdk_python, os.path.join(HERE, "sdk_echo_server.py"),
+                                      "{port}"]))
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(SEND_LUA)
+        script = f.name
+
+    skip = set(args.skip.split(","))
+    if "throughput" not in skip:
+        print(f"JSON-RPC SendMessage, req/s ({args.rounds} rounds of {args.seconds} s, alternating)")
+    for connections in () if "throughput" in skip else (1, 16, 64):
+        rates = {p.name: [] for p in peers}
+        for _ in range(args.rounds):
+            for peer in peers:
+                with peer as running:
+                    wrk(running.port, connections, 1, script)          # warm up
+                    rates[peer.name].append(wrk(running.port, connections, args.seconds, script))
+        line = f"  c={connections:<3}" + "".join(
+            f"  {name} {statistics.median(r):8.0f}" for name, r in rates.items())
+        if len(peers) == 2:
+            ratios = [a / b for a, b in zip(rates["a2a_min"], rates["a2a-sdk"])]
+            line += f"   ratio (median of rounds) {statistics.median(ratios):.1f}x"
+        print(line, flush=True)
+
+    for peer in () if "sse" in skip else peers:
+        with peer as running:
+            print(f"first SSE event, one connection, median of 200: {peer.name} "
+                  f"{first_sse_event_ms(running.port):.2f} ms", flush=True)
+
+    for peer in () if "memory" in skip else peers:
+        start, marks = memory_after_tasks(peer, args.tasks)
+        print(f"RSS {peer.name}: {start:.1f} MiB at start, " + ", ".join(
+            f"{v:.1f} MiB after {k} tasks" for k, v in marks.items()), flush=True)
+    os.unlink(script)
+
+
+if __name__ == "__main__":
+    main()
