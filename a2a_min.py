@@ -863,7 +863,10 @@ class TaskStore:
         self.max_history = max_history
         self.on_evict = None                # callable(task_id), set by the Server
         self._lock = threading.Lock()
-        self._tasks = {}                    # id -> (task, owner)
+        # id -> (task, owner, contextId, state, status timestamp). A finished
+        # task never changes again, so it is kept as its JSON bytes: about a
+        # fifth of the memory of the dict, decoded again when someone reads it.
+        self._tasks = {}
         self._idle = OrderedDict()          # id -> when it ended or began to wait, oldest first
 
     def get(self, task_id, owner):
@@ -871,7 +874,7 @@ class TaskStore:
         entry = self._tasks.get(task_id)
         if entry is None or entry[1] != owner:
             return None
-        return entry[0]
+        return json.loads(entry[0]) if type(entry[0]) is bytes else entry[0]
 
     def put(self, task, owner):
         """Insert or replace ``task`` (a Task dict, treated as immutable)."""
@@ -879,12 +882,16 @@ class TaskStore:
         if history and len(history) > self.max_history:
             task = {**task, "history": history[-self.max_history:]}
         task_id = task["id"]
+        status = task["status"]
+        state = status["state"]
+        body = _dumps(task) if state in TERMINAL_STATES else task
+        entry = (body, owner, task.get("contextId", ""), state, status.get("timestamp", ""))
         evicted = []
         with self._lock:
             if task_id not in self._tasks:
                 evicted = self._make_room()
-            self._tasks[task_id] = (task, owner)
-            if task["status"]["state"] in _IDLE_STATES:
+            self._tasks[task_id] = entry
+            if state in _IDLE_STATES:
                 if task_id not in self._idle:
                     self._idle[task_id] = time.monotonic()
             else:
@@ -925,35 +932,19 @@ class TaskStore:
         Returns (tasks, total matches, cursor of the last task or None).
         """
         with self._lock:
-            entries = list(self._tasks.values())
-        matches = []
-        for task, task_owner in entries:
-            if task_owner != owner:
-                continue
-            if context_id and task.get("contextId") != context_id:
-                continue
-            if status and task["status"]["state"] != status:
-                continue
-            stamp = task["status"].get("timestamp", "")
-            if after and stamp < after:
-                continue
-            matches.append(((stamp, task["id"]), task))
-        matches.sort(key=lambda m: m[0], reverse=True)
-        start = 0
+            entries = list(self._tasks.items())
+        matches = sorted(
+            ((stamp, task_id), body) for task_id, (body, task_owner, ctx, state, stamp) in entries
+            if task_owner == owner and (not context_id or ctx == context_id)
+            and (not status or state == status) and (not after or stamp >= after))
+        matches.reverse()
+        total = len(matches)
         if cursor is not None:
-            keys = [m[0] for m in matches]
-            # first position whose key sorts after the cursor (keys descend)
-            lo, hi = 0, len(keys)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if keys[mid] >= tuple(cursor):
-                    lo = mid + 1
-                else:
-                    hi = mid
-            start = lo
-        page = matches[start:start + limit]
-        more = start + limit < len(matches)
-        return [t for _, t in page], len(matches), (page[-1][0] if page and more else None)
+            cursor = tuple(cursor)
+            matches = [m for m in matches if m[0] < cursor]
+        page = matches[:limit]
+        tasks = [json.loads(body) if type(body) is bytes else body for _, body in page]
+        return tasks, total, (page[-1][0] if len(matches) > limit else None)
 
 
 # =============================================================================
