@@ -964,8 +964,9 @@ class TaskStore:
 #                            chunks of one artifact: append, then lastChunk)
 #   status_update(...)    -> a TaskStatusUpdateEvent (WORKING, INPUT_REQUIRED...)
 #   artifact_update(...)  -> a TaskArtifactUpdateEvent
-#   agent_message(...)    -> a direct Message reply, no task (only as the first
-#                            and only output of a new conversation turn)
+#   agent_message(...)    -> a direct Message reply and no task, as the first
+#                            output of a new conversation; within a task, the
+#                            agent's last word: the task completes with it
 #   None                  -> nothing
 #
 # When the agent finishes without saying so, the task is COMPLETED. An
@@ -1417,6 +1418,8 @@ class Server:
 
     def _drive(self, out, deadline=None):
         """Call the agent and feed what it produces to ``out``."""
+        if out.ctx.cancelled.is_set():         # canceled while it waited for a worker
+            return out.finish()
         try:
             result = self.agent(out.ctx)
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
