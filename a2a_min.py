@@ -66,7 +66,7 @@ __all__ = [
     "ExtensionSupportRequiredError", "VersionNotSupportedError",
     "PayloadTooLargeError", "TaskStoreFullError",
     # tables
-    "METHODS", "OPERATIONS", "LEGACY_METHODS", "MESSAGES", "ENUMS", "TERMINAL_STATES",
+    "METHODS", "OPERATIONS", "ROUTES", "LEGACY_METHODS", "MESSAGES", "ENUMS", "TERMINAL_STATES",
     "INTERRUPTED_STATES", "PROTOCOL_VERSION",
 ]
 
@@ -130,6 +130,29 @@ METHODS = {
         "DeleteTaskPushNotificationConfigRequest", "google.protobuf.Empty", False),
     "GetExtendedAgentCard": ("GetExtendedAgentCardRequest", "AgentCard", False),
 }
+
+# The HTTP+JSON binding (section 11.3): the same operations as REST routes, from
+# the google.api.http annotations of the proto. {name} is a path variable that
+# fills the request field of that name; every route is also served under a
+# tenant prefix, /{tenant}/..., which fills the request's tenant field. GET and
+# DELETE take their other fields from the query string; POST from the body.
+# SubscribeToTask is GET in the proto and POST in the specification's table:
+# both are served.
+
+ROUTES = (
+    ("POST", "/message:send", "SendMessage"),
+    ("POST", "/message:stream", "SendStreamingMessage"),
+    ("GET", "/tasks/{id}", "GetTask"),
+    ("GET", "/tasks", "ListTasks"),
+    ("POST", "/tasks/{id}:cancel", "CancelTask"),
+    ("GET", "/tasks/{id}:subscribe", "SubscribeToTask"),
+    ("POST", "/tasks/{id}:subscribe", "SubscribeToTask"),
+    ("POST", "/tasks/{taskId}/pushNotificationConfigs", "CreateTaskPushNotificationConfig"),
+    ("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", "GetTaskPushNotificationConfig"),
+    ("GET", "/tasks/{taskId}/pushNotificationConfigs", "ListTaskPushNotificationConfigs"),
+    ("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", "DeleteTaskPushNotificationConfig"),
+    ("GET", "/extendedAgentCard", "GetExtendedAgentCard"),
+)
 
 # A2A 0.3 spoke JSON-RPC with slash-separated names. They are the old protocol,
 # not aliases: a 0.3 client would misread 1.0 answers. We only use them to say
@@ -1192,6 +1215,17 @@ class Server:
         Response. The bindings behind it are in section 7 of this file."""
         return _handle_http(self, method, path, query, headers, body, base_url)
 
+    def error_response(self, path, status, error, media_type=None):
+        """An error answer for ``path`` in its binding's shape: a JSON-RPC error
+        object at the JSON-RPC endpoint, a google.rpc.Status anywhere else.
+        Adapters use it for problems they find before handle_http (a body too
+        large, a malformed request head)."""
+        if path.rstrip("/") == self.rpc_path.rstrip("/"):
+            body = _jsonrpc_error(None, error)
+        else:
+            body = _status_error(error)
+        return Response(status, [("Content-Type", media_type or _JSON), _LINK], _dumps(body))
+
     # -- the agent card (section 8) -----------------------------------------
 
     def agent_card(self, base_url=None):
@@ -1203,6 +1237,7 @@ class Server:
             "supportedInterfaces": [
                 {"url": base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/",
                  "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
+                {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": PROTOCOL_VERSION},
             ],
             **{k: v for k, v in self._card_fields.items() if k not in ("name", "description")},
         }
@@ -1934,7 +1969,8 @@ _KEEPALIVE = b": keep-alive\n\n"
 
 
 def _handle_http(server, method, path, query, headers, body, base_url):
-    """Route one HTTP request to the card, the help page or JSON-RPC."""
+    """Route one HTTP request: the card, the JSON-RPC endpoint (and its help
+    page), or an HTTP+JSON route."""
     headers = headers if headers is not None else {}
     try:
         if path == _CARD_PATH:
@@ -1950,27 +1986,20 @@ def _handle_http(server, method, path, query, headers, body, base_url):
                 return _help_response(server, headers, base_url)
             if method == "OPTIONS":
                 return _preflight(server)
-            raise _MethodNotAllowed("POST, GET")
-        return _plain_error(server, 404, InvalidRequestError(
-            f"nothing is served at {path}; JSON-RPC is at {server.rpc_path} (POST) and the "
-            f"agent card at {_CARD_PATH}"))
+            raise _MethodNotAllowed("GET, POST")
+        return _rest_response(server, method, path, query, headers, body)
     except _MethodNotAllowed as exc:
-        resp = _plain_error(server, 405, InvalidRequestError(
+        resp = server.error_response(path, 405, UnsupportedOperationError(
             f"{method} is not allowed on {path}; use {exc.args[0]}"))
         resp.headers.append(("Allow", exc.args[0]))
         return resp
     except Exception:                          # the last line of defence: never a traceback
         _log().exception("unexpected error answering %s %s", method, path)
-        return _plain_error(server, 500, InternalError("internal error; see the server log"))
+        return server.error_response(path, 500, InternalError("internal error; see the server log"))
 
 
 class _MethodNotAllowed(Exception):
     pass
-
-
-def _plain_error(server, status, error):
-    body = _dumps(_jsonrpc_error(None, error))
-    return Response(status, [("Content-Type", _JSON), _LINK], body)
 
 
 def _jsonrpc_response(server, query, headers, body):
@@ -1986,14 +2015,7 @@ def _jsonrpc_response(server, query, headers, body):
             raise ContentTypeNotSupportedError(
                 f"JSON-RPC requests must be JSON, not {ctype}; send "
                 "-H 'Content-Type: application/json'")
-        try:
-            envelope = json.loads(body)
-        except RecursionError:
-            raise ParseError("the JSON is nested too deeply to parse") from None
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"the body is not valid UTF-8 (byte {exc.start})") from None
-        except ValueError as exc:
-            raise ParseError(f"the body is not valid JSON: {exc}") from None
+        envelope = _parse_json_body(body)
         if isinstance(envelope, list):
             raise InvalidRequestError(
                 "JSON-RPC batches are not supported by A2A; send one request object per HTTP POST")
@@ -2064,6 +2086,191 @@ def _sse_response(server, events, wrap, wrap_error):
                 close()
     return Response(200, [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                           _LINK], stream=frames())
+
+
+# -- HTTP+JSON (section 11) ------------------------------------------------------
+#
+# The same operations as REST routes (the ROUTES table). Bodies are the request
+# message itself, answers the response message itself, stream events the
+# StreamResponse itself. Errors are the JSON form of google.rpc.Status (section
+# 11.6) with the HTTP status of the error table:
+#
+#   {"error": {"code": 404, "status": "NOT_FOUND", "message": "...",
+#              "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", ...}]}}
+#
+# Requests may be application/a2a+json or application/json, and the answer uses
+# the type the request used (application/json by default). A body in any other
+# media type is refused with 415 Unsupported Media Type (RFC 9110): a problem
+# of the HTTP message, not of the A2A content inside it.
+
+_A2A_JSON = "application/a2a+json"
+_CUSTOM_VERBS = frozenset(p.rsplit(":", 1)[1] for _, p, _ in ROUTES if ":" in p)
+
+
+def _status_error(error):
+    """The google.rpc.Status JSON of an error (a pure function of the error)."""
+    return {"error": {"code": error.http_status, "status": error.grpc_status,
+                      "message": error.message, "details": error.details()}}
+
+
+def _compile_route(pattern):
+    """'/tasks/{id}:cancel' -> [(None, 'tasks'), ('id', ':cancel')]: (variable or
+    None for a literal, then the literal or the variable's literal suffix)."""
+    out = []
+    for segment in pattern.strip("/").split("/"):
+        if segment.startswith("{"):
+            name, _, suffix = segment[1:].partition("}")
+            out.append((name, suffix))
+        else:
+            out.append((None, segment))
+    return out
+
+
+_COMPILED_ROUTES = [(verb, _compile_route(pattern), method) for verb, pattern, method in ROUTES]
+
+
+def _match_segments(pattern, segments):
+    """The path variables if ``segments`` fit ``pattern``, else None."""
+    if len(pattern) != len(segments):
+        return None
+    values = {}
+    for (name, text), segment in zip(pattern, segments):
+        if name is None:
+            if segment != text:
+                return None
+        elif text:                               # {id}:cancel
+            if not segment.endswith(text) or len(segment) == len(text):
+                return None
+            values[name] = segment[:-len(text)]
+        else:                                    # {id}: any non-empty segment, but
+            if not segment or segment.rpartition(":")[2] in _CUSTOM_VERBS and ":" in segment:
+                return None                      # not one that names a custom verb
+            values[name] = segment
+    return values
+
+
+def _routes_for(path):
+    """[(verb, method, path variables)] of every route ``path`` matches, trying
+    it without and then with a tenant prefix."""
+    from urllib.parse import unquote
+    segments = [unquote(s) for s in path.strip("/").split("/")]
+    for tenant, rest in ((None, segments), (segments[0], segments[1:])):
+        found = []
+        for verb, pattern, method in _COMPILED_ROUTES:
+            values = _match_segments(pattern, rest)
+            if values is not None:
+                if tenant is not None:
+                    values["tenant"] = tenant
+                found.append((verb, method, values))
+        if found or not rest:
+            return found
+    return []
+
+
+def _query_to_params(message_type, query):
+    """GET/DELETE query parameters -> a params dict for parse() (section 11.5):
+    camelCase names, enums by name (or number), booleans as true/false,
+    repeated fields repeated or comma separated, unknown names ignored."""
+    from urllib.parse import parse_qsl
+    fields = _FIELDS[message_type]
+    params = {}
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query),
+                          max_num_fields=100)
+    except ValueError as exc:
+        raise InvalidParamsError(f"the query string is malformed: {exc}", field="query") from None
+    for key, value in pairs:
+        field = fields.get(key)
+        if field is None:
+            continue
+        name = field.name
+        if field.repeated:
+            params.setdefault(name, []).extend(v for v in value.split(",") if v)
+            continue
+        if name in params:
+            raise InvalidParamsError(f"query parameter {name} is given more than once",
+                                     field=name)
+        if field.type == "bool":
+            if value not in ("true", "false"):
+                raise InvalidParamsError(f"{name} must be true or false, not {value!r}",
+                                         field=name)
+            value = value == "true"
+        elif field.type in ENUMS and value.isdigit():
+            value = int(value)
+        params[name] = value
+    return params
+
+
+def _rest_response(server, verb, path, query, headers, body):
+    """An HTTP+JSON route: match, build the request message, call, answer."""
+    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+    accept = headers.get("accept", "")
+    media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
+    try:
+        matches = _routes_for(path)
+        if not matches:
+            raise MethodNotFoundError(
+                f"nothing is served at {path}; the HTTP+JSON routes are /message:send, "
+                f"/tasks, /tasks/{{id}} ... (see the README), JSON-RPC is at {server.rpc_path} "
+                f"and the agent card at {_CARD_PATH}", metadata={"path": path})
+        chosen = [m for m in matches if m[0] == verb or verb == "HEAD" and m[0] == "GET"]
+        if not chosen:
+            allow = ", ".join(sorted({m[0] for m in matches}))
+            resp = server.error_response(path, 405, UnsupportedOperationError(
+                f"{verb} is not allowed on {path}; use {allow}"), media)
+            resp.headers.append(("Allow", allow))
+            return resp
+        _, method, values = chosen[0]
+        request_type = METHODS[method][0]
+        if len(body) > server.limits["max_body_bytes"]:
+            raise PayloadTooLargeError(
+                f"the request body is {len(body)} bytes; this server accepts at most "
+                f"{server.limits['max_body_bytes']}")
+        if verb in ("GET", "DELETE", "HEAD"):
+            if body.strip():
+                raise InvalidRequestError(
+                    f"{verb} {path} takes no body; send its parameters in the query string")
+            params = _query_to_params(request_type, query)
+        else:
+            if body.strip() and ctype and ctype != _JSON and not ctype.endswith("+json"):
+                return server.error_response(path, 415, ContentTypeNotSupportedError(
+                    f"request bodies must be JSON, not {ctype}; send "
+                    "-H 'Content-Type: application/json'"), media)
+            params = _parse_json_body(body) if body.strip() else {}
+            if not isinstance(params, dict):
+                raise InvalidParamsError(
+                    f"the body must be a JSON object ({request_type}), not "
+                    f"{_json_type(params)}", field="body")
+        for name, value in values.items():       # the path's values fill the request
+            given = params.get(name, params.get(_snake(name)))
+            if given not in (None, "", value):
+                raise InvalidParamsError(
+                    f"{name} {given!r} in the request contradicts {value!r} in the path; "
+                    "send it once, in the path", field=name)
+            params.pop(_snake(name), None)
+            params[name] = value
+        call = CallContext(headers, _query_params(query))
+        last = headers.get("last-event-id") or call.query.get("lastEventId")
+        if last is not None and last.strip().isdigit():
+            call.last_event_id = int(last)
+        result = server.call(method, params, call)
+        if not METHODS[method][2]:
+            return Response(200, [("Content-Type", media), _LINK], _dumps(result))
+        return _sse_response(server, result, lambda event: event, _status_error)
+    except A2AError as error:
+        return server.error_response(path, error.http_status, error, media)
+
+
+def _parse_json_body(body):
+    """Bytes -> JSON value, or ParseError saying where it broke."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise ParseError("the JSON is nested too deeply to parse") from None
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"the body is not valid UTF-8 (byte {exc.start})") from None
+    except ValueError as exc:
+        raise ParseError(f"the body is not valid JSON: {exc}") from None
 
 
 def _query_params(query):
@@ -2188,7 +2395,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             except (TimeoutError, OSError):
                 return                             # idle or stalled: just close
             except _BodyProblem as problem:
-                return self._write(_plain_error(server, problem.status, problem.error))
+                return self._write(server.error_response("", problem.status, problem.error))
             if head is None:
                 return
             method, target, version, headers = head
@@ -2243,7 +2450,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                 body = self._read_body(headers)
             except _BodyProblem as problem:
                 self.close_connection = True
-                return self._write(_plain_error(server, problem.status, problem.error))
+                return self._write(server.error_response(path, problem.status, problem.error))
             host_header = headers.get("host") or "%s:%d" % self.server.server_address[:2]
             response = server.handle_http(self.command, path, query, headers, body,
                                           base_url="http://" + host_header)

@@ -5,6 +5,7 @@ import json
 import os
 import sys
 import threading
+import urllib.parse
 import time
 
 import pytest
@@ -89,6 +90,77 @@ class Client:
         return self.result("SendMessage", {"message": user_message(text), **params})
 
 
+# reason -> JSON-RPC code, so that both bindings' errors read the same in tests
+def _error_codes():
+    codes, todo = {}, [a2a_min.A2AError]
+    while todo:
+        cls = todo.pop()
+        codes.setdefault(cls.reason, cls.code)
+        todo += cls.__subclasses__()
+    return codes
+
+
+ERROR_CODES = _error_codes()
+
+
+class RestClient(Client):
+    """The same calls over the HTTP+JSON binding: method + params become a REST
+    request (route from a2a_min.ROUTES), and answers are reshaped like JSON-RPC
+    responses, so one test checks both bindings. ``error["httpStatus"]`` keeps
+    the HTTP status; ``error["code"]`` is the JSON-RPC code of the error's reason.
+    """
+
+    def request_for(self, method, params, query=""):
+        verb, pattern = next((v, p) for v, p, m in a2a_min.ROUTES if m == method)
+        params = dict(params or {})
+        path = pattern
+        for name in ("taskId", "id"):
+            if "{" + name + "}" in path:
+                path = path.replace("{" + name + "}", urllib.parse.quote(str(params.pop(name, "")), safe=""))
+        if params.get("tenant"):
+            path = "/" + urllib.parse.quote(params.pop("tenant"), safe="") + path
+        body = b""
+        if verb == "GET" or verb == "DELETE":
+            pairs = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()]
+            query = "&".join(filter(None, [urllib.parse.urlencode(pairs), query]))
+        else:
+            body = json.dumps(params).encode()
+        return verb, path, query, body
+
+    def _send(self, method, params, headers, query):
+        verb, path, query, body = self.request_for(method, params, query)
+        return self.server.handle_http(verb, path, query, dict(headers), body)
+
+    @staticmethod
+    def _as_jsonrpc_error(resp):
+        error = json.loads(resp.body)["error"]
+        reason = next((d["reason"] for d in error.get("details", ()) if "reason" in d), None)
+        assert error["code"] == resp.status
+        return {"code": ERROR_CODES.get(reason), "message": error["message"],
+                "data": error.get("details", []), "httpStatus": resp.status,
+                "status": error["status"]}
+
+    def call(self, method, params=None, headers=V1, query=""):
+        resp = self._send(method, params, headers, query)
+        assert resp.stream is None, "expected a unary answer"
+        if resp.status != 200:
+            return {"jsonrpc": "2.0", "id": None, "error": self._as_jsonrpc_error(resp)}
+        return {"jsonrpc": "2.0", "id": None, "result": json.loads(resp.body)}
+
+    def stream(self, method, params, headers=V1, query=""):
+        resp = self._send(method, params, headers, query)
+        if resp.stream is None:
+            return {"error": self._as_jsonrpc_error(resp)}
+        out = []
+        for event_id, payload in parse_sse(b"".join(resp.stream)):
+            if "error" in payload:
+                reason = next(d["reason"] for d in payload["error"]["details"] if "reason" in d)
+                out.append((event_id, {"error": {**payload["error"], "code": ERROR_CODES[reason]}}))
+            else:
+                out.append((event_id, {"result": payload}))
+        return out
+
+
 def parse_sse(data):
     events = []
     for block in data.decode().split("\n\n"):
@@ -112,14 +184,28 @@ def user_message(text, **fields):
             "parts": [{"text": text}], **fields}
 
 
+BINDINGS = {"jsonrpc": Client, "http+json": RestClient}
+
+
 @pytest.fixture
 def server():
     return a2a_min.Server(scenario_agent, name="Test agent", description="For tests.")
 
 
+@pytest.fixture(params=sorted(BINDINGS))
+def binding(request):
+    """Tests that take ``client`` or ``make_client`` run once per binding."""
+    return request.param
+
+
 @pytest.fixture
-def client(server):
-    return Client(server)
+def make_client(binding):
+    return BINDINGS[binding]
+
+
+@pytest.fixture
+def client(server, make_client):
+    return make_client(server)
 
 
 class Live:

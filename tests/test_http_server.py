@@ -53,7 +53,8 @@ def test_agent_card_headers_etag_and_304(live):
     assert etag.startswith('"') and etag.endswith('"')           # a strong ETag
     card = json.loads(body)
     assert card["supportedInterfaces"] == [
-        {"url": live.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
+        {"url": live.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": live.url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
     for key in ("name", "description", "version", "capabilities", "defaultInputModes",
                 "defaultOutputModes", "skills"):
         assert key in card
