@@ -1223,7 +1223,7 @@ class Server:
         if path.rstrip("/") == self.rpc_path.rstrip("/"):
             body = _jsonrpc_error(None, error)
         else:
-            body = _status_error(error)
+            body = _status_error(error, status)
         return Response(status, [("Content-Type", media_type or _JSON), _LINK], _dumps(body))
 
     # -- the agent card (section 8) -----------------------------------------
@@ -2107,9 +2107,10 @@ _A2A_JSON = "application/a2a+json"
 _CUSTOM_VERBS = frozenset(p.rsplit(":", 1)[1] for _, p, _ in ROUTES if ":" in p)
 
 
-def _status_error(error):
-    """The google.rpc.Status JSON of an error (a pure function of the error)."""
-    return {"error": {"code": error.http_status, "status": error.grpc_status,
+def _status_error(error, http_status=None):
+    """The google.rpc.Status JSON of an error (a pure function of the error).
+    ``code`` is the HTTP status of the answer, as AIP-193 has it."""
+    return {"error": {"code": http_status or error.http_status, "status": error.grpc_status,
                       "message": error.message, "details": error.details()}}
 
 
