@@ -1217,10 +1217,11 @@ class Server:
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape: a JSON-RPC error
-        object at the JSON-RPC endpoint, a google.rpc.Status anywhere else.
+        object at the JSON-RPC endpoint, a google.rpc.Status anywhere else (and
+        when the path is not known, ``None``).
         Adapters use it for problems they find before handle_http (a body too
         large, a malformed request head)."""
-        if path.rstrip("/") == self.rpc_path.rstrip("/"):
+        if path is not None and path.rstrip("/") == self.rpc_path.rstrip("/"):
             body = _jsonrpc_error(None, error)
         else:
             body = _status_error(error, status)
@@ -1946,7 +1947,7 @@ _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json"')
 _HTTP_REASONS = {200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request",
                  404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
                  411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
-                 431: "Request Header Fields Too Large",
+                 414: "URI Too Long", 431: "Request Header Fields Too Large",
                  500: "Internal Server Error", 503: "Service Unavailable"}
 
 
@@ -2396,7 +2397,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             except (TimeoutError, OSError):
                 return                             # idle or stalled: just close
             except _BodyProblem as problem:
-                return self._write(server.error_response("", problem.status, problem.error))
+                return self._write(server.error_response(None, problem.status, problem.error))
             if head is None:
                 return
             method, target, version, headers = head
@@ -2414,20 +2415,24 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             line = self.rfile.readline(max_header_bytes + 1)
             if not line:
                 return None
+            if len(line) > max_header_bytes:
+                raise _BodyProblem(414, InvalidRequestError(
+                    f"the request line is longer than {max_header_bytes} bytes; send large "
+                    "parameters in a POST body"))
             budget = max_header_bytes - len(line)
             parts = line.decode("latin-1").split()
             if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
                 raise _BodyProblem(400, InvalidRequestError(
                     "the request line is not 'METHOD /path HTTP/1.1'"))
             headers = {}
-            while True:
+            for count in range(max_headers + 2):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
                 self.connection.settimeout(remaining)
                 line = self.rfile.readline(budget + 1)
                 budget -= len(line)
-                if budget < 0 or len(headers) >= max_headers:
+                if budget < 0 or count > max_headers:
                     raise _BodyProblem(431, InvalidRequestError(
                         f"the request headers exceed {max_header_bytes} bytes or "
                         f"{max_headers} lines"))

@@ -346,3 +346,28 @@ def test_imports_only_the_standard_library():
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             names.add(node.module.split(".")[0])
     assert names and names <= set(sys.stdlib_module_names)
+
+
+# -- HTTP+JSON over the socket ---------------------------------------------------------
+
+def test_rest_round_trip_over_a_socket(live):
+    resp, body = live.request("POST", "/message:send", {"message": user_message("rest")}, HEADERS)
+    task = json.loads(body)["task"]
+    assert resp.status == 200 and task["status"]["state"] == "TASK_STATE_COMPLETED"
+    resp, body = live.request("GET", f"/tasks/{task['id']}?historyLength=0", headers=HEADERS)
+    assert resp.status == 200 and "history" not in json.loads(body)
+    resp, body = live.request("GET", "/tasks/%2e%2e%2F%2e%2e", headers=HEADERS)
+    assert resp.status == 404 and json.loads(body)["error"]["status"] == "NOT_FOUND"
+
+
+def test_huge_query_string_is_414_and_the_server_goes_on(live):
+    data = raw_exchange(live, b"GET /tasks?" + b"a=1&" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert data.startswith(b"HTTP/1.1 414")
+    assert b'"code":414' in data
+    assert_still_serving(live)
+
+
+def test_too_many_headers_is_431(live):
+    data = raw_exchange(live, b"GET /tasks HTTP/1.1\r\n" + b"X-A: 1\r\n" * 200 + b"\r\n")
+    assert data.startswith(b"HTTP/1.1 431")
+    assert_still_serving(live)

@@ -15,8 +15,9 @@ from conftest import ROOT
 pytest.importorskip("a2a.client", reason="needs the test extra (a2a-sdk)")
 
 
-def test_sdk_client_over_jsonrpc(live):
-    proc = subprocess.run([sys.executable, f"{ROOT}/tests/sdk_client.py", live.url, "JSONRPC"],
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_sdk_client(live, binding):
+    proc = subprocess.run([sys.executable, f"{ROOT}/tests/sdk_client.py", live.url, binding],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen = json.loads(proc.stdout)

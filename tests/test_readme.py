@@ -1,4 +1,4 @@
-"""The README's curl walkthrough runs as pasted against the demo (python a2a_min.py)."""
+"""The README's curl walkthroughs run as pasted against the demo (python a2a_min.py)."""
 
 import json
 import os
@@ -11,11 +11,13 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.skipif(not (shutil.which("bash") and shutil.which("curl")),
+                                reason="needs bash and curl")
 
-@pytest.mark.skipif(not (shutil.which("bash") and shutil.which("curl")), reason="needs bash and curl")
-def test_walkthrough_runs_against_the_demo():
+
+def run_walkthrough(heading):
     text = open(f"{ROOT}/README.md", encoding="utf-8").read()
-    script = re.search(r"```bash\n(.*?)```", text.split("## Walkthrough")[1], re.S).group(1)
+    script = re.search(r"```bash\n(.*?)```", text.split(heading)[1], re.S).group(1)
     demo = subprocess.Popen([sys.executable, "a2a_min.py", "--port", "0"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -29,8 +31,14 @@ def test_walkthrough_runs_against_the_demo():
         demo.terminate()
         demo.wait(10)
     assert out.returncode == 0, out.stderr
-    answers = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    events = [json.loads(line[6:]) for line in out.stdout.splitlines() if line.startswith("data: ")]
+    lines = out.stdout.splitlines()
+    answers = [json.loads(line) for line in lines if line.startswith("{")]
+    events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+    return url, lines, answers, events
+
+
+def test_jsonrpc_walkthrough():
+    url, _, answers, events = run_walkthrough("## Walkthrough: every JSON-RPC operation")
     card = answers[0]
     assert card["supportedInterfaces"][0]["url"] == url + "/"
     by_id = {a["id"]: a for a in answers[1:]}
@@ -48,3 +56,20 @@ def test_walkthrough_runs_against_the_demo():
     codes = {i: by_id[i]["error"]["code"] for i in range(11, 19)}
     assert codes == {11: -32002, 12: -32003, 13: -32003, 14: -32003, 15: -32003,
                      16: -32004, 17: -32009, 18: -32601}
+
+
+def test_http_json_walkthrough():
+    _, lines, answers, events = run_walkthrough("## Walkthrough: every HTTP+JSON route")
+    assert answers[0]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "history" not in answers[1] and answers[1]["artifacts"]
+    assert len(answers[2]["tasks"]) == 2 and "artifacts" in answers[2]["tasks"][0]
+    assert "task" in events[0]
+    assert any(e.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED"
+               for e in events)
+    assert answers[3]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+    reasons = [a["error"]["details"][0]["reason"] for a in answers[4:9]]
+    assert reasons == ["PUSH_NOTIFICATION_NOT_SUPPORTED"] * 4 + ["UNSUPPORTED_OPERATION"]
+    assert [t["history"][0]["parts"][0]["text"] for t in answers[9]["tasks"]] == ["for acme"]
+    assert "HTTP/1.1 404 Not Found" in lines and "Allow: POST" in [l.strip() for l in lines]
+    assert answers[10]["error"]["code"] == 400
