@@ -2128,7 +2128,14 @@ def _compile_route(pattern):
     return out
 
 
-_COMPILED_ROUTES = [(verb, _compile_route(pattern), method) for verb, pattern, method in ROUTES]
+# (number of segments, first segment) -> the routes that can match: every
+# pattern starts with a literal, so a lookup leaves one or two to try.
+_ROUTE_INDEX = {}
+for _verb, _pattern, _method in ROUTES:
+    _compiled = _compile_route(_pattern)
+    _ROUTE_INDEX.setdefault((len(_compiled), _compiled[0][1]), []).append(
+        (_verb, _compiled, _method))
+del _verb, _pattern, _method, _compiled
 
 
 def _match_segments(pattern, segments):
@@ -2154,11 +2161,14 @@ def _match_segments(pattern, segments):
 def _routes_for(path):
     """[(verb, method, path variables)] of every route ``path`` matches, trying
     it without and then with a tenant prefix."""
-    from urllib.parse import unquote
-    segments = [unquote(s) for s in path.strip("/").split("/")]
+    segments = path.strip("/").split("/")
+    if "%" in path:
+        from urllib.parse import unquote
+        segments = [unquote(s) for s in segments]
     for tenant, rest in ((None, segments), (segments[0], segments[1:])):
         found = []
-        for verb, pattern, method in _COMPILED_ROUTES:
+        candidates = _ROUTE_INDEX.get((len(rest), rest[0]), ()) if rest else ()
+        for verb, pattern, method in candidates:
             values = _match_segments(pattern, rest)
             if values is not None:
                 if tenant is not None:
@@ -2173,6 +2183,8 @@ def _query_to_params(message_type, query):
     """GET/DELETE query parameters -> a params dict for parse() (section 11.5):
     camelCase names, enums by name (or number), booleans as true/false,
     repeated fields repeated or comma separated, unknown names ignored."""
+    if not query:
+        return {}
     from urllib.parse import parse_qsl
     fields = _FIELDS[message_type]
     params = {}
@@ -2244,12 +2256,13 @@ def _rest_response(server, verb, path, query, headers, body):
                     f"the body must be a JSON object ({request_type}), not "
                     f"{_json_type(params)}", field="body")
         for name, value in values.items():       # the path's values fill the request
-            given = params.get(name, params.get(_snake(name)))
+            alias = _snake(name) if not name.islower() else name
+            given = params.pop(alias, None) if alias != name else None
+            given = params.get(name, given)
             if given not in (None, "", value):
                 raise InvalidParamsError(
                     f"{name} {given!r} in the request contradicts {value!r} in the path; "
                     "send it once, in the path", field=name)
-            params.pop(_snake(name), None)
             params[name] = value
         call = CallContext(headers, _query_params(query))
         last = headers.get("last-event-id") or call.query.get("lastEventId")
@@ -2426,10 +2439,11 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                     "the request line is not 'METHOD /path HTTP/1.1'"))
             headers = {}
             for count in range(max_headers + 2):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                # Each read waits at most ``timeout``, and the head as a whole
+                # must be done by the deadline: a client sending one header
+                # line now and then is cut off all the same.
+                if time.monotonic() > deadline:
                     raise TimeoutError
-                self.connection.settimeout(remaining)
                 line = self.rfile.readline(budget + 1)
                 budget -= len(line)
                 if budget < 0 or count > max_headers:
@@ -2447,7 +2461,6 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                 name = name.strip().lower()
                 value = value.strip()
                 headers[name] = headers[name] + ", " + value if name in headers else value
-            self.connection.settimeout(timeout)
             return parts[0], parts[1], parts[2], headers
 
         def _serve(self, headers):

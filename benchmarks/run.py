@@ -42,6 +42,33 @@ end
 """
 
 
+REST_SEND_LUA = r"""
+counter = 0
+request = function()
+  counter = counter + 1
+  local body = '{"message":{"messageId":"r' .. counter .. '-' .. math.random(1, 1e9)
+    .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}'
+  return wrk.format("POST", "/message:send", {["Content-Type"]="application/json",
+                                              ["A2A-Version"]="1.0"}, body)
+end
+"""
+
+GET_TASK_LUA = r"""
+wrk.method = "GET"
+wrk.headers["A2A-Version"] = "1.0"
+"""
+
+
+def make_task(port):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("POST", "/", json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": "bench-get", "role": "ROLE_USER",
+                               "parts": [{"text": "hello"}]}}}),
+        {"Content-Type": "application/json", "A2A-Version": "1.0"})
+    return json.loads(conn.getresponse().read())["result"]["task"]["id"]
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,9 +109,9 @@ class Peer:
         self.proc.wait(10)
 
 
-def wrk(port, connections, seconds, script):
+def wrk(port, connections, seconds, script, path="/"):
     out = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", f"-c{connections}",
-                          f"-d{seconds}s", "-s", script, f"http://127.0.0.1:{port}/"],
+                          f"-d{seconds}s", "-s", script, f"http://127.0.0.1:{port}{path}"],
                          capture_output=True, text=True, check=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -152,6 +179,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--tasks", type=int, default=10_000, help="tasks for the memory test")
     parser.add_argument("--skip", default="", help="comma-separated: throughput, sse, memory")
+    parser.add_argument("--only", default="", help="throughput scenarios to run: send, rest, get")
     args = parser.parse_args()
 
     ours = Peer("a2a_min", [args.python, os.path.join(HERE, "echo_server.py"), "{port}"])
@@ -159,26 +187,35 @@ def main():
     if args.sdk_python:
         peers.append(Peer("a2a-sdk", [args.sdk_python, os.path.join(HERE, "sdk_echo_server.py"),
                                       "{port}"]))
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(SEND_LUA)
-        script = f.name
-
     skip = set(args.skip.split(","))
+    scripts = {}
+    for name, text in (("send", SEND_LUA), ("rest", REST_SEND_LUA), ("get", GET_TASK_LUA)):
+        with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+            f.write(text)
+            scripts[name] = f.name
+    scenarios = [("JSON-RPC SendMessage", "send", (1, 16, 64)),
+                 ("HTTP+JSON POST /message:send", "rest", (16,)),
+                 ("HTTP+JSON GET /tasks/{id}", "get", (16,))]
     if "throughput" not in skip:
-        print(f"JSON-RPC SendMessage, req/s ({args.rounds} rounds of {args.seconds} s, alternating)")
-    for connections in () if "throughput" in skip else (1, 16, 64):
-        rates = {p.name: [] for p in peers}
-        for _ in range(args.rounds):
-            for peer in peers:
-                with peer as running:
-                    wrk(running.port, connections, 1, script)          # warm up
-                    rates[peer.name].append(wrk(running.port, connections, args.seconds, script))
-        line = f"  c={connections:<3}" + "".join(
-            f"  {name} {statistics.median(r):8.0f}" for name, r in rates.items())
-        if len(peers) == 2:
-            ratios = [a / b for a, b in zip(rates["a2a_min"], rates["a2a-sdk"])]
-            line += f"   ratio (median of rounds) {statistics.median(ratios):.1f}x"
-        print(line, flush=True)
+        print(f"req/s, {args.rounds} rounds of {args.seconds} s alternating between servers")
+    if args.only:
+        scenarios = [s for s in scenarios if s[1] in args.only.split(",")]
+    for title, kind, levels in () if "throughput" in skip else scenarios:
+        for connections in levels:
+            rates = {p.name: [] for p in peers}
+            for _ in range(args.rounds):
+                for peer in peers:
+                    with peer as running:
+                        path = f"/tasks/{make_task(running.port)}" if kind == "get" else "/"
+                        wrk(running.port, connections, 1, scripts[kind], path)     # warm up
+                        rates[peer.name].append(
+                            wrk(running.port, connections, args.seconds, scripts[kind], path))
+            line = f"  {title:<30} c={connections:<3}" + "".join(
+                f"  {name} {statistics.median(r):7.0f}" for name, r in rates.items())
+            if len(peers) == 2:
+                ratios = [a / b for a, b in zip(rates["a2a_min"], rates["a2a-sdk"])]
+                line += f"   ratio {statistics.median(ratios):.1f}x"
+            print(line, flush=True)
 
     for peer in () if "sse" in skip else peers:
         with peer as running:
@@ -189,7 +226,8 @@ def main():
         start, marks = memory_after_tasks(peer, args.tasks)
         print(f"RSS {peer.name}: {start:.1f} MiB at start, " + ", ".join(
             f"{v:.1f} MiB after {k} tasks" for k, v in marks.items()), flush=True)
-    os.unlink(script)
+    for script in scripts.values():
+        os.unlink(script)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,10 @@ import uuid
 import httpx
 from a2a.client import ClientConfig, create_client
 from a2a.types.a2a_pb2 import (
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
-    SendMessageRequest, SubscribeToTaskRequest, TaskState)
+    CancelTaskRequest, DeleteTaskPushNotificationConfigRequest, GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTasksRequest, Message, Part, Role, SendMessageRequest, SubscribeToTaskRequest,
+    TaskPushNotificationConfig)
 from google.protobuf.json_format import MessageToDict
 
 
@@ -68,7 +70,25 @@ async def main(url, binding):
             out["get_missing"] = "no error"
         except Exception as exc:  # the SDK raises its A2A error classes
             out["get_missing"] = f"{type(exc).__name__}: {exc}"
-        out["terminal_states"] = [TaskState.Name(TaskState.TASK_STATE_COMPLETED)]
+        # The operations this server answers with an error: push configs and the
+        # extended card (its card says pushNotifications and extendedAgentCard false).
+        calls = {
+            "create_push": lambda: plain.create_task_push_notification_config(
+                TaskPushNotificationConfig(task_id=task["id"], url="https://example.com/h")),
+            "get_push": lambda: plain.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=task["id"], id="c1")),
+            "list_push": lambda: plain.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=task["id"])),
+            "delete_push": lambda: plain.delete_task_push_notification_config(
+                DeleteTaskPushNotificationConfigRequest(task_id=task["id"], id="c1")),
+            "extended_card": lambda: plain.get_extended_agent_card(GetExtendedAgentCardRequest()),
+        }
+        for name, make_call in calls.items():
+            try:
+                await make_call()
+                out[name] = "no error"
+            except Exception as exc:  # the SDK raises its A2A error classes
+                out[name] = f"{type(exc).__name__}: {exc}"
         await plain.close()
         await streaming.close()
     print(json.dumps(out))

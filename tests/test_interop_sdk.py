@@ -42,3 +42,6 @@ def test_sdk_client(live, binding):
     assert seen["subscribe_rest"][-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
     assert seen["cancel_again"].startswith("TaskNotCancelableError")
     assert seen["get_missing"].startswith("TaskNotFoundError")
+    for name in ("create_push", "get_push", "list_push", "delete_push"):
+        assert seen[name].startswith("PushNotificationNotSupportedError"), seen[name]
+    assert seen["extended_card"] != "no error"
