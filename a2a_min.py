@@ -1,9 +1,10 @@
 """a2a_min: the smallest complete A2A 1.0 server, in one standard-library file.
 
 A2A (Agent2Agent, https://a2a-protocol.org) lets one AI agent discover and call
-another. This module is a whole A2A 1.0 server: the JSON-RPC 2.0 binding,
-Server-Sent Events streaming, the agent card, an in-memory task store and a
-hand-written ProtoJSON codec. It needs Python 3.10+ and nothing else.
+another. This module is a whole A2A 1.0 server: the JSON-RPC 2.0 and HTTP+JSON
+bindings on one port, Server-Sent Events streaming, the agent card, an
+in-memory task store and a hand-written ProtoJSON codec. It needs Python 3.10+
+and nothing else.
 
 Copy this file into your project. It is meant to be vendored, read and changed.
 
@@ -36,13 +37,14 @@ How the file reads, top to bottom:
 4. the task store: where tasks live, bounded, behind a small interface;
 5. agent execution: how your function becomes task updates and stream events;
 6. operations: the eleven A2A operations, free of any binding;
-7. bindings: JSON-RPC, SSE framing and the agent card, bytes in and bytes out;
+7. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card, bytes in and
+   bytes out;
 8. adapters: the thin shell that puts the bindings on a socket (a threaded
    HTTP/1.1 server from the standard library's socketserver);
 9. the command line demo.
 
-Not in this file (yet): the HTTP+JSON binding, push notification delivery,
-authentication helpers, asyncio/WSGI/ASGI/Lambda hosts. gRPC is to live in a
+Not in this file (yet): push notification delivery, authentication helpers,
+asyncio/WSGI/ASGI/Lambda hosts. gRPC is to live in a
 companion module, so that this one stays dependency-free.
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
@@ -1041,15 +1043,17 @@ class CallContext:
     ``headers`` has lower-case names (HTTP headers or gRPC metadata),
     ``tenant`` the tenant the request addresses, ``principal`` whoever the
     authentication hook said the caller is (None: anonymous), ``extensions``
-    the URIs of A2A-Extensions, ``version`` the A2A-Version served.
+    the URIs of A2A-Extensions, ``version`` the A2A-Version served,
+    ``base_url`` how the client reached the server (for cards it is shown).
     """
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
-                 "last_event_id")
+                 "last_event_id", "base_url")
 
-    def __init__(self, headers=None, query=None, tenant="", principal=None):
+    def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None):
         self.headers = headers or {}
         self.query = query or {}
+        self.base_url = base_url
         self.tenant = tenant
         self.principal = principal
         self.extensions = ()
@@ -1650,7 +1654,7 @@ class Server:
         if not extended:
             raise ExtendedAgentCardNotConfiguredError(
                 "the card promises an extended card but the server has none configured")
-        return {**self.agent_card(), **extended}
+        return {**self.agent_card(call.base_url), **extended}
 
 
 def _no_push():
@@ -1906,7 +1910,7 @@ def _decode_page_token(token):
 
 
 # =============================================================================
-# 7. Bindings: JSON-RPC 2.0, SSE and the agent card
+# 7. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
 # =============================================================================
 #
 # Bytes in, bytes out. handle_http() takes the parts of an HTTP request
@@ -1916,11 +1920,14 @@ def _decode_page_token(token):
 # host adapter (section 8 of this file) calls this one function.
 #
 # JSON-RPC (section 9): one Request object per HTTP POST; batches are not part
-# of A2A. Every answer is HTTP 200 with a JSON-RPC Response, whose error codes
+# of A2A. Every answer is HTTP 200 (413 for a body over the limit) with a
+# JSON-RPC Response, whose error codes
 # come from the error table; data is an array of typed details (ErrorInfo,
 # BadRequest). Streaming methods answer text/event-stream where every event's
 # data is a whole JSON-RPC Response carrying one StreamResponse (section
 # 9.4); an error raised before the first event is an ordinary JSON answer.
+#
+# HTTP+JSON (section 11) follows JSON-RPC below, on the same operations.
 #
 # SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
 # and a blank line. A comment line ": keep-alive" is sent when nothing has
@@ -1982,13 +1989,13 @@ def _handle_http(server, method, path, query, headers, body, base_url):
             raise _MethodNotAllowed("GET")
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
-                return _jsonrpc_response(server, query, headers, body)
+                return _jsonrpc_response(server, query, headers, body, base_url)
             if method in ("GET", "HEAD"):
                 return _help_response(server, headers, base_url)
             if method == "OPTIONS":
                 return _preflight(server)
             raise _MethodNotAllowed("GET, POST")
-        return _rest_response(server, method, path, query, headers, body)
+        return _rest_response(server, method, path, query, headers, body, base_url)
     except _MethodNotAllowed as exc:
         resp = server.error_response(path, 405, UnsupportedOperationError(
             f"{method} is not allowed on {path}; use {exc.args[0]}"))
@@ -2003,7 +2010,7 @@ class _MethodNotAllowed(Exception):
     pass
 
 
-def _jsonrpc_response(server, query, headers, body):
+def _jsonrpc_response(server, query, headers, body, base_url):
     """POST to the JSON-RPC endpoint."""
     request_id = None
     try:
@@ -2045,7 +2052,7 @@ def _jsonrpc_response(server, query, headers, body):
             raise MethodNotFoundError(
                 f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
                 + ", ".join(METHODS), metadata={"method": name})
-        call = CallContext(headers, _query_params(query))
+        call = CallContext(headers, _query_params(query), base_url=base_url)
         last = headers.get("last-event-id") or call.query.get("lastEventId") \
             or call.query.get("Last-Event-ID")
         if last is not None and last.strip().isdigit():
@@ -2215,7 +2222,7 @@ def _query_to_params(message_type, query):
     return params
 
 
-def _rest_response(server, verb, path, query, headers, body):
+def _rest_response(server, verb, path, query, headers, body, base_url):
     """An HTTP+JSON route: match, build the request message, call, answer."""
     ctype = headers.get("content-type", "").split(";")[0].strip().lower()
     accept = headers.get("accept", "")
@@ -2264,7 +2271,7 @@ def _rest_response(server, verb, path, query, headers, body):
                     f"{name} {given!r} in the request contradicts {value!r} in the path; "
                     "send it once, in the path", field=name)
             params[name] = value
-        call = CallContext(headers, _query_params(query))
+        call = CallContext(headers, _query_params(query), base_url=base_url)
         last = headers.get("last-event-id") or call.query.get("lastEventId")
         if last is not None and last.strip().isdigit():
             call.last_event_id = int(last)

@@ -70,8 +70,8 @@ async def main(url, binding):
             out["get_missing"] = "no error"
         except Exception as exc:  # the SDK raises its A2A error classes
             out["get_missing"] = f"{type(exc).__name__}: {exc}"
-        # The operations this server answers with an error: push configs and the
-        # extended card (its card says pushNotifications and extendedAgentCard false).
+        # Push configs answer an error (the card says pushNotifications: false);
+        # the extended card is served (the card says extendedAgentCard: true).
         calls = {
             "create_push": lambda: plain.create_task_push_notification_config(
                 TaskPushNotificationConfig(task_id=task["id"], url="https://example.com/h")),
@@ -85,8 +85,8 @@ async def main(url, binding):
         }
         for name, make_call in calls.items():
             try:
-                await make_call()
-                out[name] = "no error"
+                answer = await make_call()
+                out[name] = MessageToDict(answer) if answer is not None else "no error"
             except Exception as exc:  # the SDK raises its A2A error classes
                 out[name] = f"{type(exc).__name__}: {exc}"
         await plain.close()

@@ -10,9 +10,19 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+import a2a_min
+from conftest import ROOT, Live, scenario_agent
 
 pytest.importorskip("a2a.client", reason="needs the test extra (a2a-sdk)")
+
+
+@pytest.fixture
+def live():
+    server = a2a_min.Server(scenario_agent, name="Interop", description="public view",
+                            extended_card={"description": "extended view"})
+    running = Live(server, timeout=5)
+    yield running
+    running.close()
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
@@ -44,4 +54,5 @@ def test_sdk_client(live, binding):
     assert seen["get_missing"].startswith("TaskNotFoundError")
     for name in ("create_push", "get_push", "list_push", "delete_push"):
         assert seen[name].startswith("PushNotificationNotSupportedError"), seen[name]
-    assert seen["extended_card"] != "no error"
+    assert seen["extended_card"]["description"] == "extended view"
+    assert seen["extended_card"]["name"] == "Interop"

@@ -466,3 +466,19 @@ def test_store_full_of_running_tasks_refuses_new_ones(make_client):
     for t in (a, b):
         client.result("CancelTask", {"id": t["id"]})
     assert client.send("x")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_extended_card_shows_the_address_the_client_used(make_client):
+    server = a2a_min.Server(lambda t: "x", extended_card={"description": "more"})
+    client = make_client(server)
+    if isinstance(client, Client) and type(client) is Client:
+        resp = server.handle_http("POST", "/", "", dict(V1), json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}).encode(),
+            base_url="http://agents.example:9000")
+        card = json.loads(resp.body)["result"]
+    else:
+        resp = server.handle_http("GET", "/extendedAgentCard", "", dict(V1), b"",
+                                  base_url="http://agents.example:9000")
+        card = json.loads(resp.body)
+    assert card["supportedInterfaces"][0]["url"] == "http://agents.example:9000/"
+    assert card["description"] == "more"
