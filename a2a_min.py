@@ -55,7 +55,7 @@ copies of this file.
 __all__ = [
     # the server and its parts
     "Server", "TaskStore", "RequestContext", "CallContext", "Response", "serve",
-    "make_http_server", "main", "parse",
+    "make_http_server", "main", "parse", "demo_server",
     # building agent output
     "text_part", "data_part", "file_part", "new_message", "status_update",
     "artifact_update", "agent_message",
@@ -1187,6 +1187,7 @@ class Server:
         self._channels = {}                 # task id -> _Channel, while the task can change
         self._lock = threading.Lock()
         self._card_cache = None
+        self._extra_interfaces = []
         self._started = time.time()
         self._async_loop = None
         self._workers = None
@@ -1243,10 +1244,17 @@ class Server:
                 {"url": base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/",
                  "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
                 {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": PROTOCOL_VERSION},
-            ],
+            ] + [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
+                 for binding, url in self._extra_interfaces],
             **{k: v for k, v in self._card_fields.items() if k not in ("name", "description")},
         }
         return card
+
+    def add_interface(self, binding, url):
+        """Advertise one more interface in the card (e.g. "GRPC", "host:port"),
+        after the JSON-RPC and HTTP+JSON ones this server serves itself."""
+        self._extra_interfaces.append((binding, url))
+        self._card_cache = None
 
     @property
     def capabilities(self):
@@ -1305,6 +1313,15 @@ class Server:
                 f"no task with id {task_id!r}; ListTasks shows the tasks you can see",
                 metadata={"taskId": task_id})
         return task
+
+    def wake_streams(self):
+        """Wake every stream waiting for events, so each one looks again at
+        whether its client is still there (hosts call this when one leaves)."""
+        with self._lock:
+            channels = list(self._channels.values())
+        for channel in channels:
+            with channel.cond:
+                channel.cond.notify_all()
 
     def _forget(self, task_id):
         with self._lock:
@@ -2613,6 +2630,14 @@ def _demo_agent(ctx):
         yield " ".join(words[i:i + step]) + (" " if i + step < len(words) else "")
 
 
+def demo_server(**options):
+    """The demo: a Server with the echo agent."""
+    return Server(_demo_agent, name="a2a_min echo",
+                  description="Echoes what you say, streamed in a few chunks.",
+                  skills=[{"id": "echo", "name": "Echo", "description": "Repeats your text.",
+                           "tags": ["echo", "demo"], "examples": ["hello"]}], **options)
+
+
 def main(argv=None):
     """python a2a_min.py [--host 127.0.0.1] [--port 8000]: serve the echo demo."""
     import argparse
@@ -2623,11 +2648,7 @@ def main(argv=None):
     parser.add_argument("--assume-version", metavar="VERSION",
                         help="treat requests without A2A-Version as this version (e.g. 1.0)")
     args = parser.parse_args(argv)
-    server = Server(_demo_agent, name="a2a_min echo",
-                    description="Echoes what you say, streamed in a few chunks.",
-                    skills=[{"id": "echo", "name": "Echo", "description": "Repeats your text.",
-                             "tags": ["echo", "demo"], "examples": ["hello"]}],
-                    public_url=args.public_url, assume_version=args.assume_version)
+    server = demo_server(public_url=args.public_url, assume_version=args.assume_version)
 
     def ready(httpd):
         host, port = httpd.server_address[:2]

@@ -18,6 +18,15 @@ import a2a_min  # noqa: E402
 V1 = {"a2a-version": "1.0", "content-type": "application/json"}
 
 
+def require_sdk():
+    """Skip unless the reference SDK (test extra) is installed. Never import it
+    here: its generated lf.a2a.v1 module must not share this process with ours
+    (a2a_min_pb2); tests run it in subprocesses."""
+    import importlib.util
+    if importlib.util.find_spec("a2a") is None:
+        pytest.skip("needs the test extra (a2a-sdk, the reference SDK)")
+
+
 def scenario_agent(ctx):
     """The agent most tests talk to; the text of the message picks a behaviour."""
     text = ctx.text

@@ -11,9 +11,8 @@ import sys
 import pytest
 
 import a2a_min
-from conftest import ROOT, Live, scenario_agent
+from conftest import require_sdk, ROOT, Live, scenario_agent
 
-pytest.importorskip("a2a.client", reason="needs the test extra (a2a-sdk)")
 
 
 @pytest.fixture
@@ -27,6 +26,7 @@ def live():
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 def test_sdk_client(live, binding):
+    require_sdk()
     proc = subprocess.run([sys.executable, f"{ROOT}/tests/sdk_client.py", live.url, binding],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]

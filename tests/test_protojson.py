@@ -9,7 +9,7 @@ import pytest
 
 import a2a_min
 from a2a_min import InvalidParamsError, parse
-from conftest import ROOT, Client, scenario_agent, user_message
+from conftest import require_sdk, ROOT, Client, scenario_agent, user_message
 
 
 def test_snake_case_accepted_camel_case_out():
@@ -120,7 +120,7 @@ def sample_documents():
 
 
 def test_documents_match_protobufs_json_format():
-    pytest.importorskip("a2a", reason="needs the test extra (a2a-sdk) for the reference proto")
+    require_sdk()
     docs = sample_documents()
     proc = subprocess.run([sys.executable, f"{ROOT}/tests/protojson_roundtrip.py"],
                           input=json.dumps(docs), capture_output=True, text=True, timeout=60)

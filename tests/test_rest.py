@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import a2a_min
-from conftest import ROOT, parse_sse, user_message
+from conftest import require_sdk, ROOT, parse_sse, user_message
 
 V1 = {"a2a-version": "1.0", "content-type": "application/json"}
 
@@ -248,7 +248,7 @@ def test_route_table_matches_the_proto_service():
     """ROUTES and METHODS against the google.api.http annotations and rpc
     signatures of lf.a2a.v1.A2AService (from the reference SDK's generated
     module, in a subprocess)."""
-    pytest.importorskip("a2a.types", reason="needs the test extra (a2a-sdk)")
+    require_sdk()
     proc = subprocess.run([sys.executable, f"{ROOT}/tests/proto_service.py"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

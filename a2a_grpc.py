@@ -1,0 +1,251 @@
+"""a2a_grpc: the gRPC binding of A2A 1.0 (specification section 10) for a2a_min.
+
+The optional companion of a2a_min.py. It serves the same Server (the same
+agent, the same task store, the same behaviour) over gRPC, beside the JSON-RPC
+and HTTP+JSON bindings. It needs grpcio, protobuf and googleapis-common-protos
+(pip install 'a2a-min-server[grpc]'), and the generated a2a_min_pb2.py.
+
+Quick start::
+
+    import a2a_min, a2a_grpc
+
+    server = a2a_min.Server(lambda text: "You said: " + text)
+    grpc_server, port = a2a_grpc.create_server(server, "127.0.0.1:50051")
+    grpc_server.start()                          # gRPC on 50051
+    a2a_min.serve(server, port=8000)             # JSON-RPC, HTTP+JSON and the card on 8000
+
+or run ``python a2a_grpc.py`` for the demo agent on all three bindings.
+
+How it works. The core speaks ProtoJSON dicts, so this module only converts:
+a request message becomes its ProtoJSON dict (google.protobuf.json_format),
+goes through Server.call() exactly as a JSON-RPC or HTTP+JSON request does,
+and the answer dict is parsed back into the response message. There is no
+per-message mapping code. Service parameters travel as metadata (a2a-version,
+a2a-extensions) and get the same checks. Errors become the gRPC status of the
+error table with a google.rpc.Status in the grpc-status-details-bin trailer,
+whose details carry the google.rpc.ErrorInfo (and BadRequest for invalid
+params), as grpcio-status would send them.
+"""
+
+__all__ = ["A2AServiceServicer", "create_server", "serve", "main", "SERVICE_NAME"]
+
+
+import grpc
+from google.protobuf import any_pb2, empty_pb2, json_format
+from google.rpc import error_details_pb2, status_pb2  # noqa: F401 - registers ErrorInfo, BadRequest
+
+import a2a_min
+import a2a_min_pb2 as pb
+
+SERVICE_NAME = "lf.a2a.v1.A2AService"
+
+# Request and response classes of each rpc, from the tables of a2a_min.
+_EMPTY = "google.protobuf.Empty"
+
+
+def _message_class(name):
+    return empty_pb2.Empty if name == _EMPTY else getattr(pb, name)
+
+
+class _Status(grpc.Status):
+    """What context.abort_with_status() takes: a code, a message, trailers."""
+
+    def __init__(self, code, details, trailing_metadata):
+        self.code = code
+        self.details = details
+        self.trailing_metadata = trailing_metadata
+
+
+def _grpc_status(error):
+    """The gRPC form of an a2a_min error (a pure function of the error)."""
+    code = grpc.StatusCode[error.grpc_status]
+    status = status_pb2.Status(code=code.value[0], message=error.message)
+    for detail in error.details():
+        status.details.append(json_format.ParseDict(detail, any_pb2.Any()))
+    return _Status(code, error.message,
+                   (("grpc-status-details-bin", status.SerializeToString()),))
+
+
+class A2AServiceServicer:
+    """lf.a2a.v1.A2AService over an a2a_min.Server. Methods are named like the rpcs."""
+
+    def __init__(self, server):
+        self.server = server
+
+    # -- the eleven rpcs ---------------------------------------------------------
+
+    def SendMessage(self, request, context):
+        return self._unary("SendMessage", request, context)
+
+    def SendStreamingMessage(self, request, context):
+        return self._stream("SendStreamingMessage", request, context)
+
+    def GetTask(self, request, context):
+        return self._unary("GetTask", request, context)
+
+    def ListTasks(self, request, context):
+        return self._unary("ListTasks", request, context)
+
+    def CancelTask(self, request, context):
+        return self._unary("CancelTask", request, context)
+
+    def SubscribeToTask(self, request, context):
+        return self._stream("SubscribeToTask", request, context)
+
+    def CreateTaskPushNotificationConfig(self, request, context):
+        return self._unary("CreateTaskPushNotificationConfig", request, context)
+
+    def GetTaskPushNotificationConfig(self, request, context):
+        return self._unary("GetTaskPushNotificationConfig", request, context)
+
+    def ListTaskPushNotificationConfigs(self, request, context):
+        return self._unary("ListTaskPushNotificationConfigs", request, context)
+
+    def DeleteTaskPushNotificationConfig(self, request, context):
+        return self._unary("DeleteTaskPushNotificationConfig", request, context)
+
+    def GetExtendedAgentCard(self, request, context):
+        return self._unary("GetExtendedAgentCard", request, context)
+
+    # -- the one path every rpc takes -------------------------------------------------
+
+    def _call_context(self, context):
+        headers = {}
+        for key, value in context.invocation_metadata():
+            if not key.endswith("-bin"):
+                headers[key] = headers[key] + ", " + value if key in headers else value
+        call = a2a_min.CallContext(headers)
+        last = headers.get("last-event-id", "")
+        if last.strip().isdigit():                 # resume a SubscribeToTask stream
+            call.last_event_id = int(last)
+        return call
+
+    def _call(self, method, request, context):
+        params = json_format.MessageToDict(request)
+        try:
+            return self.server.call(method, params, self._call_context(context))
+        except a2a_min.A2AError as error:
+            context.abort_with_status(_grpc_status(error))
+
+    def _unary(self, method, request, context):
+        result = self._call(method, request, context)
+        try:
+            return json_format.ParseDict(result, _message_class(a2a_min.METHODS[method][1])(),
+                                         ignore_unknown_fields=True)
+        except json_format.ParseError:
+            a2a_min._log().exception("the answer to %s does not fit the proto", method)
+            context.abort_with_status(_grpc_status(a2a_min.InternalError(
+                "internal error; see the server log")))
+
+    def _stream(self, method, request, context):
+        events = self._call(method, request, context)
+        # A client that goes away (or a server that stops) wakes every stream,
+        # so this one notices at once instead of at its next keep-alive tick.
+        context.add_callback(self.server.wake_streams)
+        try:
+            for _, event in events:
+                if not context.is_active():
+                    return
+                if event is None:                  # keep-alive tick: gRPC needs none
+                    continue
+                yield json_format.ParseDict(event, pb.StreamResponse(), ignore_unknown_fields=True)
+        except a2a_min.A2AError as error:
+            context.abort_with_status(_grpc_status(error))
+        finally:
+            close = getattr(events, "close", None)
+            if close:
+                close()
+
+
+def _handlers(servicer):
+    """The generic handler of the service: one entry per rpc, from METHODS.
+
+    Requests arrive as bytes and are parsed here, so that malformed protobuf
+    gets INVALID_ARGUMENT with a message rather than grpc's generic INTERNAL.
+    """
+    def make(method, request_class, streams):
+        implementation = getattr(servicer, method)
+
+        def decode(data, context):
+            try:
+                return request_class.FromString(data)
+            except Exception:                      # DecodeError and friends
+                context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
+                    f"the {request_class.DESCRIPTOR.name} bytes are not valid protobuf")))
+
+        if streams:
+            def handler(data, context):
+                yield from implementation(decode(data, context), context)
+            return grpc.unary_stream_rpc_method_handler(
+                handler, response_serializer=lambda m: m.SerializeToString())
+
+        def handler(data, context):
+            return implementation(decode(data, context), context)
+        return grpc.unary_unary_rpc_method_handler(
+            handler, response_serializer=lambda m: m.SerializeToString())
+
+    table = {method: make(method, _message_class(request), streams)
+             for method, (request, _, streams) in a2a_min.METHODS.items()}
+    return grpc.method_handlers_generic_handler(SERVICE_NAME, table)
+
+
+def create_server(server, address="127.0.0.1:0", *, max_workers=64, advertise=True):
+    """A grpc.Server serving ``server`` at ``address``; returns (grpc_server, port).
+
+    Call ``grpc_server.start()``; stop with ``grpc_server.stop(grace)``, which
+    ends open streams. With ``advertise`` the agent card lists the GRPC
+    interface as host:port. The receive limit is the server's max_body_bytes.
+    """
+    from concurrent import futures
+    limit = server.limits["max_body_bytes"]
+    grpc_server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="a2a-grpc"),
+        options=[("grpc.max_receive_message_length", limit),
+                 ("grpc.so_reuseport", 0)])
+    grpc_server.add_generic_rpc_handlers((_handlers(A2AServiceServicer(server)),))
+    port = grpc_server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen for gRPC on {address}")
+    if advertise:
+        host = address.rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
+        server.add_interface("GRPC", f"{host}:{port}")
+    return grpc_server, port
+
+
+def serve(server, host="127.0.0.1", port=8000, grpc_port=50051, *, on_ready=None):
+    """Serve ``server`` on all three bindings until interrupted."""
+    grpc_server, bound = create_server(server, f"{host}:{grpc_port}")
+    grpc_server.start()
+    httpd = a2a_min.make_http_server(server, host, port)
+    if on_ready:
+        on_ready(httpd, bound)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+        grpc_server.stop(1).wait()
+
+
+def main(argv=None):
+    """python a2a_grpc.py [--host H] [--port 8000] [--grpc-port 50051]: the demo on
+    JSON-RPC, HTTP+JSON and gRPC, one task store."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="a2a_grpc", description=main.__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--grpc-port", type=int, default=50051)
+    args = parser.parse_args(argv)
+    server = a2a_min.demo_server()
+
+    def ready(httpd, grpc_port):
+        host, port = httpd.server_address[:2]
+        print(f"a2a_min {a2a_min.__version__}: JSON-RPC and HTTP+JSON on http://{host}:{port}/, "
+              f"gRPC on {host}:{grpc_port}", flush=True)
+
+    serve(server, args.host, args.port, args.grpc_port, on_ready=ready)
+
+
+if __name__ == "__main__":
+    main()
