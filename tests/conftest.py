@@ -170,6 +170,85 @@ class RestClient(Client):
         return out
 
 
+class GrpcClient(Client):
+    """The same calls over the gRPC binding, on a real channel to a real
+    grpc.Server on 127.0.0.1 (a2a_grpc.create_server). Answers and errors are
+    reshaped like JSON-RPC's; ``error["grpcStatus"]`` keeps the status name."""
+
+    def __init__(self, server):
+        import grpc
+        import a2a_grpc
+        import a2a_min_pb2
+        super().__init__(server)
+        self.grpc, self.pb = grpc, a2a_min_pb2
+        self.grpc_server, port = a2a_grpc.create_server(server, "127.0.0.1:0")
+        self.grpc_server.start()
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+
+    def close(self):
+        self.channel.close()
+        self.grpc_server.stop(0)
+
+    def _rpc(self, method, params, headers):
+        from google.protobuf import empty_pb2, json_format
+        request_name, response_name, streams = a2a_min.METHODS[method]
+        try:
+            request = json_format.ParseDict(params or {}, getattr(self.pb, request_name)())
+        except json_format.ParseError as exc:
+            pytest.skip(f"not expressible as a protobuf message: {exc}")
+        response_class = empty_pb2.Empty if response_name == "google.protobuf.Empty" \
+            else getattr(self.pb, response_name)
+        make = self.channel.unary_stream if streams else self.channel.unary_unary
+        stub = make(f"/lf.a2a.v1.A2AService/{method}",
+                    request_serializer=lambda m: m.SerializeToString(),
+                    response_deserializer=response_class.FromString)
+        metadata = [(k, v) for k, v in headers.items() if k not in ("content-type",)]
+        return stub(request, metadata=metadata, timeout=30)
+
+    def _as_jsonrpc_error(self, exc):
+        from google.protobuf import json_format
+        from google.rpc import error_details_pb2, status_pb2  # noqa: F401
+        trailer = dict(exc.trailing_metadata() or ())["grpc-status-details-bin"]
+        status = json_format.MessageToDict(status_pb2.Status.FromString(trailer))
+        reason = next(d["reason"] for d in status["details"] if "reason" in d)
+        assert status["code"] == exc.code().value[0] and status["message"] == exc.details()
+        return {"code": ERROR_CODES.get(reason), "message": exc.details(),
+                "data": status["details"], "grpcStatus": exc.code().name}
+
+    @staticmethod
+    def _to_dict(message):
+        from google.protobuf import json_format
+        out = json_format.MessageToDict(message)
+        if message.DESCRIPTOR.name == "ListTasksResponse":   # required, even when empty
+            out.setdefault("tasks", [])
+            out.setdefault("nextPageToken", "")
+            out.setdefault("pageSize", 0)
+            out.setdefault("totalSize", 0)
+        return out
+
+    def call(self, method, params=None, headers=V1, query=""):
+        headers = dict(headers)
+        if query:
+            headers.update(urllib.parse.parse_qsl(query))
+            headers = {k.lower(): v for k, v in headers.items()}
+        try:
+            answer = self._rpc(method, params, headers)
+        except self.grpc.RpcError as exc:
+            return {"jsonrpc": "2.0", "id": None, "error": self._as_jsonrpc_error(exc)}
+        return {"jsonrpc": "2.0", "id": None, "result": self._to_dict(answer)}
+
+    def stream(self, method, params, headers=V1, query=""):
+        out = []
+        try:
+            for event in self._rpc(method, params, dict(headers)):
+                out.append((None, {"result": self._to_dict(event)}))
+        except self.grpc.RpcError as exc:
+            if not out:
+                return {"error": self._as_jsonrpc_error(exc)}
+            out.append((None, {"error": self._as_jsonrpc_error(exc)}))
+        return out
+
+
 def parse_sse(data):
     events = []
     for block in data.decode().split("\n\n"):
@@ -193,7 +272,12 @@ def user_message(text, **fields):
             "parts": [{"text": text}], **fields}
 
 
-BINDINGS = {"jsonrpc": Client, "http+json": RestClient}
+BINDINGS = {"jsonrpc": Client, "http+json": RestClient, "grpc": GrpcClient}
+
+
+def grpc_available():
+    import importlib.util
+    return all(importlib.util.find_spec(m) for m in ("grpc", "google.rpc", "google.protobuf"))
 
 
 @pytest.fixture
@@ -204,12 +288,24 @@ def server():
 @pytest.fixture(params=sorted(BINDINGS))
 def binding(request):
     """Tests that take ``client`` or ``make_client`` run once per binding."""
+    if request.param == "grpc" and not grpc_available():
+        pytest.skip("gRPC binding: needs grpcio, protobuf and googleapis-common-protos "
+                    "(pip install -e '.[grpc]')")
     return request.param
 
 
 @pytest.fixture
 def make_client(binding):
-    return BINDINGS[binding]
+    made = []
+
+    def make(server):
+        client = BINDINGS[binding](server)
+        made.append(client)
+        return client
+    yield make
+    for client in made:
+        if hasattr(client, "close"):
+            client.close()
 
 
 @pytest.fixture
