@@ -1,0 +1,308 @@
+"""The gRPC binding (a2a_grpc.py): our proto, its generated module, and the
+binding's own behaviour on real channels. The operations themselves run over
+gRPC in test_operations.py, as the third binding of the shared suite."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, V1, grpc_available, require_sdk, scenario_agent, user_message
+
+pytestmark = pytest.mark.skipif(not grpc_available(), reason=(
+    "gRPC binding: needs grpcio, protobuf and googleapis-common-protos (pip install -e '.[grpc]')"))
+
+MD = (("a2a-version", "1.0"),)
+
+
+@pytest.fixture
+def grpc_env():
+    import grpc
+    import a2a_grpc
+    import a2a_min
+    server = a2a_min.Server(scenario_agent, blocking_timeout=5)
+    grpc_server, port = a2a_grpc.create_server(server, "127.0.0.1:0")
+    grpc_server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    yield server, channel, grpc_server, port
+    channel.close()
+    grpc_server.stop(0)
+
+
+def stub(channel, method, raw=False):
+    import a2a_min
+    import a2a_min_pb2 as pb
+    request, response, streams = a2a_min.METHODS[method]
+    make = channel.unary_stream if streams else channel.unary_unary
+    if raw:
+        return make(f"/lf.a2a.v1.A2AService/{method}",
+                    response_deserializer=getattr(pb, response).FromString)
+    return make(f"/lf.a2a.v1.A2AService/{method}",
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=getattr(pb, response).FromString)
+
+
+def message(text):
+    import a2a_min_pb2 as pb
+    return pb.SendMessageRequest(message=pb.Message(message_id=f"g-{time.time()}",
+                                                    role=pb.ROLE_USER, parts=[pb.Part(text=text)]))
+
+
+# -- the proto --------------------------------------------------------------------------
+
+def test_proto_matches_the_messages_table():
+    """Every message and field of proto/a2a.proto against a2a_min.MESSAGES / ENUMS."""
+    import a2a_min
+    import a2a_min_pb2 as pb
+    from google.protobuf import descriptor
+    scalars = {descriptor.FieldDescriptor.TYPE_STRING: "string",
+               descriptor.FieldDescriptor.TYPE_INT32: "int32",
+               descriptor.FieldDescriptor.TYPE_BOOL: "bool",
+               descriptor.FieldDescriptor.TYPE_BYTES: "bytes"}
+    wkt = {"google.protobuf.Struct": "Struct", "google.protobuf.Value": "Value",
+           "google.protobuf.Timestamp": "Timestamp"}
+    assert set(pb.DESCRIPTOR.message_types_by_name) == set(a2a_min.MESSAGES)
+    for name, rows in a2a_min.MESSAGES.items():
+        fields = pb.DESCRIPTOR.message_types_by_name[name].fields_by_number
+        assert set(fields) == {row[0] for row in rows}, name
+        for number, json_name, type_, labels in rows:
+            field = fields[number]
+            assert field.json_name == json_name, (name, json_name)
+            if field.message_type is not None and field.message_type.GetOptions().map_entry:
+                value = field.message_type.fields_by_name["value"]
+                got = f"map<string,{scalars.get(value.type) or value.message_type.name}>"
+            elif field.message_type is not None:
+                got = wkt.get(field.message_type.full_name, field.message_type.name)
+            elif field.enum_type is not None:
+                got = field.enum_type.name
+            else:
+                got = scalars[field.type]
+            assert got == type_, (name, json_name)
+            words = labels.split()
+            is_map = type_.startswith("map<")
+            repeated = getattr(field, "is_repeated", None)
+            repeated = repeated() if callable(repeated) else (
+                repeated if repeated is not None else field.label == field.LABEL_REPEATED)
+            assert (repeated and not is_map) == ("repeated" in words)
+            assert field.has_presence == ("optional" in words or field.message_type is not None
+                                          and not repeated or field.containing_oneof is not None)
+            oneof = field.containing_oneof
+            real = oneof is not None and not name.startswith("_") and not oneof.name.startswith("_")
+            assert (f"oneof:{oneof.name}" in words if real else not any(
+                w.startswith("oneof:") for w in words)), (name, json_name)
+    for enum, values in a2a_min.ENUMS.items():
+        got = pb.DESCRIPTOR.enum_types_by_name[enum].values_by_number
+        assert [got[i].name for i in range(len(values))] == list(values)
+
+
+def test_proto_service_matches_the_method_table():
+    import a2a_min
+    import a2a_min_pb2 as pb
+    service = pb.DESCRIPTOR.services_by_name["A2AService"]
+    assert {m.name for m in service.methods} == set(a2a_min.METHODS)
+    for method in service.methods:
+        request, response, streams = a2a_min.METHODS[method.name]
+        assert method.input_type.name == request
+        assert method.output_type.full_name in (f"lf.a2a.v1.{response}", response)
+        assert method.server_streaming == streams and not method.client_streaming
+
+
+def test_proto_is_wire_identical_to_the_normative_one():
+    """Our descriptors against the reference SDK's (generated from the normative
+    specification/a2a.proto), message by message and field by field."""
+    require_sdk()
+    def describe(which):
+        proc = subprocess.run([sys.executable, f"{ROOT}/tests/describe_proto.py", which],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+    def camel(name):
+        head, *rest = name.split("_")
+        return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+    def normalize(value):
+        """Drop json_name where it is the default (lowerCamelCase of the name):
+        some generators record it, others leave it implicit; the wire is the same."""
+        if isinstance(value, dict):
+            if value.get("jsonName") == camel(value.get("name", "")):
+                value = {k: v for k, v in value.items() if k != "jsonName"}
+            return {k: normalize(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [normalize(v) for v in value]
+        return value
+    ours, theirs = normalize(describe("ours")), normalize(describe("sdk"))
+    assert ours["package"] == theirs["package"] == "lf.a2a.v1"
+    for kind in ("messageType", "enumType", "service"):
+        mine = {m["name"]: m for m in ours[kind]}
+        normative = {m["name"]: m for m in theirs[kind]}
+        assert set(mine) == set(normative), kind
+        for name in normative:
+            assert mine[name] == normative[name], (kind, name)
+
+
+def test_generated_module_is_fresh():
+    if importlib.util.find_spec("grpc_tools") is None:
+        pytest.skip("needs grpcio-tools (the test extra) to regenerate a2a_min_pb2.py")
+    proc = subprocess.run([sys.executable, f"{ROOT}/proto/generate.py", "--check"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- the binding on a real channel -----------------------------------------------------
+
+def test_errors_carry_status_details_in_the_trailer(grpc_env):
+    import grpc
+    from google.rpc import error_details_pb2, status_pb2
+    import a2a_min_pb2 as pb
+    _, channel, _, _ = grpc_env
+    with pytest.raises(grpc.RpcError) as info:
+        stub(channel, "GetTask")(pb.GetTaskRequest(id="nope"), metadata=MD)
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    trailer = dict(info.value.trailing_metadata())["grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(trailer)
+    assert status.code == grpc.StatusCode.NOT_FOUND.value[0]
+    error_info = error_details_pb2.ErrorInfo()
+    assert status.details[0].Unpack(error_info)
+    assert (error_info.reason, error_info.domain) == ("TASK_NOT_FOUND", "a2a-protocol.org")
+    assert error_info.metadata["taskId"] == "nope"
+    with pytest.raises(grpc.RpcError) as info:
+        stub(channel, "GetTask")(pb.GetTaskRequest(id="t", history_length=-1), metadata=MD)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    status = status_pb2.Status.FromString(
+        dict(info.value.trailing_metadata())["grpc-status-details-bin"])
+    bad_request = error_details_pb2.BadRequest()
+    assert status.details[1].Unpack(bad_request)
+    assert bad_request.field_violations[0].field == "historyLength"
+
+
+def test_version_metadata(grpc_env):
+    import grpc
+    import a2a_min_pb2 as pb
+    _, channel, _, _ = grpc_env
+    for metadata in ((("a2a-version", "99.0"),), ()):
+        with pytest.raises(grpc.RpcError) as info:
+            stub(channel, "GetTask")(pb.GetTaskRequest(id="x"), metadata=metadata)
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "A2A-Version" in info.value.details()
+
+
+def test_malformed_bytes_and_unknown_enums(grpc_env):
+    import grpc
+    import a2a_min_pb2 as pb
+    _, channel, _, _ = grpc_env
+    with pytest.raises(grpc.RpcError) as info:
+        stub(channel, "GetTask", raw=True)(b"\xff\xff\xff\xff", metadata=MD)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    request = pb.ListTasksRequest()
+    request.status = 42                                # not a TaskState
+    with pytest.raises(grpc.RpcError) as info:
+        stub(channel, "ListTasks")(request, metadata=MD)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "status" in info.value.details()
+
+
+def test_oversized_message_is_resource_exhausted(grpc_env):
+    import grpc
+    server, channel, _, _ = grpc_env
+    big = message("x" * (server.limits["max_body_bytes"] + 10))
+    with pytest.raises(grpc.RpcError) as info:
+        stub(channel, "SendMessage")(big, metadata=MD)
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert stub(channel, "SendMessage")(message("small"), metadata=MD).task.id
+
+
+def test_client_cancel_mid_stream_and_deadline(grpc_env):
+    import grpc
+    import a2a_min_pb2 as pb
+    _, channel, _, _ = grpc_env
+    call = stub(channel, "SendStreamingMessage")(message("slow1"), metadata=MD)
+    first = next(call)
+    task_id = first.task.id
+    call.cancel()                                      # the client goes away
+    with pytest.raises(grpc.RpcError) as info:
+        stub(channel, "SendMessage")(message("slow2"), metadata=MD, timeout=0.3)
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    time.sleep(1.2)                                    # the first task went on without it
+    task = stub(channel, "GetTask")(pb.GetTaskRequest(id=task_id), metadata=MD)
+    assert task.status.state == pb.TASK_STATE_COMPLETED
+    assert stub(channel, "SendMessage")(message("still here"), metadata=MD).task.id
+
+
+def test_one_task_over_three_bindings(grpc_env):
+    """Created over gRPC, read and followed over JSON-RPC, canceled over HTTP+JSON."""
+    import a2a_min_pb2 as pb
+    from conftest import Client, RestClient
+    server, channel, _, _ = grpc_env
+    task = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+    assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    jsonrpc, rest = Client(server), RestClient(server)
+    assert jsonrpc.result("GetTask", {"id": task.id})["status"]["state"] == \
+        "TASK_STATE_INPUT_REQUIRED"
+    box = {}
+    watcher = threading.Thread(target=lambda: box.update(
+        events=jsonrpc.stream("SubscribeToTask", {"id": task.id})))
+    watcher.start()
+    time.sleep(0.1)
+    assert rest.result("CancelTask", {"id": task.id})["status"]["state"] == "TASK_STATE_CANCELED"
+    watcher.join(5)
+    assert box["events"][-1][1]["result"]["statusUpdate"]["status"]["state"] == \
+        "TASK_STATE_CANCELED"
+    again = stub(channel, "GetTask")(pb.GetTaskRequest(id=task.id), metadata=MD)
+    assert again.status.state == pb.TASK_STATE_CANCELED
+
+
+def test_graceful_stop_ends_open_streams(grpc_env):
+    import grpc
+    import a2a_min_pb2 as pb
+    server, channel, grpc_server, _ = grpc_env
+    task = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+    call = stub(channel, "SubscribeToTask")(pb.SubscribeToTaskRequest(id=task.id), metadata=MD)
+    assert next(call).task.id == task.id
+    started = time.monotonic()
+    grpc_server.stop(0.2).wait(5)
+    with pytest.raises(grpc.RpcError):
+        next(call)
+    assert time.monotonic() - started < 3
+
+
+def test_card_advertises_grpc_as_host_port(grpc_env):
+    server, _, _, port = grpc_env
+    card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
+    assert {"url": f"127.0.0.1:{port}", "protocolBinding": "GRPC",
+            "protocolVersion": "1.0"} in card["supportedInterfaces"]
+
+
+def test_demo_serves_three_bindings():
+    import socket
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    proc = subprocess.Popen([sys.executable, "a2a_grpc.py", "--port", str(ports[0]),
+                             "--grpc-port", str(ports[1])], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert f"gRPC on 127.0.0.1:{ports[1]}" in line, line
+        import grpc
+        import a2a_min_pb2 as pb
+        with grpc.insecure_channel(f"127.0.0.1:{ports[1]}") as channel:
+            answer = stub(channel, "SendMessage")(message("hi"), metadata=MD)
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", ports[0], timeout=10)
+        conn.request("GET", f"/tasks/{answer.task.id}", headers={"A2A-Version": "1.0"})
+        task = json.loads(conn.getresponse().read())
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        conn.request("GET", "/.well-known/agent-card.json")
+        bindings = [i["protocolBinding"] for i in
+                    json.loads(conn.getresponse().read())["supportedInterfaces"]]
+        assert bindings == ["JSONRPC", "HTTP+JSON", "GRPC"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
