@@ -34,11 +34,15 @@ async def collect(stream):
 
 async def main(url, binding):
     out = {}
+    options = {}
+    if binding == "GRPC":
+        import grpc
+        options["grpc_channel_factory"] = grpc.aio.insecure_channel
     async with httpx.AsyncClient(timeout=30) as http:
         plain = await create_client(url, ClientConfig(
-            streaming=False, httpx_client=http, supported_protocol_bindings=[binding]))
+            streaming=False, httpx_client=http, supported_protocol_bindings=[binding], **options))
         streaming = await create_client(url, ClientConfig(
-            streaming=True, httpx_client=http, supported_protocol_bindings=[binding]))
+            streaming=True, httpx_client=http, supported_protocol_bindings=[binding], **options))
 
         events = await collect(plain.send_message(SendMessageRequest(message=user_message("hello"))))
         task = events[0]["task"]

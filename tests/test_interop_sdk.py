@@ -11,22 +11,32 @@ import sys
 import pytest
 
 import a2a_min
-from conftest import require_sdk, ROOT, Live, scenario_agent
+from conftest import ROOT, Live, grpc_available, require_sdk, scenario_agent
 
 
 
 @pytest.fixture
 def live():
+    """One server on all the bindings this machine can serve (gRPC when installed)."""
     server = a2a_min.Server(scenario_agent, name="Interop", description="public view",
                             extended_card={"description": "extended view"})
+    grpc_server = None
+    if grpc_available():
+        import a2a_grpc
+        grpc_server, _ = a2a_grpc.create_server(server, "127.0.0.1:0")
+        grpc_server.start()
     running = Live(server, timeout=5)
     yield running
     running.close()
+    if grpc_server is not None:
+        grpc_server.stop(0)
 
 
-@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
 def test_sdk_client(live, binding):
     require_sdk()
+    if binding == "GRPC" and not grpc_available():
+        pytest.skip("gRPC binding: needs the grpc extra")
     proc = subprocess.run([sys.executable, f"{ROOT}/tests/sdk_client.py", live.url, binding],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
