@@ -1270,13 +1270,15 @@ class Server:
             raise VersionNotSupportedError(
                 "this request sent no A2A-Version, which means A2A 0.3; this server speaks "
                 f"A2A {PROTOCOL_VERSION}. Add the header: -H 'A2A-Version: {PROTOCOL_VERSION}' "
-                f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION})",
+                f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC the "
+                f"metadata a2a-version: {PROTOCOL_VERSION})",
                 metadata={"supportedVersions": PROTOCOL_VERSION})
         major_minor = ".".join(version.strip().split(".")[:2])
         if major_minor != PROTOCOL_VERSION:
             raise VersionNotSupportedError(
                 f"A2A-Version {version.strip()!r} is not supported; this server speaks "
-                f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}'",
+                f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
+                f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})",
                 metadata={"requestedVersion": version.strip(),
                           "supportedVersions": PROTOCOL_VERSION})
         call.version = PROTOCOL_VERSION

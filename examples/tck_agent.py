@@ -5,8 +5,11 @@ test through the messageId of the user's message: ``tck-<scenario>-<run id>``.
 This agent implements every scenario, so the kit can be run against this
 server:
 
-    python examples/tck_agent.py --port 9999
+    python examples/tck_agent.py --port 9999 [--grpc-port 9998]
     ./run_tck.py --sut-host http://127.0.0.1:9999      # in the kit's checkout
+
+With --grpc-port (and the grpc extra installed) the agent also serves gRPC,
+and the card lists all three bindings.
 
 See CONFORMANCE.md for the whole procedure.
 """
@@ -95,9 +98,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9999)
+    parser.add_argument("--grpc-port", type=int, help="also serve gRPC on this port")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     server = make_server()
+    if args.grpc_port is not None:
+        import a2a_grpc
+        grpc_server, port = a2a_grpc.create_server(server, f"{args.host}:{args.grpc_port}")
+        grpc_server.start()
+        print(f"TCK agent gRPC on {args.host}:{port}", flush=True)
     print(f"TCK agent on http://{args.host}:{args.port}/", flush=True)
     a2a_min.serve(server, args.host, args.port)
 
