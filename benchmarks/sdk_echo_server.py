@@ -36,9 +36,9 @@ class Echo(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def app(port):
+def card_for(port):
     base = f"http://127.0.0.1:{port}"
-    card = AgentCard(
+    return AgentCard(
         name="sdk echo", description="echo", version="1.0.0",
         supported_interfaces=[
             AgentInterface(url=base + "/", protocol_binding="JSONRPC", protocol_version="1.0"),
@@ -46,6 +46,10 @@ def app(port):
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="echo", description="echo", tags=["echo"])])
+
+
+def app(port):
+    card = card_for(port)
     handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(),
                                     agent_card=card)
     routes = (create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/")
