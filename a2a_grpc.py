@@ -216,15 +216,10 @@ def serve(server, host="127.0.0.1", port=8000, grpc_port=50051, *, on_ready=None
     """Serve ``server`` on all three bindings until interrupted."""
     grpc_server, bound = create_server(server, f"{host}:{grpc_port}")
     grpc_server.start()
-    httpd = a2a_min.make_http_server(server, host, port)
-    if on_ready:
-        on_ready(httpd, bound)
     try:
-        httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        a2a_min.serve(server, host, port,
+                      on_ready=on_ready and (lambda httpd: on_ready(httpd, bound)))
     finally:
-        httpd.server_close()
         grpc_server.stop(1).wait()
 
 

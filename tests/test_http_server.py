@@ -121,13 +121,19 @@ def test_sse_stream_over_a_socket(live):
     assert all(e[1]["id"] == "s" for e in events)
 
 
-def test_first_sse_event_is_not_held_back(live):
-    """Nagle is off: the first event arrives while the agent is still working."""
+def open_stream(live, text):
+    """A raw socket on which SendStreamingMessage(text) was just sent."""
     sock = socket.create_connection((live.host, live.port), timeout=5)
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
-                       "params": {"message": user_message("slow1")}}).encode()
+                       "params": {"message": user_message(text)}}).encode()
     sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\nContent-Type: "
                  b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    return sock
+
+
+def test_first_sse_event_is_not_held_back(live):
+    """Nagle is off: the first event arrives while the agent is still working."""
+    sock = open_stream(live, "slow1")
     data = b""
     started = time.monotonic()
     while b"TASK_STATE_WORKING" not in data:
@@ -137,11 +143,7 @@ def test_first_sse_event_is_not_held_back(live):
 
 
 def test_client_vanishing_mid_stream_leaves_the_task_running(live):
-    sock = socket.create_connection((live.host, live.port), timeout=5)
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
-                       "params": {"message": user_message("slow0.3")}}).encode()
-    sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\nContent-Type: "
-                 b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    sock = open_stream(live, "slow0.3")
     data = b""
     while b'"task"' not in data:
         data += sock.recv(65536)
