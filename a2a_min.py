@@ -37,14 +37,14 @@ How the file reads, top to bottom:
 4. the task store: where tasks live, bounded, behind a small interface;
 5. agent execution: how your function becomes task updates and stream events;
 6. operations: the eleven A2A operations, free of any binding;
-7. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card, bytes in and
+7. authentication and webhook delivery (push notifications);
+8. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card, bytes in and
    bytes out;
-8. adapters: the thin shell that puts the bindings on a socket (a threaded
+9. adapters: the thin shell that puts the bindings on a socket (a threaded
    HTTP/1.1 server from the standard library's socketserver);
-9. the command line demo.
+10. the command line demo.
 
-Not in this file (yet): push notification delivery, authentication helpers,
-asyncio/WSGI/ASGI/Lambda hosts. gRPC is to live in a
+Not in this file (yet): asyncio/WSGI/ASGI/Lambda hosts. gRPC is to live in a
 companion module, so that this one stays dependency-free.
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
@@ -66,7 +66,9 @@ __all__ = [
     "UnsupportedOperationError", "ContentTypeNotSupportedError",
     "InvalidAgentResponseError", "ExtendedAgentCardNotConfiguredError",
     "ExtensionSupportRequiredError", "VersionNotSupportedError",
-    "PayloadTooLargeError", "TaskStoreFullError",
+    "PayloadTooLargeError", "TaskStoreFullError", "AuthenticationRequiredError",
+    # authentication
+    "BearerAuth", "ApiKeyAuth",
     # tables
     "METHODS", "OPERATIONS", "ROUTES", "LEGACY_METHODS", "MESSAGES", "ENUMS", "TERMINAL_STATES",
     "INTERRUPTED_STATES", "PROTOCOL_VERSION",
@@ -193,6 +195,13 @@ DEFAULT_LIMITS = {
     "default_page_size": 50,          # ListTasks
     "max_page_size": 100,             # ListTasks
     "max_workers": 64,                # threads running sync agents at once
+    "max_push_configs": 10,           # webhooks per task
+    "push_timeout": 10.0,             # seconds for one webhook POST
+    "push_retries": 3,                # further attempts after a connection error or 5xx
+    "push_backoff": 0.5,              # seconds before the first retry (doubles, with jitter)
+    "push_queue": 1000,               # deliveries waiting per worker; more are dropped, counted
+    "push_workers": 4,                # delivery threads (one webhook always goes to the same one)
+    "push_max_response": 65536,       # bytes of a webhook's answer that are read
 }
 
 
@@ -277,6 +286,17 @@ class PayloadTooLargeError(InvalidRequestError):
 class TaskStoreFullError(InternalError):
     """Every slot of the task store holds an unfinished task."""
     code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 503, "TASK_STORE_FULL"
+
+
+class AuthenticationRequiredError(A2AError):
+    """Missing or invalid credentials (section 3.3.2). ``challenge`` is the
+    WWW-Authenticate value HTTP answers carry. JSON-RPC has no code for it in
+    the specification; -31401 stays outside JSON-RPC's reserved range."""
+    code, grpc_status, http_status, reason = -31401, "UNAUTHENTICATED", 401, "UNAUTHENTICATED"
+
+    def __init__(self, message, *, challenge="Bearer", **kw):
+        super().__init__(message, **kw)
+        self.challenge = challenge
 
 
 # The A2A errors (section 5.4, table of error codes).
@@ -1086,9 +1106,9 @@ class _Channel:
     ``id:`` of each event, so a client can resume with Last-Event-ID.
     """
 
-    __slots__ = ("cond", "events", "next_seq", "task", "owner", "store", "active")
+    __slots__ = ("cond", "events", "next_seq", "task", "owner", "store", "active", "on_event")
 
-    def __init__(self, store, owner, buffer):
+    def __init__(self, store, owner, buffer, on_event=None):
         self.cond = threading.Condition(threading.RLock())
         self.events = deque(maxlen=buffer)
         self.next_seq = 0
@@ -1096,6 +1116,7 @@ class _Channel:
         self.owner = owner
         self.store = store
         self.active = None        # the RequestContext of the running turn, if any
+        self.on_event = on_event  # told of every task event (push notifications)
 
     def publish(self, task, event):
         """Store the new task snapshot and append its event; wake the streams."""
@@ -1106,6 +1127,8 @@ class _Channel:
             self.events.append((self.next_seq, event))
             self.next_seq += 1
             self.cond.notify_all()
+            if task is not None and self.on_event is not None:
+                self.on_event(task, event)           # in order: still under the lock
 
     def follow(self, start, keepalive, end_states=_STREAM_END):
         """Yield (seq, event) from sequence ``start`` on, or (None, None) as a
@@ -1161,6 +1184,12 @@ class Server:
       store                 a TaskStore (default: in memory with the limits)
       extended_card         a dict, or callable(CallContext) -> dict
       card_max_age          Cache-Control max-age of the card, seconds (300)
+      authenticate          callable(CallContext) -> principal, raising
+                            AuthenticationRequiredError to refuse (BearerAuth,
+                            ApiKeyAuth); its security_schemes go in the card
+      push_notifications    deliver task events to webhooks (False)
+      push_allow            hosts and networks webhooks may reach although
+                            private or loopback (e.g. ["127.0.0.1/32"])
       and the limits of DEFAULT_LIMITS.
     """
 
@@ -1169,6 +1198,7 @@ class Server:
                  rpc_path="/", assume_version=None, required_extensions=(),
                  store=None, extended_card=None, card=None, card_max_age=300,
                  input_modes=("text/plain",), output_modes=("text/plain",),
+                 authenticate=None, push_notifications=False, push_allow=(),
                  **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
@@ -1191,13 +1221,17 @@ class Server:
         self._started = time.time()
         self._async_loop = None
         self._workers = None
+        self.authenticate = authenticate
+        self.push_allow = _parse_allow(push_allow)
+        self._push = {}                     # task id -> {config id: TaskPushNotificationConfig}
+        self._pusher = None                 # the _PushDelivery, started on first use
         self._card_fields = {
             "name": name,
             "description": description,
             "version": version,
             "capabilities": {
                 "streaming": bool(streaming),
-                "pushNotifications": False,
+                "pushNotifications": bool(push_notifications),
                 "extendedAgentCard": extended_card is not None,
             },
             "defaultInputModes": list(input_modes),
@@ -1206,6 +1240,11 @@ class Server:
                 "id": "chat", "name": "Chat", "description": description,
                 "tags": ["chat"]}],
         }
+        schemes = getattr(authenticate, "security_schemes", None)
+        if schemes:
+            self._card_fields["securitySchemes"] = schemes
+            self._card_fields["securityRequirements"] = [
+                {"schemes": {name: {"list": []}}} for name in schemes]
         if required_extensions:
             self._card_fields["capabilities"]["extensions"] = [
                 {"uri": uri, "required": True} for uri in required_extensions]
@@ -1217,7 +1256,7 @@ class Server:
     def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None):
         """Answer one HTTP request: ``headers`` with lower-case names, ``body``
         bytes, ``base_url`` how the client reached us (for the card). Returns a
-        Response. The bindings behind it are in section 7 of this file."""
+        Response. The bindings behind it are in section 8 of this file."""
         return _handle_http(self, method, path, query, headers, body, base_url)
 
     def error_response(self, path, status, error, media_type=None):
@@ -1230,7 +1269,10 @@ class Server:
             body = _jsonrpc_error(None, error)
         else:
             body = _status_error(error, status)
-        return Response(status, [("Content-Type", media_type or _JSON), _LINK], _dumps(body))
+        headers = [("Content-Type", media_type or _JSON), _LINK]
+        if isinstance(error, AuthenticationRequiredError):
+            headers.append(("WWW-Authenticate", error.challenge))
+        return Response(status, headers, _dumps(body))
 
     # -- the agent card (section 8) -----------------------------------------
 
@@ -1299,6 +1341,8 @@ class Server:
         (or an iterator of (seq, StreamResponse) for streaming methods).
         """
         call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
+        if self.authenticate is not None:
+            call.principal = self.authenticate(call)
         self.check_service_parameters(call, method)
         request = parse(METHODS[method][0], params)
         tenant = request.get("tenant", "")
@@ -1316,6 +1360,10 @@ class Server:
                 metadata={"taskId": task_id})
         return task
 
+    def _new_channel(self, owner):
+        return _Channel(self.store, owner, self.limits["replay_buffer"],
+                        self._push_event if self.capabilities.get("pushNotifications") else None)
+
     def wake_streams(self):
         """Wake every stream waiting for events, so each one looks again at
         whether its client is still there (hosts call this when one leaves)."""
@@ -1331,6 +1379,8 @@ class Server:
 
     def _evicted(self, task_id):
         """The store dropped an idle task: end any stream still watching it."""
+        with self._lock:
+            self._push.pop(task_id, None)      # its webhooks go with it
         channel = self._forget(task_id)
         if channel is not None:
             channel.publish(None, {"error": TaskNotFoundError(
@@ -1384,20 +1434,20 @@ class Server:
             extensions=call.extensions, metadata=request.get("metadata", {}),
             configuration=request.get("configuration", {}))
         if task is None:
-            channel = _Channel(self.store, call.owner, self.limits["replay_buffer"])
+            channel = self._new_channel(call.owner)
             channel.active = ctx
             return ctx, channel
         with self._lock:
             channel = self._channels.get(task_id)
             if channel is None:
-                channel = self._channels[task_id] = _Channel(
-                    self.store, call.owner, self.limits["replay_buffer"])
+                channel = self._channels[task_id] = self._new_channel(call.owner)
                 channel.task = task
             if channel.active is not None:
                 raise UnsupportedOperationError(
                     f"task {task_id} is still working on the previous message; wait for it "
                     "(SubscribeToTask) or cancel it first", metadata={"taskId": task_id})
             channel.active = ctx
+        self._add_inline_push(ctx, call.owner)
         # A continuing task: record the user's message, and tell the streams.
         with channel.cond:
             task = {**channel.task, "history": channel.task.get("history", []) + [message],
@@ -1410,6 +1460,7 @@ class Server:
         unless it already does. Returns the task."""
         with channel.cond:
             if channel.task is None:
+                self._add_inline_push(ctx, channel.owner)
                 task = {"id": ctx.task_id, "contextId": ctx.context_id,
                         "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": _now()},
                         "history": [ctx.message]}
@@ -1422,6 +1473,7 @@ class Server:
         """SendMessage: returns {"task": Task} or {"message": Message}."""
         config = request.get("configuration", {})
         history_length = _history_length(config, "configuration.historyLength")
+        self._check_inline_push(config)
         ctx, channel = self._start_turn(request, call)
         out = _TurnWriter(self, ctx, channel)
         if config.get("returnImmediately"):
@@ -1442,6 +1494,7 @@ class Server:
     def send_streaming_message(self, request, call):
         """SendStreamingMessage: an iterator of (seq, StreamResponse)."""
         self._require_streaming()
+        self._check_inline_push(request.get("configuration", {}))
         ctx, channel = self._start_turn(request, call)
         # A new task's stream starts at its first event; a continuing task's at
         # the Task event _start_turn just published.
@@ -1583,7 +1636,7 @@ class Server:
                 raise TaskNotCancelableError(
                     f"task {task_id} is already {state} and can no longer be canceled",
                     metadata={"taskId": task_id, "state": state})
-            channel = _Channel(self.store, call.owner, self.limits["replay_buffer"])
+            channel = self._new_channel(call.owner)
             channel.task = task
         with channel.cond:
             task = channel.task or task
@@ -1618,8 +1671,7 @@ class Server:
         with self._lock:
             channel = self._channels.get(task_id)
             if channel is None:                # a task waiting for input has no live channel
-                channel = self._channels[task_id] = _Channel(
-                    self.store, call.owner, self.limits["replay_buffer"])
+                channel = self._channels[task_id] = self._new_channel(call.owner)
                 channel.task = task
         return self._subscription(channel, call.last_event_id)
 
@@ -1639,25 +1691,121 @@ class Server:
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
 
-    # This server does not deliver webhooks yet, and its card says so
-    # (capabilities.pushNotifications: false); section 3.1.7 then requires
-    # PushNotificationNotSupportedError from all four operations.
+    # A push config names a webhook that receives every event of a task as a
+    # StreamResponse (section 4.3.3). Configs are kept with their task, in
+    # memory, scoped like the task (a caller only reaches configs of tasks it
+    # can see), and evicted with it. Without push_notifications the card says
+    # pushNotifications: false and all four operations answer
+    # PushNotificationNotSupportedError (section 3.1.7).
+
+    def _require_push(self):
+        if not self.capabilities.get("pushNotifications"):
+            raise PushNotificationNotSupportedError(
+                "this agent does not send push notifications (capabilities.pushNotifications "
+                "is false); use SendStreamingMessage or poll GetTask instead")
 
     def create_task_push_notification_config(self, request, call):
-        """CreateTaskPushNotificationConfig: not supported here."""
-        raise _no_push()
+        """CreateTaskPushNotificationConfig: register a webhook for a task."""
+        self._require_push()
+        task = self._visible_task(request.get("taskId", ""), call)
+        return self._add_push_config(task["id"], request, call.tenant)
 
     def get_task_push_notification_config(self, request, call):
-        """GetTaskPushNotificationConfig: not supported here."""
-        raise _no_push()
+        """GetTaskPushNotificationConfig: one webhook of a task."""
+        self._require_push()
+        task = self._visible_task(request["taskId"], call)
+        config = self._push.get(task["id"], {}).get(request["id"])
+        if config is None:
+            raise InvalidParamsError(
+                f"task {task['id']} has no push notification config {request['id']!r}; "
+                "ListTaskPushNotificationConfigs shows its configs", field="id")
+        return config
 
     def list_task_push_notification_configs(self, request, call):
-        """ListTaskPushNotificationConfigs: not supported here."""
-        raise _no_push()
+        """ListTaskPushNotificationConfigs: a task's webhooks, one page at a time."""
+        self._require_push()
+        task = self._visible_task(request["taskId"], call)
+        size = request.get("pageSize") or self.limits["default_page_size"]
+        if not 1 <= size <= self.limits["max_page_size"]:
+            raise InvalidParamsError(f"pageSize must be between 1 and "
+                                     f"{self.limits['max_page_size']}; got {size}", field="pageSize")
+        configs = list(self._push.get(task["id"], {}).values())
+        start = 0
+        if request.get("pageToken"):
+            ids = [c["id"] for c in configs]
+            token = request["pageToken"]
+            if token not in ids:
+                raise InvalidParamsError("pageToken is not one this server issued; pass the "
+                                         "nextPageToken of the previous answer unchanged",
+                                         field="pageToken")
+            start = ids.index(token) + 1
+        page = configs[start:start + size]
+        more = start + size < len(configs)
+        return {"configs": page, "nextPageToken": page[-1]["id"] if more else ""}
 
     def delete_task_push_notification_config(self, request, call):
-        """DeleteTaskPushNotificationConfig: not supported here."""
-        raise _no_push()
+        """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
+        self._require_push()
+        task = self._visible_task(request["taskId"], call)
+        with self._lock:
+            self._push.get(task["id"], {}).pop(request["id"], None)
+        return {}
+
+    def _check_push_config(self, config):
+        """Refuse what can be refused without the network (section 13.2): a scheme
+        other than http(s), userinfo, port 0, a literal private address, CR/LF in
+        the credentials. Host names are resolved and checked at delivery."""
+        _webhook_target(config["url"], self.push_allow, resolve=False)
+        auth = config.get("authentication", {})
+        for field, value in (("token", config.get("token", "")),
+                             ("authentication.scheme", auth.get("scheme", "")),
+                             ("authentication.credentials", auth.get("credentials", ""))):
+            if "\r" in value or "\n" in value:
+                raise InvalidParamsError(f"{field} must not contain line breaks", field=field)
+
+    def _add_push_config(self, task_id, config, tenant):
+        self._check_push_config(config)
+        config = {**config, "taskId": task_id, "id": config.get("id") or _new_id()}
+        if tenant:
+            config["tenant"] = tenant
+        with self._lock:
+            configs = self._push.setdefault(task_id, {})
+            if config["id"] not in configs and len(configs) >= self.limits["max_push_configs"]:
+                raise InvalidParamsError(
+                    f"task {task_id} already has {len(configs)} push notification configs, the "
+                    "most this server keeps; delete one first", field="taskId")
+            configs[config["id"]] = config
+        return config
+
+    def _check_inline_push(self, configuration):
+        """SendMessage's configuration.taskPushNotificationConfig, checked up front."""
+        config = configuration.get("taskPushNotificationConfig")
+        if config is not None:
+            self._require_push()
+            self._check_push_config(config)
+
+    def _add_inline_push(self, ctx, owner):
+        config = ctx.configuration.get("taskPushNotificationConfig")
+        if config is not None:
+            self._add_push_config(ctx.task_id, config, owner[0])
+
+    def _push_event(self, task, event):
+        """Channel hook: hand a task event to each of the task's webhooks."""
+        configs = self._push.get(task["id"])
+        if not configs:
+            return
+        with self._lock:
+            if self._pusher is None:
+                self._pusher = _PushDelivery(self)
+            pusher = self._pusher
+        for config in list(configs.values()):
+            pusher.submit(config, event)
+
+    @property
+    def push_stats(self):
+        """Counters of webhook deliveries: delivered, failed, retried, refused, dropped."""
+        return dict(self._pusher.stats) if self._pusher else dict.fromkeys(
+            ("delivered", "failed", "retried", "refused", "dropped"), 0)
 
     # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
 
@@ -1667,6 +1815,10 @@ class Server:
             raise UnsupportedOperationError(
                 "this agent has no extended card (capabilities.extendedAgentCard is false); "
                 "the public card is at /.well-known/agent-card.json")
+        if self.authenticate is not None and call.principal is None:
+            raise AuthenticationRequiredError(
+                "the extended agent card is for authenticated callers; send the credentials "
+                "the card's securitySchemes describe")
         extended = self.extended_card
         if callable(extended):
             extended = extended(call)
@@ -1674,12 +1826,6 @@ class Server:
             raise ExtendedAgentCardNotConfiguredError(
                 "the card promises an extended card but the server has none configured")
         return {**self.agent_card(call.base_url), **extended}
-
-
-def _no_push():
-    return PushNotificationNotSupportedError(
-        "this agent does not send push notifications (capabilities.pushNotifications is "
-        "false); use SendStreamingMessage or poll GetTask instead")
 
 
 # JSON-RPC method -> the Server method that implements it.
@@ -1929,14 +2075,245 @@ def _decode_page_token(token):
 
 
 # =============================================================================
-# 7. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
+# 7. Authentication and webhook delivery
+# =============================================================================
+#
+# Authentication (sections 7, 13.1). A2A carries credentials in the transport:
+# HTTP headers or gRPC metadata, as the card's securitySchemes describe. The
+# Server takes one hook, authenticate(CallContext) -> principal; it raises
+# AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
+# UNAUTHENTICATED, JSON-RPC error -31401). The principal owns the tasks it
+# creates: every read goes through the store with (tenant, principal), so a
+# task of someone else is reported exactly like a task that does not exist.
+# Two helpers cover the common schemes; secrets are compared in constant time.
+#
+# Webhooks (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is POSTed as
+# a StreamResponse to every config of the task, from background threads, so a
+# slow webhook never holds a request. One config always goes to the same
+# thread: its events arrive in order. Connection errors and 5xx answers are
+# retried with exponential backoff and jitter; redirects are not followed;
+# the queues are bounded and what overflows is counted and logged. Before
+# each attempt the host is resolved and every address checked: loopback,
+# private, link-local, multicast, reserved and unspecified addresses are
+# refused (SSRF) unless push_allow names the host or its network. The request
+# then goes to the vetted address, so a second DNS answer cannot redirect it.
+
+
+class BearerAuth:
+    """Authorization: Bearer <token>. ``tokens`` maps each token to its principal."""
+
+    def __init__(self, tokens, *, name="bearer"):
+        self.tokens = [(token.encode(), principal) for token, principal in dict(tokens).items()]
+        self.security_schemes = {name: {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
+
+    def __call__(self, call):
+        kind, _, token = call.headers.get("authorization", "").partition(" ")
+        return _match_secret(self.tokens, token.strip() if kind.lower() == "bearer" else "",
+                             "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"')
+
+
+class ApiKeyAuth:
+    """An API key in a header, a query parameter or a cookie (``location``).
+    ``keys`` maps each key to its principal."""
+
+    def __init__(self, keys, *, name="X-API-Key", location="header", scheme_name="apiKey"):
+        if location not in ("header", "query", "cookie"):
+            raise ValueError("location must be header, query or cookie")
+        self.keys = [(key.encode(), principal) for key, principal in dict(keys).items()]
+        self.name, self.location = name, location
+        self.security_schemes = {scheme_name: {"apiKeySecurityScheme": {
+            "location": location, "name": name}}}
+
+    def __call__(self, call):
+        if self.location == "header":
+            given = call.headers.get(self.name.lower(), "")
+        elif self.location == "query":
+            given = call.query.get(self.name, "")
+        else:
+            cookies = (c.strip().partition("=") for c in call.headers.get("cookie", "").split(";"))
+            given = next((value for name, _, value in cookies if name == self.name), "")
+        hint = {"header": f"send -H '{self.name}: <key>'", "query": f"add ?{self.name}=<key>",
+                "cookie": f"send the cookie {self.name}=<key>"}[self.location]
+        return _match_secret(self.keys, given, hint, f'ApiKey name="{self.name}"')
+
+
+def _match_secret(known, given, hint, challenge):
+    """The principal of ``given`` among ``known`` (bytes, principal) pairs.
+    Every candidate is compared, in constant time, whatever matches."""
+    import hmac
+    given = given.encode()
+    found = None
+    for secret, principal in known:
+        if hmac.compare_digest(secret, given) and given:
+            found = (principal,)
+    if found is None:
+        raise AuthenticationRequiredError(
+            ("missing credentials: " if not given else "invalid credentials: ") + hint,
+            challenge=challenge)
+    return found[0]
+
+
+def _parse_allow(entries):
+    """push_allow -> (host names, networks)."""
+    import ipaddress
+    names, networks = set(), []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            names.add(entry.lower().rstrip("."))
+    return names, networks
+
+
+def _webhook_target(url, allow, resolve):
+    """Check a webhook URL; with ``resolve``, also resolve it and return
+    (scheme, host, port, path, vetted address). Raises InvalidParamsError."""
+    import ipaddress
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise InvalidParamsError(f"webhook URLs must be http or https, not {url[:40]!r}",
+                                 field="url")
+    if "@" in parts.netloc:
+        raise InvalidParamsError("webhook URLs must not carry credentials (user@host); put "
+                                 "them in authentication", field="url")
+    try:
+        port = parts.port
+        if port is None:
+            port = 443 if parts.scheme == "https" else 80
+    except ValueError:
+        raise InvalidParamsError(f"the webhook URL has an invalid port: {url[:60]!r}",
+                                 field="url") from None
+    host = (parts.hostname or "").rstrip(".")
+    if not host or port == 0:
+        raise InvalidParamsError(f"the webhook URL needs a host and a port other than 0: "
+                                 f"{url[:60]!r}", field="url")
+    names, networks = allow
+    allowed_name = host.lower() in names
+    try:
+        literal = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+    if literal is not None:
+        addresses = [literal]
+    elif not resolve:
+        return None                        # names are resolved when a delivery is made
+    else:
+        import socket
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise InvalidParamsError(f"the webhook host {host} does not resolve ({exc})",
+                                     field="url") from None
+        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+    for address in addresses:
+        plain = getattr(address, "ipv4_mapped", None) or address
+        if allowed_name or any(plain in net for net in networks):
+            continue
+        if (plain.is_private or plain.is_loopback or plain.is_link_local or plain.is_multicast
+                or plain.is_reserved or plain.is_unspecified):
+            raise InvalidParamsError(
+                f"the webhook address {plain} of {host} is not public (loopback, private, "
+                "link-local, multicast or reserved); start the server with push_allow=[...] "
+                "to allow it", field="url")
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return parts.scheme, host, port, path, str(addresses[0])
+
+
+class _PushDelivery:
+    """Background POSTs of task events to webhooks (see the section comment)."""
+
+    def __init__(self, server):
+        self.server = server
+        self.limits = server.limits
+        self.stats = dict.fromkeys(("delivered", "failed", "retried", "refused", "dropped"), 0)
+        self.lock = threading.Lock()
+        from queue import Queue
+        self.queues = [Queue(self.limits["push_queue"]) for _ in range(self.limits["push_workers"])]
+        for q in self.queues:
+            threading.Thread(target=self._work, args=(q,), name="a2a-push", daemon=True).start()
+
+    def count(self, what, config, detail=""):
+        with self.lock:
+            self.stats[what] += 1
+        if what != "delivered":
+            _log().warning("push to %s (task %s, config %s): %s %s", config["url"],
+                           config["taskId"], config["id"], what, detail)
+
+    def submit(self, config, event):
+        shard = self.queues[hash((config["taskId"], config["id"])) % len(self.queues)]
+        try:
+            shard.put_nowait((config, _dumps(event)))
+        except Exception:                          # queue.Full: never block the request
+            self.count("dropped", config, "(delivery queue full)")
+
+    def _work(self, jobs):
+        while True:
+            config, body = jobs.get()
+            try:
+                self._deliver(config, body)
+            except Exception:
+                _log().exception("unexpected error delivering to %s", config.get("url"))
+
+    def _deliver(self, config, body):
+        import random
+        retries, backoff = self.limits["push_retries"], self.limits["push_backoff"]
+        for attempt in range(retries + 1):
+            if attempt:
+                self.count("retried", config, f"attempt {attempt + 1}")
+                time.sleep(backoff * 2 ** (attempt - 1) * (0.5 + random.random()))
+            try:
+                target = _webhook_target(config["url"], self.server.push_allow, resolve=True)
+            except InvalidParamsError as refused:
+                return self.count("refused", config, refused.message)
+            try:
+                status = self._post(config, target, body)
+            except OSError as exc:
+                outcome = f"connection failed ({exc})"
+                continue
+            if 200 <= status < 300:
+                return self.count("delivered", config)
+            if status < 500:                       # 3xx (never followed) and 4xx: final
+                return self.count("failed", config, f"HTTP {status}")
+            outcome = f"HTTP {status}"
+        self.count("failed", config, f"{outcome}, after {retries + 1} attempts")
+
+    def _post(self, config, target, body):
+        import http.client
+        scheme, host, port, path, address = target
+        timeout = self.limits["push_timeout"]
+        if scheme == "https":                      # TLS must see the name, for the certificate
+            conn = http.client.HTTPSConnection(host, port, timeout=timeout)
+        else:
+            conn = http.client.HTTPConnection(address, port, timeout=timeout)
+        headers = {"Content-Type": "application/a2a+json",
+                   "Host": host if port in (80, 443) else f"{host}:{port}",
+                   "User-Agent": f"a2a_min/{__version__}"}
+        auth = config.get("authentication")
+        if auth:
+            headers["Authorization"] = f"{auth['scheme']} {auth.get('credentials', '')}".strip()
+        if config.get("token"):
+            headers["X-A2A-Notification-Token"] = config["token"]
+        try:
+            conn.request("POST", path, body=body, headers=headers)
+            response = conn.getresponse()
+            response.read(self.limits["push_max_response"])   # bounded: a huge answer is cut
+            return response.status
+        finally:
+            conn.close()
+
+
+# =============================================================================
+# 8. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
 # =============================================================================
 #
 # Bytes in, bytes out. handle_http() takes the parts of an HTTP request
 # (method, path, query string, headers with lower-case names, body bytes)
 # and returns a Response: status, headers and either a body or an iterator
 # of byte chunks (an SSE stream). Nothing here knows about sockets; every
-# host adapter (section 8 of this file) calls this one function.
+# host adapter (section 9 of this file) calls this one function.
 #
 # JSON-RPC (section 9): one Request object per HTTP POST; batches are not part
 # of A2A. Every answer is HTTP 200 (413 for a body over the limit) with a
@@ -2084,9 +2461,14 @@ def _jsonrpc_response(server, query, headers, body, base_url):
             "jsonrpc": "2.0", "id": request_id, "result": event},
             lambda error: _jsonrpc_error(request_id, error))
     except A2AError as error:
-        status = 413 if isinstance(error, PayloadTooLargeError) else 200
-        return Response(status, [("Content-Type", _JSON), _LINK],
-                        _dumps(_jsonrpc_error(request_id, error)))
+        # JSON-RPC answers errors with HTTP 200, except where HTTP itself has
+        # something to say: a body too large (413), credentials needed (401).
+        status = error.http_status if isinstance(
+            error, (PayloadTooLargeError, AuthenticationRequiredError)) else 200
+        headers = [("Content-Type", _JSON), _LINK]
+        if isinstance(error, AuthenticationRequiredError):
+            headers.append(("WWW-Authenticate", error.challenge))
+        return Response(status, headers, _dumps(_jsonrpc_error(request_id, error)))
     except Exception:
         _log().exception("unexpected error in a JSON-RPC call")
         return Response(200, [("Content-Type", _JSON), _LINK], _dumps(_jsonrpc_error(
@@ -2384,7 +2766,7 @@ def _help_text(server, base_url):
 
 
 # =============================================================================
-# 8. Adapters: the threaded HTTP server
+# 9. Adapters: the threaded HTTP server
 # =============================================================================
 #
 # A host adapter turns its world into handle_http() arguments and writes the
@@ -2612,7 +2994,7 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
 
 
 # =============================================================================
-# 9. The demo
+# 10. The demo
 # =============================================================================
 
 

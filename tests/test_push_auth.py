@@ -1,0 +1,289 @@
+"""Push notifications (webhooks), authentication, per-caller scoping and the
+extended card, over every binding, with a real webhook receiver on 127.0.0.1.
+Webhook URLs in these tests name only 127.0.0.1, localhost, addresses that
+are refused before any connection, or .invalid names (RFC 2606, never resolve)."""
+
+import json
+import threading
+import time
+
+import pytest
+
+import a2a_min
+from conftest import V1, scenario_agent, user_message
+from webhook_receiver import Receiver
+
+LOOPBACK = ["127.0.0.1/32"]
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver(stall=3.0)
+    yield r
+    r.close()
+
+
+def push_server(**options):
+    return a2a_min.Server(scenario_agent, push_notifications=True, push_allow=LOOPBACK,
+                          push_backoff=0.01, push_timeout=1.0, **options)
+
+
+def states(requests):
+    return [r["body"]["statusUpdate"]["status"]["state"] for r in requests
+            if "statusUpdate" in r["body"]]
+
+
+# -- configuration ------------------------------------------------------------------
+
+def test_push_config_crud(make_client, receiver):
+    client = make_client(push_server())
+    task = client.send("wait")["task"]
+    created = client.result("CreateTaskPushNotificationConfig", {
+        "taskId": task["id"], "url": receiver.url(), "token": "tok",
+        "authentication": {"scheme": "Bearer", "credentials": "secret"}})
+    assert created["taskId"] == task["id"] and created["id"] and created["url"] == receiver.url()
+    named = client.result("CreateTaskPushNotificationConfig", {
+        "taskId": task["id"], "id": "mine", "url": receiver.url("/other")})
+    assert named["id"] == "mine"
+    got = client.result("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"})
+    assert got == named
+    listed = client.result("ListTaskPushNotificationConfigs", {"taskId": task["id"]})
+    assert [c["id"] for c in listed["configs"]] == [created["id"], "mine"]
+    page = client.result("ListTaskPushNotificationConfigs", {"taskId": task["id"], "pageSize": 1})
+    assert len(page["configs"]) == 1 and page["nextPageToken"]
+    rest = client.result("ListTaskPushNotificationConfigs", {
+        "taskId": task["id"], "pageSize": 1, "pageToken": page["nextPageToken"]})
+    assert [c["id"] for c in rest["configs"]] == ["mine"]
+    assert client.result("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"}) == {}
+    assert client.result("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"}) == {}
+    assert client.error("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"})["code"] == -32602
+    assert client.error("CreateTaskPushNotificationConfig", {
+        "taskId": "nope", "url": receiver.url()})["code"] == -32001
+
+
+def test_configs_on_finished_tasks_and_the_card(client):
+    server = push_server()
+    card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
+    assert card["capabilities"]["pushNotifications"] is True
+    c = type(client)(server)
+    done = c.send("x")["task"]
+    made = c.result("CreateTaskPushNotificationConfig", {"taskId": done["id"],
+                                                          "url": "https://hooks.invalid/a"})
+    assert c.result("GetTaskPushNotificationConfig", {"taskId": done["id"], "id": made["id"]})
+    if hasattr(c, "close"):
+        c.close()
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:9/h", "http://[::1]/h", "http://10.1.2.3/h", "http://169.254.169.254/latest",
+    "http://192.168.0.1/h", "http://0.0.0.0/h", "http://224.0.0.1/h", "ftp://hooks.invalid/h",
+    "file:///etc/passwd", "http://user:pw@hooks.invalid/h", "http://hooks.invalid:0/h",
+    "http://hooks.invalid:99999/h", "http:///nohost"])
+def test_unsafe_webhooks_are_refused_at_creation(url):
+    server = a2a_min.Server(scenario_agent, push_notifications=True)   # nothing allowed
+    from conftest import Client
+    c = Client(server)
+    task = c.send("wait")["task"]
+    error = c.error("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url})
+    assert error["code"] == -32602 and error["data"][1]["fieldViolations"][0]["field"] == "url"
+
+
+def test_line_breaks_in_credentials_are_refused(client):
+    c = type(client)(push_server())
+    task = c.send("wait")["task"]
+    for config in ({"token": "a\r\nX-Evil: 1"},
+                   {"authentication": {"scheme": "Bearer", "credentials": "x\ny"}}):
+        error = c.error("CreateTaskPushNotificationConfig", {
+            "taskId": task["id"], "url": "https://hooks.invalid/h", **config})
+        assert error["code"] == -32602
+    if hasattr(c, "close"):
+        c.close()
+
+
+def test_config_cap_per_task():
+    from conftest import Client
+    c = Client(push_server(max_push_configs=2))
+    task = c.send("wait")["task"]
+    for i in range(2):
+        c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": f"https://h{i}.invalid/"})
+    assert c.error("CreateTaskPushNotificationConfig", {
+        "taskId": task["id"], "url": "https://h9.invalid/"})["code"] == -32602
+
+
+def test_push_off_refuses_inline_configs(client):
+    error = client.error("SendMessage", {"message": user_message("x"), "configuration": {
+        "taskPushNotificationConfig": {"url": "https://hooks.invalid/h"}}})
+    assert error["code"] == -32003
+
+
+# -- delivery ---------------------------------------------------------------------------
+
+def test_inline_config_delivers_every_event_in_order_with_headers(make_client, receiver):
+    client = make_client(push_server())
+    config = {"url": receiver.url(), "token": "tok-1",
+              "authentication": {"scheme": "Bearer", "credentials": "cred-1"}}
+    task = client.result("SendMessage", {"message": user_message("chunks"), "configuration": {
+        "taskPushNotificationConfig": config}})["task"]
+    got = receiver.wait(6)
+    assert [list(r["body"])[0] for r in got] == [
+        "task", "statusUpdate", "artifactUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"]
+    assert states(got) == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    assert got[0]["body"]["task"]["id"] == task["id"]
+    for r in got:
+        assert r["headers"]["content-type"] == "application/a2a+json"
+        assert r["headers"]["authorization"] == "Bearer cred-1"
+        assert r["headers"]["x-a2a-notification-token"] == "tok-1"
+    deadline = time.monotonic() + 5
+    while client.server.push_stats["delivered"] < 6 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert client.server.push_stats["delivered"] == 6
+
+
+def test_config_added_later_gets_the_following_events(client, receiver):
+    c = type(client)(push_server())
+    task = c.send("wait")["task"]
+    c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": receiver.url()})
+    c.result("SendMessage", {"message": user_message("more", taskId=task["id"])})
+    got = receiver.wait(4)                 # the task, WORKING, the artifact, COMPLETED
+    assert "task" in got[0]["body"] and states(got)[-1] == "TASK_STATE_COMPLETED"
+    if hasattr(c, "close"):
+        c.close()
+
+
+def test_retries_after_server_errors(receiver):
+    from conftest import Client
+    server = push_server()
+    c = Client(server)
+    task = c.send("wait")["task"]
+    c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": receiver.url("/fail/2")})
+    c.result("CancelTask", {"id": task["id"]})
+    got = receiver.wait(3, "/fail/2")
+    assert len(got) == 3 and all(states([r]) == ["TASK_STATE_CANCELED"] for r in got)
+    time.sleep(0.1)
+    assert server.push_stats["retried"] == 2 and server.push_stats["delivered"] == 1
+
+
+def test_failing_hanging_redirecting_webhooks_never_block_requests(receiver):
+    from conftest import Client
+    server = push_server(push_retries=1)
+    c = Client(server)
+    task = c.send("wait")["task"]
+    for path in ("/stall", "/fail/99", "/redirect", "/huge", "/close"):
+        c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": receiver.url(path)})
+    started = time.monotonic()
+    c.result("CancelTask", {"id": task["id"]})
+    for i in range(20):
+        assert c.send(f"n{i}")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert time.monotonic() - started < 1.0                  # nothing waited for a webhook
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and sum(server.push_stats.values()) - \
+            server.push_stats["retried"] < 5:
+        time.sleep(0.05)
+    stats = server.push_stats
+    assert len(receiver.wait(1, "/redirect")) == 1            # not followed
+    assert not [r for r in receiver.requests if r["path"] == "/ok"]
+    assert stats["failed"] >= 4 and stats["delivered"] >= 1, stats    # /huge is a 200
+
+
+def test_names_resolving_to_loopback_are_refused_at_delivery(receiver):
+    from conftest import Client
+    server = a2a_min.Server(scenario_agent, push_notifications=True, push_backoff=0.01)
+    c = Client(server)
+    task = c.send("wait")["task"]
+    url = f"http://localhost:{receiver.port}/ok"
+    c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url})   # a name
+    c.result("CancelTask", {"id": task["id"]})
+    deadline = time.monotonic() + 5
+    while server.push_stats["refused"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.push_stats["refused"] == 1 and receiver.requests == []
+
+
+def test_evicting_a_task_drops_its_configs():
+    from conftest import Client
+    server = push_server(max_tasks=2)
+    c = Client(server)
+    task = c.send("x")["task"]
+    c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": "https://h.invalid/"})
+    assert task["id"] in server._push
+    c.send("y")
+    c.send("z")                                   # evicts the oldest finished task
+    assert task["id"] not in server._push
+
+
+# -- authentication and scoping --------------------------------------------------------
+
+TOKENS = {"alice-token": "alice", "bob-token": "bob"}
+ALICE = {**V1, "authorization": "Bearer alice-token"}
+BOB = {**V1, "authorization": "Bearer bob-token"}
+
+
+def test_bearer_auth_refuses_without_credentials(make_client):
+    client = make_client(a2a_min.Server(scenario_agent, authenticate=a2a_min.BearerAuth(TOKENS)))
+    for headers in (V1, {**V1, "authorization": "Bearer wrong"}, {**V1, "authorization": "Basic x"}):
+        error = client.error("ListTasks", {}, headers=headers)
+        assert error["code"] == -31401 and "Authorization: Bearer" in error["message"]
+    assert client.result("ListTasks", {}, headers=ALICE)["totalSize"] == 0
+
+
+def test_401_and_www_authenticate_over_http():
+    server = a2a_min.Server(scenario_agent, authenticate=a2a_min.BearerAuth(TOKENS))
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}).encode()
+    resp = server.handle_http("POST", "/", "", dict(V1), body)
+    assert resp.status == 401 and ("WWW-Authenticate", 'Bearer realm="a2a"') in resp.headers
+    assert json.loads(resp.body)["error"]["code"] == -31401
+    resp = server.handle_http("GET", "/tasks", "", dict(V1), b"")
+    assert resp.status == 401 and ("WWW-Authenticate", 'Bearer realm="a2a"') in resp.headers
+    assert json.loads(resp.body)["error"]["status"] == "UNAUTHENTICATED"
+    card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
+    assert card["securitySchemes"] == {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
+    assert card["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}}]
+
+
+def test_callers_never_see_each_others_tasks(make_client):
+    client = make_client(a2a_min.Server(scenario_agent, push_notifications=True,
+                                        authenticate=a2a_min.BearerAuth(TOKENS)))
+    mine = client.result("SendMessage", {"message": user_message("wait")}, headers=ALICE)["task"]
+    tid = mine["id"]
+    assert client.result("GetTask", {"id": tid}, headers=ALICE)["id"] == tid
+    for method, params in (("GetTask", {"id": tid}), ("CancelTask", {"id": tid}),
+                           ("CreateTaskPushNotificationConfig", {"taskId": tid, "url": "https://h.invalid/"}),
+                           ("ListTaskPushNotificationConfigs", {"taskId": tid}),
+                           ("SendMessage", {"message": user_message("x", taskId=tid)})):
+        error = client.error(method, params, headers=BOB)
+        assert error["code"] == -32001, method                 # exactly like a missing task
+    assert client.stream("SubscribeToTask", {"id": tid}, headers=BOB)["error"]["code"] == -32001
+    assert client.result("ListTasks", {}, headers=BOB)["totalSize"] == 0
+    assert client.result("ListTasks", {}, headers=ALICE)["totalSize"] == 1
+
+
+def test_tenants_are_isolated(make_client):
+    client = make_client(a2a_min.Server(scenario_agent))
+    task = client.result("SendMessage", {"tenant": "acme", "message": user_message("x")})["task"]
+    assert client.result("GetTask", {"tenant": "acme", "id": task["id"]})["id"] == task["id"]
+    assert client.error("GetTask", {"tenant": "other", "id": task["id"]})["code"] == -32001
+    assert client.error("GetTask", {"id": task["id"]})["code"] == -32001
+    assert client.result("ListTasks", {"tenant": "other"})["totalSize"] == 0
+
+
+def test_extended_card_only_with_credentials(make_client):
+    server = a2a_min.Server(scenario_agent, authenticate=a2a_min.BearerAuth(TOKENS),
+                            extended_card=lambda call: {"description": f"for {call.principal}"})
+    client = make_client(server)
+    assert client.error("GetExtendedAgentCard", {}, headers=V1)["code"] == -31401
+    assert client.result("GetExtendedAgentCard", {}, headers=ALICE)["description"] == "for alice"
+
+
+def test_api_key_in_header_query_and_cookie():
+    for location, headers, query in (
+            ("header", {**V1, "x-api-key": "k1"}, ""),
+            ("query", dict(V1), "X-API-Key=k1"),
+            ("cookie", {**V1, "cookie": "a=b; X-API-Key=k1"}, "")):
+        server = a2a_min.Server(scenario_agent, authenticate=a2a_min.ApiKeyAuth(
+            {"k1": "carol"}, location=location))
+        ok = server.handle_http("GET", "/tasks", query, headers, b"")
+        assert ok.status == 200, (location, ok.body)
+        refused = server.handle_http("GET", "/tasks", "", dict(V1), b"")
+        assert refused.status == 401
+        card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
+        assert card["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["location"] == location
