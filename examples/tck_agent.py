@@ -86,11 +86,15 @@ def tck_agent(ctx):
 
 
 def make_server(**options):
+    """Every capability on: streaming, push notifications (webhooks to this
+    machine allowed: the kit's receiver listens on loopback), the extended card."""
     return a2a_min.Server(
         tck_agent, name="a2a_min TCK agent",
         description="Implements the scenarios of the A2A conformance kit.",
         skills=[{"id": "tck", "name": "TCK scenarios", "tags": ["tck"],
                  "description": "Behaviour chosen by the messageId prefix."}],
+        push_notifications=True, push_allow=["localhost", "127.0.0.0/8", "::1"],
+        extended_card={"description": "The extended card of the a2a_min TCK agent."},
         **options)
 
 
