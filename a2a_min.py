@@ -54,7 +54,7 @@ copies of this file.
 
 __all__ = [
     # the server and its parts
-    "Server", "TaskStore", "RequestContext", "CallContext", "Response", "serve",
+    "Server", "TaskStore", "RequestContext", "CallContext", "Response", "EncodedJSON", "serve",
     "make_http_server", "main", "parse", "demo_server",
     # building agent output
     "text_part", "data_part", "file_part", "new_message", "status_update",
@@ -894,6 +894,10 @@ def agent_message(content, **fields):
 # whatever is added, changed or evicted in between.
 
 
+class EncodedJSON(bytes):
+    """A JSON document already encoded; the bindings send it as it is."""
+
+
 class TaskStore:
     """Thread-safe, bounded, in-memory task store.
 
@@ -920,6 +924,14 @@ class TaskStore:
         if entry is None or entry[1] != owner:
             return None
         return json.loads(entry[0]) if type(entry[0]) is bytes else entry[0]
+
+    def get_json(self, task_id, owner):
+        """Optional fast path: the task's JSON bytes if the store holds it encoded
+        (a finished task), else None. Bindings send them without re-encoding."""
+        entry = self._tasks.get(task_id)
+        if entry is None or entry[1] != owner or type(entry[0]) is not bytes:
+            return None
+        return EncodedJSON(entry[0])
 
     def put(self, task, owner):
         """Insert or replace ``task`` (a Task dict, treated as immutable)."""
@@ -1068,12 +1080,13 @@ class CallContext:
     """
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
-                 "last_event_id", "base_url")
+                 "last_event_id", "base_url", "encoded_ok")
 
     def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None):
         self.headers = headers or {}
         self.query = query or {}
         self.base_url = base_url
+        self.encoded_ok = False     # the binding accepts EncodedJSON answers
         self.tenant = tenant
         self.principal = principal
         self.extensions = ()
@@ -1595,6 +1608,10 @@ class Server:
     def get_task(self, request, call):
         """GetTask: the task, its history cut to historyLength."""
         history_length = _history_length(request)
+        if history_length is None and call.encoded_ok and hasattr(self.store, "get_json"):
+            encoded = self.store.get_json(request["id"], call.owner)
+            if encoded is not None:
+                return encoded                 # a finished task, as stored: no re-encoding
         task = self._visible_task(request["id"], call)
         return self._view(task, history_length)
 
@@ -2358,6 +2375,12 @@ def _dumps(obj):
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def _jsonrpc_result(request_id, result):
+    if type(result) is EncodedJSON:
+        return b'{"jsonrpc":"2.0","id":' + _dumps(request_id) + b',"result":' + result + b"}"
+    return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
 def _jsonrpc_error(request_id, error):
     """The JSON-RPC Response object for an error (a pure function of the error)."""
     return {"jsonrpc": "2.0", "id": request_id,
@@ -2449,6 +2472,7 @@ def _jsonrpc_response(server, query, headers, body, base_url):
                 f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
                 + ", ".join(METHODS), metadata={"method": name})
         call = CallContext(headers, _query_params(query), base_url=base_url)
+        call.encoded_ok = True
         last = headers.get("last-event-id") or call.query.get("lastEventId") \
             or call.query.get("Last-Event-ID")
         if last is not None and last.strip().isdigit():
@@ -2456,7 +2480,7 @@ def _jsonrpc_response(server, query, headers, body, base_url):
         result = server.call(name, params, call)
         if not METHODS[name][2]:
             return Response(200, [("Content-Type", _JSON), _LINK],
-                            _dumps({"jsonrpc": "2.0", "id": request_id, "result": result}))
+                            _jsonrpc_result(request_id, result))
         return _sse_response(server, result, lambda event: {
             "jsonrpc": "2.0", "id": request_id, "result": event},
             lambda error: _jsonrpc_error(request_id, error))
@@ -2673,12 +2697,14 @@ def _rest_response(server, verb, path, query, headers, body, base_url):
                     "send it once, in the path", field=name)
             params[name] = value
         call = CallContext(headers, _query_params(query), base_url=base_url)
+        call.encoded_ok = True
         last = headers.get("last-event-id") or call.query.get("lastEventId")
         if last is not None and last.strip().isdigit():
             call.last_event_id = int(last)
         result = server.call(method, params, call)
         if not METHODS[method][2]:
-            return Response(200, [("Content-Type", media), _LINK], _dumps(result))
+            body = result if type(result) is EncodedJSON else _dumps(result)
+            return Response(200, [("Content-Type", media), _LINK], body)
         return _sse_response(server, result, lambda event: event, _status_error)
     except A2AError as error:
         return server.error_response(path, error.http_status, error, media)

@@ -1,0 +1,50 @@
+"""The examples run as their docstrings say."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from conftest import ROOT, V1, Client, user_message
+
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+
+def test_bearer_agent():
+    import bearer_agent
+    client = Client(bearer_agent.make_server())
+    assert client.error("ListTasks", {}, headers=V1)["code"] == -31401
+    alice = {**V1, "authorization": "Bearer alice-secret"}
+    task = client.result("SendMessage", {"message": user_message("hi")}, headers=alice)["task"]
+    assert task["artifacts"][0]["parts"][0]["text"] == "Hello alice, you said: hi"
+    bob = {**V1, "authorization": "Bearer bob-secret"}
+    assert client.error("GetTask", {"id": task["id"]}, headers=bob)["code"] == -32001
+    assert client.result("GetExtendedAgentCard", {}, headers=bob)["description"] == "Echoes, for bob."
+
+
+def test_webhook_receiver_prints_deliveries():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "examples/webhook_receiver.py", str(port)],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert "webhook receiver" in proc.stdout.readline()
+        import a2a_min
+        server = a2a_min.Server(lambda t: "pushed " + t, push_notifications=True,
+                                push_allow=["127.0.0.1/32"])
+        Client(server).result("SendMessage", {"message": user_message("x"), "configuration": {
+            "taskPushNotificationConfig": {"url": f"http://127.0.0.1:{port}/hook", "token": "t1"}}})
+        lines = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any("TASK_STATE_COMPLETED" in l for l in lines):
+            lines.append(proc.stdout.readline())
+        text = "".join(lines)
+        assert "--- POST /hook" in text and "X-A2A-Notification-Token: t1" in text
+        assert "pushed x" in text and "TASK_STATE_COMPLETED" in text
+    finally:
+        proc.terminate()
+        proc.wait(10)
