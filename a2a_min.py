@@ -1068,6 +1068,19 @@ class RequestContext(str):
         """The user's text as a plain str."""
         return str.__str__(self)
 
+    def require_extension(self, uri):
+        """Raise ExtensionSupportRequiredError unless the client announced ``uri``
+        (section 3.3.2: the agent asks for a required extension the client did not
+        declare). Raised before any output, it fails the request."""
+        if uri not in self.extensions:
+            raise _extension_required(uri)
+
+
+def _extension_required(uri):
+    return ExtensionSupportRequiredError(
+        f"this agent requires the extension {uri}; announce it with "
+        f"-H 'A2A-Extensions: {uri}' (gRPC metadata a2a-extensions)", metadata={"extension": uri})
+
 
 class CallContext:
     """Who is calling and how: binding-neutral facts about one request.
@@ -1193,7 +1206,11 @@ class Server:
       rpc_path              where JSON-RPC is served ("/")
       assume_version        A2A-Version to assume when a request sends none
                             (None: the spec's 0.3, which is refused)
-      required_extensions   extension URIs the card marks required
+      required_extensions   extension URIs the card marks required, and that
+                            every SendMessage must announce (A2A-Extensions)
+      extensions            more AgentExtension dicts for the card; one marked
+                            required there is enforced by the agent, when it
+                            needs it: RequestContext.require_extension(uri)
       store                 a TaskStore (default: in memory with the limits)
       extended_card         a dict, or callable(CallContext) -> dict
       card_max_age          Cache-Control max-age of the card, seconds (300)
@@ -1208,7 +1225,7 @@ class Server:
 
     def __init__(self, agent, *, name="a2a_min agent", description="An A2A agent.",
                  version="1.0.0", skills=None, streaming=True, public_url=None,
-                 rpc_path="/", assume_version=None, required_extensions=(),
+                 rpc_path="/", assume_version=None, required_extensions=(), extensions=(),
                  store=None, extended_card=None, card=None, card_max_age=300,
                  input_modes=("text/plain",), output_modes=("text/plain",),
                  authenticate=None, push_notifications=False, push_allow=(),
@@ -1258,9 +1275,11 @@ class Server:
             self._card_fields["securitySchemes"] = schemes
             self._card_fields["securityRequirements"] = [
                 {"schemes": {name: {"list": []}}} for name in schemes]
-        if required_extensions:
-            self._card_fields["capabilities"]["extensions"] = [
-                {"uri": uri, "required": True} for uri in required_extensions]
+        self.required_extensions = tuple(required_extensions)
+        declared = [{"uri": uri, "required": True} for uri in required_extensions]
+        declared += [dict(e) for e in extensions if e["uri"] not in self.required_extensions]
+        if declared:
+            self._card_fields["capabilities"]["extensions"] = declared
         if card:
             self._card_fields.update(card)
 
@@ -1340,11 +1359,9 @@ class Server:
         raw = call.headers.get("a2a-extensions", "")
         call.extensions = tuple(u.strip() for u in raw.split(",") if u.strip())
         if method in ("SendMessage", "SendStreamingMessage"):
-            for ext in self._card_fields["capabilities"].get("extensions", ()):
-                if ext.get("required") and ext["uri"] not in call.extensions:
-                    raise ExtensionSupportRequiredError(
-                        f"this agent requires the extension {ext['uri']}; announce it with "
-                        f"-H 'A2A-Extensions: {ext['uri']}'", metadata={"extension": ext["uri"]})
+            for uri in self.required_extensions:
+                if uri not in call.extensions:
+                    raise _extension_required(uri)
 
     def call(self, method, params, call=None):
         """Run one operation by its JSON-RPC name on raw params (a dict).

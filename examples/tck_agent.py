@@ -46,6 +46,9 @@ def reject():
     raise a2a_min.A2AError("rejected")
 
 
+REQUIRED_EXTENSION = "urn:a2a:tck:required-extension"
+
+
 # messageId prefix -> what the agent does. Longest prefixes are tried first.
 SCENARIOS = {
     "tck-complete-task": lambda: [status_update(COMPLETED, "Hello from TCK")],
@@ -78,6 +81,10 @@ _BY_LENGTH = sorted(SCENARIOS, key=len, reverse=True)
 
 def tck_agent(ctx):
     message_id = ctx.message["messageId"]
+    if message_id.startswith("tck-cap-ext"):
+        # The kit's CORE-CAP-004: this interaction uses the required extension,
+        # so the agent asks for it (specification section 3.3.2).
+        ctx.require_extension(REQUIRED_EXTENSION)
     for prefix in _BY_LENGTH:
         if message_id.startswith(prefix):
             yield from SCENARIOS[prefix]()
@@ -87,7 +94,8 @@ def tck_agent(ctx):
 
 def make_server(**options):
     """Every capability on: streaming, push notifications (webhooks to this
-    machine allowed: the kit's receiver listens on loopback), the extended card."""
+    machine allowed: the kit's receiver listens on loopback), the extended card,
+    and the kit's extension declared required."""
     return a2a_min.Server(
         tck_agent, name="a2a_min TCK agent",
         description="Implements the scenarios of the A2A conformance kit.",
@@ -95,6 +103,8 @@ def make_server(**options):
                  "description": "Behaviour chosen by the messageId prefix."}],
         push_notifications=True, push_allow=["localhost", "127.0.0.0/8", "::1"],
         extended_card={"description": "The extended card of the a2a_min TCK agent."},
+        extensions=[{"uri": REQUIRED_EXTENSION, "required": True,
+                     "description": "Required by the conformance kit's extension tests."}],
         **options)
 
 
@@ -103,9 +113,12 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9999)
     parser.add_argument("--grpc-port", type=int, help="also serve gRPC on this port")
+    parser.add_argument("--strict-extension", action="store_true",
+                        help="refuse every message that does not announce the required "
+                             "extension (the kit's other tests then fail; see CONFORMANCE.md)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    server = make_server()
+    server = make_server(required_extensions=[REQUIRED_EXTENSION] if args.strict_extension else ())
     if args.grpc_port is not None:
         import a2a_grpc
         grpc_server, port = a2a_grpc.create_server(server, f"{args.host}:{args.grpc_port}")
