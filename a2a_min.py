@@ -1235,7 +1235,7 @@ class Server:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
         self.limits = {**DEFAULT_LIMITS, **limits}
         self.agent = agent
-        self.store = store or TaskStore(
+        self.store = store if store is not None else TaskStore(
             max_tasks=self.limits["max_tasks"], task_ttl=self.limits["task_ttl"],
             max_history=self.limits["max_history"])
         self.store.on_evict = self._evicted
