@@ -40,11 +40,12 @@ How the file reads, top to bottom:
 7. authentication and webhook delivery (push notifications);
 8. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card, bytes in and
    bytes out;
-9. adapters: the thin shell that puts the bindings on a socket (a threaded
-   HTTP/1.1 server from the standard library's socketserver);
+9. adapters: the thin shells that put the bindings on a socket (a threaded
+   HTTP/1.1 server from the standard library's socketserver) or under a WSGI
+   or ASGI server;
 10. the command line demo.
 
-Not in this file (yet): asyncio/WSGI/ASGI/Lambda hosts. gRPC is to live in a
+Not in this file (yet): an asyncio server and an AWS Lambda handler. gRPC is to live in a
 companion module, so that this one stays dependency-free.
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
@@ -55,7 +56,7 @@ copies of this file.
 __all__ = [
     # the server and its parts
     "Server", "TaskStore", "RequestContext", "CallContext", "Response", "EncodedJSON", "serve",
-    "make_http_server", "main", "parse", "demo_server",
+    "make_http_server", "wsgi_app", "asgi_app", "main", "parse", "demo_server",
     # building agent output
     "text_part", "data_part", "file_part", "new_message", "status_update",
     "artifact_update", "agent_message",
@@ -2720,7 +2721,7 @@ def _rest_response(server, verb, path, query, headers, body, base_url):
             call.last_event_id = int(last)
         result = server.call(method, params, call)
         if not METHODS[method][2]:
-            body = result if type(result) is EncodedJSON else _dumps(result)
+            body = bytes(result) if type(result) is EncodedJSON else _dumps(result)
             return Response(200, [("Content-Type", media), _LINK], body)
         return _sse_response(server, result, lambda event: event, _status_error)
     except A2AError as error:
@@ -3034,6 +3035,117 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
         pass
     finally:
         httpd.server_close()
+
+
+# -- WSGI (PEP 3333) and ASGI 3 -------------------------------------------------
+#
+# The same handle_http() under other people's servers: gunicorn, uwsgi or
+# mod_wsgi through WSGI; uvicorn, hypercorn or a mount inside an existing
+# Starlette/FastAPI app through ASGI. Each adapter only translates: it reads
+# the request into method, raw path, query, headers and body, and writes the
+# Response back. A stream is an iterator of byte chunks: WSGI servers send
+# each one as it comes and close() it when the client leaves; the ASGI adapter
+# pulls each chunk on a worker thread (the core is synchronous) and sends it
+# with more_body. A mount prefix (SCRIPT_NAME, root_path) is stripped from the
+# path and kept in the base URL the card shows.
+
+
+def wsgi_app(server):
+    """A WSGI application serving ``server``: ``app = a2a_min.wsgi_app(server)``."""
+    from urllib.parse import quote
+
+    def app(environ, start_response):
+        prefix = environ.get("SCRIPT_NAME", "")
+        path = quote(environ.get("PATH_INFO", "") or "/", safe="/:@!$&'()*+,;=-._~")
+        headers = {key[5:].replace("_", "-").lower(): value
+                   for key, value in environ.items() if key.startswith("HTTP_")}
+        for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            if environ.get(key):
+                headers[key.replace("_", "-").lower()] = environ[key]
+        host = headers.get("host") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
+        base_url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}{prefix}"
+        length = int(headers.get("content-length") or 0)
+        limit = server.limits["max_body_bytes"]
+        if length > limit:
+            response = server.error_response(path, 413, PayloadTooLargeError(
+                f"the request body is {length} bytes; this server accepts at most {limit}"))
+        else:
+            body = environ["wsgi.input"].read(length) if length else b""
+            response = server.handle_http(environ["REQUEST_METHOD"], path,
+                                          environ.get("QUERY_STRING", ""), headers, body, base_url)
+        start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Unknown')}",
+                       list(response.headers))
+        if response.stream is None:
+            return [response.body]
+        return response.stream                     # the server close()s it at the end
+
+    return app
+
+
+def asgi_app(server):
+    """An ASGI 3 application serving ``server``: ``app = a2a_min.asgi_app(server)``."""
+
+    async def app(scope, receive, send):
+        import asyncio
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        from urllib.parse import quote
+        loop = asyncio.get_running_loop()
+        prefix = scope.get("root_path", "")
+        raw = scope.get("raw_path")
+        path = raw.decode("latin-1") if raw else quote(scope["path"], safe="/:@!$&'()*+,;=-._~")
+        if prefix and path.startswith(prefix):
+            path = path[len(prefix):] or "/"
+        headers = {}
+        for name, value in scope["headers"]:
+            name, value = name.decode("latin-1").lower(), value.decode("latin-1")
+            headers[name] = headers[name] + ", " + value if name in headers else value
+        host = headers.get("host") or "%s:%s" % tuple(scope.get("server") or ("127.0.0.1", 80))
+        base_url = f"{scope.get('scheme', 'http')}://{host}{prefix}"
+        limit = server.limits["max_body_bytes"]
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+            if size > limit:
+                response = server.error_response(path, 413, PayloadTooLargeError(
+                    f"the request body is over {limit} bytes, the most this server accepts"))
+                break
+        else:
+            response = await loop.run_in_executor(
+                None, server.handle_http, scope["method"], path,
+                scope.get("query_string", b"").decode("latin-1"), headers, b"".join(chunks),
+                base_url)
+        await send({"type": "http.response.start", "status": response.status,
+                    "headers": [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                                for k, v in response.headers]})
+        if response.stream is None:
+            await send({"type": "http.response.body", "body": response.body})
+            return
+        stream = response.stream
+        try:
+            while True:
+                chunk = await loop.run_in_executor(None, next, stream, None)
+                if chunk is None:
+                    break
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await loop.run_in_executor(None, stream.close)
+
+    return app
 
 
 # =============================================================================
