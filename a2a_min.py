@@ -41,11 +41,11 @@ How the file reads, top to bottom:
 8. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card, bytes in and
    bytes out;
 9. adapters: the thin shells that put the bindings on a socket (a threaded
-   HTTP/1.1 server from the standard library's socketserver) or under a WSGI
-   or ASGI server;
+   HTTP/1.1 server from the standard library's socketserver), under a WSGI or
+   ASGI server, or behind AWS Lambda;
 10. the command line demo.
 
-Not in this file (yet): an asyncio server and an AWS Lambda handler. gRPC is to live in a
+Not in this file (yet): an asyncio server of its own. gRPC is to live in a
 companion module, so that this one stays dependency-free.
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
@@ -56,7 +56,8 @@ copies of this file.
 __all__ = [
     # the server and its parts
     "Server", "TaskStore", "RequestContext", "CallContext", "Response", "EncodedJSON", "serve",
-    "make_http_server", "wsgi_app", "asgi_app", "main", "parse", "demo_server",
+    "make_http_server", "wsgi_app", "asgi_app", "lambda_handler", "main", "parse",
+    "demo_server",
     # building agent output
     "text_part", "data_part", "file_part", "new_message", "status_update",
     "artifact_update", "agent_message",
@@ -3146,6 +3147,70 @@ def asgi_app(server):
             await loop.run_in_executor(None, stream.close)
 
     return app
+
+
+# -- AWS Lambda ------------------------------------------------------------------
+#
+# API Gateway REST APIs send payload format 1.0 events; HTTP APIs and function
+# URLs send 2.0. Both become one handle_http() call. Lambda's Python runtime
+# answers with one response, so a stream is collected (until it ends, or until
+# the invocation's remaining time runs low) and returned as one
+# text/event-stream body. The in-memory store lives as long as the execution
+# environment: across warm invocations, not across cold starts or instances.
+
+
+def lambda_handler(server, *, margin=1.0):
+    """An AWS Lambda handler: ``handler = a2a_min.lambda_handler(server)``.
+
+    ``margin``: seconds before the invocation's deadline at which a buffered
+    stream is cut and returned.
+    """
+    import base64
+
+    def handler(event, context):
+        v2 = event.get("version") == "2.0"
+        if v2:
+            method = event["requestContext"]["http"]["method"]
+            path, query = event.get("rawPath") or "/", event.get("rawQueryString", "")
+            headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+            if event.get("cookies"):
+                headers["cookie"] = "; ".join(event["cookies"])
+        else:
+            from urllib.parse import urlencode
+            method, path = event["httpMethod"], event.get("path") or "/"
+            multi = event.get("multiValueQueryStringParameters")
+            single = event.get("queryStringParameters") or {}
+            query = urlencode(multi, doseq=True) if multi else urlencode(single)
+            headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+        body = event.get("body") or ""
+        body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
+        stage = event.get("requestContext", {}).get("stage", "$default")
+        prefix = f"/{stage}" if not v2 and stage != "$default" and "execute-api" in \
+            headers.get("host", "") else ""
+        base_url = f"{headers.get('x-forwarded-proto', 'https')}://{headers.get('host', 'localhost')}{prefix}"
+        response = server.handle_http(method, path, query, headers, body, base_url)
+        data = response.body
+        if response.stream is not None:
+            chunks = []
+            try:
+                for chunk in response.stream:
+                    if chunk != _KEEPALIVE:
+                        chunks.append(chunk)
+                    remaining = getattr(context, "get_remaining_time_in_millis", None)
+                    if remaining and remaining() < margin * 1000:
+                        break                          # out of time: return what we have
+            finally:
+                response.stream.close()
+            data = b"".join(chunks)
+        out_headers = {}
+        for name, value in response.headers:
+            out_headers[name] = out_headers[name] + ", " + value if name in out_headers else value
+        textual = any(t in out_headers.get("Content-Type", "") for t in ("json", "text"))
+        return {"statusCode": response.status, "headers": out_headers,
+                "body": data.decode("utf-8") if textual else base64.b64encode(data).decode(),
+                "isBase64Encoded": not textual}
+
+    return handler
 
 
 # =============================================================================

@@ -1,0 +1,19 @@
+"""The demo agent as an AWS Lambda function (API Gateway REST or HTTP API, or a
+function URL). Set the handler to lambda_function.handler and ship a2a_min.py
+beside this file.
+
+Streams are buffered: the whole event stream comes back as one
+text/event-stream body when it ends (or when the invocation's time runs low).
+The task store lives in the execution environment: warm invocations share it,
+a cold start or another instance does not see it; keep tasks short, or pass
+Server(store=...) a store backed by a database.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import a2a_min  # noqa: E402
+
+handler = a2a_min.lambda_handler(a2a_min.demo_server())
