@@ -1222,6 +1222,10 @@ class Server:
       push_notifications    deliver task events to webhooks (False)
       push_allow            hosts and networks webhooks may reach although
                             private or loopback (e.g. ["127.0.0.1/32"])
+      single_path           serve everything under this one path, for hosts that
+                            route a single path (e.g. "/invocations"): POST is
+                            JSON-RPC, GET is the card (also at
+                            <path>/.well-known/agent-card.json); no HTTP+JSON
       and the limits of DEFAULT_LIMITS.
     """
 
@@ -1231,7 +1235,7 @@ class Server:
                  store=None, extended_card=None, card=None, card_max_age=300,
                  input_modes=("text/plain",), output_modes=("text/plain",),
                  authenticate=None, push_notifications=False, push_allow=(),
-                 **limits):
+                 single_path=None, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
@@ -1241,7 +1245,8 @@ class Server:
             max_tasks=self.limits["max_tasks"], task_ttl=self.limits["task_ttl"],
             max_history=self.limits["max_history"])
         self.store.on_evict = self._evicted
-        self.rpc_path = "/" + rpc_path.strip("/")
+        self.single_path = "/" + single_path.strip("/") if single_path else None
+        self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
         self.assume_version = assume_version
         self.public_url = public_url
         self.extended_card = extended_card
@@ -1319,9 +1324,10 @@ class Server:
             "supportedInterfaces": [
                 {"url": base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/",
                  "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
+            ] + ([] if self.single_path else [
                 {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": PROTOCOL_VERSION},
-            ] + [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
-                 for binding, url in self._extra_interfaces],
+            ]) + [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
+                  for binding, url in self._extra_interfaces],
             **{k: v for k, v in self._card_fields.items() if k not in ("name", "description")},
         }
         return card
@@ -2419,6 +2425,8 @@ def _handle_http(server, method, path, query, headers, body, base_url):
     page), or an HTTP+JSON route."""
     headers = headers if headers is not None else {}
     try:
+        if server.single_path:
+            return _single_path_response(server, method, path, query, headers, body, base_url)
         if path == _CARD_PATH:
             if method in ("GET", "HEAD"):
                 return _card_response(server, headers, base_url)
@@ -2446,6 +2454,21 @@ def _handle_http(server, method, path, query, headers, body, base_url):
 
 class _MethodNotAllowed(Exception):
     pass
+
+
+def _single_path_response(server, method, path, query, headers, body, base_url):
+    """Single-path mode: the card and JSON-RPC on one path, nothing else."""
+    prefix = server.single_path
+    if path.rstrip("/") == prefix.rstrip("/"):
+        if method == "POST":
+            return _jsonrpc_response(server, query, headers, body, base_url)
+        if method in ("GET", "HEAD"):
+            return _card_response(server, headers, base_url)
+        raise _MethodNotAllowed("GET, POST")
+    if path == prefix.rstrip("/") + _CARD_PATH and method in ("GET", "HEAD"):
+        return _card_response(server, headers, base_url)
+    return server.error_response(prefix, 404, MethodNotFoundError(
+        f"this server answers only at {prefix}: POST for JSON-RPC, GET for the agent card"))
 
 
 def _jsonrpc_response(server, query, headers, body, base_url):
@@ -3251,8 +3274,11 @@ def main(argv=None):
     parser.add_argument("--public-url", help="base URL to put in the agent card")
     parser.add_argument("--assume-version", metavar="VERSION",
                         help="treat requests without A2A-Version as this version (e.g. 1.0)")
+    parser.add_argument("--single-path", metavar="PATH",
+                        help="serve JSON-RPC (POST) and the card (GET) on this one path only")
     args = parser.parse_args(argv)
-    server = demo_server(public_url=args.public_url, assume_version=args.assume_version)
+    server = demo_server(public_url=args.public_url, assume_version=args.assume_version,
+                         single_path=args.single_path)
 
     def ready(httpd):
         host, port = httpd.server_address[:2]

@@ -202,3 +202,42 @@ def test_asgi_mounted_under_a_prefix_and_lifespan():
 
     asyncio.run(app({"type": "lifespan"}, receive, send))
     assert replies == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+def test_single_path_mode():
+    """Everything on one path (AWS Bedrock AgentCore routes only POST /invocations)."""
+    server = a2a_min.Server(scenario_agent, single_path="/invocations")
+    card = json.loads(server.handle_http("GET", "/invocations", "", {}, b"",
+                                         base_url="http://h:1").body)
+    assert card["supportedInterfaces"] == [{"url": "http://h:1/invocations",
+                                            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
+    assert server.handle_http("GET", "/invocations/.well-known/agent-card.json").status == 200
+    resp = server.handle_http("POST", "/invocations", "", {"a2a-version": "1.0"}, rpc_body(
+        "SendMessage", {"message": user_message("hi")}))
+    assert json.loads(resp.body)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    for path in ("/", "/message:send", "/.well-known/agent-card.json"):
+        resp = server.handle_http("GET", path, "", {"a2a-version": "1.0"}, b"")
+        assert resp.status == 404 and "/invocations" in json.loads(resp.body)["error"]["message"]
+
+
+def test_lambda_behind_the_local_runner():
+    port = free_port()
+    proc = run_host([sys.executable, "examples/lambda_local.py", str(port)], port)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/.well-known/agent-card.json")
+        card = json.loads(conn.getresponse().read())
+        assert card["supportedInterfaces"][0]["url"] == f"http://127.0.0.1:{port}/"
+        exercise(port)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_core_sections_import_no_host_module():
+    """Sections 1-8 of a2a_min.py (the protocol) never import a host's module;
+    only section 9 (adapters) and the demo do."""
+    text = open(os.path.join(ROOT, "a2a_min.py"), encoding="utf-8").read()
+    core = text.split("# 9. Adapters")[0]
+    for module in ("socketserver", "http.server", "wsgiref", "grpc", "asyncio.start_server"):
+        assert f"import {module}" not in core and f"from {module}" not in core, module

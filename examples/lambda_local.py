@@ -1,0 +1,66 @@
+"""Run the Lambda handler locally: each real HTTP request becomes an API
+Gateway HTTP API (payload 2.0) event, and the handler's answer goes back.
+
+    python examples/lambda_local.py 9000        # then curl, the SDK or the kit at :9000
+
+It lets ordinary HTTP tools reach examples/lambda_function.py exactly as
+API Gateway would call it, buffered streams included.
+"""
+
+import base64
+import os
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lambda_function import handler  # noqa: E402
+
+
+class Context:
+    """The part of Lambda's context object the handler uses: a 30 s deadline."""
+
+    def __init__(self, seconds=30.0):
+        self.deadline = time.monotonic() + seconds
+
+    def get_remaining_time_in_millis(self):
+        return int((self.deadline - time.monotonic()) * 1000)
+
+
+class Runner(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def handle_any(self):
+        path, _, query = self.path.partition("?")
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        event = {
+            "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": query,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "requestContext": {"http": {"method": self.command, "path": path,
+                                        "sourceIp": self.client_address[0]},
+                               "stage": "$default"},
+            "body": base64.b64encode(body).decode(), "isBase64Encoded": True,
+        }
+        event["headers"].setdefault("x-forwarded-proto", "http")
+        answer = handler(event, Context())
+        data = answer.get("body", "")
+        data = base64.b64decode(data) if answer.get("isBase64Encoded") else data.encode()
+        self.send_response(answer["statusCode"])
+        for name, value in answer.get("headers", {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_OPTIONS = do_HEAD = handle_any
+
+    def log_message(self, *args):
+        pass
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 9000
+    print(f"Lambda handler behind a local runner on http://127.0.0.1:{port}/", flush=True)
+    ThreadingHTTPServer(("127.0.0.1", port), Runner).serve_forever()
