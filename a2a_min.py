@@ -41,12 +41,12 @@ How the file reads, top to bottom:
 8. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card, bytes in and
    bytes out;
 9. adapters: the thin shells that put the bindings on a socket (a threaded
-   HTTP/1.1 server from the standard library's socketserver), under a WSGI or
-   ASGI server, or behind AWS Lambda;
+   HTTP/1.1 server from the standard library's socketserver, or an asyncio
+   one), under a WSGI or ASGI server, or behind AWS Lambda;
 10. the command line demo.
 
-Not in this file (yet): an asyncio server of its own. gRPC is to live in a
-companion module, so that this one stays dependency-free.
+gRPC lives in the companion module a2a_grpc.py, so that this one stays
+dependency-free.
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file of https://pypi.org/project/a2a-min-server/ and must accompany
@@ -56,8 +56,8 @@ copies of this file.
 __all__ = [
     # the server and its parts
     "Server", "TaskStore", "RequestContext", "CallContext", "Response", "EncodedJSON", "serve",
-    "make_http_server", "wsgi_app", "asgi_app", "lambda_handler", "main", "parse",
-    "demo_server",
+    "make_http_server", "serve_asyncio", "parse_head", "HeadError", "wsgi_app", "asgi_app",
+    "lambda_handler", "main", "parse", "demo_server",
     # building agent output
     "text_part", "data_part", "file_part", "new_message", "status_update",
     "artifact_update", "agent_message",
@@ -3061,6 +3061,176 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
         httpd.server_close()
 
 
+
+# -- an asyncio server ---------------------------------------------------------------
+#
+# One event loop, a coroutine per connection, no thread per idle connection.
+# parse_head() is a pure function over the bytes received so far, so the
+# HTTP/1.1 reading is tested without sockets; bytes after one request (a
+# pipelined second one) stay in the buffer for the next. The core is
+# synchronous, so each call runs on a bounded thread pool (max_workers), and an
+# open stream borrows a thread of a second pool while it waits for its next
+# event (the price of one core for every host).
+
+
+def parse_head(data, max_header_bytes=65536, max_headers=100):
+    """Parse an HTTP/1.1 request head at the start of ``data`` (bytes).
+
+    Returns None while the head is incomplete, else (length of the head,
+    method, target, version, headers with lower-case names). Raises
+    HeadError(status, message) for a head that can never be valid.
+    """
+    end = data.find(b"\r\n\r\n")
+    size = end + 4
+    if end < 0:
+        bare = data.find(b"\n\n")                  # tolerate bare LF line ends
+        if bare < 0:
+            if len(data) > max_header_bytes:
+                first_line_done = b"\n" in data
+                raise HeadError(431 if first_line_done else 414,
+                                f"the request head is longer than {max_header_bytes} bytes")
+            return None
+        end, size = bare, bare + 2
+    if end > max_header_bytes:
+        raise HeadError(431, f"the request head is longer than {max_header_bytes} bytes")
+    lines = data[:end].decode("latin-1").replace("\r\n", "\n").split("\n")
+    parts = lines[0].split()
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise HeadError(400, "the request line is not 'METHOD /path HTTP/1.1'")
+    if len(lines) - 1 > max_headers:
+        raise HeadError(431, f"more than {max_headers} header lines")
+    headers = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip() or name != name.strip():
+            raise HeadError(400, f"malformed header line {line[:40]!r}")
+        name, value = name.lower(), value.strip()
+        headers[name] = headers[name] + ", " + value if name in headers else value
+    return size, parts[0], parts[1], parts[2], headers
+
+
+class HeadError(Exception):
+    """A request head that cannot be served: ``status`` and a message."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
+                        max_header_bytes=65536, max_headers=100, max_streams=1024,
+                        on_ready=None):
+    """Serve ``server`` on an asyncio event loop until cancelled.
+
+    ``on_ready(asyncio_server)`` is called once listening. ``timeout`` bounds
+    the request head as a whole, each body read and an idle keep-alive."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+    calls = ThreadPoolExecutor(server.limits["max_workers"], thread_name_prefix="a2a-call")
+    streams = ThreadPoolExecutor(max_streams, thread_name_prefix="a2a-stream")
+    loop = asyncio.get_running_loop()
+
+    async def answer(writer, response, head_only=False):
+        status = response.status
+        lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Unknown')}",
+                 f"Server: a2a_min/{__version__}",
+                 "Date: " + time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())]
+        lines += [f"{k}: {v}" for k, v in response.headers]
+        if response.stream is None:
+            if status not in (204, 304):
+                lines.append(f"Content-Length: {len(response.body)}")
+            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+                         + (b"" if head_only else response.body))
+            await writer.drain()
+            return True
+        lines.append("Connection: close")          # a stream has no length
+        stream = response.stream
+        try:
+            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            await writer.drain()
+            while True:
+                chunk = await loop.run_in_executor(streams, next, stream, None)
+                if chunk is None:
+                    break
+                writer.write(chunk)
+                await writer.drain()
+        except ConnectionError:
+            pass                                   # the client left; the task goes on
+        finally:
+            await loop.run_in_executor(streams, stream.close)
+        return False
+
+    async def connection(reader, writer):
+        buffer = b""
+        try:
+            while True:
+                deadline = loop.time() + timeout
+                try:
+                    head = parse_head(buffer, max_header_bytes, max_headers)
+                    while head is None:
+                        chunk = await asyncio.wait_for(reader.read(65536),
+                                                       max(0.0, deadline - loop.time()))
+                        if not chunk:
+                            return
+                        buffer += chunk
+                        head = parse_head(buffer, max_header_bytes, max_headers)
+                except HeadError as error:
+                    await answer(writer, server.error_response(
+                        None, error.status, InvalidRequestError(str(error))))
+                    return
+                size, method, target, version, headers = head
+                buffer = buffer[size:]
+                path, _, query = target.partition("?")
+                length = headers.get("content-length", "0").strip() or "0"
+                if "chunked" in headers.get("transfer-encoding", "").lower() or not length.isdigit():
+                    await answer(writer, server.error_response(path, 411, InvalidRequestError(
+                        "send the body with a Content-Length")))
+                    return
+                length = int(length)
+                limit = server.limits["max_body_bytes"]
+                if length > limit:
+                    await answer(writer, server.error_response(path, 413, PayloadTooLargeError(
+                        f"the request body is {length} bytes; this server accepts at most "
+                        f"{limit}", metadata={"limit": limit})))
+                    return
+                try:
+                    while len(buffer) < length:
+                        chunk = await asyncio.wait_for(reader.read(65536), timeout)
+                        if not chunk:
+                            return
+                        buffer += chunk
+                except asyncio.TimeoutError:
+                    await answer(writer, server.error_response(path, 408, InvalidRequestError(
+                        f"the request body did not arrive within {timeout:g} s; send the whole "
+                        "body its Content-Length announces")))
+                    return
+                body, buffer = buffer[:length], buffer[length:]   # the rest: a pipelined request
+                base_url = "http://" + (headers.get("host") or "%s:%d" % writer.get_extra_info(
+                    "sockname")[:2])
+                response = await loop.run_in_executor(
+                    calls, server.handle_http, method, path, query, headers, body, base_url)
+                connection_header = headers.get("connection", "").lower()
+                keep = not ("close" in connection_header or
+                            version == "HTTP/1.0" and "keep-alive" not in connection_header)
+                if not await answer(writer, response, method == "HEAD") or not keep:
+                    return
+        except (asyncio.TimeoutError, ConnectionError):
+            return
+        finally:
+            writer.close()
+
+    listener = await asyncio.start_server(connection, host, port, limit=max_header_bytes,
+                                          reuse_address=True)
+    if on_ready:
+        on_ready(listener)
+    try:
+        async with listener:
+            await listener.serve_forever()
+    finally:
+        calls.shutdown(wait=False)
+        streams.shutdown(wait=False)
+
+
 # -- WSGI (PEP 3333) and ASGI 3 -------------------------------------------------
 #
 # The same handle_http() under other people's servers: gunicorn, uwsgi or
@@ -3274,20 +3444,30 @@ def main(argv=None):
     parser.add_argument("--public-url", help="base URL to put in the agent card")
     parser.add_argument("--assume-version", metavar="VERSION",
                         help="treat requests without A2A-Version as this version (e.g. 1.0)")
+    parser.add_argument("--server", choices=("threads", "asyncio"), default="threads",
+                        help="the host: a thread per connection (default) or one asyncio loop")
     parser.add_argument("--single-path", metavar="PATH",
                         help="serve JSON-RPC (POST) and the card (GET) on this one path only")
     args = parser.parse_args(argv)
     server = demo_server(public_url=args.public_url, assume_version=args.assume_version,
                          single_path=args.single_path)
 
-    def ready(httpd):
-        host, port = httpd.server_address[:2]
+    def ready(listener):
+        sockets = getattr(listener, "sockets", None)
+        host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
         base = f"http://{host}:{port}"
         print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/\n",
               flush=True)
         print(_help_text(server, base), flush=True)
 
-    serve(server, args.host, args.port, on_ready=ready)
+    if args.server == "asyncio":
+        import asyncio
+        try:
+            asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready))
+        except KeyboardInterrupt:
+            pass
+    else:
+        serve(server, args.host, args.port, on_ready=ready)
 
 
 if __name__ == "__main__":

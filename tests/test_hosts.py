@@ -241,3 +241,86 @@ def test_core_sections_import_no_host_module():
     core = text.split("# 9. Adapters")[0]
     for module in ("socketserver", "http.server", "wsgiref", "grpc", "asyncio.start_server"):
         assert f"import {module}" not in core and f"from {module}" not in core, module
+
+
+# -- the asyncio server ------------------------------------------------------------------
+
+def test_parse_head_without_sockets():
+    parse = a2a_min.parse_head
+    assert parse(b"GET / HTTP/1.1\r\nHost: x\r\n") is None               # not complete yet
+    data = b"POST /a?b=1 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nx-a: 2\r\n\r\nBODY"
+    size, method, target, version, headers = parse(data)
+    assert (size, method, target, version) == (data.index(b"BODY"), "POST", "/a?b=1", "HTTP/1.1")
+    assert headers == {"host": "x", "x-a": "1, 2"}
+    assert parse(b"GET / HTTP/1.1\nHost: x\n\nrest")[0] == 24            # bare LF line ends
+    two = b"GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\n"              # pipelined
+    first = parse(two)
+    assert first[2] == "/1" and parse(two[first[0]:])[2] == "/2"
+    for bad, status in ((b"NONSENSE\r\n\r\n", 400), (b"GET / HTTP/1.1\r\nNoColon\r\n\r\n", 400),
+                        (b"GET /" + b"a" * 70000, 414),
+                        (b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 200 + b"\r\n", 431)):
+        with pytest.raises(a2a_min.HeadError) as info:
+            parse(bad)
+        assert info.value.status == status
+
+
+@pytest.fixture
+def asyncio_port():
+    import asyncio
+    import threading
+    server = a2a_min.demo_server()
+    box, started = {}, threading.Event()
+
+    def run():
+        loop = asyncio.new_event_loop()
+        box["loop"] = loop
+
+        def ready(listener):
+            box["port"] = listener.sockets[0].getsockname()[1]
+            started.set()
+        box["task"] = loop.create_task(a2a_min.serve_asyncio(server, "127.0.0.1", 0, timeout=2,
+                                                             on_ready=ready))
+        try:
+            loop.run_until_complete(box["task"])
+        except BaseException:
+            pass
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert started.wait(10)
+    yield box["port"]
+    box["loop"].call_soon_threadsafe(box["task"].cancel)
+    thread.join(5)
+
+
+def test_asyncio_server(asyncio_port):
+    exercise(asyncio_port)
+
+
+def test_asyncio_pipelining_and_bad_input(asyncio_port):
+    body = rpc_body("GetTask", {"id": "x"})
+    one = (b"POST / HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\n"
+           b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    with socket.create_connection(("127.0.0.1", asyncio_port), timeout=5) as sock:
+        sock.sendall(one + one)                                  # two requests at once
+        data = b""
+        while data.count(b'"code":-32001') < 2:
+            data += sock.recv(65536)
+    assert data.count(b"HTTP/1.1 200") == 2
+    with socket.create_connection(("127.0.0.1", asyncio_port), timeout=5) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 413")
+    with socket.create_connection(("127.0.0.1", asyncio_port), timeout=5) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{}")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 408")     # after the 2 s timeout
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", asyncio_port), timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\n")
+        try:
+            for _ in range(10):                                  # a header line every 0.5 s
+                sock.sendall(b"X: 1\r\n")
+                time.sleep(0.5)
+        except OSError:
+            pass
+        assert sock.recv(65536) == b"" and time.monotonic() - started < 4.5
+    exercise(asyncio_port)                                       # still serving
