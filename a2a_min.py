@@ -3160,8 +3160,11 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             await loop.run_in_executor(streams, stream.close)
         return False
 
+    open_writers = set()
+
     async def connection(reader, writer):
         buffer = b""
+        open_writers.add(writer)
         try:
             while True:
                 deadline = loop.time() + timeout
@@ -3217,6 +3220,7 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         except (asyncio.TimeoutError, ConnectionError):
             return
         finally:
+            open_writers.discard(writer)
             writer.close()
 
     listener = await asyncio.start_server(connection, host, port, limit=max_header_bytes,
@@ -3227,6 +3231,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         async with listener:
             await listener.serve_forever()
     finally:
+        for writer in list(open_writers):          # stopping: end open connections too
+            writer.close()
         calls.shutdown(wait=False)
         streams.shutdown(wait=False)
 

@@ -272,7 +272,154 @@ def user_message(text, **fields):
             "parts": [{"text": text}], **fields}
 
 
-BINDINGS = {"jsonrpc": Client, "http+json": RestClient, "grpc": GrpcClient}
+class HostClient(Client):
+    """JSON-RPC through a real host: the same calls, sent over a socket to the
+    Server running under one of the adapters (subclasses start the host)."""
+
+    def start(self):
+        raise NotImplementedError
+
+    def __init__(self, server):
+        super().__init__(server)
+        self.port = self.start()
+
+    def raw(self, body, headers=V1, query=""):
+        if not isinstance(body, bytes):
+            body = json.dumps(body).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request("POST", "/" + ("?" + query if query else ""), body=body,
+                         headers=dict(headers))
+            resp = conn.getresponse()
+            data = resp.read()
+        finally:
+            conn.close()
+        stream = [data] if resp.getheader("Content-Type") == "text/event-stream" else None
+        return a2a_min.Response(resp.status, resp.getheaders(), data, stream)
+
+
+class ThreadsHostClient(HostClient):
+    def start(self):
+        self.host = Live(self.server, timeout=5)
+        return self.host.port
+
+    def close(self):
+        self.host.close()
+
+
+class AsyncioHostClient(HostClient):
+    def start(self):
+        import asyncio
+        ready = threading.Event()
+        box = {}
+
+        def run():
+            loop = asyncio.new_event_loop()
+            box["loop"] = loop
+
+            def on_ready(listener):
+                box["port"] = listener.sockets[0].getsockname()[1]
+                ready.set()
+            box["task"] = loop.create_task(a2a_min.serve_asyncio(
+                self.server, "127.0.0.1", 0, timeout=5, on_ready=on_ready))
+            try:
+                loop.run_until_complete(box["task"])
+            except BaseException:
+                pass
+            loop.run_until_complete(asyncio.sleep(0.05))   # let closed transports finish
+            loop.close()
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        assert ready.wait(10)
+        self.box = box
+        return box["port"]
+
+    def close(self):
+        self.box["loop"].call_soon_threadsafe(self.box["task"].cancel)
+        self.thread.join(5)
+
+
+class WsgiHostClient(HostClient):
+    """wsgi_app under the standard library's WSGI server, one thread per request."""
+
+    def start(self):
+        import socketserver
+        from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+        class Quiet(WSGIRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        class Threaded(socketserver.ThreadingMixIn, WSGIServer):
+            daemon_threads = True
+
+        self.httpd = Threaded(("127.0.0.1", 0), Quiet)
+        self.httpd.set_app(a2a_min.wsgi_app(self.server))
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+        return self.httpd.server_address[1]
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class AsgiHostClient(HostClient):
+    """asgi_app under a real uvicorn, in a thread of this process."""
+
+    def start(self):
+        import socket
+        import uvicorn
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        config = uvicorn.Config(a2a_min.asgi_app(self.server), host="127.0.0.1", port=port,
+                                log_level="warning", lifespan="on")
+        self.uvicorn = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.uvicorn.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.uvicorn.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert self.uvicorn.started
+        return port
+
+    def close(self):
+        self.uvicorn.should_exit = True
+        self.thread.join(5)
+
+
+class LambdaHostClient(HostClient):
+    """lambda_handler, given HTTP API (payload 2.0) events as API Gateway would."""
+
+    def start(self):
+        self.handler = a2a_min.lambda_handler(self.server)
+        return None
+
+    def raw(self, body, headers=V1, query=""):
+        import base64
+
+        class Context:
+            def get_remaining_time_in_millis(self):
+                return 60_000
+        if not isinstance(body, bytes):
+            body = json.dumps(body).encode()
+        event = {"version": "2.0", "rawPath": "/", "rawQueryString": query,
+                 "headers": {**dict(headers), "host": "lambda.test"},
+                 "requestContext": {"http": {"method": "POST", "path": "/"}, "stage": "$default"},
+                 "body": base64.b64encode(body).decode(), "isBase64Encoded": True}
+        answer = self.handler(event, Context())
+        data = answer["body"].encode() if not answer["isBase64Encoded"] \
+            else base64.b64decode(answer["body"])
+        stream = [data] if answer["headers"].get("Content-Type") == "text/event-stream" else None
+        return a2a_min.Response(answer["statusCode"], list(answer["headers"].items()), data, stream)
+
+
+BINDINGS = {"jsonrpc": Client, "http+json": RestClient, "grpc": GrpcClient,
+            "jsonrpc@threads": ThreadsHostClient, "jsonrpc@asyncio": AsyncioHostClient,
+            "jsonrpc@wsgi": WsgiHostClient, "jsonrpc@asgi": AsgiHostClient,
+            "jsonrpc@lambda": LambdaHostClient}
+JSONRPC_CLIENTS = (Client, ThreadsHostClient, AsyncioHostClient, WsgiHostClient,
+                   AsgiHostClient, LambdaHostClient)
 
 
 def grpc_available():
@@ -291,6 +438,10 @@ def binding(request):
     if request.param == "grpc" and not grpc_available():
         pytest.skip("gRPC binding: needs grpcio, protobuf and googleapis-common-protos "
                     "(pip install -e '.[grpc]')")
+    if request.param == "jsonrpc@asgi":
+        import importlib.util
+        if importlib.util.find_spec("uvicorn") is None:
+            pytest.skip("ASGI host: needs uvicorn (the test extra)")
     return request.param
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import a2a_min
-from conftest import Client, GrpcClient, V1, scenario_agent, user_message
+from conftest import JSONRPC_CLIENTS, Client, GrpcClient, V1, scenario_agent, user_message
 
 
 # -- SendMessage ---------------------------------------------------------------
@@ -171,7 +171,7 @@ def test_get_task_and_history_length(client):
     assert [m["parts"][0]["text"] for m in last] == ["more"]
     assert client.error("GetTask", {"id": first["id"], "historyLength": -1})["code"] == -32602
     assert client.error("GetTask", {"id": "missing"})["code"] == -32001
-    if isinstance(client, Client) and type(client) is Client:   # over REST, /tasks/ lists
+    if type(client) in JSONRPC_CLIENTS:                        # over REST, /tasks/ lists
         assert client.error("GetTask", {})["code"] == -32602
 
 
@@ -419,7 +419,7 @@ def test_version_from_query_and_patch_numbers(client):
 
 def test_assume_version_option(make_client):
     client = make_client(a2a_min.Server(lambda t: "x", assume_version="1.0"))
-    assert client.error("GetTask", {"id": "x"}, headers={})["code"] == -32001
+    assert client.error("GetTask", {"id": "x"}, headers={"content-type": "application/json"})["code"] == -32001
 
 
 def test_required_extension(make_client):
@@ -476,7 +476,7 @@ def test_store_full_of_running_tasks_refuses_new_ones(make_client):
 def test_extended_card_shows_the_address_the_client_used(make_client):
     server = a2a_min.Server(lambda t: "x", extended_card={"description": "more"})
     client = make_client(server)
-    if isinstance(client, Client) and type(client) is Client:
+    if type(client) in JSONRPC_CLIENTS:
         resp = server.handle_http("POST", "/", "", dict(V1), json.dumps(
             {"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}).encode(),
             base_url="http://agents.example:9000")
