@@ -415,9 +415,9 @@ class LambdaHostClient(HostClient):
 
 
 BINDINGS = {"jsonrpc": Client, "http+json": RestClient, "grpc": GrpcClient,
-            "jsonrpc@threads": ThreadsHostClient, "jsonrpc@asyncio": AsyncioHostClient,
-            "jsonrpc@wsgi": WsgiHostClient, "jsonrpc@asgi": AsgiHostClient,
-            "jsonrpc@lambda": LambdaHostClient}
+            "via_threads": ThreadsHostClient, "via_asyncio": AsyncioHostClient,
+            "via_wsgi": WsgiHostClient, "via_asgi": AsgiHostClient,
+            "via_lambda": LambdaHostClient}
 JSONRPC_CLIENTS = (Client, ThreadsHostClient, AsyncioHostClient, WsgiHostClient,
                    AsgiHostClient, LambdaHostClient)
 
@@ -438,7 +438,7 @@ def binding(request):
     if request.param == "grpc" and not grpc_available():
         pytest.skip("gRPC binding: needs grpcio, protobuf and googleapis-common-protos "
                     "(pip install -e '.[grpc]')")
-    if request.param == "jsonrpc@asgi":
+    if request.param == "via_asgi":
         import importlib.util
         if importlib.util.find_spec("uvicorn") is None:
             pytest.skip("ASGI host: needs uvicorn (the test extra)")
