@@ -3160,11 +3160,11 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             await loop.run_in_executor(streams, stream.close)
         return False
 
-    open_writers = set()
+    open_connections = {}                          # task -> writer
 
     async def connection(reader, writer):
         buffer = b""
-        open_writers.add(writer)
+        open_connections[asyncio.current_task()] = writer
         try:
             while True:
                 deadline = loop.time() + timeout
@@ -3220,7 +3220,7 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         except (asyncio.TimeoutError, ConnectionError):
             return
         finally:
-            open_writers.discard(writer)
+            open_connections.pop(asyncio.current_task(), None)
             writer.close()
 
     listener = await asyncio.start_server(connection, host, port, limit=max_header_bytes,
@@ -3231,8 +3231,10 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         async with listener:
             await listener.serve_forever()
     finally:
-        for writer in list(open_writers):          # stopping: end open connections too
-            writer.close()
+        tasks = list(open_connections)             # stopping: end open connections too
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         calls.shutdown(wait=False)
         streams.shutdown(wait=False)
 

@@ -324,3 +324,40 @@ def test_asyncio_pipelining_and_bad_input(asyncio_port):
             pass
         assert sock.recv(65536) == b"" and time.monotonic() - started < 4.5
     exercise(asyncio_port)                                       # still serving
+
+
+def test_asyncio_holds_1000_idle_keep_alive_connections(asyncio_port):
+    """1,000 keep-alive connections, each after one request, sit idle: others are still
+    served, no thread per connection is spent, and the idle ones are closed cleanly at
+    the server's timeout (2 s here)."""
+    import threading
+    request = (b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\n\r\n")
+    threads_before = threading.active_count()
+    socks = []
+    try:
+        for _ in range(1000):
+            sock = socket.create_connection(("127.0.0.1", asyncio_port), timeout=10)
+            sock.sendall(request)
+            socks.append(sock)
+        for sock in socks:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += sock.recv(65536)
+            assert data.startswith(b"HTTP/1.1 200")
+        assert threading.active_count() - threads_before < 100       # not one per connection
+        exercise(asyncio_port)                                       # others are served
+        time.sleep(2.5)                                              # past the idle timeout
+        closed = 0
+        for sock in socks:
+            sock.settimeout(5)
+            try:
+                while sock.recv(65536):
+                    pass
+                closed += 1
+            except OSError:
+                closed += 1
+        assert closed == 1000
+    finally:
+        for sock in socks:
+            sock.close()
+    exercise(asyncio_port)
