@@ -308,6 +308,8 @@ class ThreadsHostClient(HostClient):
 
 
 class AsyncioHostClient(HostClient):
+    timeout = 5.0                                  # the server's idle and head timeout
+
     def start(self):
         import asyncio
         ready = threading.Event()
@@ -321,7 +323,7 @@ class AsyncioHostClient(HostClient):
                 box["port"] = listener.sockets[0].getsockname()[1]
                 ready.set()
             box["task"] = loop.create_task(a2a_min.serve_asyncio(
-                self.server, "127.0.0.1", 0, timeout=5, on_ready=on_ready))
+                self.server, "127.0.0.1", 0, timeout=self.timeout, on_ready=on_ready))
             try:
                 loop.run_until_complete(box["task"])
             except BaseException:

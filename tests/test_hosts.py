@@ -266,31 +266,15 @@ def test_parse_head_without_sockets():
 
 @pytest.fixture
 def asyncio_port():
-    import asyncio
-    import threading
-    server = a2a_min.demo_server()
-    box, started = {}, threading.Event()
+    """The demo on the asyncio server, with a 2 s idle and head timeout."""
+    from conftest import AsyncioHostClient
 
-    def run():
-        loop = asyncio.new_event_loop()
-        box["loop"] = loop
+    class ShortTimeout(AsyncioHostClient):
+        timeout = 2.0
 
-        def ready(listener):
-            box["port"] = listener.sockets[0].getsockname()[1]
-            started.set()
-        box["task"] = loop.create_task(a2a_min.serve_asyncio(server, "127.0.0.1", 0, timeout=2,
-                                                             on_ready=ready))
-        try:
-            loop.run_until_complete(box["task"])
-        except BaseException:
-            pass
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert started.wait(10)
-    yield box["port"]
-    box["loop"].call_soon_threadsafe(box["task"].cancel)
-    thread.join(5)
+    host = ShortTimeout(a2a_min.demo_server())
+    yield host.port
+    host.close()
 
 
 def test_asyncio_server(asyncio_port):
