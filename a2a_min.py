@@ -85,6 +85,7 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
+from functools import lru_cache
 from types import AsyncGeneratorType, GeneratorType
 
 # Start-up time matters (serverless hosts start a process per cold request), so
@@ -644,7 +645,12 @@ _UNSPECIFIED = ("TASK_STATE_UNSPECIFIED", "ROLE_UNSPECIFIED")
 def _now():
     """The current time as an RFC 3339 UTC timestamp with milliseconds."""
     t = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
+    return _utc_second(int(t)) + ".%03dZ" % (int(t * 1000) % 1000)
+
+
+@lru_cache(maxsize=4)
+def _utc_second(second):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
 def _parse_timestamp(text):
@@ -1062,8 +1068,24 @@ class RequestContext(str):
         self.extensions = attrs.get("extensions", ())
         self.metadata = attrs.get("metadata", {})
         self.configuration = attrs.get("configuration", {})
-        self.cancelled = threading.Event()
+        self._canceled = False      # what the server checks; ``cancelled`` shows it as an Event
         return self
+
+    @property
+    def cancelled(self):
+        """A threading.Event, set when the task is canceled (made on first use)."""
+        event = self.__dict__.get("_event")
+        if event is None:
+            event = self.__dict__.setdefault("_event", threading.Event())
+            if self._canceled:
+                event.set()
+        return event
+
+    def _cancel(self):
+        self._canceled = True
+        event = self.__dict__.get("_event")
+        if event is not None:
+            event.set()
 
     @property
     def text(self):
@@ -1076,6 +1098,13 @@ class RequestContext(str):
         declare). Raised before any output, it fails the request."""
         if uri not in self.extensions:
             raise _extension_required(uri)
+
+
+def _is_async_callable(fn):
+    """Is ``fn`` an ``async def`` function (or async generator function), or an
+    object whose __call__ is one? (Read from its code flags: no inspect import.)"""
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    return code is not None and bool(code.co_flags & 0x280)   # CO_COROUTINE | CO_ASYNC_GENERATOR
 
 
 def _extension_required(uri):
@@ -1095,13 +1124,15 @@ class CallContext:
     """
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
-                 "last_event_id", "base_url", "encoded_ok")
+                 "last_event_id", "base_url", "encoded_ok", "loop")
 
-    def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None):
+    def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None,
+                 loop=None):
         self.headers = headers or {}
         self.query = query or {}
         self.base_url = base_url
         self.encoded_ok = False     # the binding accepts EncodedJSON answers
+        self.loop = loop            # the host's event loop: answer without blocking it
         self.tenant = tenant
         self.principal = principal
         self.extensions = ()
@@ -1131,13 +1162,18 @@ class _Channel:
 
     ``events`` holds the newest ``replay_buffer`` (sequence number, event)
     pairs; sequence numbers count from 0 for the task's life, and are the SSE
-    ``id:`` of each event, so a client can resume with Last-Event-ID.
+    ``id:`` of each event, so a client can resume with Last-Event-ID. Streams
+    read by threads wait on ``cond``; streams read on an event loop put a
+    callable in ``wakers``, called on every event.
     """
 
-    __slots__ = ("cond", "events", "next_seq", "task", "owner", "store", "active", "on_event")
+    __slots__ = ("lock", "cond", "wakers", "events", "next_seq", "task", "owner", "store",
+                 "active", "on_event")
 
     def __init__(self, store, owner, buffer, on_event=None):
-        self.cond = threading.Condition(threading.RLock())
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
+        self.wakers = set()
         self.events = deque(maxlen=buffer)
         self.next_seq = 0
         self.task = None          # newest snapshot (also in the store)
@@ -1148,41 +1184,155 @@ class _Channel:
 
     def publish(self, task, event):
         """Store the new task snapshot and append its event; wake the streams."""
-        with self.cond:
+        with self.lock:
             if task is not None:
                 self.store.put(task, self.owner)
                 self.task = task
             self.events.append((self.next_seq, event))
             self.next_seq += 1
-            self.cond.notify_all()
+            self.wake()
             if task is not None and self.on_event is not None:
                 self.on_event(task, event)           # in order: still under the lock
 
-    def follow(self, start, keepalive, end_states=_STREAM_END):
-        """Yield (seq, event) from sequence ``start`` on, or (None, None) as a
-        keep-alive tick while nothing happens, until a final event."""
-        seq = start
-        while True:
-            with self.cond:
-                if self.next_seq <= seq:
-                    self.cond.wait(keepalive)
-                pending = [e for e in self.events if e[0] >= seq] if self.next_seq > seq else []
-                snapshot = self.task
-                lost = bool(pending) and pending[0][0] > seq
-            if lost:
-                # The reader fell behind the replay buffer: resynchronize with
-                # the whole task, then go on from the oldest buffered event.
-                yield pending[0][0] - 1, {"task": snapshot}
-            if not pending:
-                yield None, None
-                continue
-            for s, event in pending:
-                if "error" in event:
-                    raise event["error"]
-                yield s, event
-                if _is_final(event, end_states):
-                    return
-            seq = pending[-1][0] + 1
+    def wake(self):
+        with self.lock:
+            self.cond.notify_all()
+            for wake in self.wakers:
+                wake()
+
+
+class _Follower:
+    """One stream's reading of a channel: (seq, StreamResponse) pairs from
+    sequence ``start`` on, until a final event (a Message, or a status in
+    ``end_states``); (None, None) is a keep-alive tick after ``keepalive``
+    seconds without news. ``first`` are events to give before the channel's.
+
+    Read it blocking (``for``: threads, WSGI, gRPC) or awaiting (``async for``:
+    asyncio, ASGI, without a thread per stream); both take the same steps.
+    """
+
+    def __init__(self, channel, start, keepalive, end_states, first=(), ended=False):
+        self.channel = channel
+        self.seq = start
+        self.keepalive = keepalive
+        self.end_states = end_states
+        self.ready = deque(first)
+        self.ended = ended            # nothing more after ``ready``
+
+    def _take(self):
+        """Move the channel's new events to ``ready`` (with its lock held)."""
+        channel = self.channel
+        if self.ended or channel.next_seq <= self.seq:
+            return False
+        pending = [e for e in channel.events if e[0] >= self.seq]
+        if pending[0][0] > self.seq:
+            # The reader fell behind the replay buffer: resynchronize with the
+            # whole task, then go on from the oldest buffered event.
+            self.ready.append((pending[0][0] - 1, {"task": channel.task}))
+        self.ready.extend(pending)
+        self.seq = channel.next_seq
+        return True
+
+    def _give(self):
+        seq, event = self.ready.popleft()
+        if "error" in event:
+            self.close()
+            raise event["error"]
+        if _is_final(event, self.end_states):
+            self.close()
+        return seq, event
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.ready:
+            if self.ended:
+                raise StopIteration
+            with self.channel.lock:
+                if not self._take():
+                    self.channel.cond.wait(self.keepalive)
+                    if not self._take():
+                        return None, None
+        return self._give()
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if not self.ready:
+            if self.ended:
+                raise StopAsyncIteration
+            channel = self.channel
+            with channel.lock:
+                news = self._take()
+                if not news:
+                    done = _Done()
+                    channel.wakers.add(done.set)
+            if not news:
+                try:
+                    await done.wait_async(self.keepalive)
+                finally:
+                    with channel.lock:
+                        channel.wakers.discard(done.set)
+                        news = self._take()
+                if not news:
+                    return None, None
+        return self._give()
+
+    def close(self):
+        self.ended = True
+        self.ready.clear()
+
+
+class _Done:
+    """A one-shot signal: threads wait() for it, event loops await wait_async()."""
+
+    __slots__ = ("is_set", "wakers")
+
+    def __init__(self):
+        self.is_set = False
+        self.wakers = []
+
+    def set(self):
+        self.is_set = True
+        for wake in self.wakers:
+            wake()
+
+    def wait(self, timeout):
+        """Block the calling thread until set (True) or ``timeout`` seconds (False)."""
+        event = threading.Event()
+        self.wakers.append(event.set)
+        if not self.is_set:
+            event.wait(timeout)
+        return self.is_set
+
+    async def wait_async(self, timeout):
+        """Await the signal, from the event loop's thread, for at most ``timeout`` s."""
+        import asyncio
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self.wakers.append(lambda: _resolve_soon(loop, future))
+        if not self.is_set:
+            try:
+                await asyncio.wait_for(future, timeout)
+            except asyncio.TimeoutError:
+                pass
+        return self.is_set
+
+
+def _resolve_soon(loop, future):
+    """Resolve ``future`` (of ``loop``) from any thread."""
+    import asyncio
+    try:
+        here = asyncio.get_running_loop() is loop
+    except RuntimeError:
+        here = False
+    if here:
+        if not future.done():
+            future.set_result(None)
+    else:
+        loop.call_soon_threadsafe(lambda: future.done() or future.set_result(None))
 
 
 # =============================================================================
@@ -1241,6 +1391,8 @@ class Server:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
         self.limits = {**DEFAULT_LIMITS, **limits}
         self.agent = agent
+        self._agent_is_async = _is_async_callable(agent)
+        self._tasks = set()                 # async turns running on a host's event loop
         self.store = store if store is not None else TaskStore(
             max_tasks=self.limits["max_tasks"], task_ttl=self.limits["task_ttl"],
             max_history=self.limits["max_history"])
@@ -1292,11 +1444,26 @@ class Server:
 
     # -- the HTTP entry point every host adapter calls -------------------------
 
-    def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None):
+    def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None,
+                    loop=None):
         """Answer one HTTP request: ``headers`` with lower-case names, ``body``
         bytes, ``base_url`` how the client reached us (for the card). Returns a
-        Response. The bindings behind it are in section 8 of this file."""
-        return _handle_http(self, method, path, query, headers, body, base_url)
+        Response. The bindings behind it are in section 8 of this file.
+
+        A host running on an asyncio event loop passes ``loop``: then nothing
+        here blocks, a Response may come with ``later`` (an awaitable of the
+        real Response: an agent's turn still running) and a ``stream`` is read
+        with ``async for``. handle_http_async does both steps."""
+        return _handle_http(self, method, path, query, headers, body, base_url, loop)
+
+    async def handle_http_async(self, method, path, query="", headers=None, body=b"",
+                                base_url=None):
+        """handle_http for hosts on an asyncio event loop (ASGI, the asyncio
+        server): it never blocks the loop; read a ``stream`` with ``async for``."""
+        import asyncio
+        response = _handle_http(self, method, path, query, headers, body, base_url,
+                                asyncio.get_running_loop())
+        return await response.later if response.later is not None else response
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape: a JSON-RPC error
@@ -1408,8 +1575,7 @@ class Server:
         with self._lock:
             channels = list(self._channels.values())
         for channel in channels:
-            with channel.cond:
-                channel.cond.notify_all()
+            channel.wake()
 
     def _forget(self, task_id):
         with self._lock:
@@ -1487,7 +1653,7 @@ class Server:
             channel.active = ctx
         self._add_inline_push(ctx, call.owner)
         # A continuing task: record the user's message, and tell the streams.
-        with channel.cond:
+        with channel.lock:
             task = {**channel.task, "history": channel.task.get("history", []) + [message],
                     "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": _now()}}
             channel.publish(task, {"task": task})
@@ -1496,7 +1662,7 @@ class Server:
     def _create_task(self, ctx, channel):
         """Make the task of a new conversation turn exist (store + first event),
         unless it already does. Returns the task."""
-        with channel.cond:
+        with channel.lock:
             if channel.task is None:
                 self._add_inline_push(ctx, channel.owner)
                 task = {"id": ctx.task_id, "contextId": ctx.context_id,
@@ -1516,18 +1682,34 @@ class Server:
         out = _TurnWriter(self, ctx, channel)
         if config.get("returnImmediately"):
             self._create_task(ctx, channel)
-            self._pool().submit(self._drive, out)
+            self._start(out, call.loop)
             return {"task": self._view(channel.task, history_length)}
         deadline = time.monotonic() + self.limits["blocking_timeout"]
+        if call.loop is not None:              # an event-loop host: answer without blocking it
+            return self._send_message_later(out, deadline, history_length, call)
         self._drive(out, deadline)
-        if not out.finished.is_set():          # async, or handed to a worker at the deadline
+        if not out.finished.is_set:            # async, or handed to a worker at the deadline
             out.finished.wait(max(0.0, deadline - time.monotonic()))
+        return self._turn_result(out, history_length, call)
+
+    async def _send_message_later(self, out, deadline, history_length, call):
+        self._start(out, call.loop)
+        await out.finished.wait_async(max(0.0, deadline - time.monotonic()))
+        return self._turn_result(out, history_length, call)
+
+    def _turn_result(self, out, history_length, call):
+        """SendMessage's answer once the turn has ended, or its deadline has passed."""
         if out.error is not None:
             raise out.error
         if out.reply is not None:
             return {"message": out.reply}
         # Done, interrupted, or still working at the deadline: the task as it is.
-        return {"task": self._view(self._create_task(ctx, channel), history_length)}
+        task = self._create_task(out.ctx, out.channel)
+        if history_length is None and call.encoded_ok and hasattr(self.store, "get_json"):
+            encoded = self.store.get_json(task["id"], call.owner)
+            if encoded is not None:            # finished: the stored JSON is the answer's
+                return EncodedJSON(b'{"task":' + encoded + b"}")
+        return {"task": self._view(task, history_length)}
 
     def send_streaming_message(self, request, call):
         """SendStreamingMessage: an iterator of (seq, StreamResponse)."""
@@ -1537,8 +1719,8 @@ class Server:
         # A new task's stream starts at its first event; a continuing task's at
         # the Task event _start_turn just published.
         start = 0 if ctx.task is None else channel.next_seq - 1
-        self._pool().submit(self._drive, _TurnWriter(self, ctx, channel))
-        return channel.follow(start, self.limits["keepalive_interval"])
+        self._start(_TurnWriter(self, ctx, channel), call.loop)
+        return _Follower(channel, start, self.limits["keepalive_interval"], _STREAM_END)
 
     def _require_streaming(self):
         if not self.capabilities.get("streaming"):
@@ -1547,18 +1729,28 @@ class Server:
 
     # -- driving the agent -----------------------------------------------------
     #
-    # A blocking SendMessage runs a sync agent on the request's own thread: no
-    # hand-off between threads, which is most of the cost of a small request.
-    # The deadline (blocking_timeout) is checked between the agent's outputs;
-    # once it has passed, the rest of the generator moves to a worker thread
-    # and the client gets the task as it is. (A plain function, or one step of
-    # a generator, that runs longer holds the answer until it returns: Python
-    # cannot interrupt it. Async agents, which run on their own event loop,
-    # are waited for with the exact deadline.)
+    # A blocking SendMessage on a threaded host runs a sync agent on the
+    # request's own thread: no hand-off between threads, which is most of the
+    # cost of a small request. The deadline (blocking_timeout) is checked
+    # between the agent's outputs; once it has passed, the rest of the
+    # generator moves to a worker thread and the client gets the task as it
+    # is. (A plain function, or one step of a generator, that runs longer holds
+    # the answer until it returns: Python cannot interrupt it.)
     #
-    # Streams and returnImmediately run the agent on a bounded pool of worker
-    # threads (max_workers; further turns wait in its queue, SUBMITTED), so a
-    # client that hangs up never stops its task.
+    # Async agents (async def, or async generators) run on an event loop: the
+    # host's own when the request came through one (the asyncio server, ASGI),
+    # else one the server starts on its first async turn. Sync agents never run
+    # on an event loop, since they may block it: there, and for streams and
+    # returnImmediately, they run on a bounded pool of worker threads
+    # (max_workers; further turns wait in its queue, SUBMITTED), so a client
+    # that hangs up never stops its task.
+
+    def _start(self, out, loop=None):
+        """Run a turn in the background."""
+        if loop is not None and self._agent_is_async:
+            self._drive(out, None, loop)       # only makes the coroutine: no wait
+        else:
+            self._pool().submit(self._drive, out, None, loop)
 
     def _pool(self):
         with self._lock:
@@ -1566,15 +1758,14 @@ class Server:
                 self._workers = _Workers(self.limits["max_workers"])
             return self._workers
 
-    def _drive(self, out, deadline=None):
+    def _drive(self, out, deadline=None, loop=None):
         """Call the agent and feed what it produces to ``out``."""
-        if out.ctx.cancelled.is_set():         # canceled while it waited for a worker
+        if out.ctx._canceled:                  # canceled while it waited for a worker
             return out.finish()
         try:
             result = self.agent(out.ctx)
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
-                import asyncio
-                asyncio.run_coroutine_threadsafe(self._drive_async(result, out), self._loop())
+                self._run_on_loop(self._drive_async(result, out), loop)
             elif isinstance(result, GeneratorType):
                 self._drain(result, out, deadline)
             else:
@@ -1582,6 +1773,20 @@ class Server:
                 out.finish()
         except Exception as exc:                       # the agent failed: fail the task
             out.fail(exc)
+
+    def _run_on_loop(self, coroutine, loop):
+        import asyncio
+        loop = loop or self._loop()
+        try:
+            here = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            here = False
+        if here:
+            task = loop.create_task(coroutine)
+            self._tasks.add(task)              # a task nobody refers to may be collected
+            task.add_done_callback(self._tasks.discard)
+        else:
+            asyncio.run_coroutine_threadsafe(coroutine, loop)
 
     def _drain(self, gen, out, deadline):
         """Run a generator agent to its end (or, past ``deadline``, hand it to a worker)."""
@@ -1618,7 +1823,7 @@ class Server:
             out.fail(exc)
 
     def _loop(self):
-        """The event loop that runs async agents, started on first use."""
+        """The event loop that runs async agents for threaded hosts, started on first use."""
         with self._lock:
             if self._async_loop is None:
                 import asyncio
@@ -1680,7 +1885,7 @@ class Server:
                     metadata={"taskId": task_id, "state": state})
             channel = self._new_channel(call.owner)
             channel.task = task
-        with channel.cond:
+        with channel.lock:
             task = channel.task or task
             state = task["status"]["state"]
             if state in TERMINAL_STATES:
@@ -1689,7 +1894,7 @@ class Server:
                     metadata={"taskId": task_id, "state": state})
             ctx = channel.active
             if ctx is not None:
-                ctx.cancelled.set()
+                ctx._cancel()
             status = {"state": "TASK_STATE_CANCELED", "timestamp": _now()}
             task = {**task, "status": status}
             event = {"statusUpdate": {"taskId": task_id, "contextId": task.get("contextId", ""),
@@ -1718,18 +1923,15 @@ class Server:
         return self._subscription(channel, call.last_event_id)
 
     def _subscription(self, channel, last_event_id):
-        with channel.cond:
+        keepalive = self.limits["keepalive_interval"]
+        with channel.lock:
             task, seq = channel.task, channel.next_seq
             oldest = channel.events[0][0] if channel.events else seq
-        replay = last_event_id is not None and oldest - 1 <= last_event_id < seq
-        if not replay:
-            yield seq - 1, {"task": task}
-            if task["status"]["state"] in TERMINAL_STATES:
-                return
-            start = seq
-        else:
-            start = last_event_id + 1
-        yield from channel.follow(start, self.limits["keepalive_interval"], TERMINAL_STATES)
+        if last_event_id is not None and oldest - 1 <= last_event_id < seq:
+            # A reconnecting client: replay what it missed, from the buffer.
+            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES)
+        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, {"task": task})],
+                         ended=task["status"]["state"] in TERMINAL_STATES)
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
 
@@ -1901,12 +2103,12 @@ class _TurnWriter:
         self.error = None          # an A2AError that fails the request (before any task)
         self.chunk = None          # the held-back text chunk (lastChunk needs lookahead)
         self.chunk_id = None
-        self.finished = threading.Event()   # set when the turn is over
+        self.finished = _Done()             # set when the turn is over
 
     def emit(self, item, chunked):
         if self.done or item is None:
             return
-        if self.ctx.cancelled.is_set():
+        if self.ctx._canceled:
             self.done = True
             return
         if isinstance(item, str):
@@ -1956,9 +2158,9 @@ class _TurnWriter:
         if "message" in status:
             status["message"] = {**status["message"], "taskId": self.ctx.task_id,
                                  "contextId": self.ctx.context_id}
-        with self.channel.cond:
+        with self.channel.lock:
             task = self.server._create_task(self.ctx, self.channel)
-            if self.ctx.cancelled.is_set():
+            if self.ctx._canceled:
                 self.done = True
                 return
             task = {**task, "status": status}
@@ -1976,9 +2178,9 @@ class _TurnWriter:
         else:
             body = parse("TaskArtifactUpdateEvent", {**body, **ids}, "agent artifactUpdate")
         artifact = body["artifact"]
-        with self.channel.cond:
+        with self.channel.lock:
             task = self.server._create_task(self.ctx, self.channel)
-            if self.ctx.cancelled.is_set():
+            if self.ctx._canceled:
                 self.done = True
                 return
             artifacts = list(task.get("artifacts", ()))
@@ -2374,16 +2576,18 @@ class _PushDelivery:
 
 class Response:
     """What a binding answers: ``status`` (int), ``headers`` (list of pairs),
-    ``body`` (bytes) or ``stream`` (an iterator of bytes, closed by the adapter
-    when the client goes away)."""
+    ``body`` (bytes) or ``stream`` (bytes chunks, by ``for`` or ``async for``;
+    the adapter close()s it when the client goes away). On event-loop hosts an
+    answer still being worked on is ``later``: an awaitable of the Response."""
 
-    __slots__ = ("status", "headers", "body", "stream")
+    __slots__ = ("status", "headers", "body", "stream", "later")
 
-    def __init__(self, status, headers, body=b"", stream=None):
+    def __init__(self, status, headers, body=b"", stream=None, later=None):
         self.status = status
         self.headers = headers
         self.body = body
         self.stream = stream
+        self.later = later
 
 
 _JSON = "application/json"
@@ -2420,13 +2624,14 @@ def _sse_frame(seq, data):
 _KEEPALIVE = b": keep-alive\n\n"
 
 
-def _handle_http(server, method, path, query, headers, body, base_url):
+def _handle_http(server, method, path, query, headers, body, base_url, loop=None):
     """Route one HTTP request: the card, the JSON-RPC endpoint (and its help
     page), or an HTTP+JSON route."""
     headers = headers if headers is not None else {}
     try:
         if server.single_path:
-            return _single_path_response(server, method, path, query, headers, body, base_url)
+            return _single_path_response(server, method, path, query, headers, body, base_url,
+                                         loop)
         if path == _CARD_PATH:
             if method in ("GET", "HEAD"):
                 return _card_response(server, headers, base_url)
@@ -2435,13 +2640,13 @@ def _handle_http(server, method, path, query, headers, body, base_url):
             raise _MethodNotAllowed("GET")
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
-                return _jsonrpc_response(server, query, headers, body, base_url)
+                return _jsonrpc_response(server, query, headers, body, base_url, loop)
             if method in ("GET", "HEAD"):
                 return _help_response(server, headers, base_url)
             if method == "OPTIONS":
                 return _preflight(server)
             raise _MethodNotAllowed("GET, POST")
-        return _rest_response(server, method, path, query, headers, body, base_url)
+        return _rest_response(server, method, path, query, headers, body, base_url, loop)
     except _MethodNotAllowed as exc:
         resp = server.error_response(path, 405, UnsupportedOperationError(
             f"{method} is not allowed on {path}; use {exc.args[0]}"))
@@ -2456,12 +2661,12 @@ class _MethodNotAllowed(Exception):
     pass
 
 
-def _single_path_response(server, method, path, query, headers, body, base_url):
+def _single_path_response(server, method, path, query, headers, body, base_url, loop):
     """Single-path mode: the card and JSON-RPC on one path, nothing else."""
     prefix = server.single_path
     if path.rstrip("/") == prefix.rstrip("/"):
         if method == "POST":
-            return _jsonrpc_response(server, query, headers, body, base_url)
+            return _jsonrpc_response(server, query, headers, body, base_url, loop)
         if method in ("GET", "HEAD"):
             return _card_response(server, headers, base_url)
         raise _MethodNotAllowed("GET, POST")
@@ -2471,9 +2676,28 @@ def _single_path_response(server, method, path, query, headers, body, base_url):
         f"this server answers only at {prefix}: POST for JSON-RPC, GET for the agent card"))
 
 
-def _jsonrpc_response(server, query, headers, body, base_url):
+def _jsonrpc_response(server, query, headers, body, base_url, loop=None):
     """POST to the JSON-RPC endpoint."""
     request_id = None
+
+    def answer(result):
+        if not METHODS[name][2]:
+            return Response(200, [("Content-Type", _JSON), _LINK],
+                            _jsonrpc_result(request_id, result))
+        return _sse_response(result, lambda event: {
+            "jsonrpc": "2.0", "id": request_id, "result": event},
+            lambda error: _jsonrpc_error(request_id, error))
+
+    def refuse(error):
+        # JSON-RPC answers errors with HTTP 200, except where HTTP itself has
+        # something to say: a body too large (413), credentials needed (401).
+        status = error.http_status if isinstance(
+            error, (PayloadTooLargeError, AuthenticationRequiredError)) else 200
+        headers = [("Content-Type", _JSON), _LINK]
+        if isinstance(error, AuthenticationRequiredError):
+            headers.append(("WWW-Authenticate", error.challenge))
+        return Response(status, headers, _dumps(_jsonrpc_error(request_id, error)))
+
     try:
         if len(body) > server.limits["max_body_bytes"]:
             raise PayloadTooLargeError(
@@ -2513,54 +2737,98 @@ def _jsonrpc_response(server, query, headers, body, base_url):
             raise MethodNotFoundError(
                 f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
                 + ", ".join(METHODS), metadata={"method": name})
-        call = CallContext(headers, _query_params(query), base_url=base_url)
+        call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop)
         call.encoded_ok = True
         last = headers.get("last-event-id") or call.query.get("lastEventId") \
             or call.query.get("Last-Event-ID")
         if last is not None and last.strip().isdigit():
             call.last_event_id = int(last)
-        result = server.call(name, params, call)
-        if not METHODS[name][2]:
-            return Response(200, [("Content-Type", _JSON), _LINK],
-                            _jsonrpc_result(request_id, result))
-        return _sse_response(server, result, lambda event: {
-            "jsonrpc": "2.0", "id": request_id, "result": event},
-            lambda error: _jsonrpc_error(request_id, error))
+        return _answer(server.call(name, params, call), answer, refuse)
     except A2AError as error:
-        # JSON-RPC answers errors with HTTP 200, except where HTTP itself has
-        # something to say: a body too large (413), credentials needed (401).
-        status = error.http_status if isinstance(
-            error, (PayloadTooLargeError, AuthenticationRequiredError)) else 200
-        headers = [("Content-Type", _JSON), _LINK]
-        if isinstance(error, AuthenticationRequiredError):
-            headers.append(("WWW-Authenticate", error.challenge))
-        return Response(status, headers, _dumps(_jsonrpc_error(request_id, error)))
+        return refuse(error)
     except Exception:
         _log().exception("unexpected error in a JSON-RPC call")
         return Response(200, [("Content-Type", _JSON), _LINK], _dumps(_jsonrpc_error(
             request_id, InternalError("internal error; see the server log"))))
 
 
-def _sse_response(server, events, wrap, wrap_error):
-    """An SSE Response over an iterator of (seq, StreamResponse)."""
-    def frames():
+def _answer(result, answer, refuse):
+    """The Response to an operation's result: ``answer(result)``, or for an
+    error ``refuse(error)``. A result still to come (an awaitable: an event-loop
+    host's SendMessage) gives a Response whose ``later`` awaits it."""
+    if not hasattr(result, "__await__"):
+        return answer(result)
+
+    async def later():
         try:
-            for seq, event in events:
-                if event is None:
-                    yield _KEEPALIVE
-                else:
-                    yield _sse_frame(seq, wrap(event))
+            return answer(await result)
         except A2AError as error:
-            yield _sse_frame(None, wrap_error(error))
+            return refuse(error)
         except Exception:
-            _log().exception("unexpected error in a stream")
-            yield _sse_frame(None, wrap_error(InternalError("internal error; see the server log")))
-        finally:
-            close = getattr(events, "close", None)
-            if close:
-                close()
+            _log().exception("unexpected error in an operation")
+            return refuse(InternalError("internal error; see the server log"))
+    return Response(200, [], later=later())
+
+
+def _sse_response(events, wrap, wrap_error):
+    """An SSE Response over a _Follower of (seq, StreamResponse)."""
     return Response(200, [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                          _LINK], stream=frames())
+                          _LINK], stream=_SSEStream(events, wrap, wrap_error))
+
+
+class _SSEStream:
+    """The SSE frames (bytes) of a stream of events, each event wrapped in its
+    binding's envelope by ``wrap``; an error ends the stream with one frame
+    made by ``wrap_error``. Read by ``for`` or ``async for``, like the events."""
+
+    def __init__(self, events, wrap, wrap_error):
+        self.events = events
+        self.wrap = wrap
+        self.wrap_error = wrap_error
+        self.done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.done:
+            raise StopIteration
+        try:
+            seq, event = next(self.events)
+        except StopIteration:
+            self.close()
+            raise
+        except Exception as exc:
+            return self._failed(exc)
+        return _KEEPALIVE if event is None else _sse_frame(seq, self.wrap(event))
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if self.done:
+            raise StopAsyncIteration
+        try:
+            seq, event = await self.events.__anext__()
+        except StopAsyncIteration:
+            self.close()
+            raise
+        except Exception as exc:
+            return self._failed(exc)
+        return _KEEPALIVE if event is None else _sse_frame(seq, self.wrap(event))
+
+    def _failed(self, exc):
+        self.close()
+        if not isinstance(exc, A2AError):
+            _log().error("unexpected error in a stream", exc_info=exc)
+            exc = InternalError("internal error; see the server log")
+        return _sse_frame(None, self.wrap_error(exc))
+
+    def close(self):
+        self.done = True
+        close = getattr(self.events, "close", None)
+        if close:
+            close()
 
 
 # -- HTTP+JSON (section 11) ------------------------------------------------------
@@ -2689,11 +2957,15 @@ def _query_to_params(message_type, query):
     return params
 
 
-def _rest_response(server, verb, path, query, headers, body, base_url):
+def _rest_response(server, verb, path, query, headers, body, base_url, loop=None):
     """An HTTP+JSON route: match, build the request message, call, answer."""
     ctype = headers.get("content-type", "").split(";")[0].strip().lower()
     accept = headers.get("accept", "")
     media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
+
+    def refuse(error):
+        return server.error_response(path, error.http_status, error, media)
+
     try:
         matches = _routes_for(path)
         if not matches:
@@ -2738,18 +3010,20 @@ def _rest_response(server, verb, path, query, headers, body, base_url):
                     f"{name} {given!r} in the request contradicts {value!r} in the path; "
                     "send it once, in the path", field=name)
             params[name] = value
-        call = CallContext(headers, _query_params(query), base_url=base_url)
+        call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop)
         call.encoded_ok = True
         last = headers.get("last-event-id") or call.query.get("lastEventId")
         if last is not None and last.strip().isdigit():
             call.last_event_id = int(last)
-        result = server.call(method, params, call)
-        if not METHODS[method][2]:
-            body = bytes(result) if type(result) is EncodedJSON else _dumps(result)
-            return Response(200, [("Content-Type", media), _LINK], body)
-        return _sse_response(server, result, lambda event: event, _status_error)
+
+        def answer(result):
+            if not METHODS[method][2]:
+                body = bytes(result) if type(result) is EncodedJSON else _dumps(result)
+                return Response(200, [("Content-Type", media), _LINK], body)
+            return _sse_response(result, lambda event: event, _status_error)
+        return _answer(server.call(method, params, call), answer, refuse)
     except A2AError as error:
-        return server.error_response(path, error.http_status, error, media)
+        return refuse(error)
 
 
 def _parse_json_body(body):
