@@ -56,8 +56,8 @@ copies of this file.
 __all__ = [
     # the server and its parts
     "Server", "TaskStore", "RequestContext", "CallContext", "Response", "EncodedJSON", "serve",
-    "make_http_server", "serve_asyncio", "parse_head", "HeadError", "wsgi_app", "asgi_app",
-    "lambda_handler", "main", "parse", "demo_server",
+    "make_http_server", "serve_asyncio", "parse_head", "HeadError", "dechunk", "wsgi_app",
+    "asgi_app", "lambda_handler", "main", "parse", "demo_server",
     # building agent output
     "text_part", "data_part", "file_part", "new_message", "status_update",
     "artifact_update", "agent_message",
@@ -3272,30 +3272,18 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                 self.rfile.readline(8)
 
         def _write(self, response):
-            status = response.status
-            head = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Unknown')}",
-                    f"Server: {self.server_version}",
-                    "Date: " + time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())]
-            head += [f"{k}: {v}" for k, v in response.headers]
+            head = _response_head(response, self.close_connection)
             if response.stream is None:
-                if status != 304 and status != 204:
-                    head.append(f"Content-Length: {len(response.body)}")
-                if self.close_connection:
-                    head.append("Connection: close")
-                data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
-                if self.command != "HEAD":
-                    data += response.body
                 try:
-                    self.wfile.write(data)
+                    self.wfile.write(head if self.command == "HEAD" else head + response.body)
                 except OSError:
                     self.close_connection = True
                 return
             # A stream: no length is known, so the connection closes at its end.
             self.close_connection = True
-            head.append("Connection: close")
             stream = response.stream
             try:
-                self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+                self.wfile.write(head)
                 for chunk in stream:
                     self.wfile.write(chunk)
             except OSError:
@@ -3338,13 +3326,17 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
 
 # -- an asyncio server ---------------------------------------------------------------
 #
-# One event loop, a coroutine per connection, no thread per idle connection.
-# parse_head() is a pure function over the bytes received so far, so the
-# HTTP/1.1 reading is tested without sockets; bytes after one request (a
-# pipelined second one) stay in the buffer for the next. The core is
-# synchronous, so each call runs on a bounded thread pool (max_workers), and an
-# open stream borrows a thread of a second pool while it waits for its next
-# event (the price of one core for every host).
+# One event loop, no thread per connection and none per stream. Each
+# connection is an asyncio protocol (_LoopConnection): bytes arrive in
+# data_received, and the pure functions parse_head() and dechunk() say whether
+# they hold a whole request yet, so the HTTP/1.1 reading is tested without
+# sockets; bytes after one request (a pipelined second one) stay in the buffer
+# for the next. A request is answered right there, on the loop, by
+# handle_http(..., loop): lookups answer at once, an agent's turn comes back
+# as Response.later (an async agent runs on this loop, a sync one on a worker
+# thread), and a stream is read with ``async for``. One clock per connection:
+# a request must arrive whole within ``timeout`` of the connection being ready
+# for it (slow headers and short bodies get 408, idle keep-alives a close).
 
 
 def parse_head(data, max_header_bytes=65536, max_headers=100):
@@ -3391,126 +3383,243 @@ class HeadError(Exception):
         self.status = status
 
 
+def dechunk(data, start, limit):
+    """Decode a chunked request body (RFC 9112 section 7.1) in ``data`` from
+    offset ``start``. Returns None while incomplete, else (body, end offset).
+    Raises _BodyProblem for a malformed body or one over ``limit`` bytes."""
+    parts, size, at = [], 0, start
+    while True:
+        line_end = data.find(b"\r\n", at)
+        if line_end < 0:
+            if len(data) - at > 1024:
+                raise _BodyProblem(400, InvalidRequestError("malformed chunked body"))
+            return None
+        try:
+            n = int(bytes(data[at:line_end]).split(b";")[0].strip(), 16)
+        except ValueError:
+            raise _BodyProblem(400, InvalidRequestError("malformed chunked body")) from None
+        at = line_end + 2
+        if n == 0:                                 # the last chunk, then trailers
+            while True:
+                line_end = data.find(b"\r\n", at)
+                if line_end < 0:
+                    return None
+                if line_end == at:
+                    return b"".join(parts), at + 2
+                at = line_end + 2
+        size += n
+        if size > limit:
+            raise _BodyProblem(413, PayloadTooLargeError(
+                f"the chunked body exceeds {limit} bytes", metadata={"limit": limit}))
+        if len(data) < at + n + 2:
+            return None
+        parts.append(bytes(data[at:at + n]))
+        at += n + 2
+
+
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
-                        max_header_bytes=65536, max_headers=100, max_streams=1024,
-                        on_ready=None):
-    """Serve ``server`` on an asyncio event loop until cancelled.
+                        max_header_bytes=65536, max_headers=100, on_ready=None):
+    """Serve ``server`` on the running asyncio event loop until cancelled.
 
     ``on_ready(asyncio_server)`` is called once listening. ``timeout`` bounds
-    the request head as a whole, each body read and an idle keep-alive."""
+    how long a request may take to arrive, and an idle keep-alive connection."""
     import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-    calls = ThreadPoolExecutor(server.limits["max_workers"], thread_name_prefix="a2a-call")
-    streams = ThreadPoolExecutor(max_streams, thread_name_prefix="a2a-stream")
     loop = asyncio.get_running_loop()
-
-    async def answer(writer, response, head_only=False):
-        status = response.status
-        lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Unknown')}",
-                 f"Server: a2a_min/{__version__}",
-                 "Date: " + time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())]
-        lines += [f"{k}: {v}" for k, v in response.headers]
-        if response.stream is None:
-            if status not in (204, 304):
-                lines.append(f"Content-Length: {len(response.body)}")
-            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-                         + (b"" if head_only else response.body))
-            await writer.drain()
-            return True
-        lines.append("Connection: close")          # a stream has no length
-        stream = response.stream
-        try:
-            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-            await writer.drain()
-            while True:
-                chunk = await loop.run_in_executor(streams, next, stream, None)
-                if chunk is None:
-                    break
-                writer.write(chunk)
-                await writer.drain()
-        except ConnectionError:
-            pass                                   # the client left; the task goes on
-        finally:
-            await loop.run_in_executor(streams, stream.close)
-        return False
-
-    open_connections = {}                          # task -> writer
-
-    async def connection(reader, writer):
-        buffer = b""
-        open_connections[asyncio.current_task()] = writer
-        try:
-            while True:
-                deadline = loop.time() + timeout
-                try:
-                    head = parse_head(buffer, max_header_bytes, max_headers)
-                    while head is None:
-                        chunk = await asyncio.wait_for(reader.read(65536),
-                                                       max(0.0, deadline - loop.time()))
-                        if not chunk:
-                            return
-                        buffer += chunk
-                        head = parse_head(buffer, max_header_bytes, max_headers)
-                except HeadError as error:
-                    await answer(writer, server.error_response(
-                        None, error.status, InvalidRequestError(str(error))))
-                    return
-                size, method, target, version, headers = head
-                buffer = buffer[size:]
-                path, _, query = target.partition("?")
-                length = headers.get("content-length", "0").strip() or "0"
-                if "chunked" in headers.get("transfer-encoding", "").lower() or not length.isdigit():
-                    await answer(writer, server.error_response(path, 411, InvalidRequestError(
-                        "send the body with a Content-Length")))
-                    return
-                length = int(length)
-                limit = server.limits["max_body_bytes"]
-                if length > limit:
-                    await answer(writer, server.error_response(path, 413, PayloadTooLargeError(
-                        f"the request body is {length} bytes; this server accepts at most "
-                        f"{limit}", metadata={"limit": limit})))
-                    return
-                try:
-                    while len(buffer) < length:
-                        chunk = await asyncio.wait_for(reader.read(65536), timeout)
-                        if not chunk:
-                            return
-                        buffer += chunk
-                except asyncio.TimeoutError:
-                    await answer(writer, server.error_response(path, 408, InvalidRequestError(
-                        f"the request body did not arrive within {timeout:g} s; send the whole "
-                        "body its Content-Length announces")))
-                    return
-                body, buffer = buffer[:length], buffer[length:]   # the rest: a pipelined request
-                base_url = "http://" + (headers.get("host") or "%s:%d" % writer.get_extra_info(
-                    "sockname")[:2])
-                response = await loop.run_in_executor(
-                    calls, server.handle_http, method, path, query, headers, body, base_url)
-                connection_header = headers.get("connection", "").lower()
-                keep = not ("close" in connection_header or
-                            version == "HTTP/1.0" and "keep-alive" not in connection_header)
-                if not await answer(writer, response, method == "HEAD") or not keep:
-                    return
-        except (asyncio.TimeoutError, ConnectionError):
-            return
-        finally:
-            open_connections.pop(asyncio.current_task(), None)
-            writer.close()
-
-    listener = await asyncio.start_server(connection, host, port, limit=max_header_bytes,
-                                          reuse_address=True)
+    connections = set()
+    limits = (timeout, max_header_bytes, max_headers)
+    listener = await loop.create_server(
+        lambda: _LoopConnection(server, loop, connections, limits), host, port,
+        reuse_address=True, backlog=1024)
     if on_ready:
         on_ready(listener)
     try:
         async with listener:
             await listener.serve_forever()
     finally:
-        tasks = list(open_connections)             # stopping: end open connections too
-        for task in tasks:
+        busy = [c.busy for c in connections if c.busy is not None]
+        for connection in list(connections):       # stopping: end open connections too
+            connection.transport.abort()
+        for task in busy:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        calls.shutdown(wait=False)
-        streams.shutdown(wait=False)
+        await asyncio.gather(*busy, return_exceptions=True)
+
+
+class _LoopConnection:
+    """One HTTP/1.1 connection of serve_asyncio: an asyncio protocol (the
+    methods asyncio calls: connection_made, data_received, eof_received,
+    connection_lost, pause_writing, resume_writing)."""
+
+    def __init__(self, server, loop, connections, limits):
+        self.server = server
+        self.loop = loop
+        self.connections = connections
+        self.timeout, self.max_header_bytes, self.max_headers = limits
+        self.buffer = bytearray()
+        self.busy = None           # the task finishing a slow answer (later, or a stream)
+        self.closed = False
+        self.continued = False     # "100 Continue" sent for the request being read
+        self.drained = None        # a future while the transport's buffer is full
+        self.ready_since = loop.time()
+
+    def connection_made(self, transport):
+        self.transport = transport
+        self.connections.add(self)
+        host, port = transport.get_extra_info("sockname")[:2]
+        self.local = f"{host}:{port}"
+        self.timer = self.loop.call_later(self.timeout, self.check_timeout)
+
+    def data_received(self, data):
+        self.buffer += data
+        if self.busy is None:
+            self.serve_buffered()
+
+    def eof_received(self):
+        return False               # the client is done sending: close once answered
+
+    def connection_lost(self, exc):
+        self.closed = True
+        self.timer.cancel()
+        self.connections.discard(self)
+        if self.busy is not None:
+            self.busy.cancel()     # stops the stream or the wait; the task goes on
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+
+    def pause_writing(self):
+        self.drained = self.loop.create_future()
+
+    def resume_writing(self):
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+        self.drained = None
+
+    def check_timeout(self):
+        """The connection's clock: has the request it waits for taken too long?"""
+        if self.closed:
+            return
+        waited = self.loop.time() - self.ready_since
+        if self.busy is None and waited >= self.timeout:
+            if self.buffer:                        # a request began, and stalled
+                self.write(self.server.error_response(None, 408, InvalidRequestError(
+                    f"the request did not arrive within {self.timeout:g} s; send the whole "
+                    "head and the body its Content-Length announces")), close=True)
+            self.transport.close()
+            return
+        wait = self.timeout - waited if self.busy is None else self.timeout
+        self.timer = self.loop.call_later(max(wait, 0.01), self.check_timeout)
+
+    def serve_buffered(self):
+        """Answer every whole request in the buffer, in order."""
+        server = self.server
+        while not self.closed and self.buffer:
+            try:
+                head = parse_head(self.buffer, self.max_header_bytes, self.max_headers)
+                if head is None:
+                    return
+                size, method, target, version, headers = head
+                path, _, query = target.partition("?")
+                body_end = self.body_end(size, headers, path)
+                if body_end is None:
+                    return                         # wait for the rest of the body
+            except HeadError as error:
+                return self.refuse(None, error.status, InvalidRequestError(str(error)))
+            except _BodyProblem as problem:
+                return self.refuse(path, problem.status, problem.error)
+            body, end = body_end
+            del self.buffer[:end]
+            self.continued = False
+            connection = headers.get("connection", "").lower()
+            keep = not ("close" in connection or
+                        version == "HTTP/1.0" and "keep-alive" not in connection)
+            base_url = "http://" + (headers.get("host") or self.local)
+            response = server.handle_http(method, path, query, headers, body, base_url,
+                                          self.loop)
+            if response.later is not None or response.stream is not None:
+                self.transport.pause_reading()     # one request at a time
+                self.busy = self.loop.create_task(self.answer_later(response, method, keep))
+                return
+            self.write(response, head_only=method == "HEAD", close=not keep)
+            if not keep:
+                return self.transport.close()
+            self.ready_since = self.loop.time()
+
+    def body_end(self, size, headers, path):
+        """(body, where the request ends in the buffer), or None until it is all here."""
+        limit = self.server.limits["max_body_bytes"]
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            self.expect_continue(headers)
+            return dechunk(self.buffer, size, limit)
+        length = headers.get("content-length", "0").strip() or "0"
+        if not length.isdigit():
+            raise _BodyProblem(400, InvalidRequestError(
+                f"Content-Length {length!r} is not a number"))
+        length = int(length)
+        if length > limit:
+            raise _BodyProblem(413, PayloadTooLargeError(
+                f"the request body is {length} bytes; this server accepts at most {limit}",
+                metadata={"limit": limit}))
+        if len(self.buffer) < size + length:
+            self.expect_continue(headers)
+            return None
+        return bytes(self.buffer[size:size + length]), size + length
+
+    def expect_continue(self, headers):
+        """curl sends "Expect: 100-continue" before a large body, and waits for this."""
+        if not self.continued and headers.get("expect", "").lower() == "100-continue":
+            self.continued = True
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def refuse(self, path, status, error):
+        self.write(self.server.error_response(path, status, error), close=True)
+        self.transport.close()
+
+    def write(self, response, head_only=False, close=False):
+        head = _response_head(response, close)
+        self.transport.write(head if head_only or response.stream is not None
+                             else head + response.body)
+
+    async def answer_later(self, response, method, keep):
+        """Finish a slow answer: await the turn, or pump the stream's events."""
+        try:
+            if response.later is not None:
+                response = await response.later
+            self.write(response, head_only=method == "HEAD", close=not keep)
+            if response.stream is not None:
+                keep = False                       # a stream has no length: close at its end
+                try:
+                    async for chunk in response.stream:
+                        self.transport.write(chunk)
+                        if self.drained is not None:
+                            await self.drained     # the client reads slowly: wait for it
+                        if self.closed:
+                            break
+                finally:
+                    response.stream.close()
+        finally:
+            self.busy = None
+        if not keep or self.closed:
+            return self.transport.close()
+        self.ready_since = self.loop.time()
+        self.transport.resume_reading()
+        self.serve_buffered()
+
+
+def _response_head(response, close):
+    """The status line and headers of ``response`` as bytes, up to the blank line."""
+    status = response.status
+    lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Unknown')}",
+             f"Server: a2a_min/{__version__}", "Date: " + _http_date(int(time.time()))]
+    lines += [f"{k}: {v}" for k, v in response.headers]
+    if response.stream is None and status != 304 and status != 204:
+        lines.append(f"Content-Length: {len(response.body)}")
+    if close or response.stream is not None:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+@lru_cache(maxsize=4)
+def _http_date(second):
+    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(second))
 
 
 # -- WSGI (PEP 3333) and ASGI 3 -------------------------------------------------
@@ -3521,8 +3630,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 # the request into method, raw path, query, headers and body, and writes the
 # Response back. A stream is an iterator of byte chunks: WSGI servers send
 # each one as it comes and close() it when the client leaves; the ASGI adapter
-# pulls each chunk on a worker thread (the core is synchronous) and sends it
-# with more_body. A mount prefix (SCRIPT_NAME, root_path) is stripped from the
+# awaits each chunk (no thread per stream) and sends it with more_body,
+# watching for the client's disconnect meanwhile. A mount prefix (SCRIPT_NAME, root_path) is stripped from the
 # path and kept in the base URL the card shows.
 
 
@@ -3600,28 +3709,42 @@ def asgi_app(server):
                     f"the request body is over {limit} bytes, the most this server accepts"))
                 break
         else:
-            response = await loop.run_in_executor(
-                None, server.handle_http, scope["method"], path,
-                scope.get("query_string", b"").decode("latin-1"), headers, b"".join(chunks),
-                base_url)
+            response = await server.handle_http_async(
+                scope["method"], path, scope.get("query_string", b"").decode("latin-1"),
+                headers, b"".join(chunks), base_url)
         await send({"type": "http.response.start", "status": response.status,
                     "headers": [(k.lower().encode("latin-1"), v.encode("latin-1"))
                                 for k, v in response.headers]})
         if response.stream is None:
             await send({"type": "http.response.body", "body": response.body})
             return
+        # Send each chunk as it comes, until the stream ends or the client leaves.
         stream = response.stream
+        gone = loop.create_task(_disconnected(receive))
         try:
             while True:
-                chunk = await loop.run_in_executor(None, next, stream, None)
-                if chunk is None:
+                chunk = loop.create_task(stream.__anext__())
+                await asyncio.wait((chunk, gone), return_when=asyncio.FIRST_COMPLETED)
+                if gone.done():
+                    chunk.cancel()
                     break
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
+                try:
+                    data = chunk.result()
+                except StopAsyncIteration:
+                    await send({"type": "http.response.body", "body": b""})
+                    break
+                await send({"type": "http.response.body", "body": data, "more_body": True})
         finally:
-            await loop.run_in_executor(None, stream.close)
+            gone.cancel()
+            stream.close()
 
     return app
+
+
+async def _disconnected(receive):
+    """Returns when the ASGI client has gone away."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 # -- AWS Lambda ------------------------------------------------------------------

@@ -1,6 +1,10 @@
 """a2a_min with the benchmark's echo agent: one artifact echoing the text, then COMPLETED.
 
-Usage: python benchmarks/echo_server.py PORT [threads|asyncio]
+Usage: python benchmarks/echo_server.py PORT [threads|asyncio] [sync|async]
+
+On the asyncio server the agent is an ``async def`` by default (what an agent
+on an event loop is, and what the reference SDK's executor is); ``sync`` runs
+the same echo as a plain function, on the worker threads.
 """
 
 import os
@@ -10,9 +14,21 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import a2a_min  # noqa: E402
 
+
+async def async_echo(text):
+    return text
+
+
+def echo(text):
+    return text
+
+
 if __name__ == "__main__":
-    server = a2a_min.Server(lambda text: text, name="a2a_min echo", description="echo")
-    if len(sys.argv) > 2 and sys.argv[2] == "asyncio":
+    host = sys.argv[2] if len(sys.argv) > 2 else "threads"
+    kind = sys.argv[3] if len(sys.argv) > 3 else ("async" if host == "asyncio" else "sync")
+    server = a2a_min.Server(async_echo if kind == "async" else echo,
+                            name="a2a_min echo", description="echo")
+    if host == "asyncio":
         import asyncio
         asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", int(sys.argv[1])))
     else:
