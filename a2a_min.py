@@ -82,6 +82,7 @@ PROTOCOL_VERSION = "1.0"
 import binascii
 import json
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict, deque
@@ -1309,6 +1310,8 @@ class _Done:
 
     async def wait_async(self, timeout):
         """Await the signal, from the event loop's thread, for at most ``timeout`` s."""
+        if self.is_set:
+            return True
         import asyncio
         loop = asyncio.get_running_loop()
         future = loop.create_future()
@@ -1321,18 +1324,84 @@ class _Done:
         return self.is_set
 
 
-def _resolve_soon(loop, future):
-    """Resolve ``future`` (of ``loop``) from any thread."""
+def _new_task(loop, coroutine):
+    """A Task running ``coroutine`` on ``loop`` (the running loop), started at
+    once where Python can (3.12+, eager_start): a coroutine that finishes
+    without waiting, like a quick agent's turn, is then never scheduled."""
+    import asyncio
+    if sys.version_info >= (3, 12):
+        return asyncio.Task(coroutine, loop=loop, eager_start=True)
+    return loop.create_task(coroutine)
+
+
+class _Later:
+    """An answer still being worked on, for hosts on an event loop: a small
+    promise. ``then(fn)`` has ``fn(later)`` called once it is settled (at once if
+    it is), on the loop's thread; ``result()`` gives the value or raises the
+    error; ``map(fn)`` is the Later of ``fn(value)``; and it can be awaited."""
+
+    __slots__ = ("done", "value", "error", "callbacks")
+
+    def __init__(self):
+        self.done = False
+        self.value = self.error = None
+        self.callbacks = []
+
+    def settle(self, value=None, error=None):
+        if self.done:
+            return
+        self.done, self.value, self.error = True, value, error
+        for fn in self.callbacks:
+            fn(self)
+
+    def then(self, fn):
+        if self.done:
+            fn(self)
+        else:
+            self.callbacks.append(fn)
+
+    def result(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def map(self, fn):
+        out = _Later()
+
+        def apply(later):
+            try:
+                out.settle(fn(later))
+            except Exception as exc:
+                out.settle(error=exc)
+        self.then(apply)
+        return out
+
+    def __await__(self):
+        if not self.done:
+            import asyncio
+            future = asyncio.get_running_loop().create_future()
+            self.then(lambda _: future.done() or future.set_result(None))
+            yield from future
+        return self.result()
+
+
+def _call_on(loop, fn):
+    """Call ``fn`` on ``loop``'s thread: now if this is it, else soon."""
     import asyncio
     try:
         here = asyncio.get_running_loop() is loop
     except RuntimeError:
         here = False
     if here:
-        if not future.done():
-            future.set_result(None)
+        fn()
     else:
-        loop.call_soon_threadsafe(lambda: future.done() or future.set_result(None))
+        loop.call_soon_threadsafe(fn)
+
+
+def _resolve_soon(loop, future):
+    """Resolve ``future`` (of ``loop``) from any thread."""
+    import asyncio
+    _call_on(loop, lambda: future.done() or future.set_result(None))
 
 
 # =============================================================================
@@ -1451,8 +1520,10 @@ class Server:
         Response. The bindings behind it are in section 8 of this file.
 
         A host running on an asyncio event loop passes ``loop``: then nothing
-        here blocks, a Response may come with ``later`` (an awaitable of the
-        real Response: an agent's turn still running) and a ``stream`` is read
+        here blocks, a Response may come with ``later`` (the real Response to
+        come, when an agent's turn is still running: ``response.later.then(fn)``
+        calls fn(later) on the loop, ``later.result()`` is the Response; or
+        ``await response.later``) and a ``stream`` is read
         with ``async for``. handle_http_async does both steps."""
         return _handle_http(self, method, path, query, headers, body, base_url, loop)
 
@@ -1692,10 +1763,25 @@ class Server:
             out.finished.wait(max(0.0, deadline - time.monotonic()))
         return self._turn_result(out, history_length, call)
 
-    async def _send_message_later(self, out, deadline, history_length, call):
-        self._start(out, call.loop)
-        await out.finished.wait_async(max(0.0, deadline - time.monotonic()))
-        return self._turn_result(out, history_length, call)
+    def _send_message_later(self, out, deadline, history_length, call):
+        """SendMessage on an event loop: a _Later settled when the turn ends or
+        the deadline passes, whichever comes first."""
+        loop, later = call.loop, _Later()
+
+        def settle():
+            if later.done:
+                return
+            timer.cancel()
+            try:
+                later.settle(self._turn_result(out, history_length, call))
+            except Exception as exc:
+                later.settle(error=exc)
+        timer = loop.call_later(max(0.0, deadline - time.monotonic()), settle)
+        out.finished.wakers.append(lambda: _call_on(loop, settle))
+        self._start(out, loop)
+        if out.finished.is_set:                # an eager task may finish at once
+            settle()
+        return later
 
     def _turn_result(self, out, history_length, call):
         """SendMessage's answer once the turn has ended, or its deadline has passed."""
@@ -1782,9 +1868,10 @@ class Server:
         except RuntimeError:
             here = False
         if here:
-            task = loop.create_task(coroutine)
-            self._tasks.add(task)              # a task nobody refers to may be collected
-            task.add_done_callback(self._tasks.discard)
+            task = _new_task(loop, coroutine)
+            if not task.done():
+                self._tasks.add(task)          # a task nobody refers to may be collected
+                task.add_done_callback(self._tasks.discard)
         else:
             asyncio.run_coroutine_threadsafe(coroutine, loop)
 
@@ -2578,7 +2665,8 @@ class Response:
     """What a binding answers: ``status`` (int), ``headers`` (list of pairs),
     ``body`` (bytes) or ``stream`` (bytes chunks, by ``for`` or ``async for``;
     the adapter close()s it when the client goes away). On event-loop hosts an
-    answer still being worked on is ``later``: an awaitable of the Response."""
+    answer still being worked on is ``later``: a _Later of the Response
+    (``later.then(fn)`` or ``await later``)."""
 
     __slots__ = ("status", "headers", "body", "stream", "later")
 
@@ -2754,20 +2842,20 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None):
 
 def _answer(result, answer, refuse):
     """The Response to an operation's result: ``answer(result)``, or for an
-    error ``refuse(error)``. A result still to come (an awaitable: an event-loop
-    host's SendMessage) gives a Response whose ``later`` awaits it."""
-    if not hasattr(result, "__await__"):
+    error ``refuse(error)``. A result still to come (a _Later: an event-loop
+    host's SendMessage) gives a Response whose ``later`` is the Later Response."""
+    if type(result) is not _Later:
         return answer(result)
 
-    async def later():
+    def respond(later):
         try:
-            return answer(await result)
+            return answer(later.result())
         except A2AError as error:
             return refuse(error)
         except Exception:
             _log().exception("unexpected error in an operation")
             return refuse(InternalError("internal error; see the server log"))
-    return Response(200, [], later=later())
+    return Response(200, [], later=result.map(respond))
 
 
 def _sse_response(events, wrap, wrap_error):
@@ -3436,7 +3524,7 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         async with listener:
             await listener.serve_forever()
     finally:
-        busy = [c.busy for c in connections if c.busy is not None]
+        busy = [c.busy for c in connections if hasattr(c.busy, "cancel")]
         for connection in list(connections):       # stopping: end open connections too
             connection.transport.abort()
         for task in busy:
@@ -3472,6 +3560,8 @@ class _LoopConnection:
         self.buffer += data
         if self.busy is None:
             self.serve_buffered()
+        elif len(self.buffer) > self.max_header_bytes + self.server.limits["max_body_bytes"]:
+            self.transport.pause_reading()         # a client far ahead of its answers
 
     def eof_received(self):
         return False               # the client is done sending: close once answered
@@ -3480,8 +3570,8 @@ class _LoopConnection:
         self.closed = True
         self.timer.cancel()
         self.connections.discard(self)
-        if self.busy is not None:
-            self.busy.cancel()     # stops the stream or the wait; the task goes on
+        if self.busy is not None and hasattr(self.busy, "cancel"):
+            self.busy.cancel()     # stops the stream; the task goes on
         if self.drained is not None and not self.drained.done():
             self.drained.set_result(None)
 
@@ -3534,9 +3624,16 @@ class _LoopConnection:
             base_url = "http://" + (headers.get("host") or self.local)
             response = server.handle_http(method, path, query, headers, body, base_url,
                                           self.loop)
-            if response.later is not None or response.stream is not None:
-                self.transport.pause_reading()     # one request at a time
-                self.busy = self.loop.create_task(self.answer_later(response, method, keep))
+            if response.later is not None:
+                if not response.later.done:        # one request at a time: the rest waits
+                    self.busy = response.later
+                    response.later.then(lambda later: self.answered_later(later, method, keep))
+                    return
+                response = response.later.result()
+            if response.stream is not None:
+                task = _new_task(self.loop, self.pump(response))
+                self.busy = task
+                task.add_done_callback(self.streamed)
                 return
             self.write(response, head_only=method == "HEAD", close=not keep)
             if not keep:
@@ -3578,30 +3675,38 @@ class _LoopConnection:
         self.transport.write(head if head_only or response.stream is not None
                              else head + response.body)
 
-    async def answer_later(self, response, method, keep):
-        """Finish a slow answer: await the turn, or pump the stream's events."""
-        try:
-            if response.later is not None:
-                response = await response.later
-            self.write(response, head_only=method == "HEAD", close=not keep)
-            if response.stream is not None:
-                keep = False                       # a stream has no length: close at its end
-                try:
-                    async for chunk in response.stream:
-                        self.transport.write(chunk)
-                        if self.drained is not None:
-                            await self.drained     # the client reads slowly: wait for it
-                        if self.closed:
-                            break
-                finally:
-                    response.stream.close()
-        finally:
-            self.busy = None
-        if not keep or self.closed:
+    def answered_later(self, later, method, keep):
+        """An agent's turn has given its answer: write it, then go on."""
+        self.busy = None
+        if self.closed:
+            return
+        self.write(later.result(), head_only=method == "HEAD", close=not keep)
+        if not keep:
             return self.transport.close()
         self.ready_since = self.loop.time()
         self.transport.resume_reading()
-        self.serve_buffered()
+        if self.buffer:                            # a pipelined request: after this callback
+            self.loop.call_soon(self.serve_buffered)
+
+    async def pump(self, response):
+        """Send a stream's head, then each event as it comes."""
+        self.write(response)
+        try:
+            async for chunk in response.stream:
+                self.transport.write(chunk)
+                if self.drained is not None:
+                    await self.drained             # the client reads slowly: wait for it
+                if self.closed:
+                    break
+        finally:
+            response.stream.close()
+
+    def streamed(self, task):
+        """A stream has no length: its connection closes at its end."""
+        self.busy = None
+        if not task.cancelled() and task.exception() is not None:
+            _log().error("unexpected error in a stream", exc_info=task.exception())
+        self.transport.close()
 
 
 def _response_head(response, close):
