@@ -1168,12 +1168,13 @@ class _Channel:
     callable in ``wakers``, called on every event.
     """
 
-    __slots__ = ("lock", "cond", "wakers", "events", "next_seq", "task", "owner", "store",
-                 "active", "on_event")
+    __slots__ = ("lock", "cond", "waiting", "wakers", "events", "next_seq", "task", "owner",
+                 "store", "active", "on_event")
 
     def __init__(self, store, owner, buffer, on_event=None):
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
+        self.waiting = 0          # threads waiting on cond
         self.wakers = set()
         self.events = deque(maxlen=buffer)
         self.next_seq = 0
@@ -1197,7 +1198,8 @@ class _Channel:
 
     def wake(self):
         with self.lock:
-            self.cond.notify_all()
+            if self.waiting:
+                self.cond.notify_all()
             for wake in self.wakers:
                 wake()
 
@@ -1250,9 +1252,14 @@ class _Follower:
         if not self.ready:
             if self.ended:
                 raise StopIteration
-            with self.channel.lock:
+            channel = self.channel
+            with channel.lock:
                 if not self._take():
-                    self.channel.cond.wait(self.keepalive)
+                    channel.waiting += 1
+                    try:
+                        channel.cond.wait(self.keepalive)
+                    finally:
+                        channel.waiting -= 1
                     if not self._take():
                         return None, None
         return self._give()
@@ -1766,21 +1773,21 @@ class Server:
     def _send_message_later(self, out, deadline, history_length, call):
         """SendMessage on an event loop: a _Later settled when the turn ends or
         the deadline passes, whichever comes first."""
-        loop, later = call.loop, _Later()
+        loop, later, timer = call.loop, _Later(), None
 
         def settle():
             if later.done:
                 return
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
             try:
                 later.settle(self._turn_result(out, history_length, call))
             except Exception as exc:
                 later.settle(error=exc)
-        timer = loop.call_later(max(0.0, deadline - time.monotonic()), settle)
         out.finished.wakers.append(lambda: _call_on(loop, settle))
         self._start(out, loop)
-        if out.finished.is_set:                # an eager task may finish at once
-            settle()
+        if not later.done:                     # (an eager task may have finished at once)
+            timer = loop.call_later(max(0.0, deadline - time.monotonic()), settle)
         return later
 
     def _turn_result(self, out, history_length, call):

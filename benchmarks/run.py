@@ -12,6 +12,12 @@ Setup (once):
 
 Run:
     python benchmarks/run.py --sdk-python /tmp/sdk/bin/python [--rounds 3] [--seconds 4]
+    python benchmarks/run.py --host asyncio --bare --sdk-python ... --only send --skip sse,memory
+
+``--host asyncio`` runs a2a_min on its asyncio server (with an ``async def``
+echo agent, as the SDK's executor is); ``--bare`` adds the ceiling: a bare
+asyncio responder that only parses the request and builds a task
+(benchmarks/bare_asyncio.py). Ratios are a2a_min's rate over each other's.
 """
 
 import argparse
@@ -180,10 +186,17 @@ def main():
     parser.add_argument("--tasks", type=int, default=10_000, help="tasks for the memory test")
     parser.add_argument("--skip", default="", help="comma-separated: throughput, sse, memory")
     parser.add_argument("--only", default="", help="throughput scenarios to run: send, rest, get")
+    parser.add_argument("--host", default="threads", choices=("threads", "asyncio"),
+                        help="a2a_min's server: the threaded one or the asyncio one")
+    parser.add_argument("--bare", action="store_true",
+                        help="add the bare asyncio responder (the ceiling) to the comparison")
     args = parser.parse_args()
 
-    ours = Peer("a2a_min", [args.python, os.path.join(HERE, "echo_server.py"), "{port}"])
+    ours = Peer("a2a_min", [args.python, os.path.join(HERE, "echo_server.py"), "{port}",
+                            args.host])
     peers = [ours]
+    if args.bare:
+        peers.append(Peer("bare", [args.python, os.path.join(HERE, "bare_asyncio.py"), "{port}"]))
     if args.sdk_python:
         peers.append(Peer("a2a-sdk", [args.sdk_python, os.path.join(HERE, "sdk_echo_server.py"),
                                       "{port}"]))
@@ -202,9 +215,10 @@ def main():
         scenarios = [s for s in scenarios if s[1] in args.only.split(",")]
     for title, kind, levels in () if "throughput" in skip else scenarios:
         for connections in levels:
-            rates = {p.name: [] for p in peers}
+            these = peers if kind == "send" else [p for p in peers if p.name != "bare"]
+            rates = {p.name: [] for p in these}
             for _ in range(args.rounds):
-                for peer in peers:
+                for peer in these:
                     with peer as running:
                         path = f"/tasks/{make_task(running.port)}" if kind == "get" else "/"
                         wrk(running.port, connections, 1, scripts[kind], path)     # warm up
@@ -212,17 +226,18 @@ def main():
                             wrk(running.port, connections, args.seconds, scripts[kind], path))
             line = f"  {title:<30} c={connections:<3}" + "".join(
                 f"  {name} {statistics.median(r):7.0f}" for name, r in rates.items())
-            if len(peers) == 2:
-                ratios = [a / b for a, b in zip(rates["a2a_min"], rates["a2a-sdk"])]
-                line += f"   ratio {statistics.median(ratios):.1f}x"
+            for other in these[1:]:
+                ratios = [a / b for a, b in zip(rates["a2a_min"], rates[other.name])]
+                line += f"   / {other.name} {statistics.median(ratios):.2f}x"
             print(line, flush=True)
 
-    for peer in () if "sse" in skip else peers:
+    real = [p for p in peers if p.name != "bare"]          # the bare responder only answers sends
+    for peer in () if "sse" in skip else real:
         with peer as running:
             print(f"first SSE event, one connection, median of 200: {peer.name} "
                   f"{first_sse_event_ms(running.port):.2f} ms", flush=True)
 
-    for peer in () if "memory" in skip else peers:
+    for peer in () if "memory" in skip else real:
         start, marks = memory_after_tasks(peer, args.tasks)
         print(f"RSS {peer.name}: {start:.1f} MiB at start, " + ", ".join(
             f"{v:.1f} MiB after {k} tasks" for k, v in marks.items()), flush=True)
