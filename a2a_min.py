@@ -3761,17 +3761,33 @@ def wsgi_app(server):
                 headers[key.replace("_", "-").lower()] = environ[key]
         host = headers.get("host") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
         base_url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}{prefix}"
-        length = int(headers.get("content-length") or 0)
         limit = server.limits["max_body_bytes"]
+        length = headers.get("content-length", "").strip()
+        if length.isdigit():
+            length = int(length)
+        elif environ.get("wsgi.input_terminated") or "chunked" in headers.get(
+                "transfer-encoding", "").lower():
+            length = None                          # a chunked body: read to its end
+        else:
+            length = 0
+        body = b""
+        if length is None:
+            body = environ["wsgi.input"].read(limit + 1)
+            length = len(body)
         if length > limit:
             response = server.error_response(path, 413, PayloadTooLargeError(
-                f"the request body is {length} bytes; this server accepts at most {limit}"))
+                f"the request body is over {limit} bytes, the most this server accepts",
+                metadata={"limit": limit}))
         else:
-            body = environ["wsgi.input"].read(length) if length else b""
+            if length and not body:
+                body = environ["wsgi.input"].read(length)
             response = server.handle_http(environ["REQUEST_METHOD"], path,
                                           environ.get("QUERY_STRING", ""), headers, body, base_url)
+        headers = list(response.headers)
+        if response.stream is None and response.status not in (204, 304):
+            headers.append(("Content-Length", str(len(response.body))))
         start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Unknown')}",
-                       list(response.headers))
+                       headers)
         if response.stream is None:
             return [response.body]
         return response.stream                     # the server close()s it at the end
@@ -3824,9 +3840,12 @@ def asgi_app(server):
             response = await server.handle_http_async(
                 scope["method"], path, scope.get("query_string", b"").decode("latin-1"),
                 headers, b"".join(chunks), base_url)
+        headers = list(response.headers)
+        if response.stream is None and response.status not in (204, 304):
+            headers.append(("Content-Length", str(len(response.body))))
         await send({"type": "http.response.start", "status": response.status,
                     "headers": [(k.lower().encode("latin-1"), v.encode("latin-1"))
-                                for k, v in response.headers]})
+                                for k, v in headers]})
         if response.stream is None:
             await send({"type": "http.response.body", "body": response.body})
             return

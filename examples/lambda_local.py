@@ -30,10 +30,14 @@ class Context:
 
 class Runner(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = 30                   # a client that stalls is dropped, as API Gateway would
 
     def handle_any(self):
         path, _, query = self.path.partition("?")
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            body = self.read_chunked()             # API Gateway hands Lambda the whole body
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         event = {
             "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": query,
             "headers": {k.lower(): v for k, v in self.headers.items()},
@@ -52,7 +56,21 @@ class Runner(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(data)
+            try:
+                self.wfile.write(data)
+            except OSError:
+                self.close_connection = True       # the client left before its answer
+
+    def read_chunked(self):
+        parts = []
+        while True:
+            size = int(self.rfile.readline(1024).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline(1024).strip():
+                    pass                           # trailers
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(8)
 
     do_GET = do_POST = do_DELETE = do_PUT = do_OPTIONS = do_HEAD = handle_any
 
