@@ -2,6 +2,7 @@
 Gateway HTTP API (payload 2.0) event, and the handler's answer goes back.
 
     python examples/lambda_local.py 9000        # then curl, the SDK or the kit at :9000
+    python examples/lambda_local.py 9000 --handler tck_agent:handler   # another handler
 
 It lets ordinary HTTP tools reach examples/lambda_function.py exactly as
 API Gateway would call it, buffered streams included.
@@ -15,7 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lambda_function import handler  # noqa: E402
+import importlib  # noqa: E402
+
+handler = None                 # module:attribute from --handler, lambda_function:handler by default
 
 
 class Context:
@@ -79,6 +82,14 @@ class Runner(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 9000
+    args = sys.argv[1:]
+    spec = "lambda_function:handler"
+    if "--handler" in args:
+        at = args.index("--handler")
+        spec = args[at + 1]
+        del args[at:at + 2]
+    module, _, attribute = spec.partition(":")
+    handler = getattr(importlib.import_module(module), attribute)
+    port = int(args[0]) if args else 9000
     print(f"Lambda handler behind a local runner on http://127.0.0.1:{port}/", flush=True)
     ThreadingHTTPServer(("127.0.0.1", port), Runner).serve_forever()

@@ -5,11 +5,16 @@ test through the messageId of the user's message: ``tck-<scenario>-<run id>``.
 This agent implements every scenario, so the kit can be run against this
 server:
 
-    python examples/tck_agent.py --port 9999 [--grpc-port 9998]
+    python examples/tck_agent.py --port 9999 [--grpc-port 9998] [--server asyncio]
     ./run_tck.py --sut-host http://127.0.0.1:9999      # in the kit's checkout
 
 With --grpc-port (and the grpc extra installed) the agent also serves gRPC,
-and the card lists all three bindings.
+and the card lists all three bindings. The same agent runs under the other
+hosts, for the kit to check each of them:
+
+    gunicorn -k gthread --threads 32 -b 127.0.0.1:9999 examples.tck_agent:wsgi
+    uvicorn --port 9999 examples.tck_agent:asgi
+    python examples/lambda_local.py 9999 --handler tck_agent:handler
 
 See CONFORMANCE.md for the whole procedure.
 """
@@ -113,6 +118,7 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9999)
     parser.add_argument("--grpc-port", type=int, help="also serve gRPC on this port")
+    parser.add_argument("--server", choices=("threads", "asyncio"), default="threads")
     parser.add_argument("--strict-extension", action="store_true",
                         help="refuse every message that does not announce the required "
                              "extension (the kit's other tests then fail; see CONFORMANCE.md)")
@@ -124,9 +130,19 @@ def main(argv=None):
         grpc_server, port = a2a_grpc.create_server(server, f"{args.host}:{args.grpc_port}")
         grpc_server.start()
         print(f"TCK agent gRPC on {args.host}:{port}", flush=True)
-    print(f"TCK agent on http://{args.host}:{args.port}/", flush=True)
-    a2a_min.serve(server, args.host, args.port)
+    print(f"TCK agent on http://{args.host}:{args.port}/ ({args.server})", flush=True)
+    if args.server == "asyncio":
+        import asyncio
+        asyncio.run(a2a_min.serve_asyncio(server, args.host, args.port))
+    else:
+        a2a_min.serve(server, args.host, args.port)
 
+
+# The agent for other hosts (see the top of this file).
+server = make_server()
+wsgi = a2a_min.wsgi_app(server)
+asgi = a2a_min.asgi_app(server)
+handler = a2a_min.lambda_handler(server)
 
 if __name__ == "__main__":
     main()

@@ -267,6 +267,41 @@ def test_parse_head_without_sockets():
         assert info.value.status == status
 
 
+def test_dechunk_without_sockets():
+    dechunk = a2a_min.dechunk
+    body = b"HEAD\r\n\r\n5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nTrailer: x\r\n\r\nNEXT"
+    start = body.index(b"5\r\n")
+    assert dechunk(body, start, 100) == (b"hello, world", body.index(b"NEXT"))
+    for cut in range(start, body.index(b"NEXT")):                     # any prefix: not yet
+        assert dechunk(body[:cut], start, 100) is None
+    with pytest.raises(a2a_min._BodyProblem) as info:
+        dechunk(b"zz\r\n", 0, 100)
+    assert info.value.status == 400
+    with pytest.raises(a2a_min._BodyProblem) as info:
+        dechunk(b"ff\r\n" + b"x" * 255 + b"\r\n0\r\n\r\n", 0, 100)  # over the limit
+    assert info.value.status == 413
+
+
+def test_later_settles_once_maps_and_awaits():
+    import asyncio
+    later, seen = a2a_min._Later(), []
+    doubled = later.map(lambda got: got.result() * 2)
+    later.then(lambda got: seen.append(got.result()))
+    later.settle(21)
+    later.settle(99)                                                    # once only
+    assert seen == [21] and doubled.done and doubled.result() == 42
+    failed = a2a_min._Later()
+    failed.settle(error=a2a_min.TaskNotFoundError("gone"))
+    with pytest.raises(a2a_min.TaskNotFoundError):
+        failed.result()
+
+    async def wait_for_it():
+        pending = a2a_min._Later()
+        asyncio.get_running_loop().call_later(0.01, pending.settle, "done")
+        return await pending
+    assert asyncio.run(wait_for_it()) == "done"
+
+
 @pytest.fixture
 def asyncio_port():
     """The demo on the asyncio server, with a 2 s idle and head timeout."""
@@ -351,3 +386,69 @@ def test_asyncio_holds_1000_idle_keep_alive_connections(asyncio_port):
         for sock in socks:
             sock.close()
     exercise(asyncio_port)
+
+
+# -- agents on an event loop ---------------------------------------------------------
+
+
+async def async_agent(ctx):
+    """An async agent: awaits, checks it runs in a task, uses asyncio.timeout."""
+    import asyncio
+    assert asyncio.current_task() is not None
+    if ctx.text.startswith("sleep"):
+        await asyncio.sleep(float(ctx.text[5:]))
+        return "slept"
+    if ctx.text == "timeout" and sys.version_info >= (3, 11):
+        try:
+            async with asyncio.timeout(0.05):
+                await asyncio.sleep(5)
+        except TimeoutError:
+            return "timed out, as asked"
+    return "async: " + ctx.text
+
+
+def blocking_agent(ctx):
+    """A sync agent that blocks its thread (as a sync HTTP call would)."""
+    time.sleep(float(ctx.text))
+    return "blocked " + ctx.text
+
+
+@pytest.mark.parametrize("host_class", ["AsyncioHostClient", "AsgiHostClient"])
+def test_async_agent_on_the_event_loop(host_class):
+    import conftest
+    client = getattr(conftest, host_class)(a2a_min.Server(async_agent, blocking_timeout=0.3))
+    try:
+        task = client.result("SendMessage", {"message": user_message("hi")})["task"]
+        assert task["artifacts"][0]["parts"][0]["text"] == "async: hi"
+        if sys.version_info >= (3, 11):
+            task = client.result("SendMessage", {"message": user_message("timeout")})["task"]
+            assert task["artifacts"][0]["parts"][0]["text"] == "timed out, as asked"
+        # Past the blocking deadline: the task as it is, and the turn goes on.
+        task = client.result("SendMessage", {"message": user_message("sleep1")})["task"]
+        assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+        deadline = time.monotonic() + 5
+        while task["status"]["state"] != "TASK_STATE_COMPLETED" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            task = client.result("GetTask", {"id": task["id"]})
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        client.close()
+
+
+def test_sync_agent_never_blocks_the_event_loop():
+    from conftest import AsyncioHostClient
+    import threading
+    client = AsyncioHostClient(a2a_min.Server(blocking_agent))
+    try:
+        slow = threading.Thread(target=client.result, args=(
+            "SendMessage", {"message": user_message("1.5")}))
+        slow.start()
+        time.sleep(0.2)                            # the agent is now blocking its thread
+        started = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=5)
+        conn.request("GET", "/.well-known/agent-card.json")
+        assert conn.getresponse().status == 200
+        assert time.monotonic() - started < 0.5    # answered while the agent blocks
+        slow.join(5)
+    finally:
+        client.close()
