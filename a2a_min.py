@@ -1165,7 +1165,7 @@ class _Channel:
     pairs; sequence numbers count from 0 for the task's life, and are the SSE
     ``id:`` of each event, so a client can resume with Last-Event-ID. Streams
     read by threads wait on ``cond``; streams read on an event loop put a
-    callable in ``wakers``, called on every event.
+    callable in ``wakers``, called on every event (as wake() calls them all).
     """
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "events", "next_seq", "task", "owner",
@@ -1173,7 +1173,7 @@ class _Channel:
 
     def __init__(self, store, owner, buffer, on_event=None):
         self.lock = threading.RLock()
-        self.cond = threading.Condition(self.lock)
+        self.cond = None          # a Condition on lock, made when a thread first waits
         self.waiting = 0          # threads waiting on cond
         self.wakers = set()
         self.events = deque(maxlen=buffer)
@@ -1192,7 +1192,10 @@ class _Channel:
                 self.task = task
             self.events.append((self.next_seq, event))
             self.next_seq += 1
-            self.wake()
+            if self.waiting:
+                self.cond.notify_all()
+            for wake in self.wakers:
+                wake()
             if task is not None and self.on_event is not None:
                 self.on_event(task, event)           # in order: still under the lock
 
@@ -1255,6 +1258,8 @@ class _Follower:
             channel = self.channel
             with channel.lock:
                 if not self._take():
+                    if channel.cond is None:
+                        channel.cond = threading.Condition(channel.lock)
                     channel.waiting += 1
                     try:
                         channel.cond.wait(self.keepalive)
