@@ -1588,6 +1588,14 @@ class Server:
         self._extra_interfaces.append((binding, url))
         self._card_cache = None
 
+    def add_extension(self, extension):
+        """Declare one more AgentExtension (a dict with "uri") in the card's
+        capabilities, e.g. a fact about the host the server runs on."""
+        declared = self._card_fields["capabilities"].setdefault("extensions", [])
+        if all(e["uri"] != extension["uri"] for e in declared):
+            declared.append(dict(extension))
+        self._card_cache = None
+
     @property
     def capabilities(self):
         return self._card_fields["capabilities"]
@@ -3889,17 +3897,29 @@ async def _disconnected(receive):
 # URLs send 2.0. Both become one handle_http() call. Lambda's Python runtime
 # answers with one response, so a stream is collected (until it ends, or until
 # the invocation's remaining time runs low) and returned as one
-# text/event-stream body. The in-memory store lives as long as the execution
-# environment: across warm invocations, not across cold starts or instances.
+# text/event-stream body, and the card says so (an extension, BUFFERED_STREAMS).
+# The in-memory store lives as long as the execution environment: across warm
+# invocations, not across cold starts or instances.
+
+
+BUFFERED_STREAMS = "urn:a2a-min:buffered-streams"
 
 
 def lambda_handler(server, *, margin=1.0):
     """An AWS Lambda handler: ``handler = a2a_min.lambda_handler(server)``.
 
     ``margin``: seconds before the invocation's deadline at which a buffered
-    stream is cut and returned.
+    stream is cut and returned. The card says that streams come whole here
+    (the extension BUFFERED_STREAMS): they still work, and clients that need
+    each event as it happens can tell, before they rely on it.
     """
     import base64
+    if server.capabilities.get("streaming"):
+        server.add_extension({
+            "uri": BUFFERED_STREAMS, "required": False,
+            "description": "Streams are delivered whole, as one text/event-stream body, when "
+                           "they end or the invocation's time runs low: this host (AWS Lambda) "
+                           "cannot send a response as it is written."})
 
     def handler(event, context):
         v2 = event.get("version") == "2.0"

@@ -54,6 +54,9 @@ def test_every_event_source(source):
     host = (event.get("headers") or {}).get("Host") or event["headers"]["host"]
     stage = "/prod" if source == "rest_v1" else ""
     assert card["supportedInterfaces"][0]["url"] == f"https://{host}{stage}/"
+    # The card says streams come whole here (and still that it streams).
+    assert card["capabilities"]["streaming"] is True
+    assert a2a_min.BUFFERED_STREAMS in [e["uri"] for e in card["capabilities"]["extensions"]]
     rpc = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
            "params": {"message": user_message("hi")}}
     answer = handler(request(event, "POST", "/", rpc), Context())
