@@ -186,15 +186,17 @@ def main():
     parser.add_argument("--tasks", type=int, default=10_000, help="tasks for the memory test")
     parser.add_argument("--skip", default="", help="comma-separated: throughput, sse, memory")
     parser.add_argument("--only", default="", help="throughput scenarios to run: send, rest, get")
-    parser.add_argument("--host", default="threads", choices=("threads", "asyncio"),
-                        help="a2a_min's server: the threaded one or the asyncio one")
+    parser.add_argument("--host", default="threads",
+                        help="a2a_min's server: threads, asyncio, or both (threads,asyncio)")
     parser.add_argument("--bare", action="store_true",
                         help="add the bare asyncio responder (the ceiling) to the comparison")
     args = parser.parse_args()
 
-    ours = Peer("a2a_min", [args.python, os.path.join(HERE, "echo_server.py"), "{port}",
-                            args.host])
-    peers = [ours]
+    hosts = args.host.split(",")
+    peers = [Peer("a2a_min" if len(hosts) == 1 else f"a2a_min/{host}",
+                  [args.python, os.path.join(HERE, "echo_server.py"), "{port}", host])
+             for host in hosts]
+    ours = peers[0]
     if args.bare:
         peers.append(Peer("bare", [args.python, os.path.join(HERE, "bare_asyncio.py"), "{port}"]))
     if args.sdk_python:
@@ -227,7 +229,7 @@ def main():
             line = f"  {title:<30} c={connections:<3}" + "".join(
                 f"  {name} {statistics.median(r):7.0f}" for name, r in rates.items())
             for other in these[1:]:
-                ratios = [a / b for a, b in zip(rates["a2a_min"], rates[other.name])]
+                ratios = [a / b for a, b in zip(rates[ours.name], rates[other.name])]
                 line += f"   / {other.name} {statistics.median(ratios):.2f}x"
             print(line, flush=True)
 
