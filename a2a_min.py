@@ -3338,17 +3338,9 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             try:
                 if "chunked" in headers.get("transfer-encoding", "").lower():
                     return self._read_chunked(limit)
-                length = headers.get("content-length")
-                if length is None:
+                length = _content_length(headers, limit)
+                if not length:
                     return b""
-                if not length.strip().isdigit():
-                    raise _BodyProblem(400, InvalidRequestError(
-                        f"Content-Length {length!r} is not a number"))
-                length = int(length)
-                if length > limit:
-                    raise _BodyProblem(413, PayloadTooLargeError(
-                        f"the request body is {length} bytes; this server accepts at most {limit}",
-                        metadata={"limit": limit}))
                 body = self.rfile.read(length)
                 if len(body) < length:
                     raise _BodyProblem(400, InvalidRequestError(
@@ -3416,6 +3408,20 @@ class _BodyProblem(Exception):
         super().__init__(error.message)
         self.status = status
         self.error = error
+
+
+def _content_length(headers, limit):
+    """The body length a request head announces (0 without one), checked
+    against ``limit`` before a byte of the body is read."""
+    length = headers.get("content-length", "").strip() or "0"
+    if not length.isdigit():
+        raise _BodyProblem(400, InvalidRequestError(f"Content-Length {length!r} is not a number"))
+    length = int(length)
+    if length > limit:
+        raise _BodyProblem(413, PayloadTooLargeError(
+            f"the request body is {length} bytes; this server accepts at most {limit}",
+            metadata={"limit": limit}))
+    return length
 
 
 def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
@@ -3666,15 +3672,7 @@ class _LoopConnection:
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self.expect_continue(headers)
             return dechunk(self.buffer, size, limit)
-        length = headers.get("content-length", "0").strip() or "0"
-        if not length.isdigit():
-            raise _BodyProblem(400, InvalidRequestError(
-                f"Content-Length {length!r} is not a number"))
-        length = int(length)
-        if length > limit:
-            raise _BodyProblem(413, PayloadTooLargeError(
-                f"the request body is {length} bytes; this server accepts at most {limit}",
-                metadata={"limit": limit}))
+        length = _content_length(headers, limit)
         if len(self.buffer) < size + length:
             self.expect_continue(headers)
             return None
