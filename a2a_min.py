@@ -86,8 +86,9 @@ import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from functools import lru_cache
 from types import AsyncGeneratorType, GeneratorType
+
+_EAGER_TASKS = sys.version_info >= (3, 12)      # asyncio.Task(..., eager_start=True)
 
 # Start-up time matters (serverless hosts start a process per cold request), so
 # modules needed only on some paths (logging, re, html, urllib.parse,
@@ -646,12 +647,7 @@ _UNSPECIFIED = ("TASK_STATE_UNSPECIFIED", "ROLE_UNSPECIFIED")
 def _now():
     """The current time as an RFC 3339 UTC timestamp with milliseconds."""
     t = time.time()
-    return _utc_second(int(t)) + ".%03dZ" % (int(t * 1000) % 1000)
-
-
-@lru_cache(maxsize=4)
-def _utc_second(second):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
 
 
 def _parse_timestamp(text):
@@ -1341,7 +1337,7 @@ def _new_task(loop, coroutine):
     once where Python can (3.12+, eager_start): a coroutine that finishes
     without waiting, like a quick agent's turn, is then never scheduled."""
     import asyncio
-    if sys.version_info >= (3, 12):
+    if _EAGER_TASKS:
         return asyncio.Task(coroutine, loop=loop, eager_start=True)
     return loop.create_task(coroutine)
 
@@ -3731,18 +3727,14 @@ def _response_head(response, close):
     """The status line and headers of ``response`` as bytes, up to the blank line."""
     status = response.status
     lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Unknown')}",
-             f"Server: a2a_min/{__version__}", "Date: " + _http_date(int(time.time()))]
+             f"Server: a2a_min/{__version__}",
+             "Date: " + time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())]
     lines += [f"{k}: {v}" for k, v in response.headers]
     if response.stream is None and status != 304 and status != 204:
         lines.append(f"Content-Length: {len(response.body)}")
     if close or response.stream is not None:
         lines.append("Connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-@lru_cache(maxsize=4)
-def _http_date(second):
-    return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(second))
 
 
 # -- WSGI (PEP 3333) and ASGI 3 -------------------------------------------------
