@@ -2705,12 +2705,18 @@ _HTTP_REASONS = {200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Re
 
 
 def _dumps(obj):
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _ENCODER.encode(obj).encode("utf-8")
+
+
+# Compact UTF-8 JSON. One encoder, configured once (json.dumps with options
+# would build a new one per call); it keeps no state between calls.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _jsonrpc_result(request_id, result):
     if type(result) is EncodedJSON:
-        return b'{"jsonrpc":"2.0","id":' + _dumps(request_id) + b',"result":' + result + b"}"
+        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
+        return b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + result + b"}"
     return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
