@@ -1346,7 +1346,8 @@ class _Later:
     """An answer still being worked on, for hosts on an event loop: a small
     promise. ``then(fn)`` has ``fn(later)`` called once it is settled (at once if
     it is), on the loop's thread; ``result()`` gives the value or raises the
-    error; ``map(fn)`` is the Later of ``fn(value)``; and it can be awaited."""
+    error; ``map(fn)`` is the Later of what ``fn(later)`` returns once this one
+    is settled; and it can be awaited."""
 
     __slots__ = ("done", "value", "error", "callbacks")
 
@@ -1408,7 +1409,6 @@ def _call_on(loop, fn):
 
 def _resolve_soon(loop, future):
     """Resolve ``future`` (of ``loop``) from any thread."""
-    import asyncio
     _call_on(loop, lambda: future.done() or future.set_result(None))
 
 
@@ -3571,7 +3571,7 @@ class _LoopConnection:
         self.connections = connections
         self.timeout, self.max_header_bytes, self.max_headers = limits
         self.buffer = bytearray()
-        self.busy = None           # the task finishing a slow answer (later, or a stream)
+        self.busy = None           # a slow answer: a _Later (a turn), or a Task (a stream)
         self.closed = False
         self.continued = False     # "100 Continue" sent for the request being read
         self.drained = None        # a future while the transport's buffer is full
@@ -3599,7 +3599,7 @@ class _LoopConnection:
         self.timer.cancel()
         self.connections.discard(self)
         if self.busy is not None and hasattr(self.busy, "cancel"):
-            self.busy.cancel()     # stops the stream; the task goes on
+            self.busy.cancel()     # stops pumping the stream; the agent's task goes on
         if self.drained is not None and not self.drained.done():
             self.drained.set_result(None)
 
