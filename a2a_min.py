@@ -1188,14 +1188,12 @@ class _Channel:
                 self.task = task
             self.events.append((self.next_seq, event))
             self.next_seq += 1
-            if self.waiting:
-                self.cond.notify_all()
-            for wake in self.wakers:
-                wake()
+            self.wake()
             if task is not None and self.on_event is not None:
                 self.on_event(task, event)           # in order: still under the lock
 
     def wake(self):
+        """Tell every stream watching this channel to look again."""
         with self.lock:
             if self.waiting:
                 self.cond.notify_all()
@@ -1389,27 +1387,36 @@ class _Later:
         if not self.done:
             import asyncio
             future = asyncio.get_running_loop().create_future()
-            self.then(lambda _: future.done() or future.set_result(None))
+            self.then(lambda _: _resolve(future))
             yield from future
         return self.result()
 
 
-def _call_on(loop, fn):
-    """Call ``fn`` on ``loop``'s thread: now if this is it, else soon."""
+def _running_on(loop):
+    """Is this thread running ``loop`` right now?"""
     import asyncio
     try:
-        here = asyncio.get_running_loop() is loop
+        return asyncio.get_running_loop() is loop
     except RuntimeError:
-        here = False
-    if here:
+        return False
+
+
+def _call_on(loop, fn):
+    """Call ``fn`` on ``loop``'s thread: now if this is it, else soon."""
+    if _running_on(loop):
         fn()
     else:
         loop.call_soon_threadsafe(fn)
 
 
+def _resolve(future):
+    if not future.done():
+        future.set_result(None)
+
+
 def _resolve_soon(loop, future):
     """Resolve ``future`` (of ``loop``) from any thread."""
-    _call_on(loop, lambda: future.done() or future.set_result(None))
+    _call_on(loop, lambda: _resolve(future))
 
 
 # =============================================================================
@@ -1879,11 +1886,7 @@ class Server:
     def _run_on_loop(self, coroutine, loop):
         import asyncio
         loop = loop or self._loop()
-        try:
-            here = asyncio.get_running_loop() is loop
-        except RuntimeError:
-            here = False
-        if here:
+        if _running_on(loop):
             task = _new_task(loop, coroutine)
             if not task.done():
                 self._tasks.add(task)          # a task nobody refers to may be collected
@@ -3772,24 +3775,18 @@ def wsgi_app(server):
         base_url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}{prefix}"
         limit = server.limits["max_body_bytes"]
         length = headers.get("content-length", "").strip()
-        if length.isdigit():
-            length = int(length)
+        if length.isdigit():                       # not read at all when too large
+            body = environ["wsgi.input"].read(int(length)) if int(length) <= limit else None
         elif environ.get("wsgi.input_terminated") or "chunked" in headers.get(
                 "transfer-encoding", "").lower():
-            length = None                          # a chunked body: read to its end
+            body = environ["wsgi.input"].read(limit + 1)    # a chunked body: to its end
         else:
-            length = 0
-        body = b""
-        if length is None:
-            body = environ["wsgi.input"].read(limit + 1)
-            length = len(body)
-        if length > limit:
+            body = b""
+        if body is None or len(body) > limit:
             response = server.error_response(path, 413, PayloadTooLargeError(
                 f"the request body is over {limit} bytes, the most this server accepts",
                 metadata={"limit": limit}))
         else:
-            if length and not body:
-                body = environ["wsgi.input"].read(length)
             response = server.handle_http(environ["REQUEST_METHOD"], path,
                                           environ.get("QUERY_STRING", ""), headers, body, base_url)
         headers = list(response.headers)
