@@ -104,11 +104,8 @@ def _log():
 
 def _new_id():
     """A random (version 4) UUID as a string, the form of every id this server makes."""
-    b = bytearray(os.urandom(16))
-    b[6] = b[6] & 0x0F | 0x40
-    b[8] = b[8] & 0x3F | 0x80
-    h = b.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    h = os.urandom(16).hex()                   # 122 random bits, then version 4, variant 10
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 # =============================================================================
@@ -647,7 +644,7 @@ _UNSPECIFIED = ("TASK_STATE_UNSPECIFIED", "ROLE_UNSPECIFIED")
 def _now():
     """The current time as an RFC 3339 UTC timestamp with milliseconds."""
     t = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
+    return "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(t)[:6] + ".%03dZ" % (int(t * 1000) % 1000)
 
 
 def _parse_timestamp(text):
@@ -1192,6 +1189,12 @@ class _Channel:
             if task is not None and self.on_event is not None:
                 self.on_event(task, event)           # in order: still under the lock
 
+    def save(self, task):
+        """Store a snapshot no stream or webhook is to hear of (no event)."""
+        with self.lock:
+            self.store.put(task, self.owner)
+            self.task = task
+
     def wake(self):
         """Tell every stream watching this channel to look again."""
         with self.lock:
@@ -1534,7 +1537,8 @@ class Server:
         bytes, ``base_url`` how the client reached us (for the card). Returns a
         Response. The bindings behind it are in section 8 of this file.
 
-        A host running on an asyncio event loop passes ``loop``: then nothing
+        A host running on an asyncio event loop passes ``loop`` (the loop this
+        is called on, in its thread): then nothing
         here blocks, a Response may come with ``later`` (the real Response to
         come, when an agent's turn is still running: ``response.later.then(fn)``
         calls fn(later) on the loop, ``later.result()`` is the Response; or
@@ -1800,10 +1804,16 @@ class Server:
                 later.settle(self._turn_result(out, history_length, call))
             except Exception as exc:
                 later.settle(error=exc)
-        out.finished.wakers.append(lambda: _call_on(loop, settle))
+        def arm():                             # the deadline, for a turn still running
+            nonlocal timer
+            if not later.done:
+                timer = loop.call_later(max(0.0, deadline - time.monotonic()), settle)
+        # An async agent ends its turn on this loop's thread; a sync one on a worker.
+        out.finished.wakers.append(settle if self._agent_is_async
+                                   else lambda: loop.call_soon_threadsafe(settle))
         self._start(out, loop)
         if not later.done:                     # (an eager task may have finished at once)
-            timer = loop.call_later(max(0.0, deadline - time.monotonic()), settle)
+            loop.call_soon(arm)                # most turns end before this runs: no timer
         return later
 
     def _turn_result(self, out, history_length, call):
@@ -1828,7 +1838,7 @@ class Server:
         # A new task's stream starts at its first event; a continuing task's at
         # the Task event _start_turn just published.
         start = 0 if ctx.task is None else channel.next_seq - 1
-        self._start(_TurnWriter(self, ctx, channel), call.loop)
+        self._start(_TurnWriter(self, ctx, channel, watched=True), call.loop)
         return _Follower(channel, start, self.limits["keepalive_interval"], _STREAM_END)
 
     def _require_streaming(self):
@@ -1874,25 +1884,23 @@ class Server:
         try:
             result = self.agent(out.ctx)
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
-                self._run_on_loop(self._drive_async(result, out), loop)
+                self._run_on_loop(self._drive_async(result, out), out, loop)
             elif isinstance(result, GeneratorType):
                 self._drain(result, out, deadline)
             else:
-                out.emit(result, chunked=False)
-                out.finish()
+                out.complete(result)
         except Exception as exc:                       # the agent failed: fail the task
             out.fail(exc)
 
-    def _run_on_loop(self, coroutine, loop):
-        import asyncio
-        loop = loop or self._loop()
-        if _running_on(loop):
-            task = _new_task(loop, coroutine)
-            if not task.done():
-                self._tasks.add(task)          # a task nobody refers to may be collected
-                task.add_done_callback(self._tasks.discard)
-        else:
-            asyncio.run_coroutine_threadsafe(coroutine, loop)
+    def _run_on_loop(self, coroutine, out, loop):
+        if loop is None:                       # a threaded host: the server's own loop
+            import asyncio
+            asyncio.run_coroutine_threadsafe(coroutine, self._loop())
+            return
+        task = _new_task(loop, coroutine)      # the host's loop, which called us
+        if not task.done():
+            out.task = task                    # a task nobody refers to may be collected:
+            self._tasks.add(task)              # kept here until _drive_async ends
 
     def _drain(self, gen, out, deadline):
         """Run a generator agent to its end (or, past ``deadline``, hand it to a worker)."""
@@ -1922,11 +1930,14 @@ class Server:
                             break
                 finally:
                     await result.aclose()
+                out.finish()
             else:
-                out.emit(await result, chunked=False)
-            out.finish()
+                out.complete(await result)
         except Exception as exc:
             out.fail(exc)
+        finally:
+            if out.task is not None:
+                self._tasks.discard(out.task)
 
     def _loop(self):
         """The event loop that runs async agents for threaded hosts, started on first use."""
@@ -2197,13 +2208,15 @@ OPERATIONS = {
 class _TurnWriter:
     """Turns one agent turn's outputs into task changes and events."""
 
-    __slots__ = ("server", "ctx", "channel", "done", "reply", "error", "chunk", "chunk_id",
-                 "finished")
+    __slots__ = ("server", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
+                 "chunk_id", "finished", "task")
 
-    def __init__(self, server, ctx, channel):
+    def __init__(self, server, ctx, channel, watched=False):
         self.server = server
         self.ctx = ctx
         self.channel = channel
+        self.watched = watched     # a stream follows this turn from its start
+        self.task = None           # the asyncio Task running the turn, if one is still running
         self.done = False          # the task reached an end state for this turn
         self.reply = None          # a direct Message reply, if the agent gave one
         self.error = None          # an A2AError that fails the request (before any task)
@@ -2237,6 +2250,23 @@ class _TurnWriter:
             raise InvalidAgentResponseError(
                 f"the agent produced {kind!r}; expected statusUpdate, artifactUpdate or message")
         handler(self, body)
+
+    def complete(self, result):
+        """The agent returned one answer (not a generator): its output, then the end."""
+        channel = self.channel
+        if (isinstance(result, str) and channel.task is None and not self.watched
+                and channel.on_event is None and not self.ctx._canceled):
+            # A new task that ends in the same step it begins: nobody knows its
+            # id yet, no stream follows it, no webhook hears of it, so its
+            # SUBMITTED and artifact snapshots could never be seen. It is
+            # stored once, as it ends: what emit() and finish() would leave.
+            channel.save({"id": self.ctx.task_id, "contextId": self.ctx.context_id,
+                          "status": {"state": "TASK_STATE_COMPLETED", "timestamp": _now()},
+                          "history": [self.ctx.message],
+                          "artifacts": [{"artifactId": _new_id(), "parts": [{"text": result}]}]})
+            return self._end_turn()
+        self.emit(result, chunked=False)
+        self.finish()
 
     def _flush_chunk(self, last):
         if self.chunk is None:
@@ -3252,6 +3282,8 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     """
     import socketserver
 
+    date = _DateHeader()
+
     class Handler(socketserver.StreamRequestHandler):
         disable_nagle_algorithm = True
         server_version = f"a2a_min/{__version__}"
@@ -3377,7 +3409,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                 self.rfile.readline(8)
 
         def _write(self, response):
-            head = _response_head(response, self.close_connection)
+            head = _response_head(response, self.close_connection, date)
             if response.stream is None:
                 try:
                     self.wfile.write(head if self.command == "HEAD" else head + response.body)
@@ -3546,8 +3578,9 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     loop = asyncio.get_running_loop()
     connections = set()
     limits = (timeout, max_header_bytes, max_headers)
+    date = _DateHeader()
     listener = await loop.create_server(
-        lambda: _LoopConnection(server, loop, connections, limits), host, port,
+        lambda: _LoopConnection(server, loop, connections, limits, date), host, port,
         reuse_address=True, backlog=1024)
     if on_ready:
         on_ready(listener)
@@ -3568,10 +3601,11 @@ class _LoopConnection:
     methods asyncio calls: connection_made, data_received, eof_received,
     connection_lost, pause_writing, resume_writing)."""
 
-    def __init__(self, server, loop, connections, limits):
+    def __init__(self, server, loop, connections, limits, date):
         self.server = server
         self.loop = loop
         self.connections = connections
+        self.date = date           # the host's Date header
         self.timeout, self.max_header_bytes, self.max_headers = limits
         self.buffer = bytearray()
         self.busy = None           # a slow answer: a _Later (a turn), or a Task (a stream)
@@ -3694,7 +3728,7 @@ class _LoopConnection:
         self.transport.close()
 
     def write(self, response, head_only=False, close=False):
-        head = _response_head(response, close)
+        head = _response_head(response, close, self.date)
         self.transport.write(head if head_only or response.stream is not None
                              else head + response.body)
 
@@ -3732,18 +3766,33 @@ class _LoopConnection:
         self.transport.close()
 
 
-def _response_head(response, close):
+def _response_head(response, close, date):
     """The status line and headers of ``response`` as bytes, up to the blank line."""
     status = response.status
     lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Unknown')}",
-             f"Server: a2a_min/{__version__}",
-             "Date: " + time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())]
+             f"Server: a2a_min/{__version__}", "Date: " + date()]
     lines += [f"{k}: {v}" for k, v in response.headers]
     if response.stream is None and status != 304 and status != 204:
         lines.append(f"Content-Length: {len(response.body)}")
     if close or response.stream is not None:
         lines.append("Connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+class _DateHeader:
+    """The Date header's value (RFC 9110 section 6.6.1), one per host: made
+    again only when the second changes, not for every response."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self):
+        self.memo = (None, "")
+
+    def __call__(self):
+        now = int(time.time())
+        if self.memo[0] != now:                # one tuple, replaced whole: thread-safe
+            self.memo = (now, time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now)))
+        return self.memo[1]
 
 
 # -- WSGI (PEP 3333) and ASGI 3 -------------------------------------------------
