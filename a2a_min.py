@@ -1620,8 +1620,8 @@ class Server:
                 f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC the "
                 f"metadata a2a-version: {PROTOCOL_VERSION})",
                 metadata={"supportedVersions": PROTOCOL_VERSION})
-        major_minor = ".".join(version.strip().split(".")[:2])
-        if major_minor != PROTOCOL_VERSION:
+        if version != PROTOCOL_VERSION and ".".join(
+                version.strip().split(".")[:2]) != PROTOCOL_VERSION:
             raise VersionNotSupportedError(
                 f"A2A-Version {version.strip()!r} is not supported; this server speaks "
                 f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
@@ -1629,8 +1629,9 @@ class Server:
                 metadata={"requestedVersion": version.strip(),
                           "supportedVersions": PROTOCOL_VERSION})
         call.version = PROTOCOL_VERSION
-        raw = call.headers.get("a2a-extensions", "")
-        call.extensions = tuple(u.strip() for u in raw.split(",") if u.strip())
+        raw = call.headers.get("a2a-extensions")
+        if raw:
+            call.extensions = tuple(u.strip() for u in raw.split(",") if u.strip())
         if method in ("SendMessage", "SendStreamingMessage"):
             for uri in self.required_extensions:
                 if uri not in call.extensions:
@@ -1792,8 +1793,13 @@ class Server:
 
     def _send_message_later(self, out, deadline, history_length, call):
         """SendMessage on an event loop: a _Later settled when the turn ends or
-        the deadline passes, whichever comes first."""
+        the deadline passes, whichever comes first (or the answer itself, when
+        an async agent's turn ended at once: an eager task, Python 3.12+)."""
         loop, later, timer = call.loop, _Later(), None
+        if self._agent_is_async:
+            self._start(out, loop)             # on this loop's thread: it ends here too
+            if out.finished.is_set:
+                return self._turn_result(out, history_length, call)
 
         def settle():
             if later.done:
@@ -1808,11 +1814,12 @@ class Server:
             nonlocal timer
             if not later.done:
                 timer = loop.call_later(max(0.0, deadline - time.monotonic()), settle)
-        # An async agent ends its turn on this loop's thread; a sync one on a worker.
-        out.finished.wakers.append(settle if self._agent_is_async
-                                   else lambda: loop.call_soon_threadsafe(settle))
-        self._start(out, loop)
-        if not later.done:                     # (an eager task may have finished at once)
+        if self._agent_is_async:
+            out.finished.wakers.append(settle)
+        else:                                  # a sync agent ends its turn on a worker
+            out.finished.wakers.append(lambda: loop.call_soon_threadsafe(settle))
+            self._start(out, loop)
+        if not later.done:
             loop.call_soon(arm)                # most turns end before this runs: no timer
         return later
 
