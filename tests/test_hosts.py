@@ -452,3 +452,110 @@ def test_sync_agent_never_blocks_the_event_loop():
         slow.join(5)
     finally:
         client.close()
+
+
+# -- a turn that ends at once ----------------------------------------------------------
+#
+# A new task whose agent returns its answer in the same step is stored once, in
+# its final form (no stream or webhook could have seen the steps between). These
+# tests hold that shortcut to what the general path (events, one snapshot per
+# step) leaves behind, on every way of running an agent.
+
+
+def _shape(task):
+    """A task with its server-made ids and timestamps blanked, for comparison."""
+    text = json.dumps(task, sort_keys=True)
+    for key in ("id", "contextId", "taskId", "artifactId", "timestamp"):
+        for value in {m for m in _values(task, key)}:
+            text = text.replace(json.dumps(value), '"<' + key + '>"')
+    return json.loads(text)
+
+
+def _values(node, key):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key and isinstance(v, str):
+                yield v
+            yield from _values(v, key)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _values(v, key)
+
+
+async def async_echo(ctx):
+    return "echo: " + ctx.text
+
+
+def sync_echo(ctx):
+    return "echo: " + ctx.text
+
+
+def _stored_both_ways(client):
+    """(task stored after SendMessage, after SendStreamingMessage) for one text."""
+    quick = client.result("SendMessage", {"message": user_message("hi", messageId="m-1")})["task"]
+    events = client.stream("SendStreamingMessage", {"message": user_message("hi", messageId="m-1")})
+    streamed_id = events[0][1]["result"]["task"]["id"]
+    return (client.result("GetTask", {"id": quick["id"]}),
+            client.result("GetTask", {"id": streamed_id}), quick)
+
+
+@pytest.mark.parametrize("agent", [async_echo, sync_echo])
+@pytest.mark.parametrize("host_class", ["Client", "AsyncioHostClient", "AsgiHostClient"])
+def test_a_turn_that_ends_at_once_is_stored_as_the_general_path_stores_it(agent, host_class):
+    import conftest
+    for push in (False, True):                 # push on: every turn takes the general path
+        server = a2a_min.Server(agent, push_notifications=push)
+        client = getattr(conftest, host_class)(server)
+        try:
+            quick, general, answered = _stored_both_ways(client)
+            assert quick["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert quick["artifacts"][0]["parts"] == [{"text": "echo: hi"}]
+            assert _shape(quick) == _shape(general)
+            assert answered == quick               # SendMessage answered the stored task
+            assert quick["history"][0]["taskId"] == quick["id"]
+        finally:
+            if hasattr(client, "close"):
+                client.close()
+
+
+def test_an_eager_turn_is_answered_without_a_later():
+    """Python 3.12+ starts an async agent's task eagerly: a quick turn has ended
+    before handle_http returns, so the Response is whole. Before 3.12 it is a
+    Later, settled on the loop's next turn."""
+    import asyncio
+    server = a2a_min.Server(async_echo)
+    body = rpc_body("SendMessage", {"message": user_message("now")})
+
+    async def send():
+        response = server.handle_http("POST", "/", "", {"a2a-version": "1.0"}, body, None,
+                                      asyncio.get_running_loop())
+        if sys.version_info >= (3, 12):
+            assert response.later is None
+        else:
+            assert response.later is not None and not response.later.done
+            response = await response.later
+        return json.loads(response.body)["result"]["task"]
+
+    task = asyncio.run(send())
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task["artifacts"][0]["parts"] == [{"text": "echo: now"}]
+
+
+def test_date_header_and_ids_are_well_formed():
+    import email.utils
+    import uuid
+    date = a2a_min._DateHeader()
+    for _ in range(3):                         # (a second may turn between the two)
+        if date() == email.utils.formatdate(usegmt=True):
+            break
+    else:
+        raise AssertionError(f"Date {date()!r} is not {email.utils.formatdate(usegmt=True)!r}")
+    assert date() is date()                    # remade once a second, not per response
+    for _ in range(2000):
+        made = a2a_min._new_id()
+        parsed = uuid.UUID(made)
+        assert str(parsed) == made and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    import re
+    stamp = a2a_min._now()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp), stamp
+    assert abs(a2a_min._parse_timestamp(stamp)[0] - time.time()) < 2
