@@ -1052,7 +1052,11 @@ class RequestContext(str):
     """
 
     def __new__(cls, message, **attrs):
-        text = "\n".join(p["text"] for p in message.get("parts", ()) if "text" in p)
+        parts = message.get("parts", ())
+        if len(parts) == 1:                    # the usual message: one part
+            text = parts[0].get("text", "")
+        else:
+            text = "\n".join(p["text"] for p in parts if "text" in p)
         self = super().__new__(cls, text)
         self.message = message
         self.task = attrs.get("task")
@@ -1795,11 +1799,12 @@ class Server:
         """SendMessage on an event loop: a _Later settled when the turn ends or
         the deadline passes, whichever comes first (or the answer itself, when
         an async agent's turn ended at once: an eager task, Python 3.12+)."""
-        loop, later, timer = call.loop, _Later(), None
+        loop = call.loop
         if self._agent_is_async:
             self._start(out, loop)             # on this loop's thread: it ends here too
             if out.finished.is_set:
                 return self._turn_result(out, history_length, call)
+        later, timer = _Later(), None
 
         def settle():
             if later.done:
@@ -1830,7 +1835,7 @@ class Server:
         if out.reply is not None:
             return {"message": out.reply}
         # Done, interrupted, or still working at the deadline: the task as it is.
-        task = self._create_task(out.ctx, out.channel)
+        task = out.channel.task or self._create_task(out.ctx, out.channel)
         if history_length is None and call.encoded_ok and hasattr(self.store, "get_json"):
             encoded = self.store.get_json(task["id"], call.owner)
             if encoded is not None:            # finished: the stored JSON is the answer's
