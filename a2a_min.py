@@ -1875,6 +1875,13 @@ class Server:
     # returnImmediately, they run on a bounded pool of worker threads
     # (max_workers; further turns wait in its queue, SUBMITTED), so a client
     # that hangs up never stops its task.
+    #
+    # Most turns are short: the agent returns its answer without waiting for
+    # anything. On Python 3.12+ an async agent's task starts eagerly, so such a
+    # turn has ended before SendMessage returns and is answered at once, with no
+    # promise and no timer; elsewhere the answer waits for the loop's next pass.
+    # And a new task whose turn ends in the step it began is stored once, in its
+    # final form (_TurnWriter.complete): nobody could have watched it meanwhile.
 
     def _start(self, out, loop=None):
         """Run a turn in the background."""
