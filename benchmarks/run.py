@@ -18,6 +18,12 @@ Run:
 echo agent, as the SDK's executor is); ``--bare`` adds the ceiling: a bare
 asyncio responder that only parses the request and builds a task
 (benchmarks/bare_asyncio.py). Ratios are a2a_min's rate over each other's.
+``--python`` picks the interpreter for a2a_min and the bare responder; give the
+SDK a venv of the same Python, so that the versions' speeds do not count (on
+3.12+ a short async turn ends inside the request: eager tasks):
+
+    python benchmarks/run.py --host asyncio --bare --python python3.12 \
+        --sdk-python /tmp/sdk312/bin/python --only send --skip sse,memory --rounds 5
 """
 
 import argparse
