@@ -613,7 +613,8 @@ def _snake(name):
 
 class _Field:
     """One row of MESSAGES, prepared for parse()."""
-    __slots__ = ("name", "type", "repeated", "required", "optional", "oneof", "map_value")
+    __slots__ = ("name", "type", "repeated", "required", "optional", "oneof", "map_value",
+                 "plain")
 
     def __init__(self, name, type_, labels):
         words = labels.split()
@@ -626,6 +627,8 @@ class _Field:
         if type_.startswith("map<"):
             self.map_value = type_[4:-1].split(",")[1]
         self.type = type_
+        # The commonest field, checked first by parse(): one string, in no oneof.
+        self.plain = type_ == "string" and not self.repeated and self.oneof is None
 
 
 # message -> {accepted JSON key: _Field}; both camelCase and snake_case keys.
@@ -762,6 +765,10 @@ def parse(message_type, value, path=""):
     for key, item in value.items():
         field = fields.get(key)
         if field is None or item is None:      # unknown fields are ignored; null means unset
+            continue
+        if field.plain and type(item) is str:
+            if item or field.optional:         # "" is the default: not sent in ProtoJSON
+                out[field.name] = item
             continue
         name = field.name
         type_ = field.type
@@ -1688,7 +1695,7 @@ class Server:
         """The store dropped an idle task: end any stream still watching it."""
         with self._lock:
             self._push.pop(task_id, None)      # its webhooks go with it
-        channel = self._forget(task_id)
+            channel = self._channels.pop(task_id, None)
         if channel is not None:
             channel.publish(None, {"error": TaskNotFoundError(
                 f"task {task_id} expired and was removed from the store",
