@@ -1058,7 +1058,8 @@ class RequestContext(str):
     ``cancelled`` (a threading.Event set when the task is canceled).
     """
 
-    def __new__(cls, message, **attrs):
+    def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
+                extensions=(), metadata=None, configuration=None):
         parts = message.get("parts", ())
         if len(parts) == 1:                    # the usual message: one part
             text = parts[0].get("text", "")
@@ -1066,13 +1067,13 @@ class RequestContext(str):
             text = "\n".join(p["text"] for p in parts if "text" in p)
         self = super().__new__(cls, text)
         self.message = message
-        self.task = attrs.get("task")
-        self.task_id = attrs.get("task_id")
-        self.context_id = attrs.get("context_id")
-        self.caller = attrs.get("caller")
-        self.extensions = attrs.get("extensions", ())
-        self.metadata = attrs.get("metadata", {})
-        self.configuration = attrs.get("configuration", {})
+        self.task = task
+        self.task_id = task_id
+        self.context_id = context_id
+        self.caller = caller
+        self.extensions = extensions
+        self.metadata = {} if metadata is None else metadata
+        self.configuration = {} if configuration is None else configuration
         self._canceled = False      # what the server checks; ``cancelled`` shows it as an Event
         return self
 
@@ -1786,8 +1787,10 @@ class Server:
     def send_message(self, request, call):
         """SendMessage: returns {"task": Task} or {"message": Message}."""
         config = request.get("configuration", {})
-        history_length = _history_length(config, "configuration.historyLength")
-        self._check_inline_push(config)
+        history_length = None
+        if config:
+            history_length = _history_length(config, "configuration.historyLength")
+            self._check_inline_push(config)
         ctx, channel = self._start_turn(request, call)
         out = _TurnWriter(self, ctx, channel)
         if config.get("returnImmediately"):
@@ -2884,11 +2887,12 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None):
         if not isinstance(envelope, dict):
             raise InvalidRequestError("a JSON-RPC request must be a JSON object")
         rid = envelope.get("id")
-        if isinstance(rid, (str, int)) and not isinstance(rid, bool) or rid is None:
+        id_ok = type(rid) is str or type(rid) is int       # (true and false are not ids)
+        if id_ok or rid is None:
             request_id = rid
         if envelope.get("jsonrpc") != "2.0":
             raise InvalidRequestError('a JSON-RPC request needs "jsonrpc": "2.0"')
-        if "id" not in envelope or not (isinstance(rid, (str, int)) and not isinstance(rid, bool)):
+        if not id_ok:
             raise InvalidRequestError(
                 'a JSON-RPC request needs an "id" (a string or an integer) to answer to')
         name = envelope.get("method")
