@@ -1812,7 +1812,7 @@ class Server:
         loop = call.loop
         if self._agent_is_async:
             self._start(out, loop)             # on this loop's thread: it ends here too
-            if out.finished.is_set:
+            if out.finished.is_set:            # ended at once (an eager task, 3.12+)
                 return self._turn_result(out, history_length, call)
         later, timer = _Later(), None
 
@@ -1825,17 +1825,18 @@ class Server:
                 later.settle(self._turn_result(out, history_length, call))
             except Exception as exc:
                 later.settle(error=exc)
+
         def arm():                             # the deadline, for a turn still running
             nonlocal timer
             if not later.done:
                 timer = loop.call_later(max(0.0, deadline - time.monotonic()), settle)
+
         if self._agent_is_async:
             out.finished.wakers.append(settle)
         else:                                  # a sync agent ends its turn on a worker
             out.finished.wakers.append(lambda: loop.call_soon_threadsafe(settle))
             self._start(out, loop)
-        if not later.done:
-            loop.call_soon(arm)                # most turns end before this runs: no timer
+        loop.call_soon(arm)                    # most turns end before this runs: no timer
         return later
 
     def _turn_result(self, out, history_length, call):
