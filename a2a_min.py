@@ -1318,7 +1318,8 @@ class _Done:
 
     def set(self):
         self.is_set = True
-        for wake in self.wakers:
+        wakers, self.wakers = self.wakers, []   # each is called once; dropping them
+        for wake in wakers:                     # also frees what their closures hold
             wake()
 
     def wait(self, timeout):
