@@ -1358,10 +1358,12 @@ def _new_task(loop, coroutine):
 
 class _Later:
     """An answer still being worked on, for hosts on an event loop: a small
-    promise. ``then(fn)`` has ``fn(later)`` called once it is settled (at once if
-    it is), on the loop's thread; ``result()`` gives the value or raises the
-    error; ``map(fn)`` is the Later of what ``fn(later)`` returns once this one
-    is settled; and it can be awaited."""
+    promise. ``then(fn, *args)`` has ``fn(later, *args)`` called once it is
+    settled (at once if it is), on the loop's thread; ``result()`` gives the
+    value or raises the error; ``map(fn, *args)`` is the Later of what
+    ``fn(later, *args)`` returns once this one is settled; and it can be
+    awaited. (Arguments rather than closures: a closure that holds the object
+    holding it is a reference cycle, left to the garbage collector.)"""
 
     __slots__ = ("done", "value", "error", "callbacks")
 
@@ -1374,38 +1376,45 @@ class _Later:
         if self.done:
             return
         self.done, self.value, self.error = True, value, error
-        for fn in self.callbacks:
-            fn(self)
+        callbacks, self.callbacks = self.callbacks, None
+        for fn, args in callbacks:
+            fn(self, *args)
 
-    def then(self, fn):
+    def then(self, fn, *args):
         if self.done:
-            fn(self)
+            fn(self, *args)
         else:
-            self.callbacks.append(fn)
+            self.callbacks.append((fn, args))
 
     def result(self):
         if self.error is not None:
             raise self.error
         return self.value
 
-    def map(self, fn):
+    def map(self, fn, *args):
         out = _Later()
-
-        def apply(later):
-            try:
-                out.settle(fn(later))
-            except Exception as exc:
-                out.settle(error=exc)
-        self.then(apply)
+        self.then(_settle_with, out, fn, args)
         return out
 
     def __await__(self):
         if not self.done:
             import asyncio
             future = asyncio.get_running_loop().create_future()
-            self.then(lambda _: _resolve(future))
+            self.then(_resolve_later, future)
             yield from future
         return self.result()
+
+
+def _settle_with(later, out, fn, args):
+    """Settle ``out`` with what ``fn(later, *args)`` returns, or the error it raises."""
+    try:
+        out.settle(fn(later, *args))
+    except Exception as exc:
+        out.settle(error=exc)
+
+
+def _resolve_later(later, future):
+    _resolve(future)
 
 
 def _running_on(loop):
@@ -1815,30 +1824,14 @@ class Server:
             self._start(out, loop)             # on this loop's thread: it ends here too
             if out.finished.is_set:            # ended at once (an eager task, 3.12+)
                 return self._turn_result(out, history_length, call)
-        later, timer = _Later(), None
-
-        def settle():
-            if later.done:
-                return
-            if timer is not None:
-                timer.cancel()
-            try:
-                later.settle(self._turn_result(out, history_length, call))
-            except Exception as exc:
-                later.settle(error=exc)
-
-        def arm():                             # the deadline, for a turn still running
-            nonlocal timer
-            if not later.done:
-                timer = loop.call_later(max(0.0, deadline - time.monotonic()), settle)
-
+        wait = _SendWait(self, out, history_length, call, deadline)
         if self._agent_is_async:
-            out.finished.wakers.append(settle)
+            out.finished.wakers.append(wait.settle)
         else:                                  # a sync agent ends its turn on a worker
-            out.finished.wakers.append(lambda: loop.call_soon_threadsafe(settle))
+            out.finished.wakers.append(wait.settle_soon)
             self._start(out, loop)
-        loop.call_soon(arm)                    # most turns end before this runs: no timer
-        return later
+        loop.call_soon(wait.arm)               # most turns end before this runs: no timer
+        return wait.later
 
     def _turn_result(self, out, history_length, call):
         """SendMessage's answer once the turn has ended, or its deadline has passed."""
@@ -2234,6 +2227,46 @@ OPERATIONS = {
     "DeleteTaskPushNotificationConfig": Server.delete_task_push_notification_config,
     "GetExtendedAgentCard": Server.get_extended_agent_card,
 }
+
+
+class _SendWait:
+    """A SendMessage on an event loop whose turn is still running: ``later``,
+    settled with the answer when the turn ends or its deadline passes,
+    whichever comes first."""
+
+    __slots__ = ("server", "out", "history_length", "call", "deadline", "later", "timer")
+
+    def __init__(self, server, out, history_length, call, deadline):
+        self.server = server
+        self.out = out
+        self.history_length = history_length
+        self.call = call
+        self.deadline = deadline
+        self.later = _Later()
+        self.timer = None
+
+    def settle(self):
+        """The turn has ended, or the deadline has passed: answer."""
+        later = self.later
+        if later.done:
+            return
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        try:
+            later.settle(self.server._turn_result(self.out, self.history_length, self.call))
+        except Exception as exc:
+            later.settle(error=exc)
+
+    def settle_soon(self):
+        """settle(), from a worker thread (a sync agent's turn ended there)."""
+        self.call.loop.call_soon_threadsafe(self.settle)
+
+    def arm(self):
+        """The deadline, for a turn still running after the loop's next pass."""
+        if not self.later.done:
+            self.timer = self.call.loop.call_later(
+                max(0.0, self.deadline - time.monotonic()), self.settle)
 
 
 class _TurnWriter:
@@ -2933,16 +2966,18 @@ def _answer(result, answer, refuse):
     host's SendMessage) gives a Response whose ``later`` is the Later Response."""
     if type(result) is not _Later:
         return answer(result)
+    return Response(200, [], later=result.map(_respond, answer, refuse))
 
-    def respond(later):
-        try:
-            return answer(later.result())
-        except A2AError as error:
-            return refuse(error)
-        except Exception:
-            _log().exception("unexpected error in an operation")
-            return refuse(InternalError("internal error; see the server log"))
-    return Response(200, [], later=result.map(respond))
+
+def _respond(later, answer, refuse):
+    """_answer for a result that came later."""
+    try:
+        return answer(later.result())
+    except A2AError as error:
+        return refuse(error)
+    except Exception:
+        _log().exception("unexpected error in an operation")
+        return refuse(InternalError("internal error; see the server log"))
 
 
 def _sse_response(events, wrap, wrap_error):
@@ -3204,6 +3239,9 @@ def _rest_response(server, verb, path, query, headers, body, base_url, loop=None
 def _parse_json_body(body):
     """Bytes -> JSON value, or ParseError saying where it broke."""
     try:
+        if body[:1] == b"{" and body[1:2] != b"\x00":
+            # UTF-8, as json.loads would find (not UTF-16 or 32), without its search.
+            body = body.decode("utf-8", "surrogatepass")
         return json.loads(body)
     except RecursionError:
         raise ParseError("the JSON is nested too deeply to parse") from None
@@ -3724,7 +3762,7 @@ class _LoopConnection:
             if response.later is not None:
                 if not response.later.done:        # one request at a time: the rest waits
                     self.busy = response.later
-                    response.later.then(lambda later: self.answered_later(later, method, keep))
+                    response.later.then(self.answered_later, method, keep)
                     return
                 response = response.later.result()
             if response.stream is not None:
