@@ -104,8 +104,32 @@ def _log():
 
 def _new_id():
     """A random (version 4) UUID as a string, the form of every id this server makes."""
-    h = os.urandom(16).hex()                   # 122 random bits, then version 4, variant 10
+    return _uuid4(os.urandom(16).hex())
+
+
+def _uuid4(h):
+    """32 random hex digits -> a version 4 UUID: 122 random bits, version 4, variant 10."""
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+class _Ids:
+    """_new_id() for one server, 64 ids to one read of the OS's random source
+    (a system call per id was a measurable part of a short request). Each id
+    is handed out once: list.pop() is atomic, and a thread that finds the
+    pool empty fills a new one."""
+
+    __slots__ = ("pool",)
+
+    def __init__(self):
+        self.pool = []
+
+    def __call__(self):
+        try:
+            return self.pool.pop()
+        except IndexError:
+            digits = os.urandom(16 * 64).hex()
+            pool = self.pool = [_uuid4(digits[i:i + 32]) for i in range(0, len(digits), 32)]
+            return pool.pop()
 
 
 # =============================================================================
@@ -648,6 +672,25 @@ def _now():
     """The current time as an RFC 3339 UTC timestamp with milliseconds."""
     t = time.time()
     return "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(t)[:6] + ".%03dZ" % (int(t * 1000) % 1000)
+
+
+class _Clock:
+    """_now() for one server: the date and time to the second are formatted
+    again only when the second changes, not for every timestamp."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self):
+        self.memo = (None, "")
+
+    def __call__(self):
+        t = time.time()
+        second = int(t)
+        memo = self.memo
+        if memo[0] != second:                  # one tuple, replaced whole: thread-safe
+            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d"
+                                % time.gmtime(second)[:6])
+        return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
 
 
 def _parse_timestamp(text):
@@ -1502,6 +1545,7 @@ class Server:
         self.agent = agent
         self._agent_is_async = _is_async_callable(agent)
         self._tasks = set()                 # async turns running on a host's event loop
+        self._new_id, self._now = _Ids(), _Clock()   # ids and timestamps, made quickly
         self.store = store if store is not None else TaskStore(
             max_tasks=self.limits["max_tasks"], task_ttl=self.limits["task_ttl"],
             max_history=self.limits["max_history"])
@@ -1751,8 +1795,8 @@ class Server:
             context_id = task.get("contextId")
         else:
             task = None
-            task_id = _new_id()        # task ids are always the server's (section 3.1.1)
-            context_id = message.get("contextId") or _new_id()
+            task_id = self._new_id()   # task ids are always the server's (section 3.1.1)
+            context_id = message.get("contextId") or self._new_id()
         message = {**message, "contextId": context_id, "taskId": task_id}
         ctx = RequestContext(
             message, task=task, task_id=task_id, context_id=context_id, caller=call,
@@ -1776,7 +1820,7 @@ class Server:
         # A continuing task: record the user's message, and tell the streams.
         with channel.lock:
             task = {**channel.task, "history": channel.task.get("history", []) + [message],
-                    "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": _now()}}
+                    "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": self._now()}}
             channel.publish(task, {"task": task})
         return ctx, channel
 
@@ -1787,7 +1831,7 @@ class Server:
             if channel.task is None:
                 self._add_inline_push(ctx, channel.owner)
                 task = {"id": ctx.task_id, "contextId": ctx.context_id,
-                        "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": _now()},
+                        "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": self._now()},
                         "history": [ctx.message]}
                 channel.publish(task, {"task": task})
                 with self._lock:
@@ -2036,7 +2080,7 @@ class Server:
             ctx = channel.active
             if ctx is not None:
                 ctx._cancel()
-            status = {"state": "TASK_STATE_CANCELED", "timestamp": _now()}
+            status = {"state": "TASK_STATE_CANCELED", "timestamp": self._now()}
             task = {**task, "status": status}
             event = {"statusUpdate": {"taskId": task_id, "contextId": task.get("contextId", ""),
                                       "status": status}}
@@ -2296,7 +2340,7 @@ class _TurnWriter:
             return
         if isinstance(item, str):
             if not chunked:
-                return self._artifact({"artifact": {"artifactId": _new_id(),
+                return self._artifact({"artifact": {"artifactId": self.server._new_id(),
                                                     "parts": [{"text": item}]}}, trusted=True)
             self._flush_chunk(last=False)
             self.chunk = item
@@ -2325,9 +2369,11 @@ class _TurnWriter:
             # SUBMITTED and artifact snapshots could never be seen. It is
             # stored once, as it ends: what emit() and finish() would leave.
             channel.save({"id": self.ctx.task_id, "contextId": self.ctx.context_id,
-                          "status": {"state": "TASK_STATE_COMPLETED", "timestamp": _now()},
+                          "status": {"state": "TASK_STATE_COMPLETED",
+                                     "timestamp": self.server._now()},
                           "history": [self.ctx.message],
-                          "artifacts": [{"artifactId": _new_id(), "parts": [{"text": result}]}]})
+                          "artifacts": [{"artifactId": self.server._new_id(),
+                                         "parts": [{"text": result}]}]})
             return self._end_turn()
         self.emit(result, chunked=False)
         self.finish()
@@ -2338,7 +2384,7 @@ class _TurnWriter:
         text, self.chunk = self.chunk, None
         first = self.chunk_id is None
         if first:
-            self.chunk_id = _new_id()
+            self.chunk_id = self.server._new_id()
         event = {"artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
         if not first:
             event["append"] = True
@@ -2354,7 +2400,7 @@ class _TurnWriter:
         else:
             body = parse("TaskStatusUpdateEvent", {**body, **ids}, "agent statusUpdate")
         status = body["status"]
-        status["timestamp"] = _now()
+        status["timestamp"] = self.server._now()
         if "message" in status:
             status["message"] = {**status["message"], "taskId": self.ctx.task_id,
                                  "contextId": self.ctx.context_id}
