@@ -638,7 +638,7 @@ def _snake(name):
 class _Field:
     """One row of MESSAGES, prepared for parse()."""
     __slots__ = ("name", "type", "repeated", "required", "optional", "oneof", "map_value",
-                 "plain")
+                 "plain", "names")
 
     def __init__(self, name, type_, labels):
         words = labels.split()
@@ -651,8 +651,11 @@ class _Field:
         if type_.startswith("map<"):
             self.map_value = type_[4:-1].split(",")[1]
         self.type = type_
-        # The commonest field, checked first by parse(): one string, in no oneof.
-        self.plain = type_ == "string" and not self.repeated and self.oneof is None
+        # The commonest fields, checked first by parse(): one string, in no
+        # oneof; one enum, in no oneof, given by name (``names``).
+        single = not self.repeated and self.oneof is None
+        self.plain = type_ == "string" and single
+        self.names = frozenset(ENUMS[type_]) if type_ in ENUMS and single else None
 
 
 # message -> {accepted JSON key: _Field}; both camelCase and snake_case keys.
@@ -812,6 +815,9 @@ def parse(message_type, value, path=""):
         if field.plain and type(item) is str:
             if item or field.optional:         # "" is the default: not sent in ProtoJSON
                 out[field.name] = item
+            continue
+        if field.names is not None and type(item) is str and item in field.names:
+            out[field.name] = item
             continue
         name = field.name
         type_ = field.type
