@@ -671,15 +671,10 @@ _REQUIRED = {msg: tuple(row[1] for row in rows if "required" in row[3].split())
 _UNSPECIFIED = ("TASK_STATE_UNSPECIFIED", "ROLE_UNSPECIFIED")
 
 
-def _now():
-    """The current time as an RFC 3339 UTC timestamp with milliseconds."""
-    t = time.time()
-    return "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(t)[:6] + ".%03dZ" % (int(t * 1000) % 1000)
-
-
 class _Clock:
-    """_now() for one server: the date and time to the second are formatted
-    again only when the second changes, not for every timestamp."""
+    """A server's clock: the current time as an RFC 3339 UTC timestamp with
+    milliseconds. The date and time to the second are formatted again only
+    when the second changes, not for every timestamp."""
 
     __slots__ = ("memo",)
 
@@ -2204,7 +2199,7 @@ class Server:
 
     def _add_push_config(self, task_id, config, tenant):
         self._check_push_config(config)
-        config = {**config, "taskId": task_id, "id": config.get("id") or _new_id()}
+        config = {**config, "taskId": task_id, "id": config.get("id") or self._new_id()}
         if tenant:
             config["tenant"] = tenant
         with self._lock:

@@ -569,7 +569,7 @@ def test_date_header_and_ids_are_well_formed():
         thread.join()
     assert len(got) == len(set(got)) == 12000
     clock = a2a_min._Clock()
-    for now in (a2a_min._now, clock, clock):
+    for now in (a2a_min._Clock(), clock, clock):
         stamp = now()
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp), stamp
         assert abs(a2a_min._parse_timestamp(stamp)[0] - time.time()) < 2
