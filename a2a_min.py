@@ -56,7 +56,7 @@ copies of this file.
 __all__ = [
     # the server and its parts
     "Server", "TaskStore", "RequestContext", "CallContext", "Response", "EncodedJSON", "serve",
-    "make_http_server", "serve_asyncio", "parse_head", "HeadError", "dechunk", "wsgi_app",
+    "make_http_server", "serve_asyncio", "RequestReader", "HTTPRequest", "BadRequest", "wsgi_app",
     "asgi_app", "lambda_handler", "main", "parse", "demo_server",
     # building agent output
     "text_part", "data_part", "file_part", "new_message", "status_update",
@@ -68,7 +68,8 @@ __all__ = [
     "UnsupportedOperationError", "ContentTypeNotSupportedError",
     "InvalidAgentResponseError", "ExtendedAgentCardNotConfiguredError",
     "ExtensionSupportRequiredError", "VersionNotSupportedError",
-    "PayloadTooLargeError", "TaskStoreFullError", "AuthenticationRequiredError",
+    "PayloadTooLargeError", "TaskStoreFullError", "CallerLimitError", "ServerBusyError",
+    "AuthenticationRequiredError",
     # authentication
     "BearerAuth", "ApiKeyAuth",
     # tables
@@ -218,6 +219,11 @@ DEFAULT_LIMITS = {
     "max_tasks": 10_000,              # tasks in the in-memory store
     "task_ttl": 3600.0,               # seconds a finished task is kept
     "max_history": 100,               # messages kept in a task's history
+    "max_store_bytes": 128 << 20,     # bytes of tasks in the in-memory store
+    "max_tasks_per_caller": 2_500,    # tasks one caller may hold in the store
+    "max_bytes_per_caller": 32 << 20, # bytes of tasks one caller may hold
+    "max_page_bytes": 4 << 20,        # bytes of tasks in one ListTasks page
+    "replay_buffer_bytes": 1 << 20,   # bytes of stream events kept per task
     "default_page_size": 50,          # ListTasks
     "max_page_size": 100,             # ListTasks
     "max_workers": 64,                # threads running sync agents at once
@@ -312,6 +318,17 @@ class PayloadTooLargeError(InvalidRequestError):
 class TaskStoreFullError(InternalError):
     """Every slot of the task store holds an unfinished task."""
     code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 503, "TASK_STORE_FULL"
+
+
+class CallerLimitError(TaskStoreFullError):
+    """One caller reached a limit of its own (the ErrorInfo metadata names the
+    limit and its value); HTTP answers carry Retry-After."""
+    code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 429, "CALLER_LIMIT"
+
+
+class ServerBusyError(A2AError):
+    """The server is at its connection limit; try again shortly."""
+    code, grpc_status, http_status, reason = -32603, "UNAVAILABLE", 503, "SERVER_BUSY"
 
 
 class AuthenticationRequiredError(A2AError):
@@ -739,7 +756,7 @@ def _scalar(type_, value, path):
     """Check and canonicalize one scalar (or well-known type) value."""
     if type_ == "string":
         if isinstance(value, str):
-            return value
+            return value if value.isascii() else _check_text(value, path)
         raise _bad(path, f"must be a string, not {_json_type(value)}")
     if type_ == "bool":
         if isinstance(value, bool):
@@ -770,16 +787,56 @@ def _scalar(type_, value, path):
         raise _bad(path, "must be an RFC 3339 timestamp such as 2025-10-28T10:30:00.000Z")
     if type_ == "Struct":
         if isinstance(value, dict):
-            return value
+            return _check_value(value, path, 1)
         raise _bad(path, f"must be a JSON object, not {_json_type(value)}")
     if type_ == "Value":
-        return value
+        return _check_value(value, path, 1)
     names = ENUMS[type_]
     if isinstance(value, str) and value in names:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
         return names[value]
     raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}")
+
+
+# Free-form JSON (google.protobuf.Struct and Value: metadata, data parts) may
+# nest at most this deep. Deeper documents are refused when the request is
+# parsed: they could be stored but never encoded again (Python's JSON encoder
+# recurses), and no agent needs them.
+_MAX_NESTING = 32
+
+
+def _check_text(text, path):
+    """Text that UTF-8 can encode (JSON's \\ud800 escapes can make lone
+    surrogates, which no task can be stored or sent with), else InvalidParams."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _bad(path, f"holds a lone surrogate ({text[exc.start]!r} at {exc.start}); text "
+                   "must be valid Unicode: pair every \\uD800-\\uDFFF escape") from None
+    return text
+
+
+def _check_value(value, path, depth):
+    """A google.protobuf.Value (any JSON), checked for depth and text; returned as it is."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        if depth > _MAX_NESTING:
+            raise _bad(path, f"nests deeper than {_MAX_NESTING} levels, the most this server "
+                       "accepts in free-form JSON; flatten it")
+        if kind is dict:
+            for key, item in value.items():
+                if not key.isascii():
+                    _check_text(key, f"{path}.{key!r}")
+                _check_value(item, f"{path}.{key}", depth + 1)
+        else:
+            for i, item in enumerate(value):
+                _check_value(item, f"{path}[{i}]", depth + 1)
+    elif kind is str and not value.isascii():
+        _check_text(value, path)
+    elif kind is float and (value != value or value in (float("inf"), float("-inf"))):
+        raise _bad(path, "must be a finite number (JSON has no NaN or Infinity)")
+    return value
 
 
 def _json_type(value):
@@ -808,6 +865,8 @@ def parse(message_type, value, path=""):
         if field is None or item is None:      # unknown fields are ignored; null means unset
             continue
         if field.plain and type(item) is str:
+            if not item.isascii():             # (ASCII, the usual case, is known in O(1))
+                _check_text(item, f"{path}.{key}" if path else key)
             if item or field.optional:         # "" is the default: not sent in ProtoJSON
                 out[field.name] = item
             continue
@@ -817,7 +876,8 @@ def parse(message_type, value, path=""):
         name = field.name
         type_ = field.type
         if type_ == "string" and type(item) is str and not field.repeated:
-            pass                                # the common case, checked
+            if not item.isascii():             # the common case, checked
+                _check_text(item, f"{path}.{name}" if path else name)
         else:
             where = f"{path}.{name}" if path else name
             if field.map_value:
@@ -935,20 +995,49 @@ def agent_message(content, **fields):
 # the owner asked for, and a task of someone else is reported exactly like a
 # missing one (section 13.1).
 #
-# The in-memory store is bounded: at most ``max_tasks`` tasks; idle tasks
-# (finished, or waiting for the client) expire ``task_ttl`` seconds after they
-# became idle; each history keeps the newest ``max_history`` messages. When
-# full, the oldest idle task is evicted; if every task is still running, new
-# tasks are refused (TaskStoreFullError) rather than losing one. ``on_evict`` is told of every
-# eviction so the server can free what hangs off the task.
+# The in-memory store is bounded in tasks and in bytes. Every task is kept as
+# its JSON bytes, whatever its state: a fifth of the memory of the dict, its
+# size known exactly, and a task that could not be encoded is refused when it
+# is written, not when someone reads it. Each history keeps the newest
+# ``max_history`` messages. Idle tasks (finished, or waiting for the client)
+# expire ``task_ttl`` seconds after they became idle. When the store is full
+# (``max_tasks`` tasks or ``max_bytes`` bytes), the oldest idle task is
+# evicted; if every task is still running, a new one is refused
+# (TaskStoreFullError, HTTP 503) rather than losing one. ``on_evict`` is told
+# of every eviction so the server can free what hangs off the task.
+#
+# One caller may not take the store from everyone else: each caller (an
+# authenticated principal, or an anonymous client's address) holds at most
+# ``max_tasks_per_caller`` tasks and ``max_bytes_per_caller`` bytes. Past its
+# share its own oldest idle task is evicted; if all of its tasks are still
+# running, its new task is refused with CallerLimitError (HTTP 429 with
+# Retry-After). So tasks that never finish, say of a stuck agent, cost their
+# caller its share and nobody else anything.
 #
 # ListTasks (section 3.1.4) sorts by status timestamp, newest first. Its page
 # token is the (timestamp, id) of the last task returned, so it stays valid
-# whatever is added, changed or evicted in between.
+# whatever is added, changed or evicted in between. A page holds at most
+# ``max_page_bytes`` of tasks (at least one): past it the page ends early
+# and its nextPageToken continues where it stopped.
+
+# What an entry costs beyond its JSON: the entry tuple, its dict slots and the
+# id, context and timestamp strings (measured with tracemalloc: about 500 bytes).
+_ENTRY_OVERHEAD = 512
 
 
 class EncodedJSON(bytes):
     """A JSON document already encoded; the bindings send it as it is."""
+
+
+class _Entry:
+    """One stored task: its JSON and what list() and the limits look at."""
+
+    __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size")
+
+    def __init__(self, body, owner, context_id, state, stamp, caller):
+        self.body, self.owner, self.context_id = body, owner, context_id
+        self.state, self.stamp, self.caller = state, stamp, caller
+        self.size = len(body) + _ENTRY_OVERHEAD
 
 
 class TaskStore:
@@ -959,79 +1048,149 @@ class TaskStore:
     """
 
     def __init__(self, *, max_tasks=DEFAULT_LIMITS["max_tasks"],
-                 task_ttl=DEFAULT_LIMITS["task_ttl"], max_history=DEFAULT_LIMITS["max_history"]):
+                 task_ttl=DEFAULT_LIMITS["task_ttl"], max_history=DEFAULT_LIMITS["max_history"],
+                 max_bytes=DEFAULT_LIMITS["max_store_bytes"],
+                 max_tasks_per_caller=DEFAULT_LIMITS["max_tasks_per_caller"],
+                 max_bytes_per_caller=DEFAULT_LIMITS["max_bytes_per_caller"],
+                 max_page_bytes=DEFAULT_LIMITS["max_page_bytes"]):
         self.max_tasks = max_tasks
         self.task_ttl = task_ttl
         self.max_history = max_history
+        self.max_bytes = max_bytes
+        self.max_tasks_per_caller = max_tasks_per_caller
+        self.max_bytes_per_caller = max_bytes_per_caller
+        self.max_page_bytes = max_page_bytes
         self.on_evict = None                # callable(task_id), set by the Server
         self._lock = threading.Lock()
-        # id -> (task, owner, contextId, state, status timestamp). A finished
-        # task never changes again, so it is kept as its JSON bytes: about a
-        # fifth of the memory of the dict, decoded again when someone reads it.
-        self._tasks = {}
+        self._tasks = {}                    # id -> _Entry
+        self._bytes = 0
         self._idle = OrderedDict()          # id -> when it ended or began to wait, oldest first
+        self._callers = {}                  # caller -> [tasks, bytes, OrderedDict of idle ids]
 
     def get(self, task_id, owner):
         """The task with this id if ``owner`` owns it, else None."""
         entry = self._tasks.get(task_id)
-        if entry is None or entry[1] != owner:
+        if entry is None or entry.owner != owner:
             return None
-        return json.loads(entry[0]) if type(entry[0]) is bytes else entry[0]
+        return json.loads(entry.body)
 
     def get_json(self, task_id, owner):
-        """Optional fast path: the task's JSON bytes if the store holds it encoded
-        (a finished task), else None. Bindings send them without re-encoding."""
+        """Optional fast path: the task's JSON bytes, or None. Bindings send
+        them without decoding and encoding again."""
         entry = self._tasks.get(task_id)
-        if entry is None or entry[1] != owner or type(entry[0]) is not bytes:
+        if entry is None or entry.owner != owner:
             return None
-        return EncodedJSON(entry[0])
+        return EncodedJSON(entry.body)
 
-    def put(self, task, owner):
-        """Insert or replace ``task`` (a Task dict, treated as immutable)."""
+    def put(self, task, owner, caller=None):
+        """Insert or replace ``task`` (a Task dict, treated as immutable).
+        ``caller`` is whom a new task counts against (None: its owner).
+        Returns the size of the stored JSON in bytes."""
         history = task.get("history")
         if history and len(history) > self.max_history:
             task = {**task, "history": history[-self.max_history:]}
         task_id = task["id"]
         status = task["status"]
         state = status["state"]
-        body = _dumps(task) if state in TERMINAL_STATES else task
-        entry = (body, owner, task.get("contextId", ""), state, status.get("timestamp", ""))
+        body = _dumps(task)                     # raises on what cannot be stored
         evicted = []
         with self._lock:
-            if task_id not in self._tasks:
-                evicted = self._make_room()
+            old = self._tasks.get(task_id)
+            if old is not None and old.state in TERMINAL_STATES:
+                # The one place that makes a terminal state final (section
+                # 4.1.3), whatever raced to write after it: a cancel and a
+                # continuing message, a turn and its deadline.
+                raise UnsupportedOperationError(
+                    f"task {task_id} is {old.state} and never changes again",
+                    metadata={"taskId": task_id, "state": old.state})
+            caller = old.caller if old is not None else (owner if caller is None else caller)
+            entry = _Entry(body, owner, task.get("contextId", ""), state,
+                           status.get("timestamp", ""), caller)
+            grows = entry.size - (old.size if old is not None else 0)
+            share = self._callers.get(caller)
+            if share is None:
+                share = self._callers[caller] = [0, 0, OrderedDict()]
+            evicted = self._make_room(task_id, old is None, grows, caller, share)
             self._tasks[task_id] = entry
+            self._bytes += grows
+            share[0] += old is None
+            share[1] += grows
             if state in _IDLE_STATES:
                 if task_id not in self._idle:
-                    self._idle[task_id] = time.monotonic()
+                    self._idle[task_id] = share[2][task_id] = time.monotonic()
             else:
                 self._idle.pop(task_id, None)
+                share[2].pop(task_id, None)
         for gone in evicted:
             if self.on_evict:
                 self.on_evict(gone)
+        return len(body)
 
     def delete(self, task_id):
         """Forget a task (no error if it is unknown)."""
         with self._lock:
-            self._tasks.pop(task_id, None)
-            self._idle.pop(task_id, None)
+            self._remove(task_id)
 
-    def _make_room(self):
-        """Evict expired tasks, then the oldest idle one if still full."""
+    def _remove(self, task_id):
+        entry = self._tasks.pop(task_id, None)
+        if entry is None:
+            return
+        self._bytes -= entry.size
+        self._idle.pop(task_id, None)
+        share = self._callers[entry.caller]
+        share[0] -= 1
+        share[1] -= entry.size
+        share[2].pop(task_id, None)
+        if not share[0]:
+            del self._callers[entry.caller]
+
+    def _make_room(self, task_id, new, grows, caller, share):
+        """Evict what must go for a task to be written (``grows`` bytes more,
+        one task more if ``new``): expired tasks, then the caller's oldest idle
+        ones past its share, then anyone's oldest idle ones past the store's
+        bounds. Raises CallerLimitError or TaskStoreFullError if that is not
+        enough. Returns the evicted ids."""
         evicted = []
         deadline = time.monotonic() - self.task_ttl
-        while self._idle:
-            task_id, ended = next(iter(self._idle.items()))
-            if ended > deadline and len(self._tasks) < self.max_tasks:
+        while self._idle:                          # expired, oldest first
+            oldest, ended = next(iter(self._idle.items()))
+            if ended > deadline or oldest == task_id:
                 break
-            del self._idle[task_id]
-            self._tasks.pop(task_id, None)
-            evicted.append(task_id)
-        if len(self._tasks) >= self.max_tasks:
-            raise TaskStoreFullError(
-                f"the task store holds {self.max_tasks} unfinished tasks; finish or cancel "
-                "some, or start the server with a larger max_tasks")
+            self._remove(oldest)
+            evicted.append(oldest)
+        idle = share[2]
+        while share[0] + new > self.max_tasks_per_caller or share[1] + grows > \
+                self.max_bytes_per_caller:
+            oldest = next((i for i in idle if i != task_id), None)
+            if oldest is None:
+                limit, value = (("max_tasks_per_caller", self.max_tasks_per_caller)
+                                if share[0] + new > self.max_tasks_per_caller else
+                                ("max_bytes_per_caller", self.max_bytes_per_caller))
+                raise CallerLimitError(
+                    f"you hold {share[0]} unfinished tasks in {share[1]} bytes, your share of "
+                    f"this server's task store ({limit} is {value}); let some finish or cancel "
+                    "them, then try again", metadata={"limit": limit, "value": value})
+            self._remove(oldest)
+            evicted.append(oldest)
+        while len(self._tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes:
+            oldest = next((i for i in self._idle if i != task_id), None)
+            if oldest is None:
+                raise TaskStoreFullError(
+                    f"the task store is full of unfinished tasks ({len(self._tasks)} tasks, "
+                    f"{self._bytes} bytes; max_tasks {self.max_tasks}, max_store_bytes "
+                    f"{self.max_bytes}); finish or cancel some, or start the server with larger "
+                    "limits", metadata={"limit": "max_tasks" if len(self._tasks) + new >
+                                        self.max_tasks else "max_store_bytes"})
+            self._remove(oldest)
+            evicted.append(oldest)
         return evicted
+
+    def stats(self):
+        """What the store holds: tasks, bytes, idle tasks and callers."""
+        with self._lock:
+            return {"tasks": len(self._tasks), "bytes": self._bytes, "idle": len(self._idle),
+                    "callers": len(self._callers), "max_tasks": self.max_tasks,
+                    "max_bytes": self.max_bytes}
 
     def list(self, owner, *, context_id=None, status=None, after=None, cursor=None,
              limit=50):
@@ -1039,22 +1198,28 @@ class TaskStore:
 
         ``after`` is a canonical timestamp (tasks at or after it match);
         ``cursor`` the (timestamp, id) of the previous page's last task.
-        Returns (tasks, total matches, cursor of the last task or None).
+        Returns (tasks, total matches, cursor of the last task or None). The
+        page holds at most ``limit`` tasks and ``max_page_bytes`` of them.
         """
         with self._lock:
             entries = list(self._tasks.items())
         matches = sorted(
-            ((stamp, task_id), body) for task_id, (body, task_owner, ctx, state, stamp) in entries
-            if task_owner == owner and (not context_id or ctx == context_id)
-            and (not status or state == status) and (not after or stamp >= after))
+            ((e.stamp, task_id), e) for task_id, e in entries
+            if e.owner == owner and (not context_id or e.context_id == context_id)
+            and (not status or e.state == status) and (not after or e.stamp >= after))
         matches.reverse()
         total = len(matches)
         if cursor is not None:
             cursor = tuple(cursor)
             matches = [m for m in matches if m[0] < cursor]
-        page = matches[:limit]
-        tasks = [json.loads(body) if type(body) is bytes else body for _, body in page]
-        return tasks, total, (page[-1][0] if len(matches) > limit else None)
+        page, size = [], 0
+        for key, entry in matches[:limit]:
+            size += len(entry.body)
+            if page and size > self.max_page_bytes:
+                break
+            page.append((key, entry.body))
+        tasks = [json.loads(body) for _, body in page]
+        return tasks, total, (page[-1][0] if len(matches) > len(page) else None)
 
 
 # =============================================================================
@@ -1157,6 +1322,16 @@ def _is_async_callable(fn):
     return code is not None and bool(code.co_flags & 0x280)   # CO_COROUTINE | CO_ASYNC_GENERATOR
 
 
+def _check_agent_text(text):
+    """The agent's text, if UTF-8 can encode it (else no task could hold it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidAgentResponseError(
+            f"the agent produced text with a lone surrogate ({text[exc.start]!r} at "
+            f"{exc.start}), which cannot be stored or sent") from None
+
+
 def _extension_required(uri):
     return ExtensionSupportRequiredError(
         f"this agent requires the extension {uri}; announce it with "
@@ -1170,17 +1345,20 @@ class CallContext:
     ``tenant`` the tenant the request addresses, ``principal`` whoever the
     authentication hook said the caller is (None: anonymous), ``extensions``
     the URIs of A2A-Extensions, ``version`` the A2A-Version served,
-    ``base_url`` how the client reached the server (for cards it is shown).
+    ``base_url`` how the client reached the server (for cards it is shown),
+    ``peer`` the address of the client's connection (for a server behind a
+    proxy it trusts, the address the proxy saw: see Server(trust_forwarded=)).
     """
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
-                 "last_event_id", "base_url", "encoded_ok", "loop")
+                 "last_event_id", "base_url", "encoded_ok", "loop", "peer")
 
     def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None,
-                 loop=None):
+                 loop=None, peer=None):
         self.headers = headers or {}
         self.query = query or {}
         self.base_url = base_url
+        self.peer = peer
         self.encoded_ok = False     # the binding accepts EncodedJSON answers
         self.loop = loop            # the host's event loop: answer without blocking it
         self.tenant = tenant
@@ -1191,7 +1369,16 @@ class CallContext:
 
     @property
     def owner(self):
+        """Who the tasks of this request belong to: (tenant, principal)."""
         return (self.tenant, self.principal)
+
+    @property
+    def caller(self):
+        """Whom the per-caller limits count this request against: the
+        authenticated principal, or else the tenant and the client's address."""
+        if self.principal is not None:
+            return ("principal", self.principal)
+        return ("peer", self.tenant, self.peer)
 
 
 def _is_final(event, end_states):
@@ -1210,36 +1397,63 @@ _STREAM_END = TERMINAL_STATES | INTERRUPTED_STATES
 class _Channel:
     """The live side of one task: its event log and the streams watching it.
 
-    ``events`` holds the newest ``replay_buffer`` (sequence number, event)
-    pairs; sequence numbers count from 0 for the task's life, and are the SSE
-    ``id:`` of each event, so a client can resume with Last-Event-ID. Streams
-    read by threads wait on ``cond``; streams read on an event loop put a
-    callable in ``wakers``, called on every event (as wake() calls them all).
+    ``events`` holds the newest (sequence number, event) pairs, at most
+    ``replay_buffer`` of them and ``replay_buffer_bytes`` of JSON (the newest
+    one always); sequence numbers count from 0 for the task's life, and are
+    the SSE ``id:`` of each event, so a client can resume with Last-Event-ID
+    (one that fell further behind gets the whole task again). Streams read
+    by threads wait on ``cond``; streams read on an event loop put a callable
+    in ``wakers``, called on every event (as wake() calls them all). The task
+    snapshot keeps the newest ``max_history`` messages, as the store does.
     """
 
-    __slots__ = ("lock", "cond", "waiting", "wakers", "events", "next_seq", "task", "owner",
-                 "store", "active", "on_event")
+    __slots__ = ("lock", "cond", "waiting", "wakers", "events", "sizes", "size", "next_seq",
+                 "task", "owner", "caller", "store", "active", "on_event", "limits", "followers",
+                 "ended")
 
-    def __init__(self, store, owner, buffer, on_event=None):
+    def __init__(self, store, owner, limits, on_event=None, caller=None):
         self.lock = threading.RLock()
         self.cond = None          # a Condition on lock, made when a thread first waits
         self.waiting = 0          # threads waiting on cond
         self.wakers = set()
-        self.events = deque(maxlen=buffer)
+        self.events = deque()
+        self.sizes = deque()      # the JSON size of each of ``events``
+        self.size = 0             # ... and of them all
         self.next_seq = 0
         self.task = None          # newest snapshot (also in the store)
         self.owner = owner
+        self.caller = caller      # whom a new task counts against in the store
         self.store = store
         self.active = None        # the RequestContext of the running turn, if any
         self.on_event = on_event  # told of every task event (push notifications)
+        self.limits = limits      # the server's: max_history, replay_buffer(_bytes)
+        self.followers = 0        # SubscribeToTask streams, which follow it across turns
+        self.ended = False        # the server let go of it: no event will come again
 
     def publish(self, task, event):
         """Store the new task snapshot and append its event; wake the streams."""
         with self.lock:
+            size = None
             if task is not None:
-                self.store.put(task, self.owner)
+                history = task.get("history")
+                if history and len(history) > self.limits["max_history"]:
+                    capped = {**task, "history": history[-self.limits["max_history"]:]}
+                    if event.get("task") is task:
+                        event = {"task": capped}
+                    task = capped
+                size = self.store.put(task, self.owner, self.caller)
                 self.task = task
+            if "error" in event:
+                size = 0
+            elif "task" not in event or type(size) is not int:
+                size = len(_dumps(event))
             self.events.append((self.next_seq, event))
+            self.sizes.append(size)
+            self.size += size
+            while len(self.events) > self.limits["replay_buffer"] or (
+                    self.size > self.limits["replay_buffer_bytes"] and len(self.events) > 1):
+                self.events.popleft()
+                self.size -= self.sizes.popleft()
             self.next_seq += 1
             self.wake()
             if task is not None and self.on_event is not None:
@@ -1248,7 +1462,7 @@ class _Channel:
     def save(self, task):
         """Store a snapshot no stream or webhook is to hear of (no event)."""
         with self.lock:
-            self.store.put(task, self.owner)
+            self.store.put(task, self.owner, self.caller)
             self.task = task
 
     def wake(self):
@@ -1270,13 +1484,15 @@ class _Follower:
     asyncio, ASGI, without a thread per stream); both take the same steps.
     """
 
-    def __init__(self, channel, start, keepalive, end_states, first=(), ended=False):
+    def __init__(self, channel, start, keepalive, end_states, first=(), ended=False,
+                 counted=False):
         self.channel = channel
         self.seq = start
         self.keepalive = keepalive
         self.end_states = end_states
         self.ready = deque(first)
         self.ended = ended            # nothing more after ``ready``
+        self.counted = counted        # counted in channel.followers until closed
 
     def _take(self):
         """Move the channel's new events to ``ready`` (with its lock held)."""
@@ -1349,6 +1565,10 @@ class _Follower:
     def close(self):
         self.ended = True
         self.ready.clear()
+        if self.counted:
+            self.counted = False
+            with self.channel.lock:
+                self.channel.followers -= 1
 
 
 class _Done:
@@ -1525,6 +1745,10 @@ class Server:
       push_notifications    deliver task events to webhooks (False)
       push_allow            hosts and networks webhooks may reach although
                             private or loopback (e.g. ["127.0.0.1/32"])
+      trust_forwarded       take the client's address (which per-caller limits
+                            count by, for anonymous callers) from the last
+                            X-Forwarded-For entry: only behind a proxy that
+                            sets it (False)
       single_path           serve everything under this one path, for hosts that
                             route a single path (e.g. "/invocations"): POST is
                             JSON-RPC, GET is the card (also at
@@ -1538,7 +1762,7 @@ class Server:
                  store=None, extended_card=None, card=None, card_max_age=300,
                  input_modes=("text/plain",), output_modes=("text/plain",),
                  authenticate=None, push_notifications=False, push_allow=(),
-                 single_path=None, **limits):
+                 single_path=None, trust_forwarded=False, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
@@ -1547,9 +1771,13 @@ class Server:
         self._agent_is_async = _is_async_callable(agent)
         self._tasks = set()                 # async turns running on a host's event loop
         self._new_id, self._now = _Ids(), _Clock()   # ids and timestamps, made quickly
+        limits = self.limits
         self.store = store if store is not None else TaskStore(
-            max_tasks=self.limits["max_tasks"], task_ttl=self.limits["task_ttl"],
-            max_history=self.limits["max_history"])
+            max_tasks=limits["max_tasks"], task_ttl=limits["task_ttl"],
+            max_history=limits["max_history"], max_bytes=limits["max_store_bytes"],
+            max_tasks_per_caller=limits["max_tasks_per_caller"],
+            max_bytes_per_caller=limits["max_bytes_per_caller"],
+            max_page_bytes=limits["max_page_bytes"])
         self.store.on_evict = self._evicted
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
@@ -1558,6 +1786,7 @@ class Server:
         self.extended_card = extended_card
         self.card_max_age = card_max_age
         self._channels = {}                 # task id -> _Channel, while the task can change
+        self._next_seq = {}                 # task id -> next event id, of a waiting task
         self._lock = threading.Lock()
         self._card_cache = None
         self._extra_interfaces = []
@@ -1565,6 +1794,7 @@ class Server:
         self._async_loop = None
         self._workers = None
         self.authenticate = authenticate
+        self.trust_forwarded = trust_forwarded
         self.push_allow = _parse_allow(push_allow)
         self._push = {}                     # task id -> {config id: TaskPushNotificationConfig}
         self._pusher = None                 # the _PushDelivery, started on first use
@@ -1599,7 +1829,7 @@ class Server:
     # -- the HTTP entry point every host adapter calls -------------------------
 
     def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None,
-                    loop=None):
+                    loop=None, peer=None):
         """Answer one HTTP request: ``headers`` with lower-case names, ``body``
         bytes, ``base_url`` how the client reached us (for the card). Returns a
         Response. The bindings behind it are in section 8 of this file.
@@ -1611,15 +1841,15 @@ class Server:
         calls fn(later) on the loop, ``later.result()`` is the Response; or
         ``await response.later``) and a ``stream`` is read
         with ``async for``. handle_http_async does both steps."""
-        return _handle_http(self, method, path, query, headers, body, base_url, loop)
+        return _handle_http(self, method, path, query, headers, body, base_url, loop, peer)
 
     async def handle_http_async(self, method, path, query="", headers=None, body=b"",
-                                base_url=None):
+                                base_url=None, peer=None):
         """handle_http for hosts on an asyncio event loop (ASGI, the asyncio
         server): it never blocks the loop; read a ``stream`` with ``async for``."""
         import asyncio
         response = _handle_http(self, method, path, query, headers, body, base_url,
-                                asyncio.get_running_loop())
+                                asyncio.get_running_loop(), peer)
         return await response.later if response.later is not None else response
 
     def error_response(self, path, status, error, media_type=None):
@@ -1731,9 +1961,25 @@ class Server:
                 metadata={"taskId": task_id})
         return task
 
-    def _new_channel(self, owner):
-        return _Channel(self.store, owner, self.limits["replay_buffer"],
-                        self._push_event if self.capabilities.get("pushNotifications") else None)
+    def _new_channel(self, owner, caller=None):
+        return _Channel(self.store, owner, self.limits,
+                        self._push_event if self.capabilities.get("pushNotifications") else None,
+                        caller)
+
+    def _channel(self, task_id, owner):
+        """The live channel of an existing task, made (from the store) if it has
+        none: every writer and stream of a task meets on one channel. With the
+        server's lock held."""
+        channel = self._channels.get(task_id)
+        if channel is None:
+            task = self.store.get(task_id, owner)
+            if task is None:
+                raise TaskNotFoundError(f"no task with id {task_id!r}",
+                                        metadata={"taskId": task_id})
+            channel = self._channels[task_id] = self._new_channel(owner)
+            channel.task = task
+            channel.next_seq = self._next_seq.pop(task_id, 0)   # event ids go on
+        return channel
 
     def wake_streams(self):
         """Wake every stream waiting for events, so each one looks again at
@@ -1743,14 +1989,24 @@ class Server:
         for channel in channels:
             channel.wake()
 
-    def _forget(self, task_id):
+    def _forget(self, task_id, unless_followed=False):
+        """Let go of a task's channel: it has ended, or it waits for the client
+        (``unless_followed``: and no SubscribeToTask stream follows it). What
+        comes next for the task starts from the store."""
         with self._lock:
-            return self._channels.pop(task_id, None)
+            channel = self._channels.get(task_id)
+            if channel is None or unless_followed and channel.followers:
+                return
+            del self._channels[task_id]
+            channel.ended = True
+            if unless_followed:                # a waiting task: its next events go on
+                self._next_seq[task_id] = channel.next_seq     # from this event id
 
     def _evicted(self, task_id):
         """The store dropped an idle task: end any stream still watching it."""
         with self._lock:
             self._push.pop(task_id, None)      # its webhooks go with it
+            self._next_seq.pop(task_id, None)
             channel = self._channels.pop(task_id, None)
         if channel is not None:
             channel.publish(None, {"error": TaskNotFoundError(
@@ -1804,14 +2060,11 @@ class Server:
             extensions=call.extensions, metadata=request.get("metadata", {}),
             configuration=request.get("configuration", {}))
         if task is None:
-            channel = self._new_channel(call.owner)
+            channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
             return ctx, channel
         with self._lock:
-            channel = self._channels.get(task_id)
-            if channel is None:
-                channel = self._channels[task_id] = self._new_channel(call.owner)
-                channel.task = task
+            channel = self._channel(task_id, call.owner)
             if channel.active is not None:
                 raise UnsupportedOperationError(
                     f"task {task_id} is still working on the previous message; wait for it "
@@ -2065,16 +2318,13 @@ class Server:
         """CancelTask: the task, now CANCELED; the running agent is told."""
         task_id = request["id"]
         task = self._visible_task(task_id, call)
+        state = task["status"]["state"]
+        if state in TERMINAL_STATES:
+            raise TaskNotCancelableError(
+                f"task {task_id} is already {state} and can no longer be canceled",
+                metadata={"taskId": task_id, "state": state})
         with self._lock:
-            channel = self._channels.get(task_id)
-        if channel is None:
-            state = task["status"]["state"]
-            if state in TERMINAL_STATES:
-                raise TaskNotCancelableError(
-                    f"task {task_id} is already {state} and can no longer be canceled",
-                    metadata={"taskId": task_id, "state": state})
-            channel = self._new_channel(call.owner)
-            channel.task = task
+            channel = self._channel(task_id, call.owner)
         with channel.lock:
             task = channel.task or task
             state = task["status"]["state"]
@@ -2105,11 +2355,10 @@ class Server:
             raise UnsupportedOperationError(
                 f"task {task_id} is {state}: a finished task has no more events to stream; "
                 "use GetTask to read it", metadata={"taskId": task_id, "state": state})
-        with self._lock:
-            channel = self._channels.get(task_id)
-            if channel is None:                # a task waiting for input has no live channel
-                channel = self._channels[task_id] = self._new_channel(call.owner)
-                channel.task = task
+        with self._lock:                       # (a waiting task's channel is made again)
+            channel = self._channel(task_id, call.owner)
+            with channel.lock:                 # counted before the turn can let it go
+                channel.followers += 1
         return self._subscription(channel, call.last_event_id)
 
     def _subscription(self, channel, last_event_id):
@@ -2119,9 +2368,10 @@ class Server:
             oldest = channel.events[0][0] if channel.events else seq
         if last_event_id is not None and oldest - 1 <= last_event_id < seq:
             # A reconnecting client: replay what it missed, from the buffer.
-            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES)
+            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
+                             counted=True)
         return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, {"task": task})],
-                         ended=task["status"]["state"] in TERMINAL_STATES)
+                         ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
 
@@ -2344,6 +2594,8 @@ class _TurnWriter:
             self.done = True
             return
         if isinstance(item, str):
+            if not item.isascii():
+                _check_agent_text(item)
             if not chunked:
                 return self._artifact({"artifact": {"artifactId": self.server._new_id(),
                                                     "parts": [{"text": item}]}}, trusted=True)
@@ -2367,6 +2619,8 @@ class _TurnWriter:
     def complete(self, result):
         """The agent returned one answer (not a generator): its output, then the end."""
         channel = self.channel
+        if isinstance(result, str) and not result.isascii():
+            _check_agent_text(result)
         if (isinstance(result, str) and channel.task is None and not self.watched
                 and channel.on_event is None and not self.ctx._canceled):
             # A new task that ends in the same step it begins: nobody knows its
@@ -2489,20 +2743,42 @@ class _TurnWriter:
                 self._status({"status": {"state": "TASK_STATE_FAILED",
                                          "message": new_message(text)}}, trusted=True)
             except Exception as again:
-                _log().error("could not record the failure of task %s", self.ctx.task_id,
-                          exc_info=again)
-                if self.channel.task is None:   # nobody else will end the waiting streams
-                    self.error = again if isinstance(again, A2AError) else InternalError(
-                        "the task could not be created; see the server log")
-                    self.channel.publish(None, {"error": self.error})
+                self._fail_plainly(again)
         self._end_turn()
+
+    def _fail_plainly(self, exc):
+        """Recording the failure failed too, so what the agent made is the
+        problem (or the store refused the task): the task still ends FAILED,
+        as a plain task that can be stored, and every stream is told."""
+        _log().error("could not record the failure of task %s", self.ctx.task_id, exc_info=exc)
+        channel, ctx = self.channel, self.ctx
+        with channel.lock:
+            if channel.task is not None and not ctx._canceled:
+                status = {"state": "TASK_STATE_FAILED", "timestamp": self.server._now(),
+                          "message": new_message("the agent failed, and what it produced could "
+                                                 "not be stored; see the server log",
+                                                 taskId=ctx.task_id, contextId=ctx.context_id)}
+                task = {"id": ctx.task_id, "contextId": ctx.context_id, "status": status,
+                        "history": [ctx.message]}
+                try:
+                    return channel.publish(task, {"statusUpdate": {
+                        "taskId": ctx.task_id, "contextId": ctx.context_id, "status": status}})
+                except Exception as again:
+                    _log().error("task %s could not be stored at all", ctx.task_id,
+                                 exc_info=again)
+            # Nothing could be stored: end the waiting streams with the error.
+            self.error = exc if isinstance(exc, A2AError) else InternalError(
+                "the task could not be stored; see the server log")
+            channel.publish(None, {"error": self.error})
 
     def _end_turn(self):
         self.done = True
         self.channel.active = None
         task = self.channel.task
-        if task is not None and task["status"]["state"] in TERMINAL_STATES:
-            self.server._forget(self.ctx.task_id)
+        if task is not None:
+            state = task["status"]["state"]
+            if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
+                self.server._forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
         self.finished.set()
 
 
@@ -2848,12 +3124,19 @@ _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json"')
 _HTTP_REASONS = {200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request",
                  404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
                  411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
-                 414: "URI Too Long", 431: "Request Header Fields Too Large",
-                 500: "Internal Server Error", 503: "Service Unavailable"}
+                 414: "URI Too Long", 429: "Too Many Requests",
+                 431: "Request Header Fields Too Large", 500: "Internal Server Error",
+                 501: "Not Implemented", 503: "Service Unavailable"}
 
 
 def _dumps(obj):
-    return _ENCODER.encode(obj).encode("utf-8")
+    text = _ENCODER.encode(obj)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (from a JSON-RPC id, say, which no field check
+        # covers): JSON can still carry it, as an escape.
+        return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
 
 # Compact UTF-8 JSON. One encoder, configured once (json.dumps with options
@@ -2882,14 +3165,16 @@ def _sse_frame(seq, data):
 _KEEPALIVE = b": keep-alive\n\n"
 
 
-def _handle_http(server, method, path, query, headers, body, base_url, loop=None):
+def _handle_http(server, method, path, query, headers, body, base_url, loop=None, peer=None):
     """Route one HTTP request: the card, the JSON-RPC endpoint (and its help
-    page), or an HTTP+JSON route."""
+    page), or an HTTP+JSON route. ``peer`` is the client's address."""
     headers = headers if headers is not None else {}
+    if server.trust_forwarded and "x-forwarded-for" in headers:
+        peer = headers["x-forwarded-for"].rpartition(",")[2].strip() or peer
     try:
         if server.single_path:
             return _single_path_response(server, method, path, query, headers, body, base_url,
-                                         loop)
+                                         loop, peer)
         if path == _CARD_PATH:
             if method in ("GET", "HEAD"):
                 return _card_response(server, headers, base_url)
@@ -2898,13 +3183,13 @@ def _handle_http(server, method, path, query, headers, body, base_url, loop=None
             raise _MethodNotAllowed("GET")
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
-                return _jsonrpc_response(server, query, headers, body, base_url, loop)
+                return _jsonrpc_response(server, query, headers, body, base_url, loop, peer)
             if method in ("GET", "HEAD"):
                 return _help_response(server, headers, base_url)
             if method == "OPTIONS":
                 return _preflight(server)
             raise _MethodNotAllowed("GET, POST")
-        return _rest_response(server, method, path, query, headers, body, base_url, loop)
+        return _rest_response(server, method, path, query, headers, body, base_url, loop, peer)
     except _MethodNotAllowed as exc:
         resp = server.error_response(path, 405, UnsupportedOperationError(
             f"{method} is not allowed on {path}; use {exc.args[0]}"))
@@ -2919,12 +3204,12 @@ class _MethodNotAllowed(Exception):
     pass
 
 
-def _single_path_response(server, method, path, query, headers, body, base_url, loop):
+def _single_path_response(server, method, path, query, headers, body, base_url, loop, peer):
     """Single-path mode: the card and JSON-RPC on one path, nothing else."""
     prefix = server.single_path
     if path.rstrip("/") == prefix.rstrip("/"):
         if method == "POST":
-            return _jsonrpc_response(server, query, headers, body, base_url, loop)
+            return _jsonrpc_response(server, query, headers, body, base_url, loop, peer)
         if method in ("GET", "HEAD"):
             return _card_response(server, headers, base_url)
         raise _MethodNotAllowed("GET, POST")
@@ -2934,7 +3219,7 @@ def _single_path_response(server, method, path, query, headers, body, base_url, 
         f"this server answers only at {prefix}: POST for JSON-RPC, GET for the agent card"))
 
 
-def _jsonrpc_response(server, query, headers, body, base_url, loop=None):
+def _jsonrpc_response(server, query, headers, body, base_url, loop=None, peer=None):
     """POST to the JSON-RPC endpoint."""
     request_id = None
 
@@ -2996,7 +3281,8 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None):
             raise MethodNotFoundError(
                 f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
                 + ", ".join(METHODS), metadata={"method": name})
-        call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop)
+        call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop,
+                           peer=peer)
         call.encoded_ok = True
         last = headers.get("last-event-id") or call.query.get("lastEventId") \
             or call.query.get("Last-Event-ID")
@@ -3218,7 +3504,7 @@ def _query_to_params(message_type, query):
     return params
 
 
-def _rest_response(server, verb, path, query, headers, body, base_url, loop=None):
+def _rest_response(server, verb, path, query, headers, body, base_url, loop=None, peer=None):
     """An HTTP+JSON route: match, build the request message, call, answer."""
     ctype = headers.get("content-type", "").split(";")[0].strip().lower()
     accept = headers.get("accept", "")
@@ -3271,7 +3557,8 @@ def _rest_response(server, verb, path, query, headers, body, base_url, loop=None
                     f"{name} {given!r} in the request contradicts {value!r} in the path; "
                     "send it once, in the path", field=name)
             params[name] = value
-        call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop)
+        call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop,
+                           peer=peer)
         call.encoded_ok = True
         last = headers.get("last-event-id") or call.query.get("lastEventId")
         if last is not None and last.strip().isdigit():
@@ -3372,214 +3659,400 @@ def _help_text(server, base_url):
 
 
 # =============================================================================
-# 9. Adapters: the threaded HTTP server
+# 9. Adapters: reading HTTP/1.1, the threaded server, the asyncio server
 # =============================================================================
 #
 # A host adapter turns its world into handle_http() arguments and writes the
 # Response back. It makes no protocol decision.
 #
-# This one is the standard library's threaded HTTP server, assembled from the
-# same parts as http.server.ThreadingHTTPServer (socketserver's TCPServer with
-# ThreadingMixIn and a StreamRequestHandler) without importing http.server
-# itself: that module and the email package it parses headers with cost about
-# 100 ms of start-up and more CPU per request than the whole A2A call. A
-# request head is simple enough to read here: a request line, then "Name:
-# value" lines up to a blank line.
+# Both servers bundled here read requests with one reader, RequestReader: a
+# pure object (no sockets) that takes the bytes received so far and says
+# whether they hold a whole request yet (RFC 9112). It is strict wherever two
+# HTTP parsers could disagree about where a request ends, since that is how
+# a request is smuggled past a proxy (RFC 9112 section 11.2): a request with
+# both Content-Length and Transfer-Encoding is refused, so are differing
+# Content-Lengths, a chunked coding that is not the last one (400), codings
+# this server does not know (501), chunk sizes that are not plain hex
+# digits, chunk data not followed by CRLF, whitespace before a header's
+# colon, obsolete folded lines and control bytes. Every refusal closes the
+# connection: after a framing error nobody knows where the next request
+# starts. Limits are counted in bytes as they arrive: the head
+# (max_header_bytes, max_headers), the body (max_body_bytes, checked against
+# Content-Length before the body is read), a chunk-size line and the
+# trailers.
 #
-# One thread per connection, HTTP/1.1 keep-alive, Nagle's algorithm off (or
-# every SSE event would wait ~40 ms for a delayed ACK), one deadline for the
-# whole request head (a client that trickles its headers is cut off), a
-# socket timeout on every other wait, and the body limit enforced before the
-# body is read. A stream has no length, so its connection closes at its end.
+# Time is bounded per request, not per read: a request must arrive whole
+# within ``timeout`` seconds of the connection being ready for it, or it gets
+# 408 and the connection closes (a client trickling one byte a second is cut
+# off like one that sends nothing).
+
+
+class BadRequest(Exception):
+    """A request that cannot be served: ``status`` (400, 408, 413, 414, 431,
+    501), ``error`` (the A2AError to show, in the binding's shape) and
+    ``path`` (the request's path, when its head was read; else None)."""
+
+    def __init__(self, status, error, path=None):
+        super().__init__(error.message)
+        self.status = status
+        self.error = error
+        self.path = path
+
+
+class HTTPRequest:
+    """One request read by RequestReader: ``method``, ``target`` (path and
+    query), ``version``, ``headers`` (lower-case names; repeated ones joined
+    with ", "), ``body`` (bytes, de-chunked) and ``keep_alive``."""
+
+    __slots__ = ("method", "target", "version", "headers", "body", "keep_alive")
+
+    def __init__(self, method, target, version, headers, body, keep_alive):
+        self.method, self.target, self.version = method, target, version
+        self.headers, self.body, self.keep_alive = headers, body, keep_alive
+
+
+# Characters of an RFC 9110 token (a method, a header name).
+_TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_NOT_TOKEN = str.maketrans("", "", _TOKEN_CHARS)
+# Control bytes never allowed in a head (HTAB, CR and LF are judged apart).
+_CONTROLS = str.maketrans("", "", "".join(map(chr, (*range(9), *range(11, 13),
+                                                    *range(14, 32), 127))))
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
+_MAX_CHUNK_LINE = 1024              # a chunk-size line, extensions included
+# The registered transfer codings (RFC 9110 section 18.8); of them this server
+# decodes chunked alone, and answers 501 to the others, and to unknown ones.
+_KNOWN_CODINGS = frozenset({"chunked", "compress", "deflate", "gzip", "x-compress", "x-gzip"})
+
+
+class RequestReader:
+    """Reads HTTP/1.1 requests from the front of a byte buffer; no I/O.
+
+    ``read(buffer)`` (a bytearray of what the connection has received) returns
+    the next whole request as an HTTPRequest and deletes its bytes from the
+    buffer, or returns None while more bytes are needed. What it has read of
+    an incomplete request is remembered, so feeding a body a byte at a time
+    costs no more than feeding it whole. A request that can never be valid
+    raises BadRequest; the host answers it and closes the connection.
+    ``expects_continue`` is true while the body of a request whose head said
+    "Expect: 100-continue" is awaited: the host answers "100 Continue" once.
+    """
+
+    def __init__(self, *, max_header_bytes=65536, max_headers=100,
+                 max_body_bytes=DEFAULT_LIMITS["max_body_bytes"]):
+        self.max_header_bytes = max_header_bytes
+        self.max_headers = max_headers
+        self.max_body_bytes = max_body_bytes
+        self._reset()
+
+    def _reset(self):
+        self._head = None        # (method, target, version, headers, path) once read
+        self._size = 0           # bytes of the head, blank line included
+        self._scan = 0           # where to look again for the end of the head
+        self._length = None      # Content-Length, or None for a chunked body
+        self._chunks = None      # a chunked body so far: [parts, size, offset, trailer bytes]
+        self.expects_continue = False
+
+    def read(self, buffer):
+        if self._head is None:
+            if not self._read_head(buffer):
+                return None
+        if self._length is not None:
+            end = self._size + self._length
+            if len(buffer) < end:
+                return None
+            body = bytes(buffer[self._size:end])
+        else:
+            got = self._dechunk(buffer)
+            if got is None:
+                return None
+            body, end = got
+        method, target, version, headers, _ = self._head
+        connection = headers.get("connection", "").lower()
+        keep = "close" not in connection and (version == "HTTP/1.1" or "keep-alive" in connection)
+        del buffer[:end]
+        self._reset()
+        return HTTPRequest(method, target, version, headers, body, keep)
+
+    def _refuse(self, status, message, error=InvalidRequestError, **kw):
+        path = self._head[4] if self._head is not None else None
+        raise BadRequest(status, error(message, **kw), path)
+
+    # -- the head (RFC 9112 sections 2-5) ------------------------------------
+
+    def _read_head(self, buffer):
+        while buffer[:2] == b"\r\n" or buffer[:1] == b"\n":
+            del buffer[:1 + (buffer[:1] == b"\r")]   # empty lines before a request: ignored
+        start = max(0, self._scan - 2)
+        ends = [i for i in (buffer.find(b"\n\r\n", start), buffer.find(b"\n\n", start)) if i >= 0]
+        if not ends:
+            self._scan = len(buffer)
+            if len(buffer) > self.max_header_bytes:
+                self._too_long(buffer)
+            return False
+        end = min(ends)
+        size = end + (3 if buffer[end + 1:end + 2] == b"\r" else 2)
+        if size > self.max_header_bytes:
+            self._too_long(buffer)
+        text = buffer[:end].decode("latin-1")
+        if len(text.translate(_CONTROLS)) != len(text):
+            self._refuse(400, "the request head holds control characters")
+        lines = text.split("\n")
+        if len(lines) - 1 > self.max_headers:
+            self._refuse(431, f"the request has more than {self.max_headers} header lines")
+        parts = lines[0].removesuffix("\r").split(" ")
+        if (len(parts) != 3 or not parts[0] or parts[0].translate(_NOT_TOKEN) or not parts[1]
+                or parts[2] not in ("HTTP/1.1", "HTTP/1.0")):
+            self._refuse(400, "the request line is not 'METHOD /path HTTP/1.1'")
+        headers = {}
+        for line in lines[1:]:
+            line = line.removesuffix("\r")
+            name, sep, value = line.partition(":")
+            if not sep or not name or name.translate(_NOT_TOKEN) or "\r" in value:
+                # Also: "Name : value" and a folded line (one that starts with a
+                # space), both of which other parsers read differently.
+                self._refuse(400, f"malformed header line {line[:40]!r}: send 'Name: value', "
+                             "with no space before the colon and no folded lines")
+            name, value = name.lower(), value.strip(" \t")
+            headers[name] = headers[name] + ", " + value if name in headers else value
+        method, target, version = parts
+        path = target.partition("?")[0]
+        self._head = (method, target, version, headers, path)
+        self._size = size
+        self._length = self._body_length(headers, version)
+        if self._length is None:
+            self._chunks = [[], 0, size, 0]
+        if headers.get("expect", "").lower() == "100-continue" and self._length != 0:
+            self.expects_continue = True
+        return True
+
+    def _too_long(self, buffer):
+        line_end = buffer.find(b"\n")
+        if line_end < 0 or line_end > self.max_header_bytes:
+            self._refuse(414, f"the request line is longer than {self.max_header_bytes} bytes; "
+                         "send large parameters in a POST body")
+        self._refuse(431, f"the request head is longer than {self.max_header_bytes} bytes")
+
+    def _body_length(self, headers, version):
+        """Content-Length, 0 for no body, or None for a chunked body (RFC 9112 6.3)."""
+        coding = headers.get("transfer-encoding")
+        length = headers.get("content-length")
+        if coding is not None:
+            if length is not None:
+                self._refuse(400, "the request has both Content-Length and Transfer-Encoding; "
+                             "send one of them")
+            if version == "HTTP/1.0":
+                self._refuse(400, "HTTP/1.0 has no Transfer-Encoding; send Content-Length")
+            codings = [c.strip(" \t").lower() for c in coding.split(",") if c.strip(" \t")]
+            if "chunked" in codings and (codings[-1] != "chunked" or codings.count("chunked") > 1):
+                self._refuse(400, "chunked must be the last transfer coding, and appear once")
+            if set(codings) <= _KNOWN_CODINGS and codings[-1:] != ["chunked"]:
+                self._refuse(400, "a request body's last transfer coding must be chunked")
+            if codings != ["chunked"]:
+                self._refuse(501, f"transfer coding {coding!r} is not supported; send the body "
+                             "with Content-Length or Transfer-Encoding: chunked")
+            return None
+        if length is None:
+            return 0
+        values = {v.strip(" \t") for v in length.split(",")}
+        if len(values) != 1:
+            self._refuse(400, f"the request has differing Content-Lengths: {length[:40]!r}")
+        value = values.pop()
+        if not (value.isascii() and value.isdigit()) or len(value) > 18:
+            self._refuse(400, f"Content-Length {value[:40]!r} is not a number of bytes")
+        if int(value) > self.max_body_bytes:
+            self._refuse(413, f"the request body is {int(value)} bytes; this server accepts at "
+                         f"most {self.max_body_bytes}", PayloadTooLargeError,
+                         metadata={"limit": self.max_body_bytes})
+        return int(value)
+
+    # -- a chunked body (RFC 9112 section 7.1) ---------------------------------
+
+    def _dechunk(self, buffer):
+        """(body, end) once the last chunk and the trailers are here, else None."""
+        state = self._chunks
+        parts, size, at, trailer = state
+        while True:
+            line_end = buffer.find(b"\r\n", at)
+            if line_end < 0:
+                limit = _MAX_CHUNK_LINE if trailer == 0 and size >= 0 else self.max_header_bytes
+                if len(buffer) - at > limit:
+                    self._refuse(400, "a chunk-size line or trailer is too long")
+                state[:] = parts, size, at, trailer
+                return None
+            line = bytes(buffer[at:line_end])
+            if size < 0:                                 # the trailers, after the last chunk
+                if not line:
+                    return b"".join(parts), line_end + 2
+                trailer += len(line) + 2
+                name, sep, _ = line.partition(b":")
+                if (not sep or not name or name.decode("latin-1").translate(_NOT_TOKEN)
+                        or trailer > self.max_header_bytes):
+                    self._refuse(400, "malformed or oversized trailer fields")
+                at = line_end + 2
+                continue
+            digits = line.split(b";", 1)[0].rstrip(b" \t")
+            if not digits or len(digits) > 16 or digits.translate(None, _HEX_DIGITS):
+                self._refuse(400, f"malformed chunk size {line[:20]!r}: a chunk starts with its "
+                             "size in hex digits and CRLF")
+            n = int(digits, 16)
+            if n == 0:
+                size, at = -1, line_end + 2              # the last chunk; trailers follow
+                continue
+            if size + n > self.max_body_bytes:
+                self._refuse(413, f"the chunked body exceeds {self.max_body_bytes} bytes",
+                             PayloadTooLargeError, metadata={"limit": self.max_body_bytes})
+            data_end = line_end + 2 + n
+            if len(buffer) < data_end + 2:
+                state[:] = parts, size, at, trailer
+                return None
+            if buffer[data_end:data_end + 2] != b"\r\n":
+                self._refuse(400, "chunk data must be followed by CRLF")
+            parts.append(bytes(buffer[line_end + 2:data_end]))
+            size += n
+            at = data_end + 2
+
+
+# -- the threaded server ---------------------------------------------------------
+#
+# The standard library's threaded TCP server (socketserver's TCPServer with
+# ThreadingMixIn, the parts of http.server.ThreadingHTTPServer) without
+# importing http.server itself: that module and the email package it parses
+# headers with cost about 100 ms of start-up and more CPU per request than the
+# whole A2A call. Requests are read with RequestReader.
+#
+# One thread per connection, up to ``max_connections`` of them: past it a new
+# connection is answered 503 with Retry-After and closed, so a flood of idle
+# connections costs a refusal each, not a thread each. HTTP/1.1 keep-alive,
+# Nagle's algorithm off (or every SSE event would wait ~40 ms for a delayed
+# ACK). A stream has no length, so its connection closes at its end.
 
 
 def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
-                     max_header_bytes=65536, max_headers=100):
+                     max_header_bytes=65536, max_headers=100, max_connections=512):
     """A threaded HTTP/1.1 server (socketserver) serving ``server``.
 
     Call ``serve_forever()`` on it, ``shutdown()`` from another thread to stop.
-    ``timeout`` bounds every wait on the client: the request head as a whole,
-    each read of the body, and an idle keep-alive connection.
+    ``timeout``: seconds within which each request must arrive whole (and an
+    idle keep-alive connection is closed); ``max_connections``: connections
+    (threads) served at once.
     """
+    import socket
     import socketserver
 
     date = _DateHeader()
+    limits = {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
+              "max_body_bytes": server.limits["max_body_bytes"]}
 
-    class Handler(socketserver.StreamRequestHandler):
-        disable_nagle_algorithm = True
-        server_version = f"a2a_min/{__version__}"
-
-        def setup(self):
-            self.timeout = timeout
-            super().setup()
+    class Handler(socketserver.BaseRequestHandler):
 
         def handle(self):
-            self.close_connection = False
-            while not self.close_connection:
-                self.handle_one_request()
-
-        def handle_one_request(self):
-            self.close_connection = True
-            self.command = ""
-            try:
-                head = self._read_head()
-            except (TimeoutError, OSError):
-                return                             # idle or stalled: just close
-            except _BodyProblem as problem:
-                return self._write(server.error_response(None, problem.status, problem.error))
-            if head is None:
-                return
-            method, target, version, headers = head
-            self.command, self.path, self.request_version = method, target, version
-            connection = headers.get("connection", "").lower()
-            self.close_connection = (version == "HTTP/1.0" and "keep-alive" not in connection
-                                     or "close" in connection)
-            if headers.get("expect", "").lower() == "100-continue":
-                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            self._serve(headers)
-
-        def _read_head(self):
-            """(method, target, version, headers) of the next request, or None at EOF."""
-            deadline = time.monotonic() + timeout
-            line = self.rfile.readline(max_header_bytes + 1)
-            if not line:
-                return None
-            if len(line) > max_header_bytes:
-                raise _BodyProblem(414, InvalidRequestError(
-                    f"the request line is longer than {max_header_bytes} bytes; send large "
-                    "parameters in a POST body"))
-            budget = max_header_bytes - len(line)
-            parts = line.decode("latin-1").split()
-            if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-                raise _BodyProblem(400, InvalidRequestError(
-                    "the request line is not 'METHOD /path HTTP/1.1'"))
-            headers = {}
-            for count in range(max_headers + 2):
-                # Each read waits at most ``timeout``, and the head as a whole
-                # must be done by the deadline: a client sending one header
-                # line now and then is cut off all the same.
-                if time.monotonic() > deadline:
-                    raise TimeoutError
-                line = self.rfile.readline(budget + 1)
-                budget -= len(line)
-                if budget < 0 or count > max_headers:
-                    raise _BodyProblem(431, InvalidRequestError(
-                        f"the request headers exceed {max_header_bytes} bytes or "
-                        f"{max_headers} lines"))
-                if line in (b"\r\n", b"\n"):
-                    break
-                if not line:
-                    raise TimeoutError             # the client went away mid-head
-                name, sep, value = line.decode("latin-1").partition(":")
-                if not sep or not name.strip():
-                    raise _BodyProblem(400, InvalidRequestError(
-                        f"malformed header line {line[:40]!r}"))
-                name = name.strip().lower()
-                value = value.strip()
-                headers[name] = headers[name] + ", " + value if name in headers else value
-            return parts[0], parts[1], parts[2], headers
-
-        def _serve(self, headers):
-            path, _, query = self.path.partition("?")
-            try:
-                body = self._read_body(headers)
-            except _BodyProblem as problem:
-                self.close_connection = True
-                return self._write(server.error_response(path, problem.status, problem.error))
-            host_header = headers.get("host") or "%s:%d" % self.server.server_address[:2]
-            response = server.handle_http(self.command, path, query, headers, body,
-                                          base_url="http://" + host_header)
-            self._write(response)
-
-        def _read_body(self, headers):
-            limit = server.limits["max_body_bytes"]
-            try:
-                if "chunked" in headers.get("transfer-encoding", "").lower():
-                    return self._read_chunked(limit)
-                length = _content_length(headers, limit)
-                if not length:
-                    return b""
-                body = self.rfile.read(length)
-                if len(body) < length:
-                    raise _BodyProblem(400, InvalidRequestError(
-                        f"the body ended after {len(body)} of the {length} bytes its "
-                        "Content-Length announced"))
-                return body
-            except (TimeoutError, OSError):
-                raise _BodyProblem(408, InvalidRequestError(
-                    f"the request body did not arrive within {timeout:g} s; send the whole "
-                    "body its Content-Length announces")) from None
-
-        def _read_chunked(self, limit):
-            parts, size = [], 0
+            sock = self.request
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            reader, buffer = RequestReader(**limits), bytearray()
             while True:
-                line = self.rfile.readline(1024)
-                try:
-                    n = int(line.split(b";")[0].strip(), 16)
-                except ValueError:
-                    raise _BodyProblem(400, InvalidRequestError("malformed chunked body")) from None
-                if n == 0:
-                    while self.rfile.readline(1024).strip():
-                        pass                   # trailers
-                    return b"".join(parts)
-                size += n
-                if size > limit:
-                    raise _BodyProblem(413, PayloadTooLargeError(
-                        f"the chunked body exceeds {limit} bytes", metadata={"limit": limit}))
-                parts.append(self.rfile.read(n))
-                self.rfile.readline(8)
+                request = self._receive(sock, reader, buffer)
+                if request is None or not self._answer(sock, request):
+                    return
 
-        def _write(self, response):
-            head = _response_head(response, self.close_connection, date)
-            if response.stream is None:
+        def _receive(self, sock, reader, buffer):
+            """The next request, or None when the connection is to close."""
+            deadline = time.monotonic() + timeout
+            continued = False
+            while True:
                 try:
-                    self.wfile.write(head if self.command == "HEAD" else head + response.body)
+                    request = reader.read(buffer)
+                except BadRequest as bad:
+                    self._send(sock, server.error_response(bad.path, bad.status, bad.error), True)
+                    return None
+                if request is not None:
+                    return request
+                if reader.expects_continue and not continued:
+                    continued = True
+                    sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                try:
+                    sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                    data = sock.recv(65536)
+                except TimeoutError:
+                    if buffer:                     # a request began and stalled
+                        self._send(sock, server.error_response(None, 408, InvalidRequestError(
+                            f"the request did not arrive within {timeout:g} s; send the whole "
+                            "head and the body it announces")), True)
+                    return None
                 except OSError:
-                    self.close_connection = True
-                return
-            # A stream: no length is known, so the connection closes at its end.
-            self.close_connection = True
+                    return None
+                if not data:
+                    return None                    # the client closed the connection
+                buffer += data
+
+        def _answer(self, sock, request):
+            """Answer one request; True to keep the connection for another."""
+            path, _, query = request.target.partition("?")
+            host_header = request.headers.get("host") or "%s:%d" % self.server.server_address[:2]
+            response = server.handle_http(request.method, path, query, request.headers,
+                                          request.body, "http://" + host_header,
+                                          peer=self.client_address[0])
+            keep = request.keep_alive and response.stream is None
+            return self._send(sock, response, not keep, request.method == "HEAD") and keep
+
+        def _send(self, sock, response, close, head_only=False):
+            """Write ``response``; False if the client has gone."""
+            head = _response_head(response, close, date)
             stream = response.stream
+            sock.settimeout(timeout)               # a client that stops reading is dropped
             try:
-                self.wfile.write(head)
+                if stream is None:
+                    sock.sendall(head if head_only else head + response.body)
+                    return True
+                sock.sendall(head)
                 for chunk in stream:
-                    self.wfile.write(chunk)
+                    sock.sendall(chunk)
+                return True
             except OSError:
-                pass                           # the client went away; the task goes on
+                return False                       # the client went away; the task goes on
             finally:
-                stream.close()
+                if stream is not None:
+                    stream.close()
 
     class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
         daemon_threads = True
         allow_reuse_address = True
         request_queue_size = 128
 
+        def __init__(self, *args):
+            self.active = 0
+            self.count_lock = threading.Lock()
+            super().__init__(*args)
+
+        def process_request(self, request, client_address):
+            with self.count_lock:
+                busy = self.active >= max_connections
+                if not busy:
+                    self.active += 1
+            if not busy:
+                return super().process_request(request, client_address)
+            response = server.error_response(None, 503, ServerBusyError(
+                f"the server is serving {max_connections} connections, its most; try again "
+                "shortly", metadata={"limit": "max_connections", "value": max_connections}))
+            response.headers.append(("Retry-After", "1"))
+            try:
+                request.settimeout(0)              # never wait for a client we refuse
+                request.send(_response_head(response, True, date) + response.body)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+
+        def process_request_thread(self, request, client_address):
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                with self.count_lock:
+                    self.active -= 1
+
         def handle_error(self, request, client_address):
             _log().debug("connection from %s ended with an error", client_address,
                          exc_info=True)
 
     return HTTPServer((host, port), Handler)
-
-
-class _BodyProblem(Exception):
-    def __init__(self, status, error):
-        super().__init__(error.message)
-        self.status = status
-        self.error = error
-
-
-def _content_length(headers, limit):
-    """The body length a request head announces (0 without one), checked
-    against ``limit`` before a byte of the body is read."""
-    length = headers.get("content-length", "").strip() or "0"
-    if not length.isdigit():
-        raise _BodyProblem(400, InvalidRequestError(f"Content-Length {length!r} is not a number"))
-    length = int(length)
-    if length > limit:
-        raise _BodyProblem(413, PayloadTooLargeError(
-            f"the request body is {length} bytes; this server accepts at most {limit}",
-            metadata={"limit": limit}))
-    return length
 
 
 def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
@@ -3595,102 +4068,25 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
         httpd.server_close()
 
 
-
 # -- an asyncio server ---------------------------------------------------------------
 #
 # One event loop, no thread per connection and none per stream. Each
 # connection is an asyncio protocol (_LoopConnection): bytes arrive in
-# data_received, and the pure functions parse_head() and dechunk() say whether
-# they hold a whole request yet, so the HTTP/1.1 reading is tested without
-# sockets; bytes after one request (a pipelined second one) stay in the buffer
-# for the next. A request is answered right there, on the loop, by
-# handle_http(..., loop): lookups answer at once, an agent's turn comes back
-# as Response.later (an async agent runs on this loop, a sync one on a worker
-# thread), and a stream is read with ``async for``. One clock per connection:
-# a request must arrive whole within ``timeout`` of the connection being ready
-# for it (slow headers and short bodies get 408, idle keep-alives a close).
-
-
-def parse_head(data, max_header_bytes=65536, max_headers=100):
-    """Parse an HTTP/1.1 request head at the start of ``data`` (bytes).
-
-    Returns None while the head is incomplete, else (length of the head,
-    method, target, version, headers with lower-case names). Raises
-    HeadError(status, message) for a head that can never be valid.
-    """
-    end = data.find(b"\r\n\r\n")
-    size = end + 4
-    if end < 0:
-        bare = data.find(b"\n\n")                  # tolerate bare LF line ends
-        if bare < 0:
-            if len(data) > max_header_bytes:
-                first_line_done = b"\n" in data
-                raise HeadError(431 if first_line_done else 414,
-                                f"the request head is longer than {max_header_bytes} bytes")
-            return None
-        end, size = bare, bare + 2
-    if end > max_header_bytes:
-        raise HeadError(431, f"the request head is longer than {max_header_bytes} bytes")
-    lines = data[:end].decode("latin-1").replace("\r\n", "\n").split("\n")
-    parts = lines[0].split()
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise HeadError(400, "the request line is not 'METHOD /path HTTP/1.1'")
-    if len(lines) - 1 > max_headers:
-        raise HeadError(431, f"more than {max_headers} header lines")
-    headers = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if not sep or not name.strip() or name != name.strip():
-            raise HeadError(400, f"malformed header line {line[:40]!r}")
-        name, value = name.lower(), value.strip()
-        headers[name] = headers[name] + ", " + value if name in headers else value
-    return size, parts[0], parts[1], parts[2], headers
-
-
-class HeadError(Exception):
-    """A request head that cannot be served: ``status`` and a message."""
-
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status = status
-
-
-def dechunk(data, start, limit):
-    """Decode a chunked request body (RFC 9112 section 7.1) in ``data`` from
-    offset ``start``. Returns None while incomplete, else (body, end offset).
-    Raises _BodyProblem for a malformed body or one over ``limit`` bytes."""
-    parts, size, at = [], 0, start
-    while True:
-        line_end = data.find(b"\r\n", at)
-        if line_end < 0:
-            if len(data) - at > 1024:
-                raise _BodyProblem(400, InvalidRequestError("malformed chunked body"))
-            return None
-        try:
-            n = int(bytes(data[at:line_end]).split(b";")[0].strip(), 16)
-        except ValueError:
-            raise _BodyProblem(400, InvalidRequestError("malformed chunked body")) from None
-        at = line_end + 2
-        if n == 0:                                 # the last chunk, then trailers
-            while True:
-                line_end = data.find(b"\r\n", at)
-                if line_end < 0:
-                    return None
-                if line_end == at:
-                    return b"".join(parts), at + 2
-                at = line_end + 2
-        size += n
-        if size > limit:
-            raise _BodyProblem(413, PayloadTooLargeError(
-                f"the chunked body exceeds {limit} bytes", metadata={"limit": limit}))
-        if len(data) < at + n + 2:
-            return None
-        parts.append(bytes(data[at:at + n]))
-        at += n + 2
+# data_received and go to the connection's RequestReader, which says whether
+# they hold a whole request yet; bytes after one request (a pipelined second
+# one) stay in the buffer for the next. A request is answered right there, on
+# the loop, by handle_http(..., loop): lookups answer at once, an agent's turn
+# comes back as Response.later (an async agent runs on this loop, a sync one
+# on a worker thread), and a stream is read with ``async for``. One clock per
+# connection: a request must arrive whole within ``timeout`` of the connection
+# being ready for it (slow headers and short bodies get 408, idle keep-alives
+# a close). Past ``max_connections`` open connections, a new one is answered
+# 503 and closed.
 
 
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
-                        max_header_bytes=65536, max_headers=100, on_ready=None):
+                        max_header_bytes=65536, max_headers=100, max_connections=4096,
+                        on_ready=None):
     """Serve ``server`` on the running asyncio event loop until cancelled.
 
     ``on_ready(asyncio_server)`` is called once listening. ``timeout`` bounds
@@ -3698,7 +4094,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     import asyncio
     loop = asyncio.get_running_loop()
     connections = set()
-    limits = (timeout, max_header_bytes, max_headers)
+    limits = (timeout, {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
+                        "max_body_bytes": server.limits["max_body_bytes"]}, max_connections)
     date = _DateHeader()
     listener = await loop.create_server(
         lambda: _LoopConnection(server, loop, connections, limits, date), host, port,
@@ -3727,7 +4124,8 @@ class _LoopConnection:
         self.loop = loop
         self.connections = connections
         self.date = date           # the host's Date header
-        self.timeout, self.max_header_bytes, self.max_headers = limits
+        self.timeout, reader_limits, self.max_connections = limits
+        self.reader = RequestReader(**reader_limits)
         self.buffer = bytearray()
         self.busy = None           # a slow answer: a _Later (a turn), or a Task (a stream)
         self.closed = False
@@ -3737,16 +4135,26 @@ class _LoopConnection:
 
     def connection_made(self, transport):
         self.transport = transport
+        self.timer = self.loop.call_later(self.timeout, self.check_timeout)
+        if len(self.connections) >= self.max_connections:
+            response = self.server.error_response(None, 503, ServerBusyError(
+                f"the server is serving {self.max_connections} connections, its most; try "
+                "again shortly", metadata={"limit": "max_connections",
+                                           "value": self.max_connections}))
+            response.headers.append(("Retry-After", "1"))
+            self.closed = True
+            self.write(response, close=True)
+            return transport.close()
         self.connections.add(self)
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
-        self.timer = self.loop.call_later(self.timeout, self.check_timeout)
+        self.peer = (transport.get_extra_info("peername") or ("",))[0]
 
     def data_received(self, data):
         self.buffer += data
         if self.busy is None:
             self.serve_buffered()
-        elif len(self.buffer) > self.max_header_bytes + self.server.limits["max_body_bytes"]:
+        elif len(self.buffer) > self.reader.max_header_bytes + self.reader.max_body_bytes:
             self.transport.pause_reading()         # a client far ahead of its answers
 
     def eof_received(self):
@@ -3789,27 +4197,20 @@ class _LoopConnection:
         server = self.server
         while not self.closed and self.buffer:
             try:
-                head = parse_head(self.buffer, self.max_header_bytes, self.max_headers)
-                if head is None:
-                    return
-                size, method, target, version, headers = head
-                path, _, query = target.partition("?")
-                body_end = self.body_end(size, headers, path)
-                if body_end is None:
-                    return                         # wait for the rest of the body
-            except HeadError as error:
-                return self.refuse(None, error.status, InvalidRequestError(str(error)))
-            except _BodyProblem as problem:
-                return self.refuse(path, problem.status, problem.error)
-            body, end = body_end
-            del self.buffer[:end]
+                request = self.reader.read(self.buffer)
+            except BadRequest as bad:
+                return self.refuse(bad.path, bad.status, bad.error)
+            if request is None:
+                if self.reader.expects_continue and not self.continued:
+                    self.continued = True          # curl waits for this before a large body
+                    self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                return
             self.continued = False
-            connection = headers.get("connection", "").lower()
-            keep = not ("close" in connection or
-                        version == "HTTP/1.0" and "keep-alive" not in connection)
-            base_url = "http://" + (headers.get("host") or self.local)
-            response = server.handle_http(method, path, query, headers, body, base_url,
-                                          self.loop)
+            method, keep = request.method, request.keep_alive
+            path, _, query = request.target.partition("?")
+            base_url = "http://" + (request.headers.get("host") or self.local)
+            response = server.handle_http(method, path, query, request.headers, request.body,
+                                          base_url, self.loop, self.peer)
             if response.later is not None:
                 if not response.later.done:        # one request at a time: the rest waits
                     self.busy = response.later
@@ -3825,24 +4226,6 @@ class _LoopConnection:
             if not keep:
                 return self.transport.close()
             self.ready_since = self.loop.time()
-
-    def body_end(self, size, headers, path):
-        """(body, where the request ends in the buffer), or None until it is all here."""
-        limit = self.server.limits["max_body_bytes"]
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            self.expect_continue(headers)
-            return dechunk(self.buffer, size, limit)
-        length = _content_length(headers, limit)
-        if len(self.buffer) < size + length:
-            self.expect_continue(headers)
-            return None
-        return bytes(self.buffer[size:size + length]), size + length
-
-    def expect_continue(self, headers):
-        """curl sends "Expect: 100-continue" before a large body, and waits for this."""
-        if not self.continued and headers.get("expect", "").lower() == "100-continue":
-            self.continued = True
-            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def refuse(self, path, status, error):
         self.write(self.server.error_response(path, status, error), close=True)
@@ -3958,7 +4341,8 @@ def wsgi_app(server):
                 metadata={"limit": limit}))
         else:
             response = server.handle_http(environ["REQUEST_METHOD"], path,
-                                          environ.get("QUERY_STRING", ""), headers, body, base_url)
+                                          environ.get("QUERY_STRING", ""), headers, body, base_url,
+                                          peer=environ.get("REMOTE_ADDR"))
         headers = list(response.headers)
         if response.stream is None and response.status not in (204, 304):
             headers.append(("Content-Length", str(len(response.body))))
@@ -4015,7 +4399,7 @@ def asgi_app(server):
         else:
             response = await server.handle_http_async(
                 scope["method"], path, scope.get("query_string", b"").decode("latin-1"),
-                headers, b"".join(chunks), base_url)
+                headers, b"".join(chunks), base_url, (scope.get("client") or (None,))[0])
         headers = list(response.headers)
         if response.stream is None and response.status not in (204, 304):
             headers.append(("Content-Length", str(len(response.body))))
@@ -4105,7 +4489,9 @@ def lambda_handler(server, *, margin=1.0):
         prefix = f"/{stage}" if not v2 and stage != "$default" and "execute-api" in \
             headers.get("host", "") else ""
         base_url = f"{headers.get('x-forwarded-proto', 'https')}://{headers.get('host', 'localhost')}{prefix}"
-        response = server.handle_http(method, path, query, headers, body, base_url)
+        context_of = event.get("requestContext", {})
+        peer = (context_of.get("http") or context_of.get("identity") or {}).get("sourceIp")
+        response = server.handle_http(method, path, query, headers, body, base_url, peer=peer)
         data = response.body
         if response.stream is not None:
             chunks = []

@@ -248,40 +248,6 @@ def test_core_sections_import_no_host_module():
 
 # -- the asyncio server ------------------------------------------------------------------
 
-def test_parse_head_without_sockets():
-    parse = a2a_min.parse_head
-    assert parse(b"GET / HTTP/1.1\r\nHost: x\r\n") is None               # not complete yet
-    data = b"POST /a?b=1 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nx-a: 2\r\n\r\nBODY"
-    size, method, target, version, headers = parse(data)
-    assert (size, method, target, version) == (data.index(b"BODY"), "POST", "/a?b=1", "HTTP/1.1")
-    assert headers == {"host": "x", "x-a": "1, 2"}
-    assert parse(b"GET / HTTP/1.1\nHost: x\n\nrest")[0] == 24            # bare LF line ends
-    two = b"GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\n"              # pipelined
-    first = parse(two)
-    assert first[2] == "/1" and parse(two[first[0]:])[2] == "/2"
-    for bad, status in ((b"NONSENSE\r\n\r\n", 400), (b"GET / HTTP/1.1\r\nNoColon\r\n\r\n", 400),
-                        (b"GET /" + b"a" * 70000, 414),
-                        (b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 200 + b"\r\n", 431)):
-        with pytest.raises(a2a_min.HeadError) as info:
-            parse(bad)
-        assert info.value.status == status
-
-
-def test_dechunk_without_sockets():
-    dechunk = a2a_min.dechunk
-    body = b"HEAD\r\n\r\n5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nTrailer: x\r\n\r\nNEXT"
-    start = body.index(b"5\r\n")
-    assert dechunk(body, start, 100) == (b"hello, world", body.index(b"NEXT"))
-    for cut in range(start, body.index(b"NEXT")):                     # any prefix: not yet
-        assert dechunk(body[:cut], start, 100) is None
-    with pytest.raises(a2a_min._BodyProblem) as info:
-        dechunk(b"zz\r\n", 0, 100)
-    assert info.value.status == 400
-    with pytest.raises(a2a_min._BodyProblem) as info:
-        dechunk(b"ff\r\n" + b"x" * 255 + b"\r\n0\r\n\r\n", 0, 100)  # over the limit
-    assert info.value.status == 413
-
-
 def test_later_settles_once_maps_and_awaits():
     import asyncio
     later, seen = a2a_min._Later(), []

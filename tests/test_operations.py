@@ -342,8 +342,11 @@ def test_subscribe_errors(client):
 
 
 def test_last_event_id_replays_what_was_missed(client):
-    events = client.stream("SendStreamingMessage", {"message": user_message("wait")})
-    task_id = events[0][1]["result"]["task"]["id"]
+    task_id = client.send("slow5", configuration={"returnImmediately": True})["task"]["id"]
+    deadline = time.monotonic() + 5
+    while client.result("GetTask", {"id": task_id})["status"]["state"] != "TASK_STATE_WORKING":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     box = {}
     watcher = threading.Thread(target=lambda: box.update(out=client.stream(
         "SubscribeToTask", {"id": task_id}, headers={**V1, "last-event-id": "0"})))
@@ -353,10 +356,30 @@ def test_last_event_id_replays_what_was_missed(client):
     watcher.join(5)
     first = box["out"][0][1]["result"]
     assert "task" not in first              # resumes right after event 0, no snapshot
-    assert first["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert first["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
     if not isinstance(client, GrpcClient):
         assert box["out"][0][0] == 1
     assert box["out"][-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_a_waiting_task_keeps_no_live_copy_and_resumes_with_the_whole_task(client):
+    """A task waiting for input with nobody following it keeps only its stored
+    form; a client resuming its stream gets the whole task, then what follows,
+    with event ids that go on from where they were."""
+    events = client.stream("SendStreamingMessage", {"message": user_message("wait")})
+    task_id = events[0][1]["result"]["task"]["id"]
+    box = {}
+    watcher = threading.Thread(target=lambda: box.update(out=client.stream(
+        "SubscribeToTask", {"id": task_id}, headers={**V1, "last-event-id": "0"})))
+    watcher.start()
+    time.sleep(0.1)
+    client.result("CancelTask", {"id": task_id})
+    watcher.join(5)
+    out = box["out"]
+    assert out[0][1]["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert out[-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+    if not isinstance(client, GrpcClient):
+        assert out[-1][0] == events[-1][0] + 1    # ids go on across the wait
 
 
 def test_keepalive_comments_while_idle():
