@@ -262,6 +262,7 @@ class A2AError(Exception):
     grpc_status = "INTERNAL"
     http_status = 500
     reason = "INTERNAL_ERROR"
+    retry_after = None            # seconds, for errors a client should try again after
 
     def __init__(self, message, *, field=None, metadata=None):
         super().__init__(message)
@@ -318,6 +319,7 @@ class PayloadTooLargeError(InvalidRequestError):
 class TaskStoreFullError(InternalError):
     """Every slot of the task store holds an unfinished task."""
     code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 503, "TASK_STORE_FULL"
+    retry_after = 5
 
 
 class CallerLimitError(TaskStoreFullError):
@@ -329,6 +331,7 @@ class CallerLimitError(TaskStoreFullError):
 class ServerBusyError(A2AError):
     """The server is at its connection limit; try again shortly."""
     code, grpc_status, http_status, reason = -32603, "UNAVAILABLE", 503, "SERVER_BUSY"
+    retry_after = 1
 
 
 class AuthenticationRequiredError(A2AError):
@@ -1862,10 +1865,8 @@ class Server:
             body = _jsonrpc_error(None, error)
         else:
             body = _status_error(error, status)
-        headers = [("Content-Type", media_type or _JSON), _LINK]
-        if isinstance(error, AuthenticationRequiredError):
-            headers.append(("WWW-Authenticate", error.challenge))
-        return Response(status, headers, _dumps(body))
+        return Response(status, [("Content-Type", media_type or _JSON), _LINK,
+                                 *_error_headers(error)], _dumps(body))
 
     # -- the agent card (section 8) -----------------------------------------
 
@@ -3233,13 +3234,12 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None, peer=No
 
     def refuse(error):
         # JSON-RPC answers errors with HTTP 200, except where HTTP itself has
-        # something to say: a body too large (413), credentials needed (401).
+        # something to say: a body too large (413), credentials needed (401),
+        # a caller over its limits (429, with Retry-After).
         status = error.http_status if isinstance(
-            error, (PayloadTooLargeError, AuthenticationRequiredError)) else 200
-        headers = [("Content-Type", _JSON), _LINK]
-        if isinstance(error, AuthenticationRequiredError):
-            headers.append(("WWW-Authenticate", error.challenge))
-        return Response(status, headers, _dumps(_jsonrpc_error(request_id, error)))
+            error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
+        return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
+                        _dumps(_jsonrpc_error(request_id, error)))
 
     try:
         if len(body) > server.limits["max_body_bytes"]:
@@ -3251,6 +3251,7 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None, peer=No
             raise ContentTypeNotSupportedError(
                 f"JSON-RPC requests must be JSON, not {ctype}; send "
                 "-H 'Content-Type: application/json'")
+        _refuse_cross_site(server, ctype)
         envelope = _parse_json_body(body)
         if isinstance(envelope, list):
             raise InvalidRequestError(
@@ -3284,10 +3285,7 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None, peer=No
         call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop,
                            peer=peer)
         call.encoded_ok = True
-        last = headers.get("last-event-id") or call.query.get("lastEventId") \
-            or call.query.get("Last-Event-ID")
-        if last is not None and last.strip().isdigit():
-            call.last_event_id = int(last)
+        call.last_event_id = _last_event_id(headers, call.query)
         return _answer(server.call(name, params, call), answer, refuse)
     except A2AError as error:
         return refuse(error)
@@ -3295,6 +3293,36 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None, peer=No
         _log().exception("unexpected error in a JSON-RPC call")
         return Response(200, [("Content-Type", _JSON), _LINK], _dumps(_jsonrpc_error(
             request_id, InternalError("internal error; see the server log"))))
+
+
+def _refuse_cross_site(server, ctype):
+    """With cookie authentication a browser adds the cookie to any site's
+    form post, which cannot set a JSON Content-Type; so a POST without one
+    is refused (a cross-site request forgery defence)."""
+    if not ctype and getattr(server.authenticate, "location", None) == "cookie":
+        raise ContentTypeNotSupportedError(
+            "with cookie authentication every POST must be sent with -H 'Content-Type: "
+            "application/json' (a cross-site form cannot)")
+
+
+def _error_headers(error):
+    """The HTTP headers an error brings: a challenge (401), when to retry (429, 503)."""
+    if isinstance(error, AuthenticationRequiredError):
+        return [("WWW-Authenticate", error.challenge)]
+    if error.retry_after:
+        return [("Retry-After", str(error.retry_after))]
+    return []
+
+
+def _last_event_id(headers, query):
+    """The SSE Last-Event-ID a client resumes from (header, or query
+    parameter), or None: only a plain decimal number counts."""
+    last = headers.get("last-event-id") or query.get("lastEventId") or query.get("Last-Event-ID")
+    if last is not None:
+        last = last.strip()
+        if last.isascii() and last.isdigit() and len(last) < 19:
+            return int(last)
+    return None
 
 
 def _answer(result, answer, refuse):
@@ -3528,6 +3556,8 @@ def _rest_response(server, verb, path, query, headers, body, base_url, loop=None
             resp.headers.append(("Allow", allow))
             return resp
         _, method, values = chosen[0]
+        if verb == "HEAD" and METHODS[method][2]:
+            raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
         request_type = METHODS[method][0]
         if len(body) > server.limits["max_body_bytes"]:
             raise PayloadTooLargeError(
@@ -3539,6 +3569,7 @@ def _rest_response(server, verb, path, query, headers, body, base_url, loop=None
                     f"{verb} {path} takes no body; send its parameters in the query string")
             params = _query_to_params(request_type, query)
         else:
+            _refuse_cross_site(server, ctype)
             if body.strip() and ctype and ctype != _JSON and not ctype.endswith("+json"):
                 return server.error_response(path, 415, ContentTypeNotSupportedError(
                     f"request bodies must be JSON, not {ctype}; send "
@@ -3560,9 +3591,7 @@ def _rest_response(server, verb, path, query, headers, body, base_url, loop=None
         call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop,
                            peer=peer)
         call.encoded_ok = True
-        last = headers.get("last-event-id") or call.query.get("lastEventId")
-        if last is not None and last.strip().isdigit():
-            call.last_event_id = int(last)
+        call.last_event_id = _last_event_id(headers, call.query)
 
         def answer(result):
             if not METHODS[method][2]:
@@ -4033,7 +4062,6 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             response = server.error_response(None, 503, ServerBusyError(
                 f"the server is serving {max_connections} connections, its most; try again "
                 "shortly", metadata={"limit": "max_connections", "value": max_connections}))
-            response.headers.append(("Retry-After", "1"))
             try:
                 request.settimeout(0)              # never wait for a client we refuse
                 request.send(_response_head(response, True, date) + response.body)
@@ -4141,7 +4169,6 @@ class _LoopConnection:
                 f"the server is serving {self.max_connections} connections, its most; try "
                 "again shortly", metadata={"limit": "max_connections",
                                            "value": self.max_connections}))
-            response.headers.append(("Retry-After", "1"))
             self.closed = True
             self.write(response, close=True)
             return transport.close()

@@ -1,0 +1,300 @@
+"""Content the server cannot keep, callers who would take the store from
+everyone else, memory counted in bytes, and the races a terminal state must
+win. In-process (handle_http, with the client's address given as ``peer``),
+over JSON-RPC and HTTP+JSON; the hosts' own attacks are in test_http_reader.py."""
+
+import json
+import threading
+import time
+
+import pytest
+
+import a2a_min
+from conftest import V1, Client, parse_sse, scenario_agent, user_message
+
+
+def rpc(server, method, params, peer="10.0.0.1", headers=V1):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                      ensure_ascii=True).encode()
+    return server.handle_http("POST", "/", "", dict(headers), body, peer=peer)
+
+
+def answer(response):
+    return json.loads(response.body)
+
+
+# -- nothing unstorable gets in ------------------------------------------------------
+
+UNSTORABLE = [  # (params, field named in the error)
+    ({"message": {**user_message("x"), "parts": [{"text": "a\ud800b"}]}}, "message.parts[0].text"),
+    ({"message": {**user_message("x"), "messageId": "\udfff"}}, "message.messageId"),
+    ({"message": user_message("x"), "metadata": {"k": "\ud800"}}, "metadata.k"),
+    ({"message": user_message("x"), "metadata": {"\ud800": 1}}, "metadata"),
+    ({"message": {**user_message("x"), "parts": [{"data": {"a": ["\udc00"]}}]}},
+     "message.parts[0].data.a[0]"),
+    ({"message": user_message("x"), "metadata": json.loads('{"a":' * 40 + "1" + "}" * 40)},
+     "metadata"),
+    ({"message": {**user_message("x"), "parts": [{"data": json.loads("[" * 200 + "]" * 200)}]}},
+     "message.parts[0].data"),
+]
+
+
+@pytest.mark.parametrize("params, field", UNSTORABLE, ids=range(len(UNSTORABLE)))
+def test_unstorable_content_is_refused_at_parse_naming_the_field(params, field):
+    server = a2a_min.Server(scenario_agent)
+    got = answer(rpc(server, "SendMessage", params))
+    assert got["error"]["code"] == -32602, got
+    violation = got["error"]["data"][1]["fieldViolations"][0]["field"]
+    assert violation.startswith(field), violation
+    rest = server.handle_http("POST", "/message:send", "", dict(V1),
+                              json.dumps(params, ensure_ascii=True).encode())
+    assert rest.status == 400 and b"INVALID_PARAMS" in rest.body
+    assert answer(rpc(server, "ListTasks", {}))["result"]["tasks"] == []   # nothing was made
+
+
+def test_a_lone_surrogate_in_a_jsonrpc_id_is_answered_not_crashed():
+    server = a2a_min.Server(scenario_agent)
+    body = b'{"jsonrpc":"2.0","id":"\\ud800","method":"tasks/get\\udfff","params":{}}'
+    got = server.handle_http("POST", "/", "", dict(V1), body)
+    assert got.status == 200
+    assert json.loads(got.body)["id"] == "\ud800"                # escaped, as JSON allows
+
+
+@pytest.mark.parametrize("output", [
+    "text \ud800",
+    a2a_min.artifact_update({"data": json.loads("[" * 50 + "]" * 50)}),
+    a2a_min.status_update("TASK_STATE_WORKING", "bad \udc00"),
+])
+@pytest.mark.parametrize("kind", ["yield", "stream"])
+def test_agent_output_that_cannot_be_stored_fails_the_task_and_is_stored(output, kind):
+    def agent(ctx):
+        yield a2a_min.status_update("TASK_STATE_WORKING")
+        yield output
+    server = a2a_min.Server(agent)
+    client = Client(server)
+    if kind == "stream":
+        events = client.stream("SendStreamingMessage", {"message": user_message("x")})
+        final = events[-1][1]["result"]
+        task_id = events[0][1]["result"]["task"]["id"]
+        assert final["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
+    else:
+        task_id = client.send("x")["task"]["id"]
+    task = client.result("GetTask", {"id": task_id})
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    json.dumps(task).encode("utf-8")                             # storable, sendable
+    assert server.store.stats()["idle"] == 1                     # not WORKING forever
+
+
+def test_a_first_answer_that_cannot_be_stored_fails_the_request_and_leaves_no_task():
+    server = a2a_min.Server(lambda ctx: "text \ud800")
+    client = Client(server)
+    assert client.error("SendMessage", {"message": user_message("x")})["code"] == -32006
+    assert client.result("ListTasks", {})["tasks"] == []
+
+
+# -- one caller cannot take the store from the others -----------------------------------
+
+def test_a_caller_over_its_share_gets_429_and_others_are_served():
+    server = a2a_min.Server(scenario_agent, max_tasks_per_caller=3)
+    slow = {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
+    ids = [answer(rpc(server, "SendMessage", slow, peer="10.0.0.1"))["result"]["task"]["id"]
+           for _ in range(3)]
+    refused = rpc(server, "SendMessage", slow, peer="10.0.0.1")
+    assert refused.status == 429 and ("Retry-After", "5") in refused.headers
+    error = answer(refused)["error"]
+    assert error["code"] == a2a_min.TaskStoreFullError.code
+    assert error["data"][0]["reason"] == "CALLER_LIMIT"
+    assert error["data"][0]["metadata"] == {"limit": "max_tasks_per_caller", "value": "3"}
+    rest = server.handle_http("POST", "/message:send", "", dict(V1),
+                              json.dumps(slow).encode(), peer="10.0.0.1")
+    assert rest.status == 429 and ("Retry-After", "5") in rest.headers
+    other = answer(rpc(server, "SendMessage", slow, peer="10.0.0.2"))     # someone else
+    assert other["result"]["task"]["status"]["state"] in ("TASK_STATE_SUBMITTED",
+                                                          "TASK_STATE_WORKING")
+    for task_id in ids:                                          # once they end, room again
+        answer(rpc(server, "CancelTask", {"id": task_id}, peer="10.0.0.1"))
+    done = answer(rpc(server, "SendMessage", {"message": user_message("x")}, peer="10.0.0.1"))
+    assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_a_caller_over_its_share_loses_its_own_oldest_finished_tasks_first():
+    server = a2a_min.Server(scenario_agent, max_tasks_per_caller=3)
+    mine = [answer(rpc(server, "SendMessage", {"message": user_message(f"{i}")},
+                       peer="10.0.0.1"))["result"]["task"]["id"] for i in range(5)]
+    theirs = answer(rpc(server, "SendMessage", {"message": user_message("t")},
+                        peer="10.0.0.2"))["result"]["task"]["id"]
+    found = [("result" in answer(rpc(server, "GetTask", {"id": i}))) for i in mine + [theirs]]
+    assert found == [False, False, True, True, True, True]
+
+
+def test_forwarded_addresses_count_only_when_trusted():
+    slow = {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
+    for trusted, statuses in ((False, [200, 429]), (True, [200, 200])):
+        server = a2a_min.Server(scenario_agent, max_tasks_per_caller=1, trust_forwarded=trusted)
+        got = [rpc(server, "SendMessage", slow, peer="10.0.0.9", headers={
+            **V1, "x-forwarded-for": f"1.2.3.4, 203.0.113.{i}"}).status for i in range(2)]
+        assert got == statuses
+
+
+def test_an_authenticated_principal_is_one_caller_from_any_address():
+    auth = a2a_min.BearerAuth({"a": "alice", "b": "bob"})
+    server = a2a_min.Server(scenario_agent, authenticate=auth, max_tasks_per_caller=1)
+    slow = {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
+    alice = {**V1, "authorization": "Bearer a"}
+    assert rpc(server, "SendMessage", slow, peer="10.0.0.1", headers=alice).status == 200
+    assert rpc(server, "SendMessage", slow, peer="10.0.0.2", headers=alice).status == 429
+    bob = {**V1, "authorization": "Bearer b"}
+    assert rpc(server, "SendMessage", slow, peer="10.0.0.1", headers=bob).status == 200
+
+
+# -- memory counted in bytes ----------------------------------------------------------
+
+def test_the_store_is_bounded_in_bytes_evicting_finished_tasks_first():
+    server = a2a_min.Server(lambda text: "ok", max_store_bytes=2_000_000,
+                            max_bytes_per_caller=2_000_000)
+    big = "x" * 200_000
+    for i in range(30):
+        answer(rpc(server, "SendMessage", {"message": user_message(big)}, peer=f"10.0.0.{i}"))
+    stats = server.store.stats()
+    assert stats["bytes"] <= 2_000_000 and 5 <= stats["tasks"] <= 10
+
+
+def test_running_tasks_past_the_byte_budget_are_refused_503_naming_the_limit():
+    server = a2a_min.Server(scenario_agent, max_store_bytes=1_000_000)
+    slow = {"message": user_message("slow5" + " " * 300_000),
+            "configuration": {"returnImmediately": True}}
+    got = [rpc(server, "SendMessage", slow, peer=f"10.0.0.{i}") for i in range(5)]
+    assert [g.status for g in got[:3]] == [200, 200, 200]
+    error = answer(got[3])["error"]
+    assert error["data"][0]["reason"] == "TASK_STORE_FULL"
+    assert error["data"][0]["metadata"]["limit"] == "max_store_bytes"
+    for g in got[:3]:
+        answer(rpc(server, "CancelTask", {"id": answer(g)["result"]["task"]["id"]}))
+
+
+def test_max_history_caps_the_live_copy_too():
+    def agent(ctx):
+        yield a2a_min.status_update("TASK_STATE_INPUT_REQUIRED", "more?")
+    server = a2a_min.Server(agent, max_history=10)
+    client = Client(server)
+    task = client.send("start")["task"]
+    for i in range(40):
+        resp = client.raw({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": user_message(f"turn {i}", taskId=task["id"])}})
+        got = json.loads(resp.body)["result"]["task"]
+        assert len(got["history"]) <= 10
+    assert len(resp.body) < 10_000
+
+
+def test_list_pages_are_bounded_in_bytes_and_continue():
+    server = a2a_min.Server(lambda text: "ok", max_page_bytes=1_000_000)
+    client = Client(server)
+    ids = {client.send("y" * 300_000)["task"]["id"] for _ in range(8)}
+    seen, token, pages = set(), "", 0
+    while True:
+        page = client.result("ListTasks", {"pageSize": 100, "pageToken": token})
+        assert page["pageSize"] == 100 and page["totalSize"] == 8
+        assert len(page["tasks"]) <= 3
+        seen |= {t["id"] for t in page["tasks"]}
+        pages += 1
+        token = page["nextPageToken"]
+        if not token:
+            break
+    assert seen == ids and pages >= 3
+
+
+# -- a terminal state is final, whatever races it ---------------------------------------
+
+def test_cancel_racing_a_continuing_message_ends_canceled():
+    def agent(ctx):
+        if ctx.task is None:
+            yield a2a_min.status_update("TASK_STATE_INPUT_REQUIRED", "more?")
+        else:
+            yield "done"
+    for _ in range(30):
+        server = a2a_min.Server(agent)
+        client = Client(server)
+        task_id = client.send("start")["task"]["id"]
+        out = {}
+        threads = [
+            threading.Thread(target=lambda: out.update(cancel=client.call(
+                "CancelTask", {"id": task_id}))),
+            threading.Thread(target=lambda: out.update(send=client.call(
+                "SendMessage", {"message": user_message("go", taskId=task_id)})))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        final = client.result("GetTask", {"id": task_id})["status"]["state"]
+        if "result" in out["cancel"]:
+            assert out["cancel"]["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+            assert final == "TASK_STATE_CANCELED"
+        else:
+            assert final == "TASK_STATE_COMPLETED"
+
+
+def test_the_store_refuses_to_change_a_terminal_task():
+    store = a2a_min.TaskStore()
+    task = {"id": "t", "status": {"state": "TASK_STATE_CANCELED"}}
+    store.put(task, "me")
+    with pytest.raises(a2a_min.UnsupportedOperationError):
+        store.put({**task, "status": {"state": "TASK_STATE_COMPLETED"}}, "me")
+
+
+def test_subscribe_racing_the_end_of_a_turn_never_hangs():
+    def agent(ctx):
+        yield a2a_min.status_update("TASK_STATE_WORKING")
+        yield "x"
+    server = a2a_min.Server(agent, keepalive_interval=0.2)
+    client = Client(server)
+    for _ in range(50):
+        task_id = client.send("go", configuration={"returnImmediately": True})["task"]["id"]
+        started = time.monotonic()
+        resp = client.raw({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+                           "params": {"id": task_id}})
+        if resp.stream is not None:
+            frames = b""
+            for chunk in resp.stream:
+                frames += chunk
+                assert time.monotonic() - started < 5
+            assert b"TASK_STATE_COMPLETED" in frames
+        else:
+            assert json.loads(resp.body)["error"]["code"] == -32004   # already finished
+
+
+# -- smaller holes ---------------------------------------------------------------------
+
+def test_head_on_a_stream_route_opens_no_subscription():
+    server = a2a_min.Server(scenario_agent)
+    client = Client(server)
+    task_id = client.send("wait")["task"]["id"]
+    got = server.handle_http("HEAD", f"/tasks/{task_id}:subscribe", "", dict(V1), b"")
+    assert got.status == 405 and got.stream is None
+    with server._lock:
+        assert task_id not in server._channels or not server._channels[task_id].followers
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "-1", "1e3", "9" * 40, " 3 "])
+def test_odd_last_event_ids_are_ignored_not_500(value):
+    server = a2a_min.Server(scenario_agent)
+    task_id = Client(server).send("wait")["task"]["id"]
+    for headers, query in (({**V1, "last-event-id": value}, ""),
+                           (V1, "lastEventId=" + value.encode("utf-8").hex())):
+        got = server.handle_http("POST", "/", query, dict(headers), json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {"id": task_id}}).encode())
+        assert got.status == 200
+
+
+def test_cookie_authentication_refuses_a_cross_site_simple_post():
+    auth = a2a_min.ApiKeyAuth({"k": "alice"}, name="session", location="cookie")
+    server = a2a_min.Server(scenario_agent, authenticate=auth)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                       "params": {"message": user_message("x")}}).encode()
+    headers = {"a2a-version": "1.0", "cookie": "session=k"}
+    got = server.handle_http("POST", "/", "", headers, body)
+    assert json.loads(got.body)["error"]["code"] == -32005
+    got = server.handle_http("POST", "/message:send", "", headers, json.dumps(
+        {"message": user_message("x")}).encode())
+    assert got.status == 400 and b"CONTENT_TYPE_NOT_SUPPORTED" in got.body
+    ok = server.handle_http("POST", "/", "", {**headers, "content-type": "application/json"}, body)
+    assert "result" in json.loads(ok.body)
