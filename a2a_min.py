@@ -2149,10 +2149,11 @@ class Server:
         self._require_push()
         task = self._visible_task(request["taskId"], call)
         config = self._push.get(task["id"], {}).get(request["id"])
-        if config is None:
-            raise InvalidParamsError(
+        if config is None:                     # section 3.1.8: TaskNotFoundError
+            raise TaskNotFoundError(
                 f"task {task['id']} has no push notification config {request['id']!r}; "
-                "ListTaskPushNotificationConfigs shows its configs", field="id")
+                "ListTaskPushNotificationConfigs shows its configs",
+                metadata={"taskId": task["id"], "id": request["id"]})
         return config
 
     def list_task_push_notification_configs(self, request, call):

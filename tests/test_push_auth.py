@@ -56,7 +56,8 @@ def test_push_config_crud(make_client, receiver):
     assert [c["id"] for c in rest["configs"]] == ["mine"]
     assert client.result("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"}) == {}
     assert client.result("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"}) == {}
-    assert client.error("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"})["code"] == -32602
+    # A config id the task does not have: TaskNotFoundError (section 3.1.8).
+    assert client.error("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"})["code"] == -32001
     assert client.error("CreateTaskPushNotificationConfig", {
         "taskId": "nope", "url": receiver.url()})["code"] == -32001
 
