@@ -2188,15 +2188,25 @@ class Server:
 
     def _check_push_config(self, config):
         """Refuse what can be refused without the network (section 13.2): a scheme
-        other than http(s), userinfo, port 0, a literal private address, CR/LF in
-        the credentials. Host names are resolved and checked at delivery."""
+        other than http(s), userinfo, port 0, a literal address that is not
+        globally routable, header values that cannot be sent as they are.
+        Host names are resolved and checked at delivery."""
         _webhook_target(config["url"], self.push_allow, resolve=False)
         auth = config.get("authentication", {})
         for field, value in (("token", config.get("token", "")),
                              ("authentication.scheme", auth.get("scheme", "")),
                              ("authentication.credentials", auth.get("credentials", ""))):
-            if "\r" in value or "\n" in value:
-                raise InvalidParamsError(f"{field} must not contain line breaks", field=field)
+            # Each goes into an HTTP header: a control character would end it or
+            # corrupt it, and headers are latin-1 on the wire.
+            try:
+                raw = value.encode("latin-1")
+            except UnicodeEncodeError:
+                raise InvalidParamsError(f"{field} must be latin-1 text: it is sent in an HTTP "
+                                         "header", field=field) from None
+            if raw.translate(None, _HEADER_CONTROLS) != raw:
+                raise InvalidParamsError(f"{field} must not contain control characters (line "
+                                         "breaks, NUL...): it is sent in an HTTP header",
+                                         field=field)
 
     def _add_push_config(self, task_id, config, tenant):
         self._check_push_config(config)
@@ -2647,6 +2657,10 @@ def _match_secret(known, given, hint, challenge):
             ("missing credentials: " if not given else "invalid credentials: ") + hint,
             challenge=challenge)
     return found[0]
+
+
+# Bytes no header value may hold: the C0 controls but HTAB, and DEL.
+_HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"
 
 
 def _parse_allow(entries):

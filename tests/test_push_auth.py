@@ -24,8 +24,8 @@ def receiver():
 
 
 def push_server(**options):
-    return a2a_min.Server(scenario_agent, push_notifications=True, push_allow=LOOPBACK,
-                          push_backoff=0.01, push_timeout=1.0, **options)
+    options = {"push_allow": LOOPBACK, "push_backoff": 0.01, "push_timeout": 1.0, **options}
+    return a2a_min.Server(scenario_agent, push_notifications=True, **options)
 
 
 def states(requests):
@@ -288,3 +288,34 @@ def test_api_key_in_header_query_and_cookie():
         assert refused.status == 401
         card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
         assert card["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["location"] == location
+
+
+# -- header values are checked when the config is made --------------------------------
+
+BAD_HEADER_VALUES = ["nul\x00", "a\r\nX-Evil: 1", "bell\x07", "esc\x1b[31m", "del\x7f",
+                     "euro €", "emoji \U0001F600"]
+
+
+def config_with(field, value):
+    if field == "token":
+        return {"token": value}
+    key = field.split(".")[1]
+    auth = {"scheme": "Bearer", "credentials": "x", key: value}
+    return {"authentication": auth}
+
+
+@pytest.mark.parametrize("value", BAD_HEADER_VALUES)
+@pytest.mark.parametrize("field", ["token", "authentication.scheme",
+                                   "authentication.credentials"])
+def test_header_values_that_cannot_be_sent_are_refused_naming_the_field(field, value):
+    from conftest import Client
+    c = Client(push_server())
+    task = c.send("wait")["task"]
+    config = {"url": "https://hooks.invalid/h", **config_with(field, value)}
+    created = c.error("CreateTaskPushNotificationConfig", {"taskId": task["id"], **config})
+    inline = c.error("SendMessage", {"message": user_message("x"), "configuration": {
+        "taskPushNotificationConfig": config}})
+    for error in (created, inline):
+        assert error["code"] == -32602
+        assert error["data"][1]["fieldViolations"][0]["field"] == field
+    assert c.server._push == {}
