@@ -1524,7 +1524,7 @@ class Server:
                             ApiKeyAuth); its security_schemes go in the card
       push_notifications    deliver task events to webhooks (False)
       push_allow            hosts and networks webhooks may reach although
-                            private or loopback (e.g. ["127.0.0.1/32"])
+                            not globally routable (e.g. ["127.0.0.1/32"])
       single_path           serve everything under this one path, for hosts that
                             route a single path (e.g. "/invocations"): POST is
                             JSON-RPC, GET is the card (also at
@@ -2599,10 +2599,12 @@ def _decode_page_token(token):
 # thread: its events arrive in order. Connection errors and 5xx answers are
 # retried with exponential backoff and jitter; redirects are not followed;
 # the queues are bounded and what overflows is counted and logged. Before
-# each attempt the host is resolved and every address checked: loopback,
-# private, link-local, multicast, reserved and unspecified addresses are
-# refused (SSRF) unless push_allow names the host or its network. The request
-# then goes to the vetted address, so a second DNS answer cannot redirect it.
+# each attempt the host is resolved and every address checked: only globally
+# routable unicast addresses are accepted (ipaddress's is_global, plus a table
+# of ranges Python 3.10 still counts as global; an IPv6 form of an IPv4
+# address is judged by the IPv4 address), unless push_allow names the host or
+# its network (SSRF). The request then goes to the vetted address, so a
+# second DNS answer cannot redirect it.
 
 
 class BearerAuth:
@@ -2663,47 +2665,90 @@ def _match_secret(known, given, hint, challenge):
 _HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"
 
 
+# Ranges no webhook may reach that Python 3.10's is_global still counts as
+# global (newer versions agree about some of them): IETF protocol assignments,
+# IPv6 site-local (deprecated, but routed inside some networks), local-use
+# NAT64, IPv6 documentation.
+_NOT_GLOBAL = ("192.0.0.0/24", "fec0::/10", "64:ff9b:1::/48", "3fff::/20")
+
+# The NAT64 well-known prefix 64:ff9b::/96, as the top 96 bits of an address.
+_NAT64 = 0x0064_ff9b << 64
+
+# What a host name may hold once in its IDNA (ASCII) form.
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")
+
 def _parse_allow(entries):
-    """push_allow -> (host names, networks)."""
+    """push_allow -> (host names in IDNA form, networks)."""
     import ipaddress
     names, networks = set(), []
     for entry in entries:
         try:
             networks.append(ipaddress.ip_network(entry, strict=False))
         except ValueError:
-            names.add(entry.lower().rstrip("."))
+            names.add(entry.lower().rstrip(".").encode("idna").decode("ascii"))
     return names, networks
 
 
-def _webhook_target(url, allow, resolve):
-    """Check a webhook URL; with ``resolve``, also resolve it and return
-    (scheme, host, port, path, vetted address). Raises InvalidParamsError."""
+def _embedded_ipv4(address):
+    """The IPv4 addresses an IPv6 address leads to: the address of an
+    IPv4-mapped, 6to4 or NAT64 (64:ff9b::/96) address, the server and the
+    client of a Teredo one. Empty for any other address."""
     import ipaddress
-    from urllib.parse import urlsplit
-    parts = urlsplit(url)
+    if address.version == 4:
+        return []
+    found = (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
+             ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
+             if int(address) >> 32 == _NAT64 else None)
+    return [a for a in found if a is not None]
+
+
+def _may_reach(address, networks):
+    """Whether webhooks may be sent to ``address``: push_allow names its
+    network, or it is a globally routable unicast address. An IPv6 form of an
+    IPv4 address is judged by the IPv4 address (all of them, for Teredo)."""
+    import ipaddress
+    if any(address in network for network in networks):
+        return True
+    embedded = _embedded_ipv4(address)
+    if embedded:
+        return all(_may_reach(a, networks) for a in embedded)
+    return (address.is_global and not address.is_multicast and not address.is_reserved
+            and not any(address in ipaddress.ip_network(n) for n in _NOT_GLOBAL))
+
+
+def _webhook_target(url, allow, resolve):
+    """Check a webhook URL; with ``resolve``, also resolve its host and return
+    (scheme, host, port, path, vetted addresses). A literal address is checked
+    and returned even without ``resolve``. Raises InvalidParamsError."""
+    import ipaddress
+    from urllib.parse import quote, urlsplit
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise InvalidParamsError(f"the webhook URL is not valid (its port or its [address]): "
+                                 f"{url[:60]!r}", field="url") from None
     if parts.scheme not in ("http", "https"):
         raise InvalidParamsError(f"webhook URLs must be http or https, not {url[:40]!r}",
                                  field="url")
     if "@" in parts.netloc:
         raise InvalidParamsError("webhook URLs must not carry credentials (user@host); put "
                                  "them in authentication", field="url")
-    try:
-        port = parts.port
-        if port is None:
-            port = 443 if parts.scheme == "https" else 80
-    except ValueError:
-        raise InvalidParamsError(f"the webhook URL has an invalid port: {url[:60]!r}",
-                                 field="url") from None
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
     host = (parts.hostname or "").rstrip(".")
-    if not host or port == 0:
-        raise InvalidParamsError(f"the webhook URL needs a host and a port other than 0: "
-                                 f"{url[:60]!r}", field="url")
-    names, networks = allow
-    allowed_name = host.lower() in names
     try:
         literal = ipaddress.ip_address(host)
     except ValueError:
         literal = None
+        try:                       # the form DNS, TLS and the Host header all see
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            host = ""
+    if literal is None and not (host and set(host) <= _NAME_CHARS) or port == 0:
+        raise InvalidParamsError(f"the webhook URL needs a host (a name or an address) and a "
+                                 f"port other than 0: {url[:60]!r}", field="url")
+    names, networks = allow
     if literal is not None:
         addresses = [literal]
     elif not resolve:
@@ -2716,20 +2761,18 @@ def _webhook_target(url, allow, resolve):
             raise InvalidParamsError(f"the webhook host {host} does not resolve ({exc})",
                                      field="url") from None
         addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
-    for address in addresses:
-        plain = getattr(address, "ipv4_mapped", None) or address
-        if allowed_name or any(plain in net for net in networks):
-            continue
-        if (plain.is_private or plain.is_loopback or plain.is_link_local or plain.is_multicast
-                or plain.is_reserved or plain.is_unspecified):
-            raise InvalidParamsError(
-                f"the webhook address {plain} of {host} is not public (loopback, private, "
-                "link-local, multicast or reserved); start the server with push_allow=[...] "
-                "to allow it", field="url")
-    path = parts.path or "/"
+    if host not in names:
+        for address in addresses:
+            if not _may_reach(address, networks):
+                raise InvalidParamsError(
+                    f"the webhook address {address} of {host} is not globally routable "
+                    "(loopback, private, shared, link-local, multicast, reserved...); start "
+                    "the server with push_allow=[...] to allow it", field="url")
+    # The request line takes the path as it is: escape what may not stand there.
+    path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")
     if parts.query:
-        path += "?" + parts.query
-    return parts.scheme, host, port, path, str(addresses[0])
+        path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")
+    return parts.scheme, host, port, path, [str(a) for a in dict.fromkeys(addresses)]
 
 
 class _PushDelivery:
@@ -2792,7 +2835,8 @@ class _PushDelivery:
 
     def _post(self, config, target, body):
         import http.client
-        scheme, host, port, path, address = target
+        scheme, host, port, path, addresses = target
+        address = addresses[0]
         timeout = self.limits["push_timeout"]
         if scheme == "https":                      # TLS must see the name, for the certificate
             conn = http.client.HTTPSConnection(host, port, timeout=timeout)

@@ -3,6 +3,7 @@ extended card, over every binding, with a real webhook receiver on 127.0.0.1.
 Webhook URLs in these tests name only 127.0.0.1, localhost, addresses that
 are refused before any connection, or .invalid names (RFC 2606, never resolve)."""
 
+import ipaddress
 import json
 import threading
 import time
@@ -79,7 +80,9 @@ def test_configs_on_finished_tasks_and_the_card(client):
     "http://127.0.0.1:9/h", "http://[::1]/h", "http://10.1.2.3/h", "http://169.254.169.254/latest",
     "http://192.168.0.1/h", "http://0.0.0.0/h", "http://224.0.0.1/h", "ftp://hooks.invalid/h",
     "file:///etc/passwd", "http://user:pw@hooks.invalid/h", "http://hooks.invalid:0/h",
-    "http://hooks.invalid:99999/h", "http:///nohost"])
+    "http://hooks.invalid:99999/h", "http:///nohost", "http://100.64.0.1/h", "http://[fec0::1]/h",
+    "http://[2002:a00:1::1]/h", "http://[::ffff:127.0.0.1]/h", "http://[64:ff9b::a9fe:a9fe]/h",
+    "http://[ff02::1]/h", "http://[::1/h", "http://hooks..invalid/h", "http://ho%0aoks.invalid/h"])
 def test_unsafe_webhooks_are_refused_at_creation(url):
     server = a2a_min.Server(scenario_agent, push_notifications=True)   # nothing allowed
     from conftest import Client
@@ -319,3 +322,60 @@ def test_header_values_that_cannot_be_sent_are_refused_naming_the_field(field, v
         assert error["code"] == -32602
         assert error["data"][1]["fieldViolations"][0]["field"] == field
     assert c.server._push == {}
+
+
+# -- the SSRF guard: globally routable addresses only ---------------------------------------
+#
+# Pure checks of literal addresses (resolve=False connects nowhere). Python 3.10's
+# is_global counts several of these as global; run these tests on 3.10 as well.
+
+NOT_ROUTABLE = [
+    "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
+    "0.1.2.3", "100.64.0.1", "100.127.255.254",            # carrier-grade NAT (shared)
+    "192.0.0.8", "192.0.2.1", "198.18.0.1", "198.51.100.1", "203.0.113.1", "240.0.0.1",
+    "255.255.255.255", "224.0.0.1", "239.255.255.250",     # multicast
+    "[::]", "[::1]", "[fe80::1]", "[fc00::1]", "[fd12:3456::1]", "[fec0::1]",  # site-local
+    "[2001:db8::1]", "[3fff::1]", "[100::1]", "[ff02::1]", "[ff0e::1]", "[::7f00:1]",
+    "[::ffff:127.0.0.1]", "[::ffff:10.0.0.1]", "[::ffff:100.64.0.1]",         # IPv4-mapped
+    "[2002:a00:1::1]", "[2002:7f00:1::1]", "[2002:c0a8:101::1]",              # 6to4
+    "[2002:6440:1::1]",                                                       # 6to4, CGNAT
+    "[2001:0:4136:e378:8000:63bf:80ff:fffe]",     # Teredo: client 127.0.0.1
+    "[2001:0:a00:1:8000:63bf:3fff:fdd2]",         # Teredo: server 10.0.0.1
+    "[64:ff9b::7f00:1]", "[64:ff9b::a9fe:a9fe]", "[64:ff9b:1::1]",            # NAT64
+]
+ROUTABLE = [
+    "8.8.8.8", "1.1.1.1", "100.128.0.1", "[2606:4700:4700::1111]", "[2a00:1450:4001::200e]",
+    "[::ffff:8.8.8.8]", "[2002:808:808::1]", "[64:ff9b::808:808]",
+    "[2001:0:4136:e378:8000:63bf:f7f7:f7f7]",     # Teredo: 65.54.227.120 and 8.8.8.8
+]
+
+
+@pytest.mark.parametrize("address", NOT_ROUTABLE)
+def test_the_guard_refuses_what_is_not_globally_routable(address):
+    with pytest.raises(a2a_min.InvalidParamsError) as refused:
+        a2a_min._webhook_target(f"https://{address}/h", a2a_min._parse_allow([]), resolve=False)
+    assert refused.value.field == "url" and "push_allow" in refused.value.message
+
+
+@pytest.mark.parametrize("address", ROUTABLE)
+def test_the_guard_accepts_globally_routable_addresses(address):
+    target = a2a_min._webhook_target(f"https://{address}:8443/h?x=1", a2a_min._parse_allow([]),
+                                     resolve=False)
+    assert target[0] == "https" and target[2] == 8443 and target[3] == "/h?x=1"
+    assert [ipaddress.ip_address(a) for a in target[4]] == [ipaddress.ip_address(address.strip("[]"))]
+
+
+@pytest.mark.parametrize("allow, address", [
+    ("100.64.0.0/10", "100.64.1.2"), ("127.0.0.1/32", "[::ffff:127.0.0.1]"),
+    ("10.0.0.0/8", "[2002:a00:1::1]"), ("fec0::/10", "[fec0::1]"), ("fe80::/10", "[fe80::1]")])
+def test_push_allow_is_the_only_way_around_the_guard(allow, address):
+    url = f"http://{address}/h"
+    with pytest.raises(a2a_min.InvalidParamsError):
+        a2a_min._webhook_target(url, a2a_min._parse_allow([]), resolve=False)
+    assert a2a_min._webhook_target(url, a2a_min._parse_allow([allow]), resolve=False)
+
+
+def test_host_names_are_checked_in_their_idna_form():
+    allow = a2a_min._parse_allow(["bücher.example"])
+    assert a2a_min._webhook_target("http://Bücher.example/h", allow, resolve=False) is None
+    assert "xn--bcher-kva.example" in allow[0]
