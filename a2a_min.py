@@ -228,12 +228,14 @@ DEFAULT_LIMITS = {
     "max_page_size": 100,             # ListTasks
     "max_workers": 64,                # threads running sync agents at once
     "max_push_configs": 10,           # webhooks per task
-    "push_timeout": 10.0,             # seconds for one webhook POST
+    "push_timeout": 10.0,             # seconds for one whole webhook attempt (connect to answer)
     "push_retries": 3,                # further attempts after a connection error or 5xx
     "push_backoff": 0.5,              # seconds before the first retry (doubles, with jitter)
-    "push_queue": 1000,               # deliveries waiting per worker; more are dropped, counted
-    "push_workers": 4,                # delivery threads (one webhook always goes to the same one)
-    "push_max_response": 65536,       # bytes of a webhook's answer that are read
+    "push_queue": 1000,               # deliveries waiting per caller; more are dropped, counted
+    "push_workers": 4,                # delivery threads, shared by the callers in turn
+    "push_max_response": 65536,       # bytes of a webhook's answer read to find its status
+    "push_callers": 10_000,           # callers whose delivery counters are kept (idle ones go)
+    "push_log_interval": 10.0,        # seconds between two warnings summing up failed deliveries
 }
 
 
@@ -1460,7 +1462,7 @@ class _Channel:
             self.next_seq += 1
             self.wake()
             if task is not None and self.on_event is not None:
-                self.on_event(task, event)           # in order: still under the lock
+                self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
 
     def save(self, task):
         """Store a snapshot no stream or webhook is to hear of (no event)."""
@@ -1747,7 +1749,9 @@ class Server:
                             ApiKeyAuth); its security_schemes go in the card
       push_notifications    deliver task events to webhooks (False)
       push_allow            hosts and networks webhooks may reach although
-                            private or loopback (e.g. ["127.0.0.1/32"])
+                            not globally routable (e.g. ["127.0.0.1/32"])
+      push_tls_context      the ssl.SSLContext for https webhooks (default:
+                            ssl.create_default_context(), made on first use)
       trust_forwarded       take the client's address (which per-caller limits
                             count by, for anonymous callers) from the last
                             X-Forwarded-For entry: only behind a proxy that
@@ -1765,7 +1769,7 @@ class Server:
                  store=None, extended_card=None, card=None, card_max_age=300,
                  input_modes=("text/plain",), output_modes=("text/plain",),
                  authenticate=None, push_notifications=False, push_allow=(),
-                 single_path=None, trust_forwarded=False, **limits):
+                 push_tls_context=None, single_path=None, trust_forwarded=False, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
@@ -1799,6 +1803,7 @@ class Server:
         self.authenticate = authenticate
         self.trust_forwarded = trust_forwarded
         self.push_allow = _parse_allow(push_allow)
+        self.push_tls_context = push_tls_context
         self._push = {}                     # task id -> {config id: TaskPushNotificationConfig}
         self._pusher = None                 # the _PushDelivery, started on first use
         self._card_fields = {
@@ -1967,7 +1972,7 @@ class Server:
                         self._push_event if self.capabilities.get("pushNotifications") else None,
                         caller)
 
-    def _channel(self, task_id, owner):
+    def _channel(self, task_id, owner, caller=None):
         """The live channel of an existing task, made (from the store) if it has
         none: every writer and stream of a task meets on one channel. With the
         server's lock held."""
@@ -1977,7 +1982,7 @@ class Server:
             if task is None:
                 raise TaskNotFoundError(f"no task with id {task_id!r}",
                                         metadata={"taskId": task_id})
-            channel = self._channels[task_id] = self._new_channel(owner)
+            channel = self._channels[task_id] = self._new_channel(owner, caller)
             channel.task = task
             channel.next_seq = self._next_seq.pop(task_id, 0)   # event ids go on
         return channel
@@ -2065,7 +2070,7 @@ class Server:
             channel.active = ctx
             return ctx, channel
         with self._lock:
-            channel = self._channel(task_id, call.owner)
+            channel = self._channel(task_id, call.owner, call.caller)
             if channel.active is not None:
                 raise UnsupportedOperationError(
                     f"task {task_id} is still working on the previous message; wait for it "
@@ -2325,7 +2330,7 @@ class Server:
                 f"task {task_id} is already {state} and can no longer be canceled",
                 metadata={"taskId": task_id, "state": state})
         with self._lock:
-            channel = self._channel(task_id, call.owner)
+            channel = self._channel(task_id, call.owner, call.caller)
         with channel.lock:
             task = channel.task or task
             state = task["status"]["state"]
@@ -2357,7 +2362,7 @@ class Server:
                 f"task {task_id} is {state}: a finished task has no more events to stream; "
                 "use GetTask to read it", metadata={"taskId": task_id, "state": state})
         with self._lock:                       # (a waiting task's channel is made again)
-            channel = self._channel(task_id, call.owner)
+            channel = self._channel(task_id, call.owner, call.caller)
             with channel.lock:                 # counted before the turn can let it go
                 channel.followers += 1
         return self._subscription(channel, call.last_event_id)
@@ -2400,10 +2405,11 @@ class Server:
         self._require_push()
         task = self._visible_task(request["taskId"], call)
         config = self._push.get(task["id"], {}).get(request["id"])
-        if config is None:
-            raise InvalidParamsError(
+        if config is None:                     # section 3.1.8: TaskNotFoundError
+            raise TaskNotFoundError(
                 f"task {task['id']} has no push notification config {request['id']!r}; "
-                "ListTaskPushNotificationConfigs shows its configs", field="id")
+                "ListTaskPushNotificationConfigs shows its configs",
+                metadata={"taskId": task["id"], "id": request["id"]})
         return config
 
     def list_task_push_notification_configs(self, request, call):
@@ -2438,15 +2444,25 @@ class Server:
 
     def _check_push_config(self, config):
         """Refuse what can be refused without the network (section 13.2): a scheme
-        other than http(s), userinfo, port 0, a literal private address, CR/LF in
-        the credentials. Host names are resolved and checked at delivery."""
+        other than http(s), userinfo, port 0, a literal address that is not
+        globally routable, header values that cannot be sent as they are.
+        Host names are resolved and checked at delivery."""
         _webhook_target(config["url"], self.push_allow, resolve=False)
         auth = config.get("authentication", {})
         for field, value in (("token", config.get("token", "")),
                              ("authentication.scheme", auth.get("scheme", "")),
                              ("authentication.credentials", auth.get("credentials", ""))):
-            if "\r" in value or "\n" in value:
-                raise InvalidParamsError(f"{field} must not contain line breaks", field=field)
+            # Each goes into an HTTP header: a control character would end it or
+            # corrupt it, and headers are latin-1 on the wire.
+            try:
+                raw = value.encode("latin-1")
+            except UnicodeEncodeError:
+                raise InvalidParamsError(f"{field} must be latin-1 text: it is sent in an HTTP "
+                                         "header", field=field) from None
+            if raw.translate(None, _HEADER_CONTROLS) != raw:
+                raise InvalidParamsError(f"{field} must not contain control characters (line "
+                                         "breaks, NUL...): it is sent in an HTTP header",
+                                         field=field)
 
     def _add_push_config(self, task_id, config, tenant):
         self._check_push_config(config)
@@ -2474,8 +2490,9 @@ class Server:
         if config is not None:
             self._add_push_config(ctx.task_id, config, owner[0])
 
-    def _push_event(self, task, event):
-        """Channel hook: hand a task event to each of the task's webhooks."""
+    def _push_event(self, owner, task, event):
+        """Channel hook: hand a task event to each of the task's webhooks, in the
+        queue of the task's owner (deliveries are fair between owners: section 7)."""
         configs = self._push.get(task["id"])
         if not configs:
             return
@@ -2483,14 +2500,20 @@ class Server:
             if self._pusher is None:
                 self._pusher = _PushDelivery(self)
             pusher = self._pusher
-        for config in list(configs.values()):
-            pusher.submit(config, event)
+        pusher.submit(owner, list(configs.values()), _dumps(event))
 
     @property
     def push_stats(self):
-        """Counters of webhook deliveries: delivered, failed, retried, refused, dropped."""
-        return dict(self._pusher.stats) if self._pusher else dict.fromkeys(
-            ("delivered", "failed", "retried", "refused", "dropped"), 0)
+        """Totals of webhook deliveries: delivered, failed, retried, refused, dropped."""
+        return self._pusher.totals() if self._pusher else dict.fromkeys(_PUSH_TOTALS, 0)
+
+    def push_stats_by_caller(self):
+        """Webhook delivery counters per caller, the (tenant, principal) owning
+        the tasks: {caller: {"queued", "sent" (answered 2xx), "failed",
+        "refused", "retried", "dropped", "waiting" (queued now)}}. The counters of
+        at most push_callers callers are kept: past that, the caller idle the
+        longest is forgotten (push_stats still counts what it did)."""
+        return self._pusher.by_caller() if self._pusher else {}
 
     # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
 
@@ -2861,14 +2884,46 @@ def _decode_page_token(token):
 #
 # Webhooks (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is POSTed as
 # a StreamResponse to every config of the task, from background threads, so a
-# slow webhook never holds a request. One config always goes to the same
-# thread: its events arrive in order. Connection errors and 5xx answers are
-# retried with exponential backoff and jitter; redirects are not followed;
-# the queues are bounded and what overflows is counted and logged. Before
-# each attempt the host is resolved and every address checked: loopback,
-# private, link-local, multicast, reserved and unspecified addresses are
-# refused (SSRF) unless push_allow names the host or its network. The request
-# then goes to the vetted address, so a second DNS answer cannot redirect it.
+# slow webhook never holds a request. Connection errors and 5xx answers are
+# retried with exponential backoff and jitter; redirects are not followed.
+#
+# Fairness. Callers choose the webhooks, and a caller may choose a tarpit: a
+# receiver that accepts and never answers, or answers a byte a second. So
+# deliveries wait in one queue per caller (the task's owner: tenant and
+# principal), never in a shared one, and the push_workers threads serve the
+# callers in turn (round robin), one attempt per turn. A caller has at most
+# one delivery in flight: its tarpit holds one thread, for at most
+# push_timeout, while the other threads go on serving everyone else. One
+# delivery in flight per caller also keeps each webhook's events in order
+# without any bookkeeping per webhook. The price: one caller's webhooks take
+# turns with one another, and a server without tenants or authentication has
+# a single caller, whose events go out one at a time. A retry waits out its
+# backoff without holding a thread, and keeps its caller's place in line, so
+# order survives retries too. Each caller's queue holds push_queue
+# deliveries; what overflows is dropped and counted for that caller, and the
+# log gets one warning per push_log_interval summing up what was dropped,
+# failed or refused since the last one, never one line per event.
+#
+# Deadline. An attempt (connect, TLS handshake, sending the request, reading
+# the status line of the answer) has push_timeout seconds in all, however
+# slowly the receiver trickles. http.client's timeout applies afresh to every
+# read, so the small POST is written here, on a socket, and every wait gets
+# what is left of the attempt's deadline. Only the status code matters: at
+# most push_max_response bytes are read to find it, the rest is never read.
+#
+# SSRF (section 13.2). Before each attempt the host is resolved and every
+# address checked: only globally routable unicast addresses are accepted
+# (ipaddress's is_global, plus a table of ranges that Python 3.10 still counts
+# as global), and an IPv6 address that stands for an IPv4 one (IPv4-mapped,
+# 6to4, Teredo, NAT64) is judged by the IPv4 address it leads to, whatever the
+# Python version thinks of its prefix. push_allow, host names and networks, is
+# the only way around the check. The request then goes to a vetted address,
+# https too (TLS starts on the connected socket, with the URL's host name for
+# SNI and for verifying the certificate), so a second DNS answer cannot send it
+# elsewhere (DNS rebinding). Resolving the name is left to the system
+# resolver, with its own timeouts, outside the attempt's deadline. The header
+# values of a config (token, authentication) are checked when it is created:
+# no control characters, latin-1 only, since they are written as they are.
 
 
 class BearerAuth:
@@ -2925,47 +2980,102 @@ def _match_secret(known, given, hint, challenge):
     return found[0]
 
 
+# Ranges no webhook may reach that Python 3.10's is_global still counts as
+# global (newer versions agree about some of them): IETF protocol assignments,
+# IPv6 site-local (deprecated, but routed inside some networks), local-use
+# NAT64, IPv6 documentation.
+_NOT_GLOBAL = ("192.0.0.0/24", "fec0::/10", "64:ff9b:1::/48", "3fff::/20")
+
+# The NAT64 well-known prefix 64:ff9b::/96, as the top 96 bits of an address.
+_NAT64 = 0x0064_ff9b << 64
+
+# What a host name may hold once in its IDNA (ASCII) form.
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")
+
+# Bytes no header value may hold: the C0 controls but HTAB, and DEL.
+_HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"
+
+# Delivery counters: the totals (Server.push_stats), and each caller's.
+_PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped")
+_CALLER_COUNTS = ("queued", "sent", "failed", "refused", "retried", "dropped")
+
+# An outcome -> the caller's counter it adds to.
+_CALLER_COUNTER = {"delivered": "sent", "failed": "failed", "refused": "refused",
+                   "retried": "retried", "dropped": "dropped"}
+
+
 def _parse_allow(entries):
-    """push_allow -> (host names, networks)."""
+    """push_allow -> (host names in IDNA form, networks)."""
     import ipaddress
     names, networks = set(), []
     for entry in entries:
         try:
             networks.append(ipaddress.ip_network(entry, strict=False))
         except ValueError:
-            names.add(entry.lower().rstrip("."))
+            names.add(entry.lower().rstrip(".").encode("idna").decode("ascii"))
     return names, networks
 
 
-def _webhook_target(url, allow, resolve):
-    """Check a webhook URL; with ``resolve``, also resolve it and return
-    (scheme, host, port, path, vetted address). Raises InvalidParamsError."""
+def _embedded_ipv4(address):
+    """The IPv4 addresses an IPv6 address leads to: the address of an
+    IPv4-mapped, 6to4 or NAT64 (64:ff9b::/96) address, the server and the
+    client of a Teredo one. Empty for any other address."""
     import ipaddress
-    from urllib.parse import urlsplit
-    parts = urlsplit(url)
+    if address.version == 4:
+        return []
+    found = (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
+             ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
+             if int(address) >> 32 == _NAT64 else None)
+    return [a for a in found if a is not None]
+
+
+def _may_reach(address, networks):
+    """Whether webhooks may be sent to ``address``: push_allow names its
+    network, or it is a globally routable unicast address. An IPv6 form of an
+    IPv4 address is judged by the IPv4 address (all of them, for Teredo)."""
+    import ipaddress
+    if any(address in network for network in networks):
+        return True
+    embedded = _embedded_ipv4(address)
+    if embedded:
+        return all(_may_reach(a, networks) for a in embedded)
+    return (address.is_global and not address.is_multicast and not address.is_reserved
+            and not any(address in ipaddress.ip_network(n) for n in _NOT_GLOBAL))
+
+
+def _webhook_target(url, allow, resolve):
+    """Check a webhook URL; with ``resolve``, also resolve its host and return
+    (scheme, host, port, path, vetted addresses). A literal address is checked
+    and returned even without ``resolve``. Raises InvalidParamsError."""
+    import ipaddress
+    from urllib.parse import quote, urlsplit
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise InvalidParamsError(f"the webhook URL is not valid (its port or its [address]): "
+                                 f"{url[:60]!r}", field="url") from None
     if parts.scheme not in ("http", "https"):
         raise InvalidParamsError(f"webhook URLs must be http or https, not {url[:40]!r}",
                                  field="url")
     if "@" in parts.netloc:
         raise InvalidParamsError("webhook URLs must not carry credentials (user@host); put "
                                  "them in authentication", field="url")
-    try:
-        port = parts.port
-        if port is None:
-            port = 443 if parts.scheme == "https" else 80
-    except ValueError:
-        raise InvalidParamsError(f"the webhook URL has an invalid port: {url[:60]!r}",
-                                 field="url") from None
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
     host = (parts.hostname or "").rstrip(".")
-    if not host or port == 0:
-        raise InvalidParamsError(f"the webhook URL needs a host and a port other than 0: "
-                                 f"{url[:60]!r}", field="url")
-    names, networks = allow
-    allowed_name = host.lower() in names
     try:
         literal = ipaddress.ip_address(host)
     except ValueError:
         literal = None
+        try:                       # the form DNS, TLS and the Host header all see
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            host = ""
+    if literal is None and not (host and set(host) <= _NAME_CHARS) or port == 0:
+        raise InvalidParamsError(f"the webhook URL needs a host (a name or an address) and a "
+                                 f"port other than 0: {url[:60]!r}", field="url")
+    names, networks = allow
     if literal is not None:
         addresses = [literal]
     elif not resolve:
@@ -2978,103 +3088,302 @@ def _webhook_target(url, allow, resolve):
             raise InvalidParamsError(f"the webhook host {host} does not resolve ({exc})",
                                      field="url") from None
         addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
-    for address in addresses:
-        plain = getattr(address, "ipv4_mapped", None) or address
-        if allowed_name or any(plain in net for net in networks):
-            continue
-        if (plain.is_private or plain.is_loopback or plain.is_link_local or plain.is_multicast
-                or plain.is_reserved or plain.is_unspecified):
-            raise InvalidParamsError(
-                f"the webhook address {plain} of {host} is not public (loopback, private, "
-                "link-local, multicast or reserved); start the server with push_allow=[...] "
-                "to allow it", field="url")
-    path = parts.path or "/"
+    if host not in names:
+        for address in addresses:
+            if not _may_reach(address, networks):
+                raise InvalidParamsError(
+                    f"the webhook address {address} of {host} is not globally routable "
+                    "(loopback, private, shared, link-local, multicast, reserved...); start "
+                    "the server with push_allow=[...] to allow it", field="url")
+    # The request line takes the path as it is: escape what may not stand there.
+    path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")
     if parts.query:
-        path += "?" + parts.query
-    return parts.scheme, host, port, path, str(addresses[0])
+        path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")
+    return parts.scheme, host, port, path, [str(a) for a in dict.fromkeys(addresses)]
+
+
+def _time_left(deadline):
+    """Seconds to ``deadline``, for the next wait; TimeoutError once it has passed."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("no answer within push_timeout")
+    return left
+
+
+def _connect_any(addresses, port, deadline):
+    """A TCP connection to the first of ``addresses`` that accepts one in time."""
+    import socket
+    error = OSError("no address to connect to")
+    for address in addresses:
+        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET,
+                             socket.SOCK_STREAM)
+        try:
+            sock.settimeout(_time_left(deadline))
+            sock.connect((address, port))
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error
+
+
+def _send_all(sock, data, deadline):
+    """sendall() within a deadline: a receiver that reads slowly gets no more time."""
+    view = memoryview(data)
+    while view:
+        sock.settimeout(_time_left(deadline))
+        view = view[sock.send(view):]
+
+
+def _read_status(sock, deadline, limit):
+    """The status code of the final answer on ``sock``, read within ``limit``
+    bytes and the deadline. Interim (1xx) answers are skipped, as HTTP/1.1
+    asks of every client; nothing after the status line is read."""
+    data, received = b"", 0
+    while True:
+        line_end = data.find(b"\n")
+        if line_end >= 0:
+            version, _, rest = data[:line_end].partition(b" ")
+            code = rest[:3]
+            if not (version.startswith(b"HTTP/1.") and len(code) == 3 and code.isdigit()):
+                raise OSError(f"the webhook's answer is not HTTP/1: {data[:40]!r}")
+            if code[:1] != b"1":
+                return int(code)
+            interim_end = data.find(b"\r\n\r\n")
+            if interim_end >= 0:
+                data = data[interim_end + 4:]
+                continue
+        if received >= limit:
+            raise OSError(f"no status line in the first {limit} bytes of the webhook's answer")
+        sock.settimeout(_time_left(deadline))
+        chunk = sock.recv(min(16384, limit - received))
+        if not chunk:
+            raise OSError("the webhook closed the connection without answering")
+        received += len(chunk)
+        data += chunk
+
+
+class _PushLane:
+    """One caller's deliveries: those waiting their turn (oldest first), and
+    the caller's counters. ``scheduled``: the caller is in line for a turn,
+    has a delivery in flight, or has one waiting to be retried; the lane may
+    be forgotten only when it is not."""
+
+    __slots__ = ("jobs", "scheduled", "counts")
+
+    def __init__(self):
+        self.jobs = deque()               # (config, body, attempt)
+        self.scheduled = False
+        self.counts = dict.fromkeys(_CALLER_COUNTS, 0)
 
 
 class _PushDelivery:
-    """Background POSTs of task events to webhooks (see the section comment)."""
+    """Background POSTs of task events to webhooks, fair between callers (see
+    the section comment). Everything below is guarded by ``ready``'s lock."""
 
     def __init__(self, server):
+        import itertools
         self.server = server
         self.limits = server.limits
-        self.stats = dict.fromkeys(("delivered", "failed", "retried", "refused", "dropped"), 0)
-        self.lock = threading.Lock()
-        from queue import Queue
-        self.queues = [Queue(self.limits["push_queue"]) for _ in range(self.limits["push_workers"])]
-        for q in self.queues:
-            threading.Thread(target=self._work, args=(q,), name="a2a-push", daemon=True).start()
+        self.stats = dict.fromkeys(_PUSH_TOTALS, 0)
+        self.lanes = {}                   # caller -> _PushLane, least recently used first
+        self.turns = deque()              # (caller, job or None: its next one), in turn order
+        self.later = []                   # heap of (time, n, caller, job): retries backing off
+        self.numbers = itertools.count()  # the n above: the heap never compares two callers
+        self.ready = threading.Condition(threading.Lock())
+        self.unlogged = {}                # caller -> counts and last reason, since the last warning
+        self.log_at = 0.0                 # when the next warning may be written
+        self.tls = None                   # the SSLContext for https, made on first use
+        for _ in range(self.limits["push_workers"]):
+            threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
 
-    def count(self, what, config, detail=""):
-        with self.lock:
-            self.stats[what] += 1
-        if what != "delivered":
-            _log().warning("push to %s (task %s, config %s): %s %s", config["url"],
-                           config["taskId"], config["id"], what, detail)
+    # -- the callers' side: queue, count ------------------------------------------------
 
-    def submit(self, config, event):
-        shard = self.queues[hash((config["taskId"], config["id"])) % len(self.queues)]
-        try:
-            shard.put_nowait((config, _dumps(event)))
-        except Exception:                          # queue.Full: never block the request
-            self.count("dropped", config, "(delivery queue full)")
+    def submit(self, caller, configs, body):
+        """Queue ``body`` for each webhook in ``configs`` on ``caller``'s lane.
+        Never blocks: what does not fit is dropped and counted."""
+        with self.ready:
+            lane = self.lanes.pop(caller, None) or self._new_lane()
+            self.lanes[caller] = lane            # now the most recently used
+            for config in configs:
+                if len(lane.jobs) >= self.limits["push_queue"]:
+                    self._note(caller, lane, "dropped", "its delivery queue was full")
+                    continue
+                lane.jobs.append((config, body, 0))
+                lane.counts["queued"] += 1
+            if lane.jobs and not lane.scheduled:
+                lane.scheduled = True
+                self.turns.append((caller, None))
+            self.ready.notify()
 
-    def _work(self, jobs):
+    def _new_lane(self):
+        if len(self.lanes) >= self.limits["push_callers"]:
+            idle = next((c for c, lane in self.lanes.items() if not lane.scheduled), None)
+            if idle is not None:
+                del self.lanes[idle]             # its counts stay in the totals
+        return _PushLane()
+
+    def _note(self, caller, lane, outcome, why=""):
+        """Count an outcome; keep what went wrong for the next warning."""
+        self.stats[outcome] += 1
+        lane.counts[_CALLER_COUNTER[outcome]] += 1
+        if outcome in ("dropped", "failed", "refused"):
+            if caller not in self.unlogged and len(self.unlogged) >= self.limits["push_callers"]:
+                caller = "(more callers)"
+            noted = self.unlogged.setdefault(caller, {"dropped": 0, "failed": 0, "refused": 0})
+            noted[outcome] += 1
+            noted["last"] = why
+
+    def totals(self):
+        with self.ready:
+            return dict(self.stats)
+
+    def by_caller(self):
+        with self.ready:
+            return {caller: {**lane.counts, "waiting": len(lane.jobs)}
+                    for caller, lane in self.lanes.items()}
+
+    # -- the workers' side: take turns, deliver ---------------------------------------
+
+    def _work(self):
         while True:
-            config, body = jobs.get()
-            try:
-                self._deliver(config, body)
-            except Exception:
-                _log().exception("unexpected error delivering to %s", config.get("url"))
-
-    def _deliver(self, config, body):
-        import random
-        retries, backoff = self.limits["push_retries"], self.limits["push_backoff"]
-        for attempt in range(retries + 1):
-            if attempt:
-                self.count("retried", config, f"attempt {attempt + 1}")
-                time.sleep(backoff * 2 ** (attempt - 1) * (0.5 + random.random()))
-            try:
-                target = _webhook_target(config["url"], self.server.push_allow, resolve=True)
-            except InvalidParamsError as refused:
-                return self.count("refused", config, refused.message)
-            try:
-                status = self._post(config, target, body)
-            except OSError as exc:
-                outcome = f"connection failed ({exc})"
+            with self.ready:
+                caller, job, warning = self._next()
+            if warning:
+                _log().warning(*warning)
+            if job is None:
                 continue
-            if 200 <= status < 300:
-                return self.count("delivered", config)
-            if status < 500:                       # 3xx (never followed) and 4xx: final
-                return self.count("failed", config, f"HTTP {status}")
-            outcome = f"HTTP {status}"
-        self.count("failed", config, f"{outcome}, after {retries + 1} attempts")
+            try:
+                outcome, why = self._attempt(job[0], job[1])
+            except Exception:
+                _log().exception("unexpected error delivering to %s", job[0].get("url"))
+                outcome, why = "failed", "an unexpected error (logged)"
+            with self.ready:
+                self._settle(caller, job, outcome, why)
+
+    def _next(self):
+        """Wait until there is a turn to take or a warning to write:
+        (caller, job or None, warning or None)."""
+        import heapq
+        while True:
+            now = time.monotonic()
+            while self.later and self.later[0][0] <= now:
+                _, _, caller, job = heapq.heappop(self.later)
+                self.turns.append((caller, job))   # a retry whose time has come: back in line
+            warning = self._warning(now)
+            if warning or self.turns:
+                break
+            wake = [self.later[0][0]] if self.later else []
+            if self.unlogged:
+                wake.append(self.log_at)
+            self.ready.wait(min(wake) - now if wake else None)
+        if not self.turns:
+            return None, None, warning
+        caller, job = self.turns.popleft()
+        if job is None:
+            job = self.lanes[caller].jobs.popleft()
+        if self.turns:
+            self.ready.notify()                # more turns than this thread: wake another
+        return caller, job, warning
+
+    def _settle(self, caller, job, outcome, why):
+        """Count an attempt's outcome; put the caller back in line, or its retry
+        on the heap, or mark it idle."""
+        import heapq
+        import random
+        config, body, attempt = job
+        lane = self.lanes[caller]
+        if outcome == "retry" and attempt < self.limits["push_retries"]:
+            self._note(caller, lane, "retried")
+            delay = self.limits["push_backoff"] * 2 ** attempt * (0.5 + random.random())
+            heapq.heappush(self.later, (time.monotonic() + delay, next(self.numbers), caller,
+                                        (config, body, attempt + 1)))
+        else:
+            if outcome == "retry":
+                outcome, why = "failed", f"{why}, after {attempt + 1} attempts"
+            self._note(caller, lane, outcome, why)
+            if lane.jobs:
+                self.turns.append((caller, None))
+            else:
+                lane.scheduled = False
+        self.ready.notify()
+
+    def _warning(self, now):
+        """The warning that sums up the failures since the last one, if one is due
+        (at most one every push_log_interval seconds): logging arguments, or None."""
+        if not self.unlogged or now < self.log_at:
+            return None
+        noted, self.unlogged = self.unlogged, {}
+        self.log_at = now + self.limits["push_log_interval"]
+        total = {what: sum(n[what] for n in noted.values())
+                 for what in ("dropped", "failed", "refused")}
+        worst = sorted(noted.items(), key=lambda item: -sum(item[1][w] for w in total))[:5]
+        callers = "; ".join(
+            f"{caller!r:.80}: " + ", ".join(f"{n[w]} {w}" for w in total if n[w])
+            + f" (last: {n['last'][:160]})" for caller, n in worst)
+        more = f"; and {len(noted) - len(worst)} more callers" if len(noted) > len(worst) else ""
+        return ("webhook deliveries since the last report: %d dropped, %d failed, %d refused; "
+                "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
+                callers, more)
+
+    def _attempt(self, config, body):
+        """One POST of ``body`` to the webhook of ``config``: (outcome, why), the
+        outcome one of delivered, failed (final), refused (SSRF) and retry."""
+        try:
+            target = _webhook_target(config["url"], self.server.push_allow, resolve=True)
+        except InvalidParamsError as refused:
+            return "refused", f"{config['url'][:80]}: {refused.message}"
+        try:
+            status = self._post(config, target, body)
+        except OSError as exc:
+            import ssl
+            why = f"{config['url'][:80]}: {str(exc) or type(exc).__name__}"
+            # A certificate that does not verify will not verify a second later.
+            return ("failed" if isinstance(exc, ssl.SSLCertVerificationError) else "retry"), why
+        if 200 <= status < 300:
+            return "delivered", ""
+        # 3xx (redirects are never followed) and 4xx are final; 5xx may pass.
+        return ("retry" if status >= 500 else "failed"), f"{config['url'][:80]}: HTTP {status}"
 
     def _post(self, config, target, body):
-        import http.client
-        scheme, host, port, path, address = target
-        timeout = self.limits["push_timeout"]
-        if scheme == "https":                      # TLS must see the name, for the certificate
-            conn = http.client.HTTPSConnection(host, port, timeout=timeout)
-        else:
-            conn = http.client.HTTPConnection(address, port, timeout=timeout)
-        headers = {"Content-Type": "application/a2a+json",
-                   "Host": host if port in (80, 443) else f"{host}:{port}",
-                   "User-Agent": f"a2a_min/{__version__}"}
+        """POST ``body`` to a vetted address of ``target`` and return the status
+        code, all within one deadline of push_timeout seconds."""
+        scheme, host, port, path, addresses = target
+        deadline = time.monotonic() + self.limits["push_timeout"]
+        sock = _connect_any(addresses, port, deadline)
+        try:
+            if scheme == "https":              # the socket is connected: TLS cannot re-resolve
+                sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
+                sock = self._tls_context().wrap_socket(sock, server_hostname=host)
+            _send_all(sock, self._request(config, scheme, host, port, path, body), deadline)
+            return _read_status(sock, deadline, self.limits["push_max_response"])
+        finally:
+            sock.close()
+
+    def _tls_context(self):
+        if self.tls is None:
+            import ssl
+            self.tls = self.server.push_tls_context or ssl.create_default_context()
+        return self.tls
+
+    @staticmethod
+    def _request(config, scheme, host, port, path, body):
+        """The bytes of the POST. Header values were checked when the config was
+        made (no control characters, latin-1), so they are written as they are."""
+        authority = f"[{host}]" if ":" in host else host
+        if port != (443 if scheme == "https" else 80):
+            authority += f":{port}"
+        lines = [f"POST {path} HTTP/1.1", f"Host: {authority}",
+                 "Content-Type: application/a2a+json", f"Content-Length: {len(body)}",
+                 f"User-Agent: a2a_min/{__version__}", "Connection: close"]
         auth = config.get("authentication")
         if auth:
-            headers["Authorization"] = f"{auth['scheme']} {auth.get('credentials', '')}".strip()
+            value = f"{auth.get('scheme', '')} {auth.get('credentials', '')}".strip()
+            if value:
+                lines.append(f"Authorization: {value}")
         if config.get("token"):
-            headers["X-A2A-Notification-Token"] = config["token"]
-        try:
-            conn.request("POST", path, body=body, headers=headers)
-            response = conn.getresponse()
-            response.read(self.limits["push_max_response"])   # bounded: a huge answer is cut
-            return response.status
-        finally:
-            conn.close()
+            lines.append(f"X-A2A-Notification-Token: {config['token']}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
 # =============================================================================

@@ -1,9 +1,18 @@
 """Push notifications (webhooks), authentication, per-caller scoping and the
 extended card, over every binding, with a real webhook receiver on 127.0.0.1.
 Webhook URLs in these tests name only 127.0.0.1, localhost, addresses that
-are refused before any connection, or .invalid names (RFC 2606, never resolve)."""
+are refused before any connection, or .invalid names (RFC 2606, never resolve);
+public addresses appear only in pure checks of the SSRF guard (resolve=False),
+and hooks.rebind.test only through a stand-in resolver that answers 127.0.0.1."""
 
+import ipaddress
 import json
+import logging
+import os
+import shutil
+import socket
+import ssl
+import subprocess
 import threading
 import time
 
@@ -11,7 +20,7 @@ import pytest
 
 import a2a_min
 from conftest import V1, scenario_agent, user_message
-from webhook_receiver import Receiver
+from webhook_receiver import Receiver, Tarpit
 
 LOOPBACK = ["127.0.0.1/32"]
 
@@ -24,8 +33,8 @@ def receiver():
 
 
 def push_server(**options):
-    return a2a_min.Server(scenario_agent, push_notifications=True, push_allow=LOOPBACK,
-                          push_backoff=0.01, push_timeout=1.0, **options)
+    options = {"push_allow": LOOPBACK, "push_backoff": 0.01, "push_timeout": 1.0, **options}
+    return a2a_min.Server(scenario_agent, push_notifications=True, **options)
 
 
 def states(requests):
@@ -56,7 +65,8 @@ def test_push_config_crud(make_client, receiver):
     assert [c["id"] for c in rest["configs"]] == ["mine"]
     assert client.result("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"}) == {}
     assert client.result("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"}) == {}
-    assert client.error("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"})["code"] == -32602
+    # A config id the task does not have: TaskNotFoundError (section 3.1.8).
+    assert client.error("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"})["code"] == -32001
     assert client.error("CreateTaskPushNotificationConfig", {
         "taskId": "nope", "url": receiver.url()})["code"] == -32001
 
@@ -78,7 +88,9 @@ def test_configs_on_finished_tasks_and_the_card(client):
     "http://127.0.0.1:9/h", "http://[::1]/h", "http://10.1.2.3/h", "http://169.254.169.254/latest",
     "http://192.168.0.1/h", "http://0.0.0.0/h", "http://224.0.0.1/h", "ftp://hooks.invalid/h",
     "file:///etc/passwd", "http://user:pw@hooks.invalid/h", "http://hooks.invalid:0/h",
-    "http://hooks.invalid:99999/h", "http:///nohost"])
+    "http://hooks.invalid:99999/h", "http:///nohost", "http://100.64.0.1/h", "http://[fec0::1]/h",
+    "http://[2002:a00:1::1]/h", "http://[::ffff:127.0.0.1]/h", "http://[64:ff9b::a9fe:a9fe]/h",
+    "http://[ff02::1]/h", "http://[::1/h", "http://hooks..invalid/h", "http://ho%0aoks.invalid/h"])
 def test_unsafe_webhooks_are_refused_at_creation(url):
     server = a2a_min.Server(scenario_agent, push_notifications=True)   # nothing allowed
     from conftest import Client
@@ -287,3 +299,319 @@ def test_api_key_in_header_query_and_cookie():
         assert refused.status == 401
         card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
         assert card["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["location"] == location
+
+
+# -- fairness between callers ------------------------------------------------------------
+#
+# Deliveries queue per caller (CallContext.caller: here the principal) and the workers serve the callers in
+# turn, one delivery in flight per caller: a caller's tarpit holds one worker, never the
+# others' notifications. Alice's webhook stalls until the receiver closes (30 s).
+
+ALICE_OWNER, BOB_OWNER = ("principal", "alice"), ("principal", "bob")
+
+
+def fair_server(**options):
+    return a2a_min.Server(scenario_agent, push_notifications=True, push_allow=LOOPBACK,
+                          authenticate=a2a_min.BearerAuth(TOKENS), push_workers=2,
+                          push_timeout=30.0, push_retries=0, **options)
+
+
+def send_with_webhook(client, text, url, headers):
+    return client.result("SendMessage", {"message": user_message(text), "configuration": {
+        "taskPushNotificationConfig": {"url": url}}}, headers=headers)["task"]
+
+
+def wait_for(condition, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def test_a_callers_tarpit_does_not_delay_another_callers_notifications():
+    from conftest import Client
+    tarpit = Receiver(stall=30.0)
+    try:
+        server = fair_server()
+        c = Client(server)
+        for i in range(5):                     # 10 events (the task, INPUT_REQUIRED) for alice
+            send_with_webhook(c, "wait", tarpit.url("/stall"), ALICE)
+        assert len(tarpit.wait(1, "/stall", timeout=5)) == 1
+        started = time.monotonic()
+        send_with_webhook(c, "x", tarpit.url("/ok"), BOB)
+        got = tarpit.wait(4, "/ok", timeout=5)  # the task, WORKING, the artifact, COMPLETED
+        assert len(got) == 4 and states(got) == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+        assert time.monotonic() - started < 5
+        # The tarpit still holds alice's first delivery, and only that one: one in flight
+        # per caller, so the second worker was free for bob.
+        assert len([r for r in tarpit.requests if r["path"] == "/stall"]) == 1
+        assert wait_for(lambda: server.push_stats_by_caller()[BOB_OWNER]["sent"] == 4)
+        by_caller = server.push_stats_by_caller()
+        assert by_caller[ALICE_OWNER] == {"queued": 10, "sent": 0, "failed": 0, "refused": 0,
+                                          "retried": 0, "dropped": 0, "waiting": 9}
+        assert by_caller[BOB_OWNER] == {"queued": 4, "sent": 4, "failed": 0, "refused": 0,
+                                        "retried": 0, "dropped": 0, "waiting": 0}
+        assert server.push_stats["delivered"] == 4
+    finally:
+        tarpit.close()
+
+
+def test_each_callers_queue_is_bounded_drops_counted_per_caller_and_logged_once(caplog):
+    from conftest import Client
+    caplog.set_level(logging.WARNING, logger="a2a_min")
+    tarpit = Receiver(stall=30.0)
+    try:
+        server = fair_server(push_queue=4, push_log_interval=60.0)
+        c = Client(server)
+        send_with_webhook(c, "wait", tarpit.url("/stall"), ALICE)    # 2 events: 1 sent, 1 waits
+        assert len(tarpit.wait(1, "/stall", timeout=5)) == 1
+        for i in range(4):                     # 8 more: 3 fit in the queue, 5 are dropped
+            send_with_webhook(c, "wait", tarpit.url("/stall"), ALICE)
+        alice = server.push_stats_by_caller()[ALICE_OWNER]
+        assert (alice["queued"], alice["waiting"], alice["dropped"]) == (5, 4, 5)
+        send_with_webhook(c, "x", tarpit.url("/ok"), BOB)     # 4 events: bob's queue is his own
+        assert len(tarpit.wait(4, "/ok", timeout=5)) == 4
+        assert wait_for(lambda: server.push_stats_by_caller()[BOB_OWNER]["sent"] == 4)
+        assert server.push_stats_by_caller()[BOB_OWNER]["dropped"] == 0
+        assert server.push_stats["dropped"] == 5
+
+        def warnings():
+            return [r for r in caplog.records if "queue was full" in r.getMessage()]
+        assert wait_for(lambda: warnings(), timeout=5)
+        for i in range(3):                     # 6 more drops within the interval: no new line
+            send_with_webhook(c, "wait", tarpit.url("/stall"), ALICE)
+        time.sleep(0.3)
+        assert server.push_stats_by_caller()[ALICE_OWNER]["dropped"] == 11
+        lines = warnings()
+        assert len(lines) == 1 and "'alice'" in lines[0].getMessage()
+    finally:
+        tarpit.close()
+
+
+# -- one deadline per attempt ---------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["trickle", "tarpit", "tls-tarpit"])
+def test_an_attempt_ends_at_push_timeout_however_the_receiver_trickles(kind):
+    """A receiver that sends its status line a byte every 0.1 s (30 s in all), or never
+    accepts (so a TLS handshake never ends either): the attempt fails after push_timeout
+    (1 s) in all, not per read."""
+    from conftest import Client
+    receiver = Receiver(trickle=0.1) if kind == "trickle" else Tarpit()
+    try:
+        server = push_server(push_retries=0)
+        c = Client(server)
+        task = c.send("wait")["task"]
+        url = receiver.url("/trickle") if kind == "trickle" else receiver.url()
+        if kind == "tls-tarpit":
+            url = url.replace("http:", "https:")
+        c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url})
+        started = time.monotonic()
+        c.result("CancelTask", {"id": task["id"]})
+        assert wait_for(lambda: server.push_stats["failed"] == 1, timeout=10)
+        assert time.monotonic() - started < 6            # 1 s, with room for a loaded machine
+        assert server.push_stats["delivered"] == 0
+        if kind == "trickle":
+            assert receiver.wait(1, "/trickle") and wait_for(lambda: receiver.trickle_cut)
+    finally:
+        receiver.close()
+
+
+def test_the_request_line_and_headers_are_well_formed(receiver):
+    from conftest import Client
+    server = push_server()
+    c = Client(server)
+    task = c.send("wait")["task"]
+    c.result("CreateTaskPushNotificationConfig", {
+        "taskId": task["id"], "url": receiver.url("/a b/é?q=x y"), "token": "café\tcrème",
+        "authentication": {"scheme": "Basic", "credentials": "ÿ"}})
+    c.result("CancelTask", {"id": task["id"]})
+    got = receiver.wait(1)
+    assert got[0]["path"] == "/a%20b/%C3%A9?q=x%20y"
+    headers = got[0]["headers"]
+    assert headers["host"] == f"127.0.0.1:{receiver.port}"
+    assert headers["x-a2a-notification-token"] == "café\tcrème"     # latin-1, as sent
+    assert headers["authorization"] == "Basic ÿ"
+    assert headers["content-length"] == str(len(json.dumps(got[0]["body"], separators=(",", ":"),
+                                                            ensure_ascii=False).encode()))
+
+
+# -- header values are checked when the config is made --------------------------------
+
+BAD_HEADER_VALUES = ["nul\x00", "a\r\nX-Evil: 1", "bell\x07", "esc\x1b[31m", "del\x7f",
+                     "euro €", "emoji \U0001F600"]
+
+
+def config_with(field, value):
+    if field == "token":
+        return {"token": value}
+    key = field.split(".")[1]
+    auth = {"scheme": "Bearer", "credentials": "x", key: value}
+    return {"authentication": auth}
+
+
+@pytest.mark.parametrize("value", BAD_HEADER_VALUES)
+@pytest.mark.parametrize("field", ["token", "authentication.scheme",
+                                   "authentication.credentials"])
+def test_header_values_that_cannot_be_sent_are_refused_naming_the_field(field, value):
+    from conftest import Client
+    c = Client(push_server())
+    task = c.send("wait")["task"]
+    config = {"url": "https://hooks.invalid/h", **config_with(field, value)}
+    created = c.error("CreateTaskPushNotificationConfig", {"taskId": task["id"], **config})
+    inline = c.error("SendMessage", {"message": user_message("x"), "configuration": {
+        "taskPushNotificationConfig": config}})
+    for error in (created, inline):
+        assert error["code"] == -32602
+        assert error["data"][1]["fieldViolations"][0]["field"] == field
+    assert c.server._push == {}
+
+
+# -- the SSRF guard: globally routable addresses only ---------------------------------------
+#
+# Pure checks of literal addresses (resolve=False connects nowhere). Python 3.10's
+# is_global counts several of these as global; run these tests on 3.10 as well.
+
+NOT_ROUTABLE = [
+    "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
+    "0.1.2.3", "100.64.0.1", "100.127.255.254",            # carrier-grade NAT (shared)
+    "192.0.0.8", "192.0.2.1", "198.18.0.1", "198.51.100.1", "203.0.113.1", "240.0.0.1",
+    "255.255.255.255", "224.0.0.1", "239.255.255.250",     # multicast
+    "[::]", "[::1]", "[fe80::1]", "[fc00::1]", "[fd12:3456::1]", "[fec0::1]",  # site-local
+    "[2001:db8::1]", "[3fff::1]", "[100::1]", "[ff02::1]", "[ff0e::1]", "[::7f00:1]",
+    "[::ffff:127.0.0.1]", "[::ffff:10.0.0.1]", "[::ffff:100.64.0.1]",         # IPv4-mapped
+    "[2002:a00:1::1]", "[2002:7f00:1::1]", "[2002:c0a8:101::1]",              # 6to4
+    "[2002:6440:1::1]",                                                       # 6to4, CGNAT
+    "[2001:0:4136:e378:8000:63bf:80ff:fffe]",     # Teredo: client 127.0.0.1
+    "[2001:0:a00:1:8000:63bf:3fff:fdd2]",         # Teredo: server 10.0.0.1
+    "[64:ff9b::7f00:1]", "[64:ff9b::a9fe:a9fe]", "[64:ff9b:1::1]",            # NAT64
+]
+ROUTABLE = [
+    "8.8.8.8", "1.1.1.1", "100.128.0.1", "[2606:4700:4700::1111]", "[2a00:1450:4001::200e]",
+    "[::ffff:8.8.8.8]", "[2002:808:808::1]", "[64:ff9b::808:808]",
+    "[2001:0:4136:e378:8000:63bf:f7f7:f7f7]",     # Teredo: 65.54.227.120 and 8.8.8.8
+]
+
+
+@pytest.mark.parametrize("address", NOT_ROUTABLE)
+def test_the_guard_refuses_what_is_not_globally_routable(address):
+    with pytest.raises(a2a_min.InvalidParamsError) as refused:
+        a2a_min._webhook_target(f"https://{address}/h", a2a_min._parse_allow([]), resolve=False)
+    assert refused.value.field == "url" and "push_allow" in refused.value.message
+
+
+@pytest.mark.parametrize("address", ROUTABLE)
+def test_the_guard_accepts_globally_routable_addresses(address):
+    target = a2a_min._webhook_target(f"https://{address}:8443/h?x=1", a2a_min._parse_allow([]),
+                                     resolve=False)
+    assert target[0] == "https" and target[2] == 8443 and target[3] == "/h?x=1"
+    assert [ipaddress.ip_address(a) for a in target[4]] == [ipaddress.ip_address(address.strip("[]"))]
+
+
+@pytest.mark.parametrize("allow, address", [
+    ("100.64.0.0/10", "100.64.1.2"), ("127.0.0.1/32", "[::ffff:127.0.0.1]"),
+    ("10.0.0.0/8", "[2002:a00:1::1]"), ("fec0::/10", "[fec0::1]"), ("fe80::/10", "[fe80::1]")])
+def test_push_allow_is_the_only_way_around_the_guard(allow, address):
+    url = f"http://{address}/h"
+    with pytest.raises(a2a_min.InvalidParamsError):
+        a2a_min._webhook_target(url, a2a_min._parse_allow([]), resolve=False)
+    assert a2a_min._webhook_target(url, a2a_min._parse_allow([allow]), resolve=False)
+
+
+def test_host_names_are_checked_in_their_idna_form():
+    allow = a2a_min._parse_allow(["bücher.example"])
+    assert a2a_min._webhook_target("http://Bücher.example/h", allow, resolve=False) is None
+    assert "xn--bcher-kva.example" in allow[0]
+
+
+# -- https goes to the vetted address, the certificate checked for the name ---------------
+
+def openssl_or_skip():
+    if shutil.which("openssl") is None:
+        if os.environ.get("A2A_REQUIRE_ALL") == "1":
+            pytest.fail("the https webhook tests need the openssl command (A2A_REQUIRE_ALL=1)")
+        pytest.skip("the https webhook tests make a throwaway CA with the openssl command")
+
+
+@pytest.fixture(scope="module")
+def test_ca(tmp_path_factory):
+    """A throwaway CA and a certificate it signed for localhost and hooks.rebind.test:
+    (client context trusting the CA, server context with the certificate)."""
+    openssl_or_skip()
+    d = tmp_path_factory.mktemp("ca")
+
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True, timeout=60)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+        "-subj", "/CN=a2a_min test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", *ec, "-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=localhost")
+    (d / "leaf.ext").write_text(
+        "subjectAltName=DNS:localhost,DNS:hooks.rebind.test\n"
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+        "extendedKeyUsage=serverAuth\nsubjectKeyIdentifier=hash\n"
+        "authorityKeyIdentifier=keyid,issuer\n")
+    run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "leaf.ext")
+    client = ssl.create_default_context(cafile=str(d / "ca.pem"))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(str(d / "leaf.pem"), str(d / "leaf.key"))
+    return client, server
+
+
+@pytest.fixture
+def tls_receiver(test_ca):
+    r = Receiver(tls=test_ca[1])
+    yield r
+    r.close()
+
+
+def cancel_with_webhook(server, url):
+    from conftest import Client
+    c = Client(server)
+    task = c.send("wait")["task"]
+    c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url})
+    c.result("CancelTask", {"id": task["id"]})
+
+
+def test_https_webhooks_are_delivered_with_the_certificate_checked_for_the_name(
+        test_ca, tls_receiver):
+    server = push_server(push_allow=["localhost"], push_tls_context=test_ca[0])
+    cancel_with_webhook(server, tls_receiver.url(host="localhost"))
+    got = tls_receiver.wait(1)
+    assert states(got) == ["TASK_STATE_CANCELED"]
+    assert got[0]["headers"]["host"] == f"localhost:{tls_receiver.port}"
+    assert wait_for(lambda: server.push_stats["delivered"] == 1)
+
+
+@pytest.mark.parametrize("name", ["127.0.0.1", "localhost"])
+def test_https_webhooks_fail_when_the_certificate_does_not_verify(test_ca, tls_receiver, name):
+    # 127.0.0.1: the certificate is for localhost; localhost: the default context does
+    # not trust the test CA. Either way no retry: a bad certificate stays bad.
+    context = test_ca[0] if name == "127.0.0.1" else None
+    server = push_server(push_allow=["localhost", "127.0.0.1/32"], push_tls_context=context)
+    cancel_with_webhook(server, tls_receiver.url(host=name))
+    assert wait_for(lambda: server.push_stats["failed"] == 1)
+    assert server.push_stats["retried"] == 0 and tls_receiver.requests == []
+
+
+def test_https_connects_to_the_address_that_was_checked(test_ca, tls_receiver, monkeypatch):
+    """DNS rebinding: the name resolves to an allowed address once; were it resolved a
+    second time (to connect, as http.client's HTTPSConnection does) it would fail."""
+    answers = []
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host != "hooks.rebind.test":
+            return real(host, *args, **kwargs)
+        answers.append(host)
+        if len(answers) > 1:
+            raise socket.gaierror(socket.EAI_NONAME, "a second answer (rebinding)")
+        return real("127.0.0.1", *args, **kwargs)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    server = push_server(push_tls_context=test_ca[0])       # push_allow: 127.0.0.1/32
+    cancel_with_webhook(server, tls_receiver.url(host="hooks.rebind.test"))
+    got = tls_receiver.wait(1)
+    assert states(got) == ["TASK_STATE_CANCELED"]
+    assert got[0]["headers"]["host"] == f"hooks.rebind.test:{tls_receiver.port}"
+    assert answers == ["hooks.rebind.test"]
