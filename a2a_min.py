@@ -236,6 +236,7 @@ DEFAULT_LIMITS = {
     "push_max_response": 65536,       # bytes of a webhook's answer read to find its status
     "push_callers": 10_000,           # callers whose delivery counters are kept (idle ones go)
     "push_log_interval": 10.0,        # seconds between two warnings summing up failed deliveries
+    "stats_interval": 60.0,           # seconds between two stats log lines (0: none)
 }
 
 
@@ -1414,9 +1415,9 @@ class _Channel:
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "events", "sizes", "size", "next_seq",
                  "task", "owner", "caller", "store", "active", "on_event", "limits", "followers",
-                 "ended")
+                 "ended", "closing")
 
-    def __init__(self, store, owner, limits, on_event=None, caller=None):
+    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None):
         self.lock = threading.RLock()
         self.cond = None          # a Condition on lock, made when a thread first waits
         self.waiting = 0          # threads waiting on cond
@@ -1434,6 +1435,7 @@ class _Channel:
         self.limits = limits      # the server's: max_history, replay_buffer(_bytes)
         self.followers = 0        # SubscribeToTask streams, which follow it across turns
         self.ended = False        # the server let go of it: no event will come again
+        self.closing = closing    # the server's threading.Event: set when it shuts down
 
     def publish(self, task, event):
         """Store the new task snapshot and append its event; wake the streams."""
@@ -1498,6 +1500,7 @@ class _Follower:
         self.ready = deque(first)
         self.ended = ended            # nothing more after ``ready``
         self.counted = counted        # counted in channel.followers until closed
+        self.retry = False            # ended by a shutdown: the client should come back
 
     def _take(self):
         """Move the channel's new events to ``ready`` (with its lock held)."""
@@ -1532,6 +1535,8 @@ class _Follower:
             channel = self.channel
             with channel.lock:
                 if not self._take():
+                    if self._closing():
+                        raise StopIteration
                     if channel.cond is None:
                         channel.cond = threading.Condition(channel.lock)
                     channel.waiting += 1
@@ -1540,8 +1545,20 @@ class _Follower:
                     finally:
                         channel.waiting -= 1
                     if not self._take():
+                        if self._closing():
+                            raise StopIteration
                         return None, None
         return self._give()
+
+    def _closing(self):
+        """The server is shutting down: end here, telling the client to come
+        back (``retry``) and resume with Last-Event-ID."""
+        closing = self.channel.closing
+        if closing is None or not closing.is_set():
+            return False
+        self.retry = True
+        self.close()
+        return True
 
     def __aiter__(self):
         return self
@@ -1554,6 +1571,8 @@ class _Follower:
             with channel.lock:
                 news = self._take()
                 if not news:
+                    if self._closing():
+                        raise StopAsyncIteration
                     done = _Done()
                     channel.wakers.add(done.set)
             if not news:
@@ -1564,6 +1583,8 @@ class _Follower:
                         channel.wakers.discard(done.set)
                         news = self._take()
                 if not news:
+                    if self._closing():
+                        raise StopAsyncIteration
                     return None, None
         return self._give()
 
@@ -1798,6 +1819,11 @@ class Server:
         self._card_cache = None
         self._extra_interfaces = []
         self._started = time.time()
+        self._closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
+        self._refusals = {}                 # limit (or error reason) -> requests refused by it
+        self._reported = {}                 # what the last periodic stats line showed
+        self._next_report = 0.0             # when the next one is due (time.monotonic)
+        self._gauges = {}                   # host name -> callable: its connections, threads
         self._async_loop = None
         self._workers = None
         self.authenticate = authenticate
@@ -1866,6 +1892,7 @@ class Server:
         when the path is not known, ``None``).
         Adapters use it for problems they find before handle_http (a body too
         large, a malformed request head)."""
+        self._note(error)
         if path is not None and path.rstrip("/") == self.rpc_path.rstrip("/"):
             body = _jsonrpc_error(None, error)
         else:
@@ -1970,7 +1997,7 @@ class Server:
     def _new_channel(self, owner, caller=None):
         return _Channel(self.store, owner, self.limits,
                         self._push_event if self.capabilities.get("pushNotifications") else None,
-                        caller)
+                        caller, self._closing)
 
     def _channel(self, task_id, owner, caller=None):
         """The live channel of an existing task, made (from the store) if it has
@@ -2514,6 +2541,92 @@ class Server:
         at most push_callers callers are kept: past that, the caller idle the
         longest is forgotten (push_stats still counts what it did)."""
         return self._pusher.by_caller() if self._pusher else {}
+
+    # -- what the limits are doing, and stopping ----------------------------------
+    #
+    # Every cap and budget above refuses with an error that names it; stats()
+    # shows the counters behind them all in one dict, and once a
+    # ``stats_interval`` a log line reports what changed since the last one
+    # (nothing, when nothing did), written by the first request after it is
+    # due. shutdown() stops the server's side of the
+    # protocol gracefully; the hosts call it when they stop (SIGTERM).
+
+    def stats(self):
+        """The counters behind every cap and budget, as one dict: the store
+        (tasks, bytes, idle, callers), the live tasks and their replay bytes,
+        the agent threads, requests refused by each limit, the hosts'
+        connections and threads, and webhook deliveries (totals and per
+        caller)."""
+        with self._lock:
+            channels = list(self._channels.values())
+            workers = self._workers.count if self._workers else 0
+        hosts = {name: gauge() for name, gauge in list(self._gauges.items())}
+        return {
+            "store": self.store.stats() if hasattr(self.store, "stats") else {},
+            "live_tasks": len(channels),
+            "replay_bytes": sum(c.size for c in channels),
+            "agent_threads": workers,
+            "refused": dict(self._refusals),
+            "hosts": hosts,
+            "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()},
+        }
+
+    def _note(self, error):
+        """Count a request refused by a limit (named in the error, if not its reason)."""
+        limit = error.metadata.get("limit")
+        if isinstance(limit, str) or isinstance(
+                error, (PayloadTooLargeError, TaskStoreFullError, ServerBusyError)):
+            key = limit if isinstance(limit, str) else error.reason
+            with self._lock:
+                self._refusals[key] = self._refusals.get(key, 0) + 1
+
+    def _report(self):
+        """The periodic log line: what changed since the last one. Written by
+        whichever request comes first once the interval has passed (no thread
+        of its own: an idle server has nothing new to say)."""
+        interval = self.limits["stats_interval"]
+        self._next_report = time.monotonic() + interval if interval else float("inf")
+        flat = {}
+        stats = self.stats()
+        for section in ("store", "refused", "hosts"):
+            for key, value in stats[section].items():
+                if isinstance(value, dict):
+                    flat.update((f"{section}.{key}.{k}", v) for k, v in value.items())
+                else:
+                    flat[f"{section}.{key}"] = value
+        for key in ("live_tasks", "replay_bytes", "agent_threads"):
+            flat[key] = stats[key]
+        flat.update((f"push.{k}", v) for k, v in stats["push"].items() if k != "by_caller")
+        changed = {k: v for k, v in flat.items() if self._reported.get(k) != v}
+        self._reported = flat
+        if changed:
+            _log().info("stats: %s", ", ".join(f"{k}={v}" for k, v in sorted(changed.items())))
+
+    def shutdown(self, grace=10.0):
+        """Stop gracefully, within ``grace`` seconds: open streams end with an
+        SSE ``retry:`` hint (clients come back and resume with Last-Event-ID),
+        turns still running may finish, and queued webhook deliveries may go
+        out. The hosts bundled here call it when they stop (SIGTERM, Ctrl-C);
+        a host that owns its signals (gunicorn, uvicorn, Lambda) calls it from
+        its own shutdown hook. Returns what was left undone:
+        {"turns": running turns, "deliveries": queued webhook deliveries}."""
+        self._closing.set()
+        with self._lock:
+            channels = list(self._channels.values())
+        for channel in channels:
+            channel.wake()
+        deadline = time.monotonic() + grace
+        while True:
+            with self._lock:
+                turns = sum(c.active is not None for c in self._channels.values())
+            deliveries = sum(c.get("waiting", 0) for c in self.push_stats_by_caller().values())
+            if not (turns or deliveries) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if turns or deliveries:
+            _log().warning("shut down with %d turns still running and %d webhook deliveries "
+                           "queued", turns, deliveries)
+        return {"turns": turns, "deliveries": deliveries}
 
     # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
 
@@ -3473,12 +3586,17 @@ def _sse_frame(seq, data):
 
 
 _KEEPALIVE = b": keep-alive\n\n"
+# The last frame of a stream the server ends as it shuts down: come back in a
+# second, and send Last-Event-ID to resume where this stream stopped.
+_RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000\n\n"
 
 
 def _handle_http(server, method, path, query, headers, body, base_url, loop=None, peer=None):
     """Route one HTTP request: the card, the JSON-RPC endpoint (and its help
     page), or an HTTP+JSON route. ``peer`` is the client's address."""
     headers = headers if headers is not None else {}
+    if time.monotonic() >= server._next_report:
+        server._report()
     if server.trust_forwarded and "x-forwarded-for" in headers:
         peer = headers["x-forwarded-for"].rpartition(",")[2].strip() or peer
     try:
@@ -3545,6 +3663,7 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None, peer=No
         # JSON-RPC answers errors with HTTP 200, except where HTTP itself has
         # something to say: a body too large (413), credentials needed (401),
         # a caller over its limits (429, with Retry-After).
+        server._note(error)
         status = error.http_status if isinstance(
             error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
         return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
@@ -3681,6 +3800,8 @@ class _SSEStream:
             seq, event = next(self.events)
         except StopIteration:
             self.close()
+            if getattr(self.events, "retry", False):
+                return _RETRY
             raise
         except Exception as exc:
             return self._failed(exc)
@@ -3696,6 +3817,8 @@ class _SSEStream:
             seq, event = await self.events.__anext__()
         except StopAsyncIteration:
             self.close()
+            if getattr(self.events, "retry", False):
+                return _RETRY
             raise
         except Exception as exc:
             return self._failed(exc)
@@ -4136,7 +4259,8 @@ class RequestReader:
             self._refuse(400, "the request head holds control characters")
         lines = text.split("\n")
         if len(lines) - 1 > self.max_headers:
-            self._refuse(431, f"the request has more than {self.max_headers} header lines")
+            self._refuse(431, f"the request has more than {self.max_headers} header lines",
+                         metadata={"limit": "max_headers", "value": self.max_headers})
         parts = lines[0].removesuffix("\r").split(" ")
         if (len(parts) != 3 or not parts[0] or parts[0].translate(_NOT_TOKEN) or not parts[1]
                 or parts[2] not in ("HTTP/1.1", "HTTP/1.0")):
@@ -4167,8 +4291,10 @@ class RequestReader:
         line_end = buffer.find(b"\n")
         if line_end < 0 or line_end > self.max_header_bytes:
             self._refuse(414, f"the request line is longer than {self.max_header_bytes} bytes; "
-                         "send large parameters in a POST body")
-        self._refuse(431, f"the request head is longer than {self.max_header_bytes} bytes")
+                         "send large parameters in a POST body",
+                         metadata={"limit": "max_header_bytes", "value": self.max_header_bytes})
+        self._refuse(431, f"the request head is longer than {self.max_header_bytes} bytes",
+                     metadata={"limit": "max_header_bytes", "value": self.max_header_bytes})
 
     def _body_length(self, headers, version):
         """Content-Length, 0 for no body, or None for a chunked body (RFC 9112 6.3)."""
@@ -4287,10 +4413,14 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             sock = self.request
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             reader, buffer = RequestReader(**limits), bytearray()
-            while True:
-                request = self._receive(sock, reader, buffer)
-                if request is None or not self._answer(sock, request):
-                    return
+            self.server.open.add(sock)
+            try:
+                while not server._closing.is_set() or buffer:
+                    request = self._receive(sock, reader, buffer)
+                    if request is None or not self._answer(sock, request):
+                        return
+            finally:
+                self.server.open.discard(sock)
 
         def _receive(self, sock, reader, buffer):
             """The next request, or None when the connection is to close."""
@@ -4314,7 +4444,8 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                     if buffer:                     # a request began and stalled
                         self._send(sock, server.error_response(None, 408, InvalidRequestError(
                             f"the request did not arrive within {timeout:g} s; send the whole "
-                            "head and the body it announces")), True)
+                            "head and the body it announces",
+                            metadata={"limit": "timeout", "value": timeout})), True)
                     return None
                 except OSError:
                     return None
@@ -4358,8 +4489,28 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
         def __init__(self, *args):
             self.active = 0
+            self.open = set()                      # the connections' sockets
             self.count_lock = threading.Lock()
             super().__init__(*args)
+            server._gauges["threads"] = lambda: {"connections": self.active,
+                                                 "threads": threading.active_count()}
+
+        def drain(self, grace=10.0):
+            """After serve_forever() has returned: shut the Server down
+            gracefully (section 9's theory), let requests in flight finish
+            within ``grace`` seconds, close idle connections, then the socket."""
+            deadline = time.monotonic() + grace
+            server.shutdown(grace)
+            while True:
+                for sock in list(self.open):       # an idle keep-alive wakes up and closes
+                    try:
+                        sock.shutdown(socket.SHUT_RD)
+                    except OSError:
+                        pass
+                if not self.active or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
+            self.server_close()
 
         def process_request(self, request, client_address):
             with self.count_lock:
@@ -4392,9 +4543,11 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     return HTTPServer((host, port), Handler)
 
 
-def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
-    """Serve ``server`` on http.server until interrupted (Ctrl-C)."""
+def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0):
+    """Serve ``server`` on the threaded server until SIGTERM or Ctrl-C, then
+    stop gracefully within ``grace`` seconds (HTTPServer.drain)."""
     httpd = make_http_server(server, host, port)
+    _on_sigterm(lambda: threading.Thread(target=httpd.shutdown, daemon=True).start())
     if on_ready:
         on_ready(httpd)
     try:
@@ -4402,7 +4555,15 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
     except KeyboardInterrupt:
         pass
     finally:
-        httpd.server_close()
+        httpd.drain(grace)
+
+
+def _on_sigterm(stop):
+    """Call ``stop()`` on SIGTERM (what a container, systemd or a platform
+    sends to stop a process), where this thread may set signal handlers."""
+    import signal
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop())
 
 
 # -- an asyncio server ---------------------------------------------------------------
@@ -4423,14 +4584,24 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None):
 
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         max_header_bytes=65536, max_headers=100, max_connections=4096,
-                        on_ready=None):
-    """Serve ``server`` on the running asyncio event loop until cancelled.
+                        on_ready=None, grace=10.0):
+    """Serve ``server`` on the running asyncio event loop until cancelled (or
+    SIGTERM, when the loop runs in the main thread), then stop gracefully
+    within ``grace`` seconds: Server.shutdown, requests in flight finish,
+    idle connections close.
 
     ``on_ready(asyncio_server)`` is called once listening. ``timeout`` bounds
     how long a request may take to arrive, and an idle keep-alive connection."""
     import asyncio
+    import signal
     loop = asyncio.get_running_loop()
+    stop = loop.create_future()
+    try:
+        loop.add_signal_handler(signal.SIGTERM, lambda: stop.done() or stop.set_result(None))
+    except (NotImplementedError, RuntimeError, ValueError):
+        pass                                       # not the main thread: the caller stops us
     connections = set()
+    server._gauges["asyncio"] = lambda: {"connections": len(connections)}
     limits = (timeout, {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
                         "max_body_bytes": server.limits["max_body_bytes"]}, max_connections)
     date = _DateHeader()
@@ -4440,15 +4611,23 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     if on_ready:
         on_ready(listener)
     try:
-        async with listener:
-            await listener.serve_forever()
+        await stop                                 # serving, until SIGTERM or cancelled
     finally:
+        deadline = loop.time() + grace
+        listener.close()
+        await loop.run_in_executor(None, server.shutdown, grace)    # streams end, turns finish
+        while any(c.busy is not None for c in connections) and loop.time() < deadline:
+            await asyncio.sleep(0.05)              # requests in flight
         busy = [c.busy for c in connections if hasattr(c.busy, "cancel")]
-        for connection in list(connections):       # stopping: end open connections too
+        for connection in list(connections):       # then the rest, idle or not, is closed
             connection.transport.abort()
         for task in busy:
             task.cancel()
         await asyncio.gather(*busy, return_exceptions=True)
+        try:
+            loop.remove_signal_handler(signal.SIGTERM)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
 
 
 class _LoopConnection:
@@ -4522,7 +4701,8 @@ class _LoopConnection:
             if self.buffer:                        # a request began, and stalled
                 self.write(self.server.error_response(None, 408, InvalidRequestError(
                     f"the request did not arrive within {self.timeout:g} s; send the whole "
-                    "head and the body its Content-Length announces")), close=True)
+                    "head and the body its Content-Length announces",
+                    metadata={"limit": "timeout", "value": self.timeout})), close=True)
             self.transport.close()
             return
         wait = self.timeout - waited if self.busy is None else self.timeout

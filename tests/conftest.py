@@ -323,7 +323,8 @@ class AsyncioHostClient(HostClient):
                 box["port"] = listener.sockets[0].getsockname()[1]
                 ready.set()
             box["task"] = loop.create_task(a2a_min.serve_asyncio(
-                self.server, "127.0.0.1", 0, timeout=self.timeout, on_ready=on_ready))
+                self.server, "127.0.0.1", 0, timeout=self.timeout, on_ready=on_ready,
+                grace=0))
             try:
                 loop.run_until_complete(box["task"])
             except BaseException:

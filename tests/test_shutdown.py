@@ -1,0 +1,125 @@
+"""Graceful shutdown on SIGTERM, over real sockets, on both bundled servers:
+no new connections, requests in flight finish, open streams end with an SSE
+retry hint (clients resume with Last-Event-ID), the process exits 0. Hosts
+that own their signals call server.shutdown(grace) themselves (in-process
+test at the end). Also server.stats(), the counters behind every limit."""
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import a2a_min
+from conftest import ROOT, V1, Client, scenario_agent, user_message
+from test_bad_input_hosts import exchange
+from test_hosts import free_port, run_host
+
+HOST = ("import sys; sys.path[:0] = [{root!r}, {tests!r}]; import a2a_min\n"
+        "from conftest import scenario_agent\n"
+        "server = a2a_min.Server(scenario_agent)\n")
+HOSTS = {
+    "via_threads": "a2a_min.serve(server, '127.0.0.1', {port}, grace=5)",
+    "via_asyncio": ("import asyncio\n"
+                    "asyncio.run(a2a_min.serve_asyncio(server, '127.0.0.1', {port}, grace=5))"),
+}
+HEADERS = b"Host: 127.0.0.1\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\n"
+
+
+def request(method, params):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    return b"POST / HTTP/1.1\r\n" + HEADERS + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTS))
+def test_sigterm_finishes_requests_ends_streams_with_retry_and_exits_0(name):
+    port = free_port()
+    code = HOST.format(root=ROOT, tests=ROOT + "/tests") + HOSTS[name].format(port=port)
+    proc = run_host([sys.executable, "-c", code], port)
+    try:
+        slow = json.loads(exchange(port, request("SendMessage", {
+            "message": user_message("slow5"), "configuration": {"returnImmediately": True}}),
+            until=b"}}", timeout=5).partition(b"\r\n\r\n")[2])["result"]["task"]["id"]
+        stream = socket.create_connection(("127.0.0.1", port), timeout=10)
+        stream.sendall(request("SubscribeToTask", {"id": slow}))
+        got = b""
+        while b"data:" not in got:
+            got += stream.recv(65536)
+        box = {}
+        in_flight = threading.Thread(target=lambda: box.update(out=exchange(
+            port, request("SendMessage", {"message": user_message("slow1")}), until=b"}}}",
+            timeout=10)))
+        in_flight.start()
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        while True:                                    # the stream ends, with a retry hint
+            chunk = stream.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        assert b"\nretry: 1000\n\n" in got, got[-300:]
+        in_flight.join(10)
+        assert b"TASK_STATE_COMPLETED" in box["out"]   # the request in flight was answered
+        assert proc.wait(10) == 0
+        with pytest.raises(OSError):                   # and nothing listens any more
+            socket.create_connection(("127.0.0.1", port), timeout=1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+
+
+def test_shutdown_in_process_ends_streams_and_waits_for_turns():
+    server = a2a_min.Server(scenario_agent, keepalive_interval=30)
+    client = Client(server)
+    task_id = client.send("slow0.5", configuration={"returnImmediately": True})["task"]["id"]
+    resp = client.raw({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+                       "params": {"id": task_id}})
+    frames = []
+    reader = threading.Thread(target=lambda: frames.extend(resp.stream))
+    reader.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    left = server.shutdown(grace=5)
+    reader.join(5)
+    assert left == {"turns": 0, "deliveries": 0}
+    assert time.monotonic() - started < 4               # waited for the turn, not the grace
+    assert frames[-1].endswith(b"retry: 1000\n\n")
+    assert client.result("GetTask", {"id": task_id})["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_stats_show_the_counters_behind_the_limits():
+    server = a2a_min.Server(scenario_agent, max_tasks_per_caller=1, max_body_bytes=1000)
+    client = Client(server)
+    client.send("slow5", configuration={"returnImmediately": True})
+    for _ in range(2):
+        server.handle_http("POST", "/", "", dict(V1), json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": user_message("x")}}).encode())
+    server.handle_http("POST", "/message:send", "", dict(V1), b"{" + b" " * 2000 + b"}")
+    stats = server.stats()
+    assert stats["store"]["tasks"] == 1 and stats["store"]["bytes"] > 0
+    assert stats["refused"] == {"max_tasks_per_caller": 2, "PAYLOAD_TOO_LARGE": 1}
+    assert stats["live_tasks"] == 1 and stats["agent_threads"] >= 1
+    assert set(stats["push"]) >= {"delivered", "dropped", "by_caller"}
+    server.shutdown(grace=0)
+
+
+def test_the_stats_log_line_reports_only_what_changed(caplog):
+    import logging
+    server = a2a_min.Server(lambda text: "ok", stats_interval=0.1)
+    client = Client(server)
+    with caplog.at_level(logging.INFO, logger="a2a_min"):
+        client.send("x")                               # the first line: everything
+        for _ in range(3):
+            time.sleep(0.12)
+            client.call("ListTasks", {})
+        lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stats:")]
+        assert lines and "store.max_tasks=10000" in lines[0]
+        assert any("store.tasks=1" in line for line in lines)
+        assert all("store.max_tasks" not in line for line in lines[1:])   # unchanged: not again
+    server.shutdown(grace=0)
