@@ -139,10 +139,14 @@ class A2AServiceServicer:
 
     def _stream(self, method, request, context):
         events = self._call(method, request, context)
-        # A client that goes away (or a server that stops) wakes every stream,
-        # so this one notices at once instead of at its next keep-alive tick.
-        context.add_callback(self.server.wake_streams)
         try:
+            # A client that goes away (or a server that stops) wakes the streams
+            # of this task (the channel its follower reads), so this one notices
+            # at once instead of at its next keep-alive tick; streams of other
+            # tasks sleep on.
+            channel = getattr(events, "channel", None)
+            if channel is not None and not context.add_callback(channel.wake):
+                return                             # the call has ended already
             for _, event in events:
                 if not context.is_active():
                     return

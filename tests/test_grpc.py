@@ -270,6 +270,44 @@ def test_graceful_stop_ends_open_streams(grpc_env):
     assert time.monotonic() - started < 3
 
 
+def subscribe(channel, task_id, **kw):
+    import a2a_min_pb2 as pb
+    return stub(channel, "SubscribeToTask")(pb.SubscribeToTaskRequest(id=task_id),
+                                            metadata=MD, **kw)
+
+
+def test_a_stream_end_wakes_only_its_own_task(grpc_env, monkeypatch):
+    """A client leaving one task's stream wakes that task's streams (so its
+    thread is freed at once), not every stream on the server."""
+    import a2a_min
+    import a2a_min_pb2 as pb
+    server, channel, _, _ = grpc_env
+    woken, broadcasts = [], []
+    wake = a2a_min._Channel.wake
+
+    def counting_wake(channel):
+        woken.append(channel.task["id"] if channel.task else None)
+        wake(channel)
+    monkeypatch.setattr(a2a_min._Channel, "wake", counting_wake)
+    monkeypatch.setattr(server, "wake_streams", lambda: broadcasts.append(1))
+    quiet = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+    leaving = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+    watch_quiet = subscribe(channel, quiet.id)
+    watch_leaving = subscribe(channel, leaving.id)
+    assert next(watch_quiet).task.id == quiet.id
+    assert next(watch_leaving).task.id == leaving.id
+    del woken[:]
+    watch_leaving.cancel()
+    deadline = time.monotonic() + 3
+    while leaving.id not in woken and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    assert leaving.id in woken
+    assert quiet.id not in woken and not broadcasts
+    stub(channel, "CancelTask")(pb.CancelTaskRequest(id=quiet.id), metadata=MD, timeout=2)
+    assert [e.status_update.status.state for e in watch_quiet][-1] == pb.TASK_STATE_CANCELED
+
+
 def test_card_advertises_grpc_as_host_port(grpc_env):
     server, _, _, port = grpc_env
     card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
