@@ -308,6 +308,118 @@ def test_a_stream_end_wakes_only_its_own_task(grpc_env, monkeypatch):
     assert [e.status_update.status.state for e in watch_quiet][-1] == pb.TASK_STATE_CANCELED
 
 
+def limited_grpc(max_workers, max_streams):
+    """A server whose gRPC side has few threads and a stream limit; (server, channel, stop)."""
+    import grpc
+    import a2a_grpc
+    import a2a_min
+    server = a2a_min.Server(scenario_agent, blocking_timeout=5)
+    grpc_server, port = a2a_grpc.create_server(server, "127.0.0.1:0", max_workers=max_workers,
+                                               max_streams=max_streams)
+    grpc_server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+
+    def stop():
+        channel.close()
+        grpc_server.stop(0)
+    return server, channel, stop
+
+
+def accepted_within(channel, task_id, seconds, **kw):
+    """A new stream on ``task_id`` is accepted before ``seconds`` pass (the
+    places of ended streams come back); the accepted stream is returned."""
+    import grpc
+    deadline = time.monotonic() + seconds
+    while True:
+        call = subscribe(channel, task_id, **kw)
+        try:
+            next(call)
+            return call
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > deadline:
+                raise
+        time.sleep(0.02)
+
+
+def test_streams_past_max_streams_are_resource_exhausted():
+    """max_streams open streams on a task that stays open: the next stream is
+    refused at once with RESOURCE_EXHAUSTED (and an ErrorInfo saying the
+    limit), unary calls still answer, and once the streams close a new one
+    is accepted."""
+    import grpc
+    from google.rpc import error_details_pb2, status_pb2
+    import a2a_min_pb2 as pb
+    server, channel, stop = limited_grpc(max_workers=4, max_streams=2)
+    try:
+        task = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+        assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED     # its streams stay open
+        streams = [subscribe(channel, task.id) for _ in range(2)]
+        for call in streams:
+            assert next(call).task.id == task.id                     # each holds its place
+        for extra in (lambda: subscribe(channel, task.id),
+                      lambda: stub(channel, "SendStreamingMessage")(message("hi"), metadata=MD)):
+            started = time.monotonic()
+            with pytest.raises(grpc.RpcError) as info:
+                next(extra())
+            assert time.monotonic() - started < 1
+            assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "max_streams" in info.value.details() and " 2 " in info.value.details()
+            status = status_pb2.Status.FromString(
+                dict(info.value.trailing_metadata())["grpc-status-details-bin"])
+            assert status.code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
+            error_info = error_details_pb2.ErrorInfo()
+            assert status.details[0].Unpack(error_info)
+            assert (error_info.reason, error_info.domain) == ("TOO_MANY_STREAMS",
+                                                               "a2a-protocol.org")
+            assert error_info.metadata["limit"] == "2"
+        got = stub(channel, "GetTask")(pb.GetTaskRequest(id=task.id), metadata=MD, timeout=2)
+        assert got.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        assert stub(channel, "SendMessage")(message("hi"), metadata=MD, timeout=2).task.id
+        for call in streams:
+            call.cancel()
+        # Well before the 15 s keep-alive tick: the ends wake the streams' task.
+        accepted_within(channel, task.id, 3).cancel()
+    finally:
+        stop()
+
+
+def test_a_stream_gives_its_place_back_however_it_ends():
+    """One place: after a refused call, a stream that ends normally, one the
+    client cancels and one past its deadline, the next stream is accepted."""
+    import grpc
+    import a2a_min_pb2 as pb
+    server, channel, stop = limited_grpc(max_workers=2, max_streams=1)
+    try:
+        task = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+        with pytest.raises(grpc.RpcError) as info:                  # an error: no such task
+            next(subscribe(channel, "no-such-task"))
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        events = list(stub(channel, "SendStreamingMessage")(message("hi"), metadata=MD))
+        assert events[-1].status_update.status.state == pb.TASK_STATE_COMPLETED   # a normal end
+        accepted_within(channel, task.id, 3).cancel()               # the client cancels
+        late = accepted_within(channel, task.id, 3, timeout=0.5)    # the deadline passes
+        with pytest.raises(grpc.RpcError) as info:
+            list(late)
+        assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        last = accepted_within(channel, task.id, 3)
+        stub(channel, "CancelTask")(pb.CancelTaskRequest(id=task.id), metadata=MD, timeout=2)
+        assert [e.status_update.status.state for e in last][-1] == pb.TASK_STATE_CANCELED
+        accepted_after_end = stub(channel, "SendStreamingMessage")(message("hi"), metadata=MD)
+        assert list(accepted_after_end)
+    finally:
+        stop()
+
+
+def test_max_streams_must_leave_unary_calls_a_thread():
+    import a2a_grpc
+    import a2a_min
+    server = a2a_min.Server(scenario_agent)
+    for workers, streams in ((4, 4), (4, 5), (4, -1), (1, 1)):
+        with pytest.raises(ValueError, match="max_streams"):
+            a2a_grpc.create_server(server, "127.0.0.1:0", max_workers=workers,
+                                   max_streams=streams)
+
+
 def test_card_advertises_grpc_as_host_port(grpc_env):
     server, _, _, port = grpc_env
     card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
