@@ -24,7 +24,10 @@ per-message mapping code. Service parameters travel as metadata (a2a-version,
 a2a-extensions) and get the same checks. Errors become the gRPC status of the
 error table with a google.rpc.Status in the grpc-status-details-bin trailer,
 whose details carry the google.rpc.ErrorInfo (and BadRequest for invalid
-params), as grpcio-status would send them.
+params), as grpcio-status would send them. An exception nobody expected is
+logged and answered INTERNAL with a generic message (grpc on its own would
+send the exception's text). NaN and Infinity, which protobuf carries in a
+Struct or Value but JSON cannot, are INVALID_ARGUMENT.
 
 Limits. A message is received up to the server's max_body_bytes. Each open
 stream (SendStreamingMessage, SubscribeToTask) holds one thread of the gRPC
@@ -165,17 +168,24 @@ class A2AServiceServicer:
             if not key.endswith("-bin"):
                 headers[key] = headers[key] + ", " + value if key in headers else value
         call = a2a_min.CallContext(headers)
-        last = headers.get("last-event-id", "")
-        if last.strip().isdigit():                 # resume a SubscribeToTask stream
+        last = headers.get("last-event-id", "").strip()
+        if last.isdecimal():                       # resume a SubscribeToTask stream
             call.last_event_id = int(last)
         return call
 
     def _call(self, method, request, context):
-        params = json_format.MessageToDict(request)
+        try:
+            params = json_format.MessageToDict(request)
+        except (ValueError, json_format.Error) as exc:
+            # A double protobuf carries but JSON cannot: NaN or Infinity in a Struct or Value.
+            context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
+                f"the request holds a number JSON has no form for (NaN or Infinity): {exc}")))
         try:
             return self.server.call(method, params, self._call_context(context))
         except a2a_min.A2AError as error:
             context.abort_with_status(_grpc_status(error))
+        except Exception:
+            _unexpected(context, method)
 
     def _unary(self, method, request, context):
         result = self._call(method, request, context)
@@ -183,9 +193,7 @@ class A2AServiceServicer:
             return json_format.ParseDict(result, _message_class(a2a_min.METHODS[method][1])(),
                                          ignore_unknown_fields=True)
         except json_format.ParseError:
-            a2a_min._log().exception("the answer to %s does not fit the proto", method)
-            context.abort_with_status(_grpc_status(a2a_min.InternalError(
-                "internal error; see the server log")))
+            _unexpected(context, method, "the answer to %s does not fit the proto")
 
     def _stream(self, method, request, context):
         # The place is taken on the pool thread that will serve the stream, and
@@ -216,10 +224,20 @@ class A2AServiceServicer:
                 yield json_format.ParseDict(event, pb.StreamResponse(), ignore_unknown_fields=True)
         except a2a_min.A2AError as error:
             context.abort_with_status(_grpc_status(error))
+        except Exception:
+            _unexpected(context, method)
         finally:
             close = getattr(events, "close", None)
             if close:
                 close()
+
+
+def _unexpected(context, method, what="unexpected error answering %s over gRPC"):
+    """The last line of defence: log the exception being handled, answer INTERNAL
+    with the generic message (grpc itself would send the exception's text)."""
+    a2a_min._log().exception(what, method)
+    context.abort_with_status(_grpc_status(a2a_min.InternalError(
+        "internal error; see the server log")))
 
 
 def _handlers(servicer):

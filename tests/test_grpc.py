@@ -206,6 +206,43 @@ def test_malformed_bytes_and_unknown_enums(grpc_env):
     assert "status" in info.value.details()
 
 
+def test_numbers_json_cannot_hold_are_invalid_argument(grpc_env, caplog):
+    """NaN and Infinity are doubles protobuf carries in a Struct or Value, but
+    the core speaks JSON, which has no such numbers: INVALID_ARGUMENT, not an
+    exception escaping to grpc (UNKNOWN, its message sent to the client)."""
+    import grpc
+    server, channel, _, _ = grpc_env
+    for number in (float("nan"), float("inf"), float("-inf")):
+        request = message("hi")
+        request.message.metadata["x"] = number
+        with pytest.raises(grpc.RpcError) as info:
+            stub(channel, "SendMessage")(request, metadata=MD)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "NaN or Infinity" in info.value.details()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_unexpected_errors_are_internal_without_details(grpc_env, monkeypatch, caplog):
+    """An exception the core did not expect is logged, and the client gets
+    INTERNAL with the generic message: never the exception's text."""
+    import grpc
+    import a2a_min
+    import a2a_min_pb2 as pb
+    server, channel, _, _ = grpc_env
+
+    def broken(self, request, call):
+        raise RuntimeError("secret internal detail")
+    for method, call in (("GetTask", lambda: stub(channel, "GetTask")(
+            pb.GetTaskRequest(id="x"), metadata=MD)),
+            ("SubscribeToTask", lambda: next(subscribe(channel, "x")))):
+        monkeypatch.setitem(a2a_min.OPERATIONS, method, broken)
+        with pytest.raises(grpc.RpcError) as info:
+            call()
+        assert info.value.code() == grpc.StatusCode.INTERNAL
+        assert info.value.details() == "internal error; see the server log"
+    assert "secret internal detail" in caplog.text
+
+
 def test_oversized_message_is_resource_exhausted(grpc_env):
     import grpc
     server, channel, _, _ = grpc_env
