@@ -24,11 +24,25 @@ per-message mapping code. Service parameters travel as metadata (a2a-version,
 a2a-extensions) and get the same checks. Errors become the gRPC status of the
 error table with a google.rpc.Status in the grpc-status-details-bin trailer,
 whose details carry the google.rpc.ErrorInfo (and BadRequest for invalid
-params), as grpcio-status would send them.
+params), as grpcio-status would send them. An exception nobody expected is
+logged and answered INTERNAL with a generic message (grpc on its own would
+send the exception's text). NaN and Infinity, which protobuf carries in a
+Struct or Value but JSON cannot, are INVALID_ARGUMENT.
+
+Limits. A message is received up to the server's max_body_bytes. Each open
+stream (SendStreamingMessage, SubscribeToTask) holds one thread of the gRPC
+server's pool for as long as it lasts, so create_server allows at most
+``max_streams`` of them at once (half the pool by default) and answers the next
+with RESOURCE_EXHAUSTED (reason TOO_MANY_STREAMS): however many clients keep
+streams open, unary calls still find a thread. A stream that ends, however it
+ends, frees its place, and wakes only the streams of its own task.
 """
 
-__all__ = ["A2AServiceServicer", "create_server", "serve", "main", "SERVICE_NAME"]
+__all__ = ["A2AServiceServicer", "TooManyStreamsError", "create_server", "serve", "main",
+           "SERVICE_NAME"]
 
+
+import threading
 
 import grpc
 from google.protobuf import any_pb2, empty_pb2, json_format
@@ -66,11 +80,50 @@ def _grpc_status(error):
                    (("grpc-status-details-bin", status.SerializeToString()),))
 
 
-class A2AServiceServicer:
-    """lf.a2a.v1.A2AService over an a2a_min.Server. Methods are named like the rpcs."""
+class TooManyStreamsError(a2a_min.InternalError):
+    """As many streams are open as create_server's ``max_streams`` allows.
 
-    def __init__(self, server):
+    A limit of the server, like a2a_min.TaskStoreFullError: RESOURCE_EXHAUSTED,
+    and an ErrorInfo whose metadata says the limit."""
+    code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 503, "TOO_MANY_STREAMS"
+
+
+class _StreamSlots:
+    """At most ``limit`` streams open at once: take() a place when a stream
+    starts (False when none is left), give_back() when it ends."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.open = 0
+        self.lock = threading.Lock()
+
+    def take(self):
+        with self.lock:
+            if self.limit is not None and self.open >= self.limit:
+                return False
+            self.open += 1
+            return True
+
+    def give_back(self):
+        with self.lock:
+            self.open -= 1
+
+    def refusal(self):
+        return TooManyStreamsError(
+            f"too many streams: this server serves at most {self.limit} at once (max_streams) "
+            "and all are open; retry when one has ended, or poll the task with GetTask "
+            "meanwhile", metadata={"limit": self.limit})
+
+
+class A2AServiceServicer:
+    """lf.a2a.v1.A2AService over an a2a_min.Server. Methods are named like the rpcs.
+
+    ``max_streams`` bounds the streams open at once (None: no bound; create_server
+    always sets one, below its thread pool's size)."""
+
+    def __init__(self, server, max_streams=None):
         self.server = server
+        self.streams = _StreamSlots(max_streams)
 
     # -- the eleven rpcs ---------------------------------------------------------
 
@@ -115,17 +168,24 @@ class A2AServiceServicer:
             if not key.endswith("-bin"):
                 headers[key] = headers[key] + ", " + value if key in headers else value
         call = a2a_min.CallContext(headers)
-        last = headers.get("last-event-id", "")
-        if last.strip().isdigit():                 # resume a SubscribeToTask stream
+        last = headers.get("last-event-id", "").strip()
+        if last.isdecimal():                       # resume a SubscribeToTask stream
             call.last_event_id = int(last)
         return call
 
     def _call(self, method, request, context):
-        params = json_format.MessageToDict(request)
+        try:
+            params = json_format.MessageToDict(request)
+        except (ValueError, json_format.Error) as exc:
+            # A double protobuf carries but JSON cannot: NaN or Infinity in a Struct or Value.
+            context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
+                f"the request holds a number JSON has no form for (NaN or Infinity): {exc}")))
         try:
             return self.server.call(method, params, self._call_context(context))
         except a2a_min.A2AError as error:
             context.abort_with_status(_grpc_status(error))
+        except Exception:
+            _unexpected(context, method)
 
     def _unary(self, method, request, context):
         result = self._call(method, request, context)
@@ -133,16 +193,29 @@ class A2AServiceServicer:
             return json_format.ParseDict(result, _message_class(a2a_min.METHODS[method][1])(),
                                          ignore_unknown_fields=True)
         except json_format.ParseError:
-            a2a_min._log().exception("the answer to %s does not fit the proto", method)
-            context.abort_with_status(_grpc_status(a2a_min.InternalError(
-                "internal error; see the server log")))
+            _unexpected(context, method, "the answer to %s does not fit the proto")
 
     def _stream(self, method, request, context):
-        events = self._call(method, request, context)
-        # A client that goes away (or a server that stops) wakes every stream,
-        # so this one notices at once instead of at its next keep-alive tick.
-        context.add_callback(self.server.wake_streams)
+        # The place is taken on the pool thread that will serve the stream, and
+        # given back when that thread is done with it: a stream refused here
+        # has held its thread only for this check.
+        if not self.streams.take():
+            context.abort_with_status(_grpc_status(self.streams.refusal()))
         try:
+            yield from self._follow(method, request, context)
+        finally:
+            self.streams.give_back()
+
+    def _follow(self, method, request, context):
+        events = self._call(method, request, context)
+        try:
+            # A client that goes away (or a server that stops) wakes the streams
+            # of this task (the channel its follower reads), so this one notices
+            # at once instead of at its next keep-alive tick; streams of other
+            # tasks sleep on.
+            channel = getattr(events, "channel", None)
+            if channel is not None and not context.add_callback(channel.wake):
+                return                             # the call has ended already
             for _, event in events:
                 if not context.is_active():
                     return
@@ -151,10 +224,20 @@ class A2AServiceServicer:
                 yield json_format.ParseDict(event, pb.StreamResponse(), ignore_unknown_fields=True)
         except a2a_min.A2AError as error:
             context.abort_with_status(_grpc_status(error))
+        except Exception:
+            _unexpected(context, method)
         finally:
             close = getattr(events, "close", None)
             if close:
                 close()
+
+
+def _unexpected(context, method, what="unexpected error answering %s over gRPC"):
+    """The last line of defence: log the exception being handled, answer INTERNAL
+    with the generic message (grpc itself would send the exception's text)."""
+    a2a_min._log().exception(what, method)
+    context.abort_with_status(_grpc_status(a2a_min.InternalError(
+        "internal error; see the server log")))
 
 
 def _handlers(servicer):
@@ -189,20 +272,29 @@ def _handlers(servicer):
     return grpc.method_handlers_generic_handler(SERVICE_NAME, table)
 
 
-def create_server(server, address="127.0.0.1:0", *, max_workers=64, advertise=True):
+def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=None,
+                  advertise=True):
     """A grpc.Server serving ``server`` at ``address``; returns (grpc_server, port).
 
     Call ``grpc_server.start()``; stop with ``grpc_server.stop(grace)``, which
     ends open streams. With ``advertise`` the agent card lists the GRPC
     interface as host:port. The receive limit is the server's max_body_bytes.
+    ``max_workers`` threads serve the calls; at most ``max_streams`` of them
+    (default: half) serve streams, and a stream past that is refused with
+    RESOURCE_EXHAUSTED, so the other calls always have threads.
     """
     from concurrent import futures
+    if max_streams is None:
+        max_streams = max_workers // 2
+    if not 0 <= max_streams < max_workers:
+        raise ValueError(f"max_streams must be from 0 to max_workers - 1 ({max_workers - 1}), "
+                         f"so that unary calls keep a thread; got {max_streams}")
     limit = server.limits["max_body_bytes"]
     grpc_server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="a2a-grpc"),
         options=[("grpc.max_receive_message_length", limit),
                  ("grpc.so_reuseport", 0)])
-    grpc_server.add_generic_rpc_handlers((_handlers(A2AServiceServicer(server)),))
+    grpc_server.add_generic_rpc_handlers((_handlers(A2AServiceServicer(server, max_streams)),))
     port = grpc_server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"cannot listen for gRPC on {address}")

@@ -206,6 +206,43 @@ def test_malformed_bytes_and_unknown_enums(grpc_env):
     assert "status" in info.value.details()
 
 
+def test_numbers_json_cannot_hold_are_invalid_argument(grpc_env, caplog):
+    """NaN and Infinity are doubles protobuf carries in a Struct or Value, but
+    the core speaks JSON, which has no such numbers: INVALID_ARGUMENT, not an
+    exception escaping to grpc (UNKNOWN, its message sent to the client)."""
+    import grpc
+    server, channel, _, _ = grpc_env
+    for number in (float("nan"), float("inf"), float("-inf")):
+        request = message("hi")
+        request.message.metadata["x"] = number
+        with pytest.raises(grpc.RpcError) as info:
+            stub(channel, "SendMessage")(request, metadata=MD)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "NaN or Infinity" in info.value.details()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_unexpected_errors_are_internal_without_details(grpc_env, monkeypatch, caplog):
+    """An exception the core did not expect is logged, and the client gets
+    INTERNAL with the generic message: never the exception's text."""
+    import grpc
+    import a2a_min
+    import a2a_min_pb2 as pb
+    server, channel, _, _ = grpc_env
+
+    def broken(self, request, call):
+        raise RuntimeError("secret internal detail")
+    for method, call in (("GetTask", lambda: stub(channel, "GetTask")(
+            pb.GetTaskRequest(id="x"), metadata=MD)),
+            ("SubscribeToTask", lambda: next(subscribe(channel, "x")))):
+        monkeypatch.setitem(a2a_min.OPERATIONS, method, broken)
+        with pytest.raises(grpc.RpcError) as info:
+            call()
+        assert info.value.code() == grpc.StatusCode.INTERNAL
+        assert info.value.details() == "internal error; see the server log"
+    assert "secret internal detail" in caplog.text
+
+
 def test_oversized_message_is_resource_exhausted(grpc_env):
     import grpc
     server, channel, _, _ = grpc_env
@@ -268,6 +305,156 @@ def test_graceful_stop_ends_open_streams(grpc_env):
     with pytest.raises(grpc.RpcError):
         next(call)
     assert time.monotonic() - started < 3
+
+
+def subscribe(channel, task_id, **kw):
+    import a2a_min_pb2 as pb
+    return stub(channel, "SubscribeToTask")(pb.SubscribeToTaskRequest(id=task_id),
+                                            metadata=MD, **kw)
+
+
+def test_a_stream_end_wakes_only_its_own_task(grpc_env, monkeypatch):
+    """A client leaving one task's stream wakes that task's streams (so its
+    thread is freed at once), not every stream on the server."""
+    import a2a_min
+    import a2a_min_pb2 as pb
+    server, channel, _, _ = grpc_env
+    woken, broadcasts = [], []
+    wake = a2a_min._Channel.wake
+
+    def counting_wake(channel):
+        woken.append(channel.task["id"] if channel.task else None)
+        wake(channel)
+    monkeypatch.setattr(a2a_min._Channel, "wake", counting_wake)
+    monkeypatch.setattr(server, "wake_streams", lambda: broadcasts.append(1))
+    quiet = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+    leaving = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+    watch_quiet = subscribe(channel, quiet.id)
+    watch_leaving = subscribe(channel, leaving.id)
+    assert next(watch_quiet).task.id == quiet.id
+    assert next(watch_leaving).task.id == leaving.id
+    del woken[:]
+    watch_leaving.cancel()
+    deadline = time.monotonic() + 3
+    while leaving.id not in woken and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    assert leaving.id in woken
+    assert quiet.id not in woken and not broadcasts
+    stub(channel, "CancelTask")(pb.CancelTaskRequest(id=quiet.id), metadata=MD, timeout=2)
+    assert [e.status_update.status.state for e in watch_quiet][-1] == pb.TASK_STATE_CANCELED
+
+
+def limited_grpc(max_workers, max_streams):
+    """A server whose gRPC side has few threads and a stream limit; (server, channel, stop)."""
+    import grpc
+    import a2a_grpc
+    import a2a_min
+    server = a2a_min.Server(scenario_agent, blocking_timeout=5)
+    grpc_server, port = a2a_grpc.create_server(server, "127.0.0.1:0", max_workers=max_workers,
+                                               max_streams=max_streams)
+    grpc_server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+
+    def stop():
+        channel.close()
+        grpc_server.stop(0)
+    return server, channel, stop
+
+
+def accepted_within(channel, task_id, seconds, **kw):
+    """A new stream on ``task_id`` is accepted before ``seconds`` pass (the
+    places of ended streams come back); the accepted stream is returned."""
+    import grpc
+    deadline = time.monotonic() + seconds
+    while True:
+        call = subscribe(channel, task_id, **kw)
+        try:
+            next(call)
+            return call
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > deadline:
+                raise
+        time.sleep(0.02)
+
+
+def test_streams_past_max_streams_are_resource_exhausted():
+    """max_streams open streams on a task that stays open: the next stream is
+    refused at once with RESOURCE_EXHAUSTED (and an ErrorInfo saying the
+    limit), unary calls still answer, and once the streams close a new one
+    is accepted."""
+    import grpc
+    from google.rpc import error_details_pb2, status_pb2
+    import a2a_min_pb2 as pb
+    server, channel, stop = limited_grpc(max_workers=4, max_streams=2)
+    try:
+        task = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+        assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED     # its streams stay open
+        streams = [subscribe(channel, task.id) for _ in range(2)]
+        for call in streams:
+            assert next(call).task.id == task.id                     # each holds its place
+        for extra in (lambda: subscribe(channel, task.id),
+                      lambda: stub(channel, "SendStreamingMessage")(message("hi"), metadata=MD)):
+            started = time.monotonic()
+            with pytest.raises(grpc.RpcError) as info:
+                next(extra())
+            assert time.monotonic() - started < 1
+            assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "max_streams" in info.value.details() and " 2 " in info.value.details()
+            status = status_pb2.Status.FromString(
+                dict(info.value.trailing_metadata())["grpc-status-details-bin"])
+            assert status.code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
+            error_info = error_details_pb2.ErrorInfo()
+            assert status.details[0].Unpack(error_info)
+            assert (error_info.reason, error_info.domain) == ("TOO_MANY_STREAMS",
+                                                               "a2a-protocol.org")
+            assert error_info.metadata["limit"] == "2"
+        got = stub(channel, "GetTask")(pb.GetTaskRequest(id=task.id), metadata=MD, timeout=2)
+        assert got.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        assert stub(channel, "SendMessage")(message("hi"), metadata=MD, timeout=2).task.id
+        for call in streams:
+            call.cancel()
+        # Well before the 15 s keep-alive tick: the ends wake the streams' task.
+        accepted_within(channel, task.id, 3).cancel()
+    finally:
+        stop()
+
+
+def test_a_stream_gives_its_place_back_however_it_ends():
+    """One place: after a refused call, a stream that ends normally, one the
+    client cancels and one past its deadline, the next stream is accepted."""
+    import grpc
+    import a2a_min_pb2 as pb
+    server, channel, stop = limited_grpc(max_workers=2, max_streams=1)
+    try:
+        task = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+        with pytest.raises(grpc.RpcError) as info:                  # an error: no such task
+            next(subscribe(channel, "no-such-task"))
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        events = list(stub(channel, "SendStreamingMessage")(message("hi"), metadata=MD))
+        assert events[-1].status_update.status.state == pb.TASK_STATE_COMPLETED   # a normal end
+        accepted_within(channel, task.id, 3).cancel()               # the client cancels
+        late = accepted_within(channel, task.id, 3, timeout=0.5)    # the deadline passes
+        with pytest.raises(grpc.RpcError) as info:
+            list(late)
+        assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        last = accepted_within(channel, task.id, 3)
+        stub(channel, "CancelTask")(pb.CancelTaskRequest(id=task.id), metadata=MD, timeout=2)
+        assert [e.status_update.status.state for e in last][-1] == pb.TASK_STATE_CANCELED
+        accepted_after_end = stub(channel, "SendStreamingMessage")(message("hi"), metadata=MD)
+        assert list(accepted_after_end)
+    finally:
+        stop()
+
+
+def test_max_streams_must_leave_unary_calls_a_thread():
+    import a2a_grpc
+    import a2a_min
+    server = a2a_min.Server(scenario_agent)
+    for workers, streams in ((4, 4), (4, 5), (4, -1), (1, 1)):
+        with pytest.raises(ValueError, match="max_streams"):
+            a2a_grpc.create_server(server, "127.0.0.1:0", max_workers=workers,
+                                   max_streams=streams)
 
 
 def test_card_advertises_grpc_as_host_port(grpc_env):
