@@ -167,9 +167,9 @@ class A2AServiceServicer:
         for key, value in context.invocation_metadata():
             if not key.endswith("-bin"):
                 headers[key] = headers[key] + ", " + value if key in headers else value
-        call = a2a_min.CallContext(headers)
+        call = a2a_min.CallContext(headers, peer=_peer_address(context.peer()))
         last = headers.get("last-event-id", "").strip()
-        if last.isdecimal():                       # resume a SubscribeToTask stream
+        if last.isascii() and last.isdecimal():    # resume a SubscribeToTask stream
             call.last_event_id = int(last)
         return call
 
@@ -238,6 +238,17 @@ def _unexpected(context, method, what="unexpected error answering %s over gRPC")
     a2a_min._log().exception(what, method)
     context.abort_with_status(_grpc_status(a2a_min.InternalError(
         "internal error; see the server log")))
+
+
+def _peer_address(peer):
+    """grpc's peer ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000", "unix:...") -> the
+    address alone, as the HTTP hosts give it (per-caller limits count by it)."""
+    kind, _, rest = (peer or "").partition(":")
+    if kind == "ipv4":
+        return rest.rpartition(":")[0]
+    if kind == "ipv6":
+        return rest.rpartition(":")[0].strip("[]")
+    return peer
 
 
 def _handlers(servicer):

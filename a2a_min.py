@@ -733,7 +733,10 @@ def _parse_timestamp(text):
     whole = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - offset
     millis = whole * 1000 - (-nanos // 1_000_000)   # round up: ">= after" stays exact
     seconds = whole + nanos / 1e9
-    canon = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis // 1000)) + ".%03dZ" % (millis % 1000)
+    utc = time.gmtime(millis // 1000)
+    if not 1 <= utc.tm_year <= 9999:               # google.protobuf.Timestamp's range
+        raise ValueError
+    canon = "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (*utc[:6], millis % 1000)
     return seconds, canon
 
 
@@ -2975,7 +2978,7 @@ def _decode_page_token(token):
         stamp, task_id = json.loads(_b64decode(token))
         if isinstance(stamp, str) and isinstance(task_id, str):
             return stamp, task_id
-    except (ValueError, TypeError, binascii.Error):
+    except (ValueError, TypeError, binascii.Error, RecursionError):
         pass
     raise InvalidParamsError(
         "pageToken is not one this server issued; pass the nextPageToken of the previous "
@@ -3958,7 +3961,7 @@ def _query_to_params(message_type, query):
                 raise InvalidParamsError(f"{name} must be true or false, not {value!r}",
                                          field=name)
             value = value == "true"
-        elif field.type in ENUMS and value.isdigit():
+        elif field.type in ENUMS and value.isascii() and value.isdigit():
             value = int(value)
         params[name] = value
     return params
@@ -4844,7 +4847,7 @@ def wsgi_app(server):
         base_url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}{prefix}"
         limit = server.limits["max_body_bytes"]
         length = headers.get("content-length", "").strip()
-        if length.isdigit():                       # not read at all when too large
+        if length.isascii() and length.isdigit():  # not read at all when too large
             body = environ["wsgi.input"].read(int(length)) if int(length) <= limit else None
         elif environ.get("wsgi.input_terminated") or "chunked" in headers.get(
                 "transfer-encoding", "").lower():

@@ -16,6 +16,10 @@ What holds for every input Hypothesis comes up with:
   with the request's id and exactly one of result and error; a
   google.rpc.Status error body over HTTP+JSON); a stream is well-formed SSE
   frames and ends.
+- ``RequestReader`` (the HTTP/1.1 reader of both servers), given any bytes
+  built from request heads, chunk lines and noise: it returns requests or
+  refuses with a 4xx/501 BadRequest, never anything else, and reads the same
+  requests whether the bytes come whole, in pieces or a byte at a time.
 - ``_sse_frame`` and the stream wrapper ``_SSEStream``: any JSON value goes out
   as one ``data:`` line that parses back to the same value; keep-alives are
   comments; an error ends a stream with one last frame; the events are closed.
@@ -31,12 +35,10 @@ first on the next run; a failure prints the smallest input it could find, and
 the statistics (``--hypothesis-show-statistics``) show which answers the
 inputs reached.
 
-Known bugs. Section 4 holds the inputs that break a2a_min.py today, each a
-regression test marked xfail (``raises=pytest.fail.Exception``: it must fail
-the way the bug does). The search skips inputs that would hit one of them
-(``_hits_known_bug``, ``_request_hits_known_bug``, ``_odd_year``) and goes on
-looking for new ones. Once a bug is fixed its test passes (XPASS): remove its
-mark and its clause in those checks, and the search covers those inputs again.
+Fixed bugs. Section 4 holds the inputs that broke a2a_min.py when this file
+was first written (lone surrogates, NaN, digits int() refuses, deep page
+tokens, odd timestamp years, HEAD on a stream, nesting near the parser's
+limit), each a regression test; the search covers those inputs too.
 """
 
 import asyncio
@@ -291,19 +293,8 @@ def check_parse(message_type, value):
     assert type(out) is dict
     names = {row[1] for row in a2a_min.MESSAGES[message_type]}
     assert set(out) <= names
-    assume(not _odd_year(out))                       # test_known_bug_timestamp_year...
     again = a2a_min.parse(message_type, out)
     assert json.dumps(again, sort_keys=True) == json.dumps(out, sort_keys=True)   # NaN == NaN
-
-
-def _odd_year(value):
-    """Does ``value`` hold a timestamp as parse() writes one for a year in UTC
-    before 1000 or after 9999?"""
-    if isinstance(value, dict):
-        return any(_odd_year(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_odd_year(v) for v in value)
-    return isinstance(value, str) and bool(ODD_YEAR.match(value))
 
 
 ODD_YEAR = re.compile(r"(\d{1,3}|\d{5,})-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
@@ -685,16 +676,16 @@ def check_exchange(server, verb, path, query, hdrs, body, envelope):
     if response.stream is not None:
         assert verb in ("POST", "GET"), verb
         ended = check_stream(response, jsonrpc=jsonrpc, expected_id=expected_id)
-        event(f"stream, {'ended' if ended else 'closed'}")
+        _event(f"stream, {'ended' if ended else 'closed'}")
         return response
     body_out = response.body
     if jsonrpc:
         assert response.status in (200, 413), response.status
         answer = strict_json(body_out)
         check_jsonrpc_object(answer, expected_id)
-        event("JSON-RPC " + ("result" if "result" in answer else str(answer["error"]["code"])))
+        _event("JSON-RPC " + ("result" if "result" in answer else str(answer["error"]["code"])))
         return response
-    event(f"HTTP {response.status}")
+    _event(f"HTTP {response.status}")
     if response.status >= 400:
         answer = strict_json(body_out)
         if rpc:                                      # 405 at the JSON-RPC endpoint
@@ -721,7 +712,6 @@ def _exchange(fuzzed, verb, path, query, hdrs, body):
     path = _substitute(path, ids)
     data, envelope = body.build(ids)
     try:
-        assume(not _hits_known_bug(data) and not _request_hits_known_bug(verb, path, query, hdrs))
         check_exchange(server, verb, path, query, hdrs, data, envelope)
     finally:
         if "@live" in ids:
@@ -746,6 +736,53 @@ def test_http_routes_take_anything(fuzzed, request):
     _exchange(fuzzed, *request)
 
 
+# -- 2b. The HTTP/1.1 reader -----------------------------------------------------------------
+
+HEAD_PIECES = st.sampled_from([
+    b"GET / HTTP/1.1\r\n", b"POST /message:send HTTP/1.1\r\n", b"POST / HTTP/1.0\r\n",
+    b"Host: a\r\n", b"Content-Length: 5\r\n", b"Content-Length: 5, 5\r\n",
+    b"Content-Length: -1\r\n", b"Content-Length: \xb2\r\n", b"Transfer-Encoding: chunked\r\n",
+    b"Transfer-Encoding: gzip, chunked\r\n", b"Transfer-Encoding : chunked\r\n",
+    b" folded\r\n", b"Expect: 100-continue\r\n", b"Connection: close\r\n", b"\r\n", b"\n",
+    b"5\r\nhello\r\n", b"-6\r\n", b"0x3\r\n", b"0\r\n\r\n", b"3;x=y\r\nabc\r\n",
+    b"Trailer: t\r\n", b"hello", b"\x00", b"\r"])
+STREAMS = st.lists(st.one_of(HEAD_PIECES, st.binary(max_size=40)), max_size=12).map(b"".join)
+
+
+def read_in_pieces(data, cuts):
+    """Feed ``data`` to one RequestReader in the pieces ``cuts`` make; return
+    what came out: the requests, then the refusal's status or None."""
+    reader = a2a_min.RequestReader(max_header_bytes=512, max_headers=8, max_body_bytes=64)
+    buffer, out, at = bytearray(), [], 0
+    for cut in sorted(set(cuts)) + [len(data)]:
+        buffer += data[at:cut]
+        at = max(at, cut)
+        while True:
+            try:
+                request = reader.read(buffer)
+            except a2a_min.BadRequest as bad:
+                assert bad.status in (400, 408, 413, 414, 431, 501), bad.status
+                assert isinstance(bad.error, a2a_min.A2AError) and bad.error.message
+                return out, bad.status
+            if request is None:
+                break
+            assert len(request.body) <= 64
+            out.append((request.method, request.target, request.body, request.keep_alive,
+                        sorted(request.headers.items())))
+    return out, None
+
+
+@FUZZ
+@given(STREAMS, st.lists(st.integers(0, 600), max_size=10))
+def test_the_http_reader_takes_any_bytes_in_any_pieces_alike(data, cuts):
+    """Never another exception, never a hang, and the same requests (and the
+    same refusal) whether the bytes come whole, a piece at a time, or a byte
+    at a time: what was read is remembered, not read twice."""
+    whole = read_in_pieces(data, [])
+    assert read_in_pieces(data, [c for c in cuts if c <= len(data)]) == whole
+    assert read_in_pieces(data, range(len(data))) == whole
+
+
 # -- 3. SSE framing --------------------------------------------------------------------------
 
 SEQS = st.none() | st.integers(0, 2**63)
@@ -754,7 +791,7 @@ SEQS = st.none() | st.integers(0, 2**63)
 @FUZZ
 @given(SEQS, JSON)
 def test_sse_frame_round_trips_any_json_value(seq, value):
-    assume(not _value_hits_known_bug(value))
+    assume(not _non_finite(value))                   # (parse() refuses NaN and Infinity)
     frame = a2a_min._sse_frame(seq, value)
     match = FRAME.match(frame)
     assert match, frame
@@ -806,7 +843,8 @@ SCRIPTS = st.lists(st.one_of(st.tuples(SEQS, st.dictionaries(
 @FUZZ
 @given(SCRIPTS, st.booleans(), st.booleans())
 def test_sse_stream_frames_every_event_and_ends(script, jsonrpc, read_async):
-    assume(not _value_hits_known_bug([item for item in script if type(item) is tuple]))
+    # Events come from checked tasks (parse() refuses NaN and Infinity).
+    assume(not _non_finite([item for item in script if type(item) is tuple]))
     if jsonrpc:
         def wrap(event):
             return {"jsonrpc": "2.0", "id": 7, "result": event}
@@ -848,13 +886,11 @@ def test_sse_stream_frames_every_event_and_ends(script, jsonrpc, read_async):
     assert list(stream) == []                        # ended: it stays ended
 
 
-# -- 4. Known bugs ---------------------------------------------------------------------------
+# -- 4. Fixed bugs ---------------------------------------------------------------------------
 #
-# Inputs that break a2a_min.py today, found by the tests above (and, for the
-# hosts' Content-Length, by reading the code around a finding). Each is a
-# regression test, marked xfail until a2a_min.py is fixed; the search skips
-# the inputs (_hits_known_bug, _request_hits_known_bug, _odd_year) so that it
-# goes on finding others.
+# Inputs that broke a2a_min.py, found by the tests above (and, for the hosts'
+# Content-Length, by reading the code around a finding): each a regression
+# test now.
 
 def _rpc(method, params, request_id=1):
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
@@ -915,60 +951,23 @@ KNOWN_BUGS = [
 ]
 
 
-def _hits_known_bug(body):
-    """Would this body reach one of the known bugs (so the search skips it)?"""
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        return False                                 # refused as a ParseError: no bug
-    return _value_hits_known_bug(value)
-
-
-def _value_hits_known_bug(value):
-    todo = [value]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, float) and item != item or item in (float("inf"), float("-inf")):
-            return True                              # NON_FINITE
-        if isinstance(item, str) and any("\ud800" <= c <= "\udfff" for c in item):
-            return True                              # LONE_SURROGATE
-        if isinstance(item, dict):
-            token = item.get("pageToken", item.get("page_token"))
-            if isinstance(token, str) and _too_deep(token):
-                return True                          # DEEP_TOKEN
-            todo.extend(item)
-            todo.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            todo.extend(item)
+def _non_finite(value):
+    if isinstance(value, float):
+        return value != value or value in (float("inf"), float("-inf"))
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_non_finite(v) for v in value)
     return False
 
 
-def _too_deep(token):
+def _event(text):
+    """hypothesis.event(), which counts only inside a search (the regression
+    tests below call the same checks outside one)."""
     try:
-        json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-    except RecursionError:
-        return True
-    except Exception:
+        event(text)
+    except hypothesis.errors.InvalidArgument:
         pass
-    return False
-
-
-def _odd_digits(text):
-    return text.strip().isdigit() and not text.strip().isdecimal()
-
-
-def _request_hits_known_bug(verb, path, query, hdrs):
-    """Would this request line or these headers reach one of the known bugs?"""
-    if _odd_digits(hdrs.get("last-event-id", "")):
-        return True                                  # ODD_DIGIT
-    try:
-        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
-    except ValueError:
-        pairs = []
-    for name, value in pairs:
-        if _odd_digits(value) or name == "pageToken" and _too_deep(value):
-            return True                              # ODD_DIGIT, DEEP_TOKEN
-    return verb == "HEAD" and path.endswith(":subscribe")    # HEAD_STREAM
 
 
 def _known_bug(check):
@@ -991,22 +990,14 @@ def _known_bug(check):
         pytest.fail(problem or f"logged: {errors[0]}", pytrace=False)
 
 
-def _xfail(reason):
-    return pytest.mark.xfail(strict=False, raises=pytest.fail.Exception,
-                             reason=f"known bug in a2a_min.py: {reason}")
-
-
 @pytest.mark.parametrize("verb, path, query, hdrs, body", [
-    pytest.param(verb, path, query, hdrs, body, id=name, marks=_xfail(reason))
+    pytest.param(verb, path, query, hdrs, body, id=name)
     for name, verb, path, query, hdrs, body, reason in KNOWN_BUGS])
-def test_known_bug(verb, path, query, hdrs, body):
+def test_fixed_bug(verb, path, query, hdrs, body):
     _known_bug(lambda server, log: check_exchange(server, verb, path, query, hdrs, body, None))
 
 
-@_xfail("HEAD on GET /tasks/{id}:subscribe answers with a live SSE stream (handle_http "
-        "serves HEAD as GET); the threaded and asyncio hosts then write the stream's body to "
-        "a HEAD request, which RFC 9110 forbids, and hold the connection open")
-def test_known_bug_head_opens_a_stream():
+def test_fixed_bug_head_opens_a_stream():
     def check(server, log):
         task_id = _send(server, "wait")
         response = server.handle_http("HEAD", f"/tasks/{task_id}:subscribe", "", V1, b"")
@@ -1041,12 +1032,8 @@ def _nested_request(where, depth):
             '{"messageId":"m","role":"ROLE_USER",%s}}}' % content).encode()
 
 
-@_xfail("a body nested a little less deeply than json.loads can take is accepted; then "
-        "_dumps() of the task or of the answer (a few levels deeper) raises RecursionError: "
-        "the task is never stored in its final state (it stays WORKING) and the answer may be "
-        "InternalError")
 @pytest.mark.parametrize("where", ["metadata", "data-part"])
-def test_known_bug_nesting_near_the_parsers_limit(where):
+def test_fixed_bug_nesting_near_the_parsers_limit(where):
     def check(server, log):
         deepest = _deepest_accepted(server, lambda depth: _nested_request(where, depth))
         for depth in range(max(1, deepest - 12), deepest + 1):
@@ -1054,24 +1041,19 @@ def test_known_bug_nesting_near_the_parsers_limit(where):
                 "POST", "/", "", {"a2a-version": "1.0"}, _nested_request(where, depth)).body)
             errors = log.take()
             assert not errors, f"depth {depth} of {deepest}: {errors[0]}"
-            assert "result" in answer, f"depth {depth} of {deepest}: {answer['error']}"
+            assert "result" in answer or answer["error"]["code"] == -32602, \
+                f"depth {depth} of {deepest}: {answer['error']}"
     _known_bug(check)
 
 
-@_xfail(LONE_SURROGATE)
-def test_known_bug_sse_frame_of_a_lone_surrogate():
+def test_fixed_bug_sse_frame_of_a_lone_surrogate():
     def check(server, log):
         frame = a2a_min._sse_frame(1, {"text": "\ud800"})
         assert json.loads(FRAME.match(frame).group(2)) == {"text": "\ud800"}
     _known_bug(check)
 
 
-@_xfail("parse() writes a Timestamp whose year in UTC is not four digits as it comes: "
-        "0999-01-01T00:00:00Z becomes 999-01-01T00:00:00.000Z (time.strftime's %Y does not "
-        "pad), 9999-12-31T23:59:59-00:01 becomes 10000-01-01T00:00:59.000Z (past ProtoJSON's "
-        "range, 0001 to 9999): neither is RFC 3339 or parses again; and ListTasks compares the "
-        "canonical text, so statusTimestampAfter 0999-01-01T00:00:00Z matches no task")
-def test_known_bug_timestamp_year_not_four_digits():
+def test_fixed_bug_timestamp_year_not_four_digits():
     def check(server, log):
         problems = []
         for given in ("0999-01-01T00:00:00Z", "9999-12-31T23:59:59-00:01"):
@@ -1089,11 +1071,8 @@ def test_known_bug_timestamp_year_not_four_digits():
     _known_bug(check)
 
 
-@_xfail(ODD_DIGIT + "; here in the hosts' request reader (_content_length): Content-Length "
-        "\u00b2 makes the threaded and asyncio hosts drop the connection without an answer "
-        "(asyncio logs a fatal error in data_received), not 400")
 @pytest.mark.parametrize("host", ["threads", "asyncio"])
-def test_known_bug_superscript_content_length(host):
+def test_fixed_bug_superscript_content_length(host):
     import socket
     from conftest import AsyncioHostClient, Live
 
