@@ -315,15 +315,19 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
     return grpc_server, port
 
 
-def serve(server, host="127.0.0.1", port=8000, grpc_port=50051, *, on_ready=None):
-    """Serve ``server`` on all three bindings until interrupted."""
+def serve(server, host="127.0.0.1", port=8000, grpc_port=50051, *, on_ready=None,
+          grace=10.0):
+    """Serve ``server`` on all three bindings until SIGTERM or Ctrl-C, then stop
+    gracefully: a2a_min.serve ends the streams (gRPC streams end too, and are
+    resumed with the last-event-id metadata) and lets turns finish, then the
+    gRPC server lets the calls in flight finish, within ``grace`` seconds."""
     grpc_server, bound = create_server(server, f"{host}:{grpc_port}")
     grpc_server.start()
     try:
-        a2a_min.serve(server, host, port,
+        a2a_min.serve(server, host, port, grace=grace,
                       on_ready=on_ready and (lambda httpd: on_ready(httpd, bound)))
     finally:
-        grpc_server.stop(1).wait()
+        grpc_server.stop(grace).wait()
 
 
 def main(argv=None):

@@ -18,6 +18,9 @@ Run:
 echo agent, as the SDK's executor is); ``--bare`` adds the ceiling: a bare
 asyncio responder that only parses the request and builds a task
 (benchmarks/bare_asyncio.py). Ratios are a2a_min's rate over each other's.
+``--before DIR`` adds a2a_min as it is in another checkout (say, a
+``git worktree add /tmp/before HEAD~3``), run the same way: the before/after
+comparison every change to the core needs, in alternating rounds.
 ``--python`` picks the interpreter for a2a_min and the bare responder; give the
 SDK a venv of the same Python, so that the versions' speeds do not count (on
 3.12+ a short async turn ends inside the request: eager tasks):
@@ -194,6 +197,8 @@ def main():
     parser.add_argument("--only", default="", help="throughput scenarios to run: send, rest, get")
     parser.add_argument("--host", default="threads",
                         help="a2a_min's server: threads, asyncio, or both (threads,asyncio)")
+    parser.add_argument("--before", metavar="DIR",
+                        help="also run a2a_min from this checkout (before a change)")
     parser.add_argument("--bare", action="store_true",
                         help="add the bare asyncio responder (the ceiling) to the comparison")
     args = parser.parse_args()
@@ -203,6 +208,10 @@ def main():
                   [args.python, os.path.join(HERE, "echo_server.py"), "{port}", host])
              for host in hosts]
     ours = peers[0]
+    if args.before:
+        peers += [Peer("before" if len(hosts) == 1 else f"before/{host}",
+                       [args.python, os.path.join(args.before, "benchmarks", "echo_server.py"),
+                        "{port}", host]) for host in hosts]
     if args.bare:
         peers.append(Peer("bare", [args.python, os.path.join(HERE, "bare_asyncio.py"), "{port}"]))
     if args.sdk_python:
@@ -240,10 +249,18 @@ def main():
             print(line, flush=True)
 
     real = [p for p in peers if p.name != "bare"]          # the bare responder only answers sends
-    for peer in () if "sse" in skip else real:
-        with peer as running:
-            print(f"first SSE event, one connection, median of 200: {peer.name} "
-                  f"{first_sse_event_ms(running.port):.2f} ms", flush=True)
+    if "sse" not in skip:                                  # alternating rounds too
+        times = {p.name: [] for p in real}
+        for _ in range(args.rounds):
+            for peer in real:
+                with peer as running:
+                    times[peer.name].append(first_sse_event_ms(running.port))
+        line = "first SSE event, one connection, median of 200 per round:" + "".join(
+            f"  {name} {statistics.median(t):.3f} ms" for name, t in times.items())
+        for other in real[1:]:
+            ratios = [a / b for a, b in zip(times[ours.name], times[other.name])]
+            line += f"   / {other.name} {statistics.median(ratios):.2f}x"
+        print(line, flush=True)
 
     for peer in () if "memory" in skip else real:
         start, marks = memory_after_tasks(peer, args.tasks)

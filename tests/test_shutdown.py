@@ -123,3 +123,18 @@ def test_the_stats_log_line_reports_only_what_changed(caplog):
         assert any("store.tasks=1" in line for line in lines)
         assert all("store.max_tasks" not in line for line in lines[1:])   # unchanged: not again
     server.shutdown(grace=0)
+
+
+def test_a2a_grpc_stops_on_sigterm_and_exits_0():
+    pytest.importorskip("grpc")
+    port, grpc_port = free_port(), free_port()
+    proc = run_host([sys.executable, "a2a_grpc.py", "--port", str(port), "--grpc-port",
+                     str(grpc_port)], port)
+    try:
+        socket.create_connection(("127.0.0.1", grpc_port), timeout=5).close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
