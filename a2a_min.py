@@ -4522,9 +4522,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                     self.active += 1
             if not busy:
                 return super().process_request(request, client_address)
-            response = server.error_response(None, 503, ServerBusyError(
-                f"the server is serving {max_connections} connections, its most; try again "
-                "shortly", metadata={"limit": "max_connections", "value": max_connections}))
+            response = _busy(server, max_connections)
             try:
                 request.settimeout(0)              # never wait for a client we refuse
                 request.send(_response_head(response, True, date) + response.body)
@@ -4559,6 +4557,13 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0):
         pass
     finally:
         httpd.drain(grace)
+
+
+def _busy(server, max_connections):
+    """The answer to a connection past ``max_connections`` (503, Retry-After)."""
+    return server.error_response(None, 503, ServerBusyError(
+        f"the server is serving {max_connections} connections, its most; try again shortly",
+        metadata={"limit": "max_connections", "value": max_connections}))
 
 
 def _on_sigterm(stop):
@@ -4656,10 +4661,7 @@ class _LoopConnection:
         self.transport = transport
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
         if len(self.connections) >= self.max_connections:
-            response = self.server.error_response(None, 503, ServerBusyError(
-                f"the server is serving {self.max_connections} connections, its most; try "
-                "again shortly", metadata={"limit": "max_connections",
-                                           "value": self.max_connections}))
+            response = _busy(self.server, self.max_connections)
             self.closed = True
             self.write(response, close=True)
             return transport.close()
