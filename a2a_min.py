@@ -1038,17 +1038,6 @@ class EncodedJSON(bytes):
     """A JSON document already encoded; the bindings send it as it is."""
 
 
-class _Entry:
-    """One stored task: its JSON and what list() and the limits look at."""
-
-    __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size")
-
-    def __init__(self, body, owner, context_id, state, stamp, caller):
-        self.body, self.owner, self.context_id = body, owner, context_id
-        self.state, self.stamp, self.caller = state, stamp, caller
-        self.size = len(body) + _ENTRY_OVERHEAD
-
-
 class TaskStore:
     """Thread-safe, bounded, in-memory task store.
 
@@ -1071,25 +1060,26 @@ class TaskStore:
         self.max_page_bytes = max_page_bytes
         self.on_evict = None                # callable(task_id), set by the Server
         self._lock = threading.Lock()
-        self._tasks = {}                    # id -> _Entry
+        # id -> (JSON bytes, owner, contextId, state, status timestamp, caller, size)
+        self._tasks = {}
         self._bytes = 0
         self._idle = OrderedDict()          # id -> when it ended or began to wait, oldest first
-        self._callers = {}                  # caller -> [tasks, bytes, OrderedDict of idle ids]
+        self._callers = {}                  # caller -> [tasks, bytes]
 
     def get(self, task_id, owner):
         """The task with this id if ``owner`` owns it, else None."""
         entry = self._tasks.get(task_id)
-        if entry is None or entry.owner != owner:
+        if entry is None or entry[1] != owner:
             return None
-        return json.loads(entry.body)
+        return json.loads(entry[0])
 
     def get_json(self, task_id, owner):
         """Optional fast path: the task's JSON bytes, or None. Bindings send
         them without decoding and encoding again."""
         entry = self._tasks.get(task_id)
-        if entry is None or entry.owner != owner:
+        if entry is None or entry[1] != owner:
             return None
-        return EncodedJSON(entry.body)
+        return EncodedJSON(entry[0])
 
     def put(self, task, owner, caller=None):
         """Insert or replace ``task`` (a Task dict, treated as immutable).
@@ -1102,34 +1092,44 @@ class TaskStore:
         status = task["status"]
         state = status["state"]
         body = _dumps(task)                     # raises on what cannot be stored
-        evicted = []
+        size = len(body) + _ENTRY_OVERHEAD
+        evicted = ()
+        now = time.monotonic()
         with self._lock:
             old = self._tasks.get(task_id)
-            if old is not None and old.state in TERMINAL_STATES:
-                # The one place that makes a terminal state final (section
-                # 4.1.3), whatever raced to write after it: a cancel and a
-                # continuing message, a turn and its deadline.
-                raise UnsupportedOperationError(
-                    f"task {task_id} is {old.state} and never changes again",
-                    metadata={"taskId": task_id, "state": old.state})
-            caller = old.caller if old is not None else (owner if caller is None else caller)
-            entry = _Entry(body, owner, task.get("contextId", ""), state,
-                           status.get("timestamp", ""), caller)
-            grows = entry.size - (old.size if old is not None else 0)
+            if old is None:
+                caller = owner if caller is None else caller
+                grows = size
+            else:
+                if old[3] in TERMINAL_STATES:
+                    # The one place that makes a terminal state final (section
+                    # 4.1.3), whatever raced to write after it: a cancel and a
+                    # continuing message, a turn and its deadline.
+                    raise UnsupportedOperationError(
+                        f"task {task_id} is {old[3]} and never changes again",
+                        metadata={"taskId": task_id, "state": old[3]})
+                caller = old[5]
+                grows = size - old[6]
             share = self._callers.get(caller)
             if share is None:
-                share = self._callers[caller] = [0, 0, OrderedDict()]
-            evicted = self._make_room(task_id, old is None, grows, caller, share)
-            self._tasks[task_id] = entry
+                share = self._callers[caller] = [0, 0]
+            new = old is None
+            idle = self._idle
+            if (len(self._tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes
+                    or share[0] + new > self.max_tasks_per_caller
+                    or share[1] + grows > self.max_bytes_per_caller
+                    or idle and idle[next(iter(idle))] < now - self.task_ttl):
+                evicted = self._make_room(task_id, new, grows, caller, share, now)
+            self._tasks[task_id] = (body, owner, task.get("contextId", ""), state,
+                                    status.get("timestamp", ""), caller, size)
             self._bytes += grows
-            share[0] += old is None
+            share[0] += new
             share[1] += grows
             if state in _IDLE_STATES:
-                if task_id not in self._idle:
-                    self._idle[task_id] = share[2][task_id] = time.monotonic()
-            else:
-                self._idle.pop(task_id, None)
-                share[2].pop(task_id, None)
+                if new or task_id not in idle:
+                    idle[task_id] = now
+            elif not new:
+                idle.pop(task_id, None)
         for gone in evicted:
             if self.on_evict:
                 self.on_evict(gone)
@@ -1144,33 +1144,34 @@ class TaskStore:
         entry = self._tasks.pop(task_id, None)
         if entry is None:
             return
-        self._bytes -= entry.size
+        self._bytes -= entry[6]
         self._idle.pop(task_id, None)
-        share = self._callers[entry.caller]
+        share = self._callers[entry[5]]
         share[0] -= 1
-        share[1] -= entry.size
-        share[2].pop(task_id, None)
+        share[1] -= entry[6]
         if not share[0]:
-            del self._callers[entry.caller]
+            del self._callers[entry[5]]
 
-    def _make_room(self, task_id, new, grows, caller, share):
+    def _make_room(self, task_id, new, grows, caller, share, now):
         """Evict what must go for a task to be written (``grows`` bytes more,
         one task more if ``new``): expired tasks, then the caller's oldest idle
         ones past its share, then anyone's oldest idle ones past the store's
         bounds. Raises CallerLimitError or TaskStoreFullError if that is not
         enough. Returns the evicted ids."""
         evicted = []
-        deadline = time.monotonic() - self.task_ttl
-        while self._idle:                          # expired, oldest first
-            oldest, ended = next(iter(self._idle.items()))
-            if ended > deadline or oldest == task_id:
+        deadline = now - self.task_ttl
+        tasks, idle = self._tasks, self._idle
+        for oldest, ended in idle.items():          # expired, oldest first
+            if ended >= deadline or oldest == task_id:
                 break
-            self._remove(oldest)
             evicted.append(oldest)
-        idle = share[2]
+        for oldest in evicted:
+            self._remove(oldest)
         while share[0] + new > self.max_tasks_per_caller or share[1] + grows > \
                 self.max_bytes_per_caller:
-            oldest = next((i for i in idle if i != task_id), None)
+            # The caller's oldest idle task (a scan from the oldest: the
+            # caller's own usually come first, as it is the one filling up).
+            oldest = next((i for i in idle if tasks[i][5] == caller and i != task_id), None)
             if oldest is None:
                 limit, value = (("max_tasks_per_caller", self.max_tasks_per_caller)
                                 if share[0] + new > self.max_tasks_per_caller else
@@ -1181,14 +1182,17 @@ class TaskStore:
                     "them, then try again", metadata={"limit": limit, "value": value})
             self._remove(oldest)
             evicted.append(oldest)
-        while len(self._tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes:
-            oldest = next((i for i in self._idle if i != task_id), None)
-            if oldest is None:
+        while len(tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes:
+            oldest = None
+            for oldest in idle:
+                if oldest != task_id:
+                    break
+            if oldest is None or oldest == task_id:
                 raise TaskStoreFullError(
-                    f"the task store is full of unfinished tasks ({len(self._tasks)} tasks, "
+                    f"the task store is full of unfinished tasks ({len(tasks)} tasks, "
                     f"{self._bytes} bytes; max_tasks {self.max_tasks}, max_store_bytes "
                     f"{self.max_bytes}); finish or cancel some, or start the server with larger "
-                    "limits", metadata={"limit": "max_tasks" if len(self._tasks) + new >
+                    "limits", metadata={"limit": "max_tasks" if len(tasks) + new >
                                         self.max_tasks else "max_store_bytes"})
             self._remove(oldest)
             evicted.append(oldest)
@@ -1213,9 +1217,9 @@ class TaskStore:
         with self._lock:
             entries = list(self._tasks.items())
         matches = sorted(
-            ((e.stamp, task_id), e) for task_id, e in entries
-            if e.owner == owner and (not context_id or e.context_id == context_id)
-            and (not status or e.state == status) and (not after or e.stamp >= after))
+            ((e[4], task_id), e) for task_id, e in entries
+            if e[1] == owner and (not context_id or e[2] == context_id)
+            and (not status or e[3] == status) and (not after or e[4] >= after))
         matches.reverse()
         total = len(matches)
         if cursor is not None:
@@ -1223,10 +1227,10 @@ class TaskStore:
             matches = [m for m in matches if m[0] < cursor]
         page, size = [], 0
         for key, entry in matches[:limit]:
-            size += len(entry.body)
+            size += len(entry[0])
             if page and size > self.max_page_bytes:
                 break
-            page.append((key, entry.body))
+            page.append((key, entry[0]))
         tasks = [json.loads(body) for _, body in page]
         return tasks, total, (page[-1][0] if len(matches) > len(page) else None)
 
@@ -3682,7 +3686,8 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None, peer=No
             raise ContentTypeNotSupportedError(
                 f"JSON-RPC requests must be JSON, not {ctype}; send "
                 "-H 'Content-Type: application/json'")
-        _refuse_cross_site(server, ctype)
+        if not ctype:
+            _refuse_cross_site(server)
         envelope = _parse_json_body(body)
         if isinstance(envelope, list):
             raise InvalidRequestError(
@@ -3716,7 +3721,8 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None, peer=No
         call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop,
                            peer=peer)
         call.encoded_ok = True
-        call.last_event_id = _last_event_id(headers, call.query)
+        if call.query or "last-event-id" in headers:
+            call.last_event_id = _last_event_id(headers, call.query)
         return _answer(server.call(name, params, call), answer, refuse)
     except A2AError as error:
         return refuse(error)
@@ -3726,11 +3732,11 @@ def _jsonrpc_response(server, query, headers, body, base_url, loop=None, peer=No
             request_id, InternalError("internal error; see the server log"))))
 
 
-def _refuse_cross_site(server, ctype):
+def _refuse_cross_site(server):
     """With cookie authentication a browser adds the cookie to any site's
     form post, which cannot set a JSON Content-Type; so a POST without one
     is refused (a cross-site request forgery defence)."""
-    if not ctype and getattr(server.authenticate, "location", None) == "cookie":
+    if getattr(server.authenticate, "location", None) == "cookie":
         raise ContentTypeNotSupportedError(
             "with cookie authentication every POST must be sent with -H 'Content-Type: "
             "application/json' (a cross-site form cannot)")
@@ -4004,7 +4010,8 @@ def _rest_response(server, verb, path, query, headers, body, base_url, loop=None
                     f"{verb} {path} takes no body; send its parameters in the query string")
             params = _query_to_params(request_type, query)
         else:
-            _refuse_cross_site(server, ctype)
+            if not ctype:
+                _refuse_cross_site(server)
             if body.strip() and ctype and ctype != _JSON and not ctype.endswith("+json"):
                 return server.error_response(path, 415, ContentTypeNotSupportedError(
                     f"request bodies must be JSON, not {ctype}; send "
@@ -4026,7 +4033,8 @@ def _rest_response(server, verb, path, query, headers, body, base_url, loop=None
         call = CallContext(headers, _query_params(query), base_url=base_url, loop=loop,
                            peer=peer)
         call.encoded_ok = True
-        call.last_event_id = _last_event_id(headers, call.query)
+        if call.query or "last-event-id" in headers:
+            call.last_event_id = _last_event_id(headers, call.query)
 
         def answer(result):
             if not METHODS[method][2]:
