@@ -235,6 +235,7 @@ DEFAULT_LIMITS = {
     "push_workers": 4,                # delivery threads, shared by the callers in turn
     "push_max_response": 65536,       # bytes of a webhook's answer read to find its status
     "push_callers": 10_000,           # callers whose delivery counters are kept (idle ones go)
+    "push_queue_bytes": 8 << 20,      # bytes of event bodies waiting per caller; more are dropped
     "push_log_interval": 10.0,        # seconds between two warnings summing up failed deliveries
     "stats_interval": 60.0,           # seconds between two stats log lines (0: none)
 }
@@ -1388,10 +1389,12 @@ class CallContext:
     @property
     def caller(self):
         """Whom the per-caller limits count this request against: the
-        authenticated principal, or else the tenant and the client's address."""
+        authenticated principal, or else the client's address. (Not the
+        tenant: an anonymous client picks that in the path, and would get a
+        share per tenant it names.)"""
         if self.principal is not None:
             return ("principal", self.principal)
-        return ("peer", self.tenant, self.peer)
+        return ("peer", self.peer)
 
 
 def _is_final(event, end_states):
@@ -2110,12 +2113,20 @@ class Server:
                     f"task {task_id} is still working on the previous message; wait for it "
                     "(SubscribeToTask) or cancel it first", metadata={"taskId": task_id})
             channel.active = ctx
-        self._add_inline_push(ctx, call.owner)
-        # A continuing task: record the user's message, and tell the streams.
-        with channel.lock:
-            task = {**channel.task, "history": channel.task.get("history", []) + [message],
-                    "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": self._now()}}
-            channel.publish(task, {"task": task})
+        try:
+            self._add_inline_push(ctx, call.owner)
+            # A continuing task: record the user's message, and tell the streams.
+            with channel.lock:
+                task = {**channel.task, "history": channel.task.get("history", []) + [message],
+                        "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": self._now()}}
+                channel.publish(task, {"task": task})
+        except BaseException:
+            # The turn never began (a limit, or the task ended meanwhile): the
+            # task takes messages again, and its channel goes if unwatched.
+            channel.active = None
+            state = channel.task["status"]["state"]
+            self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
+            raise
         return ctx, channel
 
     def _create_task(self, ctx, channel):
@@ -2481,11 +2492,16 @@ class Server:
         other than http(s), userinfo, port 0, a literal address that is not
         globally routable, header values that cannot be sent as they are.
         Host names are resolved and checked at delivery."""
+        if len(config["url"]) > _MAX_URL:
+            raise InvalidParamsError(f"url is longer than {_MAX_URL} characters", field="url")
         _webhook_target(config["url"], self.push_allow, resolve=False)
         auth = config.get("authentication", {})
         for field, value in (("token", config.get("token", "")),
                              ("authentication.scheme", auth.get("scheme", "")),
                              ("authentication.credentials", auth.get("credentials", ""))):
+            if len(value) > _MAX_HEADER_VALUE:
+                raise InvalidParamsError(f"{field} is longer than {_MAX_HEADER_VALUE} characters "
+                                         "(it is sent in an HTTP header)", field=field)
             # Each goes into an HTTP header: a control character would end it or
             # corrupt it, and headers are latin-1 on the wire.
             try:
@@ -2499,6 +2515,8 @@ class Server:
                                          field=field)
 
     def _add_push_config(self, task_id, config, tenant):
+        # (A config is at most a few KiB: _MAX_URL and _MAX_HEADER_VALUE below,
+        # max_push_configs of them per task.)
         self._check_push_config(config)
         config = {**config, "taskId": task_id, "id": config.get("id") or self._new_id()}
         if tenant:
@@ -3114,6 +3132,10 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")
 
 # Bytes no header value may hold: the C0 controls but HTAB, and DEL.
 _HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"
+# The largest webhook URL and header value (token, scheme, credentials) a push
+# config may hold: it is kept with its task, outside the store's byte budget.
+_MAX_URL = 2048
+_MAX_HEADER_VALUE = 4096
 
 # Delivery counters: the totals (Server.push_stats), and each caller's.
 _PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped")
@@ -3289,10 +3311,11 @@ class _PushLane:
     has a delivery in flight, or has one waiting to be retried; the lane may
     be forgotten only when it is not."""
 
-    __slots__ = ("jobs", "scheduled", "counts")
+    __slots__ = ("jobs", "bytes", "scheduled", "counts")
 
     def __init__(self):
         self.jobs = deque()               # (config, body, attempt)
+        self.bytes = 0                    # of the bodies in ``jobs``
         self.scheduled = False
         self.counts = dict.fromkeys(_CALLER_COUNTS, 0)
 
@@ -3326,10 +3349,12 @@ class _PushDelivery:
             lane = self.lanes.pop(caller, None) or self._new_lane()
             self.lanes[caller] = lane            # now the most recently used
             for config in configs:
-                if len(lane.jobs) >= self.limits["push_queue"]:
+                if (len(lane.jobs) >= self.limits["push_queue"]
+                        or lane.bytes + len(body) > self.limits["push_queue_bytes"]):
                     self._note(caller, lane, "dropped", "its delivery queue was full")
                     continue
                 lane.jobs.append((config, body, 0))
+                lane.bytes += len(body)
                 lane.counts["queued"] += 1
             if lane.jobs and not lane.scheduled:
                 lane.scheduled = True
@@ -3401,7 +3426,9 @@ class _PushDelivery:
             return None, None, warning
         caller, job = self.turns.popleft()
         if job is None:
-            job = self.lanes[caller].jobs.popleft()
+            lane = self.lanes[caller]
+            job = lane.jobs.popleft()
+            lane.bytes -= len(job[1])
         if self.turns:
             self.ready.notify()                # more turns than this thread: wake another
         return caller, job, warning
@@ -4189,8 +4216,11 @@ _NOT_TOKEN = str.maketrans("", "", _TOKEN_CHARS)
 # Control bytes never allowed in a head (HTAB, CR and LF are judged apart).
 _CONTROLS = str.maketrans("", "", "".join(map(chr, (*range(9), *range(11, 13),
                                                     *range(14, 32), 127))))
-_HEX_DIGITS = b"0123456789abcdefABCDEF"
+_NOT_HEX = str.maketrans("", "", "0123456789abcdefABCDEF")
+# ... and in a chunk-size line or a trailer, no CR or LF either.
+_LINE_CONTROLS = str.maketrans("", "", "".join(map(chr, (*range(9), *range(10, 32), 127))))
 _MAX_CHUNK_LINE = 1024              # a chunk-size line, extensions included
+_MAX_CHUNKS = 16384                 # chunks in one body: each costs a turn of the reader
 # The registered transfer codings (RFC 9110 section 18.8); of them this server
 # decodes chunked alone, and answers 501 to the others, and to unknown ones.
 _KNOWN_CODINGS = frozenset({"chunked", "compress", "deflate", "gzip", "x-compress", "x-gzip"})
@@ -4200,10 +4230,11 @@ class RequestReader:
     """Reads HTTP/1.1 requests from the front of a byte buffer; no I/O.
 
     ``read(buffer)`` (a bytearray of what the connection has received) returns
-    the next whole request as an HTTPRequest and deletes its bytes from the
-    buffer, or returns None while more bytes are needed. What it has read of
-    an incomplete request is remembered, so feeding a body a byte at a time
-    costs no more than feeding it whole. A request that can never be valid
+    the next whole request as an HTTPRequest, or None while more bytes are
+    needed. It takes what it has read off the front of the buffer as it goes
+    (the head, then each chunk of a chunked body), so a body is held once and
+    feeding it a byte at a time costs no more than feeding it whole; what is
+    left is the start of the next request. A request that can never be valid
     raises BadRequest; the host answers it and closes the connection.
     ``expects_continue`` is true while the body of a request whose head said
     "Expect: 100-continue" is awaited: the host answers "100 Continue" once.
@@ -4218,30 +4249,29 @@ class RequestReader:
 
     def _reset(self):
         self._head = None        # (method, target, version, headers, path) once read
-        self._size = 0           # bytes of the head, blank line included
         self._scan = 0           # where to look again for the end of the head
         self._length = None      # Content-Length, or None for a chunked body
-        self._chunks = None      # a chunked body so far: [parts, size, offset, trailer bytes]
+        self._chunks = None      # a chunked body so far: [body, chunks, in trailers, trailer bytes]
         self.expects_continue = False
 
     def read(self, buffer):
+        # What is read is taken off the buffer at once (the head, then each
+        # chunk), so a body is held once, whatever its framing.
         if self._head is None:
             if not self._read_head(buffer):
                 return None
         if self._length is not None:
-            end = self._size + self._length
-            if len(buffer) < end:
+            if len(buffer) < self._length:
                 return None
-            body = bytes(buffer[self._size:end])
+            body = bytes(buffer[:self._length])
+            del buffer[:self._length]
         else:
-            got = self._dechunk(buffer)
-            if got is None:
+            body = self._dechunk(buffer)
+            if body is None:
                 return None
-            body, end = got
         method, target, version, headers, _ = self._head
         connection = headers.get("connection", "").lower()
         keep = "close" not in connection and (version == "HTTP/1.1" or "keep-alive" in connection)
-        del buffer[:end]
         self._reset()
         return HTTPRequest(method, target, version, headers, body, keep)
 
@@ -4272,8 +4302,9 @@ class RequestReader:
         if len(lines) - 1 > self.max_headers:
             self._refuse(431, f"the request has more than {self.max_headers} header lines",
                          metadata={"limit": "max_headers", "value": self.max_headers})
-        parts = lines[0].removesuffix("\r").split(" ")
-        if (len(parts) != 3 or not parts[0] or parts[0].translate(_NOT_TOKEN) or not parts[1]
+        request_line = lines[0].removesuffix("\r")
+        parts = request_line.split(" ")
+        if ("\r" in request_line or "\t" in request_line or len(parts) != 3 or not parts[0] or parts[0].translate(_NOT_TOKEN) or not parts[1]
                 or parts[2] not in ("HTTP/1.1", "HTTP/1.0")):
             self._refuse(400, "the request line is not 'METHOD /path HTTP/1.1'")
         headers = {}
@@ -4290,10 +4321,10 @@ class RequestReader:
         method, target, version = parts
         path = target.partition("?")[0]
         self._head = (method, target, version, headers, path)
-        self._size = size
+        del buffer[:size]
         self._length = self._body_length(headers, version)
         if self._length is None:
-            self._chunks = [[], 0, size, 0]
+            self._chunks = [bytearray(), 0, False, 0]
         if headers.get("expect", "").lower() == "100-continue" and self._length != 0:
             self.expects_continue = True
         return True
@@ -4343,48 +4374,55 @@ class RequestReader:
     # -- a chunked body (RFC 9112 section 7.1) ---------------------------------
 
     def _dechunk(self, buffer):
-        """(body, end) once the last chunk and the trailers are here, else None."""
+        """The body once the last chunk and the trailers are here, else None."""
         state = self._chunks
-        parts, size, at, trailer = state
+        body, chunks, trailers, trailer_bytes = state
         while True:
-            line_end = buffer.find(b"\r\n", at)
+            line_end = buffer.find(b"\r\n")
             if line_end < 0:
-                limit = _MAX_CHUNK_LINE if trailer == 0 and size >= 0 else self.max_header_bytes
-                if len(buffer) - at > limit:
+                if len(buffer) > (self.max_header_bytes if trailers else _MAX_CHUNK_LINE):
                     self._refuse(400, "a chunk-size line or trailer is too long")
-                state[:] = parts, size, at, trailer
+                state[1:] = chunks, trailers, trailer_bytes
                 return None
-            line = bytes(buffer[at:line_end])
-            if size < 0:                                 # the trailers, after the last chunk
+            line = buffer[:line_end].decode("latin-1")
+            if len(line.translate(_LINE_CONTROLS)) != len(line):
+                self._refuse(400, "a chunk-size line or trailer holds control characters")
+            if trailers:                                 # after the last chunk
+                del buffer[:line_end + 2]
                 if not line:
-                    return b"".join(parts), line_end + 2
-                trailer += len(line) + 2
-                name, sep, _ = line.partition(b":")
-                if (not sep or not name or name.decode("latin-1").translate(_NOT_TOKEN)
-                        or trailer > self.max_header_bytes):
+                    return bytes(body)
+                trailer_bytes += line_end + 2
+                name, sep, _ = line.partition(":")
+                if (not sep or not name or name.translate(_NOT_TOKEN)
+                        or trailer_bytes > self.max_header_bytes):
                     self._refuse(400, "malformed or oversized trailer fields")
-                at = line_end + 2
                 continue
-            digits = line.split(b";", 1)[0].rstrip(b" \t")
-            if not digits or len(digits) > 16 or digits.translate(None, _HEX_DIGITS):
+            digits, _, extension = line.partition(";")
+            digits = digits.rstrip(" \t")
+            if (not digits or len(digits) > 16 or digits.translate(_NOT_HEX)
+                    or extension and "\"" in extension):
                 self._refuse(400, f"malformed chunk size {line[:20]!r}: a chunk starts with its "
                              "size in hex digits and CRLF")
             n = int(digits, 16)
             if n == 0:
-                size, at = -1, line_end + 2              # the last chunk; trailers follow
+                del buffer[:line_end + 2]
+                trailers = True                          # the last chunk; trailers follow
                 continue
-            if size + n > self.max_body_bytes:
+            if len(body) + n > self.max_body_bytes:
                 self._refuse(413, f"the chunked body exceeds {self.max_body_bytes} bytes",
                              PayloadTooLargeError, metadata={"limit": self.max_body_bytes})
+            if chunks >= _MAX_CHUNKS:
+                self._refuse(400, f"the chunked body has more than {_MAX_CHUNKS} chunks; send "
+                             "larger chunks, or Content-Length")
             data_end = line_end + 2 + n
             if len(buffer) < data_end + 2:
-                state[:] = parts, size, at, trailer
+                state[1:] = chunks, trailers, trailer_bytes
                 return None
             if buffer[data_end:data_end + 2] != b"\r\n":
                 self._refuse(400, "chunk data must be followed by CRLF")
-            parts.append(bytes(buffer[line_end + 2:data_end]))
-            size += n
-            at = data_end + 2
+            body += buffer[line_end + 2:data_end]
+            del buffer[:data_end + 2]
+            chunks += 1
 
 
 # -- the threaded server ---------------------------------------------------------
@@ -4698,12 +4736,19 @@ class _LoopConnection:
             self.drained.set_result(None)
 
     def pause_writing(self):
+        # The client does not read its answers: read no more requests from it
+        # either (pipelined answers would pile up in memory), until it does.
         self.drained = self.loop.create_future()
+        self.transport.pause_reading()
 
     def resume_writing(self):
         if self.drained is not None and not self.drained.done():
             self.drained.set_result(None)
         self.drained = None
+        if not self.closed:
+            self.transport.resume_reading()
+            if self.busy is None and self.buffer:
+                self.loop.call_soon(self.serve_buffered)
 
     def check_timeout(self):
         """The connection's clock: has the request it waits for taken too long?"""
@@ -4711,6 +4756,8 @@ class _LoopConnection:
             return
         waited = self.loop.time() - self.ready_since
         if self.busy is None and waited >= self.timeout:
+            if self.drained is not None:           # it has not read its answers: give up
+                return self.transport.abort()
             if self.buffer:                        # a request began, and stalled
                 self.write(self.server.error_response(None, 408, InvalidRequestError(
                     f"the request did not arrive within {self.timeout:g} s; send the whole "
@@ -4724,7 +4771,7 @@ class _LoopConnection:
     def serve_buffered(self):
         """Answer every whole request in the buffer, in order."""
         server = self.server
-        while not self.closed and self.buffer:
+        while not self.closed and self.buffer and self.drained is None:
             try:
                 request = self.reader.read(self.buffer)
             except BadRequest as bad:

@@ -298,3 +298,73 @@ def test_cookie_authentication_refuses_a_cross_site_simple_post():
     assert got.status == 400 and b"CONTENT_TYPE_NOT_SUPPORTED" in got.body
     ok = server.handle_http("POST", "/", "", {**headers, "content-type": "application/json"}, body)
     assert "result" in json.loads(ok.body)
+
+
+# -- what the attack review found ------------------------------------------------------
+
+def test_tenants_in_the_path_do_not_multiply_an_anonymous_callers_share():
+    server = a2a_min.Server(scenario_agent, max_tasks_per_caller=2)
+    slow = json.dumps({"message": user_message("slow5"),
+                       "configuration": {"returnImmediately": True}}).encode()
+    got = [server.handle_http("POST", f"/t{i}/message:send", "", dict(V1), slow,
+                              peer="10.0.0.1").status for i in range(4)]
+    assert got == [200, 200, 429, 429]
+
+
+def test_a_continuing_message_that_fails_to_begin_leaves_the_task_open():
+    server = a2a_min.Server(scenario_agent, push_notifications=True, push_allow=["127.0.0.1/32"],
+                            max_push_configs=1)
+    client = Client(server)
+    task_id = client.send("wait")["task"]["id"]
+    client.result("CreateTaskPushNotificationConfig",
+                  {"taskId": task_id, "url": "http://127.0.0.1:9/a"})
+    error = client.error("SendMessage", {"message": user_message("go", taskId=task_id),
+                                         "configuration": {"taskPushNotificationConfig": {
+                                             "url": "http://127.0.0.1:9/b"}}})
+    assert error["code"] == -32602                         # the config limit
+    client.result("DeleteTaskPushNotificationConfig",
+                  {"taskId": task_id, "id": client.result("ListTaskPushNotificationConfigs", {
+                      "taskId": task_id})["configs"][0]["id"]})
+    done = client.send("go", **{"message": user_message("go", taskId=task_id)})
+    assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"   # not "still working"
+    assert server.shutdown(grace=1) == {"turns": 0, "deliveries": 0}
+
+
+def test_push_config_fields_are_bounded():
+    server = a2a_min.Server(scenario_agent, push_notifications=True)
+    client = Client(server)
+    task_id = client.send("wait")["task"]["id"]
+    for config, field in (({"url": "https://example.com/" + "a" * 3000}, "url"),
+                          ({"url": "https://example.com/", "token": "t" * 5000}, "token")):
+        error = client.error("CreateTaskPushNotificationConfig", {"taskId": task_id, **config})
+        assert error["data"][1]["fieldViolations"][0]["field"] == field
+
+
+def test_asyncio_stops_reading_pipelined_requests_while_the_client_does_not_read():
+    import asyncio
+    import socket
+    from conftest import AsyncioHostClient
+    server = a2a_min.Server(lambda text: "ok")
+    client = Client(server)
+    for _ in range(10):
+        client.send("x " * 200_000)                       # one page is ~4 MB
+    host = AsyncioHostClient(server)
+    try:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", host.port))
+        request = (b"GET /tasks?pageSize=100&includeArtifacts=true HTTP/1.1\r\nHost: x\r\n"
+                   b"A2A-Version: 1.0\r\n\r\n")
+        sock.setblocking(False)
+        for _ in range(300):
+            try:
+                sock.send(request)
+            except BlockingIOError:
+                break
+        time.sleep(1.5)
+        with open("/proc/self/status") as f:
+            rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) >> 10
+        assert rss < 600, f"{rss} MiB: answers piled up"  # ~1 GB when every one was answered
+        sock.close()
+    finally:
+        host.close()
