@@ -1153,12 +1153,26 @@ class TaskStore:
         if not share[0]:
             del self._callers[entry[5]]
 
+    def _oldest_idle(self, task_id, caller=None, count=64):
+        """Up to ``count`` of the oldest idle tasks (of ``caller``, if given)."""
+        found = []
+        for i in self._idle:
+            if i != task_id and (caller is None or self._tasks[i][5] == caller):
+                found.append(i)
+                if len(found) == count:
+                    break
+        return found
+
     def _make_room(self, task_id, new, grows, caller, share, now):
         """Evict what must go for a task to be written (``grows`` bytes more,
         one task more if ``new``): expired tasks, then the caller's oldest idle
         ones past its share, then anyone's oldest idle ones past the store's
         bounds. Raises CallerLimitError or TaskStoreFullError if that is not
-        enough. Returns the evicted ids."""
+        enough. Returns the evicted ids.
+
+        A full store makes room for a while, not for one task: it evicts down
+        to a 64th below the bound (as far as idle tasks allow), so the writes
+        that follow find room without evicting one task each."""
         evicted = []
         deadline = now - self.task_ttl
         tasks, idle = self._tasks, self._idle
@@ -1168,35 +1182,46 @@ class TaskStore:
             evicted.append(oldest)
         for oldest in evicted:
             self._remove(oldest)
-        while share[0] + new > self.max_tasks_per_caller or share[1] + grows > \
-                self.max_bytes_per_caller:
-            # The caller's oldest idle task (a scan from the oldest: the
+        max_tasks, max_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
+        if share[0] + new > max_tasks or share[1] + grows > max_bytes:
+            room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
+            # The caller's oldest idle tasks (a scan from the oldest: the
             # caller's own usually come first, as it is the one filling up).
-            oldest = next((i for i in idle if tasks[i][5] == caller and i != task_id), None)
-            if oldest is None:
-                limit, value = (("max_tasks_per_caller", self.max_tasks_per_caller)
-                                if share[0] + new > self.max_tasks_per_caller else
-                                ("max_bytes_per_caller", self.max_bytes_per_caller))
+            while share[0] + new > room_tasks or share[1] + grows > room_bytes:
+                batch = self._oldest_idle(task_id, caller)
+                for oldest in batch:
+                    if share[0] + new <= room_tasks and share[1] + grows <= room_bytes:
+                        break
+                    self._remove(oldest)
+                    evicted.append(oldest)
+                if not batch:
+                    break
+            if share[0] + new > max_tasks or share[1] + grows > max_bytes:
+                limit, value = (("max_tasks_per_caller", max_tasks) if share[0] + new > max_tasks
+                                else ("max_bytes_per_caller", max_bytes))
                 raise CallerLimitError(
                     f"you hold {share[0]} unfinished tasks in {share[1]} bytes, your share of "
                     f"this server's task store ({limit} is {value}); let some finish or cancel "
                     "them, then try again", metadata={"limit": limit, "value": value})
-            self._remove(oldest)
-            evicted.append(oldest)
-        while len(tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes:
-            oldest = None
-            for oldest in idle:
-                if oldest != task_id:
+        max_tasks, max_bytes = self.max_tasks, self.max_bytes
+        if len(tasks) + new > max_tasks or self._bytes + grows > max_bytes:
+            room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
+            while len(tasks) + new > room_tasks or self._bytes + grows > room_bytes:
+                batch = self._oldest_idle(task_id)
+                for oldest in batch:
+                    if len(tasks) + new <= room_tasks and self._bytes + grows <= room_bytes:
+                        break
+                    self._remove(oldest)
+                    evicted.append(oldest)
+                if not batch:
                     break
-            if oldest is None or oldest == task_id:
+            if len(tasks) + new > max_tasks or self._bytes + grows > max_bytes:
                 raise TaskStoreFullError(
                     f"the task store is full of unfinished tasks ({len(tasks)} tasks, "
-                    f"{self._bytes} bytes; max_tasks {self.max_tasks}, max_store_bytes "
-                    f"{self.max_bytes}); finish or cancel some, or start the server with larger "
-                    "limits", metadata={"limit": "max_tasks" if len(tasks) + new >
-                                        self.max_tasks else "max_store_bytes"})
-            self._remove(oldest)
-            evicted.append(oldest)
+                    f"{self._bytes} bytes; max_tasks {max_tasks}, max_store_bytes {max_bytes}); "
+                    "finish or cancel some, or start the server with larger limits",
+                    metadata={"limit": "max_tasks" if len(tasks) + new > max_tasks
+                              else "max_store_bytes"})
         return evicted
 
     def stats(self):
@@ -1433,7 +1458,7 @@ class _Channel:
         self.waiting = 0          # threads waiting on cond
         self.wakers = set()
         self.events = deque()
-        self.sizes = deque()      # the JSON size of each of ``events``
+        self.sizes = None         # the JSON size of each of ``events`` (a deque, once one)
         self.size = 0             # ... and of them all
         self.next_seq = 0
         self.task = None          # newest snapshot (also in the store)
@@ -1465,6 +1490,8 @@ class _Channel:
             elif "task" not in event or type(size) is not int:
                 size = len(_dumps(event))
             self.events.append((self.next_seq, event))
+            if self.sizes is None:
+                self.sizes = deque()
             self.sizes.append(size)
             self.size += size
             while len(self.events) > self.limits["replay_buffer"] or (
@@ -4213,12 +4240,15 @@ class HTTPRequest:
 # Characters of an RFC 9110 token (a method, a header name).
 _TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _NOT_TOKEN = str.maketrans("", "", _TOKEN_CHARS)
-# Control bytes never allowed in a head (HTAB, CR and LF are judged apart).
-_CONTROLS = str.maketrans("", "", "".join(map(chr, (*range(9), *range(11, 13),
-                                                    *range(14, 32), 127))))
+# Control bytes never allowed in a head: all but HTAB (allowed in values).
+_CONTROLS = str.maketrans("", "", "".join(map(chr, (*range(9), *range(10, 32), 127))))
+# Methods and header names seen in most requests: valid tokens, not checked again.
+_METHODS = frozenset({"GET", "POST", "HEAD", "DELETE", "OPTIONS", "PUT", "PATCH"})
+_HEADER_NAMES = frozenset({
+    "host", "content-type", "content-length", "transfer-encoding", "connection", "accept",
+    "accept-encoding", "user-agent", "a2a-version", "a2a-extensions", "authorization",
+    "last-event-id", "expect", "cookie", "x-forwarded-for", "cache-control", "origin"})
 _NOT_HEX = str.maketrans("", "", "0123456789abcdefABCDEF")
-# ... and in a chunk-size line or a trailer, no CR or LF either.
-_LINE_CONTROLS = str.maketrans("", "", "".join(map(chr, (*range(9), *range(10, 32), 127))))
 _MAX_CHUNK_LINE = 1024              # a chunk-size line, extensions included
 _MAX_CHUNKS = 16384                 # chunks in one body: each costs a turn of the reader
 # The registered transfer codings (RFC 9110 section 18.8); of them this server
@@ -4270,10 +4300,18 @@ class RequestReader:
             if body is None:
                 return None
         method, target, version, headers, _ = self._head
-        connection = headers.get("connection", "").lower()
-        keep = "close" not in connection and (version == "HTTP/1.1" or "keep-alive" in connection)
-        self._reset()
+        connection = headers.get("connection")
+        keep = version == "HTTP/1.1" if connection is None else "close" not in connection.lower() \
+            and (version == "HTTP/1.1" or "keep-alive" in connection.lower())
+        self._head = self._length = self._chunks = None
+        self._scan = 0
+        self.expects_continue = False
         return HTTPRequest(method, target, version, headers, body, keep)
+
+    @property
+    def reading(self):
+        """Has a request begun (its head read, its body still to come)?"""
+        return self._head is not None
 
     def _refuse(self, status, message, error=InvalidRequestError, **kw):
         path = self._head[4] if self._head is not None else None
@@ -4282,42 +4320,49 @@ class RequestReader:
     # -- the head (RFC 9112 sections 2-5) ------------------------------------
 
     def _read_head(self, buffer):
-        while buffer[:2] == b"\r\n" or buffer[:1] == b"\n":
-            del buffer[:1 + (buffer[:1] == b"\r")]   # empty lines before a request: ignored
+        first = buffer[:1]
+        while first == b"\n" or first == b"\r" and buffer[1:2] == b"\n":
+            del buffer[:1 + (first == b"\r")]     # empty lines before a request: ignored
+            first = buffer[:1]
         start = max(0, self._scan - 2)
-        ends = [i for i in (buffer.find(b"\n\r\n", start), buffer.find(b"\n\n", start)) if i >= 0]
-        if not ends:
+        end = buffer.find(b"\n\r\n", start)       # the blank line (CRLF, or a bare LF)
+        bare = buffer.find(b"\n\n", start, len(buffer) if end < 0 else end)
+        if bare >= 0:
+            end, size = bare, bare + 2
+        elif end >= 0:
+            size = end + 3
+        else:
             self._scan = len(buffer)
             if len(buffer) > self.max_header_bytes:
                 self._too_long(buffer)
             return False
-        end = min(ends)
-        size = end + (3 if buffer[end + 1:end + 2] == b"\r" else 2)
         if size > self.max_header_bytes:
             self._too_long(buffer)
-        text = buffer[:end].decode("latin-1")
-        if len(text.translate(_CONTROLS)) != len(text):
-            self._refuse(400, "the request head holds control characters")
-        lines = text.split("\n")
+        lines = buffer[:end].decode("latin-1").split("\n")
         if len(lines) - 1 > self.max_headers:
             self._refuse(431, f"the request has more than {self.max_headers} header lines",
                          metadata={"limit": "max_headers", "value": self.max_headers})
         request_line = lines[0].removesuffix("\r")
         parts = request_line.split(" ")
-        if ("\r" in request_line or "\t" in request_line or len(parts) != 3 or not parts[0] or parts[0].translate(_NOT_TOKEN) or not parts[1]
+        if (not request_line.isprintable() or len(parts) != 3 or not parts[1]
+                or parts[0] not in _METHODS and (not parts[0] or parts[0].translate(_NOT_TOKEN))
                 or parts[2] not in ("HTTP/1.1", "HTTP/1.0")):
             self._refuse(400, "the request line is not 'METHOD /path HTTP/1.1'")
         headers = {}
         for line in lines[1:]:
             line = line.removesuffix("\r")
             name, sep, value = line.partition(":")
-            if not sep or not name or name.translate(_NOT_TOKEN) or "\r" in value:
+            lower = name.lower()
+            if (not sep or lower not in _HEADER_NAMES and (not name or name.translate(_NOT_TOKEN))
+                    or not value.isprintable() and len(value.translate(_CONTROLS)) != len(value)):
                 # Also: "Name : value" and a folded line (one that starts with a
-                # space), both of which other parsers read differently.
+                # space), both of which other parsers read differently; and
+                # control characters (a bare CR, a NUL) anywhere in the line.
                 self._refuse(400, f"malformed header line {line[:40]!r}: send 'Name: value', "
-                             "with no space before the colon and no folded lines")
-            name, value = name.lower(), value.strip(" \t")
-            headers[name] = headers[name] + ", " + value if name in headers else value
+                             "with no space before the colon, no folded lines and no control "
+                             "characters")
+            value = value.strip(" \t")
+            headers[lower] = headers[lower] + ", " + value if lower in headers else value
         method, target, version = parts
         path = target.partition("?")[0]
         self._head = (method, target, version, headers, path)
@@ -4325,7 +4370,7 @@ class RequestReader:
         self._length = self._body_length(headers, version)
         if self._length is None:
             self._chunks = [bytearray(), 0, False, 0]
-        if headers.get("expect", "").lower() == "100-continue" and self._length != 0:
+        if self._length != 0 and headers.get("expect", "").lower() == "100-continue":
             self.expects_continue = True
         return True
 
@@ -4359,10 +4404,12 @@ class RequestReader:
             return None
         if length is None:
             return 0
-        values = {v.strip(" \t") for v in length.split(",")}
-        if len(values) != 1:
-            self._refuse(400, f"the request has differing Content-Lengths: {length[:40]!r}")
-        value = values.pop()
+        value = length.strip(" \t")
+        if "," in value:                           # repeated: the same value, or refused
+            values = {v.strip(" \t") for v in value.split(",")}
+            if len(values) != 1:
+                self._refuse(400, f"the request has differing Content-Lengths: {length[:40]!r}")
+            value = values.pop()
         if not (value.isascii() and value.isdigit()) or len(value) > 18:
             self._refuse(400, f"Content-Length {value[:40]!r} is not a number of bytes")
         if int(value) > self.max_body_bytes:
@@ -4385,7 +4432,7 @@ class RequestReader:
                 state[1:] = chunks, trailers, trailer_bytes
                 return None
             line = buffer[:line_end].decode("latin-1")
-            if len(line.translate(_LINE_CONTROLS)) != len(line):
+            if not line.isprintable() and len(line.translate(_CONTROLS)) != len(line):
                 self._refuse(400, "a chunk-size line or trailer holds control characters")
             if trailers:                                 # after the last chunk
                 del buffer[:line_end + 2]
@@ -4461,6 +4508,9 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         def handle(self):
             sock = self.request
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.wait = timeout                    # the socket's timeout now
+            sock.settimeout(timeout)
+            self.peer = self.client_address[0]
             reader, buffer = RequestReader(**limits), bytearray()
             self.server.open.add(sock)
             try:
@@ -4477,7 +4527,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             continued = False
             while True:
                 try:
-                    request = reader.read(buffer)
+                    request = reader.read(buffer) if buffer else None
                 except BadRequest as bad:
                     self._send(sock, server.error_response(bad.path, bad.status, bad.error), True)
                     return None
@@ -4487,8 +4537,15 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                     continued = True
                     sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
                 try:
-                    sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                    data = sock.recv(65536)
+                    # Each wait ends at the request's deadline. (The socket's
+                    # timeout is changed only once it must be: a system call.
+                    # Before a request's first byte it is the whole timeout.)
+                    if buffer or reader.reading:
+                        left = deadline - time.monotonic()
+                        if left < self.wait - 1.0 or left <= 0:
+                            self.wait = max(left, 0.001)
+                            sock.settimeout(self.wait)
+                    data = sock.recv(16384)
                 except TimeoutError:
                     if buffer:                     # a request began and stalled
                         self._send(sock, server.error_response(None, 408, InvalidRequestError(
@@ -4507,8 +4564,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             path, _, query = request.target.partition("?")
             host_header = request.headers.get("host") or "%s:%d" % self.server.server_address[:2]
             response = server.handle_http(request.method, path, query, request.headers,
-                                          request.body, "http://" + host_header,
-                                          peer=self.client_address[0])
+                                          request.body, "http://" + host_header, None, self.peer)
             keep = request.keep_alive and response.stream is None
             return self._send(sock, response, not keep, request.method == "HEAD") and keep
 
@@ -4516,7 +4572,9 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             """Write ``response``; False if the client has gone."""
             head = _response_head(response, close, date)
             stream = response.stream
-            sock.settimeout(timeout)               # a client that stops reading is dropped
+            if self.wait != timeout:               # a client that stops reading is dropped
+                self.wait = timeout
+                sock.settimeout(timeout)
             try:
                 if stream is None:
                     sock.sendall(head if head_only else head + response.body)
