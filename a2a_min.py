@@ -1450,7 +1450,7 @@ class _Channel:
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "events", "sizes", "size", "next_seq",
                  "task", "owner", "caller", "store", "active", "on_event", "limits", "followers",
-                 "ended", "closing")
+                 "ended", "closing", "task_size")
 
     def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None):
         self.lock = threading.RLock()
@@ -1462,6 +1462,7 @@ class _Channel:
         self.size = 0             # ... and of them all
         self.next_seq = 0
         self.task = None          # newest snapshot (also in the store)
+        self.task_size = 0        # ... and the size of its JSON
         self.owner = owner
         self.caller = caller      # whom a new task counts against in the store
         self.store = store
@@ -1475,7 +1476,7 @@ class _Channel:
     def publish(self, task, event):
         """Store the new task snapshot and append its event; wake the streams."""
         with self.lock:
-            size = None
+            size = 0
             if task is not None:
                 history = task.get("history")
                 if history and len(history) > self.limits["max_history"]:
@@ -1483,12 +1484,13 @@ class _Channel:
                     if event.get("task") is task:
                         event = {"task": capped}
                     task = capped
-                size = self.store.put(task, self.owner, self.caller)
-                self.task = task
-            if "error" in event:
-                size = 0
-            elif "task" not in event or type(size) is not int:
-                size = len(_dumps(event))
+                stored = self.store.put(task, self.owner, self.caller)
+                if type(stored) is not int:        # a store that does not say: measure it
+                    stored = len(_dumps(task))
+                # A Task event is the task; an update is about what it added to
+                # the task (the growth of its JSON), at least a small event's.
+                size = stored if "task" in event else max(stored - self.task_size, 256)
+                self.task, self.task_size = task, stored
             self.events.append((self.next_seq, event))
             if self.sizes is None:
                 self.sizes = deque()
@@ -4338,11 +4340,13 @@ class RequestReader:
             return False
         if size > self.max_header_bytes:
             self._too_long(buffer)
-        lines = buffer[:end].decode("latin-1").split("\n")
+        if buffer[end - 1:end] == b"\r":          # the last line's CR
+            end -= 1
+        lines = buffer[:end].decode("latin-1").replace("\r\n", "\n").split("\n")
         if len(lines) - 1 > self.max_headers:
             self._refuse(431, f"the request has more than {self.max_headers} header lines",
                          metadata={"limit": "max_headers", "value": self.max_headers})
-        request_line = lines[0].removesuffix("\r")
+        request_line = lines[0]
         parts = request_line.split(" ")
         if (not request_line.isprintable() or len(parts) != 3 or not parts[1]
                 or parts[0] not in _METHODS and (not parts[0] or parts[0].translate(_NOT_TOKEN))
@@ -4350,7 +4354,6 @@ class RequestReader:
             self._refuse(400, "the request line is not 'METHOD /path HTTP/1.1'")
         headers = {}
         for line in lines[1:]:
-            line = line.removesuffix("\r")
             name, sep, value = line.partition(":")
             lower = name.lower()
             if (not sep or lower not in _HEADER_NAMES and (not name or name.translate(_NOT_TOKEN))
@@ -4412,11 +4415,12 @@ class RequestReader:
             value = values.pop()
         if not (value.isascii() and value.isdigit()) or len(value) > 18:
             self._refuse(400, f"Content-Length {value[:40]!r} is not a number of bytes")
-        if int(value) > self.max_body_bytes:
-            self._refuse(413, f"the request body is {int(value)} bytes; this server accepts at "
+        length = int(value)
+        if length > self.max_body_bytes:
+            self._refuse(413, f"the request body is {length} bytes; this server accepts at "
                          f"most {self.max_body_bytes}", PayloadTooLargeError,
                          metadata={"limit": self.max_body_bytes})
-        return int(value)
+        return length
 
     # -- a chunked body (RFC 9112 section 7.1) ---------------------------------
 
