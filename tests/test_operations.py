@@ -341,12 +341,8 @@ def test_subscribe_errors(client):
     assert client.stream("SubscribeToTask", {"id": "nope"})["error"]["code"] == -32001
 
 
-def test_last_event_id_replays_what_was_missed(client):
-    task_id = client.send("slow5", configuration={"returnImmediately": True})["task"]["id"]
-    deadline = time.monotonic() + 5
-    while client.result("GetTask", {"id": task_id})["status"]["state"] != "TASK_STATE_WORKING":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+def resume_from_0_then_cancel(client, task_id):
+    """SubscribeToTask with Last-Event-ID 0, while the task is canceled: its events."""
     box = {}
     watcher = threading.Thread(target=lambda: box.update(out=client.stream(
         "SubscribeToTask", {"id": task_id}, headers={**V1, "last-event-id": "0"})))
@@ -354,12 +350,22 @@ def test_last_event_id_replays_what_was_missed(client):
     time.sleep(0.1)
     client.result("CancelTask", {"id": task_id})
     watcher.join(5)
-    first = box["out"][0][1]["result"]
+    return box["out"]
+
+
+def test_last_event_id_replays_what_was_missed(client):
+    task_id = client.send("slow5", configuration={"returnImmediately": True})["task"]["id"]
+    deadline = time.monotonic() + 5
+    while client.result("GetTask", {"id": task_id})["status"]["state"] != "TASK_STATE_WORKING":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    out = resume_from_0_then_cancel(client, task_id)
+    first = out[0][1]["result"]
     assert "task" not in first              # resumes right after event 0, no snapshot
     assert first["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
     if not isinstance(client, GrpcClient):
-        assert box["out"][0][0] == 1
-    assert box["out"][-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+        assert out[0][0] == 1
+    assert out[-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
 
 
 def test_a_waiting_task_keeps_no_live_copy_and_resumes_with_the_whole_task(client):
@@ -368,14 +374,7 @@ def test_a_waiting_task_keeps_no_live_copy_and_resumes_with_the_whole_task(clien
     with event ids that go on from where they were."""
     events = client.stream("SendStreamingMessage", {"message": user_message("wait")})
     task_id = events[0][1]["result"]["task"]["id"]
-    box = {}
-    watcher = threading.Thread(target=lambda: box.update(out=client.stream(
-        "SubscribeToTask", {"id": task_id}, headers={**V1, "last-event-id": "0"})))
-    watcher.start()
-    time.sleep(0.1)
-    client.result("CancelTask", {"id": task_id})
-    watcher.join(5)
-    out = box["out"]
+    out = resume_from_0_then_cancel(client, task_id)
     assert out[0][1]["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert out[-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
     if not isinstance(client, GrpcClient):
