@@ -4769,16 +4769,23 @@ class _LoopConnection:
         self.transport = transport
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
         if len(self.connections) >= self.max_connections:
-            response = _busy(self.server, self.max_connections)
+            # Refused: answer 503 and stop sending, but close only once the
+            # client has (or a second has passed): a request it sends meanwhile
+            # would otherwise turn the close into a reset, losing the answer.
             self.closed = True
-            self.write(response, close=True)
-            return transport.close()
+            self.write(_busy(self.server, self.max_connections), close=True)
+            transport.write_eof()
+            self.timer.cancel()
+            self.timer = self.loop.call_later(1.0, transport.abort)
+            return
         self.connections.add(self)
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
         self.peer = (transport.get_extra_info("peername") or ("",))[0]
 
     def data_received(self, data):
+        if self.closed:
+            return                 # a refused connection's request: not read
         self.buffer += data
         if self.busy is None:
             self.serve_buffered()

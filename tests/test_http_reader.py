@@ -256,7 +256,11 @@ def test_connections_past_the_cap_get_503_and_cost_no_thread(server_host):
             assert time.monotonic() < deadline
             time.sleep(0.05)
         _, threads = usage(pid)
-        extra = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(20)]
+        extra = []
+        for i in range(20):
+            extra.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            if i % 2:                                   # a client that sends at once
+                extra[-1].sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\n\r\n")
         for sock in extra:
             got = sock.recv(65536)
             assert got.startswith(b"HTTP/1.1 503") and b"Retry-After: 1" in got, got[:100]
