@@ -2589,8 +2589,8 @@ class Server:
         return self._pusher.totals() if self._pusher else dict.fromkeys(_PUSH_TOTALS, 0)
 
     def push_stats_by_caller(self):
-        """Webhook delivery counters per caller, the (tenant, principal) owning
-        the tasks: {caller: {"queued", "sent" (answered 2xx), "failed",
+        """Webhook delivery counters per caller (CallContext.caller: the
+        principal, or an anonymous client's address): {caller: {"queued", "sent" (answered 2xx), "failed",
         "refused", "retried", "dropped", "waiting" (queued now)}}. The counters of
         at most push_callers callers are kept: past that, the caller idle the
         longest is forgotten (push_stats still counts what it did)."""
@@ -3056,15 +3056,15 @@ def _decode_page_token(token):
 #
 # Fairness. Callers choose the webhooks, and a caller may choose a tarpit: a
 # receiver that accepts and never answers, or answers a byte a second. So
-# deliveries wait in one queue per caller (the task's owner: tenant and
-# principal), never in a shared one, and the push_workers threads serve the
+# deliveries wait in one queue per caller (CallContext.caller: the principal,
+# or an anonymous client's address), never in a shared one, and the push_workers threads serve the
 # callers in turn (round robin), one attempt per turn. A caller has at most
 # one delivery in flight: its tarpit holds one thread, for at most
 # push_timeout, while the other threads go on serving everyone else. One
 # delivery in flight per caller also keeps each webhook's events in order
 # without any bookkeeping per webhook. The price: one caller's webhooks take
-# turns with one another, and a server without tenants or authentication has
-# a single caller, whose events go out one at a time. A retry waits out its
+# turns with one another, and one client without authentication is a single
+# caller, whose events go out one at a time. A retry waits out its
 # backoff without holding a thread, and keeps its caller's place in line, so
 # order survives retries too. Each caller's queue holds push_queue
 # deliveries; what overflows is dropped and counted for that caller, and the
