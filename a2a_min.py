@@ -1031,7 +1031,9 @@ def agent_message(content, **fields):
 # and its nextPageToken continues where it stopped.
 
 # What an entry costs beyond its JSON: the entry tuple, its dict slots and the
-# id, context and timestamp strings (measured with tracemalloc: about 500 bytes).
+# bytes object (about 270 bytes, measured with tracemalloc over 10,000
+# entries), and the id, context id and timestamp strings it keeps (about 85
+# bytes each).
 _ENTRY_OVERHEAD = 512
 
 
