@@ -1155,6 +1155,22 @@ class TaskStore:
         if not share[0]:
             del self._callers[entry[5]]
 
+    def _evict_down(self, task_id, caller, held, max_tasks, max_bytes, evicted):
+        """Evict the oldest idle tasks (``caller``'s, if given: a scan from the
+        oldest, where the caller filling up usually finds its own first) until
+        ``held()``, (tasks, bytes), is a 64th below the bounds, or none is left."""
+        room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
+        while True:
+            batch = self._oldest_idle(task_id, caller)
+            for oldest in batch:
+                count, size = held()
+                if count <= room_tasks and size <= room_bytes:
+                    return
+                self._remove(oldest)
+                evicted.append(oldest)
+            if not batch:
+                return
+
     def _oldest_idle(self, task_id, caller=None, count=64):
         """Up to ``count`` of the oldest idle tasks (of ``caller``, if given)."""
         found = []
@@ -1186,18 +1202,8 @@ class TaskStore:
             self._remove(oldest)
         max_tasks, max_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
         if share[0] + new > max_tasks or share[1] + grows > max_bytes:
-            room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
-            # The caller's oldest idle tasks (a scan from the oldest: the
-            # caller's own usually come first, as it is the one filling up).
-            while share[0] + new > room_tasks or share[1] + grows > room_bytes:
-                batch = self._oldest_idle(task_id, caller)
-                for oldest in batch:
-                    if share[0] + new <= room_tasks and share[1] + grows <= room_bytes:
-                        break
-                    self._remove(oldest)
-                    evicted.append(oldest)
-                if not batch:
-                    break
+            self._evict_down(task_id, caller, lambda: (share[0] + new, share[1] + grows),
+                             max_tasks, max_bytes, evicted)
             if share[0] + new > max_tasks or share[1] + grows > max_bytes:
                 limit, value = (("max_tasks_per_caller", max_tasks) if share[0] + new > max_tasks
                                 else ("max_bytes_per_caller", max_bytes))
@@ -1207,16 +1213,8 @@ class TaskStore:
                     "them, then try again", metadata={"limit": limit, "value": value})
         max_tasks, max_bytes = self.max_tasks, self.max_bytes
         if len(tasks) + new > max_tasks or self._bytes + grows > max_bytes:
-            room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
-            while len(tasks) + new > room_tasks or self._bytes + grows > room_bytes:
-                batch = self._oldest_idle(task_id)
-                for oldest in batch:
-                    if len(tasks) + new <= room_tasks and self._bytes + grows <= room_bytes:
-                        break
-                    self._remove(oldest)
-                    evicted.append(oldest)
-                if not batch:
-                    break
+            self._evict_down(task_id, None, lambda: (len(tasks) + new, self._bytes + grows),
+                             max_tasks, max_bytes, evicted)
             if len(tasks) + new > max_tasks or self._bytes + grows > max_bytes:
                 raise TaskStoreFullError(
                     f"the task store is full of unfinished tasks ({len(tasks)} tasks, "
@@ -2667,10 +2665,7 @@ class Server:
         its own shutdown hook. Returns what was left undone:
         {"turns": running turns, "deliveries": queued webhook deliveries}."""
         self._closing.set()
-        with self._lock:
-            channels = list(self._channels.values())
-        for channel in channels:
-            channel.wake()
+        self.wake_streams()
         deadline = time.monotonic() + grace
         while True:
             with self._lock:
