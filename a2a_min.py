@@ -2871,7 +2871,7 @@ def _decode_page_token(token):
 
 
 # =============================================================================
-# 7. Authentication and webhook delivery
+# 7. Authentication, and which webhook addresses are allowed
 # =============================================================================
 #
 # Authentication (sections 7, 13.1). A2A carries credentials in the transport:
@@ -2883,48 +2883,19 @@ def _decode_page_token(token):
 # task of someone else is reported exactly like a task that does not exist.
 # Two helpers cover the common schemes; secrets are compared in constant time.
 #
-# Webhooks (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is POSTed as
-# a StreamResponse to every config of the task, from background threads, so a
-# slow webhook never holds a request. Connection errors and 5xx answers are
-# retried with exponential backoff and jitter; redirects are not followed.
-#
-# Fairness. Callers choose the webhooks, and a caller may choose a tarpit: a
-# receiver that accepts and never answers, or answers a byte a second. So
-# deliveries wait in one queue per caller (CallContext.caller: the principal,
-# or an anonymous client's address), never in a shared one, and the push_workers threads serve the
-# callers in turn (round robin), one attempt per turn. A caller has at most
-# one delivery in flight: its tarpit holds one thread, for at most
-# push_timeout, while the other threads go on serving everyone else. One
-# delivery in flight per caller also keeps each webhook's events in order
-# without any bookkeeping per webhook. The price: one caller's webhooks take
-# turns with one another, and one client without authentication is a single
-# caller, whose events go out one at a time. A retry waits out its
-# backoff without holding a thread, and keeps its caller's place in line, so
-# order survives retries too. Each caller's queue holds push_queue
-# deliveries; what overflows is dropped and counted for that caller, and the
-# log gets one warning per push_log_interval summing up what was dropped,
-# failed or refused since the last one, never one line per event.
-#
-# Deadline. An attempt (connect, TLS handshake, sending the request, reading
-# the status line of the answer) has push_timeout seconds in all, however
-# slowly the receiver trickles. http.client's timeout applies afresh to every
-# read, so the small POST is written here, on a socket, and every wait gets
-# what is left of the attempt's deadline. Only the status code matters: at
-# most push_max_response bytes are read to find it, the rest is never read.
-#
-# SSRF (section 13.2). Before each attempt the host is resolved and every
-# address checked: only globally routable unicast addresses are accepted
-# (ipaddress's is_global, plus a table of ranges that Python 3.10 still counts
-# as global), and an IPv6 address that stands for an IPv4 one (IPv4-mapped,
-# 6to4, Teredo, NAT64) is judged by the IPv4 address it leads to, whatever the
-# Python version thinks of its prefix. push_allow, host names and networks, is
-# the only way around the check. The request then goes to a vetted address,
-# https too (TLS starts on the connected socket, with the URL's host name for
-# SNI and for verifying the certificate), so a second DNS answer cannot send it
-# elsewhere (DNS rebinding). Resolving the name is left to the system
-# resolver, with its own timeouts, outside the attempt's deadline. The header
-# values of a config (token, authentication) are checked when it is created:
-# no control characters, latin-1 only, since they are written as they are.
+# Webhook addresses (section 13.2). A push notification config names a URL
+# that this server will POST to, so a caller could aim the server at what
+# only the server can reach: its own loopback, the cloud's metadata address,
+# the private network behind it (server-side request forgery). A webhook may
+# reach only globally routable unicast addresses (ipaddress's is_global, plus
+# a table of ranges that Python 3.10 still counts as global), and an IPv6
+# address that stands for an IPv4 one (IPv4-mapped, 6to4, Teredo, NAT64) is
+# judged by the IPv4 address it leads to, whatever the Python version thinks
+# of its prefix. push_allow, host names and networks, is the only way around
+# the check. A literal address is checked when the config is created; a host
+# name when a delivery resolves it (section 9 of this file). The header values
+# of a config (token, authentication) are checked when it is created too: no
+# control characters, latin-1 only, since they are written as they are.
 
 
 class BearerAuth:
@@ -3001,14 +2972,6 @@ _MAX_URL = 2048
 _MAX_HEADER_VALUE = 4096
 
 # Delivery counters: the totals (Server.push_stats), and each caller's.
-_PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped")
-_CALLER_COUNTS = ("queued", "sent", "failed", "refused", "retried", "dropped")
-
-# An outcome -> the caller's counter it adds to.
-_CALLER_COUNTER = {"delivered": "sent", "failed": "failed", "refused": "refused",
-                   "retried": "retried", "dropped": "dropped"}
-
-
 def _parse_allow(entries):
     """push_allow -> (host names in IDNA form, networks)."""
     import ipaddress
@@ -3048,10 +3011,11 @@ def _may_reach(address, networks):
             and not any(address in ipaddress.ip_network(n) for n in _NOT_GLOBAL))
 
 
-def _webhook_target(url, allow, resolve):
-    """Check a webhook URL; with ``resolve``, also resolve its host and return
-    (scheme, host, port, path, vetted addresses). A literal address is checked
-    and returned even without ``resolve``. Raises InvalidParamsError."""
+def _webhook_target(url, allow, resolve=None):
+    """Check a webhook URL; with ``resolve`` (a callable(host, port) -> the
+    host's addresses: _resolve_host, at delivery), also resolve its host and
+    return (scheme, host, port, path, vetted addresses). A literal address is
+    checked and returned even without ``resolve``. Raises InvalidParamsError."""
     import ipaddress
     from urllib.parse import quote, urlsplit
     try:
@@ -3086,13 +3050,7 @@ def _webhook_target(url, allow, resolve):
     elif not resolve:
         return None                        # names are resolved when a delivery is made
     else:
-        import socket
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise InvalidParamsError(f"the webhook host {host} does not resolve ({exc})",
-                                     field="url") from None
-        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        addresses = [ipaddress.ip_address(a) for a in resolve(host, port)]
     if host not in names:
         for address in addresses:
             if not _may_reach(address, networks):
@@ -3105,295 +3063,6 @@ def _webhook_target(url, allow, resolve):
     if parts.query:
         path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")
     return parts.scheme, host, port, path, [str(a) for a in dict.fromkeys(addresses)]
-
-
-def _time_left(deadline):
-    """Seconds to ``deadline``, for the next wait; TimeoutError once it has passed."""
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError("no answer within push_timeout")
-    return left
-
-
-def _connect_any(addresses, port, deadline):
-    """A TCP connection to the first of ``addresses`` that accepts one in time."""
-    import socket
-    error = OSError("no address to connect to")
-    for address in addresses:
-        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET,
-                             socket.SOCK_STREAM)
-        try:
-            sock.settimeout(_time_left(deadline))
-            sock.connect((address, port))
-            return sock
-        except OSError as exc:
-            sock.close()
-            error = exc
-    raise error
-
-
-def _send_all(sock, data, deadline):
-    """sendall() within a deadline: a receiver that reads slowly gets no more time."""
-    view = memoryview(data)
-    while view:
-        sock.settimeout(_time_left(deadline))
-        view = view[sock.send(view):]
-
-
-def _read_status(sock, deadline, limit):
-    """The status code of the final answer on ``sock``, read within ``limit``
-    bytes and the deadline. Interim (1xx) answers are skipped, as HTTP/1.1
-    asks of every client; nothing after the status line is read."""
-    data, received = b"", 0
-    while True:
-        line_end = data.find(b"\n")
-        if line_end >= 0:
-            version, _, rest = data[:line_end].partition(b" ")
-            code = rest[:3]
-            if not (version.startswith(b"HTTP/1.") and len(code) == 3 and code.isdigit()):
-                raise OSError(f"the webhook's answer is not HTTP/1: {data[:40]!r}")
-            if code[:1] != b"1":
-                return int(code)
-            interim_end = data.find(b"\r\n\r\n")
-            if interim_end >= 0:
-                data = data[interim_end + 4:]
-                continue
-        if received >= limit:
-            raise OSError(f"no status line in the first {limit} bytes of the webhook's answer")
-        sock.settimeout(_time_left(deadline))
-        chunk = sock.recv(min(16384, limit - received))
-        if not chunk:
-            raise OSError("the webhook closed the connection without answering")
-        received += len(chunk)
-        data += chunk
-
-
-class _PushLane:
-    """One caller's deliveries: those waiting their turn (oldest first), and
-    the caller's counters. ``scheduled``: the caller is in line for a turn,
-    has a delivery in flight, or has one waiting to be retried; the lane may
-    be forgotten only when it is not."""
-
-    __slots__ = ("jobs", "bytes", "scheduled", "counts")
-
-    def __init__(self):
-        self.jobs = deque()               # (config, body, attempt)
-        self.bytes = 0                    # of the bodies in ``jobs``
-        self.scheduled = False
-        self.counts = dict.fromkeys(_CALLER_COUNTS, 0)
-
-
-class _PushDelivery:
-    """Background POSTs of task events to webhooks, fair between callers (see
-    the section comment). Everything below is guarded by ``ready``'s lock."""
-
-    def __init__(self, server):
-        import itertools
-        self.server = server
-        self.limits = server.limits
-        self.stats = dict.fromkeys(_PUSH_TOTALS, 0)
-        self.lanes = {}                   # caller -> _PushLane, least recently used first
-        self.turns = deque()              # (caller, job or None: its next one), in turn order
-        self.later = []                   # heap of (time, n, caller, job): retries backing off
-        self.numbers = itertools.count()  # the n above: the heap never compares two callers
-        self.ready = threading.Condition(threading.Lock())
-        self.unlogged = {}                # caller -> counts and last reason, since the last warning
-        self.log_at = 0.0                 # when the next warning may be written
-        self.tls = None                   # the SSLContext for https, made on first use
-        for _ in range(self.limits["push_workers"]):
-            threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
-
-    # -- the callers' side: queue, count ------------------------------------------------
-
-    def submit(self, caller, configs, body):
-        """Queue ``body`` for each webhook in ``configs`` on ``caller``'s lane.
-        Never blocks: what does not fit is dropped and counted."""
-        with self.ready:
-            lane = self.lanes.pop(caller, None) or self._new_lane()
-            self.lanes[caller] = lane            # now the most recently used
-            for config in configs:
-                if (len(lane.jobs) >= self.limits["push_queue"]
-                        or lane.bytes + len(body) > self.limits["push_queue_bytes"]):
-                    self._note(caller, lane, "dropped", "its delivery queue was full")
-                    continue
-                lane.jobs.append((config, body, 0))
-                lane.bytes += len(body)
-                lane.counts["queued"] += 1
-            if lane.jobs and not lane.scheduled:
-                lane.scheduled = True
-                self.turns.append((caller, None))
-            self.ready.notify()
-
-    def _new_lane(self):
-        if len(self.lanes) >= self.limits["push_callers"]:
-            idle = next((c for c, lane in self.lanes.items() if not lane.scheduled), None)
-            if idle is not None:
-                del self.lanes[idle]             # its counts stay in the totals
-        return _PushLane()
-
-    def _note(self, caller, lane, outcome, why=""):
-        """Count an outcome; keep what went wrong for the next warning."""
-        self.stats[outcome] += 1
-        lane.counts[_CALLER_COUNTER[outcome]] += 1
-        if outcome in ("dropped", "failed", "refused"):
-            if caller not in self.unlogged and len(self.unlogged) >= self.limits["push_callers"]:
-                caller = "(more callers)"
-            noted = self.unlogged.setdefault(caller, {"dropped": 0, "failed": 0, "refused": 0})
-            noted[outcome] += 1
-            noted["last"] = why
-
-    def totals(self):
-        with self.ready:
-            return dict(self.stats)
-
-    def by_caller(self):
-        with self.ready:
-            return {caller: {**lane.counts, "waiting": len(lane.jobs)}
-                    for caller, lane in self.lanes.items()}
-
-    # -- the workers' side: take turns, deliver ---------------------------------------
-
-    def _work(self):
-        while True:
-            with self.ready:
-                caller, job, warning = self._next()
-            if warning:
-                _log().warning(*warning)
-            if job is None:
-                continue
-            try:
-                outcome, why = self._attempt(job[0], job[1])
-            except Exception:
-                _log().exception("unexpected error delivering to %s", job[0].get("url"))
-                outcome, why = "failed", "an unexpected error (logged)"
-            with self.ready:
-                self._settle(caller, job, outcome, why)
-
-    def _next(self):
-        """Wait until there is a turn to take or a warning to write:
-        (caller, job or None, warning or None)."""
-        import heapq
-        while True:
-            now = time.monotonic()
-            while self.later and self.later[0][0] <= now:
-                _, _, caller, job = heapq.heappop(self.later)
-                self.turns.append((caller, job))   # a retry whose time has come: back in line
-            warning = self._warning(now)
-            if warning or self.turns:
-                break
-            wake = [self.later[0][0]] if self.later else []
-            if self.unlogged:
-                wake.append(self.log_at)
-            self.ready.wait(min(wake) - now if wake else None)
-        if not self.turns:
-            return None, None, warning
-        caller, job = self.turns.popleft()
-        if job is None:
-            lane = self.lanes[caller]
-            job = lane.jobs.popleft()
-            lane.bytes -= len(job[1])
-        if self.turns:
-            self.ready.notify()                # more turns than this thread: wake another
-        return caller, job, warning
-
-    def _settle(self, caller, job, outcome, why):
-        """Count an attempt's outcome; put the caller back in line, or its retry
-        on the heap, or mark it idle."""
-        import heapq
-        import random
-        config, body, attempt = job
-        lane = self.lanes[caller]
-        if outcome == "retry" and attempt < self.limits["push_retries"]:
-            self._note(caller, lane, "retried")
-            delay = self.limits["push_backoff"] * 2 ** attempt * (0.5 + random.random())
-            heapq.heappush(self.later, (time.monotonic() + delay, next(self.numbers), caller,
-                                        (config, body, attempt + 1)))
-        else:
-            if outcome == "retry":
-                outcome, why = "failed", f"{why}, after {attempt + 1} attempts"
-            self._note(caller, lane, outcome, why)
-            if lane.jobs:
-                self.turns.append((caller, None))
-            else:
-                lane.scheduled = False
-        self.ready.notify()
-
-    def _warning(self, now):
-        """The warning that sums up the failures since the last one, if one is due
-        (at most one every push_log_interval seconds): logging arguments, or None."""
-        if not self.unlogged or now < self.log_at:
-            return None
-        noted, self.unlogged = self.unlogged, {}
-        self.log_at = now + self.limits["push_log_interval"]
-        total = {what: sum(n[what] for n in noted.values())
-                 for what in ("dropped", "failed", "refused")}
-        worst = sorted(noted.items(), key=lambda item: -sum(item[1][w] for w in total))[:5]
-        callers = "; ".join(
-            f"{caller!r:.80}: " + ", ".join(f"{n[w]} {w}" for w in total if n[w])
-            + f" (last: {n['last'][:160]})" for caller, n in worst)
-        more = f"; and {len(noted) - len(worst)} more callers" if len(noted) > len(worst) else ""
-        return ("webhook deliveries since the last report: %d dropped, %d failed, %d refused; "
-                "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
-                callers, more)
-
-    def _attempt(self, config, body):
-        """One POST of ``body`` to the webhook of ``config``: (outcome, why), the
-        outcome one of delivered, failed (final), refused (SSRF) and retry."""
-        try:
-            target = _webhook_target(config["url"], self.server.push_allow, resolve=True)
-        except InvalidParamsError as refused:
-            return "refused", f"{config['url'][:80]}: {refused.message}"
-        try:
-            status = self._post(config, target, body)
-        except OSError as exc:
-            import ssl
-            why = f"{config['url'][:80]}: {str(exc) or type(exc).__name__}"
-            # A certificate that does not verify will not verify a second later.
-            return ("failed" if isinstance(exc, ssl.SSLCertVerificationError) else "retry"), why
-        if 200 <= status < 300:
-            return "delivered", ""
-        # 3xx (redirects are never followed) and 4xx are final; 5xx may pass.
-        return ("retry" if status >= 500 else "failed"), f"{config['url'][:80]}: HTTP {status}"
-
-    def _post(self, config, target, body):
-        """POST ``body`` to a vetted address of ``target`` and return the status
-        code, all within one deadline of push_timeout seconds."""
-        scheme, host, port, path, addresses = target
-        deadline = time.monotonic() + self.limits["push_timeout"]
-        sock = _connect_any(addresses, port, deadline)
-        try:
-            if scheme == "https":              # the socket is connected: TLS cannot re-resolve
-                sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
-                sock = self._tls_context().wrap_socket(sock, server_hostname=host)
-            _send_all(sock, self._request(config, scheme, host, port, path, body), deadline)
-            return _read_status(sock, deadline, self.limits["push_max_response"])
-        finally:
-            sock.close()
-
-    def _tls_context(self):
-        if self.tls is None:
-            import ssl
-            self.tls = self.server.push_tls_context or ssl.create_default_context()
-        return self.tls
-
-    @staticmethod
-    def _request(config, scheme, host, port, path, body):
-        """The bytes of the POST. Header values were checked when the config was
-        made (no control characters, latin-1), so they are written as they are."""
-        authority = f"[{host}]" if ":" in host else host
-        if port != (443 if scheme == "https" else 80):
-            authority += f":{port}"
-        lines = [f"POST {path} HTTP/1.1", f"Host: {authority}",
-                 "Content-Type: application/a2a+json", f"Content-Length: {len(body)}",
-                 f"User-Agent: a2a_min/{__version__}", "Connection: close"]
-        auth = config.get("authentication")
-        if auth:
-            value = f"{auth.get('scheme', '')} {auth.get('credentials', '')}".strip()
-            if value:
-                lines.append(f"Authorization: {value}")
-        if config.get("token"):
-            lines.append(f"X-A2A-Notification-Token: {config['token']}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
 # =============================================================================
@@ -4031,6 +3700,355 @@ def _help_text(server, base_url):
 
 
 # =============================================================================
+# 9. Webhook delivery
+# =============================================================================
+#
+# Push notifications (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is POSTed as
+# a StreamResponse to every config of the task, from background threads, so a
+# slow webhook never holds a request. Connection errors and 5xx answers are
+# retried with exponential backoff and jitter; redirects are not followed.
+#
+# Fairness. Callers choose the webhooks, and a caller may choose a tarpit: a
+# receiver that accepts and never answers, or answers a byte a second. So
+# deliveries wait in one queue per caller (CallContext.caller: the principal,
+# or an anonymous client's address), never in a shared one, and the push_workers threads serve the
+# callers in turn (round robin), one attempt per turn. A caller has at most
+# one delivery in flight: its tarpit holds one thread, for at most
+# push_timeout, while the other threads go on serving everyone else. One
+# delivery in flight per caller also keeps each webhook's events in order
+# without any bookkeeping per webhook. The price: one caller's webhooks take
+# turns with one another, and one client without authentication is a single
+# caller, whose events go out one at a time. A retry waits out its
+# backoff without holding a thread, and keeps its caller's place in line, so
+# order survives retries too. Each caller's queue holds push_queue
+# deliveries; what overflows is dropped and counted for that caller, and the
+# log gets one warning per push_log_interval summing up what was dropped,
+# failed or refused since the last one, never one line per event.
+#
+# Deadline. An attempt (connect, TLS handshake, sending the request, reading
+# the status line of the answer) has push_timeout seconds in all, however
+# slowly the receiver trickles. http.client's timeout applies afresh to every
+# read, so the small POST is written here, on a socket, and every wait gets
+# what is left of the attempt's deadline. Only the status code matters: at
+# most push_max_response bytes are read to find it, the rest is never read.
+#
+# DNS rebinding. The host is resolved before each attempt and every address
+# checked (section 7 of this file); the request then goes to a vetted
+# address, https too (TLS starts on the connected socket, with the URL's host
+# name for SNI and for verifying the certificate), so a second DNS answer
+# cannot send it elsewhere. Resolving the name is left to the system
+# resolver, with its own timeouts, outside the attempt's deadline.
+
+
+_PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped")
+_CALLER_COUNTS = ("queued", "sent", "failed", "refused", "retried", "dropped")
+
+# An outcome -> the caller's counter it adds to.
+_CALLER_COUNTER = {"delivered": "sent", "failed": "failed", "refused": "refused",
+                   "retried": "retried", "dropped": "dropped"}
+
+
+def _resolve_host(host, port):
+    """The addresses of a webhook's host, from the system resolver."""
+    import socket
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise InvalidParamsError(f"the webhook host {host} does not resolve ({exc})",
+                                 field="url") from None
+    return [info[4][0].split("%")[0] for info in infos]
+
+
+def _time_left(deadline):
+    """Seconds to ``deadline``, for the next wait; TimeoutError once it has passed."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("no answer within push_timeout")
+    return left
+
+
+def _connect_any(addresses, port, deadline):
+    """A TCP connection to the first of ``addresses`` that accepts one in time."""
+    import socket
+    error = OSError("no address to connect to")
+    for address in addresses:
+        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET,
+                             socket.SOCK_STREAM)
+        try:
+            sock.settimeout(_time_left(deadline))
+            sock.connect((address, port))
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error
+
+
+def _send_all(sock, data, deadline):
+    """sendall() within a deadline: a receiver that reads slowly gets no more time."""
+    view = memoryview(data)
+    while view:
+        sock.settimeout(_time_left(deadline))
+        view = view[sock.send(view):]
+
+
+def _read_status(sock, deadline, limit):
+    """The status code of the final answer on ``sock``, read within ``limit``
+    bytes and the deadline. Interim (1xx) answers are skipped, as HTTP/1.1
+    asks of every client; nothing after the status line is read."""
+    data, received = b"", 0
+    while True:
+        line_end = data.find(b"\n")
+        if line_end >= 0:
+            version, _, rest = data[:line_end].partition(b" ")
+            code = rest[:3]
+            if not (version.startswith(b"HTTP/1.") and len(code) == 3 and code.isdigit()):
+                raise OSError(f"the webhook's answer is not HTTP/1: {data[:40]!r}")
+            if code[:1] != b"1":
+                return int(code)
+            interim_end = data.find(b"\r\n\r\n")
+            if interim_end >= 0:
+                data = data[interim_end + 4:]
+                continue
+        if received >= limit:
+            raise OSError(f"no status line in the first {limit} bytes of the webhook's answer")
+        sock.settimeout(_time_left(deadline))
+        chunk = sock.recv(min(16384, limit - received))
+        if not chunk:
+            raise OSError("the webhook closed the connection without answering")
+        received += len(chunk)
+        data += chunk
+
+
+class _PushLane:
+    """One caller's deliveries: those waiting their turn (oldest first), and
+    the caller's counters. ``scheduled``: the caller is in line for a turn,
+    has a delivery in flight, or has one waiting to be retried; the lane may
+    be forgotten only when it is not."""
+
+    __slots__ = ("jobs", "bytes", "scheduled", "counts")
+
+    def __init__(self):
+        self.jobs = deque()               # (config, body, attempt)
+        self.bytes = 0                    # of the bodies in ``jobs``
+        self.scheduled = False
+        self.counts = dict.fromkeys(_CALLER_COUNTS, 0)
+
+
+class _PushDelivery:
+    """Background POSTs of task events to webhooks, fair between callers (see
+    the section comment). Everything below is guarded by ``ready``'s lock."""
+
+    def __init__(self, server):
+        import itertools
+        self.server = server
+        self.limits = server.limits
+        self.stats = dict.fromkeys(_PUSH_TOTALS, 0)
+        self.lanes = {}                   # caller -> _PushLane, least recently used first
+        self.turns = deque()              # (caller, job or None: its next one), in turn order
+        self.later = []                   # heap of (time, n, caller, job): retries backing off
+        self.numbers = itertools.count()  # the n above: the heap never compares two callers
+        self.ready = threading.Condition(threading.Lock())
+        self.unlogged = {}                # caller -> counts and last reason, since the last warning
+        self.log_at = 0.0                 # when the next warning may be written
+        self.tls = None                   # the SSLContext for https, made on first use
+        for _ in range(self.limits["push_workers"]):
+            threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
+
+    # -- the callers' side: queue, count ------------------------------------------------
+
+    def submit(self, caller, configs, body):
+        """Queue ``body`` for each webhook in ``configs`` on ``caller``'s lane.
+        Never blocks: what does not fit is dropped and counted."""
+        with self.ready:
+            lane = self.lanes.pop(caller, None) or self._new_lane()
+            self.lanes[caller] = lane            # now the most recently used
+            for config in configs:
+                if (len(lane.jobs) >= self.limits["push_queue"]
+                        or lane.bytes + len(body) > self.limits["push_queue_bytes"]):
+                    self._note(caller, lane, "dropped", "its delivery queue was full")
+                    continue
+                lane.jobs.append((config, body, 0))
+                lane.bytes += len(body)
+                lane.counts["queued"] += 1
+            if lane.jobs and not lane.scheduled:
+                lane.scheduled = True
+                self.turns.append((caller, None))
+            self.ready.notify()
+
+    def _new_lane(self):
+        if len(self.lanes) >= self.limits["push_callers"]:
+            idle = next((c for c, lane in self.lanes.items() if not lane.scheduled), None)
+            if idle is not None:
+                del self.lanes[idle]             # its counts stay in the totals
+        return _PushLane()
+
+    def _note(self, caller, lane, outcome, why=""):
+        """Count an outcome; keep what went wrong for the next warning."""
+        self.stats[outcome] += 1
+        lane.counts[_CALLER_COUNTER[outcome]] += 1
+        if outcome in ("dropped", "failed", "refused"):
+            if caller not in self.unlogged and len(self.unlogged) >= self.limits["push_callers"]:
+                caller = "(more callers)"
+            noted = self.unlogged.setdefault(caller, {"dropped": 0, "failed": 0, "refused": 0})
+            noted[outcome] += 1
+            noted["last"] = why
+
+    def totals(self):
+        with self.ready:
+            return dict(self.stats)
+
+    def by_caller(self):
+        with self.ready:
+            return {caller: {**lane.counts, "waiting": len(lane.jobs)}
+                    for caller, lane in self.lanes.items()}
+
+    # -- the workers' side: take turns, deliver ---------------------------------------
+
+    def _work(self):
+        while True:
+            with self.ready:
+                caller, job, warning = self._next()
+            if warning:
+                _log().warning(*warning)
+            if job is None:
+                continue
+            try:
+                outcome, why = self._attempt(job[0], job[1])
+            except Exception:
+                _log().exception("unexpected error delivering to %s", job[0].get("url"))
+                outcome, why = "failed", "an unexpected error (logged)"
+            with self.ready:
+                self._settle(caller, job, outcome, why)
+
+    def _next(self):
+        """Wait until there is a turn to take or a warning to write:
+        (caller, job or None, warning or None)."""
+        import heapq
+        while True:
+            now = time.monotonic()
+            while self.later and self.later[0][0] <= now:
+                _, _, caller, job = heapq.heappop(self.later)
+                self.turns.append((caller, job))   # a retry whose time has come: back in line
+            warning = self._warning(now)
+            if warning or self.turns:
+                break
+            wake = [self.later[0][0]] if self.later else []
+            if self.unlogged:
+                wake.append(self.log_at)
+            self.ready.wait(min(wake) - now if wake else None)
+        if not self.turns:
+            return None, None, warning
+        caller, job = self.turns.popleft()
+        if job is None:
+            lane = self.lanes[caller]
+            job = lane.jobs.popleft()
+            lane.bytes -= len(job[1])
+        if self.turns:
+            self.ready.notify()                # more turns than this thread: wake another
+        return caller, job, warning
+
+    def _settle(self, caller, job, outcome, why):
+        """Count an attempt's outcome; put the caller back in line, or its retry
+        on the heap, or mark it idle."""
+        import heapq
+        import random
+        config, body, attempt = job
+        lane = self.lanes[caller]
+        if outcome == "retry" and attempt < self.limits["push_retries"]:
+            self._note(caller, lane, "retried")
+            delay = self.limits["push_backoff"] * 2 ** attempt * (0.5 + random.random())
+            heapq.heappush(self.later, (time.monotonic() + delay, next(self.numbers), caller,
+                                        (config, body, attempt + 1)))
+        else:
+            if outcome == "retry":
+                outcome, why = "failed", f"{why}, after {attempt + 1} attempts"
+            self._note(caller, lane, outcome, why)
+            if lane.jobs:
+                self.turns.append((caller, None))
+            else:
+                lane.scheduled = False
+        self.ready.notify()
+
+    def _warning(self, now):
+        """The warning that sums up the failures since the last one, if one is due
+        (at most one every push_log_interval seconds): logging arguments, or None."""
+        if not self.unlogged or now < self.log_at:
+            return None
+        noted, self.unlogged = self.unlogged, {}
+        self.log_at = now + self.limits["push_log_interval"]
+        total = {what: sum(n[what] for n in noted.values())
+                 for what in ("dropped", "failed", "refused")}
+        worst = sorted(noted.items(), key=lambda item: -sum(item[1][w] for w in total))[:5]
+        callers = "; ".join(
+            f"{caller!r:.80}: " + ", ".join(f"{n[w]} {w}" for w in total if n[w])
+            + f" (last: {n['last'][:160]})" for caller, n in worst)
+        more = f"; and {len(noted) - len(worst)} more callers" if len(noted) > len(worst) else ""
+        return ("webhook deliveries since the last report: %d dropped, %d failed, %d refused; "
+                "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
+                callers, more)
+
+    def _attempt(self, config, body):
+        """One POST of ``body`` to the webhook of ``config``: (outcome, why), the
+        outcome one of delivered, failed (final), refused (SSRF) and retry."""
+        try:
+            target = _webhook_target(config["url"], self.server.push_allow, _resolve_host)
+        except InvalidParamsError as refused:
+            return "refused", f"{config['url'][:80]}: {refused.message}"
+        try:
+            status = self._post(config, target, body)
+        except OSError as exc:
+            import ssl
+            why = f"{config['url'][:80]}: {str(exc) or type(exc).__name__}"
+            # A certificate that does not verify will not verify a second later.
+            return ("failed" if isinstance(exc, ssl.SSLCertVerificationError) else "retry"), why
+        if 200 <= status < 300:
+            return "delivered", ""
+        # 3xx (redirects are never followed) and 4xx are final; 5xx may pass.
+        return ("retry" if status >= 500 else "failed"), f"{config['url'][:80]}: HTTP {status}"
+
+    def _post(self, config, target, body):
+        """POST ``body`` to a vetted address of ``target`` and return the status
+        code, all within one deadline of push_timeout seconds."""
+        scheme, host, port, path, addresses = target
+        deadline = time.monotonic() + self.limits["push_timeout"]
+        sock = _connect_any(addresses, port, deadline)
+        try:
+            if scheme == "https":              # the socket is connected: TLS cannot re-resolve
+                sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
+                sock = self._tls_context().wrap_socket(sock, server_hostname=host)
+            _send_all(sock, self._request(config, scheme, host, port, path, body), deadline)
+            return _read_status(sock, deadline, self.limits["push_max_response"])
+        finally:
+            sock.close()
+
+    def _tls_context(self):
+        if self.tls is None:
+            import ssl
+            self.tls = self.server.push_tls_context or ssl.create_default_context()
+        return self.tls
+
+    @staticmethod
+    def _request(config, scheme, host, port, path, body):
+        """The bytes of the POST. Header values were checked when the config was
+        made (no control characters, latin-1), so they are written as they are."""
+        authority = f"[{host}]" if ":" in host else host
+        if port != (443 if scheme == "https" else 80):
+            authority += f":{port}"
+        lines = [f"POST {path} HTTP/1.1", f"Host: {authority}",
+                 "Content-Type: application/a2a+json", f"Content-Length: {len(body)}",
+                 f"User-Agent: a2a_min/{__version__}", "Connection: close"]
+        auth = config.get("authentication")
+        if auth:
+            value = f"{auth.get('scheme', '')} {auth.get('credentials', '')}".strip()
+            if value:
+                lines.append(f"Authorization: {value}")
+        if config.get("token"):
+            lines.append(f"X-A2A-Notification-Token: {config['token']}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+# =============================================================================
 # 10. Speed helpers
 # =============================================================================
 #
@@ -4276,7 +4294,7 @@ class _LoopStream:
 
 
 # =============================================================================
-# 9. Adapters: reading HTTP/1.1, the threaded server, the asyncio server
+# 12. Adapters: reading HTTP/1.1, the threaded server, the asyncio server
 # =============================================================================
 #
 # A host adapter turns its world into handle_http() arguments and writes the
@@ -5255,7 +5273,7 @@ def lambda_handler(server, *, margin=1.0):
 
 
 # =============================================================================
-# 10. The demo
+# 13. The demo
 # =============================================================================
 
 
