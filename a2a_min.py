@@ -181,13 +181,30 @@ LEGACY_METHODS = {
     "agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
 }
 
-# Task states (section 4.1.3). A terminal task never changes again; an
-# interrupted one waits for the client (more input, or authentication).
+# Task states (section 4.1.3), and what changes them. A task is born
+# SUBMITTED with the user's first message; while an agent works on it, it is
+# SUBMITTED or WORKING; an interrupted task waits for the client (more input,
+# or authentication); a terminal task never changes again.
 TERMINAL_STATES = frozenset({
     "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
     "TASK_STATE_REJECTED"})
 INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+_WORKING_STATES = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"})
+_OPEN_STATES = _WORKING_STATES | INTERRUPTED_STATES     # every state but the terminal ones
 _IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on the task
+
+# Every change to a task is one of these events, applied by one function,
+# _apply (section 5 of this file): event -> (the states it may meet, the
+# state it leaves). None among the states met is a task that does not exist
+# yet; "=" leaves the state as it was, "*" takes the state the event names.
+# An event that meets any other state is refused, so a terminal task stays
+# as it ended.
+TRANSITIONS = {
+    "message": (_OPEN_STATES | {None}, "TASK_STATE_SUBMITTED"),   # the user: a task, or its next turn
+    "statusUpdate": (_OPEN_STATES, "*"),                          # the agent: where the task stands
+    "artifactUpdate": (_OPEN_STATES, "="),                        # the agent: an artifact, or more of one
+    "cancel": (_OPEN_STATES, "TASK_STATE_CANCELED"),              # the client: CancelTask
+}
 
 # Default limits. Every one is a keyword argument of Server or TaskStore.
 DEFAULT_LIMITS = {
@@ -1053,9 +1070,9 @@ class TaskStore:
                 grows = size
             else:
                 if old[3] in TERMINAL_STATES:
-                    # The one place that makes a terminal state final (section
-                    # 4.1.3), whatever raced to write after it: a cancel and a
-                    # continuing message, a turn and its deadline.
+                    # _apply refuses every event on a terminal task (section
+                    # 4.1.3); this is the store's own guard of the same rule,
+                    # for a writer that raced past it with an older snapshot.
                     raise UnsupportedOperationError(
                         f"task {task_id} is {old[3]} and never changes again",
                         metadata={"taskId": task_id, "state": old[3]})
@@ -1249,6 +1266,70 @@ class TaskStore:
 # CallContext.spawn to run ``async def`` agents on its loop. The section
 # "Running on an event loop", after the bindings, turns those hooks into
 # asyncio.
+
+
+# -- a task's life: the one function that changes it ----------------------------
+
+
+def _apply(task, kind, body, now):
+    """The task after one event of TRANSITIONS (``kind``: "message",
+    "statusUpdate", "artifactUpdate" or "cancel"; ``body`` the Message,
+    TaskStatusUpdateEvent or TaskArtifactUpdateEvent it carries; ``now`` the
+    timestamp of a status it sets). ``task`` is None for a new task, made from
+    the user's first message (which carries the task and context ids). Tasks
+    are copy-on-write: the old dict is left as it was. Raises the protocol's
+    error when the event may not meet the task's state."""
+    state = None if task is None else task["status"]["state"]
+    meets, leaves = TRANSITIONS[kind]
+    if state not in meets:
+        raise _refusal(kind, task)
+    if kind == "artifactUpdate":
+        artifact = body["artifact"]
+        artifacts = list(task.get("artifacts", ()))
+        for i, old in enumerate(artifacts):
+            if old["artifactId"] == artifact["artifactId"]:
+                if body.get("append"):
+                    artifact = {**old, "parts": old["parts"] + artifact["parts"]}
+                artifacts[i] = artifact
+                break
+        else:
+            artifacts.append(artifact)
+        return {**task, "artifacts": artifacts}
+    if kind == "statusUpdate":
+        status = body["status"]                # (its timestamp set by whoever made it)
+        task = {**task, "status": status}
+        if "message" in status:                # what the agent said is part of the history
+            task["history"] = task.get("history", []) + [status["message"]]
+        return task
+    status = {"state": leaves, "timestamp": now}
+    if kind == "cancel":
+        return {**task, "status": status}
+    if task is None:                           # "message": a new task
+        return {"id": body["taskId"], "contextId": body["contextId"], "status": status,
+                "history": [body]}
+    return {**task, "history": task.get("history", []) + [body], "status": status}
+
+
+def _check_event(kind, task):
+    """Raise what _apply would if ``kind`` met ``task`` now (to refuse early)."""
+    if task["status"]["state"] not in TRANSITIONS[kind][0]:
+        raise _refusal(kind, task)
+
+
+def _refusal(kind, task):
+    """The error for an event that may not meet ``task``'s state (a terminal one)."""
+    task_id, state = task["id"], task["status"]["state"]
+    metadata = {"taskId": task_id, "state": state}
+    if kind == "cancel":
+        return TaskNotCancelableError(
+            f"task {task_id} is already {state} and can no longer be canceled", metadata=metadata)
+    if kind == "message":
+        return UnsupportedOperationError(
+            f"task {task_id} is {state} and accepts no new messages; send the message without "
+            "taskId to start a new task (keep contextId to stay in the conversation)",
+            metadata=metadata)
+    return UnsupportedOperationError(f"task {task_id} is {state} and never changes again",
+                                     metadata=metadata)
 
 
 class RequestContext(str):
@@ -1955,12 +2036,7 @@ class Server:
         task_id = message.get("taskId")
         if task_id:
             task = self._visible_task(task_id, call)
-            state = task["status"]["state"]
-            if state in TERMINAL_STATES:
-                raise UnsupportedOperationError(
-                    f"task {task_id} is {state} and accepts no new messages; send the message "
-                    "without taskId to start a new task (keep contextId to stay in the conversation)",
-                    metadata={"taskId": task_id, "state": state})
+            _check_event("message", task)
             if message.get("contextId") and message["contextId"] != task.get("contextId"):
                 raise InvalidParamsError(
                     f"message.contextId {message['contextId']!r} contradicts task {task_id}, whose "
@@ -1991,8 +2067,7 @@ class Server:
             self._add_inline_push(ctx, call.owner)
             # A continuing task: record the user's message, and tell the streams.
             with channel.lock:
-                task = {**channel.task, "history": channel.task.get("history", []) + [message],
-                        "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": self._now()}}
+                task = _apply(channel.task, "message", message, self._now())
                 channel.publish(task, {"task": task})
         except BaseException:
             # The turn never began (a limit, or the task ended meanwhile): the
@@ -2009,9 +2084,7 @@ class Server:
         with channel.lock:
             if channel.task is None:
                 self._add_inline_push(ctx, channel.owner)
-                task = {"id": ctx.task_id, "contextId": ctx.context_id,
-                        "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": self._now()},
-                        "history": [ctx.message]}
+                task = _apply(None, "message", ctx.message, self._now())
                 channel.publish(task, {"task": task})
                 with self._lock:
                     self._channels[ctx.task_id] = channel
@@ -2214,28 +2287,16 @@ class Server:
     def cancel_task(self, request, call):
         """CancelTask: the task, now CANCELED; the running agent is told."""
         task_id = request["id"]
-        task = self._visible_task(task_id, call)
-        state = task["status"]["state"]
-        if state in TERMINAL_STATES:
-            raise TaskNotCancelableError(
-                f"task {task_id} is already {state} and can no longer be canceled",
-                metadata={"taskId": task_id, "state": state})
+        _check_event("cancel", self._visible_task(task_id, call))
         with self._lock:
             channel = self._channel(task_id, call.owner, call.caller)
-        with channel.lock:
-            task = channel.task or task
-            state = task["status"]["state"]
-            if state in TERMINAL_STATES:
-                raise TaskNotCancelableError(
-                    f"task {task_id} is already {state} and can no longer be canceled",
-                    metadata={"taskId": task_id, "state": state})
+        with channel.lock:                     # (the turn may have ended meanwhile)
+            task = _apply(channel.task, "cancel", None, self._now())
             ctx = channel.active
             if ctx is not None:
                 ctx._cancel()
-            status = {"state": "TASK_STATE_CANCELED", "timestamp": self._now()}
-            task = {**task, "status": status}
             event = {"statusUpdate": {"taskId": task_id, "contextId": task.get("contextId", ""),
-                                      "status": status}}
+                                      "status": task["status"]}}
             channel.publish(task, event)
         self._forget(task_id)
         return task
@@ -2652,12 +2713,12 @@ class _TurnWriter:
             # id yet, no stream follows it, no webhook hears of it, so its
             # SUBMITTED and artifact snapshots could never be seen. It is
             # stored once, as it ends: what emit() and finish() would leave.
-            channel.save({"id": self.ctx.task_id, "contextId": self.ctx.context_id,
-                          "status": {"state": "TASK_STATE_COMPLETED",
-                                     "timestamp": self.server._now()},
-                          "history": [self.ctx.message],
-                          "artifacts": [{"artifactId": _new_id(),
-                                         "parts": [{"text": result}]}]})
+            now = self.server._now()
+            task = _apply(None, "message", self.ctx.message, now)
+            task = _apply(task, "artifactUpdate", {"artifact": {
+                "artifactId": _new_id(), "parts": [{"text": result}]}}, now)
+            channel.save(_apply(task, "statusUpdate", {"status": {
+                "state": "TASK_STATE_COMPLETED", "timestamp": now}}, now))
             return self._end_turn()
         self.emit(result, chunked=False)
         self.finish()
@@ -2693,9 +2754,7 @@ class _TurnWriter:
             if self.ctx._canceled:
                 self.done = True
                 return
-            task = {**task, "status": status}
-            if "message" in status:
-                task["history"] = task.get("history", []) + [status["message"]]
+            task = _apply(task, "statusUpdate", body, status["timestamp"])
             self.channel.publish(task, {"statusUpdate": body})
         if status["state"] in _STREAM_END:
             self.done = True
@@ -2707,22 +2766,12 @@ class _TurnWriter:
             body = {**ids, **body}
         else:
             body = parse("TaskArtifactUpdateEvent", {**body, **ids}, "agent artifactUpdate")
-        artifact = body["artifact"]
         with self.channel.lock:
             task = self.server._create_task(self.ctx, self.channel)
             if self.ctx._canceled:
                 self.done = True
                 return
-            artifacts = list(task.get("artifacts", ()))
-            for i, old in enumerate(artifacts):
-                if old["artifactId"] == artifact["artifactId"]:
-                    if body.get("append"):
-                        artifact = {**old, "parts": old["parts"] + artifact["parts"]}
-                    artifacts[i] = artifact
-                    break
-            else:
-                artifacts.append(artifact)
-            task = {**task, "artifacts": artifacts}
+            task = _apply(task, "artifactUpdate", body, None)
             self.channel.publish(task, {"artifactUpdate": body})
 
     def _message(self, body):
@@ -2779,12 +2828,14 @@ class _TurnWriter:
         channel, ctx = self.channel, self.ctx
         with channel.lock:
             if channel.task is not None and not ctx._canceled:
-                status = {"state": "TASK_STATE_FAILED", "timestamp": self.server._now(),
+                now = self.server._now()
+                status = {"state": "TASK_STATE_FAILED", "timestamp": now,
                           "message": new_message("the agent failed, and what it produced could "
                                                  "not be stored; see the server log",
                                                  taskId=ctx.task_id, contextId=ctx.context_id)}
-                task = {"id": ctx.task_id, "contextId": ctx.context_id, "status": status,
-                        "history": [ctx.message]}
+                # A plain task, as it began, that ends FAILED: nothing of the agent's.
+                task = _apply(_apply(None, "message", ctx.message, now), "statusUpdate",
+                              {"status": status}, now)
                 try:
                     return channel.publish(task, {"statusUpdate": {
                         "taskId": ctx.task_id, "contextId": ctx.context_id, "status": status}})
