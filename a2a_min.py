@@ -54,27 +54,23 @@ copies of this file.
 """
 
 __all__ = [
-    # the server and its parts
-    "Server", "TaskStore", "RequestContext", "CallContext", "Response", "serve",
-    "make_http_server", "serve_asyncio", "RequestReader", "HTTPRequest", "BadRequest", "wsgi_app",
-    "asgi_app", "lambda_handler", "main", "parse", "demo_server",
-    # building agent output
-    "text_part", "data_part", "file_part", "new_message", "status_update",
+    # the server, and the hosts that put it on a socket or under another server
+    "Server", "Response", "serve", "serve_asyncio", "make_http_server", "wsgi_app", "asgi_app",
+    "lambda_handler", "demo_server",
+    # what an agent is given, and what it returns or yields
+    "RequestContext", "text_part", "data_part", "file_part", "new_message", "status_update",
     "artifact_update", "agent_message",
-    # errors
-    "A2AError", "ParseError", "InvalidRequestError", "MethodNotFoundError",
-    "InvalidParamsError", "InternalError", "TaskNotFoundError",
-    "TaskNotCancelableError", "PushNotificationNotSupportedError",
-    "UnsupportedOperationError", "ContentTypeNotSupportedError",
-    "InvalidAgentResponseError", "ExtendedAgentCardNotConfiguredError",
-    "ExtensionSupportRequiredError", "VersionNotSupportedError",
-    "PayloadTooLargeError", "TaskStoreFullError", "CallerLimitError", "ServerBusyError",
-    "AuthenticationRequiredError",
-    # authentication
-    "BearerAuth", "ApiKeyAuth",
-    # tables
-    "METHODS", "OPERATIONS", "ROUTES", "LEGACY_METHODS", "MESSAGES", "ENUMS", "TERMINAL_STATES",
-    "INTERRUPTED_STATES", "PROTOCOL_VERSION",
+    # who is calling, and where tasks live
+    "CallContext", "BearerAuth", "ApiKeyAuth", "TaskStore",
+    # errors: the base of all, and those an agent, a hook or a store raises (the
+    # others of section 2 are the server's own answers)
+    "A2AError", "InvalidParamsError", "TaskNotFoundError", "UnsupportedOperationError",
+    "ContentTypeNotSupportedError", "InvalidAgentResponseError",
+    "ExtensionSupportRequiredError", "AuthenticationRequiredError", "InternalError",
+    "TaskStoreFullError",
+    # the protocol as data
+    "PROTOCOL_VERSION", "METHODS", "ROUTES", "TRANSITIONS", "TERMINAL_STATES",
+    "INTERRUPTED_STATES", "MESSAGES", "ENUMS", "parse",
 ]
 
 __version__ = "0.1.0"
@@ -902,6 +898,38 @@ def parse(message_type, value, path=""):
         members = [row[1] for row in MESSAGES[message_type] if row[3] == "oneof:" + must]
         raise _bad(path or message_type, f"must set exactly one of {', '.join(members)}")
     return out
+
+
+def _check_card(value, message_type="AgentCard", path="card"):
+    """Check an agent card a Server is given, at start-up: every key must be
+    a field of the proto's message, by its JSON name (a typo, or a field of
+    A2A 0.3, is an error that names it), and the whole card must parse."""
+    if message_type == "AgentCard":
+        try:
+            parse("AgentCard", value)
+        except InvalidParamsError as exc:
+            raise ValueError(f"the agent card is not valid: {exc.message}") from None
+    if type(value) is not dict:
+        return
+    fields = _FIELDS[message_type]
+    for key, item in value.items():
+        field = fields.get(key)
+        if field is None or field.name != key:
+            hint = f"; did you mean {field.name}?" if field is not None else ""
+            raise ValueError(
+                f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
+                + ", ".join(row[1] for row in MESSAGES[message_type]) + ")")
+        inner = field.map_value or field.type
+        if inner not in _FIELDS or item is None:
+            continue
+        if field.map_value:
+            items = [(f"{path}.{key}.{k}", v) for k, v in item.items()]
+        elif field.repeated:
+            items = [(f"{path}.{key}[{i}]", v) for i, v in enumerate(item)]
+        else:
+            items = [(f"{path}.{key}", item)]
+        for where, v in items:
+            _check_card(v, inner, where)
 
 
 # Small constructors for what agents produce. Each returns the ProtoJSON dict.
@@ -1836,6 +1864,9 @@ class Server:
             self._card_fields["capabilities"]["extensions"] = declared
         if card:
             self._card_fields.update(card)
+        _check_card(self.agent_card())
+        if isinstance(extended_card, dict):
+            _check_card({**self.agent_card(), **extended_card})
 
     # -- the HTTP entry point every host adapter calls -------------------------
 
@@ -4351,7 +4382,7 @@ class _LoopStream:
 # A host adapter turns its world into handle_http() arguments and writes the
 # Response back. It makes no protocol decision.
 #
-# Both servers bundled here read requests with one reader, RequestReader: a
+# Both servers bundled here read requests with one reader, _RequestReader: a
 # pure object (no sockets) that takes the bytes received so far and says
 # whether they hold a whole request yet (RFC 9112). It is strict wherever two
 # HTTP parsers could disagree about where a request ends, since that is how
@@ -4373,7 +4404,7 @@ class _LoopStream:
 # off like one that sends nothing).
 
 
-class BadRequest(Exception):
+class _BadRequest(Exception):
     """A request that cannot be served: ``status`` (400, 408, 413, 414, 431,
     501), ``error`` (the A2AError to show, in the binding's shape) and
     ``path`` (the request's path, when its head was read; else None)."""
@@ -4385,8 +4416,8 @@ class BadRequest(Exception):
         self.path = path
 
 
-class HTTPRequest:
-    """One request read by RequestReader: ``method``, ``target`` (path and
+class _HTTPRequest:
+    """One request read by _RequestReader: ``method``, ``target`` (path and
     query), ``version``, ``headers`` (lower-case names; repeated ones joined
     with ", "), ``body`` (bytes, de-chunked) and ``keep_alive``."""
 
@@ -4416,16 +4447,16 @@ _MAX_CHUNKS = 16384                 # chunks in one body: each costs a turn of t
 _KNOWN_CODINGS = frozenset({"chunked", "compress", "deflate", "gzip", "x-compress", "x-gzip"})
 
 
-class RequestReader:
+class _RequestReader:
     """Reads HTTP/1.1 requests from the front of a byte buffer; no I/O.
 
     ``read(buffer)`` (a bytearray of what the connection has received) returns
-    the next whole request as an HTTPRequest, or None while more bytes are
+    the next whole request as an _HTTPRequest, or None while more bytes are
     needed. It takes what it has read off the front of the buffer as it goes
     (the head, then each chunk of a chunked body), so a body is held once and
     feeding it a byte at a time costs no more than feeding it whole; what is
     left is the start of the next request. A request that can never be valid
-    raises BadRequest; the host answers it and closes the connection.
+    raises _BadRequest; the host answers it and closes the connection.
     ``expects_continue`` is true while the body of a request whose head said
     "Expect: 100-continue" is awaited: the host answers "100 Continue" once.
     """
@@ -4466,7 +4497,7 @@ class RequestReader:
         self._head = self._length = self._chunks = None
         self._scan = 0
         self.expects_continue = False
-        return HTTPRequest(method, target, version, headers, body, keep)
+        return _HTTPRequest(method, target, version, headers, body, keep)
 
     @property
     def reading(self):
@@ -4475,7 +4506,7 @@ class RequestReader:
 
     def _refuse(self, status, message, error=InvalidRequestError, **kw):
         path = self._head[4] if self._head is not None else None
-        raise BadRequest(status, error(message, **kw), path)
+        raise _BadRequest(status, error(message, **kw), path)
 
     # -- the head (RFC 9112 sections 2-5) ------------------------------------
 
@@ -4640,7 +4671,7 @@ class RequestReader:
 # ThreadingMixIn, the parts of http.server.ThreadingHTTPServer) without
 # importing http.server itself: that module and the email package it parses
 # headers with cost about 100 ms of start-up and more CPU per request than the
-# whole A2A call. Requests are read with RequestReader.
+# whole A2A call. Requests are read with _RequestReader.
 #
 # One thread per connection, up to ``max_connections`` of them: past it a new
 # connection is answered 503 with Retry-After and closed, so a flood of idle
@@ -4673,7 +4704,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             self.wait = timeout                    # the socket's timeout now
             sock.settimeout(timeout)
             self.peer = self.client_address[0]
-            reader, buffer = RequestReader(**limits), bytearray()
+            reader, buffer = _RequestReader(**limits), bytearray()
             self.server.open.add(sock)
             try:
                 while not server._closing.is_set() or buffer:
@@ -4690,7 +4721,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             while True:
                 try:
                     request = reader.read(buffer) if buffer else None
-                except BadRequest as bad:
+                except _BadRequest as bad:
                     self._send(sock, server.error_response(bad.path, bad.status, bad.error), True)
                     return None
                 if request is not None:
@@ -4844,7 +4875,7 @@ def _on_sigterm(stop):
 #
 # One event loop, no thread per connection and none per stream. Each
 # connection is an asyncio protocol (_LoopConnection): bytes arrive in
-# data_received and go to the connection's RequestReader, which says whether
+# data_received and go to the connection's _RequestReader, which says whether
 # they hold a whole request yet; bytes after one request (a pipelined second
 # one) stay in the buffer for the next. A request is answered right there, on
 # the loop, by handle_http(..., spawn): lookups answer at once, an agent's turn
@@ -4917,7 +4948,7 @@ class _LoopConnection:
         self.date = date           # the host's Date header
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
         self.timeout, reader_limits, self.max_connections = limits
-        self.reader = RequestReader(**reader_limits)
+        self.reader = _RequestReader(**reader_limits)
         self.buffer = bytearray()
         self.busy = None           # a slow answer: a _PendingAnswer, or a Task (a stream)
         self.closed = False
@@ -5003,7 +5034,7 @@ class _LoopConnection:
         while not self.closed and self.buffer and self.drained is None:
             try:
                 request = self.reader.read(self.buffer)
-            except BadRequest as bad:
+            except _BadRequest as bad:
                 return self.refuse(bad.path, bad.status, bad.error)
             if request is None:
                 if self.reader.expects_continue and not self.continued:

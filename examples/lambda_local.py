@@ -6,7 +6,7 @@ Gateway HTTP API (payload 2.0) event, and the handler's answer goes back.
 
 It lets ordinary HTTP tools reach examples/lambda_function.py exactly as
 API Gateway would call it, buffered streams included. Requests are read with
-a2a_min's own strict HTTP/1.1 reader (a2a_min.RequestReader), with the same
+a2a_min's own strict HTTP/1.1 reader (a2a_min._RequestReader), with the same
 limits as a2a_min's servers: a malformed or oversized request is refused
 before the handler sees it, as API Gateway would refuse it.
 """
@@ -66,7 +66,7 @@ class Runner(socketserver.BaseRequestHandler):
 
     def handle(self):
         sock, buffer = self.request, bytearray()
-        reader = a2a_min.RequestReader()
+        reader = a2a_min._RequestReader()
         while True:
             deadline = time.monotonic() + TIMEOUT
             try:
@@ -79,7 +79,7 @@ class Runner(socketserver.BaseRequestHandler):
                     if not data:
                         return
                     buffer += data
-            except a2a_min.BadRequest as bad:
+            except a2a_min._BadRequest as bad:
                 body = ('{"message": %s}' % json.dumps(bad.error.message)).encode()
                 sock.sendall(http_answer(bad.status, {"Content-Type": "application/json"},
                                          body, True))

@@ -16,7 +16,7 @@ What holds for every input Hypothesis comes up with:
   with the request's id and exactly one of result and error; a
   google.rpc.Status error body over HTTP+JSON); a stream is well-formed SSE
   frames and ends.
-- ``RequestReader`` (the HTTP/1.1 reader of both servers), given any bytes
+- ``_RequestReader`` (the HTTP/1.1 reader of both servers), given any bytes
   built from request heads, chunk lines and noise: it returns requests or
   refuses with a 4xx/501 BadRequest, never anything else, and reads the same
   requests whether the bytes come whole, in pieces or a byte at a time.
@@ -750,9 +750,9 @@ STREAMS = st.lists(st.one_of(HEAD_PIECES, st.binary(max_size=40)), max_size=12).
 
 
 def read_in_pieces(data, cuts):
-    """Feed ``data`` to one RequestReader in the pieces ``cuts`` make; return
+    """Feed ``data`` to one _RequestReader in the pieces ``cuts`` make; return
     what came out: the requests, then the refusal's status or None."""
-    reader = a2a_min.RequestReader(max_header_bytes=512, max_headers=8, max_body_bytes=64)
+    reader = a2a_min._RequestReader(max_header_bytes=512, max_headers=8, max_body_bytes=64)
     buffer, out, at = bytearray(), [], 0
     for cut in sorted(set(cuts)) + [len(data)]:
         buffer += data[at:cut]
@@ -760,7 +760,7 @@ def read_in_pieces(data, cuts):
         while True:
             try:
                 request = reader.read(buffer)
-            except a2a_min.BadRequest as bad:
+            except a2a_min._BadRequest as bad:
                 assert bad.status in (400, 408, 413, 414, 431, 501), bad.status
                 assert isinstance(bad.error, a2a_min.A2AError) and bad.error.message
                 return out, bad.status

@@ -1,4 +1,4 @@
-"""The one HTTP/1.1 reader (a2a_min.RequestReader) without sockets, then the
+"""The one HTTP/1.1 reader (a2a_min._RequestReader) without sockets, then the
 framing attacks it must refuse, over real sockets, on every host that reads
 requests with it: the threaded server, the asyncio server and the local Lambda
 runner (gunicorn and uvicorn read with their own parsers; see
@@ -19,7 +19,7 @@ from conftest import ROOT
 from test_bad_input_hosts import exchange, usage
 from test_hosts import free_port, run_host
 
-Reader = a2a_min.RequestReader
+Reader = a2a_min._RequestReader
 
 
 def read_all(data, **limits):
@@ -31,7 +31,7 @@ def read_all(data, **limits):
 
 
 def refused(data, **limits):
-    with pytest.raises(a2a_min.BadRequest) as info:
+    with pytest.raises(a2a_min._BadRequest) as info:
         read_all(data, **limits)
     return info.value.status
 
