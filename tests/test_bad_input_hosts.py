@@ -16,7 +16,7 @@ import time
 import pytest
 
 import a2a_min
-from conftest import ROOT, parse_sse
+from harness import ROOT, parse_sse
 from test_hosts import free_port, run_host
 
 STDLIB_HOST = ("import sys; sys.path.insert(0, {root!r}); import a2a_min\n"

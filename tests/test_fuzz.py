@@ -1074,7 +1074,7 @@ def test_fixed_bug_timestamp_year_not_four_digits():
 @pytest.mark.parametrize("host", ["threads", "asyncio"])
 def test_fixed_bug_superscript_content_length(host):
     import socket
-    from conftest import AsyncioHostClient, Live
+    from harness import AsyncioHostClient, Live
 
     def check(server, log):
         running = Live(server, timeout=3) if host == "threads" else AsyncioHostClient(server)

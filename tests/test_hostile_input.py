@@ -10,7 +10,7 @@ import time
 import pytest
 
 import a2a_min
-from conftest import V1, Client, parse_sse, scenario_agent, user_message
+from harness import V1, Client, parse_sse, scenario_agent, user_message
 
 
 def rpc(server, method, params, peer="10.0.0.1", headers=V1):
@@ -343,7 +343,7 @@ def test_push_config_fields_are_bounded():
 def test_asyncio_stops_reading_pipelined_requests_while_the_client_does_not_read():
     import asyncio
     import socket
-    from conftest import AsyncioHostClient
+    from harness import AsyncioHostClient
     server = a2a_min.Server(lambda text: "ok")
     client = Client(server)
     for _ in range(10):

@@ -16,7 +16,7 @@ import wsgiref.validate
 import pytest
 
 import a2a_min
-from conftest import ROOT, parse_sse, scenario_agent, user_message
+from harness import ROOT, parse_sse, scenario_agent, user_message
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
@@ -271,7 +271,7 @@ def test_later_settles_once_maps_and_awaits():
 @pytest.fixture
 def asyncio_port():
     """The demo on the asyncio server, with a 2 s idle and head timeout."""
-    from conftest import AsyncioHostClient
+    from harness import AsyncioHostClient
 
     class ShortTimeout(AsyncioHostClient):
         timeout = 2.0
@@ -381,8 +381,8 @@ def blocking_agent(ctx):
 
 @pytest.mark.parametrize("host_class", ["AsyncioHostClient", "AsgiHostClient"])
 def test_async_agent_on_the_event_loop(host_class):
-    import conftest
-    client = getattr(conftest, host_class)(a2a_min.Server(async_agent, blocking_timeout=0.3))
+    import harness
+    client = getattr(harness, host_class)(a2a_min.Server(async_agent, blocking_timeout=0.3))
     try:
         task = client.result("SendMessage", {"message": user_message("hi")})["task"]
         assert task["artifacts"][0]["parts"][0]["text"] == "async: hi"
@@ -402,7 +402,7 @@ def test_async_agent_on_the_event_loop(host_class):
 
 
 def test_sync_agent_never_blocks_the_event_loop():
-    from conftest import AsyncioHostClient
+    from harness import AsyncioHostClient
     import threading
     client = AsyncioHostClient(a2a_min.Server(blocking_agent))
     try:
@@ -468,10 +468,10 @@ def _stored_both_ways(client):
 @pytest.mark.parametrize("agent", [async_echo, sync_echo])
 @pytest.mark.parametrize("host_class", ["Client", "AsyncioHostClient", "AsgiHostClient"])
 def test_a_turn_that_ends_at_once_is_stored_as_the_general_path_stores_it(agent, host_class):
-    import conftest
+    import harness
     for push in (False, True):                 # push on: every turn takes the general path
         server = a2a_min.Server(agent, push_notifications=push)
-        client = getattr(conftest, host_class)(server)
+        client = getattr(harness, host_class)(server)
         try:
             quick, general, answered = _stored_both_ways(client)
             assert quick["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -585,8 +585,8 @@ def _cyclic_garbage(run):
 @pytest.mark.parametrize("agent", [sync_echo, _generator_echo, async_echo, _async_generator_echo])
 @pytest.mark.parametrize("host_class", ["Client", "ThreadsHostClient", "AsyncioHostClient"])
 def test_requests_leave_no_reference_cycles(agent, host_class):
-    import conftest
-    client = getattr(conftest, host_class)(a2a_min.Server(agent))
+    import harness
+    client = getattr(harness, host_class)(a2a_min.Server(agent))
 
     def requests():
         for _ in range(5):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import a2a_min
-from conftest import ROOT, parse_sse, user_message
+from harness import ROOT, parse_sse, user_message
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 

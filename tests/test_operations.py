@@ -8,7 +8,7 @@ import time
 import pytest
 
 import a2a_min
-from conftest import JSONRPC_CLIENTS, Client, GrpcClient, V1, scenario_agent, user_message
+from harness import JSONRPC_CLIENTS, Client, GrpcClient, V1, scenario_agent, user_message
 
 
 # -- SendMessage ---------------------------------------------------------------
