@@ -7,6 +7,8 @@ these into fixtures; test modules import what they use from here."""
 import http.client
 import json
 import os
+import socket
+import subprocess
 import sys
 import threading
 import urllib.parse
@@ -470,3 +472,125 @@ class Live:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# -- hosts in processes of their own, and raw sockets ----------------------------------
+
+HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+
+
+def rpc_body(method, params):
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+
+
+def free_port():
+    """A port on 127.0.0.1 that was free a moment ago, for a host to listen on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_host(argv, port):
+    """Start a host (``argv``, run in the repository) and wait until it accepts
+    connections on 127.0.0.1:``port``; the caller terminates it."""
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stderr.read())
+            time.sleep(0.1)
+    proc.terminate()
+    raise RuntimeError("the host did not start")
+
+
+def exercise(port):
+    """The same checks over a real socket, whatever the host."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/.well-known/agent-card.json")
+    resp = conn.getresponse()
+    card = json.loads(resp.read())
+    assert resp.status == 200 and card["supportedInterfaces"][0]["url"] == \
+        f"http://127.0.0.1:{port}/"
+    conn.request("POST", "/", rpc_body("SendMessage", {"message": user_message("hi")}), HEADERS)
+    task = json.loads(conn.getresponse().read())["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    conn.request("GET", f"/tasks/{task['id']}?historyLength=0", headers=HEADERS)
+    got = json.loads(conn.getresponse().read())
+    assert got["id"] == task["id"] and "history" not in got
+    conn.request("POST", "/", rpc_body("GetTask", {"id": "nope"}), HEADERS)
+    assert json.loads(conn.getresponse().read())["error"]["code"] == -32001
+    stream = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    stream.request("POST", "/message:stream", json.dumps(
+        {"message": user_message("stream over a host")}), HEADERS)
+    resp = stream.getresponse()
+    assert resp.getheader("Content-Type") == "text/event-stream"
+    events = parse_sse(resp.read())
+    assert "task" in events[0][1]
+    assert events[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    text = "".join(e[1]["artifactUpdate"]["artifact"]["parts"][0]["text"]
+                   for e in events if "artifactUpdate" in e[1])
+    assert text == "You said: stream over a host"
+
+
+def process_tree(pid):
+    """``pid`` and its children (gunicorn serves from a worker process)."""
+    pids = [pid]
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+        except FileNotFoundError:
+            pass                               # a thread that just ended
+    return pids
+
+
+def tcp_connections():
+    """Socket inodes of the machine's TCP connections (any state but LISTEN)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] != "0A":          # 0A: LISTEN
+                    inodes.add(fields[9])
+    return inodes
+
+
+def usage(pid):
+    """(open TCP connections, threads) of the host's processes. Connections, not
+    every descriptor: a leaked one shows there, while a host's own pipes and
+    socket pairs come and go with its internals."""
+    connections, threads, tcp = 0, 0, tcp_connections()
+    for p in process_tree(pid):
+        for fd in os.listdir(f"/proc/{p}/fd"):
+            try:
+                target = os.readlink(f"/proc/{p}/fd/{fd}")
+            except FileNotFoundError:
+                continue                       # closed meanwhile
+            connections += target.startswith("socket:[") and target[8:-1] in tcp
+        threads += len(os.listdir(f"/proc/{p}/task"))
+    return connections, threads
+
+
+def exchange(port, data, *, until=b"", timeout=10, shut=False):
+    """Send raw bytes; read until ``until`` has appeared (or the server closes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        if shut:
+            sock.shutdown(socket.SHUT_WR)
+        got = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not (until and until in got):
+            try:
+                chunk = sock.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not chunk:
+                break
+            got += chunk
+        return got

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import time
 import wsgiref.util
@@ -16,7 +15,8 @@ import wsgiref.validate
 import pytest
 
 import a2a_min
-from harness import ROOT, parse_sse, scenario_agent, user_message
+from harness import (ROOT, exercise, free_port, parse_sse, rpc_body, run_host, scenario_agent,
+                     user_message)
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
@@ -40,10 +40,6 @@ def wsgi_call(app, method, path, body=b"", query="", headers=None):
     finally:
         result.close()
     return int(got["status"].split()[0]), got["headers"], data
-
-
-def rpc_body(method, params):
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
 
 
 def test_wsgi_under_validator():
@@ -77,57 +73,6 @@ def test_wsgi_mount_prefix_and_body_limit():
     assert json.loads(body)["supportedInterfaces"][0]["url"] == "http://127.0.0.1/a2a/"
     status, _, data = wsgi_call(app, "POST", "/", b"x" * 500, headers=HEADERS)
     assert status == 413
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run_host(argv, port):
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stderr.read())
-            time.sleep(0.1)
-    proc.terminate()
-    raise RuntimeError("the host did not start")
-
-
-def exercise(port):
-    """The same checks over a real socket, whatever the host."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("GET", "/.well-known/agent-card.json")
-    resp = conn.getresponse()
-    card = json.loads(resp.read())
-    assert resp.status == 200 and card["supportedInterfaces"][0]["url"] == \
-        f"http://127.0.0.1:{port}/"
-    conn.request("POST", "/", rpc_body("SendMessage", {"message": user_message("hi")}), HEADERS)
-    task = json.loads(conn.getresponse().read())["result"]["task"]
-    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    conn.request("GET", f"/tasks/{task['id']}?historyLength=0", headers=HEADERS)
-    got = json.loads(conn.getresponse().read())
-    assert got["id"] == task["id"] and "history" not in got
-    conn.request("POST", "/", rpc_body("GetTask", {"id": "nope"}), HEADERS)
-    assert json.loads(conn.getresponse().read())["error"]["code"] == -32001
-    stream = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    stream.request("POST", "/message:stream", json.dumps(
-        {"message": user_message("stream over a host")}), HEADERS)
-    resp = stream.getresponse()
-    assert resp.getheader("Content-Type") == "text/event-stream"
-    events = parse_sse(resp.read())
-    assert "task" in events[0][1]
-    assert events[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    text = "".join(e[1]["artifactUpdate"]["artifact"]["parts"][0]["text"]
-                   for e in events if "artifactUpdate" in e[1])
-    assert text == "You said: stream over a host"
 
 
 @pytest.mark.skipif(shutil.which("gunicorn") is None and not os.path.exists(

@@ -15,9 +15,7 @@ import time
 import pytest
 
 import a2a_min
-from harness import ROOT, V1, Client, scenario_agent, user_message
-from test_bad_input_hosts import exchange
-from test_hosts import free_port, run_host
+from harness import ROOT, V1, Client, exchange, free_port, run_host, scenario_agent, user_message
 
 HOST = ("import sys; sys.path[:0] = [{root!r}, {tests!r}]; import a2a_min\n"
         "from harness import scenario_agent\n"
