@@ -1,7 +1,8 @@
 """Content the server cannot keep, callers who would take the store from
 everyone else, memory counted in bytes, and the races a terminal state must
 win. In-process (handle_http, with the client's address given as ``peer``),
-over JSON-RPC and HTTP+JSON; the hosts' own attacks are in test_http_reader.py."""
+over JSON-RPC and HTTP+JSON; the hosts' own attacks are in test_http_reader.py
+(and the asyncio server's client that does not read, in test_asyncio_server.py)."""
 
 import json
 import threading
@@ -338,33 +339,3 @@ def test_push_config_fields_are_bounded():
                           ({"url": "https://example.com/", "token": "t" * 5000}, "token")):
         error = client.error("CreateTaskPushNotificationConfig", {"taskId": task_id, **config})
         assert error["data"][1]["fieldViolations"][0]["field"] == field
-
-
-def test_asyncio_stops_reading_pipelined_requests_while_the_client_does_not_read():
-    import asyncio
-    import socket
-    from harness import AsyncioHostClient
-    server = a2a_min.Server(lambda text: "ok")
-    client = Client(server)
-    for _ in range(10):
-        client.send("x " * 200_000)                       # one page is ~4 MB
-    host = AsyncioHostClient(server)
-    try:
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", host.port))
-        request = (b"GET /tasks?pageSize=100&includeArtifacts=true HTTP/1.1\r\nHost: x\r\n"
-                   b"A2A-Version: 1.0\r\n\r\n")
-        sock.setblocking(False)
-        for _ in range(300):
-            try:
-                sock.send(request)
-            except BlockingIOError:
-                break
-        time.sleep(1.5)
-        with open("/proc/self/status") as f:
-            rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) >> 10
-        assert rss < 600, f"{rss} MiB: answers piled up"  # ~1 GB when every one was answered
-        sock.close()
-    finally:
-        host.close()
