@@ -278,6 +278,19 @@ def user_message(text, **fields):
             "parts": [{"text": text}], **fields}
 
 
+def rpc(server, method, params, peer="10.0.0.1", headers=V1):
+    """A JSON-RPC call through server.handle_http(), as from the client at ``peer``
+    (what a store's per-caller share counts); the Response as it is."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                      ensure_ascii=True).encode()
+    return server.handle_http("POST", "/", "", dict(headers), body, peer=peer)
+
+
+def answer(response):
+    """The JSON-RPC response object of an rpc() call."""
+    return json.loads(response.body)
+
+
 class HostClient(Client):
     """JSON-RPC through a real host: the same calls, sent over a socket to the
     Server running under one of the adapters (subclasses start the host)."""
