@@ -6,7 +6,7 @@ import pytest
 pytest.register_assert_rewrite("harness")   # its asserts explain themselves, as here
 
 import a2a_min  # noqa: E402  (harness puts the repository on sys.path)
-from harness import BINDINGS, Live, grpc_available, scenario_agent  # noqa: E402
+from harness import BINDINGS, Live, grpc_available, need, scenario_agent  # noqa: E402
 
 
 @pytest.fixture
@@ -21,9 +21,7 @@ def binding(request):
         pytest.skip("gRPC binding: needs grpcio, protobuf and googleapis-common-protos "
                     "(pip install -e '.[grpc]')")
     if request.param == "via_asgi":
-        import importlib.util
-        if importlib.util.find_spec("uvicorn") is None:
-            pytest.skip("ASGI host: needs uvicorn (the test extra)")
+        need("uvicorn", "ASGI host: needs uvicorn (the test extra)")
     return request.param
 
 

@@ -24,6 +24,34 @@ import a2a_min  # noqa: E402
 V1 = {"a2a-version": "1.0", "content-type": "application/json"}
 
 
+def have(what):
+    """Whether ``what`` is here: a path (when it holds a slash), else a module
+    this Python can import, else a program beside this Python or on PATH."""
+    import importlib.util
+    import shutil
+    if os.sep in what:
+        return os.path.exists(what)
+    try:
+        if importlib.util.find_spec(what) is not None:
+            return True
+    except (ImportError, ValueError):
+        pass
+    return os.path.exists(os.path.join(os.path.dirname(sys.executable), what)) or \
+        shutil.which(what) is not None
+
+
+def need(what, why):
+    """Go on if ``what`` (see have()) is here; if not, skip saying ``why``, or,
+    with A2A_REQUIRE_ALL=1 in the environment (as CI sets once it has installed
+    the test extra and the tools), fail: there nothing may skip silently. In a
+    test, a fixture, or at the top of a module."""
+    if have(what):
+        return
+    if os.environ.get("A2A_REQUIRE_ALL") == "1":
+        pytest.fail(f"{what} is required (A2A_REQUIRE_ALL=1): {why}", pytrace=False)
+    pytest.skip(why, allow_module_level=True)
+
+
 def require_sdk():
     """Skip unless the reference SDK (test extra) is installed. Never import it
     here: its generated lf.a2a.v1 module must not share this process with ours
@@ -390,6 +418,7 @@ class AsgiHostClient(HostClient):
 
     def start(self):
         import socket
+        need("uvicorn", "ASGI host: needs uvicorn (the test extra)")
         import uvicorn
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))

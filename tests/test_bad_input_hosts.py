@@ -16,7 +16,7 @@ import time
 import pytest
 
 import a2a_min
-from harness import ROOT, exchange, free_port, parse_sse, run_host, usage
+from harness import ROOT, exchange, free_port, need, parse_sse, run_host, usage
 
 STDLIB_HOST = ("import sys; sys.path.insert(0, {root!r}); import a2a_min\n"
                "server = a2a_min.demo_server()\n")
@@ -39,10 +39,10 @@ HEADERS = b"Host: 127.0.0.1\r\nA2A-Version: 1.0\r\nContent-Type: application/jso
 
 @pytest.fixture(params=sorted(HOSTS))
 def host(request):
-    if request.param == "via_gunicorn" and not os.path.exists(HOSTS["via_gunicorn"](0)[0]):
-        pytest.skip("needs gunicorn (test extra)")
+    if request.param == "via_gunicorn":
+        need(HOSTS["via_gunicorn"](0)[0], "needs gunicorn (test extra)")
     if request.param == "via_uvicorn":
-        pytest.importorskip("uvicorn")
+        need("uvicorn", "needs uvicorn (test extra)")
     port = free_port()
     proc = run_host(HOSTS[request.param](port), port)
     try:

@@ -52,7 +52,10 @@ import urllib.parse
 
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis")
+from harness import need
+
+need("hypothesis", "the fuzz tests need Hypothesis (the test extra)")
+import hypothesis  # noqa: E402
 from hypothesis import HealthCheck, assume, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

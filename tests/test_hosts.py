@@ -8,16 +8,13 @@ import http.client
 import io
 import json
 import os
-import shutil
 import sys
 import wsgiref.util
 import wsgiref.validate
 
-import pytest
-
 import a2a_min
-from harness import (ROOT, exercise, free_port, parse_sse, rpc_body, run_host, scenario_agent,
-                     user_message)
+from harness import (ROOT, exercise, free_port, need, parse_sse, rpc_body, run_host,
+                     scenario_agent, user_message)
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
@@ -76,9 +73,8 @@ def test_wsgi_mount_prefix_and_body_limit():
     assert status == 413
 
 
-@pytest.mark.skipif(shutil.which("gunicorn") is None and not os.path.exists(
-    os.path.join(os.path.dirname(sys.executable), "gunicorn")), reason="needs gunicorn (test extra)")
 def test_under_gunicorn():
+    need("gunicorn", "needs gunicorn (test extra)")
     port = free_port()
     gunicorn = os.path.join(os.path.dirname(sys.executable), "gunicorn")
     proc = run_host([gunicorn if os.path.exists(gunicorn) else "gunicorn", "-k", "gthread",
@@ -91,7 +87,7 @@ def test_under_gunicorn():
 
 
 def test_under_uvicorn():
-    pytest.importorskip("uvicorn", reason="needs uvicorn (test extra)")
+    need("uvicorn", "needs uvicorn (test extra)")
     port = free_port()
     proc = run_host([sys.executable, "-m", "uvicorn", "examples.asgi_app:app",
                      "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], port)

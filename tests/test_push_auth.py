@@ -8,8 +8,6 @@ and hooks.rebind.test only through a stand-in resolver that answers 127.0.0.1.""
 import ipaddress
 import json
 import logging
-import os
-import shutil
 import socket
 import ssl
 import subprocess
@@ -19,7 +17,7 @@ import time
 import pytest
 
 import a2a_min
-from harness import V1, scenario_agent, user_message
+from harness import V1, need, scenario_agent, user_message
 from webhook_receiver import Receiver, Tarpit
 
 LOOPBACK = ["127.0.0.1/32"]
@@ -525,18 +523,11 @@ def test_host_names_are_checked_in_their_idna_form():
 
 # -- https goes to the vetted address, the certificate checked for the name ---------------
 
-def openssl_or_skip():
-    if shutil.which("openssl") is None:
-        if os.environ.get("A2A_REQUIRE_ALL") == "1":
-            pytest.fail("the https webhook tests need the openssl command (A2A_REQUIRE_ALL=1)")
-        pytest.skip("the https webhook tests make a throwaway CA with the openssl command")
-
-
 @pytest.fixture(scope="module")
 def test_ca(tmp_path_factory):
     """A throwaway CA and a certificate it signed for localhost and hooks.rebind.test:
     (client context trusting the CA, server context with the certificate)."""
-    openssl_or_skip()
+    need("openssl", "the https webhook tests make a throwaway CA with the openssl command")
     d = tmp_path_factory.mktemp("ca")
 
     def run(*args):
