@@ -16,8 +16,7 @@ import time
 import pytest
 
 import a2a_min
-from conftest import ROOT, parse_sse
-from test_hosts import free_port, run_host
+from harness import ROOT, exchange, free_port, need, parse_sse, run_host, usage
 
 STDLIB_HOST = ("import sys; sys.path.insert(0, {root!r}); import a2a_min\n"
                "server = a2a_min.demo_server()\n")
@@ -40,10 +39,10 @@ HEADERS = b"Host: 127.0.0.1\r\nA2A-Version: 1.0\r\nContent-Type: application/jso
 
 @pytest.fixture(params=sorted(HOSTS))
 def host(request):
-    if request.param == "via_gunicorn" and not os.path.exists(HOSTS["via_gunicorn"](0)[0]):
-        pytest.skip("needs gunicorn (test extra)")
+    if request.param == "via_gunicorn":
+        need(HOSTS["via_gunicorn"](0)[0], "needs gunicorn (test extra)")
     if request.param == "via_uvicorn":
-        pytest.importorskip("uvicorn")
+        need("uvicorn", "needs uvicorn (test extra)")
     port = free_port()
     proc = run_host(HOSTS[request.param](port), port)
     try:
@@ -51,65 +50,6 @@ def host(request):
     finally:
         proc.terminate()
         proc.wait(10)
-
-
-def process_tree(pid):
-    """``pid`` and its children (gunicorn serves from a worker process)."""
-    pids = [pid]
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                pids += [int(p) for p in f.read().split()]
-        except FileNotFoundError:
-            pass                               # a thread that just ended
-    return pids
-
-
-def tcp_connections():
-    """Socket inodes of the machine's TCP connections (any state but LISTEN)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as f:
-            for line in f.readlines()[1:]:
-                fields = line.split()
-                if fields[3] != "0A":          # 0A: LISTEN
-                    inodes.add(fields[9])
-    return inodes
-
-
-def usage(pid):
-    """(open TCP connections, threads) of the host's processes. Connections, not
-    every descriptor: a leaked one shows there, while a host's own pipes and
-    socket pairs come and go with its internals."""
-    connections, threads, tcp = 0, 0, tcp_connections()
-    for p in process_tree(pid):
-        for fd in os.listdir(f"/proc/{p}/fd"):
-            try:
-                target = os.readlink(f"/proc/{p}/fd/{fd}")
-            except FileNotFoundError:
-                continue                       # closed meanwhile
-            connections += target.startswith("socket:[") and target[8:-1] in tcp
-        threads += len(os.listdir(f"/proc/{p}/task"))
-    return connections, threads
-
-
-def exchange(port, data, *, until=b"", timeout=10, shut=False):
-    """Send raw bytes; read until ``until`` has appeared (or the server closes)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        sock.sendall(data)
-        if shut:
-            sock.shutdown(socket.SHUT_WR)
-        got = b""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not (until and until in got):
-            try:
-                chunk = sock.recv(65536)
-            except (ConnectionResetError, socket.timeout):
-                break
-            if not chunk:
-                break
-            got += chunk
-        return got
 
 
 def post(path, body, extra=b""):

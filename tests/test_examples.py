@@ -8,7 +8,7 @@ import sys
 import time
 import urllib.request
 
-from conftest import ROOT, V1, Client, user_message
+from harness import ROOT, V1, Client, user_message
 
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 

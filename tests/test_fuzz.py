@@ -52,7 +52,10 @@ import urllib.parse
 
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis")
+from harness import need
+
+need("hypothesis", "the fuzz tests need Hypothesis (the test extra)")
+import hypothesis  # noqa: E402
 from hypothesis import HealthCheck, assume, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -1074,7 +1077,7 @@ def test_fixed_bug_timestamp_year_not_four_digits():
 @pytest.mark.parametrize("host", ["threads", "asyncio"])
 def test_fixed_bug_superscript_content_length(host):
     import socket
-    from conftest import AsyncioHostClient, Live
+    from harness import AsyncioHostClient, Live
 
     def check(server, log):
         running = Live(server, timeout=3) if host == "threads" else AsyncioHostClient(server)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, V1, grpc_available, require_sdk, scenario_agent, user_message
+from harness import ROOT, V1, grpc_available, require_sdk, scenario_agent, user_message
 
 pytestmark = pytest.mark.skipif(not grpc_available(), reason=(
     "gRPC binding: needs grpcio, protobuf and googleapis-common-protos (pip install -e '.[grpc]')"))
@@ -273,7 +273,7 @@ def test_client_cancel_mid_stream_and_deadline(grpc_env):
 def test_one_task_over_three_bindings(grpc_env):
     """Created over gRPC, read and followed over JSON-RPC, canceled over HTTP+JSON."""
     import a2a_min_pb2 as pb
-    from conftest import Client, RestClient
+    from harness import Client, RestClient
     server, channel, _, _ = grpc_env
     task = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
     assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED

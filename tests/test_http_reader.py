@@ -15,9 +15,7 @@ import time
 import pytest
 
 import a2a_min
-from conftest import ROOT
-from test_bad_input_hosts import exchange, usage
-from test_hosts import free_port, run_host
+from harness import ROOT, exchange, free_port, run_host, usage
 
 Reader = a2a_min._RequestReader
 

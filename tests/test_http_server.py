@@ -1,4 +1,5 @@
-"""The http.server adapter on real loopback sockets, and the bad input it must survive."""
+"""The http.server adapter on real loopback sockets, and the bad input it must
+survive; also what every answer carries: the Date header, ids and timestamps."""
 
 import json
 import socket
@@ -10,7 +11,7 @@ import time
 import pytest
 
 import a2a_min
-from conftest import ROOT, parse_sse, user_message
+from harness import ROOT, parse_sse, user_message
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
@@ -373,3 +374,42 @@ def test_too_many_headers_is_431(live):
     data = raw_exchange(live, b"GET /tasks HTTP/1.1\r\n" + b"X-A: 1\r\n" * 200 + b"\r\n")
     assert data.startswith(b"HTTP/1.1 431")
     assert_still_serving(live)
+
+
+# -- the Date header, ids and timestamps ----------------------------------------------
+
+def test_date_header_and_ids_are_well_formed():
+    import email.utils
+    import uuid
+    date = a2a_min._DateHeader()
+    for _ in range(3):                         # (a second may turn between the two)
+        if date() == email.utils.formatdate(usegmt=True):
+            break
+    else:
+        raise AssertionError(f"Date {date()!r} is not {email.utils.formatdate(usegmt=True)!r}")
+    assert date() is date()                    # remade once a second, not per response
+    server_ids = a2a_min._Ids()                # a server's: 64 to one read of os.urandom
+    for new_id in (a2a_min._new_id, server_ids):
+        made = [new_id() for _ in range(2000)]
+        assert len(set(made)) == 2000
+        for one in made:
+            parsed = uuid.UUID(one)
+            assert str(parsed) == one and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    import re
+    import threading
+    shared, got = a2a_min._Ids(), []           # threads drawing from one pool: no id twice
+    threads = [threading.Thread(target=lambda: got.extend(shared() for _ in range(3000)))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == len(set(got)) == 12000
+    clock = a2a_min._Clock()
+    for now in (a2a_min._Clock(), clock, clock):
+        stamp = now()
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp), stamp
+        assert abs(a2a_min._parse_timestamp(stamp)[0] - time.time()) < 2
+    earlier = clock()
+    time.sleep(0.002)
+    assert clock() > earlier                   # milliseconds move on within the second

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import a2a_min
-from conftest import ROOT, Live, grpc_available, require_sdk, scenario_agent
+from harness import ROOT, Live, grpc_available, require_sdk, scenario_agent
 
 
 

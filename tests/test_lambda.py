@@ -9,7 +9,7 @@ import os
 import pytest
 
 import a2a_min
-from conftest import ROOT, parse_sse, scenario_agent, user_message
+from harness import ROOT, parse_sse, scenario_agent, user_message
 
 EVENTS = os.path.join(ROOT, "tests", "lambda_events")
 

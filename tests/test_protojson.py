@@ -9,7 +9,7 @@ import pytest
 
 import a2a_min
 from a2a_min import InvalidParamsError, parse
-from conftest import require_sdk, ROOT, Client, scenario_agent, user_message
+from harness import require_sdk, ROOT, Client, scenario_agent, user_message
 
 
 def test_snake_case_accepted_camel_case_out():

@@ -8,8 +8,6 @@ and hooks.rebind.test only through a stand-in resolver that answers 127.0.0.1.""
 import ipaddress
 import json
 import logging
-import os
-import shutil
 import socket
 import ssl
 import subprocess
@@ -19,7 +17,7 @@ import time
 import pytest
 
 import a2a_min
-from conftest import V1, scenario_agent, user_message
+from harness import V1, need, scenario_agent, user_message
 from webhook_receiver import Receiver, Tarpit
 
 LOOPBACK = ["127.0.0.1/32"]
@@ -93,7 +91,7 @@ def test_configs_on_finished_tasks_and_the_card(client):
     "http://[ff02::1]/h", "http://[::1/h", "http://hooks..invalid/h", "http://ho%0aoks.invalid/h"])
 def test_unsafe_webhooks_are_refused_at_creation(url):
     server = a2a_min.Server(scenario_agent, push_notifications=True)   # nothing allowed
-    from conftest import Client
+    from harness import Client
     c = Client(server)
     task = c.send("wait")["task"]
     error = c.error("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url})
@@ -113,7 +111,7 @@ def test_line_breaks_in_credentials_are_refused(client):
 
 
 def test_config_cap_per_task():
-    from conftest import Client
+    from harness import Client
     c = Client(push_server(max_push_configs=2))
     task = c.send("wait")["task"]
     for i in range(2):
@@ -163,7 +161,7 @@ def test_config_added_later_gets_the_following_events(client, receiver):
 
 
 def test_retries_after_server_errors(receiver):
-    from conftest import Client
+    from harness import Client
     server = push_server()
     c = Client(server)
     task = c.send("wait")["task"]
@@ -176,7 +174,7 @@ def test_retries_after_server_errors(receiver):
 
 
 def test_failing_hanging_redirecting_webhooks_never_block_requests(receiver):
-    from conftest import Client
+    from harness import Client
     server = push_server(push_retries=1)
     c = Client(server)
     task = c.send("wait")["task"]
@@ -198,7 +196,7 @@ def test_failing_hanging_redirecting_webhooks_never_block_requests(receiver):
 
 
 def test_names_resolving_to_loopback_are_refused_at_delivery(receiver):
-    from conftest import Client
+    from harness import Client
     server = a2a_min.Server(scenario_agent, push_notifications=True, push_backoff=0.01)
     c = Client(server)
     task = c.send("wait")["task"]
@@ -212,7 +210,7 @@ def test_names_resolving_to_loopback_are_refused_at_delivery(receiver):
 
 
 def test_evicting_a_task_drops_its_configs():
-    from conftest import Client
+    from harness import Client
     server = push_server(max_tasks=2)
     c = Client(server)
     task = c.send("x")["task"]
@@ -329,7 +327,7 @@ def wait_for(condition, timeout=10):
 
 
 def test_a_callers_tarpit_does_not_delay_another_callers_notifications():
-    from conftest import Client
+    from harness import Client
     tarpit = Receiver(stall=30.0)
     try:
         server = fair_server()
@@ -357,7 +355,7 @@ def test_a_callers_tarpit_does_not_delay_another_callers_notifications():
 
 
 def test_each_callers_queue_is_bounded_drops_counted_per_caller_and_logged_once(caplog):
-    from conftest import Client
+    from harness import Client
     caplog.set_level(logging.WARNING, logger="a2a_min")
     tarpit = Receiver(stall=30.0)
     try:
@@ -395,7 +393,7 @@ def test_an_attempt_ends_at_push_timeout_however_the_receiver_trickles(kind):
     """A receiver that sends its status line a byte every 0.1 s (30 s in all), or never
     accepts (so a TLS handshake never ends either): the attempt fails after push_timeout
     (1 s) in all, not per read."""
-    from conftest import Client
+    from harness import Client
     receiver = Receiver(trickle=0.1) if kind == "trickle" else Tarpit()
     try:
         server = push_server(push_retries=0)
@@ -417,7 +415,7 @@ def test_an_attempt_ends_at_push_timeout_however_the_receiver_trickles(kind):
 
 
 def test_the_request_line_and_headers_are_well_formed(receiver):
-    from conftest import Client
+    from harness import Client
     server = push_server()
     c = Client(server)
     task = c.send("wait")["task"]
@@ -453,7 +451,7 @@ def config_with(field, value):
 @pytest.mark.parametrize("field", ["token", "authentication.scheme",
                                    "authentication.credentials"])
 def test_header_values_that_cannot_be_sent_are_refused_naming_the_field(field, value):
-    from conftest import Client
+    from harness import Client
     c = Client(push_server())
     task = c.send("wait")["task"]
     config = {"url": "https://hooks.invalid/h", **config_with(field, value)}
@@ -525,18 +523,11 @@ def test_host_names_are_checked_in_their_idna_form():
 
 # -- https goes to the vetted address, the certificate checked for the name ---------------
 
-def openssl_or_skip():
-    if shutil.which("openssl") is None:
-        if os.environ.get("A2A_REQUIRE_ALL") == "1":
-            pytest.fail("the https webhook tests need the openssl command (A2A_REQUIRE_ALL=1)")
-        pytest.skip("the https webhook tests make a throwaway CA with the openssl command")
-
-
 @pytest.fixture(scope="module")
 def test_ca(tmp_path_factory):
     """A throwaway CA and a certificate it signed for localhost and hooks.rebind.test:
     (client context trusting the CA, server context with the certificate)."""
-    openssl_or_skip()
+    need("openssl", "the https webhook tests make a throwaway CA with the openssl command")
     d = tmp_path_factory.mktemp("ca")
 
     def run(*args):
@@ -567,7 +558,7 @@ def tls_receiver(test_ca):
 
 
 def cancel_with_webhook(server, url):
-    from conftest import Client
+    from harness import Client
     c = Client(server)
     task = c.send("wait")["task"]
     c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url})

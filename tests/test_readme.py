@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from harness import ROOT
 
 pytestmark = pytest.mark.skipif(not (shutil.which("bash") and shutil.which("curl")),
                                 reason="needs bash and curl")

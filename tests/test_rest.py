@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import a2a_min
-from conftest import require_sdk, ROOT, parse_sse, user_message
+from harness import require_sdk, ROOT, parse_sse, user_message
 
 V1 = {"a2a-version": "1.0", "content-type": "application/json"}
 
@@ -152,7 +152,7 @@ def test_bad_query_values_match_the_jsonrpc_errors(server, query, field):
 
 
 def test_query_and_jsonrpc_give_the_same_error(server):
-    from conftest import Client
+    from harness import Client
     jsonrpc = Client(server).error("ListTasks", {"pageSize": 500})
     status, _, body = rest(server, "GET", "/tasks", query="pageSize=500")
     assert body["error"]["message"] == jsonrpc["message"]

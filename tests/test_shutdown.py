@@ -15,12 +15,10 @@ import time
 import pytest
 
 import a2a_min
-from conftest import ROOT, V1, Client, scenario_agent, user_message
-from test_bad_input_hosts import exchange
-from test_hosts import free_port, run_host
+from harness import ROOT, V1, Client, exchange, free_port, run_host, scenario_agent, user_message
 
 HOST = ("import sys; sys.path[:0] = [{root!r}, {tests!r}]; import a2a_min\n"
-        "from conftest import scenario_agent\n"
+        "from harness import scenario_agent\n"
         "server = a2a_min.Server(scenario_agent)\n")
 HOSTS = {
     "via_threads": "a2a_min.serve(server, '127.0.0.1', {port}, grace=5)",

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT
+from harness import ROOT
 
 STREAMS = 1000
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import V1, ROOT
+from harness import V1, ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 import tck_agent  # noqa: E402

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import scenario_agent  # noqa: I001 - first: it puts a2a_min on the path
+from harness import scenario_agent  # noqa: I001 - first: it puts a2a_min on the path
 import a2a_min
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors")

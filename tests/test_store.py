@@ -1,0 +1,172 @@
+"""The task store (a2a_min.TaskStore, behind every Server) and its bounds: a
+store full of running tasks refuses new ones, finished tasks are evicted first
+(and a list's page token survives it), one caller cannot take the store from
+the others (who a caller is: its address, a trusted forwarded one, or its
+principal, whatever the tenant), memory is counted in bytes, history and list
+pages are bounded, and a terminal task is never changed. Through handle_http
+with the client's address given as ``peer``, on a TaskStore alone, or, for the
+tests that take ``make_client``, over every binding and host."""
+
+import json
+import time
+
+import pytest
+
+import a2a_min
+from harness import V1, Client, answer, rpc, scenario_agent, user_message
+
+
+# -- a full store, and eviction --------------------------------------------------------
+
+def test_store_full_of_running_tasks_refuses_new_ones(make_client):
+    client = make_client(a2a_min.Server(scenario_agent, max_tasks=2))
+    a = client.send("slow", configuration={"returnImmediately": True})["task"]
+    b = client.send("slow", configuration={"returnImmediately": True})["task"]
+    error = client.error("SendMessage", {"message": user_message("x")})
+    assert error["data"][0]["reason"] == "TASK_STORE_FULL"
+    for t in (a, b):
+        client.result("CancelTask", {"id": t["id"]})
+    assert client.send("x")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_list_token_survives_eviction(make_client):
+    server = a2a_min.Server(lambda t: "x", max_tasks=5)
+    client = make_client(server)
+    for i in range(5):
+        client.send(f"{i}")
+        time.sleep(0.002)
+    page = client.result("ListTasks", {"pageSize": 2})
+    for i in range(3):                       # evicts the three oldest
+        client.send(f"new{i}")
+    rest = client.result("ListTasks", {"pageSize": 2, "pageToken": page["nextPageToken"]})
+    assert rest["totalSize"] == 5            # what is left, still in order
+
+
+# -- one caller cannot take the store from the others -----------------------------------
+
+def test_a_caller_over_its_share_gets_429_and_others_are_served():
+    server = a2a_min.Server(scenario_agent, max_tasks_per_caller=3)
+    slow = {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
+    ids = [answer(rpc(server, "SendMessage", slow, peer="10.0.0.1"))["result"]["task"]["id"]
+           for _ in range(3)]
+    refused = rpc(server, "SendMessage", slow, peer="10.0.0.1")
+    assert refused.status == 429 and ("Retry-After", "5") in refused.headers
+    error = answer(refused)["error"]
+    assert error["code"] == a2a_min.TaskStoreFullError.code
+    assert error["data"][0]["reason"] == "CALLER_LIMIT"
+    assert error["data"][0]["metadata"] == {"limit": "max_tasks_per_caller", "value": "3"}
+    rest = server.handle_http("POST", "/message:send", "", dict(V1),
+                              json.dumps(slow).encode(), peer="10.0.0.1")
+    assert rest.status == 429 and ("Retry-After", "5") in rest.headers
+    other = answer(rpc(server, "SendMessage", slow, peer="10.0.0.2"))     # someone else
+    assert other["result"]["task"]["status"]["state"] in ("TASK_STATE_SUBMITTED",
+                                                          "TASK_STATE_WORKING")
+    for task_id in ids:                                          # once they end, room again
+        answer(rpc(server, "CancelTask", {"id": task_id}, peer="10.0.0.1"))
+    done = answer(rpc(server, "SendMessage", {"message": user_message("x")}, peer="10.0.0.1"))
+    assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_a_caller_over_its_share_loses_its_own_oldest_finished_tasks_first():
+    server = a2a_min.Server(scenario_agent, max_tasks_per_caller=3)
+    mine = [answer(rpc(server, "SendMessage", {"message": user_message(f"{i}")},
+                       peer="10.0.0.1"))["result"]["task"]["id"] for i in range(5)]
+    theirs = answer(rpc(server, "SendMessage", {"message": user_message("t")},
+                        peer="10.0.0.2"))["result"]["task"]["id"]
+    found = [("result" in answer(rpc(server, "GetTask", {"id": i}))) for i in mine + [theirs]]
+    assert found == [False, False, True, True, True, True]
+
+
+def test_forwarded_addresses_count_only_when_trusted():
+    slow = {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
+    for trusted, statuses in ((False, [200, 429]), (True, [200, 200])):
+        server = a2a_min.Server(scenario_agent, max_tasks_per_caller=1, trust_forwarded=trusted)
+        got = [rpc(server, "SendMessage", slow, peer="10.0.0.9", headers={
+            **V1, "x-forwarded-for": f"1.2.3.4, 203.0.113.{i}"}).status for i in range(2)]
+        assert got == statuses
+
+
+def test_an_authenticated_principal_is_one_caller_from_any_address():
+    auth = a2a_min.BearerAuth({"a": "alice", "b": "bob"})
+    server = a2a_min.Server(scenario_agent, authenticate=auth, max_tasks_per_caller=1)
+    slow = {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
+    alice = {**V1, "authorization": "Bearer a"}
+    assert rpc(server, "SendMessage", slow, peer="10.0.0.1", headers=alice).status == 200
+    assert rpc(server, "SendMessage", slow, peer="10.0.0.2", headers=alice).status == 429
+    bob = {**V1, "authorization": "Bearer b"}
+    assert rpc(server, "SendMessage", slow, peer="10.0.0.1", headers=bob).status == 200
+
+
+def test_tenants_in_the_path_do_not_multiply_an_anonymous_callers_share():
+    server = a2a_min.Server(scenario_agent, max_tasks_per_caller=2)
+    slow = json.dumps({"message": user_message("slow5"),
+                       "configuration": {"returnImmediately": True}}).encode()
+    got = [server.handle_http("POST", f"/t{i}/message:send", "", dict(V1), slow,
+                              peer="10.0.0.1").status for i in range(4)]
+    assert got == [200, 200, 429, 429]
+
+
+# -- memory counted in bytes ----------------------------------------------------------
+
+def test_the_store_is_bounded_in_bytes_evicting_finished_tasks_first():
+    server = a2a_min.Server(lambda text: "ok", max_store_bytes=2_000_000,
+                            max_bytes_per_caller=2_000_000)
+    big = "x" * 200_000
+    for i in range(30):
+        answer(rpc(server, "SendMessage", {"message": user_message(big)}, peer=f"10.0.0.{i}"))
+    stats = server.store.stats()
+    assert stats["bytes"] <= 2_000_000 and 5 <= stats["tasks"] <= 10
+
+
+def test_running_tasks_past_the_byte_budget_are_refused_503_naming_the_limit():
+    server = a2a_min.Server(scenario_agent, max_store_bytes=1_000_000)
+    slow = {"message": user_message("slow5" + " " * 300_000),
+            "configuration": {"returnImmediately": True}}
+    got = [rpc(server, "SendMessage", slow, peer=f"10.0.0.{i}") for i in range(5)]
+    assert [g.status for g in got[:3]] == [200, 200, 200]
+    error = answer(got[3])["error"]
+    assert error["data"][0]["reason"] == "TASK_STORE_FULL"
+    assert error["data"][0]["metadata"]["limit"] == "max_store_bytes"
+    for g in got[:3]:
+        answer(rpc(server, "CancelTask", {"id": answer(g)["result"]["task"]["id"]}))
+
+
+def test_max_history_caps_the_live_copy_too():
+    def agent(ctx):
+        yield a2a_min.status_update("TASK_STATE_INPUT_REQUIRED", "more?")
+    server = a2a_min.Server(agent, max_history=10)
+    client = Client(server)
+    task = client.send("start")["task"]
+    for i in range(40):
+        resp = client.raw({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": user_message(f"turn {i}", taskId=task["id"])}})
+        got = json.loads(resp.body)["result"]["task"]
+        assert len(got["history"]) <= 10
+    assert len(resp.body) < 10_000
+
+
+def test_list_pages_are_bounded_in_bytes_and_continue():
+    server = a2a_min.Server(lambda text: "ok", max_page_bytes=1_000_000)
+    client = Client(server)
+    ids = {client.send("y" * 300_000)["task"]["id"] for _ in range(8)}
+    seen, token, pages = set(), "", 0
+    while True:
+        page = client.result("ListTasks", {"pageSize": 100, "pageToken": token})
+        assert page["pageSize"] == 100 and page["totalSize"] == 8
+        assert len(page["tasks"]) <= 3
+        seen |= {t["id"] for t in page["tasks"]}
+        pages += 1
+        token = page["nextPageToken"]
+        if not token:
+            break
+    assert seen == ids and pages >= 3
+
+
+# -- a terminal state is final at the store ---------------------------------------
+
+def test_the_store_refuses_to_change_a_terminal_task():
+    store = a2a_min.TaskStore()
+    task = {"id": "t", "status": {"state": "TASK_STATE_CANCELED"}}
+    store.put(task, "me")
+    with pytest.raises(a2a_min.UnsupportedOperationError):
+        store.put({**task, "status": {"state": "TASK_STATE_COMPLETED"}}, "me")
