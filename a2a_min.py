@@ -4689,12 +4689,18 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     idle keep-alive connection is closed); ``max_connections``: connections
     (threads) served at once.
     """
-    import socket
-    import socketserver
-
     date = _DateHeader()
     limits = {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
               "max_body_bytes": server.limits["max_body_bytes"]}
+    handler = _threaded_handler(server, timeout, limits, date)
+    return _threaded_server(server, max_connections, date)((host, port), handler)
+
+
+def _threaded_handler(server, timeout, limits, date):
+    """make_http_server's handler class: one thread per connection, reading
+    requests with a _RequestReader and answering each with handle_http()."""
+    import socket
+    import socketserver
 
     class Handler(socketserver.BaseRequestHandler):
 
@@ -4782,6 +4788,15 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                 if stream is not None:
                     stream.close()
 
+    return Handler
+
+
+def _threaded_server(server, max_connections, date):
+    """make_http_server's server class: socketserver's threads, counted, with
+    a connection cap (503 past it) and a graceful drain()."""
+    import socket
+    import socketserver
+
     class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
         daemon_threads = True
         allow_reuse_address = True
@@ -4838,7 +4853,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             _log().debug("connection from %s ended with an error", client_address,
                          exc_info=True)
 
-    return HTTPServer((host, port), Handler)
+    return HTTPServer
 
 
 def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0):

@@ -19,24 +19,63 @@ from harness import Client, exercise, rpc_body, user_message
 
 # -- the asyncio server ------------------------------------------------------------------
 
-def test_later_settles_once_maps_and_awaits():
-    import asyncio
-    later, seen = a2a_min._Later(), []
-    doubled = later.map(lambda got: got.result() * 2)
-    later.then(lambda got: seen.append(got.result()))
-    later.settle(21)
-    later.settle(99)                                                    # once only
-    assert seen == [21] and doubled.done and doubled.result() == 42
-    failed = a2a_min._Later()
-    failed.settle(error=a2a_min.TaskNotFoundError("gone"))
-    with pytest.raises(a2a_min.TaskNotFoundError):
-        failed.result()
+def test_a_pending_answer_settles_once_and_tells_every_callback():
+    """The core's pending answer (SendMessage on an event-loop host, while its
+    turn runs): settled once, by the turn's end or by expire() at the
+    deadline; callbacks added before or after are called once, with their
+    arguments; result() gives the answer or raises its error."""
+    server = a2a_min.Server(lambda text: "echo: " + text)
+    ctx, channel = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
+    turn = a2a_min._TurnWriter(server, ctx, channel)
+    pending = a2a_min._PendingAnswer(server, turn, None, ctx.caller, time.monotonic() + 60)
+    seen = []
+    pending.add_done_callback(lambda got, tag: seen.append((tag, got.result())), "before")
+    assert not pending.done() and seen == []
+    server._drive(turn)                                 # the turn ends: the answer settles
+    assert pending.done() and len(seen) == 1 and seen[0][0] == "before"
+    assert seen[0][1]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    pending.expire()                                    # once only
+    pending.add_done_callback(lambda got: seen.append(("after", got.result())))
+    assert [tag for tag, _ in seen] == ["before", "after"]
 
-    async def wait_for_it():
-        pending = a2a_min._Later()
-        asyncio.get_running_loop().call_later(0.01, pending.settle, "done")
-        return await pending
-    assert asyncio.run(wait_for_it()) == "done"
+    def refuse(text):
+        raise a2a_min.UnsupportedOperationError("not today")
+    server = a2a_min.Server(refuse)
+    ctx, channel = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
+    turn = a2a_min._TurnWriter(server, ctx, channel)
+    pending = a2a_min._PendingAnswer(server, turn, None, ctx.caller, time.monotonic() + 60)
+    server._drive(turn)
+    with pytest.raises(a2a_min.UnsupportedOperationError):
+        pending.result()
+
+
+def test_a_pending_answer_is_answered_at_its_deadline_on_the_loop():
+    """_LoopAnswer holds a turn that outlives blocking_timeout to its deadline:
+    the client gets the task as it is (WORKING), on the loop's thread."""
+    import asyncio
+    import threading
+    release = threading.Event()
+
+    def slow(ctx):
+        yield a2a_min.status_update("TASK_STATE_WORKING")
+        release.wait(10)
+        yield "done"
+    server = a2a_min.Server(slow, blocking_timeout=0.2)
+    body = rpc_body("SendMessage", {"message": user_message("slow")})
+
+    async def send():
+        spawn = a2a_min._spawner(asyncio.get_running_loop(), set())
+        response = server.handle_http("POST", "/", "", {"a2a-version": "1.0"}, body, None,
+                                      None, spawn)
+        assert response.pending is not None and not response.pending.done()
+        started = time.monotonic()
+        response = await a2a_min._answer_async(response)
+        return time.monotonic() - started, json.loads(response.body)["result"]["task"]
+
+    waited, task = asyncio.run(send())
+    release.set()
+    assert 0.1 < waited < 5
+    assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
 
 
 @pytest.fixture
@@ -285,22 +324,23 @@ def test_a_turn_that_ends_at_once_is_stored_as_the_general_path_stores_it(agent,
                 client.close()
 
 
-def test_an_eager_turn_is_answered_without_a_later():
+def test_an_eager_turn_is_answered_without_a_pending_answer():
     """Python 3.12+ starts an async agent's task eagerly: a quick turn has ended
-    before handle_http returns, so the Response is whole. Before 3.12 it is a
-    Later, settled on the loop's next turn."""
+    before handle_http returns, so the Response is whole. Before 3.12 it is
+    pending, settled on the loop's next turn."""
     import asyncio
     server = a2a_min.Server(async_echo)
     body = rpc_body("SendMessage", {"message": user_message("now")})
 
     async def send():
+        spawn = a2a_min._spawner(asyncio.get_running_loop(), set())
         response = server.handle_http("POST", "/", "", {"a2a-version": "1.0"}, body, None,
-                                      asyncio.get_running_loop())
+                                      None, spawn)
         if sys.version_info >= (3, 12):
-            assert response.later is None
+            assert response.pending is None
         else:
-            assert response.later is not None and not response.later.done
-            response = await response.later
+            assert response.pending is not None and not response.pending.done()
+            response = await a2a_min._answer_async(response)
         return json.loads(response.body)["result"]["task"]
 
     task = asyncio.run(send())
