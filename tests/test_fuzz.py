@@ -665,7 +665,7 @@ def check_stream(response, *, jsonrpc, expected_id):
 def check_exchange(server, verb, path, query, hdrs, body, envelope):
     """Send one request; hold the answer to its binding's shape."""
     response = server.handle_http(verb, path, query, dict(hdrs), body)
-    assert response.later is None
+    assert response.pending is None
     assert response.status != 500 and 100 <= response.status < 600, response.body[:300]
     rpc = path.rstrip("/") == server.rpc_path.rstrip("/") and path != CARD_PATH
     jsonrpc = rpc and verb == "POST"
@@ -821,14 +821,17 @@ class Scripted:
             raise item
         return item
 
-    def __aiter__(self):
-        return self
+    keepalive = 1.0
 
-    async def __anext__(self):
-        try:
-            return self.__next__()
-        except StopIteration:
-            raise StopAsyncIteration from None
+    def poll(self, idle=False):
+        """What a host on an event loop reads: the same script, never waiting."""
+        return self.__next__()
+
+    def watch(self, wake):
+        pass
+
+    def unwatch(self, wake):
+        pass
 
     def close(self):
         self.closed = True
@@ -862,7 +865,7 @@ def test_sse_stream_frames_every_event_and_ends(script, jsonrpc, read_async):
     stream = a2a_min._SSEStream(events, wrap, wrap_error)
 
     async def read_all():
-        return [frame async for frame in stream]
+        return [frame async for frame in a2a_min._LoopStream(stream, asyncio.get_running_loop())]
     logging.getLogger("a2a_min").disabled = True     # ValueError is logged, as it should be
     try:
         frames = asyncio.run(read_all()) if read_async else list(stream)
