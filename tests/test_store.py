@@ -170,3 +170,29 @@ def test_the_store_refuses_to_change_a_terminal_task():
     store.put(task, "me")
     with pytest.raises(a2a_min.UnsupportedOperationError):
         store.put({**task, "status": {"state": "TASK_STATE_COMPLETED"}}, "me")
+
+
+def test_a_task_read_again_is_decoded_once_per_version():
+    """The store's cache of recently read tasks ("Speed helpers"): a second
+    read of an unchanged task is the same decoded object; a new version, a
+    removal or another owner never sees a stale one; the cache is bounded."""
+    store = a2a_min.TaskStore()
+    task = {"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
+    store.put(task, "alice")
+    first = store.get("t1", "alice")
+    assert first == task and store.get("t1", "alice") is first
+    assert json.loads(first.json) == task
+    assert store.get("t1", "bob") is None
+    changed = {**task, "status": {"state": "TASK_STATE_COMPLETED"}}
+    store.put(changed, "alice")
+    again = store.get("t1", "alice")
+    assert again is not first and again == changed
+    store.delete("t1")
+    assert store.get("t1", "alice") is None and "t1" not in store._recent
+    for i in range(a2a_min._RECENT + 50):
+        store.put({**task, "id": f"n{i}"}, "alice")
+        store.get(f"n{i}", "alice")
+    assert len(store._recent) <= a2a_min._RECENT
+    big = {**task, "id": "big", "metadata": {"x": "y" * a2a_min._RECENT_BYTES}}
+    store.put(big, "alice")
+    assert store.get("big", "alice") == big and "big" not in store._recent
