@@ -1296,9 +1296,11 @@ class TaskStore:
 # CancelTask marks the task CANCELED at once; the agent sees
 # ``context.cancelled`` set and its further output is dropped.
 #
-# Every change to a task goes through one place, _Channel.publish: it writes
-# the new task to the store and appends the StreamResponse event to the
-# task's event log under one lock, and wakes every stream watching the task.
+# A task's new state is computed by _apply (the state table's function, just
+# below) and written in one place, _Channel.publish: it stores the new task
+# and appends the StreamResponse event to the task's event log under one
+# lock, and wakes every stream watching the task. (_Channel.save stores
+# without an event: only for the shortcut of a turn nobody could watch.)
 # A new stream takes the lock, reads the task and the log position together
 # (subscribe-then-snapshot), so it can never miss or repeat an event.
 #
@@ -1635,10 +1637,11 @@ class _Follower:
         if self.ended or channel.next_seq <= self.seq:
             return False
         pending = [e for e in channel.events if e[0] >= self.seq]
-        if pending[0][0] > self.seq:
+        first = pending[0][0] if pending else channel.next_seq
+        if first > self.seq:
             # The reader fell behind the replay buffer: resynchronize with the
             # whole task, then go on from the oldest buffered event.
-            self.ready.append((pending[0][0] - 1, {"task": channel.task}))
+            self.ready.append((first - 1, {"task": channel.task}))
         self.ready.extend(pending)
         self.seq = channel.next_seq
         return True
@@ -1755,6 +1758,235 @@ class _Done:
         self.wakers.append(wake)
         if self.is_set:
             wake()
+
+
+class _TurnWriter:
+    """Turns one agent turn's outputs into task changes and events."""
+
+    __slots__ = ("server", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
+                 "chunk_id", "finished")
+
+    def __init__(self, server, ctx, channel, watched=False):
+        self.server = server
+        self.ctx = ctx
+        self.channel = channel
+        self.watched = watched     # a stream follows this turn from its start
+        self.done = False          # the task reached an end state for this turn
+        self.reply = None          # a direct Message reply, if the agent gave one
+        self.error = None          # an A2AError that fails the request (before any task)
+        self.chunk = None          # the held-back text chunk (lastChunk needs lookahead)
+        self.chunk_id = None
+        self.finished = _Done()             # set when the turn is over
+
+    def emit(self, item, chunked):
+        if self.done or item is None:
+            return
+        if self.ctx._canceled:
+            self.done = True
+            return
+        if isinstance(item, str):
+            if not item.isascii():
+                _check_agent_text(item)
+            if not chunked:
+                return self._artifact({"artifact": {"artifactId": self.server._new_id(),
+                                                    "parts": [{"text": item}]}}, trusted=True)
+            self._flush_chunk(last=False)
+            self.chunk = item
+            return
+        elif isinstance(item, dict) and "parts" in item and "messageId" in item:
+            item = {"message": item}
+        if not isinstance(item, dict) or len(item) != 1:
+            raise InvalidAgentResponseError(
+                f"the agent produced {type(item).__name__}; agents return or yield str, "
+                "status_update(...), artifact_update(...) or agent_message(...)")
+        self._flush_chunk(last=False)
+        (kind, body), = item.items()
+        handler = _OUTPUT_HANDLERS.get(kind)
+        if handler is None:
+            raise InvalidAgentResponseError(
+                f"the agent produced {kind!r}; expected statusUpdate, artifactUpdate or message")
+        handler(self, body)
+
+    def complete(self, result):
+        """The agent returned one answer (not a generator): its output, then the end."""
+        if isinstance(result, str) and not result.isascii():
+            _check_agent_text(result)
+        if _ended_at_once(self, result):       # a shortcut: see "Speed helpers"
+            return
+        self.emit(result, chunked=False)
+        self.finish()
+
+    def _flush_chunk(self, last):
+        if self.chunk is None:
+            return
+        text, self.chunk = self.chunk, None
+        first = self.chunk_id is None
+        if first:
+            self.chunk_id = self.server._new_id()
+        event = {"artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
+        if not first:
+            event["append"] = True
+        if last:
+            event["lastChunk"] = True
+        self._artifact(event, trusted=True)
+
+    def _status(self, body, trusted=False):
+        """Publish a status update (``trusted``: built here, not by the agent)."""
+        ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
+        if trusted:
+            body = {**ids, **body}
+        else:
+            body = parse("TaskStatusUpdateEvent", {**body, **ids}, "agent statusUpdate")
+        status = body["status"]
+        status["timestamp"] = self.server._now()
+        if "message" in status:
+            status["message"] = {**status["message"], "taskId": self.ctx.task_id,
+                                 "contextId": self.ctx.context_id}
+        with self.channel.lock:
+            task = self.server._create_task(self.ctx, self.channel)
+            if self.ctx._canceled:
+                self.done = True
+                return
+            task = _apply(task, "statusUpdate", body, status["timestamp"])
+            self.channel.publish(task, {"statusUpdate": body})
+        if status["state"] in _STREAM_END:
+            self.done = True
+
+    def _artifact(self, body, trusted=False):
+        """Publish an artifact update (``trusted``: built here, not by the agent)."""
+        ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
+        if trusted:
+            body = {**ids, **body}
+        else:
+            body = parse("TaskArtifactUpdateEvent", {**body, **ids}, "agent artifactUpdate")
+        with self.channel.lock:
+            task = self.server._create_task(self.ctx, self.channel)
+            if self.ctx._canceled:
+                self.done = True
+                return
+            task = _apply(task, "artifactUpdate", body, None)
+            self.channel.publish(task, {"artifactUpdate": body})
+
+    def _message(self, body):
+        message = parse("Message", {"role": "ROLE_AGENT", **body,
+                                    "contextId": self.ctx.context_id}, "agent message")
+        if self.channel.task is None:
+            # A direct reply: no task is created (section 3.1.1).
+            message.pop("taskId", None)
+            self.reply = message
+            self.done = True
+            self.channel.publish(None, {"message": message})
+            return
+        # Within a task, a message is the agent's final word on this turn.
+        self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}}, True)
+
+    def finish(self):
+        """The agent returned: flush the last chunk; COMPLETED unless it said otherwise."""
+        if not self.done:
+            self._flush_chunk(last=True)
+        if not self.done:
+            self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, trusted=True)
+        self._end_turn()
+
+    def fail(self, exc):
+        """The agent raised: FAILED, with a message that names the error, not the traceback.
+
+        An A2AError raised before any task exists fails the request instead.
+        """
+        self.chunk = None
+        if self.channel.task is None and isinstance(exc, A2AError):
+            _log().info("agent refused the request: %s", exc.message)
+            self.error = exc
+            self.channel.publish(None, {"error": exc})
+            self._end_turn()
+            return
+        _log().error("agent failed on task %s", self.ctx.task_id, exc_info=exc)
+        if not self.done:
+            if isinstance(exc, A2AError):
+                text = exc.message
+            else:
+                text = f"the agent failed ({type(exc).__name__}); see the server log"
+            try:
+                self._status({"status": {"state": "TASK_STATE_FAILED",
+                                         "message": new_message(text)}}, trusted=True)
+            except Exception as again:
+                self._fail_plainly(again)
+        self._end_turn()
+
+    def _fail_plainly(self, exc):
+        """Recording the failure failed too, so what the agent made is the
+        problem (or the store refused the task): the task still ends FAILED,
+        as a plain task that can be stored, and every stream is told."""
+        _log().error("could not record the failure of task %s", self.ctx.task_id, exc_info=exc)
+        channel, ctx = self.channel, self.ctx
+        with channel.lock:
+            if channel.task is not None and not ctx._canceled:
+                now = self.server._now()
+                status = {"state": "TASK_STATE_FAILED", "timestamp": now,
+                          "message": new_message("the agent failed, and what it produced could "
+                                                 "not be stored; see the server log",
+                                                 taskId=ctx.task_id, contextId=ctx.context_id)}
+                # A plain task, as it began, that ends FAILED: nothing of the agent's.
+                task = _apply(_apply(None, "message", ctx.message, now), "statusUpdate",
+                              {"status": status}, now)
+                try:
+                    return channel.publish(task, {"statusUpdate": {
+                        "taskId": ctx.task_id, "contextId": ctx.context_id, "status": status}})
+                except Exception as again:
+                    _log().error("task %s could not be stored at all", ctx.task_id,
+                                 exc_info=again)
+            # Nothing could be stored: end the waiting streams with the error.
+            self.error = exc if isinstance(exc, A2AError) else InternalError(
+                "the task could not be stored; see the server log")
+            channel.publish(None, {"error": self.error})
+
+    def _end_turn(self):
+        self.done = True
+        self.channel.active = None
+        task = self.channel.task
+        if task is not None:
+            state = task["status"]["state"]
+            if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
+                self.server._forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
+        self.finished.set()
+
+
+class _Workers:
+    """A bounded pool of daemon threads (daemon: a stuck agent never blocks exit)."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        from queue import SimpleQueue
+        self.jobs = SimpleQueue()
+        self.idle = threading.Semaphore(0)
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def submit(self, fn, *args):
+        self.jobs.put((fn, args))
+        if self.idle.acquire(blocking=False):
+            return                             # an idle worker will take it
+        with self.lock:
+            if self.count >= self.limit:
+                return                         # all busy: it waits in the queue
+            self.count += 1
+        threading.Thread(target=self._work, name="a2a-worker", daemon=True).start()
+
+    def _work(self):
+        while True:
+            fn, args = self.jobs.get()
+            try:
+                fn(*args)
+            except Exception:
+                _log().exception("unexpected error in a worker")
+            self.idle.release()
+
+
+_OUTPUT_HANDLERS = {
+    "statusUpdate": _TurnWriter._status,
+    "artifactUpdate": _TurnWriter._artifact,
+    "message": _TurnWriter._message,
+}
 
 
 # =============================================================================
@@ -2062,7 +2294,9 @@ class Server:
         comes next for the task starts from the store."""
         with self._lock:
             channel = self._channels.get(task_id)
-            if channel is None or unless_followed and channel.followers:
+            # A waiting task keeps its channel while a stream follows it, or
+            # once the client's next message has begun a turn on it.
+            if channel is None or unless_followed and (channel.followers or channel.active):
                 return
             del self._channels[task_id]
             channel.ended = True
@@ -2154,9 +2388,18 @@ class Server:
             if channel.task is None:
                 self._add_inline_push(ctx, channel.owner)
                 task = _apply(None, "message", ctx.message, self._now())
-                channel.publish(task, {"task": task})
+                # Known as the task's channel before the store has the task, so
+                # whoever finds the task finds this channel (and waits for its
+                # lock), never makes a second one.
                 with self._lock:
                     self._channels[ctx.task_id] = channel
+                try:
+                    channel.publish(task, {"task": task})
+                except BaseException:
+                    with self._lock:
+                        if self._channels.get(ctx.task_id) is channel:
+                            del self._channels[ctx.task_id]
+                    raise
             return channel.task
 
     def send_message(self, request, call):
@@ -2228,23 +2471,19 @@ class Server:
     # the answer until it returns: Python cannot interrupt it.)
     #
     # Async agents (async def, or async generators) run on an event loop: the
-    # host's own when the request came through one (the asyncio server, ASGI),
-    # else one the server starts on its first async turn. Sync agents never run
-    # on an event loop, since they may block it: there, and for streams and
-    # returnImmediately, they run on a bounded pool of worker threads
-    # (max_workers; further turns wait in its queue, SUBMITTED), so a client
-    # that hangs up never stops its task.
+    # host's own when the request came through one (CallContext.spawn: the
+    # asyncio server, ASGI), else one the server starts on its first async
+    # turn. Sync agents never run on an event loop, since they may block it:
+    # there, and for streams and returnImmediately, they run on a bounded pool
+    # of worker threads (max_workers; further turns wait in its queue,
+    # SUBMITTED), so a client that hangs up never stops its task.
     #
-    # Most turns are short: the agent returns its answer without waiting for
-    # anything. On Python 3.12+ an async agent's task starts eagerly, so such a
-    # turn has ended before SendMessage returns and is answered at once, with no
-    # promise and no timer; elsewhere the answer waits for the loop's next pass.
-    # And a new task whose turn ends in the step it began is stored once, in its
-    # final form (_TurnWriter.complete): nobody could have watched it meanwhile.
-    # What a turn makes is freed by reference counting as soon as it is
-    # answered: callbacks are called once and dropped, and take arguments
-    # rather than closures, so no reference cycle is left for the garbage
-    # collector (a test holds every host to that).
+    # A new task whose turn ends in the step it began is stored once, in its
+    # final form (_ended_at_once, in "Speed helpers"): nobody could have
+    # watched it meanwhile. What a turn makes is freed by reference counting
+    # as soon as it is answered: callbacks are called once and dropped, and
+    # take arguments rather than closures, so no reference cycle is left for
+    # the garbage collector (a test holds every host to that).
 
     def _start(self, turn, spawn=None):
         """Run a turn in the background: an async agent through ``spawn`` (the
@@ -2520,7 +2759,7 @@ class Server:
 
     def _push_event(self, owner, task, event):
         """Channel hook: hand a task event to each of the task's webhooks, in the
-        queue of the task's owner (deliveries are fair between owners: section 7)."""
+        queue of its caller (deliveries are fair between callers: section 9 of this file)."""
         configs = self._push.get(task["id"])
         if not configs:
             return
@@ -2724,235 +2963,6 @@ class _PendingAnswer:
         return self.value
 
 
-class _TurnWriter:
-    """Turns one agent turn's outputs into task changes and events."""
-
-    __slots__ = ("server", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
-                 "chunk_id", "finished")
-
-    def __init__(self, server, ctx, channel, watched=False):
-        self.server = server
-        self.ctx = ctx
-        self.channel = channel
-        self.watched = watched     # a stream follows this turn from its start
-        self.done = False          # the task reached an end state for this turn
-        self.reply = None          # a direct Message reply, if the agent gave one
-        self.error = None          # an A2AError that fails the request (before any task)
-        self.chunk = None          # the held-back text chunk (lastChunk needs lookahead)
-        self.chunk_id = None
-        self.finished = _Done()             # set when the turn is over
-
-    def emit(self, item, chunked):
-        if self.done or item is None:
-            return
-        if self.ctx._canceled:
-            self.done = True
-            return
-        if isinstance(item, str):
-            if not item.isascii():
-                _check_agent_text(item)
-            if not chunked:
-                return self._artifact({"artifact": {"artifactId": self.server._new_id(),
-                                                    "parts": [{"text": item}]}}, trusted=True)
-            self._flush_chunk(last=False)
-            self.chunk = item
-            return
-        elif isinstance(item, dict) and "parts" in item and "messageId" in item:
-            item = {"message": item}
-        if not isinstance(item, dict) or len(item) != 1:
-            raise InvalidAgentResponseError(
-                f"the agent produced {type(item).__name__}; agents return or yield str, "
-                "status_update(...), artifact_update(...) or agent_message(...)")
-        self._flush_chunk(last=False)
-        (kind, body), = item.items()
-        handler = _OUTPUT_HANDLERS.get(kind)
-        if handler is None:
-            raise InvalidAgentResponseError(
-                f"the agent produced {kind!r}; expected statusUpdate, artifactUpdate or message")
-        handler(self, body)
-
-    def complete(self, result):
-        """The agent returned one answer (not a generator): its output, then the end."""
-        if isinstance(result, str) and not result.isascii():
-            _check_agent_text(result)
-        if _ended_at_once(self, result):       # a shortcut: see "Speed helpers"
-            return
-        self.emit(result, chunked=False)
-        self.finish()
-
-    def _flush_chunk(self, last):
-        if self.chunk is None:
-            return
-        text, self.chunk = self.chunk, None
-        first = self.chunk_id is None
-        if first:
-            self.chunk_id = self.server._new_id()
-        event = {"artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
-        if not first:
-            event["append"] = True
-        if last:
-            event["lastChunk"] = True
-        self._artifact(event, trusted=True)
-
-    def _status(self, body, trusted=False):
-        """Publish a status update (``trusted``: built here, not by the agent)."""
-        ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
-        if trusted:
-            body = {**ids, **body}
-        else:
-            body = parse("TaskStatusUpdateEvent", {**body, **ids}, "agent statusUpdate")
-        status = body["status"]
-        status["timestamp"] = self.server._now()
-        if "message" in status:
-            status["message"] = {**status["message"], "taskId": self.ctx.task_id,
-                                 "contextId": self.ctx.context_id}
-        with self.channel.lock:
-            task = self.server._create_task(self.ctx, self.channel)
-            if self.ctx._canceled:
-                self.done = True
-                return
-            task = _apply(task, "statusUpdate", body, status["timestamp"])
-            self.channel.publish(task, {"statusUpdate": body})
-        if status["state"] in _STREAM_END:
-            self.done = True
-
-    def _artifact(self, body, trusted=False):
-        """Publish an artifact update (``trusted``: built here, not by the agent)."""
-        ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
-        if trusted:
-            body = {**ids, **body}
-        else:
-            body = parse("TaskArtifactUpdateEvent", {**body, **ids}, "agent artifactUpdate")
-        with self.channel.lock:
-            task = self.server._create_task(self.ctx, self.channel)
-            if self.ctx._canceled:
-                self.done = True
-                return
-            task = _apply(task, "artifactUpdate", body, None)
-            self.channel.publish(task, {"artifactUpdate": body})
-
-    def _message(self, body):
-        message = parse("Message", {"role": "ROLE_AGENT", **body,
-                                    "contextId": self.ctx.context_id}, "agent message")
-        if self.channel.task is None:
-            # A direct reply: no task is created (section 3.1.1).
-            message.pop("taskId", None)
-            self.reply = message
-            self.done = True
-            self.channel.publish(None, {"message": message})
-            return
-        # Within a task, a message is the agent's final word on this turn.
-        self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}}, True)
-
-    def finish(self):
-        """The agent returned: flush the last chunk; COMPLETED unless it said otherwise."""
-        if not self.done:
-            self._flush_chunk(last=True)
-        if not self.done:
-            self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, trusted=True)
-        self._end_turn()
-
-    def fail(self, exc):
-        """The agent raised: FAILED, with a message that names the error, not the traceback.
-
-        An A2AError raised before any task exists fails the request instead.
-        """
-        self.chunk = None
-        if self.channel.task is None and isinstance(exc, A2AError):
-            _log().info("agent refused the request: %s", exc.message)
-            self.error = exc
-            self.channel.publish(None, {"error": exc})
-            self._end_turn()
-            return
-        _log().error("agent failed on task %s", self.ctx.task_id, exc_info=exc)
-        if not self.done:
-            if isinstance(exc, A2AError):
-                text = exc.message
-            else:
-                text = f"the agent failed ({type(exc).__name__}); see the server log"
-            try:
-                self._status({"status": {"state": "TASK_STATE_FAILED",
-                                         "message": new_message(text)}}, trusted=True)
-            except Exception as again:
-                self._fail_plainly(again)
-        self._end_turn()
-
-    def _fail_plainly(self, exc):
-        """Recording the failure failed too, so what the agent made is the
-        problem (or the store refused the task): the task still ends FAILED,
-        as a plain task that can be stored, and every stream is told."""
-        _log().error("could not record the failure of task %s", self.ctx.task_id, exc_info=exc)
-        channel, ctx = self.channel, self.ctx
-        with channel.lock:
-            if channel.task is not None and not ctx._canceled:
-                now = self.server._now()
-                status = {"state": "TASK_STATE_FAILED", "timestamp": now,
-                          "message": new_message("the agent failed, and what it produced could "
-                                                 "not be stored; see the server log",
-                                                 taskId=ctx.task_id, contextId=ctx.context_id)}
-                # A plain task, as it began, that ends FAILED: nothing of the agent's.
-                task = _apply(_apply(None, "message", ctx.message, now), "statusUpdate",
-                              {"status": status}, now)
-                try:
-                    return channel.publish(task, {"statusUpdate": {
-                        "taskId": ctx.task_id, "contextId": ctx.context_id, "status": status}})
-                except Exception as again:
-                    _log().error("task %s could not be stored at all", ctx.task_id,
-                                 exc_info=again)
-            # Nothing could be stored: end the waiting streams with the error.
-            self.error = exc if isinstance(exc, A2AError) else InternalError(
-                "the task could not be stored; see the server log")
-            channel.publish(None, {"error": self.error})
-
-    def _end_turn(self):
-        self.done = True
-        self.channel.active = None
-        task = self.channel.task
-        if task is not None:
-            state = task["status"]["state"]
-            if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
-                self.server._forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
-        self.finished.set()
-
-
-class _Workers:
-    """A bounded pool of daemon threads (daemon: a stuck agent never blocks exit)."""
-
-    def __init__(self, limit):
-        self.limit = limit
-        from queue import SimpleQueue
-        self.jobs = SimpleQueue()
-        self.idle = threading.Semaphore(0)
-        self.count = 0
-        self.lock = threading.Lock()
-
-    def submit(self, fn, *args):
-        self.jobs.put((fn, args))
-        if self.idle.acquire(blocking=False):
-            return                             # an idle worker will take it
-        with self.lock:
-            if self.count >= self.limit:
-                return                         # all busy: it waits in the queue
-            self.count += 1
-        threading.Thread(target=self._work, name="a2a-worker", daemon=True).start()
-
-    def _work(self):
-        while True:
-            fn, args = self.jobs.get()
-            try:
-                fn(*args)
-            except Exception:
-                _log().exception("unexpected error in a worker")
-            self.idle.release()
-
-
-_OUTPUT_HANDLERS = {
-    "statusUpdate": _TurnWriter._status,
-    "artifactUpdate": _TurnWriter._artifact,
-    "message": _TurnWriter._message,
-}
-
-
 def _history_length(request, field="historyLength"):
     """historyLength: None (unset: the whole history), 0 (none) or N > 0 (newest N)."""
     value = request.get("historyLength")
@@ -3079,7 +3089,7 @@ _HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"
 _MAX_URL = 2048
 _MAX_HEADER_VALUE = 4096
 
-# Delivery counters: the totals (Server.push_stats), and each caller's.
+
 def _parse_allow(entries):
     """push_allow -> (host names in IDNA form, networks)."""
     import ipaddress
@@ -3186,14 +3196,14 @@ def _webhook_target(url, allow, resolve=None):
 # A binding is a codec around Server.call(): it finds the operation (a
 # JSON-RPC method name, or a REST route), turns the request into the
 # operation's params dict, and turns the result into bytes in its own shape,
-# errors included. This is the only place where JSON is encoded, where HTTP
-# statuses and headers are chosen, and where the Link header to the card
+# errors included. This is the only place where answers are encoded, where
+# HTTP statuses and headers are chosen, and where the Link header to the card
 # (RFC 8288) is added. The operations never see a binding, so the same task
 # looks the same through JSON-RPC, HTTP+JSON and gRPC (section 5.1).
 #
 # JSON-RPC (section 9): one Request object per HTTP POST; batches are not part
-# of A2A. Every answer is HTTP 200 (413 for a body over the limit) with a
-# JSON-RPC Response, whose error codes
+# of A2A. Every answer is HTTP 200 with a JSON-RPC Response (except where
+# HTTP itself has something to say: 413, 401, 429), whose error codes
 # come from the error table; data is an array of typed details (ErrorInfo,
 # BadRequest). Streaming methods answer text/event-stream where every event's
 # data is a whole JSON-RPC Response carrying one StreamResponse (section
@@ -3867,6 +3877,7 @@ def _help_text(server, base_url):
 # resolver, with its own timeouts, outside the attempt's deadline.
 
 
+# Delivery counters: the totals (Server.push_stats), and each caller's.
 _PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped")
 _CALLER_COUNTS = ("queued", "sent", "failed", "refused", "retried", "dropped")
 
@@ -4252,7 +4263,7 @@ class _StoredTask(dict):
 
 # A task read again and again (a client polling GetTask until its task ends)
 # is decoded once per version, not once per read: the store keeps the decoded
-# form of the _RECENT tasks read last, if their JSON is at most
+# form of the last _RECENT tasks it decoded, if their JSON is at most
 # _RECENT_BYTES. A hit costs a dict lookup and an identity check (a new
 # version is a new bytes object); a miss, json.loads. Measured in process, a
 # GetTask takes 5.0 us with a hit and 8.0 us without; through the threaded
@@ -4374,11 +4385,11 @@ class _LoopThread:
     def __init__(self):
         import asyncio
         self.loop = asyncio.new_event_loop()
+        self.running = set()                   # its tasks: asyncio keeps them only weakly
         threading.Thread(target=self.loop.run_forever, name="a2a-asyncio", daemon=True).start()
 
     def spawn(self, coroutine):
-        import asyncio
-        asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        self.loop.call_soon_threadsafe(_spawn, self.loop, self.running, coroutine)
 
 
 def _call_on(loop, fn, *args):
@@ -4497,7 +4508,7 @@ class _LoopStream:
 
 
 # =============================================================================
-# 12. Adapters: reading HTTP/1.1, the threaded server, the asyncio server
+# 12. Adapters: HTTP/1.1, the threaded and asyncio servers, WSGI, ASGI, Lambda
 # =============================================================================
 #
 # A host adapter turns its world into handle_http() arguments and writes the
@@ -4933,7 +4944,7 @@ def _threaded_server(server, max_connections, date):
 
         def drain(self, grace=10.0):
             """After serve_forever() has returned: shut the Server down
-            gracefully (section 9's theory), let requests in flight finish
+            gracefully (Server.shutdown), let requests in flight finish
             within ``grace`` seconds, close idle connections, then the socket."""
             deadline = time.monotonic() + grace
             server.shutdown(grace)
@@ -5215,7 +5226,8 @@ class _LoopConnection:
         if not keep:
             return self.transport.close()
         self.ready_since = self.loop.time()
-        self.transport.resume_reading()
+        if self.drained is None:                   # (not while the client does not read)
+            self.transport.resume_reading()
         if self.buffer:                            # a pipelined request: after this callback
             self.loop.call_soon(self.serve_buffered)
 

@@ -487,3 +487,32 @@ def test_extended_card_shows_the_address_the_client_used(make_client):
         card = json.loads(resp.body)
     assert card["supportedInterfaces"][0]["url"] == "http://agents.example:9000/"
     assert card["description"] == "more"
+
+
+def test_a_new_turn_keeps_the_channel_the_last_turn_lets_go_of():
+    """A turn that ends waiting for input lets go of the task's channel, unless
+    the client's next message has already begun a turn on it: then the
+    channel stays (one channel per task, so CancelTask reaches the new turn)."""
+    import threading
+    release = threading.Event()
+
+    def agent(ctx):
+        if ctx.task is None:
+            yield a2a_min.status_update("TASK_STATE_INPUT_REQUIRED", "more?")
+            return
+        release.wait(5)
+        yield "done"
+    server = a2a_min.Server(agent)
+    first = server.call("SendMessage", {"message": user_message("hi")})["task"]
+    assert first["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert first["id"] not in server._channels           # waiting: let go
+    reply = server.call("SendMessage", {"message": user_message("go", taskId=first["id"]),
+                                        "configuration": {"returnImmediately": True}})
+    channel = server._channels[first["id"]]
+    assert channel.active is not None
+    server._forget(first["id"], unless_followed=True)   # what a late _end_turn would do
+    assert server._channels.get(first["id"]) is channel
+    canceled = server.call("CancelTask", {"id": reply["task"]["id"]})
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert channel.active is None or channel.active.cancelled.is_set()
+    release.set()
