@@ -200,7 +200,11 @@ _IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on
 # state it leaves). None among the states met is a task that does not exist
 # yet; "=" leaves the state as it was, "*" takes the state the event names.
 # An event that meets any other state is refused, so a terminal task stays
-# as it ended.
+# as it ended. The agent's status updates may name any state ("*"): WORKING
+# as it goes, INPUT_REQUIRED or AUTH_REQUIRED to wait for the client,
+# COMPLETED, FAILED or REJECTED to end. One more rule is not a state: a task
+# takes one message at a time (a second one, while a turn runs, is refused:
+# Server._start_turn).
 TRANSITIONS = {
     "message": (_OPEN_STATES | {None}, "TASK_STATE_SUBMITTED"),   # the user: a task, or its next turn
     "statusUpdate": (_OPEN_STATES, "*"),                          # the agent: where the task stands
@@ -1151,6 +1155,7 @@ class TaskStore:
             self._remove(task_id)
 
     def _remove(self, task_id):
+        """Forget a task and what it counted for (with the store's lock held)."""
         entry = self._tasks.pop(task_id, None)
         self._recent.pop(task_id, None)
         if entry is None:
@@ -1647,6 +1652,7 @@ class _Follower:
         return True
 
     def _give(self):
+        """The next ready event; a final one (or an error) ends the stream."""
         seq, event = self.ready.popleft()
         if "error" in event:
             self.close()
@@ -1659,6 +1665,8 @@ class _Follower:
         return self
 
     def __next__(self):
+        """The next event, waiting for it (a thread may wait) up to the
+        keep-alive interval: then the tick (None, None)."""
         if not self.ready:
             if self.ended:
                 raise StopIteration
@@ -1779,6 +1787,14 @@ class _TurnWriter:
         self.finished = _Done()             # set when the turn is over
 
     def emit(self, item, chunked):
+        """One output of the agent (see the table at the top of this section):
+        a str is text for an artifact, a dict is one StreamResponse member
+        (statusUpdate, artifactUpdate or message) or a bare Message.
+
+        A generator's strs are chunks of one artifact (``chunked``). The last
+        chunk must carry lastChunk (section 4.2.3), and only the next output
+        tells which chunk was the last, so each chunk is held back until the
+        next output (or the end of the turn) lets it go."""
         if self.done or item is None:
             return
         if self.ctx._canceled:
@@ -1817,6 +1833,8 @@ class _TurnWriter:
         self.finish()
 
     def _flush_chunk(self, last):
+        """Publish the held-back text chunk: the first makes the artifact, the
+        others append to it; ``last`` marks the end of it."""
         if self.chunk is None:
             return
         text, self.chunk = self.chunk, None
@@ -1868,6 +1886,10 @@ class _TurnWriter:
             self.channel.publish(task, {"artifactUpdate": body})
 
     def _message(self, body):
+        """A Message from the agent. Before any task exists it is the whole
+        answer, and no task is made (section 3.1.1: an agent may answer with a
+        Message alone); within a task it completes the turn, as the status
+        message of COMPLETED."""
         message = parse("Message", {"role": "ROLE_AGENT", **body,
                                     "contextId": self.ctx.context_id}, "agent message")
         if self.channel.task is None:
@@ -1941,6 +1963,9 @@ class _TurnWriter:
             channel.publish(None, {"error": self.error})
 
     def _end_turn(self):
+        """The turn is over: the task takes messages again, and a task that
+        ended or waits for the client lets go of its channel (Server._forget),
+        so that nothing but the store holds it until the client comes back."""
         self.done = True
         self.channel.active = None
         task = self.channel.task
@@ -1952,7 +1977,12 @@ class _TurnWriter:
 
 
 class _Workers:
-    """A bounded pool of daemon threads (daemon: a stuck agent never blocks exit)."""
+    """A bounded pool of daemon threads (daemon: a stuck agent never blocks exit).
+
+    Sync agents of streams, of returnImmediately and of every request on an
+    event loop run here: at most ``limit`` at once, the rest wait in the
+    queue (their tasks SUBMITTED). Threads are made as turns need them and
+    then kept, idle, for the next."""
 
     def __init__(self, limit):
         self.limit = limit
@@ -2253,6 +2283,8 @@ class Server:
     # -- tasks -----------------------------------------------------------------
 
     def _visible_task(self, task_id, call):
+        """The task, if the caller may see it; else TaskNotFoundError, the
+        same whether it does not exist or is someone else's (section 13.1)."""
         task = self.store.get(task_id, call.owner)
         if task is None:
             raise TaskNotFoundError(
@@ -2494,6 +2526,7 @@ class Server:
             self._pool().submit(self._drive, turn, None, spawn)
 
     def _pool(self):
+        """The worker threads of sync agents, made on first use."""
         with self._lock:
             if self._workers is None:
                 self._workers = _Workers(self.limits["max_workers"])
@@ -2628,6 +2661,12 @@ class Server:
         return self._subscription(channel, call.last_event_id)
 
     def _subscription(self, channel, last_event_id):
+        """The stream of a subscriber. A client that comes back with the id of
+        the last event it saw (SSE Last-Event-ID), still in the channel's
+        replay buffer, gets what it missed and then the rest; anyone else
+        first gets the task as it is now (section 3.1.6: the stream begins
+        with the current Task), numbered as the event just before the next,
+        so that resuming from it misses nothing."""
         keepalive = self.limits["keepalive_interval"]
         with channel.lock:
             task, seq = channel.task, channel.next_seq
@@ -2649,6 +2688,7 @@ class Server:
     # PushNotificationNotSupportedError (section 3.1.7).
 
     def _require_push(self):
+        """PushNotificationNotSupportedError unless the card promises push."""
         if not self.capabilities.get("pushNotifications"):
             raise PushNotificationNotSupportedError(
                 "this agent does not send push notifications (capabilities.pushNotifications "
@@ -2730,6 +2770,8 @@ class Server:
                                          field=field)
 
     def _add_push_config(self, task_id, config, tenant):
+        """Keep a checked webhook config with its task, under a fresh id unless
+        the client chose one (then it replaces the config of that id)."""
         # (A config is at most a few KiB: _MAX_URL and _MAX_HEADER_VALUE below,
         # max_push_configs of them per task.)
         self._check_push_config(config)
@@ -2972,11 +3014,21 @@ def _history_length(request, field="historyLength"):
     return value
 
 
+# ListTasks page tokens (section 3.1.4: opaque to the client). A token is the
+# sort key of the last task of the page, (status timestamp, id), as URL-safe
+# base64 of its JSON: the next page is every matching task that sorts after
+# it. It holds no server state, so it never expires and survives restarts,
+# and a task added, changed or evicted between two pages moves nothing else.
+# A token this server did not make is refused as InvalidParams, naming the fix.
+
+
 def _encode_page_token(key):
+    """(status timestamp, task id) -> the opaque pageToken."""
     return _b64encode(json.dumps(list(key)).encode()).replace("+", "-").replace("/", "_").rstrip("=")
 
 
 def _decode_page_token(token):
+    """A pageToken -> the (status timestamp, task id) it was made from."""
     try:
         stamp, task_id = json.loads(_b64decode(token))
         if isinstance(stamp, str) and isinstance(task_id, str):
@@ -3248,6 +3300,8 @@ _HTTP_REASONS = {200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Re
 
 
 def _dumps(obj):
+    """A JSON value -> compact UTF-8 JSON bytes (section 5.5: ProtoJSON is
+    plain JSON; no spaces, and characters as they are, not escaped)."""
     text = _ENCODER.encode(obj)
     try:
         return text.encode("utf-8")
@@ -3796,6 +3850,9 @@ def _card_response(server, headers, base_url):
 
 
 def _preflight(server):
+    """OPTIONS (a browser's CORS preflight): any origin may call this agent
+    from a page, with the headers A2A uses. Credentials decide who may do
+    what; the origin does not."""
     return Response(204, [("Access-Control-Allow-Origin", "*"),
                           ("Access-Control-Allow-Methods", "GET, POST, OPTIONS"),
                           ("Access-Control-Allow-Headers",
@@ -3817,6 +3874,8 @@ def _help_response(server, headers, base_url):
 
 
 def _help_text(server, base_url):
+    """The JSON-RPC endpoint's help page: the card, then one curl line for
+    each of the commonest operations, ready to paste."""
     base = (server.public_url or base_url).rstrip("/")
     rpc = base + (server.rpc_path if server.rpc_path != "/" else "/")
     head = f"curl -s {rpc} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' -d "
@@ -4368,6 +4427,9 @@ def _spawner(loop, running):
 
 
 def _spawn(loop, running, coroutine):
+    """Run ``coroutine`` as a task of ``loop`` (from the loop's thread). On
+    Python 3.12+ it starts eagerly, running until it first waits: an agent
+    that never waits has finished its turn when this returns."""
     if _EAGER_TASKS:
         import asyncio
         task = asyncio.Task(coroutine, loop=loop, eager_start=True)
@@ -4643,6 +4705,9 @@ class _RequestReader:
     # -- the head (RFC 9112 sections 2-5) ------------------------------------
 
     def _read_head(self, buffer):
+        """The request line and headers, once the blank line after them is in
+        ``buffer`` (RFC 9112 sections 3 and 5), checked as the theory above
+        says; None while they are still arriving."""
         first = buffer[:1]
         while first == b"\n" or first == b"\r" and buffer[1:2] == b"\n":
             del buffer[:1 + (first == b"\r")]     # empty lines before a request: ignored
@@ -4835,6 +4900,8 @@ def _threaded_handler(server, timeout, limits, date):
     import socketserver
 
     class Handler(socketserver.BaseRequestHandler):
+        """One connection, on a thread of its own: read a request, answer it,
+        and again while the client keeps the connection alive."""
 
         def handle(self):
             sock = self.request
@@ -4930,6 +4997,7 @@ def _threaded_server(server, max_connections, date):
     import socketserver
 
     class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+        """socketserver's threaded TCP server, counting its connections."""
         daemon_threads = True
         allow_reuse_address = True
         request_queue_size = 128
@@ -5104,6 +5172,7 @@ class _LoopConnection:
         self.ready_since = loop.time()
 
     def connection_made(self, transport):
+        """A client connected: start its clock, or refuse it past the cap."""
         self.transport = transport
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
         if len(self.connections) >= self.max_connections:
@@ -5122,6 +5191,8 @@ class _LoopConnection:
         self.peer = (transport.get_extra_info("peername") or ("",))[0]
 
     def data_received(self, data):
+        """Bytes from the client: answer what is whole, unless an answer is
+        still being worked on (then they wait, in order, in the buffer)."""
         if self.closed:
             return                 # a refused connection's request: not read
         self.buffer += data
@@ -5134,6 +5205,7 @@ class _LoopConnection:
         return False               # the client is done sending: close once answered
 
     def connection_lost(self, exc):
+        """The client is gone: stop its clock and its stream, if any."""
         self.closed = True
         self.timer.cancel()
         self.connections.discard(self)
