@@ -64,7 +64,7 @@ def test_a_pending_answer_is_answered_at_its_deadline_on_the_loop():
     body = rpc_body("SendMessage", {"message": user_message("slow")})
 
     async def send():
-        spawn = a2a_min._spawner(asyncio.get_running_loop(), set())
+        spawn = a2a_min._Spawner(asyncio.get_running_loop())
         response = server.handle_http("POST", "/", "", {"a2a-version": "1.0"}, body, None,
                                       None, spawn)
         assert response.pending is not None and not response.pending.done()
@@ -333,7 +333,7 @@ def test_an_eager_turn_is_answered_without_a_pending_answer():
     body = rpc_body("SendMessage", {"message": user_message("now")})
 
     async def send():
-        spawn = a2a_min._spawner(asyncio.get_running_loop(), set())
+        spawn = a2a_min._Spawner(asyncio.get_running_loop())
         response = server.handle_http("POST", "/", "", {"a2a-version": "1.0"}, body, None,
                                       None, spawn)
         if sys.version_info >= (3, 12):
