@@ -1515,10 +1515,12 @@ class CallContext:
 
 
 def _is_final(event, end_states):
-    """Does this StreamResponse end a stream? (a Message, or a status in ``end_states``)"""
+    """Does this StreamResponse end a stream? (a Message, or a status in
+    ``end_states``: an update's, or a whole task's when a reader that fell
+    behind the replay buffer is given the task as it is now)"""
     if "message" in event:
         return True
-    update = event.get("statusUpdate")
+    update = event.get("statusUpdate") or event.get("task")
     return bool(update) and update["status"]["state"] in end_states
 
 

@@ -516,3 +516,20 @@ def test_a_new_turn_keeps_the_channel_the_last_turn_lets_go_of():
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     assert channel.active is None or channel.active.cancelled.is_set()
     release.set()
+
+
+def test_a_stream_with_no_replay_buffer_resynchronizes_with_the_task():
+    """replay_buffer=0 keeps no event for a follower that falls behind: it
+    gets the whole task instead, and the stream still ends where the task
+    does (it used to fail with IndexError)."""
+    def agent(ctx):
+        yield "one "
+        yield "two"
+    server = a2a_min.Server(agent, replay_buffer=0)
+    events = [event for _, event in server.call(
+        "SendStreamingMessage", {"message": user_message("hi")}) if event is not None]
+    assert events and "task" in events[0]
+    last = events[-1]
+    state = (last.get("task") or {}).get("status", {}).get("state") or \
+        last.get("statusUpdate", {}).get("status", {}).get("state")
+    assert state == "TASK_STATE_COMPLETED"
