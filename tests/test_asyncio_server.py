@@ -165,7 +165,6 @@ def test_asyncio_holds_1000_idle_keep_alive_connections(asyncio_port):
 
 
 def test_asyncio_stops_reading_pipelined_requests_while_the_client_does_not_read():
-    import asyncio
     import socket
     from harness import AsyncioHostClient
     server = a2a_min.Server(lambda text: "ok")
