@@ -5421,8 +5421,12 @@ def wsgi_app(server):
     return app
 
 
-def asgi_app(server):
-    """An ASGI 3 application serving ``server``: ``app = a2a_min.asgi_app(server)``."""
+def asgi_app(server, *, grace=10.0):
+    """An ASGI 3 application serving ``server``: ``app = a2a_min.asgi_app(server)``.
+
+    At the ASGI server's lifespan shutdown it stops ``server`` gracefully
+    (Server.shutdown, within ``grace`` seconds: streams end with a retry
+    hint, running turns may finish), off the event loop."""
 
     spawners = []                                  # the _Spawner of the app's loop
 
@@ -5439,6 +5443,8 @@ def asgi_app(server):
                 if message["type"] == "lifespan.startup":
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
+                    await asyncio.get_running_loop().run_in_executor(
+                        None, server.shutdown, grace)
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":

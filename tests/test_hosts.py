@@ -145,8 +145,11 @@ def test_asgi_mounted_under_a_prefix_and_lifespan():
     async def send(message):
         replies.append(message["type"])
 
+    server = a2a_min.Server(scenario_agent)
+    app = a2a_min.asgi_app(server, grace=1.0)
     asyncio.run(app({"type": "lifespan"}, receive, send))
     assert replies == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert server._closing.is_set()            # the lifespan shutdown stopped the server
 
 
 def test_single_path_mode():
