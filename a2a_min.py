@@ -4051,6 +4051,8 @@ class _PushDelivery:
         self.unlogged = {}                # caller -> counts and last reason, since the last warning
         self.log_at = 0.0                 # when the next warning may be written
         self.tls = None                   # the SSLContext for https, made on first use
+        import random
+        self.jitter = random.Random()     # its own: the random module's state is the program's
         for _ in range(self.limits["push_workers"]):
             threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
 
@@ -4153,12 +4155,11 @@ class _PushDelivery:
         """Count an attempt's outcome; put the caller back in line, or its retry
         on the heap, or mark it idle."""
         import heapq
-        import random
         config, body, attempt = job
         lane = self.lanes[caller]
         if outcome == "retry" and attempt < self.limits["push_retries"]:
             self._note(caller, lane, "retried")
-            delay = self.limits["push_backoff"] * 2 ** attempt * (0.5 + random.random())
+            delay = self.limits["push_backoff"] * 2 ** attempt * (0.5 + self.jitter.random())
             heapq.heappush(self.later, (time.monotonic() + delay, next(self.numbers), caller,
                                         (config, body, attempt + 1)))
         else:
