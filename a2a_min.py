@@ -1852,40 +1852,40 @@ class _TurnWriter:
 
     def _status(self, body, trusted=False):
         """Publish a status update (``trusted``: built here, not by the agent)."""
-        ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
-        if trusted:
-            body = {**ids, **body}
-        else:
-            body = parse("TaskStatusUpdateEvent", {**body, **ids}, "agent statusUpdate")
+        body = self._checked("statusUpdate", "TaskStatusUpdateEvent", body, trusted)
         status = body["status"]
         status["timestamp"] = self.server._now()
         if "message" in status:
             status["message"] = {**status["message"], "taskId": self.ctx.task_id,
                                  "contextId": self.ctx.context_id}
-        with self.channel.lock:
-            task = self.server._create_task(self.ctx, self.channel)
-            if self.ctx._canceled:
-                self.done = True
-                return
-            task = _apply(task, "statusUpdate", body, status["timestamp"])
-            self.channel.publish(task, {"statusUpdate": body})
-        if status["state"] in _STREAM_END:
+        if self._publish("statusUpdate", body, status["timestamp"]) and \
+                status["state"] in _STREAM_END:
             self.done = True
 
     def _artifact(self, body, trusted=False):
         """Publish an artifact update (``trusted``: built here, not by the agent)."""
+        body = self._checked("artifactUpdate", "TaskArtifactUpdateEvent", body, trusted)
+        self._publish("artifactUpdate", body, None)
+
+    def _checked(self, kind, message_type, body, trusted):
+        """An update with the turn's task and context ids; the agent's own
+        (not ``trusted``) checked against the proto first."""
         ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
         if trusted:
-            body = {**ids, **body}
-        else:
-            body = parse("TaskArtifactUpdateEvent", {**body, **ids}, "agent artifactUpdate")
+            return {**ids, **body}
+        return parse(message_type, {**body, **ids}, "agent " + kind)
+
+    def _publish(self, kind, body, now):
+        """Apply the update to the task (made now, if this is its first event)
+        and publish it; False if the task was canceled meanwhile (the update is
+        dropped, and the turn is done)."""
         with self.channel.lock:
             task = self.server._create_task(self.ctx, self.channel)
             if self.ctx._canceled:
                 self.done = True
-                return
-            task = _apply(task, "artifactUpdate", body, None)
-            self.channel.publish(task, {"artifactUpdate": body})
+                return False
+            self.channel.publish(_apply(task, kind, body, now), {kind: body})
+        return True
 
     def _message(self, body):
         """A Message from the agent. Before any task exists it is the whole
