@@ -67,13 +67,13 @@ __all__ = [
     "RequestContext", "text_part", "data_part", "file_part", "new_message", "status_update",
     "artifact_update", "agent_message",
     # who is calling, and where tasks live
-    "CallContext", "BearerAuth", "ApiKeyAuth", "TaskStore",
+    "CallContext", "BearerAuth", "ApiKeyAuth", "TaskStore", "SQLiteStore", "open_store",
     # errors: the base of all, and those an agent, a hook or a store raises (the
     # others of section 2 are the server's own answers)
     "A2AError", "InvalidParamsError", "TaskNotFoundError", "UnsupportedOperationError",
     "ContentTypeNotSupportedError", "InvalidAgentResponseError",
     "ExtensionSupportRequiredError", "AuthenticationRequiredError", "InternalError",
-    "TaskStoreFullError",
+    "TaskStoreFullError", "ConflictError",
     # the protocol as data
     "PROTOCOL_VERSION", "METHODS", "ROUTES", "TRANSITIONS", "TERMINAL_STATES",
     "INTERRUPTED_STATES", "MESSAGES", "ENUMS", "parse",
@@ -86,6 +86,7 @@ import binascii
 import functools
 import json
 import os
+import sqlite3
 import sys
 import threading
 import time
@@ -202,11 +203,11 @@ _IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on
 # An event that meets any other state is refused, so a terminal task stays
 # as it ended. The agent's status updates may name any state ("*"): WORKING
 # as it goes, INPUT_REQUIRED or AUTH_REQUIRED to wait for the client,
-# COMPLETED, FAILED or REJECTED to end. One more rule is not a state: a task
-# takes one message at a time (a second one, while a turn runs, is refused:
-# Server._start_turn).
+# COMPLETED, FAILED or REJECTED to end. A task takes one message at a time:
+# the user's next message meets only a task that waits for it (one that is
+# SUBMITTED or WORKING has a turn running, perhaps in another process).
 TRANSITIONS = {
-    "message": (_OPEN_STATES | {None}, "TASK_STATE_SUBMITTED"),   # the user: a task, or its next turn
+    "message": (INTERRUPTED_STATES | {None}, "TASK_STATE_SUBMITTED"),  # the user: a task, or its next turn
     "statusUpdate": (_OPEN_STATES, "*"),                          # the agent: where the task stands
     "artifactUpdate": (_OPEN_STATES, "="),                        # the agent: an artifact, or more of one
     "cancel": (_OPEN_STATES, "TASK_STATE_CANCELED"),              # the client: CancelTask
@@ -240,6 +241,9 @@ DEFAULT_LIMITS = {
     "push_queue_bytes": 8 << 20,      # bytes of event bodies waiting per caller; more are dropped
     "push_log_interval": 10.0,        # seconds between two warnings summing up failed deliveries
     "stats_interval": 60.0,           # seconds between two stats log lines (0: none)
+    "lease_ttl": 30.0,                # seconds a process's claim on a running task lasts unrenewed
+    "store_poll": 0.02,               # seconds between two looks for another process's commits
+    "store_threads": 8,               # threads an event-loop host lets wait on a shared store
 }
 
 
@@ -372,6 +376,13 @@ class PushNotificationNotSupportedError(A2AError):
 class UnsupportedOperationError(A2AError):
     """The operation is not supported here, or not in the task's state."""
     code, grpc_status, http_status, reason = -32004, "FAILED_PRECONDITION", 400, "UNSUPPORTED_OPERATION"
+
+
+class ConflictError(UnsupportedOperationError):
+    """The task changed since the writer read it (another request, perhaps in
+    another process, wrote first): the store refused a lost update. The server
+    reads the task again and retries; one that reaches a client means two
+    requests raced to change one task."""
 
 
 class ContentTypeNotSupportedError(A2AError):
@@ -1059,18 +1070,21 @@ _ENTRY_OVERHEAD = 512
 
 
 class TaskStore:
-    """Thread-safe, bounded, in-memory task store.
+    """Thread-safe, bounded, in-memory task store: the store contract, kept
+    in this process's memory (every task is lost when it exits; SQLiteStore,
+    below, keeps them in a file that processes share)."""
 
-    Subclass and override get/put/delete/list (keeping their contracts) to keep
-    tasks elsewhere.
-    """
+    shared = False          # only this process writes its tasks
 
     def __init__(self, *, max_tasks=DEFAULT_LIMITS["max_tasks"],
                  task_ttl=DEFAULT_LIMITS["task_ttl"], max_history=DEFAULT_LIMITS["max_history"],
                  max_bytes=DEFAULT_LIMITS["max_store_bytes"],
                  max_tasks_per_caller=DEFAULT_LIMITS["max_tasks_per_caller"],
                  max_bytes_per_caller=DEFAULT_LIMITS["max_bytes_per_caller"],
-                 max_page_bytes=DEFAULT_LIMITS["max_page_bytes"]):
+                 max_page_bytes=DEFAULT_LIMITS["max_page_bytes"],
+                 replay_buffer=DEFAULT_LIMITS["replay_buffer"],
+                 replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
+                 lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
         self.max_tasks = max_tasks
         self.task_ttl = task_ttl
         self.max_history = max_history
@@ -1078,27 +1092,38 @@ class TaskStore:
         self.max_tasks_per_caller = max_tasks_per_caller
         self.max_bytes_per_caller = max_bytes_per_caller
         self.max_page_bytes = max_page_bytes
+        self.replay_buffer = replay_buffer
+        self.replay_buffer_bytes = replay_buffer_bytes
+        self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
         self._lock = threading.Lock()
-        # id -> (JSON bytes, owner, contextId, state, status timestamp, caller, size)
+        # id -> (JSON bytes, owner, contextId, state, status timestamp, caller, size, version)
         self._tasks = {}
+        self._logs = {}                     # id -> _EventLog, the task's newest events
+        self._configs = {}                  # id -> {config id: push config}, in order made
+        self._leases = {}                   # id -> (holder, expires: time.time()), running tasks
         self._bytes = 0
         self._idle = OrderedDict()          # id -> when it ended or began to wait, oldest first
         self._callers = {}                  # caller -> [tasks, bytes]
         self._recent = {}                   # id -> _StoredTask, decoded ("Speed helpers")
 
     def get(self, task_id, owner):
-        """The task with this id if ``owner`` owns it, else None. (It comes
-        with the JSON it was read from: see _StoredTask.)"""
-        entry = self._tasks.get(task_id)
-        if entry is None or entry[1] != owner:
-            return None
-        return _recently_read(self._recent, task_id, entry[0])
+        """The task with this id if ``owner`` owns it, else None. It comes with
+        the JSON it was read from, its version and the id its next event will
+        get (see _StoredTask)."""
+        with self._lock:
+            entry = self._tasks.get(task_id)
+            if entry is None or entry[1] != owner:
+                return None
+            log = self._logs.get(task_id)
+            next_seq = 0 if log is None else log.next_seq
+        task = _recently_read(self._recent, task_id, entry[0])
+        task.version, task.next_seq = entry[7], next_seq
+        return task
 
-    def put(self, task, owner, caller=None):
-        """Insert or replace ``task`` (a Task dict, treated as immutable).
-        ``caller`` is whom a new task counts against (None: its owner).
-        Returns the task's JSON as stored (bytes)."""
+    def commit(self, task, owner, version, event=None, caller=None, holder=None):
+        """Write ``task`` and append ``event`` to its log, as one change. See
+        the contract above; returns (JSON bytes, new version, event id)."""
         history = task.get("history")
         if history and len(history) > self.max_history:
             task = {**task, "history": history[-self.max_history:]}
@@ -1111,43 +1136,106 @@ class TaskStore:
         now = time.monotonic()
         with self._lock:
             old = self._tasks.get(task_id)
-            if old is None:
+            _check_version(task_id, old and (old[1] == owner, old[3], old[7]), version)
+            new = old is None
+            if new:
                 caller = owner if caller is None else caller
-                grows = size
+                log, old_size = _EventLog(), 0
             else:
-                if old[3] in TERMINAL_STATES:
-                    # _apply refuses every event on a terminal task (section
-                    # 4.1.3); this is the store's own guard of the same rule,
-                    # for a writer that raced past it with an older snapshot.
-                    raise UnsupportedOperationError(
-                        f"task {task_id} is {old[3]} and never changes again",
-                        metadata={"taskId": task_id, "state": old[3]})
-                caller = old[5]
-                grows = size - old[6]
+                caller, log, old_size = old[5], self._logs[task_id], old[6]
+            event_size = 0
+            if event is not None:
+                # A Task event is the task; an update is about what it added to
+                # the task (the growth of its JSON), at least a small event's.
+                event_size = len(body) if "task" in event else max(size - old_size + log.size,
+                                                                    256)
+            grows = size + log.size + event_size - old_size      # at most
             share = self._callers.get(caller)
             if share is None:
                 share = self._callers[caller] = [0, 0]
-            new = old is None
             idle = self._idle
             if (len(self._tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes
                     or share[0] + new > self.max_tasks_per_caller
                     or share[1] + grows > self.max_bytes_per_caller
                     or idle and idle[next(iter(idle))] < now - self.task_ttl):
                 evicted = self._make_room(task_id, new, grows, caller, share, now)
+            seq = None
+            if event is not None:
+                seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
+            self._logs[task_id] = log
+            size += log.size                  # a task weighs its JSON and its kept events
             self._tasks[task_id] = (body, owner, task.get("contextId", ""), state,
-                                    status.get("timestamp", ""), caller, size)
-            self._bytes += grows
+                                    status.get("timestamp", ""), caller, size, version + 1)
+            self._bytes += size - old_size
             share[0] += new
-            share[1] += grows
+            share[1] += size - old_size
             if state in _IDLE_STATES:
+                self._leases.pop(task_id, None)
                 if new or task_id not in idle:
                     idle[task_id] = now
-            elif not new:
-                idle.pop(task_id, None)
+            else:
+                if holder is not None:
+                    self._leases[task_id] = (holder, time.time() + self.lease_ttl)
+                if not new:
+                    idle.pop(task_id, None)
         for gone in evicted:
             if self.on_evict:
                 self.on_evict(gone)
-        return body
+        return body, version + 1, seq
+
+    def events(self, task_id, after=-1):
+        """(the id of the oldest event kept, [(id, event) after ``after``]),
+        or None if the task is not stored."""
+        with self._lock:
+            log = self._logs.get(task_id)
+            if log is None:
+                return None
+            oldest = log.events[0][0] if log.events else log.next_seq
+            if log.next_seq <= after + 1:
+                return oldest, []
+            return oldest, [e for e in log.events if e[0] > after]
+
+    def changed(self):
+        """Nobody else writes to memory: nothing changes behind this process."""
+        return 0
+
+    # -- push notification configs, kept with their task --------------------------
+
+    def put_config(self, task_id, config, max_configs):
+        with self._lock:
+            configs = self._configs.setdefault(task_id, {})
+            if config["id"] not in configs and len(configs) >= max_configs:
+                raise _too_many_configs(task_id, len(configs))
+            configs[config["id"]] = config
+
+    def get_config(self, task_id, config_id):
+        return self._configs.get(task_id, {}).get(config_id)
+
+    def configs(self, task_id):
+        return list(self._configs.get(task_id, {}).values())
+
+    def delete_config(self, task_id, config_id):
+        with self._lock:
+            self._configs.get(task_id, {}).pop(config_id, None)
+
+    # -- leases: which process runs a task's agent -------------------------------
+
+    def renew(self, holder):
+        """Extend every lease ``holder`` has by ``lease_ttl`` from now."""
+        until = time.time() + self.lease_ttl
+        with self._lock:
+            for task_id, lease in self._leases.items():
+                if lease[0] == holder:
+                    self._leases[task_id] = (holder, until)
+
+    def expired(self):
+        """[(task id, owner)] of running tasks whose lease ran out."""
+        now = time.time()
+        with self._lock:
+            return [(task_id, self._tasks[task_id][1])
+                    for task_id, (_, until) in self._leases.items() if until < now]
+
+    # -- bounds -------------------------------------------------------------------
 
     def delete(self, task_id):
         """Forget a task (no error if it is unknown)."""
@@ -1158,6 +1246,9 @@ class TaskStore:
         """Forget a task and what it counted for (with the store's lock held)."""
         entry = self._tasks.pop(task_id, None)
         self._recent.pop(task_id, None)
+        self._logs.pop(task_id, None)
+        self._configs.pop(task_id, None)
+        self._leases.pop(task_id, None)
         if entry is None:
             return
         self._bytes -= entry[6]
@@ -1274,6 +1365,728 @@ class TaskStore:
         return tasks, total, (page[-1][0] if len(matches) > len(page) else None)
 
 
+class _EventLog:
+    """A task's newest events: (id, StreamResponse) pairs, at most ``count``
+    of them and ``limit`` bytes of JSON (the newest one always). Ids count
+    from 0 for the task's life and go on whatever is dropped."""
+
+    __slots__ = ("events", "sizes", "size", "next_seq")
+
+    def __init__(self):
+        self.events = deque()
+        self.sizes = deque()
+        self.size = 0
+        self.next_seq = 0
+
+    def append(self, event, size, count, limit):
+        """Keep ``event`` (of ``size`` bytes); returns its id."""
+        seq = self.next_seq
+        self.events.append((seq, event))
+        self.sizes.append(size)
+        self.size += size
+        while len(self.events) > count or self.size > limit and len(self.events) > 1:
+            self.events.popleft()
+            self.size -= self.sizes.popleft()
+        self.next_seq = seq + 1
+        return seq
+
+
+def _check_version(task_id, stored, version):
+    """The store's guard of a commit: ``stored`` is (owned by the writer,
+    state, version) of the task as stored, or None if it is not; ``version``
+    the version the writer read (0: it makes the task)."""
+    if version == 0:
+        if stored is not None:
+            raise ConflictError(f"task {task_id} exists already", metadata={"taskId": task_id})
+        return
+    if stored is None or not stored[0]:
+        raise ConflictError(f"task {task_id} is no longer stored", metadata={"taskId": task_id})
+    if stored[1] in TERMINAL_STATES:
+        # _apply refuses every event on a terminal task (section 4.1.3); this
+        # is the store's own guard of the same rule, for a writer that raced
+        # past it with an older snapshot.
+        raise UnsupportedOperationError(
+            f"task {task_id} is {stored[1]} and never changes again",
+            metadata={"taskId": task_id, "state": stored[1]})
+    if stored[2] != version:
+        raise ConflictError(f"task {task_id} changed meanwhile (version {stored[2]}, not "
+                            f"{version}); read it again", metadata={"taskId": task_id})
+
+
+def _too_many_configs(task_id, count):
+    return InvalidParamsError(
+        f"task {task_id} already has {count} push notification configs, the most this server "
+        "keeps; delete one first", field="taskId")
+
+
+# -- the SQLite store ----------------------------------------------------------
+#
+# The same contract as TaskStore, kept in one SQLite file that several
+# processes may share (a pre-forking server, or a restart that must find its
+# tasks again). Each task is one row of ``tasks``: its JSON as the client
+# sees it, and beside it what the store needs without decoding it (owner,
+# caller, state, status timestamp, version, sizes). Its stream events,
+# webhook configs and lease live in their own tables and go with it.
+#
+# Writers. SQLite lets one writer at a time commit. Every write runs in
+# BEGIN IMMEDIATE, which takes the write lock first and waits up to
+# ``busy_timeout`` for it: a plain BEGIN reads first and fails at once with
+# "database is locked" when it then tries to write after another process did
+# (python/cpython#124510). Lost updates are prevented by versions: commit()
+# writes only over the version it was given, and a writer that lost the race
+# gets ConflictError, reads the task again, and retries.
+#
+# Readers. The file is in WAL mode, so readers never wait for the writer nor
+# block it. No read transaction is left open (a stream waiting for events
+# polls ``changed()`` and reads again), or the write-ahead log could never be
+# folded back into the file and would grow without end. WAL needs memory
+# shared between the processes: it cannot work on a network file system,
+# and the store refuses to start where SQLite cannot enable it.
+#
+# Connections. A sqlite3 connection belongs to one thread, and one opened
+# before os.fork() must never be used in the child (the two processes would
+# share its file locks and cache), so the store keeps one connection per
+# (process id, thread), and checks the process id on every use.
+#
+# Bounds. As in TaskStore: idle tasks expire ``task_ttl`` after they became
+# idle, the oldest idle tasks are evicted (a 64th below the bound, 64 rows
+# to a statement) when the store or a caller's share is full, and a new task
+# is refused when only running tasks are left. A task's size is its JSON and
+# that of its kept events: what it costs on disk. Triggers keep the count and
+# size of all tasks, and of each caller's, in ``totals`` and ``callers`` as
+# rows change: COUNT(*) would read every row on every write.
+#
+# Times are integers: wall-clock milliseconds (a monotonic clock means
+# nothing to another process). Status timestamps are compared as text, which
+# is right because the server writes them all as "YYYY-MM-DDTHH:MM:SS.mmmZ".
+
+# The schema, one step per version: step i turns a file of version i into one
+# of version i + 1. A file is brought forward at start, in one transaction.
+_SQLITE_MIGRATIONS = (
+    (   # version 1
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE tasks (
+            n INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a task made again is new
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL,          -- json.dumps((tenant, principal))
+            caller TEXT NOT NULL,         -- json.dumps of whom it counts against
+            context_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            stamp TEXT NOT NULL,          -- status.timestamp, for ListTasks
+            idle_ms INTEGER,              -- when it became idle; NULL while an agent works
+            version INTEGER NOT NULL,
+            next_seq INTEGER NOT NULL,    -- the sequence number of its next event
+            first_seq INTEGER NOT NULL,   -- ... of its oldest kept event (next_seq: none)
+            event_bytes INTEGER NOT NULL, -- the JSON size of its kept events
+            size INTEGER NOT NULL,        -- its JSON size, and event_bytes
+            body BLOB NOT NULL)""",
+        "CREATE INDEX tasks_by_owner ON tasks (owner, stamp DESC, id DESC)",
+        "CREATE INDEX tasks_idle ON tasks (idle_ms) WHERE idle_ms IS NOT NULL",
+        "CREATE INDEX tasks_idle_by_caller ON tasks (caller, idle_ms) WHERE idle_ms IS NOT NULL",
+        """CREATE TABLE events (task_id TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL,
+                                PRIMARY KEY (task_id, seq))""",
+        """CREATE TABLE push_configs (task_id TEXT NOT NULL, id TEXT NOT NULL,
+                                      body BLOB NOT NULL, UNIQUE (task_id, id))""",
+        """CREATE TABLE leases (task_id TEXT PRIMARY KEY, holder TEXT NOT NULL,
+                                expires_ms INTEGER NOT NULL) WITHOUT ROWID""",
+        """CREATE TABLE callers (caller TEXT PRIMARY KEY, tasks INTEGER NOT NULL,
+                                 bytes INTEGER NOT NULL) WITHOUT ROWID""",
+        "CREATE TABLE totals (tasks INTEGER NOT NULL, bytes INTEGER NOT NULL)",
+        "INSERT INTO totals VALUES (0, 0)",
+        """CREATE TRIGGER tasks_added AFTER INSERT ON tasks BEGIN
+            INSERT OR IGNORE INTO callers VALUES (new.caller, 0, 0);
+            UPDATE callers SET tasks = tasks + 1, bytes = bytes + new.size
+                WHERE caller = new.caller;
+            UPDATE totals SET tasks = tasks + 1, bytes = bytes + new.size;
+        END""",
+        """CREATE TRIGGER tasks_resized AFTER UPDATE OF size ON tasks
+                WHEN new.size <> old.size BEGIN
+            UPDATE callers SET bytes = bytes + new.size - old.size WHERE caller = new.caller;
+            UPDATE totals SET bytes = bytes + new.size - old.size;
+        END""",
+        """CREATE TRIGGER tasks_removed AFTER DELETE ON tasks BEGIN
+            UPDATE callers SET tasks = tasks - 1, bytes = bytes - old.size
+                WHERE caller = old.caller;
+            DELETE FROM callers WHERE caller = old.caller AND tasks = 0;
+            UPDATE totals SET tasks = tasks - 1, bytes = bytes - old.size;
+            DELETE FROM events WHERE task_id = old.id;
+            DELETE FROM push_configs WHERE task_id = old.id;
+            DELETE FROM leases WHERE task_id = old.id;
+        END""",
+    ),
+)
+SQLITE_SCHEMA_VERSION = len(_SQLITE_MIGRATIONS)
+
+# What commit() reads first: the task, the totals, its caller's share, when
+# the oldest idle task became idle and who holds the task's lease, in one
+# statement.
+_SQL_COMMIT_READ = """
+    SELECT t.owner, t.state, t.version, t.next_seq, t.first_seq, t.event_bytes, t.size,
+           t.idle_ms, s.tasks, s.bytes, c.tasks, c.bytes,
+           (SELECT min(idle_ms) FROM tasks WHERE idle_ms IS NOT NULL),
+           (SELECT holder FROM leases WHERE task_id = ?1)
+    FROM totals AS s LEFT JOIN tasks AS t ON t.id = ?1
+    LEFT JOIN callers AS c ON c.caller = coalesce(t.caller, ?2)"""
+
+# Eviction, oldest idle first, 64 at most to a statement (SQLite as built by
+# Debian has no DELETE ... LIMIT). Each DELETE removes exactly the rows its
+# SELECT just listed: the same order, in the same write transaction.
+_SQL_EXPIRED = ("SELECT id FROM tasks WHERE idle_ms < ?1 AND id <> ?2 "
+                "ORDER BY idle_ms, n LIMIT 64")
+_SQL_DELETE_EXPIRED = f"DELETE FROM tasks WHERE id IN ({_SQL_EXPIRED})"
+_SQL_IDLE = ("FROM tasks WHERE idle_ms IS NOT NULL AND id <> ?1 "
+             "ORDER BY idle_ms, n LIMIT ?2")
+_SQL_CALLER_IDLE = ("FROM tasks WHERE caller = ?3 AND idle_ms IS NOT NULL "
+                    "AND id <> ?1 ORDER BY idle_ms, n LIMIT ?2")
+
+
+class SQLiteStore:
+    """The task store in an SQLite file, shared by every process that opens it.
+
+    ``path`` is a file name, or an ``sqlite:`` URL: ``sqlite:tasks.db`` and
+    ``sqlite:/var/lib/a2a/tasks.db`` name the path after the colon as it is;
+    ``sqlite:///tasks.db`` (relative) and ``sqlite:////var/lib/a2a/tasks.db``
+    (absolute) are SQLAlchemy's spelling of the same. A new file is created
+    readable by its owner only (0600: it holds messages and webhook tokens;
+    SQLite gives its -wal and -shm files the same mode). ``durable``: every
+    commit reaches the disk before it returns (synchronous=FULL); without
+    it, a power cut may lose the last commits but never corrupts the file.
+    ``busy_timeout``: seconds a write waits for another process's to finish
+    (then ServerBusyError). The limits are TaskStore's: ``replay_buffer``
+    and ``replay_buffer_bytes`` bound each task's event log, ``lease_ttl``
+    is how long a process's claim on a running task lasts unrenewed.
+
+    A file that cannot be written (read-only) still serves reads; each write
+    then raises InternalError, as it does when the disk is full.
+    """
+
+    shared = True                   # other processes may write the same tasks
+
+    def __init__(self, path, *, durable=False, busy_timeout=5.0,
+                 max_tasks=DEFAULT_LIMITS["max_tasks"], task_ttl=DEFAULT_LIMITS["task_ttl"],
+                 max_history=DEFAULT_LIMITS["max_history"],
+                 max_bytes=DEFAULT_LIMITS["max_store_bytes"],
+                 max_tasks_per_caller=DEFAULT_LIMITS["max_tasks_per_caller"],
+                 max_bytes_per_caller=DEFAULT_LIMITS["max_bytes_per_caller"],
+                 max_page_bytes=DEFAULT_LIMITS["max_page_bytes"],
+                 replay_buffer=DEFAULT_LIMITS["replay_buffer"],
+                 replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
+                 lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
+        path = os.fspath(path)
+        if path.startswith("sqlite:"):
+            path = path[len("sqlite:"):]
+            if path.startswith("///"):
+                path = path[3:]
+            elif path.startswith("//"):
+                raise ValueError(
+                    f"sqlite:{path}: write sqlite:///relative/path.db or sqlite:////absolute/"
+                    "path.db (SQLAlchemy's forms), or sqlite:PATH with the path as it is")
+        if not path or path == ":memory:" or path.startswith("file:"):
+            raise ValueError(f"{path!r}: give the SQLite store a file name (for tasks kept in "
+                             "memory, use TaskStore)")
+        self.path = path
+        self.durable = durable
+        self.busy_timeout = busy_timeout
+        self.max_tasks = max_tasks
+        self.task_ttl = task_ttl
+        self.max_history = max_history
+        self.max_bytes = max_bytes
+        self.max_tasks_per_caller = max_tasks_per_caller
+        self.max_bytes_per_caller = max_bytes_per_caller
+        self.max_page_bytes = max_page_bytes
+        self.replay_buffer = replay_buffer
+        self.replay_buffer_bytes = replay_buffer_bytes
+        self.lease_ttl = lease_ttl
+        self.on_evict = None                # callable(task_id), set by the Server
+        self._local = threading.local()     # .conn: (process id, connection) of this thread
+        self._inherited = []                # connections from before a fork: unused, never closed
+        self._recent = {}                   # id -> (n, _StoredTask), decoded (see get())
+        self._complained = 0.0              # when a failed write was last logged
+        try:
+            # Created 0600 before SQLite opens it (fchmod: whatever the umask).
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            os.fchmod(fd, 0o600)
+            os.close(fd)
+        self.read_only = not os.access(path, os.W_OK)
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            if "not a database" in str(error) or "malformed" in str(error):
+                raise RuntimeError(
+                    f"{path} is not an SQLite database, or it is damaged ({error}): move it "
+                    "aside and start on a new file, or restore it from a backup") from None
+            raise
+
+    # -- connections: one per process and thread ---------------------------------
+
+    def _db(self):
+        """This thread's connection (a new one in a new process or thread)."""
+        try:
+            pid, db = self._local.conn
+        except AttributeError:
+            return self._connect()
+        if pid != os.getpid():
+            # Opened before a fork: it shares its locks with the parent. Not
+            # used, and not closed either: closing it would drop this
+            # process's POSIX locks on the file, those of its own connections too.
+            self._inherited.append(db)
+            return self._connect()
+        return db
+
+    def _connect(self):
+        if self.read_only:
+            quoted = self.path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+            db = sqlite3.connect(f"file:{quoted}?mode=ro", uri=True, timeout=self.busy_timeout,
+                                 isolation_level=None)
+        else:
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                db.close()
+                raise RuntimeError(
+                    f"{self.path}: SQLite cannot use write-ahead logging there (journal_mode "
+                    f"stays {mode}), which several processes need to share the file; a network "
+                    "file system (NFS, EFS, SMB) cannot give it: put the file on a local disk")
+            db.execute("PRAGMA synchronous=" + ("FULL" if self.durable else "NORMAL"))
+        self._local.conn = (os.getpid(), db)
+        return db
+
+    def _write(self):
+        """``with self._write() as db:`` one write transaction (BEGIN IMMEDIATE)."""
+        return _SQLiteWrite(self, self._db())
+
+    def _failed(self, error):
+        """The A2AError for an SQLite error on a write: read-only file, full
+        disk, a lock held past busy_timeout. The client is told what happened
+        without the path; the log says where, and what to do."""
+        text = str(error)
+        name = os.path.basename(self.path)
+        if "readonly" in text or "read-only" in text:
+            problem, fix = "is read-only", ("make the file and its directory writable by the "
+                                            "server's user, or use another file")
+        elif "full" in text:
+            problem, fix = "is on a full disk", ("free space on that disk, or lower "
+                                                 "max_store_bytes")
+        elif "locked" in text or "busy" in text:
+            return ServerBusyError(
+                f"the task store stayed locked by another process for {self.busy_timeout} s; "
+                "try again shortly")
+        else:
+            problem, fix = f"failed ({text})", "see the server log"
+        now = time.monotonic()
+        if now - self._complained > 60:       # once a minute: a full disk is not to fill the log
+            self._complained = now
+            _log().error("task store %s %s: %s (%s)", self.path, problem, fix, text)
+        return InternalError(f"the task store {name} {problem}: the server's operator must "
+                             f"{fix}", metadata={"store": name})
+
+    def _migrate(self):
+        """Bring the file to SQLITE_SCHEMA_VERSION (one transaction), or refuse it."""
+        if self._schema_version(self._db()) == SQLITE_SCHEMA_VERSION:
+            return
+        if self.read_only:
+            raise RuntimeError(
+                f"{self.path} is read-only and has schema version "
+                f"{self._schema_version(self._db())}, not {SQLITE_SCHEMA_VERSION}: make it "
+                "writable once, so that it can be brought forward")
+        with self._write() as db:
+            # Read again under the write lock: another process may have just done it.
+            for step in _SQLITE_MIGRATIONS[self._schema_version(db):]:
+                for statement in step:
+                    db.execute(statement)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                       (str(SQLITE_SCHEMA_VERSION),))
+
+    def _schema_version(self, db):
+        """The file's schema version (0: a new file); a newer one than this
+        code knows is refused."""
+        version = 0
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+        if version > SQLITE_SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path} has schema version {version}, newer than version "
+                f"{SQLITE_SCHEMA_VERSION} of this a2a_min: run the a2a_min that wrote it (or a "
+                "newer one), or start on a new file")
+        return version
+
+    # -- tasks ---------------------------------------------------------------------
+
+    def get(self, task_id, owner):
+        """The task with this id if ``owner`` owns it, else None; with .json,
+        .version and .next_seq (see _StoredTask). A task read before is
+        decoded again only if it changed: the row's body is not even fetched
+        when its version (and its row number ``n``, new for a task made
+        again) is the one decoded last."""
+        hit = self._recent.get(task_id)
+        n, version = (hit[0], hit[1].version) if hit is not None else (0, 0)
+        row = self._db().execute(
+            "SELECT n, version, next_seq, CASE WHEN n = ? AND version = ? THEN NULL ELSE body "
+            "END FROM tasks WHERE id = ? AND owner = ?",
+            (n, version, task_id, json.dumps(owner))).fetchone()
+        if row is None:
+            return None
+        if row[3] is None:
+            return hit[1]                       # (an event comes with a new version)
+        task = _StoredTask.decode(row[3])
+        task.version, task.next_seq = row[1], row[2]
+        if len(row[3]) <= _RECENT_BYTES:
+            recent = self._recent
+            if len(recent) >= _RECENT:             # the oldest goes
+                try:
+                    recent.pop(next(iter(recent)), None)
+                except (RuntimeError, StopIteration):   # another thread changed it meanwhile
+                    pass
+            recent[task_id] = (row[0], task)
+        return task
+
+    def commit(self, task, owner, version, event=None, caller=None, holder=None):
+        """Write ``task`` over ``version`` (0: a new task), and append ``event``
+        to its log, atomically; ``holder`` (of a running task) takes its lease
+        for lease_ttl, and an idle task's lease ends. Returns (JSON as stored,
+        new version, the event's sequence number or None). See the store
+        contract."""
+        history = task.get("history")
+        if history and len(history) > self.max_history:
+            capped = {**task, "history": history[-self.max_history:]}
+            if event is not None and event.get("task") is task:
+                event = {"task": capped}
+            task = capped
+        task_id = task["id"]
+        status = task["status"]
+        state = status["state"]
+        body = _dumps(task)                     # raises on what cannot be stored
+        if event is None:
+            event_body = None
+        elif event.get("task") is task and len(event) == 1:
+            event_body = b'{"task":' + body + b"}"      # not encoded twice
+        else:
+            event_body = _dumps(event)
+        owner_key = json.dumps(owner)
+        caller_key = owner_key if caller is None else json.dumps(caller)
+        now = int(time.time() * 1000)
+        evicted, refused, seq = [], None, None
+        with self._write() as db:
+            (stored_owner, stored_state, stored_version, next_seq, first_seq, event_bytes,
+             old_size, idle_ms, tasks, size_all, caller_tasks, caller_bytes, oldest_idle,
+             leased) = db.execute(_SQL_COMMIT_READ, (task_id, caller_key)).fetchone()
+            new = stored_owner is None
+            _check_version(task_id, None if new else (stored_owner == owner_key, stored_state,
+                                                      stored_version), version)
+            if new:
+                next_seq = first_seq = event_bytes = old_size = 0
+            trim = False
+            if event_body is not None:
+                seq = next_seq
+                next_seq += 1
+                event_bytes += len(event_body)
+                if (next_seq - first_seq > self.replay_buffer
+                        or event_bytes > self.replay_buffer_bytes):
+                    # The oldest kept events go while the log is past a bound
+                    # (the new one, not yet in the table, always stays).
+                    trim = True
+                    oldest = db.execute("SELECT seq, length(body) FROM events WHERE task_id = ? "
+                                        "ORDER BY seq", (task_id,))
+                    for old_seq, old_bytes in oldest:
+                        if (next_seq - first_seq <= self.replay_buffer
+                                and event_bytes <= self.replay_buffer_bytes):
+                            break
+                        first_seq, event_bytes = old_seq + 1, event_bytes - old_bytes
+                    oldest.close()
+            size = len(body) + event_bytes
+            grows = size - old_size
+            caller_tasks, caller_bytes = caller_tasks or 0, caller_bytes or 0
+            if (tasks + new > self.max_tasks or size_all + grows > self.max_bytes
+                    or caller_tasks + new > self.max_tasks_per_caller
+                    or caller_bytes + grows > self.max_bytes_per_caller
+                    or oldest_idle is not None and oldest_idle < now - self.task_ttl * 1000):
+                try:
+                    self._make_room(db, task_id, new, grows, caller_key, now, evicted)
+                except TaskStoreFullError as error:
+                    refused = error       # what was evicted stays evicted, as in TaskStore
+            if refused is None:
+                if state in _IDLE_STATES:
+                    idle_ms = now if idle_ms is None else idle_ms
+                else:
+                    idle_ms = None
+                if idle_ms is not None:
+                    if leased is not None:
+                        db.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+                elif holder is not None:
+                    db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)",
+                               (task_id, holder, now + int(self.lease_ttl * 1000)))
+                if new:
+                    db.execute("INSERT INTO tasks (id, owner, caller, context_id, state, stamp, "
+                               "idle_ms, version, next_seq, first_seq, event_bytes, size, body) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
+                               (task_id, owner_key, caller_key, task.get("contextId", ""), state,
+                                status.get("timestamp", ""), idle_ms, next_seq, first_seq,
+                                event_bytes, size, body))
+                else:
+                    db.execute("UPDATE tasks SET context_id = ?, state = ?, stamp = ?, "
+                               "idle_ms = ?, version = ?, next_seq = ?, first_seq = ?, "
+                               "event_bytes = ?, size = ?, body = ? WHERE id = ?",
+                               (task.get("contextId", ""), state, status.get("timestamp", ""),
+                                idle_ms, version + 1, next_seq, first_seq, event_bytes, size,
+                                body, task_id))
+                if event_body is not None:
+                    db.execute("INSERT INTO events (task_id, seq, body) VALUES (?, ?, ?)",
+                               (task_id, seq, event_body))
+                if trim:
+                    db.execute("DELETE FROM events WHERE task_id = ? AND seq < ?",
+                               (task_id, first_seq))
+        self._tell_evicted(evicted)
+        if refused is not None:
+            raise refused
+        return body, version + 1, seq
+
+    def _tell_evicted(self, evicted):
+        for gone in evicted:
+            self._recent.pop(gone, None)
+            if self.on_evict:
+                self.on_evict(gone)
+
+    def _make_room(self, db, task_id, new, grows, caller, now, evicted):
+        """TaskStore._make_room in SQL (within commit's transaction): expired
+        tasks go, then the caller's oldest idle ones past its share, then
+        anyone's past the store's bounds, each down to a 64th below the
+        bound. Raises CallerLimitError or TaskStoreFullError if that is not
+        enough; ``evicted`` gets the ids of the tasks removed."""
+        deadline = now - self.task_ttl * 1000
+        while True:                                 # expired, oldest first
+            batch = [row[0] for row in db.execute(_SQL_EXPIRED, (deadline, task_id))]
+            if batch:
+                db.execute(_SQL_DELETE_EXPIRED, (deadline, task_id))
+                evicted += batch
+            if len(batch) < 64:
+                break
+        tasks, size, share_tasks, share_bytes = db.execute(
+            "SELECT s.tasks, s.bytes, coalesce(c.tasks, 0), coalesce(c.bytes, 0) FROM totals AS s "
+            "LEFT JOIN callers AS c ON c.caller = ?", (caller,)).fetchone()
+        max_tasks, max_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
+        if share_tasks + new > max_tasks or share_bytes + grows > max_bytes:
+            freed_tasks, freed_bytes = self._evict_down(
+                db, _SQL_CALLER_IDLE, (task_id, 64, caller), share_tasks + new,
+                share_bytes + grows, max_tasks, max_bytes, evicted)
+            share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
+            tasks, size = tasks - freed_tasks, size - freed_bytes
+            if share_tasks + new > max_tasks or share_bytes + grows > max_bytes:
+                limit, value = (("max_tasks_per_caller", max_tasks)
+                                if share_tasks + new > max_tasks
+                                else ("max_bytes_per_caller", max_bytes))
+                raise CallerLimitError(
+                    f"you hold {share_tasks} unfinished tasks in {share_bytes} bytes, your share "
+                    f"of this server's task store ({limit} is {value}); let some finish or "
+                    "cancel them, then try again", metadata={"limit": limit, "value": value})
+        max_tasks, max_bytes = self.max_tasks, self.max_bytes
+        if tasks + new > max_tasks or size + grows > max_bytes:
+            freed_tasks, freed_bytes = self._evict_down(
+                db, _SQL_IDLE, (task_id, 64), tasks + new, size + grows, max_tasks, max_bytes,
+                evicted)
+            tasks, size = tasks - freed_tasks, size - freed_bytes
+            if tasks + new > max_tasks or size + grows > max_bytes:
+                raise TaskStoreFullError(
+                    f"the task store is full of unfinished tasks ({tasks} tasks, {size} bytes; "
+                    f"max_tasks {max_tasks}, max_store_bytes {max_bytes}); finish or cancel "
+                    "some, or start the server with larger limits",
+                    metadata={"limit": "max_tasks" if tasks + new > max_tasks
+                              else "max_store_bytes"})
+
+    @staticmethod
+    def _evict_down(db, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted):
+        """Evict the oldest idle tasks ``idle`` lists (64 at a time) until
+        (held_tasks, held_bytes) is a 64th below the bounds, or none is left.
+        Returns the tasks and bytes freed."""
+        room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
+        freed_tasks = freed_bytes = 0
+        select = "SELECT id, size " + idle
+        delete = f"DELETE FROM tasks WHERE id IN (SELECT id {idle})"
+        while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
+            batch = db.execute(select, args).fetchall()
+            count = 0
+            for task_id, size in batch:
+                if (held_tasks - freed_tasks <= room_tasks
+                        and held_bytes - freed_bytes <= room_bytes):
+                    break
+                freed_tasks, freed_bytes, count = freed_tasks + 1, freed_bytes + size, count + 1
+                evicted.append(task_id)
+            if count:       # the first ``count`` of the same list, as the SELECT ordered it
+                db.execute(delete, (args[0], count) + args[2:])
+            if count < 64:
+                break
+        return freed_tasks, freed_bytes
+
+    def delete(self, task_id):
+        """Forget a task, its events, configs and lease (no error if unknown)."""
+        with self._write() as db:
+            db.execute("DELETE FROM tasks WHERE id = ?", (task_id,))    # and its events: trigger
+            db.execute("DELETE FROM push_configs WHERE task_id = ?", (task_id,))
+            db.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+        self._recent.pop(task_id, None)
+
+    def events(self, task_id, after=-1):
+        """(oldest kept seq, [(seq, event), ...] with seq > after), or None if
+        the task is not stored. One statement: one consistent snapshot."""
+        rows = self._db().execute(
+            "SELECT t.first_seq, e.seq, e.body FROM tasks AS t LEFT JOIN events AS e "
+            "ON e.task_id = t.id AND e.seq > ? WHERE t.id = ? ORDER BY e.seq",
+            (after, task_id)).fetchall()
+        if not rows:
+            return None
+        return rows[0][0], [(seq, json.loads(body)) for _, seq, body in rows if seq is not None]
+
+    def changed(self):
+        """A number that changes when another connection (another process, or
+        thread) committed: PRAGMA data_version of this thread's connection."""
+        return self._db().execute("PRAGMA data_version").fetchone()[0]
+
+    def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
+        """One page of the owner's tasks, newest status first: as TaskStore.list.
+        The count and the page are read in one read transaction."""
+        where, args = "owner = ?", [json.dumps(owner)]
+        if context_id:
+            where += " AND context_id = ?"
+            args.append(context_id)
+        if status:
+            where += " AND state = ?"
+            args.append(status)
+        if after:
+            where += " AND stamp >= ?"
+            args.append(after)
+        page_where, page_args = where, list(args)
+        if cursor is not None:
+            page_where += " AND (stamp, id) < (?, ?)"
+            page_args += [cursor[0], cursor[1]]
+        db = self._db()
+        db.execute("BEGIN")
+        try:
+            total = db.execute("SELECT count(*) FROM tasks WHERE " + where, args).fetchone()[0]
+            rows = db.execute("SELECT stamp, id, body FROM tasks WHERE " + page_where
+                              + " ORDER BY stamp DESC, id DESC LIMIT ?", page_args + [limit + 1])
+            page, size, more = [], 0, False
+            for stamp, task_id, body in rows:
+                size += len(body)
+                if len(page) == limit or page and size > self.max_page_bytes:
+                    more = True
+                    break
+                page.append((stamp, task_id, body))
+            rows.close()
+        finally:
+            db.execute("COMMIT")
+        tasks = [json.loads(body) for _, _, body in page]
+        return tasks, total, ((page[-1][0], page[-1][1]) if more else None)
+
+    def stats(self):
+        """What the store holds: tasks, bytes, idle tasks and callers."""
+        db = self._db()
+        tasks, size, idle, callers = db.execute(
+            "SELECT tasks, bytes, (SELECT count(*) FROM tasks WHERE idle_ms IS NOT NULL), "
+            "(SELECT count(*) FROM callers) FROM totals").fetchone()
+        return {"tasks": tasks, "bytes": size, "idle": idle, "callers": callers,
+                "max_tasks": self.max_tasks, "max_bytes": self.max_bytes}
+
+    # -- push notification configs: stored with the task, deleted with it -------------
+
+    def put_config(self, task_id, config, max_configs):
+        """Insert, or replace by config["id"] (keeping its place in the order)."""
+        body = _dumps(config)
+        with self._write() as db:
+            count, known = db.execute("SELECT count(*), max(id = ?) FROM push_configs "
+                                      "WHERE task_id = ?", (config["id"], task_id)).fetchone()
+            if known:
+                db.execute("UPDATE push_configs SET body = ? WHERE task_id = ? AND id = ?",
+                           (body, task_id, config["id"]))
+            elif count >= max_configs:
+                raise _too_many_configs(task_id, count)
+            else:
+                db.execute("INSERT INTO push_configs (task_id, id, body) VALUES (?, ?, ?)",
+                           (task_id, config["id"], body))
+
+    def get_config(self, task_id, config_id):
+        row = self._db().execute("SELECT body FROM push_configs WHERE task_id = ? AND id = ?",
+                                 (task_id, config_id)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def configs(self, task_id):
+        """The task's configs, in the order they were first put."""
+        return [json.loads(row[0]) for row in self._db().execute(
+            "SELECT body FROM push_configs WHERE task_id = ? ORDER BY rowid", (task_id,))]
+
+    def delete_config(self, task_id, config_id):
+        with self._write() as db:
+            db.execute("DELETE FROM push_configs WHERE task_id = ? AND id = ?",
+                       (task_id, config_id))
+
+    # -- leases: which process runs a task's agent ------------------------------------
+    #
+    # A running task's lease names the process whose agent works on it. That
+    # process renews its leases while it lives; a lease that ran out is a task
+    # whose process died, which another process may take over (or fail).
+
+    def renew(self, holder):
+        """Extend every lease ``holder`` has by ``lease_ttl`` from now."""
+        with self._write() as db:
+            db.execute("UPDATE leases SET expires_ms = ? WHERE holder = ?",
+                       (int((time.time() + self.lease_ttl) * 1000), holder))
+
+    def expired(self):
+        """[(task id, owner)] of the running tasks whose lease ran out."""
+        rows = self._db().execute(
+            "SELECT l.task_id, t.owner FROM leases AS l JOIN tasks AS t ON t.id = l.task_id "
+            "WHERE l.expires_ms < ? AND t.idle_ms IS NULL", (int(time.time() * 1000),))
+        return [(task_id, tuple(json.loads(owner))) for task_id, owner in rows]
+
+
+class _SQLiteWrite:
+    """One write transaction of an SQLiteStore: BEGIN IMMEDIATE, then COMMIT,
+    or ROLLBACK on an error. SQLite's errors on writing (read-only file, full
+    disk, lock held too long) leave as the store's A2AError for them."""
+
+    __slots__ = ("store", "db")
+
+    def __init__(self, store, db):
+        self.store, self.db = store, db
+
+    def __enter__(self):
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise self.store._failed(error) from error
+        return self.db
+
+    def __exit__(self, kind, error, traceback):
+        db = self.db
+        if kind is None:
+            try:
+                db.execute("COMMIT")
+                return False
+            except sqlite3.OperationalError as failed:
+                error = failed
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        if isinstance(error, sqlite3.OperationalError):
+            raise self.store._failed(error) from error
+        return False
+
+
+def open_store(location=None, **limits):
+    """The store a location names: None or "" for none (the Server then keeps
+    its tasks in memory), a file name or an ``sqlite:`` URL for an SQLiteStore
+    (see there). How the example apps read ``A2A_STORE`` from the
+    environment, and the command line its ``--store``."""
+    if not location:
+        return None
+    scheme = location.partition(":")[0].lower()
+    if ":" in location and len(scheme) > 1 and scheme != "sqlite":
+        raise ValueError(f"{location}: this a2a_min keeps tasks in memory, or in SQLite (a "
+                         "file name, or sqlite:PATH)")
+    return SQLiteStore(location, **limits)
+
+
 # =============================================================================
 # 5. Agent execution
 # =============================================================================
@@ -1360,6 +2173,12 @@ def _apply(task, kind, body, now):
     return {**task, "history": task.get("history", []) + [body], "status": status}
 
 
+def _still_working(task_id):
+    return UnsupportedOperationError(
+        f"task {task_id} is still working on the previous message; wait for it "
+        "(SubscribeToTask) or cancel it first", metadata={"taskId": task_id})
+
+
 def _check_event(kind, task):
     """Raise what _apply would if ``kind`` met ``task`` now (to refuse early)."""
     if task["status"]["state"] not in TRANSITIONS[kind][0]:
@@ -1373,6 +2192,8 @@ def _refusal(kind, task):
     if kind == "cancel":
         return TaskNotCancelableError(
             f"task {task_id} is already {state} and can no longer be canceled", metadata=metadata)
+    if kind == "message" and state in _WORKING_STATES:
+        return _still_working(task_id)
     if kind == "message":
         return UnsupportedOperationError(
             f"task {task_id} is {state} and accepts no new messages; send the message without "
@@ -1530,81 +2351,101 @@ _STREAM_END = TERMINAL_STATES | INTERRUPTED_STATES
 
 
 class _Channel:
-    """The live side of one task: its event log and the streams watching it.
+    """The live side of one task in this process: where its writers and the
+    streams following it meet.
 
-    ``events`` holds the newest (sequence number, event) pairs, at most
-    ``replay_buffer`` of them and ``replay_buffer_bytes`` of JSON (the newest
-    one always); sequence numbers count from 0 for the task's life, and are
-    the SSE ``id:`` of each event, so a client can resume with Last-Event-ID
-    (one that fell further behind gets the whole task again). Streams read
-    by threads wait on ``cond``; streams read on an event loop put a callable
-    in ``wakers``, called on every event (as wake() calls them all). The task
-    snapshot keeps the newest ``max_history`` messages, as the store does.
+    The task's events are kept by the store (its log, with ids counting from
+    0 for the task's life: the SSE ``id:`` of each event, so a client can
+    resume with Last-Event-ID). The channel holds the newest snapshot and its
+    version (what a writer read, so the store can refuse a lost update), the
+    running turn (``active``) and the wake-ups: streams read by threads wait
+    on ``cond``; streams read on an event loop put a callable in ``wakers``,
+    called on every event (as wake() calls them all). ``tail`` holds what is
+    not stored but ends the streams: a direct reply of a turn that made no
+    task, or an error. The task snapshot keeps the newest ``max_history``
+    messages, as the store does.
     """
 
-    __slots__ = ("lock", "cond", "waiting", "wakers", "events", "sizes", "size", "next_seq",
-                 "task", "owner", "caller", "store", "active", "on_event", "limits", "followers",
-                 "ended", "closing", "task_size")
+    __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
+                 "owner", "caller", "holder", "store", "active", "on_event", "limits",
+                 "followers", "ended", "closing")
 
-    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None):
+    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
+                 holder=None):
         self.lock = threading.RLock()
         self.cond = None          # a Condition on lock, made when a thread first waits
         self.waiting = 0          # threads waiting on cond
         self.wakers = set()
-        self.events = deque()
-        self.sizes = None         # the JSON size of each of ``events`` (a deque, once one)
-        self.size = 0             # ... and of them all
-        self.next_seq = 0
         self.task = None          # newest snapshot (also in the store)
-        self.task_size = 0        # ... and the size of its JSON
+        self.version = 0          # ... its version there (0: not stored yet)
+        self.next_seq = 0         # the id of the task's next event, as far as this process knows
+        self.tail = []            # (id, event) pairs that are not stored (see above)
         self.owner = owner
         self.caller = caller      # whom a new task counts against in the store
+        self.holder = holder      # this process, as the store's leases name it
         self.store = store
         self.active = None        # the RequestContext of the running turn, if any
         self.on_event = on_event  # told of every task event (push notifications)
-        self.limits = limits      # the server's: max_history, replay_buffer(_bytes)
+        self.limits = limits      # the server's: max_history
         self.followers = 0        # SubscribeToTask streams, which follow it across turns
         self.ended = False        # the server let go of it: no event will come again
         self.closing = closing    # the server's threading.Event: set when it shuts down
 
     def publish(self, task, event):
-        """Store the new task snapshot and append its event; wake the streams."""
+        """Commit the new task snapshot with its event; wake the streams.
+        ``task`` None: an event that is not stored (see ``tail``)."""
         with self.lock:
-            size = 0
-            if task is not None:
-                history = task.get("history")
-                if history and len(history) > self.limits["max_history"]:
-                    capped = {**task, "history": history[-self.limits["max_history"]:]}
-                    if event.get("task") is task:
-                        event = {"task": capped}
-                    task = capped
-                stored = self.store.put(task, self.owner, self.caller)
-                # The size of the task's JSON (a store that does not return it: measured).
-                stored = len(stored) if type(stored) is bytes else len(_dumps(task))
-                # A Task event is the task; an update is about what it added to
-                # the task (the growth of its JSON), at least a small event's.
-                size = stored if "task" in event else max(stored - self.task_size, 256)
-                self.task, self.task_size = task, stored
-            self.events.append((self.next_seq, event))
-            if self.sizes is None:
-                self.sizes = deque()
-            self.sizes.append(size)
-            self.size += size
-            while len(self.events) > self.limits["replay_buffer"] or (
-                    self.size > self.limits["replay_buffer_bytes"] and len(self.events) > 1):
-                self.events.popleft()
-                self.size -= self.sizes.popleft()
-            self.next_seq += 1
+            if task is None:
+                self.tail.append((self.next_seq, event))
+                self.wake()
+                return
+            history = task.get("history")
+            if history and len(history) > self.limits["max_history"]:
+                capped = {**task, "history": history[-self.limits["max_history"]:]}
+                if event.get("task") is task:
+                    event = {"task": capped}
+                task = capped
+            _, self.version, seq = self.store.commit(task, self.owner, self.version, event,
+                                                     self.caller, self.holder)
+            self.task, self.next_seq = task, seq + 1
             self.wake()
-            if task is not None and self.on_event is not None:
+            if self.on_event is not None:
                 self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
+
+    def change(self, kind, body, now, event=None):
+        """Apply one event of TRANSITIONS to the task and publish it (as
+        ``event``, or else as the whole task). If another writer committed
+        first, read the task again and apply the event to that: the table
+        decides again whether it may meet the task as it now is."""
+        with self.lock:
+            for _ in range(16):
+                task = _apply(self.task, kind, body, now)
+                try:
+                    self.publish(task, event or {"task": task})
+                    return task
+                except ConflictError:
+                    if self.task is None:
+                        raise
+                    self.reload()
+            raise ConflictError(f"task {self.task['id']} changes too fast to write to; retry")
+
+    def reload(self):
+        """Read the task again from the store (TaskNotFoundError if it is gone)."""
+        with self.lock:
+            task = self.store.get(self.task["id"], self.owner)
+            if task is None:
+                raise TaskNotFoundError(f"task {self.task['id']} is no longer stored",
+                                        metadata={"taskId": self.task["id"]})
+            self.task, self.version = task, task.version
+            self.next_seq = max(self.next_seq, task.next_seq)
 
     def save(self, task):
         """Store a snapshot no stream or webhook is to hear of (no event)."""
         with self.lock:
-            stored = self.store.put(task, self.owner, self.caller)
-            if type(stored) is bytes and type(task) is _StoredTask:
-                task.json = stored             # the snapshot, with its JSON ("Speed helpers")
+            stored, self.version, _ = self.store.commit(task, self.owner, self.version, None,
+                                                        self.caller, self.holder)
+            if type(task) is _StoredTask:
+                task.json, task.version, task.next_seq = stored, self.version, self.next_seq
             self.task = task
 
     def wake(self):
@@ -1637,21 +2478,34 @@ class _Follower:
         self.ended = ended            # nothing more after ``ready``
         self.counted = counted        # counted in channel.followers until closed
         self.retry = False            # ended by a shutdown: the client should come back
+        self.tail_seen = 0            # how many of channel.tail were given
 
     def _take(self):
-        """Move the channel's new events to ``ready`` (with its lock held)."""
+        """Move the task's new events (from the store) to ``ready``, with the
+        channel's lock held. Another process may write to a shared store, so
+        then the store is asked whatever this process knows."""
         channel = self.channel
-        if self.ended or channel.next_seq <= self.seq:
+        if self.ended:
             return False
-        pending = [e for e in channel.events if e[0] >= self.seq]
-        first = pending[0][0] if pending else channel.next_seq
-        if first > self.seq:
-            # The reader fell behind the replay buffer: resynchronize with the
-            # whole task, then go on from the oldest buffered event.
-            self.ready.append((first - 1, {"task": channel.task}))
-        self.ready.extend(pending)
-        self.seq = channel.next_seq
-        return True
+        news = False
+        task = channel.task
+        if task is not None and (channel.next_seq > self.seq or channel.store.shared):
+            found = channel.store.events(task["id"], self.seq - 1)
+            if found is not None:
+                oldest, pending = found
+                if oldest > self.seq:
+                    # The reader fell behind the kept events: resynchronize with
+                    # the whole task, then go on from the oldest event kept.
+                    now = channel.store.get(task["id"], channel.owner) or task
+                    self.ready.append((oldest - 1, {"task": now}))
+                    self.seq, news = oldest, True
+                if pending:
+                    self.ready.extend(pending)
+                    self.seq, news = pending[-1][0] + 1, True
+        if len(channel.tail) > self.tail_seen:
+            self.ready.extend(channel.tail[self.tail_seen:])
+            self.tail_seen, news = len(channel.tail), True
+        return news
 
     def _give(self):
         """The next ready event; a final one (or an error) ends the stream."""
@@ -1879,12 +2733,21 @@ class _TurnWriter:
         """Apply the update to the task (made now, if this is its first event)
         and publish it; False if the task was canceled meanwhile (the update is
         dropped, and the turn is done)."""
-        with self.channel.lock:
-            task = self.server._create_task(self.ctx, self.channel)
+        channel = self.channel
+        with channel.lock:
+            self.server._create_task(self.ctx, channel)
             if self.ctx._canceled:
                 self.done = True
                 return False
-            self.channel.publish(_apply(task, kind, body, now), {kind: body})
+            try:
+                channel.change(kind, body, now, {kind: body})
+            except UnsupportedOperationError:
+                if channel.task["status"]["state"] not in TERMINAL_STATES:
+                    raise
+                # Canceled meanwhile by another process sharing the store.
+                self.ctx._cancel()
+                self.done = True
+                return False
         return True
 
     def _message(self, body):
@@ -2117,7 +2980,8 @@ class Server:
             max_history=limits["max_history"], max_bytes=limits["max_store_bytes"],
             max_tasks_per_caller=limits["max_tasks_per_caller"],
             max_bytes_per_caller=limits["max_bytes_per_caller"],
-            max_page_bytes=limits["max_page_bytes"])
+            max_page_bytes=limits["max_page_bytes"], replay_buffer=limits["replay_buffer"],
+            replay_buffer_bytes=limits["replay_buffer_bytes"], lease_ttl=limits["lease_ttl"])
         self.store.on_evict = self._evicted
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
@@ -2126,7 +2990,6 @@ class Server:
         self.extended_card = extended_card
         self.card_max_age = card_max_age
         self._channels = {}                 # task id -> _Channel, while the task can change
-        self._next_seq = {}                 # task id -> next event id, of a waiting task
         self._lock = threading.Lock()
         self._card_cache = None
         self._extra_interfaces = []
@@ -2142,8 +3005,10 @@ class Server:
         self.trust_forwarded = trust_forwarded
         self.push_allow = _parse_allow(push_allow)
         self.push_tls_context = push_tls_context
-        self._push = {}                     # task id -> {config id: TaskPushNotificationConfig}
         self._pusher = None                 # the _PushDelivery, started on first use
+        self._holder_of = (None, None)      # (process id, this process's name in leases)
+        self._watch = None                  # the _StoreWatch of a shared store, in this process
+        self._offloader = None              # threads for store calls of event-loop hosts
         self._card_fields = {
             "name": name,
             "description": description,
@@ -2273,6 +3138,8 @@ class Server:
         (or an iterator of (seq, StreamResponse) for streaming methods).
         """
         call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
+        if self.store.shared and (self._watch is None or self._watch.pid != os.getpid()):
+            self._watch_store()
         if self.authenticate is not None:
             call.principal = self.authenticate(call)
         self.check_service_parameters(call, method)
@@ -2294,10 +3161,47 @@ class Server:
                 metadata={"taskId": task_id})
         return task
 
+    def _watch_store(self):
+        """Start this process's watch of a shared store (see "Sharing a store
+        between processes"); again in a process forked from this one."""
+        with self._lock:
+            if self._watch is None or self._watch.pid != os.getpid():
+                self._watch = _StoreWatch(self)
+
+    def _end_unfinished(self, task_id, owner, why):
+        """End FAILED a running task whose agent will not finish (its process
+        is gone, or is shutting down), with ``why`` as its status message."""
+        try:
+            with self._lock:
+                channel = self._channel(task_id, owner)
+            with channel.lock:
+                task = channel.task
+                if task["status"]["state"] in _IDLE_STATES:
+                    return
+                now = self._now()
+                body = {"taskId": task_id, "contextId": task.get("contextId", ""),
+                        "status": {"state": "TASK_STATE_FAILED", "timestamp": now,
+                                   "message": new_message(why, taskId=task_id,
+                                                          contextId=task.get("contextId", ""))}}
+                channel.change("statusUpdate", body, now, {"statusUpdate": body})
+                if channel.active is not None:
+                    channel.active._cancel()
+        except A2AError:                       # ended meanwhile, or gone: nothing to do
+            return
+        _log().warning("task %s ended FAILED: %s", task_id, why)
+        self._forget(task_id)
+
+    def _holder(self):
+        """This process, as the store's leases name it (named again after a fork)."""
+        pid = os.getpid()
+        if self._holder_of[0] != pid:
+            self._holder_of = (pid, f"{pid}-{binascii.hexlify(os.urandom(6)).decode()}")
+        return self._holder_of[1]
+
     def _new_channel(self, owner, caller=None):
         return _Channel(self.store, owner, self.limits,
                         self._push_event if self.capabilities.get("pushNotifications") else None,
-                        caller, self._closing)
+                        caller, self._closing, self._holder())
 
     def _channel(self, task_id, owner, caller=None):
         """The live channel of an existing task, made (from the store) if it has
@@ -2310,8 +3214,7 @@ class Server:
                 raise TaskNotFoundError(f"no task with id {task_id!r}",
                                         metadata={"taskId": task_id})
             channel = self._channels[task_id] = self._new_channel(owner, caller)
-            channel.task = task
-            channel.next_seq = self._next_seq.pop(task_id, 0)   # event ids go on
+            channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
         return channel
 
     def wake_streams(self):
@@ -2334,14 +3237,10 @@ class Server:
                 return
             del self._channels[task_id]
             channel.ended = True
-            if unless_followed:                # a waiting task: its next events go on
-                self._next_seq[task_id] = channel.next_seq     # from this event id
 
     def _evicted(self, task_id):
         """The store dropped an idle task: end any stream still watching it."""
         with self._lock:
-            self._push.pop(task_id, None)      # its webhooks go with it
-            self._next_seq.pop(task_id, None)
             channel = self._channels.pop(task_id, None)
         if channel is not None:
             channel.publish(None, {"error": TaskNotFoundError(
@@ -2395,21 +3294,19 @@ class Server:
             return ctx, channel
         with self._lock:
             channel = self._channel(task_id, call.owner, call.caller)
-            if channel.active is not None:
-                raise UnsupportedOperationError(
-                    f"task {task_id} is still working on the previous message; wait for it "
-                    "(SubscribeToTask) or cancel it first", metadata={"taskId": task_id})
-            channel.active = ctx
         try:
-            self._add_inline_push(ctx, call.owner)
-            # A continuing task: record the user's message, and tell the streams.
             with channel.lock:
-                task = _apply(channel.task, "message", message, self._now())
-                channel.publish(task, {"task": task})
+                if channel.active is not None:         # a turn runs here, maybe ending
+                    raise _still_working(task_id)
+                self._add_inline_push(ctx, call.owner)
+                # A continuing task: record the user's message, and tell the
+                # streams. The table refuses it if a turn began meanwhile, here
+                # or in another process sharing the store.
+                channel.change("message", message, self._now())
+                channel.active = ctx
         except BaseException:
-            # The turn never began (a limit, or the task ended meanwhile): the
-            # task takes messages again, and its channel goes if unwatched.
-            channel.active = None
+            # The turn never began (a limit, or the task ended meanwhile): its
+            # channel goes if unwatched.
             state = channel.task["status"]["state"]
             self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
             raise
@@ -2433,6 +3330,7 @@ class Server:
                     with self._lock:
                         if self._channels.get(ctx.task_id) is channel:
                             del self._channels[ctx.task_id]
+                    self.store.delete(ctx.task_id)     # (its inline push config)
                     raise
             return channel.task
 
@@ -2577,21 +3475,30 @@ class Server:
                 gen.close()
 
     async def _drive_async(self, result, turn):
-        """An async agent's turn: the same steps as _drive and _drain, awaited."""
+        """An async agent's turn: the same steps as _drive and _drain, awaited.
+        A shared store may make a write wait (for another process's), which an
+        event loop must not: then each write runs on a thread (_in_store_thread)."""
+        off = self.store.shared
         try:
             if isinstance(result, AsyncGeneratorType):
                 try:
                     async for item in result:
-                        turn.emit(item, chunked=True)
+                        await self._write(off, turn.emit, item, True)
                         if turn.done:
                             break
                 finally:
                     await result.aclose()
-                turn.finish()
+                await self._write(off, turn.finish)
             else:
-                turn.complete(await result)
+                await self._write(off, turn.complete, await result)
         except Exception as exc:
-            turn.fail(exc)
+            await self._write(off, turn.fail, exc)
+
+    async def _write(self, off, fn, *args):
+        """``fn(*args)``, here or (``off``) on a store thread."""
+        if off:
+            return await _in_store_thread(self, fn, *args)
+        return fn(*args)
 
     # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
 
@@ -2633,14 +3540,14 @@ class Server:
         _check_event("cancel", self._visible_task(task_id, call))
         with self._lock:
             channel = self._channel(task_id, call.owner, call.caller)
+        now = self._now()
         with channel.lock:                     # (the turn may have ended meanwhile)
-            task = _apply(channel.task, "cancel", None, self._now())
-            ctx = channel.active
-            if ctx is not None:
-                ctx._cancel()
-            event = {"statusUpdate": {"taskId": task_id, "contextId": task.get("contextId", ""),
-                                      "status": task["status"]}}
-            channel.publish(task, event)
+            event = {"statusUpdate": {"taskId": task_id,
+                                      "contextId": channel.task.get("contextId", ""),
+                                      "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}
+            task = channel.change("cancel", None, now, event)
+            if channel.active is not None:     # the agent runs here (elsewhere: see
+                channel.active._cancel()       # "Sharing a store between processes")
         self._forget(task_id)
         return task
 
@@ -2664,15 +3571,18 @@ class Server:
 
     def _subscription(self, channel, last_event_id):
         """The stream of a subscriber. A client that comes back with the id of
-        the last event it saw (SSE Last-Event-ID), still in the channel's
-        replay buffer, gets what it missed and then the rest; anyone else
-        first gets the task as it is now (section 3.1.6: the stream begins
-        with the current Task), numbered as the event just before the next,
-        so that resuming from it misses nothing."""
+        the last event it saw (SSE Last-Event-ID), still among the events the
+        store keeps, gets what it missed and then the rest; anyone else first
+        gets the task as it is now (section 3.1.6: the stream begins with the
+        current Task), numbered as the event just before the next, so that
+        resuming from it misses nothing. (The task and the id of its next
+        event are read together, from the store: another process may be
+        writing to it.)"""
         keepalive = self.limits["keepalive_interval"]
         with channel.lock:
+            channel.reload()
             task, seq = channel.task, channel.next_seq
-            oldest = channel.events[0][0] if channel.events else seq
+            oldest = (self.store.events(task["id"], seq - 1) or (seq,))[0]
         if last_event_id is not None and oldest - 1 <= last_event_id < seq:
             # A reconnecting client: replay what it missed, from the buffer.
             return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
@@ -2684,7 +3594,7 @@ class Server:
 
     # A push config names a webhook that receives every event of a task as a
     # StreamResponse (section 4.3.3). Configs are kept with their task, in
-    # memory, scoped like the task (a caller only reaches configs of tasks it
+    # the store, scoped like the task (a caller only reaches configs of tasks it
     # can see), and evicted with it. Without push_notifications the card says
     # pushNotifications: false and all four operations answer
     # PushNotificationNotSupportedError (section 3.1.7).
@@ -2706,7 +3616,7 @@ class Server:
         """GetTaskPushNotificationConfig: one webhook of a task."""
         self._require_push()
         task = self._visible_task(request["taskId"], call)
-        config = self._push.get(task["id"], {}).get(request["id"])
+        config = self.store.get_config(task["id"], request["id"])
         if config is None:                     # section 3.1.8: TaskNotFoundError
             raise TaskNotFoundError(
                 f"task {task['id']} has no push notification config {request['id']!r}; "
@@ -2722,7 +3632,7 @@ class Server:
         if not 1 <= size <= self.limits["max_page_size"]:
             raise InvalidParamsError(f"pageSize must be between 1 and "
                                      f"{self.limits['max_page_size']}; got {size}", field="pageSize")
-        configs = list(self._push.get(task["id"], {}).values())
+        configs = self.store.configs(task["id"])
         start = 0
         if request.get("pageToken"):
             ids = [c["id"] for c in configs]
@@ -2740,8 +3650,7 @@ class Server:
         """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
         self._require_push()
         task = self._visible_task(request["taskId"], call)
-        with self._lock:
-            self._push.get(task["id"], {}).pop(request["id"], None)
+        self.store.delete_config(task["id"], request["id"])
         return {}
 
     def _check_push_config(self, config):
@@ -2780,13 +3689,7 @@ class Server:
         config = {**config, "taskId": task_id, "id": config.get("id") or self._new_id()}
         if tenant:
             config["tenant"] = tenant
-        with self._lock:
-            configs = self._push.setdefault(task_id, {})
-            if config["id"] not in configs and len(configs) >= self.limits["max_push_configs"]:
-                raise InvalidParamsError(
-                    f"task {task_id} already has {len(configs)} push notification configs, the "
-                    "most this server keeps; delete one first", field="taskId")
-            configs[config["id"]] = config
+        self.store.put_config(task_id, config, self.limits["max_push_configs"])
         return config
 
     def _check_inline_push(self, configuration):
@@ -2804,14 +3707,14 @@ class Server:
     def _push_event(self, owner, task, event):
         """Channel hook: hand a task event to each of the task's webhooks, in the
         queue of its caller (deliveries are fair between callers: section 9 of this file)."""
-        configs = self._push.get(task["id"])
+        configs = self.store.configs(task["id"])
         if not configs:
             return
         with self._lock:
             if self._pusher is None:
                 self._pusher = _PushDelivery(self)
             pusher = self._pusher
-        pusher.submit(owner, list(configs.values()), event)
+        pusher.submit(owner, configs, event)
 
     @property
     def push_stats(self):
@@ -2837,7 +3740,7 @@ class Server:
 
     def stats(self):
         """The counters behind every cap and budget, as one dict: the store
-        (tasks, bytes, idle, callers), the live tasks and their replay bytes,
+        (tasks, bytes with their kept events, idle, callers), the live tasks,
         the agent threads, requests refused by each limit, the hosts'
         connections and threads, and webhook deliveries (totals and per
         caller)."""
@@ -2848,7 +3751,6 @@ class Server:
         return {
             "store": self.store.stats() if hasattr(self.store, "stats") else {},
             "live_tasks": len(channels),
-            "replay_bytes": sum(c.size for c in channels),
             "agent_threads": workers,
             "refused": dict(self._refusals),
             "hosts": hosts,
@@ -2878,7 +3780,7 @@ class Server:
                     flat.update((f"{section}.{key}.{k}", v) for k, v in value.items())
                 else:
                     flat[f"{section}.{key}"] = value
-        for key in ("live_tasks", "replay_bytes", "agent_threads"):
+        for key in ("live_tasks", "agent_threads"):
             flat[key] = stats[key]
         flat.update((f"push.{k}", v) for k, v in stats["push"].items() if k != "by_caller")
         changed = {k: v for k, v in flat.items() if self._reported.get(k) != v}
@@ -2907,6 +3809,14 @@ class Server:
         if turns or deliveries:
             _log().warning("shut down with %d turns still running and %d webhook deliveries "
                            "queued", turns, deliveries)
+        if turns and self.store.shared:
+            # The tasks outlive this process: end them now, rather than leave
+            # them WORKING until their lease runs out.
+            with self._lock:
+                running = [(i, c.owner) for i, c in self._channels.items() if c.active]
+            for task_id, owner in running:
+                self._end_unfinished(task_id, owner, "the server shut down before the agent "
+                                     "finished; send the message again")
         return {"turns": turns, "deliveries": deliveries}
 
     # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
@@ -4251,7 +5161,94 @@ class _PushDelivery:
 
 
 # =============================================================================
-# 10. Speed helpers
+# 10. Sharing a store between processes
+# =============================================================================
+#
+# With a store that several processes share (SQLiteStore: workers of one
+# server, or gunicorn's), a task may be written by another process than the
+# one running its agent, and the protocol must not notice (section 5.1: the
+# same results on every binding, whichever process answers):
+#
+#   - a stream here follows a task written there: it reads the task's events
+#     from the store, so it needs only to be woken when there may be news;
+#   - CancelTask there reaches the agent running here: the CANCELED task is in
+#     the store, and the turn here must be told (its next write would fail the
+#     version check anyway, and the table refuses any change to the task);
+#   - a process that dies (kill -9, a crash, a lost machine) leaves its
+#     running tasks WORKING with nobody working on them.
+#
+# One thread per process watches the store for all three. Every
+# ``store_poll`` seconds it asks the store whether another process committed
+# (store.changed(): PRAGMA data_version, about 2 us); if so it wakes every
+# stream here and checks the tasks whose turns run here. Every third of
+# ``lease_ttl`` it renews this process's leases (each commit of a running
+# task names the process whose agent runs it), and ends the tasks whose
+# lease ran out: their process stopped renewing, so it is gone. They end
+# FAILED, with a status message that says so. They are not run again: an
+# agent is a plain function, and running it twice could do twice what it did
+# (send a mail, book a room); the client decides, by sending the message
+# again. A graceful shutdown does the same at once for the turns that did
+# not finish in time (Server.shutdown), so a rolling restart of workers
+# leaves no task waiting for a lease to run out.
+
+
+class _StoreWatch:
+    """The thread that watches a shared store for one process of a Server."""
+
+    def __init__(self, server):
+        self.server = server
+        self.pid = os.getpid()
+        threading.Thread(target=self._run, name="a2a-store-watch", daemon=True).start()
+
+    def _run(self):
+        server = self.server
+        store, limits = server.store, server.limits
+        seen, renew_at = None, 0.0
+        while not server._closing.wait(limits["store_poll"]):
+            try:
+                version = store.changed()
+                if version != seen:
+                    seen = version
+                    self._news()
+                if time.monotonic() >= renew_at:
+                    renew_at = time.monotonic() + limits["lease_ttl"] / 3
+                    store.renew(server._holder())
+                    for task_id, owner in store.expired():
+                        self._abandoned(task_id, owner)
+            except Exception:                  # the store failed: say so, go on
+                _log().exception("watching the shared task store failed")
+                time.sleep(1.0)
+
+    def _news(self):
+        """Another process committed: wake every stream here; tell each turn
+        running here whose task has ended elsewhere (CancelTask there)."""
+        server = self.server
+        with server._lock:
+            channels = list(server._channels.items())
+        for task_id, channel in channels:
+            channel.wake()
+            ctx = channel.active
+            if ctx is not None and channel.task is not None:
+                stored = server.store.get(task_id, channel.owner)
+                if stored is None or stored["status"]["state"] in TERMINAL_STATES and \
+                        channel.task["status"]["state"] not in TERMINAL_STATES:
+                    ctx._cancel()
+            elif not channel.followers and not channel.waiting and not channel.wakers:
+                server._forget(task_id, unless_followed=True)  # nobody here needs it now
+
+    def _abandoned(self, task_id, owner):
+        """The process running this task is gone: end it FAILED."""
+        server = self.server
+        with server._lock:
+            mine = server._channels.get(task_id)
+            if mine is not None and mine.active is not None:
+                return                          # it runs here: renewed next time
+        server._end_unfinished(task_id, owner, "the server process running this task stopped "
+                               "before the agent finished (its lease ran out)")
+
+
+# =============================================================================
+# 11. Speed helpers
 # =============================================================================
 #
 # Not protocol: the few places where the code above takes a shortcut for
@@ -4313,12 +5310,13 @@ class _StoredTask(dict):
     saved for a 450-byte task, more for larger ones. Tasks are copy-on-write,
     so the dict never drifts from its JSON: a change makes a new, plain dict."""
 
-    __slots__ = ("json",)
+    __slots__ = ("json", "version", "next_seq")
 
     @classmethod
     def decode(cls, body):
         task = cls(json.loads(body))
         task.json = body
+        task.version, task.next_seq = 0, 0
         return task
 
 
@@ -4391,7 +5389,7 @@ def _encoded_result(result):
 
 
 # =============================================================================
-# 11. Running on an event loop
+# 12. Running on an event loop
 # =============================================================================
 #
 # Everything above is synchronous: a thread calls handle_http() and may wait
@@ -4465,6 +5463,23 @@ class _LoopThread:
 
     def spawn(self, coroutine):
         self.loop.call_soon_threadsafe(self.spawner, coroutine)
+
+
+def _in_store_thread(server, fn, *args):
+    """Run ``fn(*args)`` on one of the server's store threads (at most
+    ``store_threads``), for a host on an event loop whose server shares its
+    store with other processes: a write may wait there for another process's
+    to finish (reads never wait: WAL). Returns an awaitable of the result."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+    pool = server._offloader
+    if pool is None:
+        with server._lock:
+            if server._offloader is None:
+                server._offloader = ThreadPoolExecutor(server.limits["store_threads"],
+                                                       thread_name_prefix="a2a-store")
+            pool = server._offloader
+    return asyncio.get_running_loop().run_in_executor(pool, functools.partial(fn, *args))
 
 
 def _call_on(loop, fn, *args):
@@ -4583,7 +5598,7 @@ class _LoopStream:
 
 
 # =============================================================================
-# 12. Adapters: HTTP/1.1, the threaded and asyncio servers, WSGI, ASGI, Lambda
+# 13. Adapters: HTTP/1.1, the threaded and asyncio servers, WSGI, ASGI, Lambda
 # =============================================================================
 #
 # A host adapter turns its world into handle_http() arguments and writes the
@@ -5069,19 +6084,75 @@ def _threaded_server(server, max_connections, date):
     return HTTPServer
 
 
-def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0):
+def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1):
     """Serve ``server`` on the threaded server until SIGTERM or Ctrl-C, then
-    stop gracefully within ``grace`` seconds (HTTPServer.drain)."""
+    stop gracefully within ``grace`` seconds (HTTPServer.drain). ``workers``:
+    processes sharing the listening socket (see _serve_workers)."""
+    if workers > 1 and not server.store.shared:
+        raise ValueError(
+            f"{workers} worker processes would each keep their own tasks in memory, and a "
+            "client would find its task on one process in four; give them a store they share "
+            "(python a2a_min.py --store tasks.db, or Server(store=SQLiteStore(...)))")
     httpd = make_http_server(server, host, port)
-    _on_sigterm(lambda: threading.Thread(target=httpd.shutdown, daemon=True).start())
     if on_ready:
         on_ready(httpd)
+    if workers > 1:
+        return _serve_workers(httpd, workers, grace)
+    _serve_until_stopped(httpd, grace)
+
+
+def _serve_until_stopped(httpd, grace):
+    _on_sigterm(lambda: threading.Thread(target=httpd.shutdown, daemon=True).start())
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         httpd.drain(grace)
+
+
+def _serve_workers(httpd, workers, grace):
+    """Fork ``workers`` processes after the socket is bound: each accepts
+    connections on it and serves them threaded, one CPU core each; the tasks
+    are shared through the store. This process only waits: it forwards
+    SIGTERM to the workers, and starts a new worker for one that died."""
+    import signal
+    children, stopping = set(), []
+
+    def start():
+        pid = os.fork()
+        if pid == 0:                               # the worker
+            code = 1
+            try:
+                _serve_until_stopped(httpd, grace)
+                code = 0
+            finally:
+                os._exit(code)
+        children.add(pid)
+
+    def stop(*_):
+        stopping.append(True)
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    for _ in range(workers):
+        start()
+    httpd.socket.close()                           # the workers have it
+    signal.signal(signal.SIGTERM, stop)
+    while children:
+        try:
+            pid, status = os.wait()
+        except KeyboardInterrupt:                  # (Ctrl-C reached the workers too)
+            stop()
+            continue
+        except ChildProcessError:
+            break
+        children.discard(pid)
+        if not stopping:
+            _log().warning("worker %d ended (status %d); starting another", pid, status)
+            start()
 
 
 def _busy(server, max_connections):
@@ -5277,21 +6348,45 @@ class _LoopConnection:
             method, keep = request.method, request.keep_alive
             path, _, query = request.target.partition("?")
             base_url = "http://" + (request.headers.get("host") or self.local)
+            if server.store.shared:                # it may wait for the store: on a thread
+                spawn = functools.partial(_call_on, self.loop, self.spawn)
+                self.busy = _in_store_thread(
+                    server, server.handle_http, method, path, query, request.headers,
+                    request.body, base_url, self.peer, spawn)
+                self.busy.add_done_callback(
+                    functools.partial(self.handled_off_loop, method, keep))
+                return
             response = server.handle_http(method, path, query, request.headers, request.body,
                                           base_url, self.peer, self.spawn)
-            if response.pending is not None:       # one request at a time: the rest waits
-                self.busy = response.pending
-                _LoopAnswer(self.loop, response, self.answered_later, method, keep)
+            if not self.answer(response, method, keep):
                 return
-            if response.stream is not None:
-                task = self.loop.create_task(self.pump(response))
-                self.busy = task
-                task.add_done_callback(self.streamed)
-                return
-            self.write(response, head_only=method == "HEAD", close=not keep)
-            if not keep:
-                return self.transport.close()
-            self.ready_since = self.loop.time()
+
+    def answer(self, response, method, keep):
+        """Write ``response``, or begin to (a turn still running, a stream).
+        True if the connection is ready for its next request."""
+        if response.pending is not None:           # one request at a time: the rest waits
+            self.busy = response.pending
+            _LoopAnswer(self.loop, response, self.answered_later, method, keep)
+            return False
+        if response.stream is not None:
+            task = self.loop.create_task(self.pump(response))
+            self.busy = task
+            task.add_done_callback(self.streamed)
+            return False
+        self.write(response, head_only=method == "HEAD", close=not keep)
+        if not keep:
+            self.transport.close()
+            return False
+        self.ready_since = self.loop.time()
+        return True
+
+    def handled_off_loop(self, method, keep, future):
+        """handle_http() returned on a store thread: answer, then go on."""
+        self.busy = None
+        if self.closed:
+            return
+        if self.answer(future.result(), method, keep) and self.buffer:
+            self.loop.call_soon(self.serve_buffered)
 
     def refuse(self, path, status, error):
         self.write(self.server.error_response(path, status, error), close=True)
@@ -5477,10 +6572,15 @@ def asgi_app(server, *, grace=10.0):
                     f"the request body is over {limit} bytes, the most this server accepts"))
                 break
         else:
-            response = await _answer_async(server.handle_http(
-                scope["method"], path, scope.get("query_string", b"").decode("latin-1"),
-                headers, b"".join(chunks), base_url, (scope.get("client") or (None,))[0],
-                spawner(loop)))
+            args = (scope["method"], path, scope.get("query_string", b"").decode("latin-1"),
+                    headers, b"".join(chunks), base_url, (scope.get("client") or (None,))[0])
+            if server.store.shared:                # it may wait for the store: on a thread
+                response = await _in_store_thread(
+                    server, server.handle_http, *args,
+                    functools.partial(_call_on, loop, spawner(loop)))
+            else:
+                response = server.handle_http(*args, spawner(loop))
+            response = await _answer_async(response)
         headers = list(response.headers)
         if response.stream is None and response.status not in (204, 304):
             headers.append(("Content-Length", str(len(response.body))))
@@ -5599,7 +6699,7 @@ def lambda_handler(server, *, margin=1.0):
 
 
 # =============================================================================
-# 13. The demo
+# 14. The demo
 # =============================================================================
 #
 # ``python a2a_min.py`` runs a small agent that shows most of the protocol: a
@@ -5647,9 +6747,18 @@ def main(argv=None):
                         help="the host: a thread per connection (default) or one asyncio loop")
     parser.add_argument("--single-path", metavar="PATH",
                         help="serve JSON-RPC (POST) and the card (GET) on this one path only")
+    parser.add_argument("--store", metavar="FILE", default=os.environ.get("A2A_STORE"),
+                        help="keep tasks in this SQLite file (or sqlite: URL), shared by "
+                             "workers and kept across restarts (default: $A2A_STORE, else "
+                             "in memory)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="N processes on one port (threaded server; needs --store)")
     args = parser.parse_args(argv)
+    if args.workers > 1 and (args.server != "threads" or not args.store):
+        parser.error("--workers N needs --server threads and --store FILE: workers in memory "
+                     "would each see only their own tasks")
     server = demo_server(public_url=args.public_url, assume_version=args.assume_version,
-                         single_path=args.single_path)
+                         single_path=args.single_path, store=open_store(args.store))
 
     def ready(listener):
         sockets = getattr(listener, "sockets", None)
@@ -5666,7 +6775,7 @@ def main(argv=None):
         except KeyboardInterrupt:
             pass
     else:
-        serve(server, args.host, args.port, on_ready=ready)
+        serve(server, args.host, args.port, on_ready=ready, workers=args.workers)
 
 
 if __name__ == "__main__":

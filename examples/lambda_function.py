@@ -6,7 +6,10 @@ Streams are buffered: the whole event stream comes back as one
 text/event-stream body when it ends (or when the invocation's time runs low).
 The task store lives in the execution environment: warm invocations share it,
 a cold start or another instance does not see it; keep tasks short, or pass
-Server(store=...) a store backed by a database.
+Server(store=...) a store backed by a database. A2A_STORE names an SQLite
+file (a2a_min.open_store): it keeps tasks across warm invocations' restarts on
+one instance's /tmp, but it cannot be shared between instances (SQLite needs a
+local disk: not EFS).
 """
 
 import os
@@ -16,4 +19,5 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import a2a_min  # noqa: E402
 
-handler = a2a_min.lambda_handler(a2a_min.demo_server())
+handler = a2a_min.lambda_handler(
+    a2a_min.demo_server(store=a2a_min.open_store(os.environ.get("A2A_STORE"))))

@@ -107,6 +107,7 @@ def make_server(**options):
         skills=[{"id": "tck", "name": "TCK scenarios", "tags": ["tck"],
                  "description": "Behaviour chosen by the messageId prefix."}],
         push_notifications=True, push_allow=["localhost", "127.0.0.0/8", "::1"],
+        store=options.pop("store", None) or a2a_min.open_store(os.environ.get("A2A_STORE")),
         extended_card={"description": "The extended card of the a2a_min TCK agent."},
         extensions=[{"uri": REQUIRED_EXTENSION, "required": True,
                      "description": "Required by the conformance kit's extension tests."}],
@@ -119,12 +120,19 @@ def main(argv=None):
     parser.add_argument("--port", type=int, default=9999)
     parser.add_argument("--grpc-port", type=int, help="also serve gRPC on this port")
     parser.add_argument("--server", choices=("threads", "asyncio"), default="threads")
+    parser.add_argument("--store", metavar="FILE", help="an SQLite file for the tasks "
+                        "(default: $A2A_STORE, else in memory)")
+    parser.add_argument("--workers", type=int, default=1, help="processes (threads server, "
+                        "with --store, without --grpc-port)")
     parser.add_argument("--strict-extension", action="store_true",
                         help="refuse every message that does not announce the required "
                              "extension (the kit's other tests then fail; see CONFORMANCE.md)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    server = make_server(required_extensions=[REQUIRED_EXTENSION] if args.strict_extension else ())
+    server = make_server(required_extensions=[REQUIRED_EXTENSION] if args.strict_extension else (),
+                         store=a2a_min.open_store(args.store))
+    if args.workers > 1 and (args.grpc_port is not None or args.server != "threads"):
+        parser.error("--workers runs the threaded server only, without --grpc-port")
     if args.grpc_port is not None:
         import a2a_grpc
         grpc_server, port = a2a_grpc.create_server(server, f"{args.host}:{args.grpc_port}")
@@ -135,7 +143,7 @@ def main(argv=None):
         import asyncio
         asyncio.run(a2a_min.serve_asyncio(server, args.host, args.port))
     else:
-        a2a_min.serve(server, args.host, args.port)
+        a2a_min.serve(server, args.host, args.port, workers=args.workers)
 
 
 # The agent for other hosts (see the top of this file).

@@ -3,6 +3,12 @@
     gunicorn -k gthread --threads 8 -b 127.0.0.1:8000 examples.wsgi_app:app
 
 Use a threaded worker: each open SSE stream holds a thread while it waits.
+With several worker processes (-w 4), give them one store to share:
+
+    A2A_STORE=tasks.db gunicorn -w 4 -k gthread --threads 8 -b 127.0.0.1:8000 examples.wsgi_app:app
+
+A2A_STORE is a file name or an sqlite: URL (a2a_min.open_store); without it,
+each process keeps its own tasks in memory.
 """
 
 import os
@@ -12,4 +18,4 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import a2a_min  # noqa: E402
 
-app = a2a_min.wsgi_app(a2a_min.demo_server())
+app = a2a_min.wsgi_app(a2a_min.demo_server(store=a2a_min.open_store(os.environ.get("A2A_STORE"))))

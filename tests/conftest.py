@@ -1,12 +1,28 @@
 """Shared fixtures: servers in-process and on real loopback sockets. The clients
 and helpers behind them are in harness.py."""
 
+import itertools
+import os
+import tempfile
+
 import pytest
 
 pytest.register_assert_rewrite("harness")   # its asserts explain themselves, as here
 
 import a2a_min  # noqa: E402  (harness puts the repository on sys.path)
 from harness import BINDINGS, Live, grpc_available, need, scenario_agent  # noqa: E402
+
+# A2A_TEST_STORE=sqlite runs the whole suite with every server's default store
+# an SQLiteStore in a file of its own: the store contract's parity, tested by
+# everything the in-memory store is tested by.
+if os.environ.get("A2A_TEST_STORE") == "sqlite":
+    _folder = tempfile.mkdtemp(prefix="a2a-test-store-")
+    _numbers = itertools.count()
+    _SQLiteStore = a2a_min.SQLiteStore
+
+    def _sqlite_task_store(**limits):
+        return _SQLiteStore(os.path.join(_folder, f"{next(_numbers)}.db"), **limits)
+    a2a_min.TaskStore = _sqlite_task_store
 
 
 @pytest.fixture

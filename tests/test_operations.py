@@ -355,17 +355,20 @@ def test_last_event_id_replays_what_was_missed(client):
     assert out[-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
 
 
-def test_a_waiting_task_keeps_no_live_copy_and_resumes_with_the_whole_task(client):
-    """A task waiting for input with nobody following it keeps only its stored
-    form; a client resuming its stream gets the whole task, then what follows,
-    with event ids that go on from where they were."""
+def test_a_waiting_task_keeps_no_live_copy_and_resumes_where_it_was(client):
+    """A task waiting for input with nobody following it keeps no live channel,
+    but the store keeps its events: a client resuming its stream from event 0
+    gets what followed it, then what follows, with event ids that go on from
+    where they were."""
     events = client.stream("SendStreamingMessage", {"message": user_message("wait")})
     task_id = events[0][1]["result"]["task"]["id"]
     out = resume_from_0_then_cancel(client, task_id)
-    assert out[0][1]["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    kinds = [next(iter(e[1]["result"])) for e in out]
+    assert kinds == [next(iter(e[1]["result"])) for e in events[1:]] + ["statusUpdate"]
+    assert out[-2][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert out[-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
     if not isinstance(client, GrpcClient):
-        assert out[-1][0] == events[-1][0] + 1    # ids go on across the wait
+        assert [e[0] for e in out] == [e[0] for e in events[1:]] + [events[-1][0] + 1]
 
 
 def test_keepalive_comments_while_idle():

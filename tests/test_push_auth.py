@@ -215,10 +215,10 @@ def test_evicting_a_task_drops_its_configs():
     c = Client(server)
     task = c.send("x")["task"]
     c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": "https://h.invalid/"})
-    assert task["id"] in server._push
+    assert server.store.configs(task["id"])
     c.send("y")
     c.send("z")                                   # evicts the oldest finished task
-    assert task["id"] not in server._push
+    assert server.store.configs(task["id"]) == []
 
 
 # -- authentication and scoping --------------------------------------------------------
@@ -461,7 +461,7 @@ def test_header_values_that_cannot_be_sent_are_refused_naming_the_field(field, v
     for error in (created, inline):
         assert error["code"] == -32602
         assert error["data"][1]["fieldViolations"][0]["field"] == field
-    assert c.server._push == {}
+    assert c.server.store.configs(task["id"]) == [] and not c.server.store._configs
 
 
 # -- the SSRF guard: globally routable addresses only ---------------------------------------

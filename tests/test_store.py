@@ -120,7 +120,7 @@ def test_the_store_is_bounded_in_bytes_evicting_finished_tasks_first():
 
 def test_running_tasks_past_the_byte_budget_are_refused_503_naming_the_limit():
     server = a2a_min.Server(scenario_agent, max_store_bytes=1_000_000)
-    slow = {"message": user_message("slow5" + " " * 300_000),
+    slow = {"message": user_message("slow5" + " " * 150_000),   # 300 kB with its Task event
             "configuration": {"returnImmediately": True}}
     got = [rpc(server, "SendMessage", slow, peer=f"10.0.0.{i}") for i in range(5)]
     assert [g.status for g in got[:3]] == [200, 200, 200]
@@ -167,9 +167,9 @@ def test_list_pages_are_bounded_in_bytes_and_continue():
 def test_the_store_refuses_to_change_a_terminal_task():
     store = a2a_min.TaskStore()
     task = {"id": "t", "status": {"state": "TASK_STATE_CANCELED"}}
-    store.put(task, "me")
+    store.commit(task, "me", 0)
     with pytest.raises(a2a_min.UnsupportedOperationError):
-        store.put({**task, "status": {"state": "TASK_STATE_COMPLETED"}}, "me")
+        store.commit({**task, "status": {"state": "TASK_STATE_COMPLETED"}}, "me", 1)
 
 
 def test_a_task_read_again_is_decoded_once_per_version():
@@ -178,21 +178,21 @@ def test_a_task_read_again_is_decoded_once_per_version():
     removal or another owner never sees a stale one; the cache is bounded."""
     store = a2a_min.TaskStore()
     task = {"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
-    store.put(task, "alice")
+    store.commit(task, "alice", 0)
     first = store.get("t1", "alice")
     assert first == task and store.get("t1", "alice") is first
     assert json.loads(first.json) == task
     assert store.get("t1", "bob") is None
     changed = {**task, "status": {"state": "TASK_STATE_COMPLETED"}}
-    store.put(changed, "alice")
+    store.commit(changed, "alice", 1)
     again = store.get("t1", "alice")
     assert again is not first and again == changed
     store.delete("t1")
     assert store.get("t1", "alice") is None and "t1" not in store._recent
     for i in range(a2a_min._RECENT + 50):
-        store.put({**task, "id": f"n{i}"}, "alice")
+        store.commit({**task, "id": f"n{i}"}, "alice", 0)
         store.get(f"n{i}", "alice")
     assert len(store._recent) <= a2a_min._RECENT
     big = {**task, "id": "big", "metadata": {"x": "y" * a2a_min._RECENT_BYTES}}
-    store.put(big, "alice")
+    store.commit(big, "alice", 0)
     assert store.get("big", "alice") == big and "big" not in store._recent
