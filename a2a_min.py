@@ -79,7 +79,7 @@ __all__ = [
     "INTERRUPTED_STATES", "MESSAGES", "ENUMS", "parse",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 PROTOCOL_VERSION = "1.0"
 
 import binascii
@@ -1027,26 +1027,53 @@ def agent_message(content, **fields):
 # 4. The task store
 # =============================================================================
 #
-# Where tasks live between requests. The interface is four methods on plain
-# dicts, so a database-backed store is a small subclass: get, put, delete,
-# list. Tasks are written copy-on-write (a new dict for every change), so a
-# reader holding a task never sees it change under it.
+# Where tasks live between requests, and everything that hangs off them. One
+# contract, two stores here: TaskStore keeps tasks in this process's memory;
+# SQLiteStore (below) in a file that processes share and that outlives them.
 #
-# Each task is stored with its owner, an opaque hashable value (here the
-# tenant and the caller's principal); get() and list() only return tasks of
-# the owner asked for, and a task of someone else is reported exactly like a
-# missing one (section 13.1).
+#   get(task_id, owner)              the task (with .version, .next_seq), or None
+#   commit(task, owner, version, event=None, caller=None, holder=None)
+#                                    one atomic change: the task, and the stream
+#                                    event it produced appended to its log under
+#                                    the next id; refused (ConflictError) unless
+#                                    the stored version is ``version`` (0: a new
+#                                    task), and always if the task is terminal
+#                                    -> (JSON bytes, new version, event id)
+#   events(task_id, after)           (oldest id kept, [(id, event) after ``after``])
+#   changed()                        a number that moves when another process commits
+#   list(owner, *, context_id, status, after, cursor, limit)   ListTasks' page
+#   put_config / get_config / configs / delete_config         push configs
+#   renew(holder) / expired()        leases: which process runs a task's agent
+#   delete(task_id) / stats()        and ``shared``: may other processes write?
+#
+# Versions are how two writers of one task (two requests, perhaps in two
+# processes) never lose an update: each commits the version it read, and the
+# one that comes second is refused, reads the task again, and lets the state
+# table decide again (_Channel.change). The event log is how a stream follows
+# a task, and how a client that lost its connection resumes it with
+# Last-Event-ID (section 3.1.6): a task's events are kept with it, numbered
+# from 0 for its life, at most ``replay_buffer`` of them and
+# ``replay_buffer_bytes`` of JSON (the newest always). A running task's lease
+# names the process whose agent runs it (``holder``); see "Sharing a store
+# between processes" for what that is for.
+#
+# Tasks are written copy-on-write (a new dict for every change), so a reader
+# holding a task never sees it change under it. Each task is stored with its
+# owner, an opaque hashable value (here the tenant and the caller's
+# principal); get() and list() only return tasks of the owner asked for, and
+# a task of someone else is reported exactly like a missing one (section 13.1).
 #
 # The in-memory store is bounded in tasks and in bytes. Every task is kept as
 # its JSON bytes, whatever its state: a fifth of the memory of the dict, its
 # size known exactly, and a task that could not be encoded is refused when it
-# is written, not when someone reads it. Each history keeps the newest
-# ``max_history`` messages. Idle tasks (finished, or waiting for the client)
-# expire ``task_ttl`` seconds after they became idle. When the store is full
-# (``max_tasks`` tasks or ``max_bytes`` bytes), the oldest idle task is
-# evicted; if every task is still running, a new one is refused
-# (TaskStoreFullError, HTTP 503) rather than losing one. ``on_evict`` is told
-# of every eviction so the server can free what hangs off the task.
+# is written, not when someone reads it. A task weighs its JSON and its kept
+# events. Each history keeps the newest ``max_history`` messages. Idle tasks
+# (finished, or waiting for the client) expire ``task_ttl`` seconds after they
+# became idle. When the store is full (``max_tasks`` tasks or ``max_bytes``
+# bytes), the oldest idle task is evicted; if every task is still running, a
+# new one is refused (TaskStoreFullError, HTTP 503) rather than losing one.
+# ``on_evict`` is told of every eviction so the server can free what hangs
+# off the task.
 #
 # One caller may not take the store from everyone else: each caller (an
 # authenticated principal, or an anonymous client's address) holds at most
@@ -1126,62 +1153,81 @@ class TaskStore:
         the contract above; returns (JSON bytes, new version, event id)."""
         history = task.get("history")
         if history and len(history) > self.max_history:
-            task = {**task, "history": history[-self.max_history:]}
+            cut = {**task, "history": history[-self.max_history:]}
+            if event is not None and event.get("task") is task:
+                event = {"task": cut}
+            task = cut
         task_id = task["id"]
         status = task["status"]
         state = status["state"]
         body = _dumps(task)                     # raises on what cannot be stored
         size = len(body) + _ENTRY_OVERHEAD
-        evicted = ()
-        now = time.monotonic()
-        with self._lock:
-            old = self._tasks.get(task_id)
-            _check_version(task_id, old and (old[1] == owner, old[3], old[7]), version)
-            new = old is None
-            if new:
-                caller = owner if caller is None else caller
-                log, old_size = _EventLog(), 0
-            else:
-                caller, log, old_size = old[5], self._logs[task_id], old[6]
-            event_size = 0
-            if event is not None:
-                # A Task event is the task; an update is about what it added to
-                # the task (the growth of its JSON), at least a small event's.
-                event_size = len(body) if "task" in event else max(size - old_size + log.size,
-                                                                    256)
-            grows = size + log.size + event_size - old_size      # at most
-            share = self._callers.get(caller)
-            if share is None:
-                share = self._callers[caller] = [0, 0]
-            idle = self._idle
-            if (len(self._tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes
-                    or share[0] + new > self.max_tasks_per_caller
-                    or share[1] + grows > self.max_bytes_per_caller
-                    or idle and idle[next(iter(idle))] < now - self.task_ttl):
-                evicted = self._make_room(task_id, new, grows, caller, share, now)
-            seq = None
-            if event is not None:
-                seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
-            self._logs[task_id] = log
-            size += log.size                  # a task weighs its JSON and its kept events
-            self._tasks[task_id] = (body, owner, task.get("contextId", ""), state,
-                                    status.get("timestamp", ""), caller, size, version + 1)
-            self._bytes += size - old_size
-            share[0] += new
-            share[1] += size - old_size
-            if state in _IDLE_STATES:
-                self._leases.pop(task_id, None)
-                if new or task_id not in idle:
-                    idle[task_id] = now
-            else:
-                if holder is not None:
-                    self._leases[task_id] = (holder, time.time() + self.lease_ttl)
-                if not new:
-                    idle.pop(task_id, None)
-        for gone in evicted:
-            if self.on_evict:
-                self.on_evict(gone)
+        evicted = []
+        try:
+            with self._lock:
+                seq = self._write(task, owner, version, event, caller, holder, body, size,
+                                  evicted)
+        finally:
+            for gone in evicted:                # (told even if the write was refused)
+                if self.on_evict:
+                    self.on_evict(gone)
         return body, version + 1, seq
+
+    def _write(self, task, owner, version, event, caller, holder, body, size, evicted):
+        """commit(), with the store's lock held: returns the event's id."""
+        task_id, status = task["id"], task["status"]
+        state = status["state"]
+        now = time.monotonic()
+        old = self._tasks.get(task_id)
+        _check_version(task_id, old and (old[1] == owner, old[3], old[7]), version)
+        new = old is None
+        if new:
+            caller = owner if caller is None else caller
+            log, old_size = _EventLog(), 0
+        else:
+            caller, log, old_size = old[5], self._logs[task_id], old[6]
+        event_size = 0
+        if event is not None:
+            # A Task event is the task; an update is about what it added to
+            # the task (the growth of its JSON), at least a small event's.
+            event_size = len(body) if "task" in event else max(size - old_size + log.size,
+                                                                256)
+        grows = size + log.size + event_size - old_size      # at most
+        share = self._callers.get(caller)
+        if share is None:
+            share = self._callers[caller] = [0, 0]
+        idle = self._idle
+        if (len(self._tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes
+                or share[0] + new > self.max_tasks_per_caller
+                or share[1] + grows > self.max_bytes_per_caller
+                or idle and idle[next(iter(idle))] < now - self.task_ttl):
+            try:
+                self._make_room(task_id, new, grows, caller, share, now, evicted)
+            except A2AError:
+                if not share[0]:            # a new caller refused: nothing to count
+                    self._callers.pop(caller, None)
+                raise
+            self._callers[caller] = share   # (back, if its last task was just evicted)
+        seq = None
+        if event is not None:
+            seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
+        self._logs[task_id] = log
+        size += log.size                  # a task weighs its JSON and its kept events
+        self._tasks[task_id] = (body, owner, task.get("contextId", ""), state,
+                                status.get("timestamp", ""), caller, size, version + 1)
+        self._bytes += size - old_size
+        share[0] += new
+        share[1] += size - old_size
+        if state in _IDLE_STATES:
+            self._leases.pop(task_id, None)
+            if new or task_id not in idle:
+                idle[task_id] = now
+        else:
+            if holder is not None:
+                self._leases[task_id] = (holder, time.time() + self.lease_ttl)
+            if not new:
+                idle.pop(task_id, None)
+        return seq
 
     def events(self, task_id, after=-1):
         """(the id of the oldest event kept, [(id, event) after ``after``]),
@@ -1285,17 +1331,16 @@ class TaskStore:
                     break
         return found
 
-    def _make_room(self, task_id, new, grows, caller, share, now):
+    def _make_room(self, task_id, new, grows, caller, share, now, evicted):
         """Evict what must go for a task to be written (``grows`` bytes more,
         one task more if ``new``): expired tasks, then the caller's oldest idle
         ones past its share, then anyone's oldest idle ones past the store's
         bounds. Raises CallerLimitError or TaskStoreFullError if that is not
-        enough. Returns the evicted ids.
+        enough. ``evicted`` gets the evicted ids.
 
         A full store makes room for a while, not for one task: it evicts down
         to a 64th below the bound (as far as idle tasks allow), so the writes
         that follow find room without evicting one task each."""
-        evicted = []
         deadline = now - self.task_ttl
         tasks, idle = self._tasks, self._idle
         for oldest, ended in idle.items():          # expired, oldest first
@@ -1326,7 +1371,6 @@ class TaskStore:
                     "finish or cancel some, or start the server with larger limits",
                     metadata={"limit": "max_tasks" if len(tasks) + new > max_tasks
                               else "max_store_bytes"})
-        return evicted
 
     def stats(self):
         """What the store holds: tasks, bytes, idle tasks and callers."""
@@ -3944,6 +3988,7 @@ def _decode_page_token(token):
     try:
         stamp, task_id = json.loads(_b64decode(token))
         if isinstance(stamp, str) and isinstance(task_id, str):
+            (stamp + task_id).encode()         # (UnicodeEncodeError: a lone surrogate)
             return stamp, task_id
     except (ValueError, TypeError, binascii.Error, RecursionError):
         pass
@@ -5742,7 +5787,8 @@ class _RequestReader:
             first = buffer[:1]
         start = max(0, self._scan - 2)
         end = buffer.find(b"\n\r\n", start)       # the blank line (CRLF, or a bare LF)
-        bare = buffer.find(b"\n\n", start, len(buffer) if end < 0 else end)
+        # ... or a bare LF that comes first ("\r\n\n\r\n" ends at the "\n\n")
+        bare = buffer.find(b"\n\n", start, len(buffer) if end < 0 else end + 1)
         if bare >= 0:
             end, size = bare, bare + 2
         elif end >= 0:

@@ -21,6 +21,7 @@ if os.environ.get("A2A_TEST_STORE") == "sqlite":
     _SQLiteStore = a2a_min.SQLiteStore
 
     def _sqlite_task_store(**limits):
+        """An SQLiteStore in a new file, in place of the in-memory TaskStore."""
         return _SQLiteStore(os.path.join(_folder, f"{next(_numbers)}.db"), **limits)
     a2a_min.TaskStore = _sqlite_task_store
 

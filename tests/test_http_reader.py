@@ -54,6 +54,20 @@ def test_a_request_in_pieces_and_pipelined_ones():
     assert read_all(b"\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n")[0][0].keep_alive is False
 
 
+def test_a_bare_lf_blank_line_after_crlf_lines_ends_the_head_however_it_arrives():
+    """The head ends at its first blank line, a CRLF one or a bare LF one,
+    whatever pieces the bytes come in (found by the fuzz test: read whole,
+    b"...\r\n\n\r\n" used to end at the later CRLF, and was refused)."""
+    data = b"GET / HTTP/1.1\r\n\n\r\n"
+    for size in range(1, len(data) + 1):
+        reader, buffer, got = Reader(), bytearray(), []
+        for at in range(0, len(data), size):
+            buffer += data[at:at + size]
+            while (request := reader.read(buffer)) is not None:
+                got.append(request.target)
+        assert got == ["/"], size
+
+
 def test_chunked_bodies_with_extensions_and_trailers():
     body = b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nTrailer: x\r\n\r\nNEXT"
     head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"

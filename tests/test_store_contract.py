@@ -1,0 +1,1010 @@
+"""The store contract (a2a_min.py section 4, "The task store"), held against
+both stores that implement it: TaskStore (in memory) and SQLiteStore (a file
+that processes share). Every test of the first part takes ``store`` or
+``make_store`` and runs once per backend, as tinydb runs its tests over its
+storages: what a Server may rely on is the same, whichever store it has.
+
+What the contract promises:
+
+- commit() writes a task over the version it was read at (0: a new task) and
+  appends its event, as one change; a stale version, a task made twice, or
+  someone else's task is a ConflictError, a terminal task an
+  UnsupportedOperationError (it never changes again);
+- get() answers the owner only (anyone else's task reads as missing);
+- events() numbers a task's events 0, 1, 2... for its whole life and keeps
+  the newest (``replay_buffer`` of them, ``replay_buffer_bytes`` of JSON, the
+  newest one always);
+- list() pages newest status timestamp first, ties by id, with a keyset
+  cursor that stays valid whatever changes between pages;
+- push configs, events and the lease go with their task;
+- a running task's commit names its lease holder; renew() extends it and
+  expired() names the tasks whose holder stopped renewing;
+- the store is bounded (TTL, tasks, bytes, each caller's share), evicting the
+  oldest idle tasks first, telling ``on_evict``, and refusing a new task
+  rather than dropping a running one.
+
+Where the backends may differ, the tests hold them to the common promise,
+not to a number: how many bytes an event is counted for (memory counts what
+it added to the task and a fixed overhead per task; SQLite the JSON on
+disk), and changed() (0 in memory, where nobody else writes; SQLite's
+data_version, which only another connection's commit moves).
+
+The second part, "SQLite only", is what only a shared file has: its mode,
+schema versions, damaged, read-only and full files, URLs, a busy lock, other
+connections and processes (fork). The property test of ListTasks paging
+under concurrent changes is in test_store_paging.py.
+"""
+
+import json
+import os
+import sqlite3
+import stat
+import threading
+import time
+
+import pytest
+
+import a2a_min
+from a2a_min import (CallerLimitError, ConflictError, InternalError, InvalidParamsError,
+                     ServerBusyError, TaskStoreFullError, UnsupportedOperationError)
+
+ALICE = ("", "alice")
+BOB = ("", "bob")
+WORKING, COMPLETED = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"
+INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
+
+# A2A_TEST_STORE=sqlite (conftest.py) replaces a2a_min.TaskStore by a maker of
+# SQLiteStores for the whole run; the memory backend is then not to be had.
+_MEMORY = a2a_min.TaskStore if isinstance(a2a_min.TaskStore, type) else None
+
+
+def task(task_id, state=WORKING, stamp=0, context="ctx", **fields):
+    """A Task dict as the Server stores it; ``stamp`` is a second of the day."""
+    return {"id": task_id, "contextId": context,
+            "status": {"state": state, "timestamp": _stamp(stamp)}, **fields}
+
+
+def _stamp(second):
+    """Status timestamps as the server writes them: fixed width, so they sort as text."""
+    return "2025-01-01T00:%02d:%02d.000Z" % divmod(second, 60)
+
+
+def _key(t):
+    return t["status"]["timestamp"], t["id"]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def backend(request):
+    if request.param == "memory" and _MEMORY is None:
+        pytest.skip("A2A_TEST_STORE=sqlite replaced a2a_min.TaskStore for this run")
+    return request.param
+
+
+@pytest.fixture
+def make_store(backend, tmp_path):
+    """make_store(**limits): a new, empty store of this backend (each SQLite one
+    in a file of its own)."""
+    files = iter(range(1000))
+
+    def make(**limits):
+        if backend == "memory":
+            return _MEMORY(**limits)
+        return a2a_min.SQLiteStore(str(tmp_path / f"tasks{next(files)}.db"), **limits)
+    return make
+
+
+@pytest.fixture
+def store(make_store):
+    return make_store()
+
+
+def _evictions(store):
+    """The ids on_evict is told of, in order."""
+    gone = []
+    store.on_evict = gone.append
+    return gone
+
+
+# =============================================================================
+# Part 1: the contract, on both backends
+# =============================================================================
+
+# -- tasks and versions ------------------------------------------------------------------
+
+def test_a_new_task_is_written_at_version_0_and_read_back_by_its_owner_only(store, backend):
+    """commit(version=0) makes the task at version 1 and returns the JSON it
+    stored; get() gives it, with that JSON, to its owner, and None to anyone
+    else, exactly as for a task that does not exist."""
+    assert store.shared is (backend == "sqlite")
+    t = task("t1", history=[{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}])
+    body, version, seq = store.commit(t, ALICE, 0, {"task": t})
+    assert (json.loads(body), version, seq) == (t, 1, 0)
+    got = store.get("t1", ALICE)
+    assert got == t and got.json == body and (got.version, got.next_seq) == (1, 1)
+    assert store.get("t1", BOB) is None and store.get("nope", ALICE) is None
+    _, version, seq = store.commit(task("t2"), ALICE, 0)       # no event: no sequence number
+    assert (version, seq) == (1, None) and store.get("t2", ALICE).next_seq == 0
+
+
+def test_every_commit_is_a_new_version_and_every_event_the_next_seq(store):
+    """The version counts commits; next_seq counts events, with or without
+    commits between them. A task read again after a change is the new one."""
+    version = 0
+    for i in range(6):
+        event = {"statusUpdate": {"n": i}} if i % 2 == 0 else None
+        body, new_version, seq = store.commit(task("t1", stamp=i), ALICE, version, event)
+        assert new_version == version + 1 and seq == (i // 2 if event else None)
+        version = new_version
+        got = store.get("t1", ALICE)
+        assert got.version == version and got.json == body and got == task("t1", stamp=i)
+        assert got.next_seq == i // 2 + 1
+
+
+def test_a_task_made_twice_is_a_conflict(store):
+    """version 0 on an id that exists, whoever owns it, is a ConflictError (an
+    UnsupportedOperationError), and the stored task is left as it was."""
+    store.commit(task("t1"), ALICE, 0, {"statusUpdate": {}})
+    for owner in (ALICE, BOB):
+        with pytest.raises(ConflictError) as caught:
+            store.commit(task("t1", context="other"), owner, 0, {"statusUpdate": {}})
+        assert isinstance(caught.value, UnsupportedOperationError)
+    got = store.get("t1", ALICE)
+    assert got["contextId"] == "ctx" and got.version == 1
+    assert [seq for seq, _ in store.events("t1")[1]] == [0]
+
+
+def test_a_stale_version_or_a_task_gone_is_a_conflict(store):
+    """A writer that read an older version, writes someone else's task, or
+    writes a task deleted meanwhile gets ConflictError; nothing is written and
+    no event appended."""
+    store.commit(task("t1"), ALICE, 0)
+    store.commit(task("t1", stamp=1), ALICE, 1, {"statusUpdate": {}})
+    for owner, version in ((ALICE, 1), (ALICE, 3), (BOB, 2)):
+        with pytest.raises(ConflictError):
+            store.commit(task("t1", stamp=9), owner, version, {"statusUpdate": {"lost": 1}})
+    got = store.get("t1", ALICE)
+    assert got.version == 2 and got == task("t1", stamp=1)
+    assert store.events("t1") == (0, [(0, {"statusUpdate": {}})])
+    store.delete("t1")
+    with pytest.raises(ConflictError):
+        store.commit(task("t1"), ALICE, 2)
+    assert store.get("t1", ALICE) is None and store.events("t1") is None
+
+
+def test_a_terminal_task_never_changes_again(store):
+    """Over a terminal task, a commit at its version or an older one is an
+    UnsupportedOperationError that is not a ConflictError (reading again
+    would not help); the task and its events stay as they ended."""
+    store.commit(task("t1"), ALICE, 0)
+    store.commit(task("t1", COMPLETED), ALICE, 1, {"statusUpdate": {}})
+    for version in (2, 1):
+        with pytest.raises(UnsupportedOperationError) as caught:
+            store.commit(task("t1"), ALICE, version, {"statusUpdate": {}})
+        assert not isinstance(caught.value, ConflictError)
+    assert store.get("t1", ALICE)["status"]["state"] == COMPLETED
+    assert [seq for seq, _ in store.events("t1")[1]] == [0]
+
+
+def test_history_is_cut_to_the_newest_max_history_messages(make_store):
+    store = make_store(max_history=3)
+    t = task("t1", history=[{"messageId": str(i), "role": "ROLE_USER", "parts": []}
+                            for i in range(5)])
+    body, _, _ = store.commit(t, ALICE, 0)
+    assert [m["messageId"] for m in json.loads(body)["history"]] == ["2", "3", "4"]
+    assert store.get("t1", ALICE)["history"] == json.loads(body)["history"]
+
+
+def test_the_task_event_of_a_cut_history_is_the_task_as_stored(make_store, backend, request):
+    """A {"task": ...} event replays the task as it was stored, history cut."""
+    store = make_store(max_history=2)
+    t = task("t1", history=[{"messageId": str(i)} for i in range(5)])
+    store.commit(t, ALICE, 0, {"task": t})
+    assert store.events("t1")[1][0][1]["task"]["history"] == [{"messageId": "3"},
+                                                              {"messageId": "4"}]
+
+
+def test_concurrent_writers_lose_no_update(store):
+    """Threads that read, change and commit the same task, retrying on
+    ConflictError, all get through: one version per commit, the events
+    numbered without a gap, each writer's in its own order."""
+    store.commit(task("t1", history=[]), ALICE, 0)
+    errors = []
+
+    def write(name):
+        try:
+            for i in range(25):
+                while True:
+                    current = store.get("t1", ALICE)
+                    history = current["history"] + [{"messageId": f"{name}-{i}"}]
+                    try:
+                        store.commit(task("t1", history=history), ALICE, current.version,
+                                     {"statusUpdate": {"by": name, "i": i}})
+                        break
+                    except ConflictError:
+                        continue
+        except Exception as error:        # reported below
+            errors.append(error)
+    threads = [threading.Thread(target=write, args=(n,)) for n in "abcd"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert store.get("t1", ALICE).version == 101
+    oldest, events = store.events("t1")
+    assert oldest == 0 and [seq for seq, _ in events] == list(range(100))
+    for name in "abcd":
+        assert [e["statusUpdate"]["i"] for _, e in events
+                if e["statusUpdate"]["by"] == name] == list(range(25))
+    assert len(store.get("t1", ALICE)["history"]) == 100
+
+
+# -- events ------------------------------------------------------------------------------
+
+def test_events_are_numbered_from_0_and_read_after_a_seq(store):
+    """events(task, after) gives the kept events with a greater seq, oldest
+    first, as they were committed; past the newest, none; a task without
+    events has none and its oldest is the next seq (0); a task not stored: None."""
+    store.commit(task("t2"), ALICE, 0)
+    assert store.events("t2") == (0, [])
+    version = 0
+    for i in range(5):
+        _, version, seq = store.commit(task("t1"), ALICE, version, {"statusUpdate": {"n": i}})
+        assert seq == i
+    oldest, kept = store.events("t1")
+    assert oldest == 0 and kept == [(i, {"statusUpdate": {"n": i}}) for i in range(5)]
+    assert store.events("t1", after=2) == (0, kept[3:])
+    assert store.events("t1", after=4) == (0, []) == store.events("t1", after=99)
+    assert store.events("missing") is None and store.events("missing", after=3) is None
+
+
+def test_the_replay_buffer_keeps_the_newest_events_by_count(make_store):
+    """Past ``replay_buffer`` events the oldest go; the numbers go on, and
+    ``oldest`` says where the kept ones start."""
+    store = make_store(replay_buffer=5)
+    version = 0
+    for i in range(12):
+        _, version, seq = store.commit(task("t1"), ALICE, version, {"statusUpdate": {"n": i}})
+        assert seq == i
+    oldest, kept = store.events("t1")
+    assert oldest == 7 and kept == [(i, {"statusUpdate": {"n": i}}) for i in range(7, 12)]
+    assert store.events("t1", after=9) == (7, kept[3:])
+    assert store.events("t1", after=2) == (7, kept)        # asked from before the oldest
+    assert store.get("t1", ALICE).next_seq == 12
+
+
+def test_the_replay_buffer_keeps_the_newest_events_by_bytes(make_store):
+    """Past ``replay_buffer_bytes`` the oldest events go, however each backend
+    counts an event's bytes: what is kept is the newest events, without a
+    gap, and the newest one always, even alone past the bound."""
+    store = make_store(replay_buffer=100, replay_buffer_bytes=2000)
+    version = 0
+    for i in range(30):
+        _, version, _ = store.commit(task("t1"), ALICE, version,
+                                     {"statusUpdate": {"pad": "x" * 300, "n": i}})
+    oldest, kept = store.events("t1")
+    seqs = [seq for seq, _ in kept]
+    assert 0 < oldest == seqs[0] and seqs == list(range(oldest, 30)) and 1 < len(seqs) < 10
+    big = task("t1", pad="y" * 5000)
+    _, version, seq = store.commit(big, ALICE, version, {"task": big})
+    assert seq == 30 and store.events("t1") == (30, [(30, {"task": big})])
+    _, _, seq = store.commit(task("t1"), ALICE, version, {"statusUpdate": {"n": 31}})
+    oldest, kept = store.events("t1")
+    assert [s for s, _ in kept][-1] == 31 and oldest == kept[0][0] >= 30
+
+
+# -- list ----------------------------------------------------------------------------------
+
+def _fill(store, count=57):
+    """``count`` tasks of ALICE on five timestamps (many equal), half in
+    context "even", half in "odd"; one of BOB's. Returns ALICE's keys, newest first."""
+    for i in range(count):
+        store.commit(task("t%02d" % i, stamp=i % 5, context="even" if i % 2 == 0 else "odd"),
+                     ALICE, 0)
+    store.commit(task("bobs", stamp=9), BOB, 0)
+    return sorted(((_stamp(i % 5), "t%02d" % i) for i in range(count)), reverse=True)
+
+
+def test_list_pages_newest_first_then_by_id_with_a_keyset_cursor(store):
+    """Pages follow (status timestamp, id), descending; each page's cursor is
+    its last task's key, the last page's None; total counts every match
+    whatever the cursor; nobody sees another owner's tasks."""
+    expected = _fill(store)
+    seen, cursor = [], None
+    while True:
+        tasks, total, cursor = store.list(ALICE, cursor=cursor, limit=7)
+        assert total == 57 and 1 <= len(tasks) <= 7
+        seen += [_key(t) for t in tasks]
+        if cursor is None:
+            break
+        assert tuple(cursor) == seen[-1] and len(tasks) == 7
+    assert seen == expected
+    assert store.list(ALICE, limit=57) == (store.list(ALICE, limit=100)[0], 57, None)
+    tasks, total, cursor = store.list(ALICE, limit=56)
+    assert len(tasks) == 56 and tuple(cursor) == expected[55]
+    assert store.list(BOB)[1] == 1 and store.list(("", None)) == ([], 0, None)
+    assert store.list(ALICE, cursor=expected[-1]) == ([], 57, None)
+
+
+def test_list_filters_by_context_status_and_timestamp(store):
+    """context_id and status match exactly, ``after`` keeps tasks at or after
+    a timestamp; filters combine; total counts the matches."""
+    _fill(store)
+    tasks, total, cursor = store.list(ALICE, context_id="odd", limit=100)
+    assert total == len(tasks) == 28 and cursor is None
+    assert all(t["contextId"] == "odd" for t in tasks)
+    tasks, total, _ = store.list(ALICE, after=_stamp(3), limit=100)
+    assert total == len(tasks) == 22 and all(_key(t)[0] >= _stamp(3) for t in tasks)
+    store.commit(task("t00", COMPLETED, stamp=0, context="even"), ALICE, 1)
+    store.commit(task("t03", COMPLETED, stamp=3, context="odd"), ALICE, 1)
+    tasks, total, _ = store.list(ALICE, status=COMPLETED)
+    assert total == 2 and [t["id"] for t in tasks] == ["t03", "t00"]
+    tasks, total, _ = store.list(ALICE, status=COMPLETED, context_id="even")
+    assert total == 1 and tasks[0]["id"] == "t00"
+    assert store.list(ALICE, status=COMPLETED, after=_stamp(1))[1] == 1
+    assert store.list(ALICE, context_id="none") == ([], 0, None)
+    tasks, total, cursor = store.list(ALICE, context_id="odd", limit=10)
+    rest, total_rest, _ = store.list(ALICE, context_id="odd", limit=100, cursor=cursor)
+    assert total == total_rest == 28 and len(tasks) + len(rest) == 28
+    assert all(t["contextId"] == "odd" for t in rest)
+
+
+def test_the_cursor_stays_valid_whatever_changes_between_pages(store):
+    """The cursor is a key, not a position: deleting the page's last task,
+    or a task before it, or adding newer ones, neither repeats nor skips a
+    task that stayed."""
+    expected = _fill(store)
+    tasks, _, cursor = store.list(ALICE, limit=10)
+    store.delete(cursor[1])
+    store.delete(expected[0][1])
+    store.commit(task("new", stamp=30), ALICE, 0)
+    tasks, total, _ = store.list(ALICE, limit=10, cursor=cursor)
+    assert total == 56 and [_key(t) for t in tasks] == expected[10:20]
+
+
+def test_a_list_page_is_bounded_in_bytes_and_holds_at_least_one_task(make_store):
+    """A page stops before ``max_page_bytes`` of task JSON (but always holds
+    one task), and its cursor goes on where it stopped."""
+    store = make_store(max_page_bytes=500)
+    for i in range(5):
+        store.commit(task("t%d" % i, stamp=i, pad="x" * 100), ALICE, 0)
+    store.commit(task("huge", stamp=9, pad="x" * 1000), ALICE, 0)
+    tasks, total, cursor = store.list(ALICE, limit=50)
+    assert [t["id"] for t in tasks] == ["huge"] and total == 6
+    seen = ["huge"]
+    while cursor is not None:
+        tasks, _, cursor = store.list(ALICE, limit=50, cursor=cursor)
+        assert len(tasks) == 2 or cursor is None
+        assert sum(len(a2a_min._dumps(t)) for t in tasks) <= 500
+        seen += [t["id"] for t in tasks]
+    assert seen == ["huge", "t4", "t3", "t2", "t1", "t0"]
+
+
+# -- push notification configs ----------------------------------------------------------------
+
+def test_push_configs_are_kept_per_task_in_the_order_first_put(store):
+    """put_config inserts, or replaces by id keeping its place; get_config and
+    configs read them (None and [] when there are none); delete_config of a
+    missing one is no error."""
+    store.commit(task("t1"), ALICE, 0)
+    store.commit(task("t2"), ALICE, 0)
+    assert store.configs("t1") == [] and store.get_config("t1", "a") is None
+    for config_id in "bac":
+        store.put_config("t1", {"id": config_id, "url": "https://x/" + config_id}, 3)
+    store.put_config("t2", {"id": "a", "url": "https://other"}, 3)
+    store.put_config("t1", {"id": "b", "url": "https://new"}, 3)       # full, but a replacement
+    assert [c["id"] for c in store.configs("t1")] == ["b", "a", "c"]
+    assert store.get_config("t1", "b") == {"id": "b", "url": "https://new"}
+    assert store.get_config("t2", "a") == {"id": "a", "url": "https://other"}
+    with pytest.raises(InvalidParamsError) as caught:
+        store.put_config("t1", {"id": "d"}, 3)
+    assert caught.value.field == "taskId"
+    store.delete_config("t1", "a")
+    store.delete_config("t1", "missing")
+    store.delete_config("missing", "a")
+    assert [c["id"] for c in store.configs("t1")] == ["b", "c"]
+    store.put_config("t1", {"id": "d"}, 3)
+    assert [c["id"] for c in store.configs("t1")] == ["b", "c", "d"]
+    assert store.get_config("t1", "a") is None and store.configs("t2") == [{"id": "a",
+                                                                           "url": "https://other"}]
+
+
+# -- leases --------------------------------------------------------------------------------
+
+def test_a_running_tasks_commit_takes_its_holders_lease(make_store):
+    """A commit of a running task with a holder leases it for ``lease_ttl``;
+    renew(holder) extends that holder's leases only; expired() names the
+    running tasks (and owners) whose lease ran out; a task that becomes idle,
+    or is deleted, has none. A commit without a holder keeps the lease."""
+    store = make_store(lease_ttl=0.5)
+    store.commit(task("t1"), ALICE, 0, holder="p1")
+    store.commit(task("t2"), BOB, 0, holder="p2")
+    store.commit(task("t3"), BOB, 0)                         # no holder, no lease
+    store.commit(task("t4"), BOB, 0, holder="p2")
+    store.commit(task("idle", INPUT_REQUIRED), ALICE, 0, holder="p1")  # idle: no lease
+    assert store.expired() == []
+    time.sleep(0.35)
+    store.renew("p1")
+    store.commit(task("t2", stamp=1), BOB, 1)                # no holder: the lease stays
+    time.sleep(0.2)                                          # p2's ran out, p1's has 0.3 s
+    assert sorted(store.expired()) == [("t2", BOB), ("t4", BOB)]
+    store.commit(task("t2", INPUT_REQUIRED), BOB, 2, holder="p2")
+    store.delete("t4")
+    assert store.expired() == []                             # idle, or gone: no lease
+    store.commit(task("t2"), BOB, 3)                         # running again, no holder
+    store.commit(task("t1", COMPLETED), ALICE, 1)
+    time.sleep(0.6)
+    assert store.expired() == []
+    store.commit(task("t3", stamp=1), BOB, 1, holder="p3")   # a lease taken later
+    store.renew("p3")
+    assert store.expired() == []
+
+
+# -- bounds and eviction ---------------------------------------------------------------------
+
+def test_idle_tasks_expire_task_ttl_after_they_became_idle(make_store):
+    """Finished and waiting tasks go ``task_ttl`` after they became idle (at
+    the next write), with their events and configs, each told to
+    ``on_evict``; running tasks stay however old."""
+    store = make_store(task_ttl=0.05)
+    gone = _evictions(store)
+    done = task("done", COMPLETED)
+    store.commit(done, ALICE, 0, {"task": done})
+    store.commit(task("waiting", INPUT_REQUIRED), ALICE, 0)
+    store.commit(task("running"), ALICE, 0, holder="p1")
+    store.put_config("done", {"id": "a"}, 3)
+    time.sleep(0.1)
+    store.commit(task("new"), ALICE, 0)
+    assert sorted(gone) == ["done", "waiting"]
+    assert store.get("done", ALICE) is None and store.get("waiting", ALICE) is None
+    assert store.get("running", ALICE) is not None
+    assert store.events("done") is None and store.configs("done") == []
+    assert store.get_config("done", "a") is None
+    stats = store.stats()
+    assert (stats["tasks"], stats["idle"]) == (2, 0)
+
+
+def test_a_task_stays_idle_since_it_first_became_idle(make_store):
+    """Waiting again (AUTH_REQUIRED after INPUT_REQUIRED) does not restart its
+    TTL; running again does."""
+    store = make_store(task_ttl=0.3)
+    gone = _evictions(store)
+    store.commit(task("w", INPUT_REQUIRED), ALICE, 0)
+    store.commit(task("r", INPUT_REQUIRED), ALICE, 0)
+    time.sleep(0.2)
+    store.commit(task("w", "TASK_STATE_AUTH_REQUIRED"), ALICE, 1)
+    store.commit(task("r"), ALICE, 1)
+    time.sleep(0.2)
+    store.commit(task("r", INPUT_REQUIRED), ALICE, 2)        # idle from now: 0.3 s to go
+    assert gone == ["w"]
+    assert store.get("r", ALICE) is not None
+
+
+def test_a_full_store_evicts_its_oldest_idle_task_and_refuses_when_all_run(make_store):
+    """At ``max_tasks``, a new task evicts the oldest idle one; if every task
+    runs, the new one is refused with TaskStoreFullError (not
+    CallerLimitError) naming max_tasks, and nothing is lost."""
+    store = make_store(max_tasks=4)
+    gone = _evictions(store)
+    for i in range(4):
+        store.commit(task("r%d" % i), ALICE if i % 2 else BOB, 0)
+    with pytest.raises(TaskStoreFullError) as caught:
+        store.commit(task("r4"), ALICE, 0)
+    assert not isinstance(caught.value, CallerLimitError)
+    assert caught.value.metadata == {"limit": "max_tasks"}
+    assert gone == [] and store.stats()["tasks"] == 4 and store.get("r4", ALICE) is None
+    store.commit(task("r0", COMPLETED), BOB, 1)
+    store.commit(task("r1", COMPLETED), ALICE, 1)
+    store.commit(task("r4"), ALICE, 0)                       # r0, the oldest idle, goes
+    assert gone == ["r0"] and store.get("r1", ALICE) is not None
+    assert store.stats()["tasks"] == 4
+    store.commit(task("r2", stamp=1), BOB, 1)                # an update of a task is not new
+    assert gone == ["r0"]
+
+
+def test_a_full_store_makes_room_for_a_while_not_for_one_task(make_store):
+    """A full store evicts, oldest idle first, down to a 64th below the bound
+    (200 tasks: 197), so the writes that follow find room."""
+    store = make_store(max_tasks=200)
+    gone = _evictions(store)
+    for i in range(200):
+        store.commit(task("t%03d" % i, COMPLETED), ALICE, 0)
+    store.commit(task("new"), ALICE, 0)
+    assert gone == ["t%03d" % i for i in range(4)] and store.stats()["tasks"] == 197
+    store.max_tasks = 10
+    store.commit(task("newer"), ALICE, 0)
+    assert gone == ["t%03d" % i for i in range(192)] and store.stats()["tasks"] == 10
+    assert store.get("t199", ALICE) is not None and store.get("new", ALICE) is not None
+
+
+def test_the_store_is_bounded_in_bytes_evicting_the_oldest_idle_first(make_store):
+    """Past ``max_bytes`` the oldest idle tasks go, in order, as many as it
+    takes (however each backend counts a task's bytes), and the store's bytes
+    stay within the bound; a task that cannot fit beside the running ones is
+    refused naming max_store_bytes."""
+    store = make_store(max_bytes=10_000)
+    gone = _evictions(store)
+    for i in range(10):
+        store.commit(task("t%d" % i, COMPLETED, pad="x" * 2000), ALICE, 0)
+        assert store.stats()["bytes"] <= 10_000
+    assert 3 <= store.stats()["tasks"] <= 4
+    assert gone == ["t%d" % i for i in range(len(gone))]
+    assert store.get("t9", ALICE) is not None
+    for i in range(3):
+        store.commit(task("run%d" % i, pad="x" * 2000), ALICE, 0)
+    with pytest.raises(TaskStoreFullError) as caught:
+        store.commit(task("huge", pad="x" * 6000), ALICE, 0)
+    assert caught.value.metadata == {"limit": "max_store_bytes"}
+    assert all(store.get("run%d" % i, ALICE) is not None for i in range(3))
+    assert store.stats()["bytes"] <= 10_000
+
+
+def test_tasks_evicted_for_a_refused_task_are_told_and_stay_evicted(make_store, backend,
+                                                                    request):
+    """When a write evicts idle tasks and is refused all the same, what it
+    evicted stays evicted, and on_evict hears of each."""
+    store = make_store(max_bytes=6000)
+    gone = _evictions(store)
+    store.commit(task("idle", COMPLETED, pad="x" * 2000), ALICE, 0)
+    store.commit(task("run", pad="x" * 2000), ALICE, 0)
+    with pytest.raises(TaskStoreFullError):
+        store.commit(task("huge", pad="x" * 5000), ALICE, 0)
+    assert store.get("idle", ALICE) is None
+    assert gone == ["idle"]
+
+
+def test_a_caller_holds_at_most_its_share_of_tasks(make_store):
+    """Past ``max_tasks_per_caller`` a caller's own oldest idle task goes; if
+    all of its tasks run, its new one is refused with CallerLimitError naming
+    the limit, while other callers are served. A task counts against the
+    caller that created it (the owner, unless ``caller`` is given)."""
+    store = make_store(max_tasks_per_caller=3)
+    gone = _evictions(store)
+    for i in range(3):
+        store.commit(task("a%d" % i), ALICE, 0)
+    with pytest.raises(CallerLimitError) as caught:
+        store.commit(task("a3"), ALICE, 0)
+    assert caught.value.metadata == {"limit": "max_tasks_per_caller", "value": 3}
+    store.commit(task("b0", COMPLETED), BOB, 0)              # another caller: served
+    for i in range(3):                                       # BOB's, counted against a peer
+        store.commit(task("p%d" % i, INPUT_REQUIRED), BOB, 0, caller=("peer", "1.2.3.4"))
+    store.commit(task("p0"), BOB, 1, caller=BOB)             # running again; the peer's still
+    store.commit(task("a1", COMPLETED), ALICE, 1)
+    store.commit(task("a3"), ALICE, 0)                       # ALICE's own idle task goes
+    assert gone == ["a1"]
+    store.commit(task("p3"), BOB, 0, caller=("peer", "1.2.3.4"))
+    assert gone == ["a1", "p1"] and store.get("b0", BOB) is not None
+    assert store.stats()["callers"] == 3
+
+
+def test_a_caller_holds_at_most_its_share_of_bytes(make_store):
+    """Past ``max_bytes_per_caller``, new tasks and growing ones alike are
+    refused with CallerLimitError naming max_bytes_per_caller."""
+    store = make_store(max_bytes_per_caller=3000)
+    store.commit(task("a0", pad="x" * 1600), ALICE, 0)
+    with pytest.raises(CallerLimitError) as caught:
+        store.commit(task("a1", pad="x" * 1600), ALICE, 0)
+    assert caught.value.metadata == {"limit": "max_bytes_per_caller", "value": 3000}
+    with pytest.raises(CallerLimitError):
+        store.commit(task("a0", pad="x" * 3200), ALICE, 1)
+    store.commit(task("b0", pad="x" * 1600), BOB, 0)
+    store.commit(task("a0", COMPLETED, pad="x" * 1600), ALICE, 1)
+    store.commit(task("a1", pad="x" * 1600), ALICE, 0)       # the idle one made room
+    assert store.get("a0", ALICE) is None and store.get("b0", BOB) is not None
+
+
+def test_a_refused_caller_is_not_counted(make_store, backend, request):
+    """A caller whose first task is refused holds nothing: stats() does not
+    count it (nor does the store keep it: callers that keep being refused
+    must not grow the store)."""
+    store = make_store(max_tasks=1)
+    store.commit(task("r"), ALICE, 0)
+    for i in range(3):
+        with pytest.raises(TaskStoreFullError):
+            store.commit(task("n%d" % i), ("", "caller%d" % i), 0)
+    assert store.stats()["callers"] == 1
+
+
+def test_on_evict_is_called_outside_the_stores_lock(make_store):
+    """on_evict may use the store (here, stats() and delete()): it is called
+    once the write is done, not within it."""
+    store = make_store(task_ttl=0.05)
+    seen = []
+
+    def evicted(task_id):
+        seen.append((task_id, store.stats()["tasks"]))
+        store.delete("other")
+    store.on_evict = evicted
+    store.commit(task("old", COMPLETED), ALICE, 0)
+    store.commit(task("other"), ALICE, 0)
+    time.sleep(0.1)
+    done = threading.Event()
+    threading.Thread(target=lambda: (store.commit(task("new"), ALICE, 0), done.set()),
+                     daemon=True).start()
+    assert done.wait(10), "on_evict was called with the store locked"
+    assert seen == [("old", 2)] and store.get("other", ALICE) is None
+
+
+# -- delete, stats, changed ---------------------------------------------------------------------
+
+def test_delete_forgets_the_task_its_events_configs_and_lease(make_store):
+    """After delete(), the task, its events, configs and lease are gone, as
+    is what it counted for; deleting an unknown id is no error; the id may
+    be used again from scratch (version 1, seq 0)."""
+    store = make_store(lease_ttl=0.05)
+    store.commit(task("t1"), ALICE, 0, {"statusUpdate": {}}, holder="p1")
+    store.put_config("t1", {"id": "a"}, 3)
+    store.delete("t1")
+    store.delete("t1")
+    store.delete("never")
+    assert store.get("t1", ALICE) is None and store.events("t1") is None
+    assert store.configs("t1") == [] and store.get_config("t1", "a") is None
+    time.sleep(0.1)
+    assert store.expired() == []
+    stats = store.stats()
+    assert (stats["tasks"], stats["bytes"], stats["idle"], stats["callers"]) == (0, 0, 0, 0)
+    assert store.list(ALICE) == ([], 0, None)
+    _, version, seq = store.commit(task("t1"), ALICE, 0, {"statusUpdate": {"again": 1}})
+    assert (version, seq) == (1, 0) and store.configs("t1") == []
+    assert store.events("t1") == (0, [(0, {"statusUpdate": {"again": 1}})])
+
+
+def test_stats_count_tasks_bytes_idle_tasks_and_callers(make_store):
+    store = make_store(max_tasks=50, max_bytes=1 << 20)
+    assert store.stats() == {"tasks": 0, "bytes": 0, "idle": 0, "callers": 0,
+                             "max_tasks": 50, "max_bytes": 1 << 20}
+    store.commit(task("t1"), ALICE, 0)
+    store.commit(task("t2", COMPLETED), BOB, 0)
+    store.commit(task("t3", INPUT_REQUIRED), BOB, 0, caller=("peer", "x"))
+    stats = store.stats()
+    assert (stats["tasks"], stats["idle"], stats["callers"]) == (3, 2, 3)
+    small = stats["bytes"]
+    assert small > 0
+    store.commit(task("t1", pad="x" * 1000), ALICE, 1, {"statusUpdate": {}})
+    assert store.stats()["bytes"] > small + 1000
+    store.delete("t2")
+    stats = store.stats()
+    assert (stats["tasks"], stats["idle"], stats["callers"]) == (2, 1, 2)
+    store.commit(task("t3"), BOB, 1)                         # running again
+    assert store.stats()["idle"] == 0
+
+
+def test_changed_does_not_move_for_the_stores_own_writes(store):
+    """changed() is a number that moves only when someone else wrote (see the
+    SQLite part); the store's own commits, configs and deletes leave it."""
+    before = store.changed()
+    assert isinstance(before, int)
+    store.commit(task("t1"), ALICE, 0, {"statusUpdate": {}})
+    store.put_config("t1", {"id": "a"}, 3)
+    store.delete("t1")
+    assert store.changed() == before
+
+
+# =============================================================================
+# Part 2: SQLite only: the file, its versions, other connections and processes
+# =============================================================================
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "tasks.db")
+
+
+@pytest.fixture
+def sqlite_store(path):
+    return a2a_min.SQLiteStore(path)
+
+
+def test_sqlite_a_new_file_and_its_wal_are_readable_by_their_owner_only(tmp_path):
+    """The file, -wal and -shm are 0600 whatever the umask; the file is in WAL
+    mode, synchronous NORMAL, or FULL when ``durable``."""
+    old = os.umask(0)
+    try:
+        store = a2a_min.SQLiteStore(str(tmp_path / "a.db"))
+        store.commit(task("t1"), ALICE, 0)
+    finally:
+        os.umask(old)
+    for name in ("a.db", "a.db-wal", "a.db-shm"):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o600, name
+    assert store._db().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store._db().execute("PRAGMA synchronous").fetchone()[0] == 1          # NORMAL
+    durable = a2a_min.SQLiteStore(str(tmp_path / "a.db"), durable=True)
+    assert durable._db().execute("PRAGMA synchronous").fetchone()[0] == 2        # FULL
+
+
+def test_sqlite_urls_and_open_store(tmp_path, monkeypatch):
+    """sqlite:PATH names the path as it is, sqlite:///PATH SQLAlchemy's way;
+    a host, an in-memory database or a file: URI is refused; open_store
+    gives None for no location and refuses other schemes."""
+    monkeypatch.chdir(tmp_path)
+    assert a2a_min.SQLiteStore("sqlite:rel.db").path == "rel.db"
+    assert a2a_min.SQLiteStore("sqlite:///rel3.db").path == "rel3.db"
+    absolute = str(tmp_path / "abs.db")
+    assert a2a_min.SQLiteStore("sqlite:" + absolute).path == absolute
+    assert a2a_min.SQLiteStore("sqlite:///" + absolute).path == absolute   # sqlite:////tmp/...
+    assert os.path.exists(tmp_path / "rel.db") and os.path.exists(tmp_path / "rel3.db")
+    for bad in ("sqlite://host/x.db", "sqlite::memory:", ":memory:", "", "file:x.db"):
+        with pytest.raises(ValueError):
+            a2a_min.SQLiteStore(bad)
+    assert a2a_min.open_store(None) is None and a2a_min.open_store("") is None
+    assert isinstance(a2a_min.open_store("sqlite:o.db", max_tasks=7), a2a_min.SQLiteStore)
+    assert a2a_min.open_store("o2.db", max_tasks=7).max_tasks == 7
+    with pytest.raises(ValueError):
+        a2a_min.open_store("postgres://db/tasks")
+
+
+def test_sqlite_tasks_outlive_the_store_that_wrote_them(path):
+    """A store opened again on the file (a restart) finds the tasks, their
+    versions, events, configs and leases, and goes on numbering."""
+    store = a2a_min.SQLiteStore(path, lease_ttl=0.05)
+    store.commit(task("t1"), ALICE, 0, {"statusUpdate": {"n": 0}}, holder="p1")
+    store.put_config("t1", {"id": "a"}, 3)
+    del store
+    time.sleep(0.1)
+    again = a2a_min.SQLiteStore(path)
+    got = again.get("t1", ALICE)
+    assert got == task("t1") and (got.version, got.next_seq) == (1, 1)
+    assert again.events("t1") == (0, [(0, {"statusUpdate": {"n": 0}})])
+    assert again.configs("t1") == [{"id": "a"}] and again.expired() == [("t1", ALICE)]
+    assert again.commit(task("t1"), ALICE, 1, {"statusUpdate": {}})[1:] == (2, 1)
+
+
+def test_sqlite_the_schema_version_is_recorded_and_a_newer_one_refused(path):
+    """A new file records SQLITE_SCHEMA_VERSION; a file of a newer version is
+    refused with a message naming both versions."""
+    a2a_min.SQLiteStore(path)
+    version = a2a_min.SQLITE_SCHEMA_VERSION
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+        str(version),)
+    a2a_min.SQLiteStore(path)                            # opened again: nothing to do
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version + 1),))
+    db.commit()
+    db.close()
+    with pytest.raises(RuntimeError) as caught:
+        a2a_min.SQLiteStore(path)
+    assert f"schema version {version + 1}" in str(caught.value)
+    assert f"version {version} of this a2a_min" in str(caught.value)
+
+
+def test_sqlite_an_older_file_is_brought_forward_step_by_step(path, monkeypatch):
+    """Each migration step turns version i into i + 1: a version 1 file
+    opened by a version 2 store gets the step, keeps its tasks and records 2."""
+    a2a_min.SQLiteStore(path).commit(task("t1"), ALICE, 0)
+    step = ("ALTER TABLE tasks ADD COLUMN extra TEXT",)
+    monkeypatch.setattr(a2a_min, "_SQLITE_MIGRATIONS", a2a_min._SQLITE_MIGRATIONS + (step,))
+    monkeypatch.setattr(a2a_min, "SQLITE_SCHEMA_VERSION", len(a2a_min._SQLITE_MIGRATIONS))
+    store = a2a_min.SQLiteStore(path)
+    assert store.get("t1", ALICE) is not None
+    assert store._db().execute("SELECT value FROM meta").fetchone() == (
+        str(a2a_min.SQLITE_SCHEMA_VERSION),)
+    assert "extra" in [r[1] for r in store._db().execute("PRAGMA table_info(tasks)")]
+
+
+def test_sqlite_a_damaged_file_is_refused_saying_what_to_do(path):
+    with open(path, "wb") as f:
+        f.write(b"this is not a database, just some text " * 200)
+    with pytest.raises(RuntimeError) as caught:
+        a2a_min.SQLiteStore(path)
+    assert "not an SQLite database" in str(caught.value) and "backup" in str(caught.value)
+
+
+def _check_read_only(store):
+    """A read-only store serves reads; each write is an InternalError naming
+    the file (not its path) and the problem."""
+    assert store.read_only
+    assert store.get("t1", ALICE)["id"] == "t1"
+    assert store.list(ALICE)[1] == 1 and store.events("t1") == (0, [(0, {"task": {}})])
+    with pytest.raises(InternalError) as caught:
+        store.commit(task("t2"), ALICE, 0)
+    assert "read-only" in caught.value.message and "tasks.db" in caught.value.message
+    assert os.path.dirname(store.path) not in caught.value.message
+    with pytest.raises(InternalError):
+        store.put_config("t1", {"id": "a"}, 3)
+
+
+def test_sqlite_a_read_only_file_serves_reads(path):
+    a2a_min.SQLiteStore(path).commit(task("t1"), ALICE, 0, {"task": {}})
+    os.chmod(path, 0o400)
+    try:
+        if os.access(path, os.W_OK):
+            pytest.skip("running as root: chmod 0400 does not stop root writing (the next test "
+                        "covers the read-only path)")
+        _check_read_only(a2a_min.SQLiteStore(path))
+    finally:
+        os.chmod(path, 0o600)
+
+
+def test_sqlite_a_file_opened_read_only_serves_reads(path, monkeypatch):
+    """The read-only path, as root too: a store that finds the file not
+    writable opens it with mode=ro, where SQLite refuses every write."""
+    a2a_min.SQLiteStore(path).commit(task("t1"), ALICE, 0, {"task": {}})
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
+    _check_read_only(a2a_min.SQLiteStore(path))
+
+
+def test_sqlite_a_full_disk_is_an_internal_error_and_rolls_back(sqlite_store):
+    store = sqlite_store
+    store.commit(task("t1"), ALICE, 0)
+    db = store._db()
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages}")      # as if the disk had no more room
+    with pytest.raises(InternalError) as caught:
+        for i in range(100):
+            store.commit(task("t%d" % (i + 2), pad="x" * 3000), ALICE, 0)
+    assert "full disk" in caught.value.message
+    assert not db.in_transaction and store.get("t1", ALICE) is not None
+
+
+def test_sqlite_a_write_lock_held_too_long_is_server_busy(path):
+    """A writer waits ``busy_timeout`` for another's write lock, then gets
+    ServerBusyError; readers never wait (WAL)."""
+    store = a2a_min.SQLiteStore(path, busy_timeout=0.1)
+    store.commit(task("t1"), ALICE, 0)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(ServerBusyError):
+            store.commit(task("t1"), ALICE, 1)
+        assert time.monotonic() - started >= 0.09
+        assert store.get("t1", ALICE).version == 1
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def test_sqlite_a_task_is_counted_for_its_json_and_its_kept_events(path):
+    """SQLite's bytes are those on disk: the task's JSON and its kept events'."""
+    store = a2a_min.SQLiteStore(path, replay_buffer=100, replay_buffer_bytes=300)
+    version = 0
+    for i in range(10):
+        _, version, _ = store.commit(task("t1"), ALICE, version,
+                                     {"statusUpdate": {"pad": "x" * 80, "n": i}})
+    oldest, kept = store.events("t1")
+    assert oldest == 8 and sum(len(a2a_min._dumps(e)) for _, e in kept) <= 300
+    row = store._db().execute("SELECT size, event_bytes, length(body) FROM tasks").fetchone()
+    assert store.stats()["bytes"] == row[0] == row[1] + row[2]
+    assert row[1] == sum(len(a2a_min._dumps(e)) for _, e in kept)
+
+
+def test_sqlite_changed_moves_when_another_connection_commits(path):
+    """changed() moves for another store's (process's) commit, not for this
+    one's; a task read again is decoded once per version, and never served
+    from the cache once another wrote a newer one."""
+    store, other = a2a_min.SQLiteStore(path), a2a_min.SQLiteStore(path)
+    store.commit(task("t1"), ALICE, 0)
+    cached = store.get("t1", ALICE)
+    assert store.get("t1", ALICE) is cached              # decoded once per version
+    before = store.changed()
+    other.commit(task("t1", stamp=1), ALICE, 1)
+    assert store.changed() != before
+    assert store.get("t1", ALICE) == task("t1", stamp=1)
+
+
+def test_sqlite_a_task_made_again_elsewhere_is_not_served_from_the_cache(path):
+    """Deleted and made again by another process, a task is version 1 again:
+    the cache tells the two apart (by row number), not by version alone."""
+    store, other = a2a_min.SQLiteStore(path), a2a_min.SQLiteStore(path)
+    store.commit(task("t1", context="first"), ALICE, 0)
+    assert store.get("t1", ALICE)["contextId"] == "first"
+    other.delete("t1")
+    other.commit(task("t1", context="second"), ALICE, 0)
+    assert store.get("t1", ALICE)["contextId"] == "second"
+
+
+def test_sqlite_each_thread_has_its_own_connection(sqlite_store):
+    store = sqlite_store
+    store.commit(task("t1"), ALICE, 0)
+    seen, errors = [], []
+
+    def work(i):
+        try:
+            seen.append(id(store._db()))
+            store.commit(task(f"x{i}"), ALICE, 0, {"statusUpdate": {}})
+            assert store.get(f"x{i}", ALICE).version == 1
+        except Exception as error:        # reported below
+            errors.append(error)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(set(seen)) == 4 and id(store._db()) not in seen
+
+
+def _in_child(work):
+    """Run ``work()`` in a forked child; returns its pid. It exits 0 if work()
+    returned True, 2 if False, 1 if it raised."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if work() else 2
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _exit_code(pid):
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_sqlite_a_forked_process_opens_its_own_connection(sqlite_store):
+    """A connection opened before fork() is never used in the child (nor
+    closed: that would drop the parent's locks); the child opens its own, and
+    the parent goes on with its own."""
+    store = sqlite_store
+    before = store._db()
+    store.commit(task("t1"), ALICE, 0)
+
+    def work():
+        db = store._db()
+        ok = db is not before and store._local.conn[0] == os.getpid()
+        ok = ok and before in store._inherited
+        store.commit(task("t1"), ALICE, 1)
+        return ok and store._db() is db
+    assert _exit_code(_in_child(work)) == 0
+    assert store._db() is before and store.get("t1", ALICE).version == 2
+
+
+def test_sqlite_processes_writing_one_task_lose_no_update(path):
+    """4 processes × 100 read-change-commit rounds on one task, retrying on
+    ConflictError: 400 versions, events 0..400 without a gap, each process's
+    in its order, the history its last 100 messages."""
+    store = a2a_min.SQLiteStore(path, replay_buffer=1000, busy_timeout=30)
+    store.commit(task("t1", history=[]), ALICE, 0, {"task": {}})
+    store.get("t1", ALICE)                               # the parent has a connection, a cache
+
+    def work():
+        for i in range(100):
+            while True:
+                current = store.get("t1", ALICE)
+                history = current["history"] + [{"messageId": f"{os.getpid()}-{i}"}]
+                try:
+                    store.commit(task("t1", history=history), ALICE, current.version,
+                                 {"statusUpdate": {"pid": os.getpid(), "i": i}})
+                    break
+                except ConflictError:
+                    continue
+        return True
+    pids = [_in_child(work) for _ in range(4)]
+    assert [_exit_code(pid) for pid in pids] == [0, 0, 0, 0]
+    final = store.get("t1", ALICE)
+    assert final.version == 401 and final.next_seq == 401
+    oldest, events = store.events("t1")
+    assert oldest == 0 and [seq for seq, _ in events] == list(range(401))
+    per_pid = {}
+    for _, event in events[1:]:
+        per_pid.setdefault(event["statusUpdate"]["pid"], []).append(event["statusUpdate"]["i"])
+    assert sorted(per_pid) == sorted(pids)
+    assert all(steps == list(range(100)) for steps in per_pid.values())
+    assert len(final["history"]) == 100
+    assert final["history"][-1]["messageId"] in {f"{pid}-99" for pid in pids}
+
+
+def test_sqlite_a_lease_is_seen_by_every_process(path):
+    """Leases live in the file: another process's store sees a lease run out
+    when its holder stops renewing, and not while it renews."""
+    store = a2a_min.SQLiteStore(path, lease_ttl=0.3)
+    started = time.monotonic()
+    store.commit(task("t1"), ALICE, 0, holder="p1")
+    store.commit(task("t2"), BOB, 0, holder="p2")
+    ready, renewing = os.pipe()
+
+    def work():
+        other = a2a_min.SQLiteStore(path, lease_ttl=0.3)
+        for i in range(5):
+            other.renew("p2")
+            if i == 0:
+                os.write(renewing, b"!")
+            time.sleep(0.1)
+        return True
+    pid = _in_child(work)
+    os.close(renewing)
+    assert os.read(ready, 1) == b"!"
+    os.close(ready)
+    time.sleep(max(0.15, 0.35 - (time.monotonic() - started)))
+    assert store.expired() == [("t1", ALICE)]
+    assert _exit_code(pid) == 0
+    time.sleep(0.35)
+    assert sorted(store.expired()) == [("t1", ALICE), ("t2", BOB)]
