@@ -5238,36 +5238,42 @@ class _PushDelivery:
 
 
 class _StoreWatch:
-    """The thread that watches a shared store for one process of a Server."""
+    """The thread that watches a shared store for one process of a Server.
+    It holds the Server weakly, and ends when the Server shuts down or is
+    gone: a thread must not keep alive what nobody else uses."""
 
     def __init__(self, server):
-        self.server = server
+        import weakref
+        self.server = weakref.ref(server)
         self.pid = os.getpid()
-        threading.Thread(target=self._run, name="a2a-store-watch", daemon=True).start()
+        threading.Thread(target=self._run, args=(server._closing, server.limits),
+                         name="a2a-store-watch", daemon=True).start()
 
-    def _run(self):
-        server = self.server
-        store, limits = server.store, server.limits
+    def _run(self, closing, limits):
         seen, renew_at = None, 0.0
-        while not server._closing.wait(limits["store_poll"]):
+        while not closing.wait(limits["store_poll"]):
+            server = self.server()
+            if server is None:
+                return
             try:
-                version = store.changed()
+                version = server.store.changed()
                 if version != seen:
                     seen = version
-                    self._news()
+                    self._news(server)
                 if time.monotonic() >= renew_at:
                     renew_at = time.monotonic() + limits["lease_ttl"] / 3
-                    store.renew(server._holder())
-                    for task_id, owner in store.expired():
-                        self._abandoned(task_id, owner)
+                    server.store.renew(server._holder())
+                    for task_id, owner in server.store.expired():
+                        self._abandoned(server, task_id, owner)
             except Exception:                  # the store failed: say so, go on
                 _log().exception("watching the shared task store failed")
-                time.sleep(1.0)
+                closing.wait(1.0)
+            del server
 
-    def _news(self):
+    @staticmethod
+    def _news(server):
         """Another process committed: wake every stream here; tell each turn
         running here whose task has ended elsewhere (CancelTask there)."""
-        server = self.server
         with server._lock:
             channels = list(server._channels.items())
         for task_id, channel in channels:
@@ -5281,9 +5287,9 @@ class _StoreWatch:
             elif not channel.followers and not channel.waiting and not channel.wakers:
                 server._forget(task_id, unless_followed=True)  # nobody here needs it now
 
-    def _abandoned(self, task_id, owner):
+    @staticmethod
+    def _abandoned(server, task_id, owner):
         """The process running this task is gone: end it FAILED."""
-        server = self.server
         with server._lock:
             mine = server._channels.get(task_id)
             if mine is not None and mine.active is not None:

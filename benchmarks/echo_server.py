@@ -2,6 +2,9 @@
 
 Usage: python benchmarks/echo_server.py PORT [threads|asyncio] [sync|async]
 
+A2A_STORE (a file name: an SQLiteStore) keeps the tasks there instead of in
+memory; A2A_WORKERS=N (threaded server, with A2A_STORE) runs N processes.
+
 On the asyncio server the agent is an ``async def`` by default (what an agent
 on an event loop is, and what the reference SDK's executor is); ``sync`` runs
 the same echo as a plain function, on the worker threads.
@@ -26,10 +29,14 @@ def echo(text):
 if __name__ == "__main__":
     host = sys.argv[2] if len(sys.argv) > 2 else "threads"
     kind = sys.argv[3] if len(sys.argv) > 3 else ("async" if host == "asyncio" else "sync")
+    store = a2a_min.open_store(os.environ.get("A2A_STORE")) if hasattr(a2a_min, "open_store") \
+        else None                                  # (a checkout from before the store existed)
     server = a2a_min.Server(async_echo if kind == "async" else echo,
-                            name="a2a_min echo", description="echo")
+                            name="a2a_min echo", description="echo", store=store)
     if host == "asyncio":
         import asyncio
         asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", int(sys.argv[1])))
     else:
-        a2a_min.serve(server, "127.0.0.1", int(sys.argv[1]))
+        workers = int(os.environ.get("A2A_WORKERS", "1"))
+        a2a_min.serve(server, "127.0.0.1", int(sys.argv[1]), **({"workers": workers}
+                                                                 if workers > 1 else {}))

@@ -109,19 +109,34 @@ def rss_mib(pid):
 
 
 class Peer:
-    def __init__(self, name, argv):
-        self.name, self.argv = name, argv
+    """A server to measure. ``store``: "sqlite" gives it a new SQLite file
+    each time it starts (A2A_STORE); ``workers``: processes (A2A_WORKERS)."""
+
+    def __init__(self, name, argv, store=None, workers=1):
+        self.name, self.argv, self.store, self.workers = name, argv, store, workers
 
     def __enter__(self):
         self.port = free_port()
         argv = ["taskset", "-c", "0"] + [a.replace("{port}", str(self.port)) for a in self.argv]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = dict(os.environ)
+        self.folder = None
+        if self.store == "sqlite":
+            self.folder = tempfile.mkdtemp()
+            env["A2A_STORE"] = os.path.join(self.folder, "tasks.db")
+        if self.workers > 1:
+            env["A2A_WORKERS"] = str(self.workers)
+            argv = argv[3:]                        # (the workers may use both cores)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     env=env)
         wait_for_card(self.port)
         return self
 
     def __exit__(self, *exc):
         self.proc.terminate()
         self.proc.wait(10)
+        if self.folder:
+            import shutil
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def wrk(port, connections, seconds, script, path="/"):
@@ -199,14 +214,25 @@ def main():
                         help="a2a_min's server: threads, asyncio, or both (threads,asyncio)")
     parser.add_argument("--before", metavar="DIR",
                         help="also run a2a_min from this checkout (before a change)")
+    parser.add_argument("--stores", default="memory",
+                        help="a2a_min's task stores to compare: memory, sqlite, or both "
+                             "(memory,sqlite); the first is the one the ratios divide")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="also run a2a_min (threads, SQLite) with this many processes")
     parser.add_argument("--bare", action="store_true",
                         help="add the bare asyncio responder (the ceiling) to the comparison")
     args = parser.parse_args()
 
     hosts = args.host.split(",")
-    peers = [Peer("a2a_min" if len(hosts) == 1 else f"a2a_min/{host}",
-                  [args.python, os.path.join(HERE, "echo_server.py"), "{port}", host])
-             for host in hosts]
+    stores = args.stores.split(",")
+    peers = [Peer("a2a_min" + (f"/{host}" if len(hosts) > 1 else "")
+                  + (f"/{store}" if len(stores) > 1 else ""),
+                  [args.python, os.path.join(HERE, "echo_server.py"), "{port}", host], store)
+             for host in hosts for store in stores]
+    if args.workers > 1:
+        peers.append(Peer(f"a2a_min/sqlite/{args.workers} workers",
+                          [args.python, os.path.join(HERE, "echo_server.py"), "{port}",
+                           "threads"], "sqlite", args.workers))
     ours = peers[0]
     if args.before:
         peers += [Peer("before" if len(hosts) == 1 else f"before/{host}",

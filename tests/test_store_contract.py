@@ -37,6 +37,8 @@ under concurrent changes is in test_store_paging.py.
 
 import json
 import os
+import select
+import signal
 import sqlite3
 import stat
 import threading
@@ -925,8 +927,26 @@ def _in_child(work):
     return pid
 
 
-def _exit_code(pid):
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+def _exit_code(pid, timeout=60):
+    """The child's exit code; a child that hangs (a fork taken while another
+    thread held a lock) is killed and fails the test, never hangs it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail(f"child {pid} did not finish within {timeout} s")
+
+
+def _read_within(fd, timeout=60):
+    """One byte from the pipe ``fd``, or fail after ``timeout`` seconds."""
+    poller = select.poll()                     # (select() cannot take an fd past 1023)
+    poller.register(fd, select.POLLIN)
+    assert poller.poll(timeout * 1000), "the child never wrote"
+    return os.read(fd, 1)
 
 
 def test_sqlite_a_forked_process_opens_its_own_connection(sqlite_store):
@@ -1001,7 +1021,7 @@ def test_sqlite_a_lease_is_seen_by_every_process(path):
         return True
     pid = _in_child(work)
     os.close(renewing)
-    assert os.read(ready, 1) == b"!"
+    assert _read_within(ready) == b"!"
     os.close(ready)
     time.sleep(max(0.15, 0.35 - (time.monotonic() - started)))
     assert store.expired() == [("t1", ALICE)]
