@@ -5260,8 +5260,8 @@ class _StoreWatch:
                 if version != seen:
                     seen = version
                     self._news(server)
-                if time.monotonic() >= renew_at:
-                    renew_at = time.monotonic() + limits["lease_ttl"] / 3
+                if time.monotonic() >= renew_at:          # (the store's leases, its ttl)
+                    renew_at = time.monotonic() + server.store.lease_ttl / 3
                     server.store.renew(server._holder())
                     for task_id, owner in server.store.expired():
                         self._abandoned(server, task_id, owner)
@@ -6189,6 +6189,10 @@ def _serve_workers(httpd, workers, grace):
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+    # Every worker is woken by each new connection, and only one gets it: the
+    # others must find nothing to accept and go back to waiting (and to their
+    # shutdown check), not block in accept() until the next connection.
+    httpd.socket.setblocking(False)
     for _ in range(workers):
         start()
     httpd.socket.close()                           # the workers have it

@@ -8,7 +8,15 @@ With several worker processes (-w 4), give them one store to share:
     A2A_STORE=tasks.db gunicorn -w 4 -k gthread --threads 8 -b 127.0.0.1:8000 examples.wsgi_app:app
 
 A2A_STORE is a file name or an sqlite: URL (a2a_min.open_store); without it,
-each process keeps its own tasks in memory.
+each process keeps its own tasks in memory. WSGI has no shutdown hook, so a
+worker stopped while an agent runs leaves its task WORKING until its lease runs
+out (30 s), then FAILED; gunicorn can end such turns at once (see
+Server.shutdown) from a config file:
+
+    # gunicorn.conf.py
+    def worker_exit(arbiter, worker):
+        from examples.wsgi_app import server
+        server.shutdown(5)
 """
 
 import os
@@ -18,4 +26,5 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import a2a_min  # noqa: E402
 
-app = a2a_min.wsgi_app(a2a_min.demo_server(store=a2a_min.open_store(os.environ.get("A2A_STORE"))))
+server = a2a_min.demo_server(store=a2a_min.open_store(os.environ.get("A2A_STORE")))
+app = a2a_min.wsgi_app(server)
