@@ -86,7 +86,6 @@ import binascii
 import functools
 import json
 import os
-import sqlite3
 import sys
 import threading
 import time
@@ -1029,7 +1028,8 @@ def agent_message(content, **fields):
 #
 # Where tasks live between requests, and everything that hangs off them. One
 # contract, two stores here: TaskStore keeps tasks in this process's memory;
-# SQLiteStore (below) in a file that processes share and that outlives them.
+# SQLiteStore (section 10 of this file) in a file that processes share and
+# that outlives them.
 #
 #   get(task_id, owner)              the task (with .version, .next_seq), or None
 #   commit(task, owner, version, event=None, caller=None, holder=None)
@@ -1157,9 +1157,6 @@ class TaskStore:
             if event is not None and event.get("task") is task:
                 event = {"task": cut}
             task = cut
-        task_id = task["id"]
-        status = task["status"]
-        state = status["state"]
         body = _dumps(task)                     # raises on what cannot be stored
         size = len(body) + _ENTRY_OVERHEAD
         evicted = []
@@ -1461,674 +1458,6 @@ def _too_many_configs(task_id, count):
     return InvalidParamsError(
         f"task {task_id} already has {count} push notification configs, the most this server "
         "keeps; delete one first", field="taskId")
-
-
-# -- the SQLite store ----------------------------------------------------------
-#
-# The same contract as TaskStore, kept in one SQLite file that several
-# processes may share (a pre-forking server, or a restart that must find its
-# tasks again). Each task is one row of ``tasks``: its JSON as the client
-# sees it, and beside it what the store needs without decoding it (owner,
-# caller, state, status timestamp, version, sizes). Its stream events,
-# webhook configs and lease live in their own tables and go with it.
-#
-# Writers. SQLite lets one writer at a time commit. Every write runs in
-# BEGIN IMMEDIATE, which takes the write lock first and waits up to
-# ``busy_timeout`` for it: a plain BEGIN reads first and fails at once with
-# "database is locked" when it then tries to write after another process did
-# (python/cpython#124510). Lost updates are prevented by versions: commit()
-# writes only over the version it was given, and a writer that lost the race
-# gets ConflictError, reads the task again, and retries.
-#
-# Readers. The file is in WAL mode, so readers never wait for the writer nor
-# block it. No read transaction is left open (a stream waiting for events
-# polls ``changed()`` and reads again), or the write-ahead log could never be
-# folded back into the file and would grow without end. WAL needs memory
-# shared between the processes: it cannot work on a network file system,
-# and the store refuses to start where SQLite cannot enable it.
-#
-# Connections. A sqlite3 connection belongs to one thread, and one opened
-# before os.fork() must never be used in the child (the two processes would
-# share its file locks and cache), so the store keeps one connection per
-# (process id, thread), and checks the process id on every use.
-#
-# Bounds. As in TaskStore: idle tasks expire ``task_ttl`` after they became
-# idle, the oldest idle tasks are evicted (a 64th below the bound, 64 rows
-# to a statement) when the store or a caller's share is full, and a new task
-# is refused when only running tasks are left. A task's size is its JSON and
-# that of its kept events: what it costs on disk. Triggers keep the count and
-# size of all tasks, and of each caller's, in ``totals`` and ``callers`` as
-# rows change: COUNT(*) would read every row on every write.
-#
-# Times are integers: wall-clock milliseconds (a monotonic clock means
-# nothing to another process). Status timestamps are compared as text, which
-# is right because the server writes them all as "YYYY-MM-DDTHH:MM:SS.mmmZ".
-
-# The schema, one step per version: step i turns a file of version i into one
-# of version i + 1. A file is brought forward at start, in one transaction.
-_SQLITE_MIGRATIONS = (
-    (   # version 1
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        """CREATE TABLE tasks (
-            n INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a task made again is new
-            id TEXT NOT NULL UNIQUE,
-            owner TEXT NOT NULL,          -- json.dumps((tenant, principal))
-            caller TEXT NOT NULL,         -- json.dumps of whom it counts against
-            context_id TEXT NOT NULL,
-            state TEXT NOT NULL,
-            stamp TEXT NOT NULL,          -- status.timestamp, for ListTasks
-            idle_ms INTEGER,              -- when it became idle; NULL while an agent works
-            version INTEGER NOT NULL,
-            next_seq INTEGER NOT NULL,    -- the sequence number of its next event
-            first_seq INTEGER NOT NULL,   -- ... of its oldest kept event (next_seq: none)
-            event_bytes INTEGER NOT NULL, -- the JSON size of its kept events
-            size INTEGER NOT NULL,        -- its JSON size, and event_bytes
-            body BLOB NOT NULL)""",
-        "CREATE INDEX tasks_by_owner ON tasks (owner, stamp DESC, id DESC)",
-        "CREATE INDEX tasks_idle ON tasks (idle_ms) WHERE idle_ms IS NOT NULL",
-        "CREATE INDEX tasks_idle_by_caller ON tasks (caller, idle_ms) WHERE idle_ms IS NOT NULL",
-        """CREATE TABLE events (task_id TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL,
-                                PRIMARY KEY (task_id, seq))""",
-        """CREATE TABLE push_configs (task_id TEXT NOT NULL, id TEXT NOT NULL,
-                                      body BLOB NOT NULL, UNIQUE (task_id, id))""",
-        """CREATE TABLE leases (task_id TEXT PRIMARY KEY, holder TEXT NOT NULL,
-                                expires_ms INTEGER NOT NULL) WITHOUT ROWID""",
-        """CREATE TABLE callers (caller TEXT PRIMARY KEY, tasks INTEGER NOT NULL,
-                                 bytes INTEGER NOT NULL) WITHOUT ROWID""",
-        "CREATE TABLE totals (tasks INTEGER NOT NULL, bytes INTEGER NOT NULL)",
-        "INSERT INTO totals VALUES (0, 0)",
-        """CREATE TRIGGER tasks_added AFTER INSERT ON tasks BEGIN
-            INSERT OR IGNORE INTO callers VALUES (new.caller, 0, 0);
-            UPDATE callers SET tasks = tasks + 1, bytes = bytes + new.size
-                WHERE caller = new.caller;
-            UPDATE totals SET tasks = tasks + 1, bytes = bytes + new.size;
-        END""",
-        """CREATE TRIGGER tasks_resized AFTER UPDATE OF size ON tasks
-                WHEN new.size <> old.size BEGIN
-            UPDATE callers SET bytes = bytes + new.size - old.size WHERE caller = new.caller;
-            UPDATE totals SET bytes = bytes + new.size - old.size;
-        END""",
-        """CREATE TRIGGER tasks_removed AFTER DELETE ON tasks BEGIN
-            UPDATE callers SET tasks = tasks - 1, bytes = bytes - old.size
-                WHERE caller = old.caller;
-            DELETE FROM callers WHERE caller = old.caller AND tasks = 0;
-            UPDATE totals SET tasks = tasks - 1, bytes = bytes - old.size;
-            DELETE FROM events WHERE task_id = old.id;
-            DELETE FROM push_configs WHERE task_id = old.id;
-            DELETE FROM leases WHERE task_id = old.id;
-        END""",
-    ),
-)
-SQLITE_SCHEMA_VERSION = len(_SQLITE_MIGRATIONS)
-
-# What commit() reads first: the task, the totals, its caller's share, when
-# the oldest idle task became idle and who holds the task's lease, in one
-# statement.
-_SQL_COMMIT_READ = """
-    SELECT t.owner, t.state, t.version, t.next_seq, t.first_seq, t.event_bytes, t.size,
-           t.idle_ms, s.tasks, s.bytes, c.tasks, c.bytes,
-           (SELECT min(idle_ms) FROM tasks WHERE idle_ms IS NOT NULL),
-           (SELECT holder FROM leases WHERE task_id = ?1)
-    FROM totals AS s LEFT JOIN tasks AS t ON t.id = ?1
-    LEFT JOIN callers AS c ON c.caller = coalesce(t.caller, ?2)"""
-
-# Eviction, oldest idle first, 64 at most to a statement (SQLite as built by
-# Debian has no DELETE ... LIMIT). Each DELETE removes exactly the rows its
-# SELECT just listed: the same order, in the same write transaction.
-_SQL_EXPIRED = ("SELECT id FROM tasks WHERE idle_ms < ?1 AND id <> ?2 "
-                "ORDER BY idle_ms, n LIMIT 64")
-_SQL_DELETE_EXPIRED = f"DELETE FROM tasks WHERE id IN ({_SQL_EXPIRED})"
-_SQL_IDLE = ("FROM tasks WHERE idle_ms IS NOT NULL AND id <> ?1 "
-             "ORDER BY idle_ms, n LIMIT ?2")
-_SQL_CALLER_IDLE = ("FROM tasks WHERE caller = ?3 AND idle_ms IS NOT NULL "
-                    "AND id <> ?1 ORDER BY idle_ms, n LIMIT ?2")
-
-
-class SQLiteStore:
-    """The task store in an SQLite file, shared by every process that opens it.
-
-    ``path`` is a file name, or an ``sqlite:`` URL: ``sqlite:tasks.db`` and
-    ``sqlite:/var/lib/a2a/tasks.db`` name the path after the colon as it is;
-    ``sqlite:///tasks.db`` (relative) and ``sqlite:////var/lib/a2a/tasks.db``
-    (absolute) are SQLAlchemy's spelling of the same. A new file is created
-    readable by its owner only (0600: it holds messages and webhook tokens;
-    SQLite gives its -wal and -shm files the same mode). ``durable``: every
-    commit reaches the disk before it returns (synchronous=FULL); without
-    it, a power cut may lose the last commits but never corrupts the file.
-    ``busy_timeout``: seconds a write waits for another process's to finish
-    (then ServerBusyError). The limits are TaskStore's: ``replay_buffer``
-    and ``replay_buffer_bytes`` bound each task's event log, ``lease_ttl``
-    is how long a process's claim on a running task lasts unrenewed.
-
-    A file that cannot be written (read-only) still serves reads; each write
-    then raises InternalError, as it does when the disk is full.
-    """
-
-    shared = True                   # other processes may write the same tasks
-
-    def __init__(self, path, *, durable=False, busy_timeout=5.0,
-                 max_tasks=DEFAULT_LIMITS["max_tasks"], task_ttl=DEFAULT_LIMITS["task_ttl"],
-                 max_history=DEFAULT_LIMITS["max_history"],
-                 max_bytes=DEFAULT_LIMITS["max_store_bytes"],
-                 max_tasks_per_caller=DEFAULT_LIMITS["max_tasks_per_caller"],
-                 max_bytes_per_caller=DEFAULT_LIMITS["max_bytes_per_caller"],
-                 max_page_bytes=DEFAULT_LIMITS["max_page_bytes"],
-                 replay_buffer=DEFAULT_LIMITS["replay_buffer"],
-                 replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
-                 lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
-        path = os.fspath(path)
-        if path.startswith("sqlite:"):
-            path = path[len("sqlite:"):]
-            if path.startswith("///"):
-                path = path[3:]
-            elif path.startswith("//"):
-                raise ValueError(
-                    f"sqlite:{path}: write sqlite:///relative/path.db or sqlite:////absolute/"
-                    "path.db (SQLAlchemy's forms), or sqlite:PATH with the path as it is")
-        if not path or path == ":memory:" or path.startswith("file:"):
-            raise ValueError(f"{path!r}: give the SQLite store a file name (for tasks kept in "
-                             "memory, use TaskStore)")
-        self.path = path
-        self.durable = durable
-        self.busy_timeout = busy_timeout
-        self.max_tasks = max_tasks
-        self.task_ttl = task_ttl
-        self.max_history = max_history
-        self.max_bytes = max_bytes
-        self.max_tasks_per_caller = max_tasks_per_caller
-        self.max_bytes_per_caller = max_bytes_per_caller
-        self.max_page_bytes = max_page_bytes
-        self.replay_buffer = replay_buffer
-        self.replay_buffer_bytes = replay_buffer_bytes
-        self.lease_ttl = lease_ttl
-        self.on_evict = None                # callable(task_id), set by the Server
-        self._local = threading.local()     # .conn: (process id, connection) of this thread
-        self._inherited = []                # connections from before a fork: unused, never closed
-        self._recent = {}                   # id -> (n, _StoredTask), decoded (see get())
-        self._complained = 0.0              # when a failed write was last logged
-        try:
-            # Created 0600 before SQLite opens it (fchmod: whatever the umask).
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            os.fchmod(fd, 0o600)
-            os.close(fd)
-        self.read_only = not os.access(path, os.W_OK)
-        try:
-            self._migrate()
-        except sqlite3.DatabaseError as error:
-            if "not a database" in str(error) or "malformed" in str(error):
-                raise RuntimeError(
-                    f"{path} is not an SQLite database, or it is damaged ({error}): move it "
-                    "aside and start on a new file, or restore it from a backup") from None
-            raise
-
-    # -- connections: one per process and thread ---------------------------------
-
-    def _db(self):
-        """This thread's connection (a new one in a new process or thread)."""
-        try:
-            pid, db = self._local.conn
-        except AttributeError:
-            return self._connect()
-        if pid != os.getpid():
-            # Opened before a fork: it shares its locks with the parent. Not
-            # used, and not closed either: closing it would drop this
-            # process's POSIX locks on the file, those of its own connections too.
-            self._inherited.append(db)
-            return self._connect()
-        return db
-
-    def _connect(self):
-        if self.read_only:
-            quoted = self.path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-            db = sqlite3.connect(f"file:{quoted}?mode=ro", uri=True, timeout=self.busy_timeout,
-                                 isolation_level=None)
-        else:
-            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode.lower() != "wal":
-                db.close()
-                raise RuntimeError(
-                    f"{self.path}: SQLite cannot use write-ahead logging there (journal_mode "
-                    f"stays {mode}), which several processes need to share the file; a network "
-                    "file system (NFS, EFS, SMB) cannot give it: put the file on a local disk")
-            db.execute("PRAGMA synchronous=" + ("FULL" if self.durable else "NORMAL"))
-        self._local.conn = (os.getpid(), db)
-        return db
-
-    def _write(self):
-        """``with self._write() as db:`` one write transaction (BEGIN IMMEDIATE)."""
-        return _SQLiteWrite(self, self._db())
-
-    def _failed(self, error):
-        """The A2AError for an SQLite error on a write: read-only file, full
-        disk, a lock held past busy_timeout. The client is told what happened
-        without the path; the log says where, and what to do."""
-        text = str(error)
-        name = os.path.basename(self.path)
-        if "readonly" in text or "read-only" in text:
-            problem, fix = "is read-only", ("make the file and its directory writable by the "
-                                            "server's user, or use another file")
-        elif "full" in text:
-            problem, fix = "is on a full disk", ("free space on that disk, or lower "
-                                                 "max_store_bytes")
-        elif "locked" in text or "busy" in text:
-            return ServerBusyError(
-                f"the task store stayed locked by another process for {self.busy_timeout} s; "
-                "try again shortly")
-        else:
-            problem, fix = f"failed ({text})", "see the server log"
-        now = time.monotonic()
-        if now - self._complained > 60:       # once a minute: a full disk is not to fill the log
-            self._complained = now
-            _log().error("task store %s %s: %s (%s)", self.path, problem, fix, text)
-        return InternalError(f"the task store {name} {problem}: the server's operator must "
-                             f"{fix}", metadata={"store": name})
-
-    def _migrate(self):
-        """Bring the file to SQLITE_SCHEMA_VERSION (one transaction), or refuse it."""
-        if self._schema_version(self._db()) == SQLITE_SCHEMA_VERSION:
-            return
-        if self.read_only:
-            raise RuntimeError(
-                f"{self.path} is read-only and has schema version "
-                f"{self._schema_version(self._db())}, not {SQLITE_SCHEMA_VERSION}: make it "
-                "writable once, so that it can be brought forward")
-        with self._write() as db:
-            # Read again under the write lock: another process may have just done it.
-            for step in _SQLITE_MIGRATIONS[self._schema_version(db):]:
-                for statement in step:
-                    db.execute(statement)
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
-                       (str(SQLITE_SCHEMA_VERSION),))
-
-    def _schema_version(self, db):
-        """The file's schema version (0: a new file); a newer one than this
-        code knows is refused."""
-        version = 0
-        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            version = int(row[0]) if row else 0
-        if version > SQLITE_SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{self.path} has schema version {version}, newer than version "
-                f"{SQLITE_SCHEMA_VERSION} of this a2a_min: run the a2a_min that wrote it (or a "
-                "newer one), or start on a new file")
-        return version
-
-    # -- tasks ---------------------------------------------------------------------
-
-    def get(self, task_id, owner):
-        """The task with this id if ``owner`` owns it, else None; with .json,
-        .version and .next_seq (see _StoredTask). A task read before is
-        decoded again only if it changed: the row's body is not even fetched
-        when its version (and its row number ``n``, new for a task made
-        again) is the one decoded last."""
-        hit = self._recent.get(task_id)
-        n, version = (hit[0], hit[1].version) if hit is not None else (0, 0)
-        row = self._db().execute(
-            "SELECT n, version, next_seq, CASE WHEN n = ? AND version = ? THEN NULL ELSE body "
-            "END FROM tasks WHERE id = ? AND owner = ?",
-            (n, version, task_id, json.dumps(owner))).fetchone()
-        if row is None:
-            return None
-        if row[3] is None:
-            return hit[1]                       # (an event comes with a new version)
-        task = _StoredTask.decode(row[3])
-        task.version, task.next_seq = row[1], row[2]
-        if len(row[3]) <= _RECENT_BYTES:
-            recent = self._recent
-            if len(recent) >= _RECENT:             # the oldest goes
-                try:
-                    recent.pop(next(iter(recent)), None)
-                except (RuntimeError, StopIteration):   # another thread changed it meanwhile
-                    pass
-            recent[task_id] = (row[0], task)
-        return task
-
-    def commit(self, task, owner, version, event=None, caller=None, holder=None):
-        """Write ``task`` over ``version`` (0: a new task), and append ``event``
-        to its log, atomically; ``holder`` (of a running task) takes its lease
-        for lease_ttl, and an idle task's lease ends. Returns (JSON as stored,
-        new version, the event's sequence number or None). See the store
-        contract."""
-        history = task.get("history")
-        if history and len(history) > self.max_history:
-            capped = {**task, "history": history[-self.max_history:]}
-            if event is not None and event.get("task") is task:
-                event = {"task": capped}
-            task = capped
-        task_id = task["id"]
-        status = task["status"]
-        state = status["state"]
-        body = _dumps(task)                     # raises on what cannot be stored
-        if event is None:
-            event_body = None
-        elif event.get("task") is task and len(event) == 1:
-            event_body = b'{"task":' + body + b"}"      # not encoded twice
-        else:
-            event_body = _dumps(event)
-        owner_key = json.dumps(owner)
-        caller_key = owner_key if caller is None else json.dumps(caller)
-        now = int(time.time() * 1000)
-        evicted, refused, seq = [], None, None
-        with self._write() as db:
-            (stored_owner, stored_state, stored_version, next_seq, first_seq, event_bytes,
-             old_size, idle_ms, tasks, size_all, caller_tasks, caller_bytes, oldest_idle,
-             leased) = db.execute(_SQL_COMMIT_READ, (task_id, caller_key)).fetchone()
-            new = stored_owner is None
-            _check_version(task_id, None if new else (stored_owner == owner_key, stored_state,
-                                                      stored_version), version)
-            if new:
-                next_seq = first_seq = event_bytes = old_size = 0
-            trim = False
-            if event_body is not None:
-                seq = next_seq
-                next_seq += 1
-                event_bytes += len(event_body)
-                if (next_seq - first_seq > self.replay_buffer
-                        or event_bytes > self.replay_buffer_bytes):
-                    # The oldest kept events go while the log is past a bound
-                    # (the new one, not yet in the table, always stays).
-                    trim = True
-                    oldest = db.execute("SELECT seq, length(body) FROM events WHERE task_id = ? "
-                                        "ORDER BY seq", (task_id,))
-                    for old_seq, old_bytes in oldest:
-                        if (next_seq - first_seq <= self.replay_buffer
-                                and event_bytes <= self.replay_buffer_bytes):
-                            break
-                        first_seq, event_bytes = old_seq + 1, event_bytes - old_bytes
-                    oldest.close()
-            size = len(body) + event_bytes
-            grows = size - old_size
-            caller_tasks, caller_bytes = caller_tasks or 0, caller_bytes or 0
-            if (tasks + new > self.max_tasks or size_all + grows > self.max_bytes
-                    or caller_tasks + new > self.max_tasks_per_caller
-                    or caller_bytes + grows > self.max_bytes_per_caller
-                    or oldest_idle is not None and oldest_idle < now - self.task_ttl * 1000):
-                try:
-                    self._make_room(db, task_id, new, grows, caller_key, now, evicted)
-                except TaskStoreFullError as error:
-                    refused = error       # what was evicted stays evicted, as in TaskStore
-            if refused is None:
-                if state in _IDLE_STATES:
-                    idle_ms = now if idle_ms is None else idle_ms
-                else:
-                    idle_ms = None
-                if idle_ms is not None:
-                    if leased is not None:
-                        db.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
-                elif holder is not None:
-                    db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)",
-                               (task_id, holder, now + int(self.lease_ttl * 1000)))
-                if new:
-                    db.execute("INSERT INTO tasks (id, owner, caller, context_id, state, stamp, "
-                               "idle_ms, version, next_seq, first_seq, event_bytes, size, body) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
-                               (task_id, owner_key, caller_key, task.get("contextId", ""), state,
-                                status.get("timestamp", ""), idle_ms, next_seq, first_seq,
-                                event_bytes, size, body))
-                else:
-                    db.execute("UPDATE tasks SET context_id = ?, state = ?, stamp = ?, "
-                               "idle_ms = ?, version = ?, next_seq = ?, first_seq = ?, "
-                               "event_bytes = ?, size = ?, body = ? WHERE id = ?",
-                               (task.get("contextId", ""), state, status.get("timestamp", ""),
-                                idle_ms, version + 1, next_seq, first_seq, event_bytes, size,
-                                body, task_id))
-                if event_body is not None:
-                    db.execute("INSERT INTO events (task_id, seq, body) VALUES (?, ?, ?)",
-                               (task_id, seq, event_body))
-                if trim:
-                    db.execute("DELETE FROM events WHERE task_id = ? AND seq < ?",
-                               (task_id, first_seq))
-        self._tell_evicted(evicted)
-        if refused is not None:
-            raise refused
-        return body, version + 1, seq
-
-    def _tell_evicted(self, evicted):
-        for gone in evicted:
-            self._recent.pop(gone, None)
-            if self.on_evict:
-                self.on_evict(gone)
-
-    def _make_room(self, db, task_id, new, grows, caller, now, evicted):
-        """TaskStore._make_room in SQL (within commit's transaction): expired
-        tasks go, then the caller's oldest idle ones past its share, then
-        anyone's past the store's bounds, each down to a 64th below the
-        bound. Raises CallerLimitError or TaskStoreFullError if that is not
-        enough; ``evicted`` gets the ids of the tasks removed."""
-        deadline = now - self.task_ttl * 1000
-        while True:                                 # expired, oldest first
-            batch = [row[0] for row in db.execute(_SQL_EXPIRED, (deadline, task_id))]
-            if batch:
-                db.execute(_SQL_DELETE_EXPIRED, (deadline, task_id))
-                evicted += batch
-            if len(batch) < 64:
-                break
-        tasks, size, share_tasks, share_bytes = db.execute(
-            "SELECT s.tasks, s.bytes, coalesce(c.tasks, 0), coalesce(c.bytes, 0) FROM totals AS s "
-            "LEFT JOIN callers AS c ON c.caller = ?", (caller,)).fetchone()
-        max_tasks, max_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
-        if share_tasks + new > max_tasks or share_bytes + grows > max_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                db, _SQL_CALLER_IDLE, (task_id, 64, caller), share_tasks + new,
-                share_bytes + grows, max_tasks, max_bytes, evicted)
-            share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if share_tasks + new > max_tasks or share_bytes + grows > max_bytes:
-                limit, value = (("max_tasks_per_caller", max_tasks)
-                                if share_tasks + new > max_tasks
-                                else ("max_bytes_per_caller", max_bytes))
-                raise CallerLimitError(
-                    f"you hold {share_tasks} unfinished tasks in {share_bytes} bytes, your share "
-                    f"of this server's task store ({limit} is {value}); let some finish or "
-                    "cancel them, then try again", metadata={"limit": limit, "value": value})
-        max_tasks, max_bytes = self.max_tasks, self.max_bytes
-        if tasks + new > max_tasks or size + grows > max_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                db, _SQL_IDLE, (task_id, 64), tasks + new, size + grows, max_tasks, max_bytes,
-                evicted)
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if tasks + new > max_tasks or size + grows > max_bytes:
-                raise TaskStoreFullError(
-                    f"the task store is full of unfinished tasks ({tasks} tasks, {size} bytes; "
-                    f"max_tasks {max_tasks}, max_store_bytes {max_bytes}); finish or cancel "
-                    "some, or start the server with larger limits",
-                    metadata={"limit": "max_tasks" if tasks + new > max_tasks
-                              else "max_store_bytes"})
-
-    @staticmethod
-    def _evict_down(db, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted):
-        """Evict the oldest idle tasks ``idle`` lists (64 at a time) until
-        (held_tasks, held_bytes) is a 64th below the bounds, or none is left.
-        Returns the tasks and bytes freed."""
-        room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
-        freed_tasks = freed_bytes = 0
-        select = "SELECT id, size " + idle
-        delete = f"DELETE FROM tasks WHERE id IN (SELECT id {idle})"
-        while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
-            batch = db.execute(select, args).fetchall()
-            count = 0
-            for task_id, size in batch:
-                if (held_tasks - freed_tasks <= room_tasks
-                        and held_bytes - freed_bytes <= room_bytes):
-                    break
-                freed_tasks, freed_bytes, count = freed_tasks + 1, freed_bytes + size, count + 1
-                evicted.append(task_id)
-            if count:       # the first ``count`` of the same list, as the SELECT ordered it
-                db.execute(delete, (args[0], count) + args[2:])
-            if count < 64:
-                break
-        return freed_tasks, freed_bytes
-
-    def delete(self, task_id):
-        """Forget a task, its events, configs and lease (no error if unknown)."""
-        with self._write() as db:
-            db.execute("DELETE FROM tasks WHERE id = ?", (task_id,))    # and its events: trigger
-            db.execute("DELETE FROM push_configs WHERE task_id = ?", (task_id,))
-            db.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
-        self._recent.pop(task_id, None)
-
-    def events(self, task_id, after=-1):
-        """(oldest kept seq, [(seq, event), ...] with seq > after), or None if
-        the task is not stored. One statement: one consistent snapshot."""
-        rows = self._db().execute(
-            "SELECT t.first_seq, e.seq, e.body FROM tasks AS t LEFT JOIN events AS e "
-            "ON e.task_id = t.id AND e.seq > ? WHERE t.id = ? ORDER BY e.seq",
-            (after, task_id)).fetchall()
-        if not rows:
-            return None
-        return rows[0][0], [(seq, json.loads(body)) for _, seq, body in rows if seq is not None]
-
-    def changed(self):
-        """A number that changes when another connection (another process, or
-        thread) committed: PRAGMA data_version of this thread's connection."""
-        return self._db().execute("PRAGMA data_version").fetchone()[0]
-
-    def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
-        """One page of the owner's tasks, newest status first: as TaskStore.list.
-        The count and the page are read in one read transaction."""
-        where, args = "owner = ?", [json.dumps(owner)]
-        if context_id:
-            where += " AND context_id = ?"
-            args.append(context_id)
-        if status:
-            where += " AND state = ?"
-            args.append(status)
-        if after:
-            where += " AND stamp >= ?"
-            args.append(after)
-        page_where, page_args = where, list(args)
-        if cursor is not None:
-            page_where += " AND (stamp, id) < (?, ?)"
-            page_args += [cursor[0], cursor[1]]
-        db = self._db()
-        db.execute("BEGIN")
-        try:
-            total = db.execute("SELECT count(*) FROM tasks WHERE " + where, args).fetchone()[0]
-            rows = db.execute("SELECT stamp, id, body FROM tasks WHERE " + page_where
-                              + " ORDER BY stamp DESC, id DESC LIMIT ?", page_args + [limit + 1])
-            page, size, more = [], 0, False
-            for stamp, task_id, body in rows:
-                size += len(body)
-                if len(page) == limit or page and size > self.max_page_bytes:
-                    more = True
-                    break
-                page.append((stamp, task_id, body))
-            rows.close()
-        finally:
-            db.execute("COMMIT")
-        tasks = [json.loads(body) for _, _, body in page]
-        return tasks, total, ((page[-1][0], page[-1][1]) if more else None)
-
-    def stats(self):
-        """What the store holds: tasks, bytes, idle tasks and callers."""
-        db = self._db()
-        tasks, size, idle, callers = db.execute(
-            "SELECT tasks, bytes, (SELECT count(*) FROM tasks WHERE idle_ms IS NOT NULL), "
-            "(SELECT count(*) FROM callers) FROM totals").fetchone()
-        return {"tasks": tasks, "bytes": size, "idle": idle, "callers": callers,
-                "max_tasks": self.max_tasks, "max_bytes": self.max_bytes}
-
-    # -- push notification configs: stored with the task, deleted with it -------------
-
-    def put_config(self, task_id, config, max_configs):
-        """Insert, or replace by config["id"] (keeping its place in the order)."""
-        body = _dumps(config)
-        with self._write() as db:
-            count, known = db.execute("SELECT count(*), max(id = ?) FROM push_configs "
-                                      "WHERE task_id = ?", (config["id"], task_id)).fetchone()
-            if known:
-                db.execute("UPDATE push_configs SET body = ? WHERE task_id = ? AND id = ?",
-                           (body, task_id, config["id"]))
-            elif count >= max_configs:
-                raise _too_many_configs(task_id, count)
-            else:
-                db.execute("INSERT INTO push_configs (task_id, id, body) VALUES (?, ?, ?)",
-                           (task_id, config["id"], body))
-
-    def get_config(self, task_id, config_id):
-        row = self._db().execute("SELECT body FROM push_configs WHERE task_id = ? AND id = ?",
-                                 (task_id, config_id)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def configs(self, task_id):
-        """The task's configs, in the order they were first put."""
-        return [json.loads(row[0]) for row in self._db().execute(
-            "SELECT body FROM push_configs WHERE task_id = ? ORDER BY rowid", (task_id,))]
-
-    def delete_config(self, task_id, config_id):
-        with self._write() as db:
-            db.execute("DELETE FROM push_configs WHERE task_id = ? AND id = ?",
-                       (task_id, config_id))
-
-    # -- leases: which process runs a task's agent ------------------------------------
-    #
-    # A running task's lease names the process whose agent works on it. That
-    # process renews its leases while it lives; a lease that ran out is a task
-    # whose process died, which another process may take over (or fail).
-
-    def renew(self, holder):
-        """Extend every lease ``holder`` has by ``lease_ttl`` from now."""
-        with self._write() as db:
-            db.execute("UPDATE leases SET expires_ms = ? WHERE holder = ?",
-                       (int((time.time() + self.lease_ttl) * 1000), holder))
-
-    def expired(self):
-        """[(task id, owner)] of the running tasks whose lease ran out."""
-        rows = self._db().execute(
-            "SELECT l.task_id, t.owner FROM leases AS l JOIN tasks AS t ON t.id = l.task_id "
-            "WHERE l.expires_ms < ? AND t.idle_ms IS NULL", (int(time.time() * 1000),))
-        return [(task_id, tuple(json.loads(owner))) for task_id, owner in rows]
-
-
-class _SQLiteWrite:
-    """One write transaction of an SQLiteStore: BEGIN IMMEDIATE, then COMMIT,
-    or ROLLBACK on an error. SQLite's errors on writing (read-only file, full
-    disk, lock held too long) leave as the store's A2AError for them."""
-
-    __slots__ = ("store", "db")
-
-    def __init__(self, store, db):
-        self.store, self.db = store, db
-
-    def __enter__(self):
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:
-            raise self.store._failed(error) from error
-        return self.db
-
-    def __exit__(self, kind, error, traceback):
-        db = self.db
-        if kind is None:
-            try:
-                db.execute("COMMIT")
-                return False
-            except sqlite3.OperationalError as failed:
-                error = failed
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        if isinstance(error, sqlite3.OperationalError):
-            raise self.store._failed(error) from error
-        return False
-
-
-def open_store(location=None, **limits):
-    """The store a location names: None or "" for none (the Server then keeps
-    its tasks in memory), a file name or an ``sqlite:`` URL for an SQLiteStore
-    (see there). How the example apps read ``A2A_STORE`` from the
-    environment, and the command line its ``--store``."""
-    if not location:
-        return None
-    scheme = location.partition(":")[0].lower()
-    if ":" in location and len(scheme) > 1 and scheme != "sqlite":
-        raise ValueError(f"{location}: this a2a_min keeps tasks in memory, or in SQLite (a "
-                         "file name, or sqlite:PATH)")
-    return SQLiteStore(location, **limits)
 
 
 # =============================================================================
@@ -4200,7 +3529,7 @@ def _webhook_target(url, allow, resolve=None):
 # (method, path, query string, headers with lower-case names, body bytes)
 # and returns a Response: status, headers and either a body or an iterator
 # of byte chunks (an SSE stream). Nothing here knows about sockets; every
-# host adapter (section 12 of this file) calls this one function.
+# host adapter (section 14 of this file) calls this one function.
 #
 # A binding is a codec around Server.call(): it finds the operation (a
 # JSON-RPC method name, or a REST route), turns the request into the
@@ -5206,7 +4535,697 @@ class _PushDelivery:
 
 
 # =============================================================================
-# 10. Sharing a store between processes
+# 10. Keeping tasks in a file: SQLite
+# =============================================================================
+#
+# The store contract of section 4, kept in one SQLite file that several
+# processes may share (a pre-forking server, or a restart that must find its
+# tasks again). It is here, after the protocol, because it is plumbing: a
+# reader learning how a request is answered needs the contract and TaskStore,
+# not SQL; and here, in the file, because a server that keeps its tasks must
+# still be one file to copy (the standard library has sqlite3). Each task is one row of ``tasks``: its JSON as the client
+# sees it, and beside it what the store needs without decoding it (owner,
+# caller, state, status timestamp, version, sizes). Its stream events,
+# webhook configs and lease live in their own tables and go with it.
+#
+# Writers. SQLite lets one writer at a time commit. Every write runs in
+# BEGIN IMMEDIATE, which takes the write lock first and waits up to
+# ``busy_timeout`` for it: a plain BEGIN reads first and fails at once with
+# "database is locked" when it then tries to write after another process did
+# (python/cpython#124510). Lost updates are prevented by versions: commit()
+# writes only over the version it was given, and a writer that lost the race
+# gets ConflictError, reads the task again, and retries.
+#
+# Readers. The file is in WAL mode, so readers never wait for the writer nor
+# block it. No read transaction is left open (a stream waiting for events
+# polls ``changed()`` and reads again), or the write-ahead log could never be
+# folded back into the file and would grow without end. WAL needs memory
+# shared between the processes: it cannot work on a network file system,
+# and the store refuses to start where SQLite cannot enable it.
+#
+# Connections. A sqlite3 connection belongs to one thread, and one opened
+# before os.fork() must never be used in the child (the two processes would
+# share its file locks and cache), so the store keeps one connection per
+# (process id, thread), and checks the process id on every use.
+#
+# Bounds. As in TaskStore: idle tasks expire ``task_ttl`` after they became
+# idle, the oldest idle tasks are evicted (a 64th below the bound, 64 rows
+# to a statement) when the store or a caller's share is full, and a new task
+# is refused when only running tasks are left. A task's size is its JSON and
+# that of its kept events: what it costs on disk. Triggers keep the count and
+# size of all tasks, and of each caller's, in ``totals`` and ``callers`` as
+# rows change: COUNT(*) would read every row on every write.
+#
+# Times are integers: wall-clock milliseconds (a monotonic clock means
+# nothing to another process). Status timestamps are compared as text, which
+# is right because the server writes them all as "YYYY-MM-DDTHH:MM:SS.mmmZ".
+
+# The schema, one step per version: step i turns a file of version i into one
+# of version i + 1. A file is brought forward at start, in one transaction.
+_SQLITE_MIGRATIONS = (
+    (   # version 1
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE tasks (
+            n INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a task made again is new
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL,          -- json.dumps((tenant, principal))
+            caller TEXT NOT NULL,         -- json.dumps of whom it counts against
+            context_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            stamp TEXT NOT NULL,          -- status.timestamp, for ListTasks
+            idle_ms INTEGER,              -- when it became idle; NULL while an agent works
+            version INTEGER NOT NULL,
+            next_seq INTEGER NOT NULL,    -- the sequence number of its next event
+            first_seq INTEGER NOT NULL,   -- ... of its oldest kept event (next_seq: none)
+            event_bytes INTEGER NOT NULL, -- the JSON size of its kept events
+            size INTEGER NOT NULL,        -- its JSON size, and event_bytes
+            body BLOB NOT NULL)""",
+        "CREATE INDEX tasks_by_owner ON tasks (owner, stamp DESC, id DESC)",
+        "CREATE INDEX tasks_idle ON tasks (idle_ms) WHERE idle_ms IS NOT NULL",
+        "CREATE INDEX tasks_idle_by_caller ON tasks (caller, idle_ms) WHERE idle_ms IS NOT NULL",
+        """CREATE TABLE events (task_id TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL,
+                                PRIMARY KEY (task_id, seq))""",
+        """CREATE TABLE push_configs (task_id TEXT NOT NULL, id TEXT NOT NULL,
+                                      body BLOB NOT NULL, UNIQUE (task_id, id))""",
+        """CREATE TABLE leases (task_id TEXT PRIMARY KEY, holder TEXT NOT NULL,
+                                expires_ms INTEGER NOT NULL) WITHOUT ROWID""",
+        """CREATE TABLE callers (caller TEXT PRIMARY KEY, tasks INTEGER NOT NULL,
+                                 bytes INTEGER NOT NULL) WITHOUT ROWID""",
+        "CREATE TABLE totals (tasks INTEGER NOT NULL, bytes INTEGER NOT NULL)",
+        "INSERT INTO totals VALUES (0, 0)",
+        """CREATE TRIGGER tasks_added AFTER INSERT ON tasks BEGIN
+            INSERT OR IGNORE INTO callers VALUES (new.caller, 0, 0);
+            UPDATE callers SET tasks = tasks + 1, bytes = bytes + new.size
+                WHERE caller = new.caller;
+            UPDATE totals SET tasks = tasks + 1, bytes = bytes + new.size;
+        END""",
+        """CREATE TRIGGER tasks_resized AFTER UPDATE OF size ON tasks
+                WHEN new.size <> old.size BEGIN
+            UPDATE callers SET bytes = bytes + new.size - old.size WHERE caller = new.caller;
+            UPDATE totals SET bytes = bytes + new.size - old.size;
+        END""",
+        """CREATE TRIGGER tasks_removed AFTER DELETE ON tasks BEGIN
+            UPDATE callers SET tasks = tasks - 1, bytes = bytes - old.size
+                WHERE caller = old.caller;
+            DELETE FROM callers WHERE caller = old.caller AND tasks = 0;
+            UPDATE totals SET tasks = tasks - 1, bytes = bytes - old.size;
+            DELETE FROM events WHERE task_id = old.id;
+            DELETE FROM push_configs WHERE task_id = old.id;
+            DELETE FROM leases WHERE task_id = old.id;
+        END""",
+    ),
+)
+SQLITE_SCHEMA_VERSION = len(_SQLITE_MIGRATIONS)
+
+# What commit() reads first: the task, the totals, its caller's share, when
+# the oldest idle task became idle and who holds the task's lease, in one
+# statement.
+_SQL_COMMIT_READ = """
+    SELECT t.owner, t.state, t.version, t.next_seq, t.first_seq, t.event_bytes, t.size,
+           t.idle_ms, s.tasks, s.bytes, c.tasks, c.bytes,
+           (SELECT min(idle_ms) FROM tasks WHERE idle_ms IS NOT NULL),
+           (SELECT holder FROM leases WHERE task_id = ?1)
+    FROM totals AS s LEFT JOIN tasks AS t ON t.id = ?1
+    LEFT JOIN callers AS c ON c.caller = coalesce(t.caller, ?2)"""
+
+# Eviction, oldest idle first, 64 at most to a statement (SQLite as built by
+# Debian has no DELETE ... LIMIT). Each DELETE removes exactly the rows its
+# SELECT just listed: the same order, in the same write transaction.
+_SQL_EXPIRED = ("SELECT id FROM tasks WHERE idle_ms < ?1 AND id <> ?2 "
+                "ORDER BY idle_ms, n LIMIT 64")
+_SQL_DELETE_EXPIRED = f"DELETE FROM tasks WHERE id IN ({_SQL_EXPIRED})"
+_SQL_IDLE = ("FROM tasks WHERE idle_ms IS NOT NULL AND id <> ?1 "
+             "ORDER BY idle_ms, n LIMIT ?2")
+_SQL_CALLER_IDLE = ("FROM tasks WHERE caller = ?3 AND idle_ms IS NOT NULL "
+                    "AND id <> ?1 ORDER BY idle_ms, n LIMIT ?2")
+
+
+class SQLiteStore:
+    """The task store in an SQLite file, shared by every process that opens it.
+
+    ``path`` is a file name, or an ``sqlite:`` URL: ``sqlite:tasks.db`` and
+    ``sqlite:/var/lib/a2a/tasks.db`` name the path after the colon as it is;
+    ``sqlite:///tasks.db`` (relative) and ``sqlite:////var/lib/a2a/tasks.db``
+    (absolute) are SQLAlchemy's spelling of the same. A new file is created
+    readable by its owner only (0600: it holds messages and webhook tokens;
+    SQLite gives its -wal and -shm files the same mode). ``durable``: every
+    commit reaches the disk before it returns (synchronous=FULL); without
+    it, a power cut may lose the last commits but never corrupts the file.
+    ``busy_timeout``: seconds a write waits for another process's to finish
+    (then ServerBusyError). The limits are TaskStore's: ``replay_buffer``
+    and ``replay_buffer_bytes`` bound each task's event log, ``lease_ttl``
+    is how long a process's claim on a running task lasts unrenewed.
+
+    A file that cannot be written (read-only) still serves reads; each write
+    then raises InternalError, as it does when the disk is full.
+    """
+
+    shared = True                   # other processes may write the same tasks
+
+    def __init__(self, path, *, durable=False, busy_timeout=5.0,
+                 max_tasks=DEFAULT_LIMITS["max_tasks"], task_ttl=DEFAULT_LIMITS["task_ttl"],
+                 max_history=DEFAULT_LIMITS["max_history"],
+                 max_bytes=DEFAULT_LIMITS["max_store_bytes"],
+                 max_tasks_per_caller=DEFAULT_LIMITS["max_tasks_per_caller"],
+                 max_bytes_per_caller=DEFAULT_LIMITS["max_bytes_per_caller"],
+                 max_page_bytes=DEFAULT_LIMITS["max_page_bytes"],
+                 replay_buffer=DEFAULT_LIMITS["replay_buffer"],
+                 replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
+                 lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
+        import sqlite3
+        path = os.fspath(path)
+        if path.startswith("sqlite:"):
+            path = path[len("sqlite:"):]
+            if path.startswith("///"):
+                path = path[3:]
+            elif path.startswith("//"):
+                raise ValueError(
+                    f"sqlite:{path}: write sqlite:///relative/path.db or sqlite:////absolute/"
+                    "path.db (SQLAlchemy's forms), or sqlite:PATH with the path as it is")
+        if not path or path == ":memory:" or path.startswith("file:"):
+            raise ValueError(f"{path!r}: give the SQLite store a file name (for tasks kept in "
+                             "memory, use TaskStore)")
+        self.path = path
+        self.durable = durable
+        self.busy_timeout = busy_timeout
+        self.max_tasks = max_tasks
+        self.task_ttl = task_ttl
+        self.max_history = max_history
+        self.max_bytes = max_bytes
+        self.max_tasks_per_caller = max_tasks_per_caller
+        self.max_bytes_per_caller = max_bytes_per_caller
+        self.max_page_bytes = max_page_bytes
+        self.replay_buffer = replay_buffer
+        self.replay_buffer_bytes = replay_buffer_bytes
+        self.lease_ttl = lease_ttl
+        self.on_evict = None                # callable(task_id), set by the Server
+        self._local = threading.local()     # .conn: (process id, connection) of this thread
+        self._inherited = []                # connections from before a fork: unused, never closed
+        self._recent = {}                   # id -> (n, _StoredTask), decoded (see get())
+        self._complained = 0.0              # when a failed write was last logged
+        try:
+            # Created 0600 before SQLite opens it (fchmod: whatever the umask).
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            os.fchmod(fd, 0o600)
+            os.close(fd)
+        self.read_only = not os.access(path, os.W_OK)
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            if "not a database" in str(error) or "malformed" in str(error):
+                raise RuntimeError(
+                    f"{path} is not an SQLite database, or it is damaged ({error}): move it "
+                    "aside and start on a new file, or restore it from a backup") from None
+            raise
+
+    # -- connections: one per process and thread ---------------------------------
+
+    def _db(self):
+        """This thread's connection (a new one in a new process or thread)."""
+        try:
+            pid, db = self._local.conn
+        except AttributeError:
+            return self._connect()
+        if pid != os.getpid():
+            # Opened before a fork: it shares its locks with the parent. Not
+            # used, and not closed either: closing it would drop this
+            # process's POSIX locks on the file, those of its own connections too.
+            self._inherited.append(db)
+            return self._connect()
+        return db
+
+    def _connect(self):
+        import sqlite3
+        if self.read_only:
+            quoted = self.path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+            db = sqlite3.connect(f"file:{quoted}?mode=ro", uri=True, timeout=self.busy_timeout,
+                                 isolation_level=None)
+        else:
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                db.close()
+                raise RuntimeError(
+                    f"{self.path}: SQLite cannot use write-ahead logging there (journal_mode "
+                    f"stays {mode}), which several processes need to share the file; a network "
+                    "file system (NFS, EFS, SMB) cannot give it: put the file on a local disk")
+            db.execute("PRAGMA synchronous=" + ("FULL" if self.durable else "NORMAL"))
+        self._local.conn = (os.getpid(), db)
+        return db
+
+    def _write(self):
+        """``with self._write() as db:`` one write transaction (BEGIN IMMEDIATE)."""
+        return _SQLiteWrite(self, self._db())
+
+    def _failed(self, error):
+        """The A2AError for an SQLite error on a write: read-only file, full
+        disk, a lock held past busy_timeout. The client is told what happened
+        without the path; the log says where, and what to do."""
+        text = str(error)
+        name = os.path.basename(self.path)
+        if "readonly" in text or "read-only" in text:
+            problem, fix = "is read-only", ("make the file and its directory writable by the "
+                                            "server's user, or use another file")
+        elif "full" in text:
+            problem, fix = "is on a full disk", ("free space on that disk, or lower "
+                                                 "max_store_bytes")
+        elif "locked" in text or "busy" in text:
+            return ServerBusyError(
+                f"the task store stayed locked by another process for {self.busy_timeout} s; "
+                "try again shortly")
+        else:
+            problem, fix = f"failed ({text})", "see the server log"
+        now = time.monotonic()
+        if now - self._complained > 60:       # once a minute: a full disk is not to fill the log
+            self._complained = now
+            _log().error("task store %s %s: %s (%s)", self.path, problem, fix, text)
+        return InternalError(f"the task store {name} {problem}: the server's operator must "
+                             f"{fix}", metadata={"store": name})
+
+    def _migrate(self):
+        """Bring the file to SQLITE_SCHEMA_VERSION (one transaction), or refuse it."""
+        if self._schema_version(self._db()) == SQLITE_SCHEMA_VERSION:
+            return
+        if self.read_only:
+            raise RuntimeError(
+                f"{self.path} is read-only and has schema version "
+                f"{self._schema_version(self._db())}, not {SQLITE_SCHEMA_VERSION}: make it "
+                "writable once, so that it can be brought forward")
+        with self._write() as db:
+            # Read again under the write lock: another process may have just done it.
+            for step in _SQLITE_MIGRATIONS[self._schema_version(db):]:
+                for statement in step:
+                    db.execute(statement)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                       (str(SQLITE_SCHEMA_VERSION),))
+
+    def _schema_version(self, db):
+        """The file's schema version (0: a new file); a newer one than this
+        code knows is refused."""
+        version = 0
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+        if version > SQLITE_SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path} has schema version {version}, newer than version "
+                f"{SQLITE_SCHEMA_VERSION} of this a2a_min: run the a2a_min that wrote it (or a "
+                "newer one), or start on a new file")
+        return version
+
+    # -- tasks ---------------------------------------------------------------------
+
+    def get(self, task_id, owner):
+        """The task with this id if ``owner`` owns it, else None; with .json,
+        .version and .next_seq (see _StoredTask). A task read before is
+        decoded again only if it changed: the row's body is not even fetched
+        when its version (and its row number ``n``, new for a task made
+        again) is the one decoded last."""
+        hit = self._recent.get(task_id)
+        n, version = (hit[0], hit[1].version) if hit is not None else (0, 0)
+        row = self._db().execute(
+            "SELECT n, version, next_seq, CASE WHEN n = ? AND version = ? THEN NULL ELSE body "
+            "END FROM tasks WHERE id = ? AND owner = ?",
+            (n, version, task_id, json.dumps(owner))).fetchone()
+        if row is None:
+            return None
+        if row[3] is None:
+            return hit[1]                       # (an event comes with a new version)
+        task = _StoredTask.decode(row[3])
+        task.version, task.next_seq = row[1], row[2]
+        if len(row[3]) <= _RECENT_BYTES:
+            recent = self._recent
+            if len(recent) >= _RECENT:             # the oldest goes
+                try:
+                    recent.pop(next(iter(recent)), None)
+                except (RuntimeError, StopIteration):   # another thread changed it meanwhile
+                    pass
+            recent[task_id] = (row[0], task)
+        return task
+
+    def commit(self, task, owner, version, event=None, caller=None, holder=None):
+        """Write ``task`` over ``version`` (0: a new task), and append ``event``
+        to its log, atomically; ``holder`` (of a running task) takes its lease
+        for lease_ttl, and an idle task's lease ends. Returns (JSON as stored,
+        new version, the event's sequence number or None). See the store
+        contract."""
+        history = task.get("history")
+        if history and len(history) > self.max_history:
+            capped = {**task, "history": history[-self.max_history:]}
+            if event is not None and event.get("task") is task:
+                event = {"task": capped}
+            task = capped
+        task_id = task["id"]
+        status = task["status"]
+        state = status["state"]
+        body = _dumps(task)                     # raises on what cannot be stored
+        if event is None:
+            event_body = None
+        elif event.get("task") is task and len(event) == 1:
+            event_body = b'{"task":' + body + b"}"      # not encoded twice
+        else:
+            event_body = _dumps(event)
+        owner_key = json.dumps(owner)
+        caller_key = owner_key if caller is None else json.dumps(caller)
+        now = int(time.time() * 1000)
+        evicted, refused, seq = [], None, None
+        with self._write() as db:
+            (stored_owner, stored_state, stored_version, next_seq, first_seq, event_bytes,
+             old_size, idle_ms, tasks, size_all, caller_tasks, caller_bytes, oldest_idle,
+             leased) = db.execute(_SQL_COMMIT_READ, (task_id, caller_key)).fetchone()
+            new = stored_owner is None
+            _check_version(task_id, None if new else (stored_owner == owner_key, stored_state,
+                                                      stored_version), version)
+            if new:
+                next_seq = first_seq = event_bytes = old_size = 0
+            kept = first_seq
+            if event_body is not None:
+                seq = next_seq
+                next_seq += 1
+                first_seq, event_bytes = self._kept(db, task_id, next_seq, first_seq,
+                                                    event_bytes + len(event_body))
+            size = len(body) + event_bytes
+            grows = size - old_size
+            caller_tasks, caller_bytes = caller_tasks or 0, caller_bytes or 0
+            if (tasks + new > self.max_tasks or size_all + grows > self.max_bytes
+                    or caller_tasks + new > self.max_tasks_per_caller
+                    or caller_bytes + grows > self.max_bytes_per_caller
+                    or oldest_idle is not None and oldest_idle < now - self.task_ttl * 1000):
+                try:
+                    self._make_room(db, task_id, new, grows, caller_key, now, evicted)
+                except TaskStoreFullError as error:
+                    refused = error       # what was evicted stays evicted, as in TaskStore
+            if refused is None:
+                if state in _IDLE_STATES:
+                    idle_ms = now if idle_ms is None else idle_ms
+                else:
+                    idle_ms = None
+                if idle_ms is not None:
+                    if leased is not None:
+                        db.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+                elif holder is not None:
+                    db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)",
+                               (task_id, holder, now + int(self.lease_ttl * 1000)))
+                self._write_row(db, new, task, version, (owner_key, caller_key, idle_ms,
+                                next_seq, first_seq, event_bytes, size, body))
+                if event_body is not None:
+                    db.execute("INSERT INTO events (task_id, seq, body) VALUES (?, ?, ?)",
+                               (task_id, seq, event_body))
+                if first_seq > kept:
+                    db.execute("DELETE FROM events WHERE task_id = ? AND seq < ?",
+                               (task_id, first_seq))
+        self._tell_evicted(evicted)
+        if refused is not None:
+            raise refused
+        return body, version + 1, seq
+
+    def _kept(self, db, task_id, next_seq, first_seq, event_bytes):
+        """The log's bounds once its oldest events go while it is past one
+        (the new event, not yet in the table, always stays): the new (first
+        kept seq, bytes of the events kept)."""
+        if next_seq - first_seq <= self.replay_buffer and event_bytes <= self.replay_buffer_bytes:
+            return first_seq, event_bytes
+        oldest = db.execute("SELECT seq, length(body) FROM events WHERE task_id = ? ORDER BY seq",
+                            (task_id,))
+        for old_seq, old_bytes in oldest:
+            if next_seq - first_seq <= self.replay_buffer and \
+                    event_bytes <= self.replay_buffer_bytes:
+                break
+            first_seq, event_bytes = old_seq + 1, event_bytes - old_bytes
+        oldest.close()
+        return first_seq, event_bytes
+
+    @staticmethod
+    def _write_row(db, new, task, version, row):
+        """INSERT or UPDATE the task's row (``row``: owner, caller, idle_ms,
+        next_seq, first_seq, event_bytes, size, body)."""
+        owner_key, caller_key, idle_ms, next_seq, first_seq, event_bytes, size, body = row
+        status = task["status"]
+        if new:
+            db.execute("INSERT INTO tasks (id, owner, caller, context_id, state, stamp, idle_ms, "
+                       "version, next_seq, first_seq, event_bytes, size, body) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
+                       (task["id"], owner_key, caller_key, task.get("contextId", ""),
+                        status["state"], status.get("timestamp", ""), idle_ms, next_seq,
+                        first_seq, event_bytes, size, body))
+        else:
+            db.execute("UPDATE tasks SET context_id = ?, state = ?, stamp = ?, idle_ms = ?, "
+                       "version = ?, next_seq = ?, first_seq = ?, event_bytes = ?, size = ?, "
+                       "body = ? WHERE id = ?",
+                       (task.get("contextId", ""), status["state"], status.get("timestamp", ""),
+                        idle_ms, version + 1, next_seq, first_seq, event_bytes, size, body,
+                        task["id"]))
+
+    def _tell_evicted(self, evicted):
+        for gone in evicted:
+            self._recent.pop(gone, None)
+            if self.on_evict:
+                self.on_evict(gone)
+
+    def _make_room(self, db, task_id, new, grows, caller, now, evicted):
+        """TaskStore._make_room in SQL (within commit's transaction): expired
+        tasks go, then the caller's oldest idle ones past its share, then
+        anyone's past the store's bounds, each down to a 64th below the
+        bound. Raises CallerLimitError or TaskStoreFullError if that is not
+        enough; ``evicted`` gets the ids of the tasks removed."""
+        deadline = now - self.task_ttl * 1000
+        while True:                                 # expired, oldest first
+            batch = [row[0] for row in db.execute(_SQL_EXPIRED, (deadline, task_id))]
+            if batch:
+                db.execute(_SQL_DELETE_EXPIRED, (deadline, task_id))
+                evicted += batch
+            if len(batch) < 64:
+                break
+        tasks, size, share_tasks, share_bytes = db.execute(
+            "SELECT s.tasks, s.bytes, coalesce(c.tasks, 0), coalesce(c.bytes, 0) FROM totals AS s "
+            "LEFT JOIN callers AS c ON c.caller = ?", (caller,)).fetchone()
+        max_tasks, max_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
+        if share_tasks + new > max_tasks or share_bytes + grows > max_bytes:
+            freed_tasks, freed_bytes = self._evict_down(
+                db, _SQL_CALLER_IDLE, (task_id, 64, caller), share_tasks + new,
+                share_bytes + grows, max_tasks, max_bytes, evicted)
+            share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
+            tasks, size = tasks - freed_tasks, size - freed_bytes
+            if share_tasks + new > max_tasks or share_bytes + grows > max_bytes:
+                limit, value = (("max_tasks_per_caller", max_tasks)
+                                if share_tasks + new > max_tasks
+                                else ("max_bytes_per_caller", max_bytes))
+                raise CallerLimitError(
+                    f"you hold {share_tasks} unfinished tasks in {share_bytes} bytes, your share "
+                    f"of this server's task store ({limit} is {value}); let some finish or "
+                    "cancel them, then try again", metadata={"limit": limit, "value": value})
+        max_tasks, max_bytes = self.max_tasks, self.max_bytes
+        if tasks + new > max_tasks or size + grows > max_bytes:
+            freed_tasks, freed_bytes = self._evict_down(
+                db, _SQL_IDLE, (task_id, 64), tasks + new, size + grows, max_tasks, max_bytes,
+                evicted)
+            tasks, size = tasks - freed_tasks, size - freed_bytes
+            if tasks + new > max_tasks or size + grows > max_bytes:
+                raise TaskStoreFullError(
+                    f"the task store is full of unfinished tasks ({tasks} tasks, {size} bytes; "
+                    f"max_tasks {max_tasks}, max_store_bytes {max_bytes}); finish or cancel "
+                    "some, or start the server with larger limits",
+                    metadata={"limit": "max_tasks" if tasks + new > max_tasks
+                              else "max_store_bytes"})
+
+    @staticmethod
+    def _evict_down(db, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted):
+        """Evict the oldest idle tasks ``idle`` lists (64 at a time) until
+        (held_tasks, held_bytes) is a 64th below the bounds, or none is left.
+        Returns the tasks and bytes freed."""
+        room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
+        freed_tasks = freed_bytes = 0
+        select = "SELECT id, size " + idle
+        delete = f"DELETE FROM tasks WHERE id IN (SELECT id {idle})"
+        while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
+            batch = db.execute(select, args).fetchall()
+            count = 0
+            for task_id, size in batch:
+                if (held_tasks - freed_tasks <= room_tasks
+                        and held_bytes - freed_bytes <= room_bytes):
+                    break
+                freed_tasks, freed_bytes, count = freed_tasks + 1, freed_bytes + size, count + 1
+                evicted.append(task_id)
+            if count:       # the first ``count`` of the same list, as the SELECT ordered it
+                db.execute(delete, (args[0], count) + args[2:])
+            if count < 64:
+                break
+        return freed_tasks, freed_bytes
+
+    def delete(self, task_id):
+        """Forget a task, its events, configs and lease (no error if unknown)."""
+        with self._write() as db:
+            db.execute("DELETE FROM tasks WHERE id = ?", (task_id,))    # and its events: trigger
+            db.execute("DELETE FROM push_configs WHERE task_id = ?", (task_id,))
+            db.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+        self._recent.pop(task_id, None)
+
+    def events(self, task_id, after=-1):
+        """(oldest kept seq, [(seq, event), ...] with seq > after), or None if
+        the task is not stored. One statement: one consistent snapshot."""
+        rows = self._db().execute(
+            "SELECT t.first_seq, e.seq, e.body FROM tasks AS t LEFT JOIN events AS e "
+            "ON e.task_id = t.id AND e.seq > ? WHERE t.id = ? ORDER BY e.seq",
+            (after, task_id)).fetchall()
+        if not rows:
+            return None
+        return rows[0][0], [(seq, json.loads(body)) for _, seq, body in rows if seq is not None]
+
+    def changed(self):
+        """A number that changes when another connection (another process, or
+        thread) committed: PRAGMA data_version of this thread's connection."""
+        return self._db().execute("PRAGMA data_version").fetchone()[0]
+
+    def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
+        """One page of the owner's tasks, newest status first: as TaskStore.list.
+        The count and the page are read in one read transaction."""
+        where, args = "owner = ?", [json.dumps(owner)]
+        if context_id:
+            where += " AND context_id = ?"
+            args.append(context_id)
+        if status:
+            where += " AND state = ?"
+            args.append(status)
+        if after:
+            where += " AND stamp >= ?"
+            args.append(after)
+        page_where, page_args = where, list(args)
+        if cursor is not None:
+            page_where += " AND (stamp, id) < (?, ?)"
+            page_args += [cursor[0], cursor[1]]
+        db = self._db()
+        db.execute("BEGIN")
+        try:
+            total = db.execute("SELECT count(*) FROM tasks WHERE " + where, args).fetchone()[0]
+            rows = db.execute("SELECT stamp, id, body FROM tasks WHERE " + page_where
+                              + " ORDER BY stamp DESC, id DESC LIMIT ?", page_args + [limit + 1])
+            page, size, more = [], 0, False
+            for stamp, task_id, body in rows:
+                size += len(body)
+                if len(page) == limit or page and size > self.max_page_bytes:
+                    more = True
+                    break
+                page.append((stamp, task_id, body))
+            rows.close()
+        finally:
+            db.execute("COMMIT")
+        tasks = [json.loads(body) for _, _, body in page]
+        return tasks, total, ((page[-1][0], page[-1][1]) if more else None)
+
+    def stats(self):
+        """What the store holds: tasks, bytes, idle tasks and callers."""
+        db = self._db()
+        tasks, size, idle, callers = db.execute(
+            "SELECT tasks, bytes, (SELECT count(*) FROM tasks WHERE idle_ms IS NOT NULL), "
+            "(SELECT count(*) FROM callers) FROM totals").fetchone()
+        return {"tasks": tasks, "bytes": size, "idle": idle, "callers": callers,
+                "max_tasks": self.max_tasks, "max_bytes": self.max_bytes}
+
+    # -- push notification configs: stored with the task, deleted with it -------------
+
+    def put_config(self, task_id, config, max_configs):
+        """Insert, or replace by config["id"] (keeping its place in the order)."""
+        body = _dumps(config)
+        with self._write() as db:
+            count, known = db.execute("SELECT count(*), max(id = ?) FROM push_configs "
+                                      "WHERE task_id = ?", (config["id"], task_id)).fetchone()
+            if known:
+                db.execute("UPDATE push_configs SET body = ? WHERE task_id = ? AND id = ?",
+                           (body, task_id, config["id"]))
+            elif count >= max_configs:
+                raise _too_many_configs(task_id, count)
+            else:
+                db.execute("INSERT INTO push_configs (task_id, id, body) VALUES (?, ?, ?)",
+                           (task_id, config["id"], body))
+
+    def get_config(self, task_id, config_id):
+        row = self._db().execute("SELECT body FROM push_configs WHERE task_id = ? AND id = ?",
+                                 (task_id, config_id)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def configs(self, task_id):
+        """The task's configs, in the order they were first put."""
+        return [json.loads(row[0]) for row in self._db().execute(
+            "SELECT body FROM push_configs WHERE task_id = ? ORDER BY rowid", (task_id,))]
+
+    def delete_config(self, task_id, config_id):
+        with self._write() as db:
+            db.execute("DELETE FROM push_configs WHERE task_id = ? AND id = ?",
+                       (task_id, config_id))
+
+    # -- leases: which process runs a task's agent ------------------------------------
+    #
+    # A running task's lease names the process whose agent works on it. That
+    # process renews its leases while it lives; a lease that ran out is a task
+    # whose process died, which another process may take over (or fail).
+
+    def renew(self, holder):
+        """Extend every lease ``holder`` has by ``lease_ttl`` from now."""
+        with self._write() as db:
+            db.execute("UPDATE leases SET expires_ms = ? WHERE holder = ?",
+                       (int((time.time() + self.lease_ttl) * 1000), holder))
+
+    def expired(self):
+        """[(task id, owner)] of the running tasks whose lease ran out."""
+        rows = self._db().execute(
+            "SELECT l.task_id, t.owner FROM leases AS l JOIN tasks AS t ON t.id = l.task_id "
+            "WHERE l.expires_ms < ? AND t.idle_ms IS NULL", (int(time.time() * 1000),))
+        return [(task_id, tuple(json.loads(owner))) for task_id, owner in rows]
+
+
+class _SQLiteWrite:
+    """One write transaction of an SQLiteStore: BEGIN IMMEDIATE, then COMMIT,
+    or ROLLBACK on an error. SQLite's errors on writing (read-only file, full
+    disk, lock held too long) leave as the store's A2AError for them."""
+
+    __slots__ = ("store", "db")
+
+    def __init__(self, store, db):
+        self.store, self.db = store, db
+
+    def __enter__(self):
+        import sqlite3
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise self.store._failed(error) from error
+        return self.db
+
+    def __exit__(self, kind, error, traceback):
+        import sqlite3
+        db = self.db
+        if kind is None:
+            try:
+                db.execute("COMMIT")
+                return False
+            except sqlite3.OperationalError as failed:
+                error = failed
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        if isinstance(error, sqlite3.OperationalError):
+            raise self.store._failed(error) from error
+        return False
+
+
+def open_store(location=None, **limits):
+    """The store a location names: None or "" for none (the Server then keeps
+    its tasks in memory), a file name or an ``sqlite:`` URL for an SQLiteStore
+    (see there). How the example apps read ``A2A_STORE`` from the
+    environment, and the command line its ``--store``."""
+    if not location:
+        return None
+    scheme = location.partition(":")[0].lower()
+    if ":" in location and len(scheme) > 1 and scheme != "sqlite":
+        raise ValueError(f"{location}: this a2a_min keeps tasks in memory, or in SQLite (a "
+                         "file name, or sqlite:PATH)")
+    return SQLiteStore(location, **limits)
+
+
+# =============================================================================
+# 11. Sharing a store between processes
 # =============================================================================
 #
 # With a store that several processes share (SQLiteStore: workers of one
@@ -5299,7 +5318,7 @@ class _StoreWatch:
 
 
 # =============================================================================
-# 11. Speed helpers
+# 12. Speed helpers
 # =============================================================================
 #
 # Not protocol: the few places where the code above takes a shortcut for
@@ -5440,7 +5459,7 @@ def _encoded_result(result):
 
 
 # =============================================================================
-# 12. Running on an event loop
+# 13. Running on an event loop
 # =============================================================================
 #
 # Everything above is synchronous: a thread calls handle_http() and may wait
@@ -5649,7 +5668,7 @@ class _LoopStream:
 
 
 # =============================================================================
-# 13. Adapters: HTTP/1.1, the threaded and asyncio servers, WSGI, ASGI, Lambda
+# 14. Adapters: HTTP/1.1, the threaded and asyncio servers, WSGI, ASGI, Lambda
 # =============================================================================
 #
 # A host adapter turns its world into handle_http() arguments and writes the
@@ -6755,7 +6774,7 @@ def lambda_handler(server, *, margin=1.0):
 
 
 # =============================================================================
-# 14. The demo
+# 15. The demo
 # =============================================================================
 #
 # ``python a2a_min.py`` runs a small agent that shows most of the protocol: a

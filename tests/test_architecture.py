@@ -23,7 +23,8 @@ TREE = ast.parse(SOURCE)
 
 PROTOCOL = ("Tables", "Errors", "The data model", "The task store", "Agent execution",
             "Operations", "Authentication", "Bindings")
-AFTER = ("Webhook delivery", "Sharing a store between processes", "Speed helpers", "Running on an event loop", "Adapters", "The demo")
+AFTER = ("Webhook delivery", "Keeping tasks in a file", "Sharing a store between processes",
+         "Speed helpers", "Running on an event loop", "Adapters", "The demo")
 
 # Names that mean an event loop, a socket or an HTTP client: none may appear
 # in the code (not the comments) of a protocol section.
