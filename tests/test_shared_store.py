@@ -619,3 +619,36 @@ def test_workers_without_a_store_are_refused(tmp_path):
     server = a2a_min.Server(lambda text: text)       # in memory: not for workers either
     with pytest.raises(ValueError, match="store"):
         a2a_min.serve(server, "127.0.0.1", free_port(), workers=2)
+
+
+def test_two_processes_racing_to_continue_one_task_take_one_message(host):
+    """Two continuations of one waiting task, sent at the same moment to
+    (often) different processes: exactly one turn begins, the other is told
+    the task is still working on the previous message, and the history holds
+    the winner's message once. Raced until the two landed on two processes."""
+    import threading
+    apart, deadline = False, time.monotonic() + 20
+    while not apart:
+        assert time.monotonic() < deadline, "the two messages never reached two processes"
+        _, task = send(host.port, "wait")
+        barrier, answers = threading.Barrier(2), []
+
+        def go():
+            barrier.wait()
+            answers.append(call(host.port, "SendMessage", {
+                "message": user_message("slow0.5", taskId=task["id"]),
+                "configuration": {"returnImmediately": True}}))
+        racers = [threading.Thread(target=go) for _ in range(2)]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join(15)
+        won = [a for _, a in answers if "result" in a]
+        lost = [a for _, a in answers if "error" in a]
+        assert len(won) == 1 and len(lost) == 1, answers
+        assert lost[0]["error"]["code"] == -32004
+        assert "still working" in lost[0]["error"]["message"]
+        _, got = result(host.port, "GetTask", {"id": task["id"]})
+        said = [m["parts"][0]["text"] for m in got["history"] if m["role"] == "ROLE_USER"]
+        assert said == ["wait", "slow0.5"]
+        apart = answers[0][0] != answers[1][0]
