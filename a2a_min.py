@@ -1124,10 +1124,12 @@ class TaskStore:
         self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
         self._lock = threading.Lock()
-        # id -> (JSON bytes, owner, contextId, state, status timestamp, caller, size, version)
+        # id -> (JSON bytes, owner, contextId, state, status timestamp, caller, size,
+        #        version, the id of its next event)
         self._tasks = {}
         self._logs = {}                     # id -> _EventLog, the task's newest events
         self._configs = {}                  # id -> {config id: push config}, in order made
+        self._config_bytes = {}             # id -> the JSON size of its configs
         self._leases = {}                   # id -> (holder, expires: time.time()), running tasks
         self._bytes = 0
         self._idle = OrderedDict()          # id -> when it ended or began to wait, oldest first
@@ -1137,15 +1139,12 @@ class TaskStore:
     def get(self, task_id, owner):
         """The task with this id if ``owner`` owns it, else None. It comes with
         the JSON it was read from, its version and the id its next event will
-        get (see _StoredTask)."""
-        with self._lock:
-            entry = self._tasks.get(task_id)
-            if entry is None or entry[1] != owner:
-                return None
-            log = self._logs.get(task_id)
-            next_seq = 0 if log is None else log.next_seq
+        get (see _StoredTask): one entry, read whole without the lock."""
+        entry = self._tasks.get(task_id)
+        if entry is None or entry[1] != owner:
+            return None
         task = _recently_read(self._recent, task_id, entry[0])
-        task.version, task.next_seq = entry[7], next_seq
+        task.version, task.next_seq = entry[7], entry[8]
         return task
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None):
@@ -1183,6 +1182,7 @@ class TaskStore:
             log, old_size = _EventLog(), 0
         else:
             caller, log, old_size = old[5], self._logs[task_id], old[6]
+        size += self._config_bytes.get(task_id, 0)
         event_size = 0
         if event is not None:
             # A Task event is the task; an update is about what it added to
@@ -1209,9 +1209,10 @@ class TaskStore:
         if event is not None:
             seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
         self._logs[task_id] = log
-        size += log.size                  # a task weighs its JSON and its kept events
+        size += log.size                  # a task weighs its JSON, its events and its configs
         self._tasks[task_id] = (body, owner, task.get("contextId", ""), state,
-                                status.get("timestamp", ""), caller, size, version + 1)
+                                status.get("timestamp", ""), caller, size, version + 1,
+                                log.next_seq)
         self._bytes += size - old_size
         share[0] += new
         share[1] += size - old_size
@@ -1245,11 +1246,18 @@ class TaskStore:
     # -- push notification configs, kept with their task --------------------------
 
     def put_config(self, task_id, config, max_configs):
+        """Keep ``config`` with its task (TaskNotFoundError if the task is gone:
+        it may have been evicted since it was read), counted in its size."""
+        size = len(_dumps(config))
         with self._lock:
+            if task_id not in self._tasks:
+                raise _no_longer_stored(task_id)
             configs = self._configs.setdefault(task_id, {})
-            if config["id"] not in configs and len(configs) >= max_configs:
+            old = configs.get(config["id"])
+            if old is None and len(configs) >= max_configs:
                 raise _too_many_configs(task_id, len(configs))
             configs[config["id"]] = config
+            self._resize(task_id, size - (0 if old is None else len(_dumps(old))))
 
     def get_config(self, task_id, config_id):
         return self._configs.get(task_id, {}).get(config_id)
@@ -1259,7 +1267,17 @@ class TaskStore:
 
     def delete_config(self, task_id, config_id):
         with self._lock:
-            self._configs.get(task_id, {}).pop(config_id, None)
+            old = self._configs.get(task_id, {}).pop(config_id, None)
+            if old is not None and task_id in self._tasks:
+                self._resize(task_id, -len(_dumps(old)))
+
+    def _resize(self, task_id, grows):
+        """A task's configs grew by ``grows`` bytes: so did it (lock held)."""
+        entry = self._tasks[task_id]
+        self._tasks[task_id] = entry[:6] + (entry[6] + grows,) + entry[7:]
+        self._config_bytes[task_id] = self._config_bytes.get(task_id, 0) + grows
+        self._bytes += grows
+        self._callers[entry[5]][1] += grows
 
     # -- leases: which process runs a task's agent -------------------------------
 
@@ -1291,6 +1309,7 @@ class TaskStore:
         self._recent.pop(task_id, None)
         self._logs.pop(task_id, None)
         self._configs.pop(task_id, None)
+        self._config_bytes.pop(task_id, None)
         self._leases.pop(task_id, None)
         if entry is None:
             return
@@ -1452,6 +1471,11 @@ def _check_version(task_id, stored, version):
     if stored[2] != version:
         raise ConflictError(f"task {task_id} changed meanwhile (version {stored[2]}, not "
                             f"{version}); read it again", metadata={"taskId": task_id})
+
+
+def _no_longer_stored(task_id):
+    return TaskNotFoundError(f"task {task_id} is no longer stored (it expired, or was evicted)",
+                             metadata={"taskId": task_id})
 
 
 def _too_many_configs(task_id, count):
@@ -1764,9 +1788,10 @@ class _Channel:
         self.ended = False        # the server let go of it: no event will come again
         self.closing = closing    # the server's threading.Event: set when it shuts down
 
-    def publish(self, task, event):
-        """Commit the new task snapshot with its event; wake the streams.
-        ``task`` None: an event that is not stored (see ``tail``)."""
+    def publish(self, task, event, tell=True):
+        """Commit the new task snapshot with its event; wake the streams, and
+        (``tell``) the webhooks. ``task`` None: an event that is not stored
+        (see ``tail``)."""
         with self.lock:
             if task is None:
                 self.tail.append((self.next_seq, event))
@@ -1782,7 +1807,7 @@ class _Channel:
                                                      self.caller, self.holder)
             self.task, self.next_seq = task, seq + 1
             self.wake()
-            if self.on_event is not None:
+            if tell and self.on_event is not None:
                 self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
 
     def change(self, kind, body, now, event=None):
@@ -1796,7 +1821,7 @@ class _Channel:
                 try:
                     self.publish(task, event or {"task": task})
                     return task
-                except ConflictError:
+                except UnsupportedOperationError:  # a conflict, or the task ended meanwhile
                     if self.task is None:
                         raise
                     self.reload()
@@ -2690,7 +2715,6 @@ class Server:
         unless it already does. Returns the task."""
         with channel.lock:
             if channel.task is None:
-                self._add_inline_push(ctx, channel.owner)
                 task = _apply(None, "message", ctx.message, self._now())
                 # Known as the task's channel before the store has the task, so
                 # whoever finds the task finds this channel (and waits for its
@@ -2698,12 +2722,18 @@ class Server:
                 with self._lock:
                     self._channels[ctx.task_id] = channel
                 try:
-                    channel.publish(task, {"task": task})
+                    channel.publish(task, {"task": task}, tell=False)
+                    # Its webhook (configuration.taskPushNotificationConfig) is
+                    # kept with the task once it exists, and told of it first.
+                    self._add_inline_push(ctx, channel.owner)
+                    if channel.on_event is not None:
+                        event = {"task": channel.task}
+                        channel.on_event(channel.caller or channel.owner, channel.task, event)
                 except BaseException:
                     with self._lock:
                         if self._channels.get(ctx.task_id) is channel:
                             del self._channels[ctx.task_id]
-                    self.store.delete(ctx.task_id)     # (its inline push config)
+                    self.store.delete(ctx.task_id)
                     raise
             return channel.task
 
@@ -3033,6 +3063,8 @@ class Server:
         Host names are resolved and checked at delivery."""
         if len(config["url"]) > _MAX_URL:
             raise InvalidParamsError(f"url is longer than {_MAX_URL} characters", field="url")
+        if len(config.get("id", "")) > _MAX_CONFIG_ID:
+            raise InvalidParamsError(f"id is longer than {_MAX_CONFIG_ID} characters", field="id")
         _webhook_target(config["url"], self.push_allow, resolve=False)
         auth = config.get("authentication", {})
         for field, value in (("token", config.get("token", "")),
@@ -3422,9 +3454,10 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")
 
 # Bytes no header value may hold: the C0 controls but HTAB, and DEL.
 _HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"
-# The largest webhook URL and header value (token, scheme, credentials) a push
-# config may hold: it is kept with its task, outside the store's byte budget.
+# The largest webhook URL, id and header value (token, scheme, credentials) a
+# push config may hold. It is kept with its task, and counts in its size.
 _MAX_URL = 2048
+_MAX_CONFIG_ID = 256        # a push config's id, when the client chooses it
 _MAX_HEADER_VALUE = 4096
 
 
@@ -4598,7 +4631,8 @@ _SQLITE_MIGRATIONS = (
             next_seq INTEGER NOT NULL,    -- the sequence number of its next event
             first_seq INTEGER NOT NULL,   -- ... of its oldest kept event (next_seq: none)
             event_bytes INTEGER NOT NULL, -- the JSON size of its kept events
-            size INTEGER NOT NULL,        -- its JSON size, and event_bytes
+            config_bytes INTEGER NOT NULL DEFAULT 0,  -- ... and of its push configs
+            size INTEGER NOT NULL,        -- its JSON size, event_bytes and config_bytes
             body BLOB NOT NULL)""",
         "CREATE INDEX tasks_by_owner ON tasks (owner, stamp DESC, id DESC)",
         "CREATE INDEX tasks_idle ON tasks (idle_ms) WHERE idle_ms IS NOT NULL",
@@ -4624,6 +4658,18 @@ _SQLITE_MIGRATIONS = (
             UPDATE callers SET bytes = bytes + new.size - old.size WHERE caller = new.caller;
             UPDATE totals SET bytes = bytes + new.size - old.size;
         END""",
+        """CREATE TRIGGER configs_added AFTER INSERT ON push_configs BEGIN
+            UPDATE tasks SET config_bytes = config_bytes + length(new.body),
+                size = size + length(new.body) WHERE id = new.task_id;
+        END""",
+        """CREATE TRIGGER configs_changed AFTER UPDATE OF body ON push_configs BEGIN
+            UPDATE tasks SET config_bytes = config_bytes + length(new.body) - length(old.body),
+                size = size + length(new.body) - length(old.body) WHERE id = new.task_id;
+        END""",
+        """CREATE TRIGGER configs_removed AFTER DELETE ON push_configs BEGIN
+            UPDATE tasks SET config_bytes = config_bytes - length(old.body),
+                size = size - length(old.body) WHERE id = old.task_id;
+        END""",
         """CREATE TRIGGER tasks_removed AFTER DELETE ON tasks BEGIN
             UPDATE callers SET tasks = tasks - 1, bytes = bytes - old.size
                 WHERE caller = old.caller;
@@ -4642,7 +4688,7 @@ SQLITE_SCHEMA_VERSION = len(_SQLITE_MIGRATIONS)
 # statement.
 _SQL_COMMIT_READ = """
     SELECT t.owner, t.state, t.version, t.next_seq, t.first_seq, t.event_bytes, t.size,
-           t.idle_ms, s.tasks, s.bytes, c.tasks, c.bytes,
+           t.idle_ms, s.tasks, s.bytes, c.tasks, c.bytes, t.config_bytes,
            (SELECT min(idle_ms) FROM tasks WHERE idle_ms IS NOT NULL),
            (SELECT holder FROM leases WHERE task_id = ?1)
     FROM totals AS s LEFT JOIN tasks AS t ON t.id = ?1
@@ -4672,7 +4718,8 @@ class SQLiteStore:
     commit reaches the disk before it returns (synchronous=FULL); without
     it, a power cut may lose the last commits but never corrupts the file.
     ``busy_timeout``: seconds a write waits for another process's to finish
-    (then ServerBusyError). The limits are TaskStore's: ``replay_buffer``
+    (then ServerBusyError); ``connections``: the most this process opens at
+    once (a request waits for one past that). The limits are TaskStore's: ``replay_buffer``
     and ``replay_buffer_bytes`` bound each task's event log, ``lease_ttl``
     is how long a process's claim on a running task lasts unrenewed.
 
@@ -4682,7 +4729,7 @@ class SQLiteStore:
 
     shared = True                   # other processes may write the same tasks
 
-    def __init__(self, path, *, durable=False, busy_timeout=5.0,
+    def __init__(self, path, *, durable=False, busy_timeout=5.0, connections=16,
                  max_tasks=DEFAULT_LIMITS["max_tasks"], task_ttl=DEFAULT_LIMITS["task_ttl"],
                  max_history=DEFAULT_LIMITS["max_history"],
                  max_bytes=DEFAULT_LIMITS["max_store_bytes"],
@@ -4719,7 +4766,11 @@ class SQLiteStore:
         self.replay_buffer_bytes = replay_buffer_bytes
         self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
-        self._local = threading.local()     # .conn: (process id, connection) of this thread
+        self._pool_lock = threading.Lock()
+        self._pool = (None, [])             # (process id, its idle connections)
+        self._lendable = (None, None)       # (process id, a semaphore of ``connections``)
+        self.connections = connections
+        self._watching = (None, None)       # (process id, the connection changed() asks)
         self._inherited = []                # connections from before a fork: unused, never closed
         self._recent = {}                   # id -> (n, _StoredTask), decoded (see get())
         self._complained = 0.0              # when a failed write was last logged
@@ -4727,7 +4778,7 @@ class SQLiteStore:
             # Created 0600 before SQLite opens it (fchmod: whatever the umask).
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except FileExistsError:
-            pass
+            _own_file(path)
         else:
             os.fchmod(fd, 0o600)
             os.close(fd)
@@ -4741,30 +4792,61 @@ class SQLiteStore:
                     "aside and start on a new file, or restore it from a backup") from None
             raise
 
-    # -- connections: one per process and thread ---------------------------------
+    # -- connections: a few per process, each used by one thread at a time -------
+    #
+    # A request borrows a connection for one statement or transaction and gives
+    # it back (``with self._db() as db``): a thread per client connection does
+    # not mean an SQLite connection (two open files) per client connection. At
+    # most _IDLE_CONNECTIONS wait idle. A connection opened before os.fork()
+    # is never used in the child (the two processes would share its locks),
+    # and never closed there either: closing it would drop this process's
+    # POSIX locks on the file, those of its own connections too.
 
     def _db(self):
-        """This thread's connection (a new one in a new process or thread)."""
+        """``with self._db() as db``: a connection of this process, lent."""
+        return _Lent(self)
+
+    def _borrow(self):
+        pid = os.getpid()
+        with self._pool_lock:
+            owner, idle = self._pool
+            if owner != pid:                   # a new process (after a fork)
+                self._inherited += idle
+                idle = []
+                self._pool = (pid, idle)
+                self._lendable = (pid, threading.BoundedSemaphore(self.connections))
+            lendable = self._lendable[1]
+        lendable.acquire()                     # at most ``connections`` lent at once
+        with self._pool_lock:
+            if idle:
+                return idle.pop()
         try:
-            pid, db = self._local.conn
-        except AttributeError:
             return self._connect()
-        if pid != os.getpid():
-            # Opened before a fork: it shares its locks with the parent. Not
-            # used, and not closed either: closing it would drop this
-            # process's POSIX locks on the file, those of its own connections too.
-            self._inherited.append(db)
-            return self._connect()
-        return db
+        except BaseException:
+            lendable.release()
+            raise
+
+    def _give_back(self, db):
+        with self._pool_lock:
+            owner, idle = self._pool
+            mine = owner == os.getpid()
+            if mine and len(idle) < _IDLE_CONNECTIONS and not db.in_transaction:
+                idle.append(db)
+                db = None
+        if db is not None:
+            db.close()
+        if mine:
+            self._lendable[1].release()
 
     def _connect(self):
         import sqlite3
         if self.read_only:
             quoted = self.path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
             db = sqlite3.connect(f"file:{quoted}?mode=ro", uri=True, timeout=self.busy_timeout,
-                                 isolation_level=None)
+                                 isolation_level=None, check_same_thread=False)
         else:
-            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                                 check_same_thread=False)     # (lent to one thread at a time)
             mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode.lower() != "wal":
                 db.close()
@@ -4773,12 +4855,11 @@ class SQLiteStore:
                     f"stays {mode}), which several processes need to share the file; a network "
                     "file system (NFS, EFS, SMB) cannot give it: put the file on a local disk")
             db.execute("PRAGMA synchronous=" + ("FULL" if self.durable else "NORMAL"))
-        self._local.conn = (os.getpid(), db)
         return db
 
     def _write(self):
         """``with self._write() as db:`` one write transaction (BEGIN IMMEDIATE)."""
-        return _SQLiteWrite(self, self._db())
+        return _SQLiteWrite(self)
 
     def _failed(self, error):
         """The A2AError for an SQLite error on a write: read-only file, full
@@ -4807,12 +4888,14 @@ class SQLiteStore:
 
     def _migrate(self):
         """Bring the file to SQLITE_SCHEMA_VERSION (one transaction), or refuse it."""
-        if self._schema_version(self._db()) == SQLITE_SCHEMA_VERSION:
+        with self._db() as db:
+            version = self._schema_version(db)
+        if version == SQLITE_SCHEMA_VERSION:
             return
         if self.read_only:
             raise RuntimeError(
                 f"{self.path} is read-only and has schema version "
-                f"{self._schema_version(self._db())}, not {SQLITE_SCHEMA_VERSION}: make it "
+                f"{version}, not {SQLITE_SCHEMA_VERSION}: make it "
                 "writable once, so that it can be brought forward")
         with self._write() as db:
             # Read again under the write lock: another process may have just done it.
@@ -4846,10 +4929,11 @@ class SQLiteStore:
         again) is the one decoded last."""
         hit = self._recent.get(task_id)
         n, version = (hit[0], hit[1].version) if hit is not None else (0, 0)
-        row = self._db().execute(
-            "SELECT n, version, next_seq, CASE WHEN n = ? AND version = ? THEN NULL ELSE body "
-            "END FROM tasks WHERE id = ? AND owner = ?",
-            (n, version, task_id, json.dumps(owner))).fetchone()
+        with self._db() as db:
+            row = db.execute(
+                "SELECT n, version, next_seq, CASE WHEN n = ? AND version = ? THEN NULL ELSE "
+                "body END FROM tasks WHERE id = ? AND owner = ?",
+                (n, version, task_id, _key(owner))).fetchone()
         if row is None:
             return None
         if row[3] is None:
@@ -4888,14 +4972,14 @@ class SQLiteStore:
             event_body = b'{"task":' + body + b"}"      # not encoded twice
         else:
             event_body = _dumps(event)
-        owner_key = json.dumps(owner)
-        caller_key = owner_key if caller is None else json.dumps(caller)
+        owner_key = _key(owner)
+        caller_key = owner_key if caller is None else _key(caller)
         now = int(time.time() * 1000)
         evicted, refused, seq = [], None, None
         with self._write() as db:
             (stored_owner, stored_state, stored_version, next_seq, first_seq, event_bytes,
-             old_size, idle_ms, tasks, size_all, caller_tasks, caller_bytes, oldest_idle,
-             leased) = db.execute(_SQL_COMMIT_READ, (task_id, caller_key)).fetchone()
+             old_size, idle_ms, tasks, size_all, caller_tasks, caller_bytes, config_bytes,
+             oldest_idle, leased) = db.execute(_SQL_COMMIT_READ, (task_id, caller_key)).fetchone()
             new = stored_owner is None
             _check_version(task_id, None if new else (stored_owner == owner_key, stored_state,
                                                       stored_version), version)
@@ -4907,7 +4991,7 @@ class SQLiteStore:
                 next_seq += 1
                 first_seq, event_bytes = self._kept(db, task_id, next_seq, first_seq,
                                                     event_bytes + len(event_body))
-            size = len(body) + event_bytes
+            size = len(body) + event_bytes + (config_bytes or 0)
             grows = size - old_size
             caller_tasks, caller_bytes = caller_tasks or 0, caller_bytes or 0
             if (tasks + new > self.max_tasks or size_all + grows > self.max_bytes
@@ -5066,23 +5150,30 @@ class SQLiteStore:
     def events(self, task_id, after=-1):
         """(oldest kept seq, [(seq, event), ...] with seq > after), or None if
         the task is not stored. One statement: one consistent snapshot."""
-        rows = self._db().execute(
-            "SELECT t.first_seq, e.seq, e.body FROM tasks AS t LEFT JOIN events AS e "
-            "ON e.task_id = t.id AND e.seq > ? WHERE t.id = ? ORDER BY e.seq",
-            (after, task_id)).fetchall()
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT t.first_seq, e.seq, e.body FROM tasks AS t LEFT JOIN events AS e "
+                "ON e.task_id = t.id AND e.seq > ? WHERE t.id = ? ORDER BY e.seq",
+                (after, task_id)).fetchall()
         if not rows:
             return None
         return rows[0][0], [(seq, json.loads(body)) for _, seq, body in rows if seq is not None]
 
     def changed(self):
         """A number that changes when another connection (another process, or
-        thread) committed: PRAGMA data_version of this thread's connection."""
-        return self._db().execute("PRAGMA data_version").fetchone()[0]
+        a thread of this one) committed: PRAGMA data_version, of a connection
+        kept for it (the number means something only on one connection)."""
+        with self._pool_lock:
+            pid, db = self._watching
+            if pid != os.getpid():
+                db = self._connect()
+                self._watching = (os.getpid(), db)
+            return db.execute("PRAGMA data_version").fetchone()[0]
 
     def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
         """One page of the owner's tasks, newest status first: as TaskStore.list.
         The count and the page are read in one read transaction."""
-        where, args = "owner = ?", [json.dumps(owner)]
+        where, args = "owner = ?", [_key(owner)]
         if context_id:
             where += " AND context_id = ?"
             args.append(context_id)
@@ -5096,40 +5187,46 @@ class SQLiteStore:
         if cursor is not None:
             page_where += " AND (stamp, id) < (?, ?)"
             page_args += [cursor[0], cursor[1]]
-        db = self._db()
-        db.execute("BEGIN")
-        try:
-            total = db.execute("SELECT count(*) FROM tasks WHERE " + where, args).fetchone()[0]
-            rows = db.execute("SELECT stamp, id, body FROM tasks WHERE " + page_where
-                              + " ORDER BY stamp DESC, id DESC LIMIT ?", page_args + [limit + 1])
-            page, size, more = [], 0, False
-            for stamp, task_id, body in rows:
-                size += len(body)
-                if len(page) == limit or page and size > self.max_page_bytes:
-                    more = True
-                    break
-                page.append((stamp, task_id, body))
-            rows.close()
-        finally:
-            db.execute("COMMIT")
+        with self._db() as db:
+            db.execute("BEGIN")
+            try:
+                total = db.execute("SELECT count(*) FROM tasks WHERE " + where,
+                                   args).fetchone()[0]
+                rows = db.execute("SELECT stamp, id, body FROM tasks WHERE " + page_where
+                                  + " ORDER BY stamp DESC, id DESC LIMIT ?",
+                                  page_args + [limit + 1])
+                page, size, more = [], 0, False
+                for stamp, task_id, body in rows:
+                    size += len(body)
+                    if len(page) == limit or page and size > self.max_page_bytes:
+                        more = True
+                        break
+                    page.append((stamp, task_id, body))
+                rows.close()
+            finally:
+                db.execute("COMMIT")
         tasks = [json.loads(body) for _, _, body in page]
         return tasks, total, ((page[-1][0], page[-1][1]) if more else None)
 
     def stats(self):
         """What the store holds: tasks, bytes, idle tasks and callers."""
-        db = self._db()
-        tasks, size, idle, callers = db.execute(
-            "SELECT tasks, bytes, (SELECT count(*) FROM tasks WHERE idle_ms IS NOT NULL), "
-            "(SELECT count(*) FROM callers) FROM totals").fetchone()
+        with self._db() as db:
+            tasks, size, idle, callers = db.execute(
+                "SELECT tasks, bytes, (SELECT count(*) FROM tasks WHERE idle_ms IS NOT NULL), "
+                "(SELECT count(*) FROM callers) FROM totals").fetchone()
         return {"tasks": tasks, "bytes": size, "idle": idle, "callers": callers,
                 "max_tasks": self.max_tasks, "max_bytes": self.max_bytes}
 
     # -- push notification configs: stored with the task, deleted with it -------------
 
     def put_config(self, task_id, config, max_configs):
-        """Insert, or replace by config["id"] (keeping its place in the order)."""
+        """Insert, or replace by config["id"] (keeping its place in the order);
+        TaskNotFoundError if the task is gone (evicted since it was read). Its
+        bytes count in the task's size (the configs_* triggers)."""
         body = _dumps(config)
         with self._write() as db:
+            if db.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is None:
+                raise _no_longer_stored(task_id)
             count, known = db.execute("SELECT count(*), max(id = ?) FROM push_configs "
                                       "WHERE task_id = ?", (config["id"], task_id)).fetchone()
             if known:
@@ -5142,14 +5239,17 @@ class SQLiteStore:
                            (task_id, config["id"], body))
 
     def get_config(self, task_id, config_id):
-        row = self._db().execute("SELECT body FROM push_configs WHERE task_id = ? AND id = ?",
-                                 (task_id, config_id)).fetchone()
+        with self._db() as db:
+            row = db.execute("SELECT body FROM push_configs WHERE task_id = ? AND id = ?",
+                             (task_id, config_id)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def configs(self, task_id):
         """The task's configs, in the order they were first put."""
-        return [json.loads(row[0]) for row in self._db().execute(
-            "SELECT body FROM push_configs WHERE task_id = ? ORDER BY rowid", (task_id,))]
+        with self._db() as db:
+            rows = db.execute("SELECT body FROM push_configs WHERE task_id = ? ORDER BY rowid",
+                              (task_id,)).fetchall()
+        return [json.loads(row[0]) for row in rows]
 
     def delete_config(self, task_id, config_id):
         with self._write() as db:
@@ -5170,41 +5270,92 @@ class SQLiteStore:
 
     def expired(self):
         """[(task id, owner)] of the running tasks whose lease ran out."""
-        rows = self._db().execute(
-            "SELECT l.task_id, t.owner FROM leases AS l JOIN tasks AS t ON t.id = l.task_id "
-            "WHERE l.expires_ms < ? AND t.idle_ms IS NULL", (int(time.time() * 1000),))
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT l.task_id, t.owner FROM leases AS l JOIN tasks AS t ON t.id = l.task_id "
+                "WHERE l.expires_ms < ? AND t.idle_ms IS NULL",
+                (int(time.time() * 1000),)).fetchall()
         return [(task_id, tuple(json.loads(owner))) for task_id, owner in rows]
 
 
-class _SQLiteWrite:
-    """One write transaction of an SQLiteStore: BEGIN IMMEDIATE, then COMMIT,
-    or ROLLBACK on an error. SQLite's errors on writing (read-only file, full
-    disk, lock held too long) leave as the store's A2AError for them."""
+# Idle connections an SQLiteStore keeps per process (more are closed when given back).
+_IDLE_CONNECTIONS = 8
+
+
+def _own_file(path):
+    """An existing store file (and its -wal, -shm) must be this user's, and
+    readable by nobody else: one planted by someone else (in /tmp, say) would
+    hand them every message and webhook token written to it."""
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            info = os.stat(name)
+        except FileNotFoundError:
+            continue
+        if info.st_uid != os.geteuid():
+            raise RuntimeError(f"{name} belongs to another user (uid {info.st_uid}): the task "
+                               "store must be a file of the server's own user; use another path")
+        if info.st_mode & 0o077 and os.access(name, os.W_OK):
+            os.chmod(name, 0o600)
+            _log().warning("%s was readable by others; its mode is now 0600 (it holds "
+                           "messages and webhook tokens)", name)
+
+
+def _key(value):
+    """An owner or caller as the text the SQLite store compares: JSON, keys
+    sorted; what JSON cannot hold (a principal object) by its str()."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+class _Lent:
+    """``with store._db() as db``: a connection borrowed from the store's
+    pool for the block, given back after it."""
 
     __slots__ = ("store", "db")
 
-    def __init__(self, store, db):
-        self.store, self.db = store, db
+    def __init__(self, store):
+        self.store, self.db = store, None
+
+    def __enter__(self):
+        self.db = self.store._borrow()
+        return self.db
+
+    def __exit__(self, kind, error, traceback):
+        self.store._give_back(self.db)
+        return False
+
+
+class _SQLiteWrite(_Lent):
+    """One write transaction of an SQLiteStore, on a borrowed connection:
+    BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on an error. SQLite's errors on
+    writing (read-only file, full disk, lock held too long) leave as the
+    store's A2AError for them."""
+
+    __slots__ = ()
 
     def __enter__(self):
         import sqlite3
+        db = super().__enter__()
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
+            self.store._give_back(db)
             raise self.store._failed(error) from error
-        return self.db
+        return db
 
     def __exit__(self, kind, error, traceback):
         import sqlite3
         db = self.db
-        if kind is None:
-            try:
-                db.execute("COMMIT")
-                return False
-            except sqlite3.OperationalError as failed:
-                error = failed
-        if db.in_transaction:
-            db.execute("ROLLBACK")
+        try:
+            if kind is None:
+                try:
+                    db.execute("COMMIT")
+                    return False
+                except sqlite3.OperationalError as failed:
+                    error = failed
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+        finally:
+            self.store._give_back(db)
         if isinstance(error, sqlite3.OperationalError):
             raise self.store._failed(error) from error
         return False
@@ -6188,18 +6339,24 @@ def _serve_workers(httpd, workers, grace):
     are shared through the store. This process only waits: it forwards
     SIGTERM to the workers, and starts a new worker for one that died."""
     import signal
-    children, stopping = set(), []
+    children, stopping, restarted = {}, [], [0.0]
 
-    def start():
+    def start(again=False):
+        if again and time.monotonic() - restarted[0] < 1.0:
+            time.sleep(1.0)                        # workers that die at once: not a fork storm
+        restarted[0] = time.monotonic() if again else restarted[0]
         pid = os.fork()
         if pid == 0:                               # the worker
             code = 1
             try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 _serve_until_stopped(httpd, grace)
                 code = 0
+            except BaseException:
+                _log().exception("worker %d failed", os.getpid())
             finally:
                 os._exit(code)
-        children.add(pid)
+        children[pid] = True
 
     def stop(*_):
         stopping.append(True)
@@ -6210,12 +6367,12 @@ def _serve_workers(httpd, workers, grace):
                 pass
     # Every worker is woken by each new connection, and only one gets it: the
     # others must find nothing to accept and go back to waiting (and to their
-    # shutdown check), not block in accept() until the next connection.
+    # shutdown check), not block in accept() until the next connection. (This
+    # process keeps the socket open, for the workers it may start again.)
     httpd.socket.setblocking(False)
+    signal.signal(signal.SIGTERM, stop)
     for _ in range(workers):
         start()
-    httpd.socket.close()                           # the workers have it
-    signal.signal(signal.SIGTERM, stop)
     while children:
         try:
             pid, status = os.wait()
@@ -6224,10 +6381,10 @@ def _serve_workers(httpd, workers, grace):
             continue
         except ChildProcessError:
             break
-        children.discard(pid)
+        children.pop(pid, None)
         if not stopping:
             _log().warning("worker %d ended (status %d); starting another", pid, status)
-            start()
+            start(again=True)
 
 
 def _busy(server, max_connections):

@@ -134,3 +134,48 @@ def test_a_restart_on_the_same_file_finds_every_task_and_resumes_its_stream(tmp_
     ids = [seq for seq, _ in box["out"]]
     assert ids == [seq for seq, _ in events[1:]] + [events[-1][0] + 1]
     assert json.dumps(box["out"][-1][1]).count("TASK_STATE_CANCELED") == 1
+
+
+def test_an_agent_whose_task_was_canceled_elsewhere_ends_quietly(tmp_path, caplog):
+    """CancelTask through another Server on the file (as another process
+    would) before this one's watch has noticed: the agent's next output meets
+    a CANCELED task in the store, and the turn ends as canceled, without an
+    error logged or an error event, whatever blocking call waits for it."""
+    import logging
+    path = str(tmp_path / "tasks.db")
+    went_on = threading.Event()
+
+    def agent(ctx):
+        yield a2a_min.status_update("TASK_STATE_WORKING")
+        went_on.wait(5)
+        yield "after the cancel"
+        yield "and more"
+    here = a2a_min.Server(agent, store=a2a_min.SQLiteStore(path), store_poll=30)
+    there = a2a_min.Server(agent, store=a2a_min.SQLiteStore(path), store_poll=30)
+    task = Client(here).send("go", configuration={"returnImmediately": True})["task"]
+    deadline = time.monotonic() + 5
+    while Client(there).result("GetTask", {"id": task["id"]})["status"]["state"] != \
+            "TASK_STATE_WORKING":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    with caplog.at_level(logging.ERROR, logger="a2a_min"):
+        assert Client(there).result("CancelTask", {"id": task["id"]})["status"]["state"] == \
+            "TASK_STATE_CANCELED"
+        went_on.set()
+        deadline = time.monotonic() + 5
+        while here._channels.get(task["id"]) is not None:     # the turn ends, and lets go
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    got = Client(here).result("GetTask", {"id": task["id"]})
+    assert got["status"]["state"] == "TASK_STATE_CANCELED" and "artifacts" not in got
+
+
+def test_a_push_config_id_is_bounded(tmp_path):
+    server = a2a_min.Server(scenario_agent, store=a2a_min.SQLiteStore(str(tmp_path / "t.db")),
+                            push_notifications=True, push_allow=["127.0.0.0/8"])
+    client = Client(server)
+    task = client.send("wait")["task"]
+    error = client.error("CreateTaskPushNotificationConfig", {
+        "taskId": task["id"], "url": "http://127.0.0.1:9/h", "id": "x" * 300})
+    assert error["code"] == -32602 and "id is longer" in error["message"]
