@@ -4631,8 +4631,7 @@ _SQLITE_MIGRATIONS = (
             next_seq INTEGER NOT NULL,    -- the sequence number of its next event
             first_seq INTEGER NOT NULL,   -- ... of its oldest kept event (next_seq: none)
             event_bytes INTEGER NOT NULL, -- the JSON size of its kept events
-            config_bytes INTEGER NOT NULL DEFAULT 0,  -- ... and of its push configs
-            size INTEGER NOT NULL,        -- its JSON size, event_bytes and config_bytes
+            size INTEGER NOT NULL,        -- its JSON size, and event_bytes
             body BLOB NOT NULL)""",
         "CREATE INDEX tasks_by_owner ON tasks (owner, stamp DESC, id DESC)",
         "CREATE INDEX tasks_idle ON tasks (idle_ms) WHERE idle_ms IS NOT NULL",
@@ -4658,6 +4657,18 @@ _SQLITE_MIGRATIONS = (
             UPDATE callers SET bytes = bytes + new.size - old.size WHERE caller = new.caller;
             UPDATE totals SET bytes = bytes + new.size - old.size;
         END""",
+        """CREATE TRIGGER tasks_removed AFTER DELETE ON tasks BEGIN
+            UPDATE callers SET tasks = tasks - 1, bytes = bytes - old.size
+                WHERE caller = old.caller;
+            DELETE FROM callers WHERE caller = old.caller AND tasks = 0;
+            UPDATE totals SET tasks = tasks - 1, bytes = bytes - old.size;
+            DELETE FROM events WHERE task_id = old.id;
+            DELETE FROM push_configs WHERE task_id = old.id;
+            DELETE FROM leases WHERE task_id = old.id;
+        END""",
+    ),
+    (   # version 2: a task's push configs count in its size
+        "ALTER TABLE tasks ADD COLUMN config_bytes INTEGER NOT NULL DEFAULT 0",
         """CREATE TRIGGER configs_added AFTER INSERT ON push_configs BEGIN
             UPDATE tasks SET config_bytes = config_bytes + length(new.body),
                 size = size + length(new.body) WHERE id = new.task_id;
@@ -4670,15 +4681,9 @@ _SQLITE_MIGRATIONS = (
             UPDATE tasks SET config_bytes = config_bytes - length(old.body),
                 size = size - length(old.body) WHERE id = old.task_id;
         END""",
-        """CREATE TRIGGER tasks_removed AFTER DELETE ON tasks BEGIN
-            UPDATE callers SET tasks = tasks - 1, bytes = bytes - old.size
-                WHERE caller = old.caller;
-            DELETE FROM callers WHERE caller = old.caller AND tasks = 0;
-            UPDATE totals SET tasks = tasks - 1, bytes = bytes - old.size;
-            DELETE FROM events WHERE task_id = old.id;
-            DELETE FROM push_configs WHERE task_id = old.id;
-            DELETE FROM leases WHERE task_id = old.id;
-        END""",
+        "UPDATE tasks SET config_bytes = coalesce((SELECT sum(length(body)) FROM push_configs "
+        "WHERE task_id = tasks.id), 0), size = size + coalesce((SELECT sum(length(body)) FROM "
+        "push_configs WHERE task_id = tasks.id), 0)",
     ),
 )
 SQLITE_SCHEMA_VERSION = len(_SQLITE_MIGRATIONS)
@@ -4774,10 +4779,14 @@ class SQLiteStore:
         self._inherited = []                # connections from before a fork: unused, never closed
         self._recent = {}                   # id -> (n, _StoredTask), decoded (see get())
         self._complained = 0.0              # when a failed write was last logged
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise RuntimeError(f"the directory {folder} does not exist: create it, or choose "
+                               "another path for the task store")
         try:
             # Created 0600 before SQLite opens it (fchmod: whatever the umask).
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
+        except (FileExistsError, IsADirectoryError):
             _own_file(path)
         else:
             os.fchmod(fd, 0o600)
@@ -4862,12 +4871,15 @@ class SQLiteStore:
         return _SQLiteWrite(self)
 
     def _failed(self, error):
-        """The A2AError for an SQLite error on a write: read-only file, full
-        disk, a lock held past busy_timeout. The client is told what happened
-        without the path; the log says where, and what to do."""
+        """The A2AError for an SQLite error: read-only file, full disk, a lock
+        held past busy_timeout, a damaged file. The client is told what
+        happened without the path; the log says where, and what to do."""
         text = str(error)
         name = os.path.basename(self.path)
-        if "readonly" in text or "read-only" in text:
+        if "malformed" in text or "not a database" in text:
+            problem, fix = "is damaged", ("stop the server, move the file aside and restore "
+                                          "it from a backup (or start on a new file)")
+        elif "readonly" in text or "read-only" in text:
             problem, fix = "is read-only", ("make the file and its directory writable by the "
                                             "server's user, or use another file")
         elif "full" in text:
@@ -4878,7 +4890,7 @@ class SQLiteStore:
                 f"the task store stayed locked by another process for {self.busy_timeout} s; "
                 "try again shortly")
         else:
-            problem, fix = f"failed ({text})", "see the server log"
+            problem, fix = "failed", "look at the server log"
         now = time.monotonic()
         if now - self._complained > 60:       # once a minute: a full disk is not to fill the log
             self._complained = now
@@ -5286,11 +5298,15 @@ def _own_file(path):
     """An existing store file (and its -wal, -shm) must be this user's, and
     readable by nobody else: one planted by someone else (in /tmp, say) would
     hand them every message and webhook token written to it."""
+    import stat
     for name in (path, path + "-wal", path + "-shm"):
         try:
             info = os.stat(name)
         except FileNotFoundError:
             continue
+        if not stat.S_ISREG(info.st_mode):
+            raise RuntimeError(f"{name} is not a file (a directory?): give the store a file "
+                               "name, such as tasks.db")
         if info.st_uid != os.geteuid():
             raise RuntimeError(f"{name} belongs to another user (uid {info.st_uid}): the task "
                                "store must be a file of the server's own user; use another path")
@@ -5320,7 +5336,10 @@ class _Lent:
         return self.db
 
     def __exit__(self, kind, error, traceback):
+        import sqlite3
         self.store._give_back(self.db)
+        if isinstance(error, sqlite3.DatabaseError):   # a damaged file, say: named, with the fix
+            raise self.store._failed(error) from error
         return False
 
 
@@ -5370,8 +5389,8 @@ def open_store(location=None, **limits):
         return None
     scheme = location.partition(":")[0].lower()
     if ":" in location and len(scheme) > 1 and scheme != "sqlite":
-        raise ValueError(f"{location}: this a2a_min keeps tasks in memory, or in SQLite (a "
-                         "file name, or sqlite:PATH)")
+        raise ValueError(f"{scheme}: URLs are not a store this a2a_min has: it keeps tasks in "
+                         "memory, or in SQLite (a file name, or sqlite:PATH)")
     return SQLiteStore(location, **limits)
 
 
@@ -6986,18 +7005,29 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="N processes on one port (threaded server; needs --store)")
     args = parser.parse_args(argv)
-    if args.workers > 1 and (args.server != "threads" or not args.store):
-        parser.error("--workers N needs --server threads and --store FILE: workers in memory "
-                     "would each see only their own tasks")
+    if args.workers < 1:
+        parser.error("--workers must be 1 or more")
+    if args.workers > 1 and not args.store:
+        parser.error("--workers N needs --store FILE: workers keeping tasks in memory would "
+                     "each see only their own")
+    if args.workers > 1 and args.server != "threads":
+        parser.error("--workers N runs the threaded server (--server threads)")
+    try:
+        store = open_store(args.store)
+    except (ValueError, RuntimeError, OSError) as error:
+        parser.error(f"--store: {error}")
     server = demo_server(public_url=args.public_url, assume_version=args.assume_version,
-                         single_path=args.single_path, store=open_store(args.store))
+                         single_path=args.single_path, store=store)
 
     def ready(listener):
         sockets = getattr(listener, "sockets", None)
         host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
         base = f"http://{host}:{port}"
-        print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/\n",
-              flush=True)
+        kept = f"tasks in {args.store}" if args.store else "tasks in memory"
+        if args.workers > 1:
+            kept += f", {args.workers} worker processes"
+        print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/ "
+              f"({kept})\n", flush=True)
         print(_help_text(server, base), flush=True)
 
     if args.server == "asyncio":

@@ -21,6 +21,10 @@ sys.path.insert(0, ROOT)
 
 import a2a_min  # noqa: E402
 
+# The in-memory store, kept here before conftest may put SQLite in its place
+# (A2A_TEST_STORE=sqlite): for the tests that need the one kept in memory.
+MemoryTaskStore = a2a_min.TaskStore
+
 V1 = {"a2a-version": "1.0", "content-type": "application/json"}
 
 

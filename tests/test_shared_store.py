@@ -22,7 +22,8 @@ import time
 import pytest
 
 import a2a_min
-from harness import ROOT, free_port, need, process_tree, rpc_body, user_message
+from harness import (ROOT, MemoryTaskStore, free_port, need, process_tree, rpc_body,
+                     user_message)
 from webhook_receiver import Receiver
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json", "Connection": "close"}
@@ -616,7 +617,7 @@ def test_workers_without_a_store_are_refused(tmp_path):
     assert done.returncode != 0
     assert "--workers" in done.stderr and "--store" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
-    server = a2a_min.Server(lambda text: text)       # in memory: not for workers either
+    server = a2a_min.Server(lambda text: text, store=MemoryTaskStore())   # not for workers
     with pytest.raises(ValueError, match="store"):
         a2a_min.serve(server, "127.0.0.1", free_port(), workers=2)
 

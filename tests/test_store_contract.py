@@ -47,6 +47,7 @@ import time
 import pytest
 
 import a2a_min
+from harness import MemoryTaskStore
 from a2a_min import (CallerLimitError, ConflictError, InternalError, InvalidParamsError,
                      ServerBusyError, TaskStoreFullError, UnsupportedOperationError)
 
@@ -57,7 +58,7 @@ INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
 
 # A2A_TEST_STORE=sqlite (conftest.py) replaces a2a_min.TaskStore by a maker of
 # SQLiteStores for the whole run; the memory backend is then not to be had.
-_MEMORY = a2a_min.TaskStore if isinstance(a2a_min.TaskStore, type) else None
+_MEMORY = MemoryTaskStore          # (even when A2A_TEST_STORE=sqlite replaced TaskStore)
 
 
 def task(task_id, state=WORKING, stamp=0, context="ctx", **fields):
@@ -77,8 +78,6 @@ def _key(t):
 
 @pytest.fixture(params=["memory", "sqlite"])
 def backend(request):
-    if request.param == "memory" and _MEMORY is None:
-        pytest.skip("A2A_TEST_STORE=sqlite replaced a2a_min.TaskStore for this run")
     return request.param
 
 
@@ -1065,3 +1064,49 @@ def test_configs_are_kept_only_with_a_stored_task_and_count_in_its_size(store):
     store.put_config("t1", {"id": "b", "url": "http://x/" + "p" * 5000}, 3)
     store.delete("t1")
     assert store.stats()["bytes"] == 0 and store.stats()["tasks"] == 0
+
+
+def test_sqlite_a_version_1_file_is_brought_to_version_2(path):
+    """A file made with schema version 1 (before push configs counted in a
+    task's size) opens: brought forward in one transaction, its configs'
+    bytes counted, and writable."""
+    import sqlite3 as sq
+    db = sq.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("BEGIN IMMEDIATE")
+    for statement in a2a_min._SQLITE_MIGRATIONS[0]:
+        db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    db.execute("INSERT INTO tasks (id, owner, caller, context_id, state, stamp, idle_ms, "
+               "version, next_seq, first_seq, event_bytes, size, body) VALUES ('t1', ?, ?, "
+               "'ctx', 'TASK_STATE_WORKING', '', NULL, 1, 0, 0, 0, 60, ?)",
+               (a2a_min._key(ALICE), a2a_min._key(ALICE), b'{"id":"t1","status":{}}'.ljust(60)))
+    db.execute("INSERT INTO push_configs (task_id, id, body) VALUES ('t1', 'a', ?)",
+               (b"x" * 500,))
+    db.execute("COMMIT")
+    db.close()
+    store = a2a_min.SQLiteStore(path)
+    assert sql(store, "SELECT value FROM meta") == [(str(a2a_min.SQLITE_SCHEMA_VERSION),)]
+    assert sql(store, "SELECT config_bytes, size FROM tasks") == [(500, 560)]
+    assert store.stats()["bytes"] == 560
+
+
+def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):
+    """A file whose header is sound but whose pages are damaged opens; the
+    requests that meet the damage get InternalError naming the file and what
+    to do, not a bare traceback."""
+    store = a2a_min.SQLiteStore(path)
+    for i in range(200):
+        store.commit(task(f"t{i}", pad="x" * 2000), ALICE, 0)
+    store = None
+    with open(path, "r+b") as f:                 # a checkpointed file: damage past the header
+        size = os.path.getsize(path)
+        for at in range(size // 8192 * 4096, size, 4096):   # page headers, past the schema's
+            f.seek(at)
+            f.write(b"\xff" * 8)
+    damaged = a2a_min.SQLiteStore(path)
+    with pytest.raises(InternalError) as caught:
+        for i in range(200):
+            damaged.get(f"t{i}", ALICE)
+        damaged.list(ALICE, limit=100)
+    assert "damaged" in caught.value.message and "backup" in caught.value.message
