@@ -6577,6 +6577,7 @@ class _LoopConnection:
                     f"the request did not arrive within {self.timeout:g} s; send the whole "
                     "head and the body its Content-Length announces",
                     metadata={"limit": "timeout", "value": self.timeout})), close=True)
+                return self.close_after_answer()
             self.transport.close()
             return
         wait = self.timeout - waited if self.busy is None else self.timeout
@@ -6641,7 +6642,17 @@ class _LoopConnection:
 
     def refuse(self, path, status, error):
         self.write(self.server.error_response(path, status, error), close=True)
-        self.transport.close()
+        self.close_after_answer()
+
+    def close_after_answer(self):
+        """Stop sending, and close once the client has (or after a second),
+        reading nothing more meanwhile: closing a socket with input still
+        unread makes the kernel reset the connection, which can destroy the
+        answer before the client reads it (RFC 9112 section 9.6)."""
+        self.closed = True
+        self.transport.write_eof()
+        self.timer.cancel()
+        self.timer = self.loop.call_later(1.0, self.transport.abort)
 
     def write(self, response, head_only=False, close=False):
         head = _response_head(response, close, self.date)
