@@ -29,7 +29,7 @@ import tempfile
 
 import pytest
 
-from harness import need
+from harness import MemoryTaskStore, need
 
 need("hypothesis", "the paging property needs Hypothesis (the test extra)")
 from hypothesis import HealthCheck, event, given, settings  # noqa: E402
