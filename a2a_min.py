@@ -1179,17 +1179,18 @@ class TaskStore:
         new = old is None
         if new:
             caller = owner if caller is None else caller
-            log, old_size = _EventLog(), 0
+            log, old_size = None, 0
         else:
-            caller, log, old_size = old[5], self._logs[task_id], old[6]
-        size += self._config_bytes.get(task_id, 0)
+            caller, log, old_size = old[5], self._logs.get(task_id), old[6]
+        if self._config_bytes:
+            size += self._config_bytes.get(task_id, 0)
+        kept = 0 if log is None else log.size
         event_size = 0
         if event is not None:
             # A Task event is the task; an update is about what it added to
             # the task (the growth of its JSON), at least a small event's.
-            event_size = len(body) if "task" in event else max(size - old_size + log.size,
-                                                                256)
-        grows = size + log.size + event_size - old_size      # at most
+            event_size = len(body) if "task" in event else max(size - old_size + kept, 256)
+        grows = size + kept + event_size - old_size      # at most
         share = self._callers.get(caller)
         if share is None:
             share = self._callers[caller] = [0, 0]
@@ -1207,17 +1208,20 @@ class TaskStore:
             self._callers[caller] = share   # (back, if its last task was just evicted)
         seq = None
         if event is not None:
+            if log is None:                   # (made with its first event: most tasks of a
+                log = self._logs[task_id] = _EventLog()    # plain answer have none)
             seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
-        self._logs[task_id] = log
-        size += log.size                  # a task weighs its JSON, its events and its configs
+        if log is not None:
+            size += log.size              # a task weighs its JSON, its events and its configs
         self._tasks[task_id] = (body, owner, task.get("contextId", ""), state,
                                 status.get("timestamp", ""), caller, size, version + 1,
-                                log.next_seq)
+                                0 if log is None else log.next_seq)
         self._bytes += size - old_size
         share[0] += new
         share[1] += size - old_size
         if state in _IDLE_STATES:
-            self._leases.pop(task_id, None)
+            if self._leases:
+                self._leases.pop(task_id, None)
             if new or task_id not in idle:
                 idle[task_id] = now
         else:
@@ -1232,8 +1236,8 @@ class TaskStore:
         or None if the task is not stored."""
         with self._lock:
             log = self._logs.get(task_id)
-            if log is None:
-                return None
+            if log is None:                   # no events yet (or no such task)
+                return None if task_id not in self._tasks else (0, [])
             oldest = log.events[0][0] if log.events else log.next_seq
             if log.next_seq <= after + 1:
                 return oldest, []
@@ -1433,8 +1437,8 @@ class _EventLog:
     __slots__ = ("events", "sizes", "size", "next_seq")
 
     def __init__(self):
-        self.events = deque()
-        self.sizes = deque()
+        self.events = []          # (lists: a few events each; a deque costs 600 bytes empty)
+        self.sizes = []
         self.size = 0
         self.next_seq = 0
 
@@ -1444,9 +1448,12 @@ class _EventLog:
         self.events.append((seq, event))
         self.sizes.append(size)
         self.size += size
-        while len(self.events) > count or self.size > limit and len(self.events) > 1:
-            self.events.popleft()
-            self.size -= self.sizes.popleft()
+        drop = 0
+        while len(self.events) - drop > count or self.size > limit and len(self.events) - drop > 1:
+            self.size -= self.sizes[drop]
+            drop += 1
+        if drop:
+            del self.events[:drop], self.sizes[:drop]
         self.next_seq = seq + 1
         return seq
 
@@ -2599,7 +2606,7 @@ class Server:
     def _new_channel(self, owner, caller=None):
         return _Channel(self.store, owner, self.limits,
                         self._push_event if self.capabilities.get("pushNotifications") else None,
-                        caller, self._closing, self._holder())
+                        caller, self._closing, self._holder() if self.store.shared else None)
 
     def _channel(self, task_id, owner, caller=None):
         """The live channel of an existing task, made (from the store) if it has
@@ -4774,6 +4781,7 @@ class SQLiteStore:
         self._pool_lock = threading.Lock()
         self._pool = (None, [])             # (process id, its idle connections)
         self._lendable = (None, None)       # (process id, a semaphore of ``connections``)
+        self._writer = threading.Lock()     # one writer of this process at a time (see _write)
         self.connections = connections
         self._watching = (None, None)       # (process id, the connection changed() asks)
         self._inherited = []                # connections from before a fork: unused, never closed
@@ -4824,6 +4832,7 @@ class SQLiteStore:
                 idle = []
                 self._pool = (pid, idle)
                 self._lendable = (pid, threading.BoundedSemaphore(self.connections))
+                self._writer = threading.Lock()
             lendable = self._lendable[1]
         lendable.acquire()                     # at most ``connections`` lent at once
         with self._pool_lock:
@@ -4867,7 +4876,11 @@ class SQLiteStore:
         return db
 
     def _write(self):
-        """``with self._write() as db:`` one write transaction (BEGIN IMMEDIATE)."""
+        """``with self._write() as db:`` one write transaction (BEGIN IMMEDIATE).
+        The threads of one process take turns on a lock first: waiting for
+        the file's write lock is SQLite's busy handler, which sleeps
+        milliseconds at a time; a thread waiting on a lock here wakes as
+        soon as the one before it commits."""
         return _SQLiteWrite(self)
 
     def _failed(self, error):
@@ -5354,16 +5367,18 @@ class _SQLiteWrite(_Lent):
     def __enter__(self):
         import sqlite3
         db = super().__enter__()
+        self.store._writer.acquire()
         try:
             db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
+            self.store._writer.release()
             self.store._give_back(db)
             raise self.store._failed(error) from error
         return db
 
     def __exit__(self, kind, error, traceback):
         import sqlite3
-        db = self.db
+        store, db = self.store, self.db
         try:
             if kind is None:
                 try:
@@ -5374,9 +5389,10 @@ class _SQLiteWrite(_Lent):
             if db.in_transaction:
                 db.execute("ROLLBACK")
         finally:
-            self.store._give_back(db)
+            store._writer.release()
+            store._give_back(db)
         if isinstance(error, sqlite3.OperationalError):
-            raise self.store._failed(error) from error
+            raise store._failed(error) from error
         return False
 
 
