@@ -330,7 +330,9 @@ def test_a_waiting_task_is_continued_through_another_process(host):
     assert text_of(task["artifacts"]) == "echo: done"
     _, got = result(host.port, "GetTask", {"id": task["id"]})
     said = [m["parts"][0]["text"] for m in got["history"] if m["role"] == "ROLE_USER"]
-    assert said == ["wait"] * (len(turns) - 1) + ["done"]
+    expected = ["wait"] * (len(turns) - 1) + ["done"]
+    # (The history keeps the newest max_history messages: two a turn.)
+    assert said == expected[-len(said):] and len(said) >= min(len(expected), 40)
     # each turn's agent ran in the process its message reached
     assert [n["pid"] for n in host.agent_log(task["id"]) if n["what"] == "start"] == turns
 
