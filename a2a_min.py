@@ -2885,30 +2885,43 @@ class Server:
                 gen.close()
 
     async def _drive_async(self, result, turn):
-        """An async agent's turn: the same steps as _drive and _drain, awaited.
-        A shared store may make a write wait (for another process's), which an
-        event loop must not: then each write runs on a thread (_in_store_thread)."""
-        off = self.store.shared
+        """An async agent's turn: the same steps as _drive and _drain, awaited."""
+        if self.store.shared:
+            return await self._drive_async_off(result, turn)
         try:
             if isinstance(result, AsyncGeneratorType):
                 try:
                     async for item in result:
-                        await self._write(off, turn.emit, item, True)
+                        turn.emit(item, chunked=True)
                         if turn.done:
                             break
                 finally:
                     await result.aclose()
-                await self._write(off, turn.finish)
+                turn.finish()
             else:
-                await self._write(off, turn.complete, await result)
+                turn.complete(await result)
         except Exception as exc:
-            await self._write(off, turn.fail, exc)
+            turn.fail(exc)
 
-    async def _write(self, off, fn, *args):
-        """``fn(*args)``, here or (``off``) on a store thread."""
-        if off:
-            return await _in_store_thread(self, fn, *args)
-        return fn(*args)
+    async def _drive_async_off(self, result, turn):
+        """_drive_async for a store that other processes share: a write may
+        wait there for another process's, which an event loop must not, so
+        each of the turn's writes runs on a store thread (_in_store_thread)."""
+        try:
+            if isinstance(result, AsyncGeneratorType):
+                try:
+                    async for item in result:
+                        await _in_store_thread(self, turn.emit, item, True)
+                        if turn.done:
+                            break
+                finally:
+                    await result.aclose()
+                await _in_store_thread(self, turn.finish)
+            else:
+                answer = await result
+                await _in_store_thread(self, turn.complete, answer)
+        except Exception as exc:
+            await _in_store_thread(self, turn.fail, exc)
 
     # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
 
