@@ -4878,7 +4878,7 @@ class SQLiteStore:
         else:
             db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
                                  check_same_thread=False)     # (lent to one thread at a time)
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            mode = self._journal_mode(db)
             if mode.lower() != "wal":
                 db.close()
                 raise RuntimeError(
@@ -4887,6 +4887,21 @@ class SQLiteStore:
                     "file system (NFS, EFS, SMB) cannot give it: put the file on a local disk")
             db.execute("PRAGMA synchronous=" + ("FULL" if self.durable else "NORMAL"))
         return db
+
+    def _journal_mode(self, db):
+        """Put the file in WAL mode (a no-op once it is). Several processes
+        opening a new file at once (workers starting) contend for it, and
+        SQLite answers "locked" at once rather than waiting: so wait here,
+        up to busy_timeout."""
+        import sqlite3
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                return db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _write(self):
         """``with self._write() as db:`` one write transaction (BEGIN IMMEDIATE).

@@ -1110,3 +1110,26 @@ def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):
             damaged.get(f"t{i}", ALICE)
         damaged.list(ALICE, limit=100)
     assert "damaged" in caught.value.message and "backup" in caught.value.message
+
+
+def test_sqlite_processes_opening_a_new_file_at_once_all_start(tmp_path):
+    """Workers starting together on a file nobody made yet (gunicorn -w 4 on
+    a fresh A2A_STORE): each one opens it, and the schema is made once."""
+    path = str(tmp_path / "new.db")
+    ready, go = os.pipe()
+
+    def work():
+        os.read(ready, 1)                      # all at once
+        store = a2a_min.SQLiteStore(path)
+        store.commit(task(f"t{os.getpid()}"), ALICE, 0)
+        return True
+    pids = [_in_child(work) for _ in range(6)]
+    first = sqlite3.connect(path, isolation_level=None)   # the first worker, making it
+    first.execute("BEGIN IMMEDIATE")
+    first.execute("CREATE TABLE early (a)")
+    os.write(go, b"!" * 6)
+    time.sleep(0.3)                            # the others find it locked, and wait
+    first.execute("COMMIT")
+    first.close()
+    assert [_exit_code(pid) for pid in pids] == [0] * 6
+    assert a2a_min.SQLiteStore(path).stats()["tasks"] == 6
