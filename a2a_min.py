@@ -1096,12 +1096,9 @@ def agent_message(content, **fields):
 _ENTRY_OVERHEAD = 512
 
 
-class TaskStore:
-    """Thread-safe, bounded, in-memory task store: the store contract, kept
-    in this process's memory (every task is lost when it exits; SQLiteStore,
-    below, keeps them in a file that processes share)."""
-
-    shared = False          # only this process writes its tasks
+class _Bounds:
+    """What every store is given: the limits (keyword arguments whose defaults
+    are DEFAULT_LIMITS'), and ``on_evict``, which the Server sets."""
 
     def __init__(self, *, max_tasks=DEFAULT_LIMITS["max_tasks"],
                  task_ttl=DEFAULT_LIMITS["task_ttl"], max_history=DEFAULT_LIMITS["max_history"],
@@ -1123,6 +1120,17 @@ class TaskStore:
         self.replay_buffer_bytes = replay_buffer_bytes
         self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
+
+
+class TaskStore(_Bounds):
+    """Thread-safe, bounded, in-memory task store: the store contract, kept
+    in this process's memory (every task is lost when it exits; SQLiteStore,
+    below, keeps them in a file that processes share)."""
+
+    shared = False          # only this process writes its tasks
+
+    def __init__(self, **limits):
+        super().__init__(**limits)
         self._lock = threading.Lock()
         # id -> (JSON bytes, owner, contextId, state, status timestamp, caller, size,
         #        version, the id of its next event)
@@ -1150,12 +1158,7 @@ class TaskStore:
     def commit(self, task, owner, version, event=None, caller=None, holder=None):
         """Write ``task`` and append ``event`` to its log, as one change. See
         the contract above; returns (JSON bytes, new version, event id)."""
-        history = task.get("history")
-        if history and len(history) > self.max_history:
-            cut = {**task, "history": history[-self.max_history:]}
-            if event is not None and event.get("task") is task:
-                event = {"task": cut}
-            task = cut
+        task, event = _cut_history(task, event, self.max_history)
         body = _dumps(task)                     # raises on what cannot be stored
         size = len(body) + _ENTRY_OVERHEAD
         evicted = []
@@ -1374,23 +1377,13 @@ class TaskStore:
             self._evict_down(task_id, caller, lambda: (share[0] + new, share[1] + grows),
                              max_tasks, max_bytes, evicted)
             if share[0] + new > max_tasks or share[1] + grows > max_bytes:
-                limit, value = (("max_tasks_per_caller", max_tasks) if share[0] + new > max_tasks
-                                else ("max_bytes_per_caller", max_bytes))
-                raise CallerLimitError(
-                    f"you hold {share[0]} unfinished tasks in {share[1]} bytes, your share of "
-                    f"this server's task store ({limit} is {value}); let some finish or cancel "
-                    "them, then try again", metadata={"limit": limit, "value": value})
+                raise _over_share(share[0], share[1], new, max_tasks, max_bytes)
         max_tasks, max_bytes = self.max_tasks, self.max_bytes
         if len(tasks) + new > max_tasks or self._bytes + grows > max_bytes:
             self._evict_down(task_id, None, lambda: (len(tasks) + new, self._bytes + grows),
                              max_tasks, max_bytes, evicted)
             if len(tasks) + new > max_tasks or self._bytes + grows > max_bytes:
-                raise TaskStoreFullError(
-                    f"the task store is full of unfinished tasks ({len(tasks)} tasks, "
-                    f"{self._bytes} bytes; max_tasks {max_tasks}, max_store_bytes {max_bytes}); "
-                    "finish or cancel some, or start the server with larger limits",
-                    metadata={"limit": "max_tasks" if len(tasks) + new > max_tasks
-                              else "max_store_bytes"})
+                raise _store_full(len(tasks), self._bytes, new, max_tasks, max_bytes)
 
     def stats(self):
         """What the store holds: tasks, bytes, idle tasks and callers."""
@@ -1478,6 +1471,39 @@ def _check_version(task_id, stored, version):
     if stored[2] != version:
         raise ConflictError(f"task {task_id} changed meanwhile (version {stored[2]}, not "
                             f"{version}); read it again", metadata={"taskId": task_id})
+
+
+def _cut_history(task, event, keep):
+    """``task`` with the newest ``keep`` messages of its history (a new dict
+    only if it had more), and ``event`` showing that task if it showed the
+    old one: (task, event)."""
+    history = task.get("history")
+    if history and len(history) > keep:
+        cut = {**task, "history": history[-keep:]}
+        if event is not None and event.get("task") is task:
+            event = {"task": cut}
+        return cut, event
+    return task, event
+
+
+def _over_share(tasks, size, new, max_tasks, max_bytes):
+    """The error for a caller whose share (``tasks`` tasks in ``size`` bytes,
+    one more if ``new``) stays past its limits once its idle tasks are gone."""
+    limit, value = (("max_tasks_per_caller", max_tasks) if tasks + new > max_tasks
+                    else ("max_bytes_per_caller", max_bytes))
+    return CallerLimitError(
+        f"you hold {tasks} unfinished tasks in {size} bytes, your share of this server's task "
+        f"store ({limit} is {value}); let some finish or cancel them, then try again",
+        metadata={"limit": limit, "value": value})
+
+
+def _store_full(tasks, size, new, max_tasks, max_bytes):
+    """The error for a store still past its bounds once its idle tasks are gone."""
+    return TaskStoreFullError(
+        f"the task store is full of unfinished tasks ({tasks} tasks, {size} bytes; max_tasks "
+        f"{max_tasks}, max_store_bytes {max_bytes}); finish or cancel some, or start the "
+        "server with larger limits",
+        metadata={"limit": "max_tasks" if tasks + new > max_tasks else "max_store_bytes"})
 
 
 def _no_longer_stored(task_id):
@@ -1804,12 +1830,7 @@ class _Channel:
                 self.tail.append((self.next_seq, event))
                 self.wake()
                 return
-            history = task.get("history")
-            if history and len(history) > self.limits["max_history"]:
-                capped = {**task, "history": history[-self.limits["max_history"]:]}
-                if event.get("task") is task:
-                    event = {"task": capped}
-                task = capped
+            task, event = _cut_history(task, event, self.limits["max_history"])
             _, self.version, seq = self.store.commit(task, self.owner, self.version, event,
                                                      self.caller, self.holder)
             self.task, self.next_seq = task, seq + 1
@@ -4731,7 +4752,7 @@ _SQL_CALLER_IDLE = ("FROM tasks WHERE caller = ?3 AND idle_ms IS NOT NULL "
                     "AND id <> ?1 ORDER BY idle_ms, n LIMIT ?2")
 
 
-class SQLiteStore:
+class SQLiteStore(_Bounds):
     """The task store in an SQLite file, shared by every process that opens it.
 
     ``path`` is a file name, or an ``sqlite:`` URL: ``sqlite:tasks.db`` and
@@ -4754,16 +4775,7 @@ class SQLiteStore:
 
     shared = True                   # other processes may write the same tasks
 
-    def __init__(self, path, *, durable=False, busy_timeout=5.0, connections=16,
-                 max_tasks=DEFAULT_LIMITS["max_tasks"], task_ttl=DEFAULT_LIMITS["task_ttl"],
-                 max_history=DEFAULT_LIMITS["max_history"],
-                 max_bytes=DEFAULT_LIMITS["max_store_bytes"],
-                 max_tasks_per_caller=DEFAULT_LIMITS["max_tasks_per_caller"],
-                 max_bytes_per_caller=DEFAULT_LIMITS["max_bytes_per_caller"],
-                 max_page_bytes=DEFAULT_LIMITS["max_page_bytes"],
-                 replay_buffer=DEFAULT_LIMITS["replay_buffer"],
-                 replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
-                 lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
+    def __init__(self, path, *, durable=False, busy_timeout=5.0, connections=16, **limits):
         import sqlite3
         path = os.fspath(path)
         if path.startswith("sqlite:"):
@@ -4777,20 +4789,10 @@ class SQLiteStore:
         if not path or path == ":memory:" or path.startswith("file:"):
             raise ValueError(f"{path!r}: give the SQLite store a file name (for tasks kept in "
                              "memory, use TaskStore)")
+        super().__init__(**limits)
         self.path = path
         self.durable = durable
         self.busy_timeout = busy_timeout
-        self.max_tasks = max_tasks
-        self.task_ttl = task_ttl
-        self.max_history = max_history
-        self.max_bytes = max_bytes
-        self.max_tasks_per_caller = max_tasks_per_caller
-        self.max_bytes_per_caller = max_bytes_per_caller
-        self.max_page_bytes = max_page_bytes
-        self.replay_buffer = replay_buffer
-        self.replay_buffer_bytes = replay_buffer_bytes
-        self.lease_ttl = lease_ttl
-        self.on_evict = None                # callable(task_id), set by the Server
         self._pool_lock = threading.Lock()
         self._pool = (None, [])             # (process id, its idle connections)
         self._lendable = (None, None)       # (process id, a semaphore of ``connections``)
@@ -5009,12 +5011,7 @@ class SQLiteStore:
         for lease_ttl, and an idle task's lease ends. Returns (JSON as stored,
         new version, the event's sequence number or None). See the store
         contract."""
-        history = task.get("history")
-        if history and len(history) > self.max_history:
-            capped = {**task, "history": history[-self.max_history:]}
-            if event is not None and event.get("task") is task:
-                event = {"task": capped}
-            task = capped
+        task, event = _cut_history(task, event, self.max_history)
         task_id = task["id"]
         status = task["status"]
         state = status["state"]
@@ -5147,13 +5144,7 @@ class SQLiteStore:
             share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
             tasks, size = tasks - freed_tasks, size - freed_bytes
             if share_tasks + new > max_tasks or share_bytes + grows > max_bytes:
-                limit, value = (("max_tasks_per_caller", max_tasks)
-                                if share_tasks + new > max_tasks
-                                else ("max_bytes_per_caller", max_bytes))
-                raise CallerLimitError(
-                    f"you hold {share_tasks} unfinished tasks in {share_bytes} bytes, your share "
-                    f"of this server's task store ({limit} is {value}); let some finish or "
-                    "cancel them, then try again", metadata={"limit": limit, "value": value})
+                raise _over_share(share_tasks, share_bytes, new, max_tasks, max_bytes)
         max_tasks, max_bytes = self.max_tasks, self.max_bytes
         if tasks + new > max_tasks or size + grows > max_bytes:
             freed_tasks, freed_bytes = self._evict_down(
@@ -5161,12 +5152,7 @@ class SQLiteStore:
                 evicted)
             tasks, size = tasks - freed_tasks, size - freed_bytes
             if tasks + new > max_tasks or size + grows > max_bytes:
-                raise TaskStoreFullError(
-                    f"the task store is full of unfinished tasks ({tasks} tasks, {size} bytes; "
-                    f"max_tasks {max_tasks}, max_store_bytes {max_bytes}); finish or cancel "
-                    "some, or start the server with larger limits",
-                    metadata={"limit": "max_tasks" if tasks + new > max_tasks
-                              else "max_store_bytes"})
+                raise _store_full(tasks, size, new, max_tasks, max_bytes)
 
     @staticmethod
     def _evict_down(db, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted):

@@ -214,15 +214,7 @@ def test_concurrent_writers_lose_no_update(store):
     def write(name):
         try:
             for i in range(25):
-                while True:
-                    current = store.get("t1", ALICE)
-                    history = current["history"] + [{"messageId": f"{name}-{i}"}]
-                    try:
-                        store.commit(task("t1", history=history), ALICE, current.version,
-                                     {"statusUpdate": {"by": name, "i": i}})
-                        break
-                    except ConflictError:
-                        continue
+                _append_until_committed(store, name, i, "by")
         except Exception as error:        # reported below
             errors.append(error)
     threads = [threading.Thread(target=write, args=(n,)) for n in "abcd"]
@@ -935,6 +927,20 @@ def _in_child(work):
     return pid
 
 
+def _append_until_committed(store, who, i, key):
+    """Read t1, add message "{who}-{i}" and a statusUpdate {key: who, "i": i},
+    commit over the version read; on ConflictError read again and retry."""
+    while True:
+        current = store.get("t1", ALICE)
+        history = current["history"] + [{"messageId": f"{who}-{i}"}]
+        try:
+            store.commit(task("t1", history=history), ALICE, current.version,
+                         {"statusUpdate": {key: who, "i": i}})
+            return
+        except ConflictError:
+            continue
+
+
 def sql(store, query, args=()):
     """Rows of a query on a connection the store lends."""
     with store._db() as db:
@@ -992,15 +998,7 @@ def test_sqlite_processes_writing_one_task_lose_no_update(path):
 
     def work():
         for i in range(100):
-            while True:
-                current = store.get("t1", ALICE)
-                history = current["history"] + [{"messageId": f"{os.getpid()}-{i}"}]
-                try:
-                    store.commit(task("t1", history=history), ALICE, current.version,
-                                 {"statusUpdate": {"pid": os.getpid(), "i": i}})
-                    break
-                except ConflictError:
-                    continue
+            _append_until_committed(store, os.getpid(), i, "pid")
         return True
     pids = [_in_child(work) for _ in range(4)]
     assert [_exit_code(pid) for pid in pids] == [0, 0, 0, 0]
