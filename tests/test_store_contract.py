@@ -818,9 +818,9 @@ def test_sqlite_a_file_opened_read_only_serves_reads(path, monkeypatch):
 def test_sqlite_a_full_disk_is_an_internal_error_and_rolls_back(sqlite_store):
     store = sqlite_store
     store.commit(task("t1"), ALICE, 0)
-    with store._db() as db:                   # the pool's one connection, lent again next
-        pages = db.execute("PRAGMA page_count").fetchone()[0]
-        db.execute(f"PRAGMA max_page_count = {pages}")  # as if the disk had no more room
+    db = store._writing().db                  # the connection commits write on
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages}")  # as if the disk had no more room
     with pytest.raises(InternalError) as caught:
         for i in range(100):
             store.commit(task("t%d" % (i + 2), pad="x" * 3000), ALICE, 0)
@@ -1087,6 +1087,60 @@ def test_sqlite_a_version_1_file_is_brought_to_version_2(path):
     assert sql(store, "SELECT value FROM meta") == [(str(a2a_min.SQLITE_SCHEMA_VERSION),)]
     assert sql(store, "SELECT config_bytes, size FROM tasks") == [(500, 560)]
     assert store.stats()["bytes"] == 560
+
+
+def test_sqlite_a_version_2_file_is_brought_to_version_3(path):
+    """Version 3 writes fewer pages a commit: the totals move into the
+    ``callers`` table (caller ''), tasks are numbered from ``made`` instead
+    of AUTOINCREMENT, one index of idle tasks, tasks_by_owner ascending. A
+    version 2 file keeps every task, event, config, lease and count, and a
+    task made after it is numbered above every number used before, even
+    that of a task since deleted."""
+    import sqlite3 as sq
+    db = sq.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("BEGIN IMMEDIATE")
+    for step in a2a_min._SQLITE_MIGRATIONS[:2]:
+        for statement in step:
+            db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    insert = ("INSERT INTO tasks (id, owner, caller, context_id, state, stamp, idle_ms, version, "
+              "next_seq, first_seq, event_bytes, size, body) VALUES (?, ?, ?, 'ctx', ?, ?, ?, 1, "
+              "?, 0, ?, ?, ?)")
+    now = int(time.time() * 1000)
+    for task_id, who, state, idle in (("t1", ALICE, WORKING, None), ("t2", BOB, COMPLETED, now),
+                                      ("t3", ALICE, COMPLETED, now)):
+        body = json.dumps(task(task_id, state)).encode()
+        db.execute(insert, (task_id, a2a_min._key(who), a2a_min._key(who), state, _stamp(1),
+                            idle, 1 if task_id == "t1" else 0, 9 if task_id == "t1" else 0,
+                            len(body) + (9 if task_id == "t1" else 0), body))
+    db.execute("INSERT INTO events VALUES ('t1', 0, ?)", (b'{"task":{}}',))
+    config = json.dumps({"id": "a", "url": "http://127.0.0.1:9/hook"}).encode()
+    db.execute("INSERT INTO push_configs (task_id, id, body) VALUES ('t1', 'a', ?)", (config,))
+    db.execute("INSERT INTO leases VALUES ('t1', 'p1', 1)")
+    db.execute("DELETE FROM tasks WHERE id = 't3'")        # the highest number, now unused
+    before = db.execute("SELECT tasks, bytes FROM totals").fetchone()
+    db.execute("COMMIT")
+    db.close()
+    store = a2a_min.SQLiteStore(path)
+    assert sql(store, "SELECT value FROM meta") == [(str(a2a_min.SQLITE_SCHEMA_VERSION),)]
+    stats = store.stats()
+    assert (stats["tasks"], stats["bytes"], stats["callers"]) == before + (2,)
+    assert store.get("t1", ALICE)["id"] == "t1" and store.get("t2", BOB) is not None
+    assert store.events("t1") == (0, [(0, {"task": {}})])
+    assert store.configs("t1") == [json.loads(config)]
+    assert sql(store, "SELECT config_bytes FROM tasks WHERE id = 't1'") == [(len(config),)]
+    assert store.expired() == [("t1", ALICE)]
+    tables = {name for (name,) in sql(store, "SELECT name FROM sqlite_master")}
+    assert "totals" not in tables and "tasks_idle_by_caller" not in tables
+    assert "DESC" not in sql(store, "SELECT sql FROM sqlite_master WHERE name = "
+                                    "'tasks_by_owner'")[0][0]
+    store.commit(task("t4", COMPLETED), ALICE, 0)
+    store.commit(task("t5", WORKING), ALICE, 0)
+    numbers = dict(sql(store, "SELECT id, n FROM tasks"))
+    assert numbers["t4"] > 3 and numbers["t5"] > numbers["t4"]      # t3 was number 3
+    assert store.stats()["tasks"] == 4
+    assert [t["id"] for t in store.list(ALICE)[0]] == ["t1", "t5", "t4"]     # newest stamp first
 
 
 def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):
