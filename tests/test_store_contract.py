@@ -860,6 +860,63 @@ def test_sqlite_a_task_is_counted_for_its_json_and_its_kept_events(path):
     assert row[1] == sum(len(a2a_min._dumps(e)) for _, e in kept)
 
 
+def test_sqlite_commits_of_threads_at_once_are_one_transaction_each_with_its_outcome(path):
+    """Threads committing while another writes wait, and the next leader
+    commits all of them in one transaction (group commit). Each still gets
+    its own outcome: new tasks (in one statement, or the general way with an
+    event), an update over the right version, and the refused ones (a stale
+    version, an id that exists) refused without undoing the others."""
+    store = a2a_min.SQLiteStore(path, commit_delay=0)
+    store.commit(task("x"), ALICE, 0)
+    groups = []
+    run_group = store._run_group
+    store._run_group = lambda group, batch: (groups.append(len(batch)), run_group(group, batch))
+    outcomes = {}
+
+    def commit(name, *args, **kwargs):
+        try:
+            outcomes[name] = store.commit(*args, **kwargs)[1:]
+        except Exception as error:             # what the test looks at
+            outcomes[name] = error
+
+    works = [("first", task("f", COMPLETED), ALICE, 0),
+             ("a", task("a", COMPLETED), ALICE, 0), ("b", task("b", COMPLETED), BOB, 0),
+             ("stale", task("x"), ALICE, 0), ("update", task("x", COMPLETED), ALICE, 1),
+             ("event", task("c"), ALICE, 0, {"statusUpdate": {}}),
+             ("again", task("a", COMPLETED), ALICE, 0)]
+    group = store._writing()
+    threads = [threading.Thread(target=commit, args=work) for work in works]
+    with group.turn:                        # as if another thread of this process wrote
+        threads[0].start()
+        while not group.leading or group.waiting:
+            time.sleep(0.001)               # the first took its group and waits to write
+        for thread in threads[1:]:
+            thread.start()
+        while len(group.waiting) < len(works) - 1:
+            time.sleep(0.001)
+    for thread in threads:
+        thread.join(10)
+    assert groups == [1, len(works) - 1]
+    assert outcomes["first"] == outcomes["b"] == (1, None)
+    assert outcomes["update"] == (2, None) and outcomes["event"] == (1, 0)
+    assert isinstance(outcomes["stale"], ConflictError)
+    twins = [outcomes["a"], outcomes["again"]]        # one id twice: whichever came first
+    assert (1, None) in twins and sum(isinstance(o, ConflictError) for o in twins) == 1
+    assert store.get("x", ALICE)["status"]["state"] == COMPLETED
+    assert store.get("b", BOB) is not None and store.events("c") == (0, [(0, {"statusUpdate": {}})])
+    assert store.stats()["tasks"] == 5                                 # f, a, b, c, x
+
+
+def test_sqlite_a_lone_writer_never_waits_for_company(path):
+    """commit_delay applies only while commits come together: one thread
+    committing alone is never made to wait."""
+    store = a2a_min.SQLiteStore(path, commit_delay=5.0)
+    started = time.monotonic()
+    for i in range(50):
+        store.commit(task("t%d" % i, COMPLETED), ALICE, 0)
+    assert time.monotonic() - started < 5.0
+
+
 def test_sqlite_changed_moves_when_another_connection_commits(path):
     """changed() moves for another store's (process's) commit, not for this
     one's; a task read again is decoded once per version, and never served
