@@ -1865,11 +1865,13 @@ class _Channel:
             self.task, self.version = task, task.version
             self.next_seq = max(self.next_seq, task.next_seq)
 
-    def save(self, task):
-        """Store a snapshot no stream or webhook is to hear of (no event)."""
+    def save(self, task, committed=None):
+        """Store a snapshot no stream or webhook is to hear of (no event);
+        ``committed``: what the store's commit of it returned, if the caller
+        committed it already (_LoopCommits)."""
         with self.lock:
-            stored, self.version, _ = self.store.commit(task, self.owner, self.version, None,
-                                                        self.caller, self.holder)
+            stored, self.version, _ = committed or self.store.commit(
+                task, self.owner, self.version, None, self.caller, self.holder)
             if type(task) is _StoredTask:
                 task.json, task.version, task.next_seq = stored, self.version, self.next_seq
             self.task = task
@@ -2435,6 +2437,8 @@ class Server:
         self._holder_of = (None, None)      # (process id, this process's name in leases)
         self._watch = None                  # the _StoreWatch of a shared store, in this process
         self._offloader = None              # threads for store calls of event-loop hosts
+        import weakref
+        self._loop_commits = weakref.WeakKeyDictionary()  # loop -> _LoopCommits (shared store)
         self._card_fields = {
             "name": name,
             "description": description,
@@ -2940,7 +2944,18 @@ class Server:
                 await _in_store_thread(self, turn.finish)
             else:
                 answer = await result
-                await _in_store_thread(self, turn.complete, answer)
+                task = _at_once(turn, answer)
+                if task is not None and hasattr(self.store, "commit_many"):
+                    # Committed with the others this pass of the loop ends
+                    # (_LoopCommits): no thread, unless a write lock is held.
+                    channel = turn.channel
+                    committed = await _LoopCommits.of(self).add(
+                        task, channel.owner, channel.version, None, channel.caller,
+                        channel.holder)
+                    channel.save(task, committed)
+                    turn._end_turn()
+                else:
+                    await _in_store_thread(self, turn.complete, answer)
         except Exception as exc:
             await _in_store_thread(self, turn.fail, exc)
 
@@ -4894,6 +4909,7 @@ class SQLiteStore(_Bounds):
         self._inherited = []                # connections from before a fork: unused, never closed
         self._recent = {}                   # id -> (n, _StoredTask), decoded (see get())
         self._keys = {}                     # owner or caller -> _key() of it
+        self._here = threading.local()      # .no_wait: inside not_waiting() on this thread
         self._statements = {}               # (rows, callers) -> _SQL_INSERT_AT_ONCE for them (at most 64 x 64)
         self._complained = 0.0              # when a failed write was last logged
         folder = os.path.dirname(os.path.abspath(path))
@@ -4998,16 +5014,16 @@ class SQLiteStore(_Bounds):
                     raise
                 time.sleep(0.01)
 
-    def _write(self, begin=True):
+    def _write(self):
         """``with self._write() as db:`` one write transaction (BEGIN IMMEDIATE).
         The threads of one process take turns on a lock first: waiting for
         the file's write lock is SQLite's busy handler, which sleeps
         milliseconds at a time; a thread waiting on a lock here wakes as
         soon as the one before it commits."""
-        return _SQLiteWrite(self, begin)
+        return _SQLiteWrite(self)
 
-    def _together(self, work, args, at_once=None):
-        """``work(db, *args)`` in a write transaction, with the commits other
+    def _together(self, mine):
+        """Commit ``mine`` (a _GroupWork) in a write transaction, with those other
         threads of this process make at the same time (group commit): its
         result, or its error. One thread leads: it takes every work waiting
         (at most _GROUP), runs them in one transaction and commits them all
@@ -5025,8 +5041,8 @@ class SQLiteStore(_Bounds):
         threaded server, 16 clients' SendMessage with a delay of 0.5 ms went
         from about 5,000 to 7,500 a second (the groups from 1.2 to 12
         commits). With one client there is no company and no wait."""
+        self._may_wait()
         group = self._writing()
-        mine = _GroupWork(work, args, at_once)
         with group.lock:
             group.waiting.append(mine)
             lead = not group.leading
@@ -5042,7 +5058,8 @@ class SQLiteStore(_Bounds):
                 batch = group.waiting[:_GROUP]
                 del group.waiting[:_GROUP]
             group.company += (len(batch) - group.company) / 8
-            self._run_group(group, batch)
+            with group.turn:
+                self._run_group(group, batch)
         finally:
             with group.lock:                # the next waiting thread leads the next group
                 if group.waiting:
@@ -5052,6 +5069,18 @@ class SQLiteStore(_Bounds):
                     group.leading = False
         return mine.outcome()
 
+    def not_waiting(self):
+        """``with store.not_waiting():`` the block may read, but a write
+        (which may wait for another process's to finish) raises _WouldWait
+        before it begins. How a host on an event loop answers a request on
+        the loop itself when it needs no write, and runs it again on a store
+        thread when it does (_here_unless_it_waits)."""
+        return _NotWaiting(self._here)
+
+    def _may_wait(self):
+        if getattr(self._here, "no_wait", False):
+            raise _WouldWait()
+
     def _writing(self):
         """This process's _WriteGroup (a new one after a fork: the parent's
         locks and connection are not the child's to use)."""
@@ -5060,48 +5089,63 @@ class SQLiteStore(_Bounds):
             with self._pool_lock:
                 pid, group = self._writers
                 if pid != os.getpid():
-                    if group is not None and group.db is not None:
-                        self._inherited.append(group.db)
+                    if group is not None:
+                        self._inherited += [db for db in (group.db, group.now) if db]
                     group = _WriteGroup()
                     self._writers = (os.getpid(), group)
         return group
 
-    def _run_group(self, group, batch):
-        """One transaction of _together's, on the process's own connection for
-        writing: each work in ``batch`` gets its outcome (result or error),
-        and all but the leader's are woken. A work that refuses (an A2AError)
-        must have written nothing; any other error fails the transaction, and
-        so every work in it. A work alone runs outside a transaction: one
-        statement is a transaction of its own, and a work that needs more
-        begins one (BEGIN IMMEDIATE)."""
+    def _run_group(self, group, batch, wait=True):
+        """One transaction of _together's (or commit_many's), with ``group.turn``
+        held: each work in ``batch`` gets its outcome (result or error), and
+        all but the first (the leader's own) are woken. A work that refuses
+        (an A2AError) must have written nothing; any other error fails the
+        transaction, and so every work in it. A work alone runs outside a
+        transaction: one statement is a transaction of its own, and a work
+        that needs more begins one (BEGIN IMMEDIATE). ``wait`` false: on the
+        connection that never waits for another process's write lock
+        (group.now); if one is held, _WouldWait, with nothing written."""
         import sqlite3
         try:
-            with group.turn:
-                db = group.db
-                if db is None:
-                    db = group.db = self._connect()
-                try:
-                    if len(batch) > 1:
-                        db.execute("BEGIN IMMEDIATE")
-                    rest = batch
-                    new = [work for work in batch if work.at_once is not None]
-                    if new and self._insert_at_once(db, new):
-                        rest = [work for work in batch if work.at_once is None]
-                    for work in rest:
-                        try:
-                            work.result = work.work(db, *work.args)
-                        except A2AError as error:
-                            work.error = error
-                    if db.in_transaction:
-                        db.execute("COMMIT")
-                except BaseException:
+            db = group.db if wait else group.now
+            if db is None:
+                db = self._connect()
+                if wait:
+                    group.db = db
+                else:
+                    db.execute("PRAGMA busy_timeout = 0")
+                    db.execute("PRAGMA wal_autocheckpoint = 0")   # the watch checkpoints
+                    group.now = db
+            try:
+                if len(batch) > 1:
+                    db.execute("BEGIN IMMEDIATE")
+                rest = batch
+                new = [work for work in batch if work.at_once is not None]
+                if new and self._insert_at_once(db, new):
+                    rest = [work for work in batch if work.at_once is None]
+                for work in rest:
                     try:
-                        if db.in_transaction:
-                            db.execute("ROLLBACK")
-                    except Exception:           # the connection is in no state to go on
+                        work.result = work.work(db, *work.args)
+                    except A2AError as error:
+                        work.error = error
+                if db.in_transaction:
+                    db.execute("COMMIT")
+                if not wait:
+                    group.unchecked += len(batch)
+            except BaseException as error:
+                try:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                except Exception:           # the connection is in no state to go on
+                    if wait:
                         group.db = None
-                        db.close()
-                    raise
+                    else:
+                        group.now = None
+                    db.close()
+                if not wait and isinstance(error, sqlite3.OperationalError) and \
+                        ("locked" in str(error) or "busy" in str(error)):
+                    raise _WouldWait() from None        # another process writes: nothing done
+                raise
         except BaseException as error:      # the transaction failed: every work in it did
             failure = self._failed(error) if isinstance(error, sqlite3.DatabaseError) else error
             for work in batch:
@@ -5250,6 +5294,57 @@ class SQLiteStore(_Bounds):
         for lease_ttl, and an idle task's lease ends. Returns (JSON as stored,
         new version, the event's sequence number or None). See the store
         contract."""
+        work = self._commit_work(task, owner, version, event, caller, holder)
+        return self._committed(work, self._together(work))
+
+    def commit_many(self, calls, wait=True):
+        """commit(*args) for each argument tuple of ``calls``, in one
+        transaction: the outcome of each, its result or the A2AError that
+        refused it. ``wait`` false: rather than wait for a write lock (this
+        process's, or another's), raise _WouldWait, having written nothing.
+        How an event loop commits what its turns ended with in one pass
+        (_LoopCommits)."""
+        self._may_wait()
+        outcomes, works = [None] * len(calls), []
+        for i, args in enumerate(calls):
+            try:
+                works.append((i, self._commit_work(*args)))
+            except Exception as error:       # (a task that cannot be encoded, say)
+                outcomes[i] = error
+        group = self._writing()
+        if wait:
+            group.turn.acquire()
+        elif not group.turn.acquire(blocking=False):
+            raise _WouldWait()
+        try:
+            if works:
+                self._run_group(group, [work for _, work in works], wait)
+        finally:
+            group.turn.release()
+        for i, work in works:
+            try:
+                outcomes[i] = self._committed(work, work.outcome())
+            except A2AError as error:
+                outcomes[i] = error
+        return outcomes
+
+    def checkpoint(self):
+        """Fold the write-ahead log back into the file if an event loop has
+        committed much since the last time (its connection leaves this to the
+        watch thread, which calls it: a checkpoint waits for the disk). This
+        process's writers are held off meanwhile, so that the log is folded
+        whole and starts again from its beginning, instead of growing while
+        writers keep adding to it."""
+        group = self._writing()
+        if group.unchecked < _CHECKPOINT_AFTER:
+            return
+        with group.turn:
+            group.unchecked = 0
+            with self._db() as db:
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def _commit_work(self, task, owner, version, event=None, caller=None, holder=None):
+        """What commit() will write, ready to be committed (a _GroupWork)."""
         task, event = _cut_history(task, event, self.max_history)
         body = _dumps(task)                     # raises on what cannot be stored
         if event is None:
@@ -5260,18 +5355,21 @@ class SQLiteStore(_Bounds):
             event_body = _dumps(event)
         owner_key = self._key(owner)
         caller_key = owner_key if caller is None else self._key(caller)
-        evicted = []
         status = task["status"]
         at_once = None
         if version == 0 and event_body is None and status["state"] in _IDLE_STATES:
             at_once = (task["id"], owner_key, caller_key, task.get("contextId", ""),
                        status["state"], status.get("timestamp", ""), body)
-        seq, refused = self._together(self._commit_in, (
-            task, owner_key, caller_key, version, body, event_body, holder, evicted), at_once)
-        self._tell_evicted(evicted)
+        return _GroupWork(self._commit_in, (task, owner_key, caller_key, version, body,
+                                            event_body, holder, []), at_once)
+
+    def _committed(self, work, result):
+        """commit()'s answer, once ``work`` was committed with ``result``."""
+        seq, refused = result
+        self._tell_evicted(work.args[-1])
         if refused is not None:
             raise refused
-        return body, version + 1, seq
+        return work.args[4], work.args[3] + 1, seq
 
     def _commit_in(self, db, task, owner_key, caller_key, version, body, event_body, holder,
                    evicted):
@@ -5590,24 +5688,28 @@ class SQLiteStore(_Bounds):
 _IDLE_CONNECTIONS = 8
 
 
-# The most commits one group commit of an SQLiteStore takes (see _together).
+# The most commits one group commit of an SQLiteStore takes (see _together),
+# and how many an event loop makes before the watch checkpoints (checkpoint()).
 _GROUP = 64
+_CHECKPOINT_AFTER = 128
 
 
 class _WriteGroup:
     """A process's writers of one SQLiteStore: the works waiting to be
     committed and whether a thread is leading a group (see _together);
-    ``turn``, held by whoever writes (a group's leader, or a _SQLiteWrite);
-    and the connection the groups write on."""
+    ``turn``, held by whoever writes (a group's leader, commit_many, a
+    _SQLiteWrite, a checkpoint); and the connections they write on."""
 
-    __slots__ = ("lock", "waiting", "leading", "turn", "db", "company")
+    __slots__ = ("lock", "waiting", "leading", "turn", "db", "now", "unchecked", "company")
 
     def __init__(self):
         self.lock = threading.Lock()
         self.waiting = []
         self.leading = False
         self.turn = threading.Lock()
-        self.db = None
+        self.db = None          # the connection groups write on
+        self.now = None         # ... and the one an event loop writes on (never waits)
+        self.unchecked = 0      # commits on ``now`` since the last checkpoint
         self.company = 1.0      # how many commits a group has held lately (a moving mean)
 
 
@@ -5658,6 +5760,29 @@ def _key(value):
     return json.dumps(value, sort_keys=True, default=str)
 
 
+class _WouldWait(BaseException):
+    """A shared store's write, asked for inside not_waiting(): nothing was
+    written. (A BaseException: no ``except Exception`` on the way may take
+    it for the request's error.)"""
+
+
+class _NotWaiting:
+    """SQLiteStore.not_waiting()'s block."""
+
+    __slots__ = ("here", "was")
+
+    def __init__(self, here):
+        self.here = here
+
+    def __enter__(self):
+        self.was = getattr(self.here, "no_wait", False)
+        self.here.no_wait = True
+
+    def __exit__(self, *exc):
+        self.here.no_wait = self.was
+        return False
+
+
 class _Lent:
     """``with store._db() as db``: a connection borrowed from the store's
     pool for the block, given back after it."""
@@ -5681,24 +5806,17 @@ class _Lent:
 
 class _SQLiteWrite(_Lent):
     """One write transaction of an SQLiteStore, on a borrowed connection:
-    BEGIN IMMEDIATE (unless ``begin`` is false: then the block may write one
-    statement alone, or begin the transaction itself), then COMMIT, or
-    ROLLBACK on an error. SQLite's errors on
+    BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on an error. SQLite's errors on
     writing (read-only file, full disk, lock held too long) leave as the
     store's A2AError for them."""
 
-    __slots__ = ("begin",)
-
-    def __init__(self, store, begin=True):
-        super().__init__(store)
-        self.begin = begin
+    __slots__ = ()
 
     def __enter__(self):
         import sqlite3
+        self.store._may_wait()
         db = super().__enter__()
         self.store._writing().turn.acquire()
-        if not self.begin:              # (the block begins one if it needs it)
-            return db
         try:
             db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
@@ -5713,8 +5831,7 @@ class _SQLiteWrite(_Lent):
         try:
             if kind is None:
                 try:
-                    if db.in_transaction:
-                        db.execute("COMMIT")
+                    db.execute("COMMIT")
                     return False
                 except sqlite3.OperationalError as failed:
                     error = failed
@@ -5797,6 +5914,8 @@ class _StoreWatch:
                 if version != seen:
                     seen = version
                     self._news(server)
+                    if hasattr(server.store, "checkpoint"):
+                        server.store.checkpoint()
                 if time.monotonic() >= renew_at:          # (the store's leases, its ttl)
                     renew_at = time.monotonic() + server.store.lease_ttl / 3
                     server.store.renew(server._holder())
@@ -5948,20 +6067,28 @@ def _ended_at_once(turn, result):
     Measured on an in-process SendMessage of an async text agent on an event
     loop: 41.3 us a request, against 43.2 us through three _apply calls, and
     more through the general path (three snapshots stored, three events)."""
+    task = _at_once(turn, result)
+    if task is None:
+        return False
+    turn.channel.save(task)
+    turn._end_turn()
+    return True
+
+
+def _at_once(turn, result):
+    """The task _ended_at_once stores, if the turn is one it may (else None)."""
     channel = turn.channel
     if not (isinstance(result, str) and channel.task is None and not turn.watched
             and channel.on_event is None and not turn.ctx._canceled):
-        return False
+        return None
     ctx, server = turn.ctx, turn.server
     # What _apply makes of the message, the artifact and COMPLETED, made at once
     # (and as a _StoredTask, which save() gives its JSON).
-    channel.save(_StoredTask(
+    return _StoredTask(
         id=ctx.task_id, contextId=ctx.context_id,
         status={"state": "TASK_STATE_COMPLETED", "timestamp": server._now()},
         history=[ctx.message],
-        artifacts=[{"artifactId": server._new_id(), "parts": [{"text": result}]}]))
-    turn._end_turn()
-    return True
+        artifacts=[{"artifactId": server._new_id(), "parts": [{"text": result}]}])
 
 
 def _encoded_result(result):
@@ -6068,6 +6195,90 @@ def _in_store_thread(server, fn, *args):
                                                        thread_name_prefix="a2a-store")
             pool = server._offloader
     return asyncio.get_running_loop().run_in_executor(pool, functools.partial(fn, *args))
+
+
+class _LoopCommits:
+    """The commits that an event loop's turns end with during one pass of
+    the loop, for a store that other processes share: committed together
+    (SQLiteStore.commit_many) once the pass is over, on the loop itself
+    unless a write lock is held (then on a store thread). Many clients'
+    SendMessage answered by async agents end in the same pass, so one
+    transaction holds them all, and no thread is handed anything."""
+
+    __slots__ = ("server", "loop", "waiting")
+
+    def __init__(self, server, loop):
+        self.server, self.loop, self.waiting = server, loop, []
+
+    @staticmethod
+    def of(server):
+        """The running loop's, for ``server`` (made on first use)."""
+        import asyncio
+        loop = asyncio.get_running_loop()
+        commits = server._loop_commits.get(loop)
+        if commits is None:
+            commits = server._loop_commits[loop] = _LoopCommits(server, loop)
+        return commits
+
+    def add(self, *args):
+        """A future of store.commit(*args)'s result."""
+        future = self.loop.create_future()
+        if not self.waiting:
+            self.loop.call_soon(self.flush)
+        self.waiting.append((args, future))
+        return future
+
+    def flush(self):
+        batch, self.waiting = self.waiting, []
+        calls = [args for args, _ in batch]
+        store = self.server.store
+        try:
+            outcomes = store.commit_many(calls, wait=False)
+        except _WouldWait:                  # a write lock is held: wait on a thread
+            done = _in_store_thread(self.server, store.commit_many, calls)
+            done.add_done_callback(functools.partial(self._settle_later, batch))
+            return
+        except Exception as error:          # the store failed: each commit did
+            outcomes = [error] * len(batch)
+        self._settle(batch, outcomes)
+
+    def _settle_later(self, batch, done):
+        try:
+            outcomes = done.result()
+        except Exception as error:
+            outcomes = [error] * len(batch)
+        self._settle(batch, outcomes)
+
+    @staticmethod
+    def _settle(batch, outcomes):
+        for (_, future), outcome in zip(batch, outcomes):
+            if future.done():               # (its turn was canceled meanwhile)
+                continue
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+
+def _here_unless_it_waits(server, *args):
+    """``server.handle_http(*args)`` on this thread, an event loop's, for a
+    server whose store other processes share, if answering needs no write
+    to the store (a write may wait for another process's): reads never wait
+    (SQLite's write-ahead log). None if it needs one: nothing was written,
+    and nothing begun that cannot be begun again (the first write of a
+    request comes before its agent starts: an async agent's own writes run
+    on store threads, _drive_async_off), so the host runs the request again
+    on a store thread (_in_store_thread). A SendMessage of a new task and
+    every read are answered here: a hand-off to a thread and back, about a
+    third of such a request's cost, is saved."""
+    not_waiting = getattr(server.store, "not_waiting", None)
+    if not_waiting is None:                 # a store of someone else's: always a thread
+        return None
+    try:
+        with not_waiting():
+            return server.handle_http(*args)
+    except _WouldWait:
+        return None
 
 
 def _call_on(loop, fn, *args):
@@ -6948,16 +7159,17 @@ class _LoopConnection:
             method, keep = request.method, request.keep_alive
             path, _, query = request.target.partition("?")
             base_url = "http://" + (request.headers.get("host") or self.local)
-            if server.store.shared:                # it may wait for the store: on a thread
-                spawn = functools.partial(_call_on, self.loop, self.spawn)
-                self.busy = _in_store_thread(
-                    server, server.handle_http, method, path, query, request.headers,
-                    request.body, base_url, self.peer, spawn)
-                self.busy.add_done_callback(
-                    functools.partial(self.handled_off_loop, method, keep))
-                return
-            response = server.handle_http(method, path, query, request.headers, request.body,
-                                          base_url, self.peer, self.spawn)
+            args = (method, path, query, request.headers, request.body, base_url, self.peer)
+            if server.store.shared:                # a write may wait for the store: on a thread
+                response = _here_unless_it_waits(server, *args, self.spawn)
+                if response is None:
+                    spawn = functools.partial(_call_on, self.loop, self.spawn)
+                    self.busy = _in_store_thread(server, server.handle_http, *args, spawn)
+                    self.busy.add_done_callback(
+                        functools.partial(self.handled_off_loop, method, keep))
+                    return
+            else:
+                response = server.handle_http(*args, self.spawn)
             if not self.answer(response, method, keep):
                 return
 
@@ -7184,10 +7396,12 @@ def asgi_app(server, *, grace=10.0):
         else:
             args = (scope["method"], path, scope.get("query_string", b"").decode("latin-1"),
                     headers, b"".join(chunks), base_url, (scope.get("client") or (None,))[0])
-            if server.store.shared:                # it may wait for the store: on a thread
-                response = await _in_store_thread(
-                    server, server.handle_http, *args,
-                    functools.partial(_call_on, loop, spawner(loop)))
+            if server.store.shared:                # a write may wait for the store: on a thread
+                response = _here_unless_it_waits(server, *args, spawner(loop))
+                if response is None:
+                    response = await _in_store_thread(
+                        server, server.handle_http, *args,
+                        functools.partial(_call_on, loop, spawner(loop)))
             else:
                 response = server.handle_http(*args, spawner(loop))
             response = await _answer_async(response)
