@@ -5119,15 +5119,15 @@ class SQLiteStore(_Bounds):
             try:
                 if len(batch) > 1:
                     db.execute("BEGIN IMMEDIATE")
-                rest = batch
+                # The new tasks that end as they begin, in one statement; if they
+                # do not fit (or one's id exists), the first goes the general way
+                # (which makes room, or says what is wrong), and the rest try again.
                 new = [work for work in batch if work.at_once is not None]
-                if new and self._insert_at_once(db, new):
-                    rest = [work for work in batch if work.at_once is None]
-                for work in rest:
-                    try:
-                        work.result = work.work(db, *work.args)
-                    except A2AError as error:
-                        work.error = error
+                while new and not self._insert_at_once(db, new):
+                    self._run_work(db, new.pop(0))
+                for work in batch:
+                    if work.at_once is None:
+                        self._run_work(db, work)
                 if db.in_transaction:
                     db.execute("COMMIT")
                 if not wait:
@@ -5155,6 +5155,13 @@ class SQLiteStore(_Bounds):
         finally:
             for work in batch[1:]:          # (the first is the leader's own)
                 work.ready.release()
+
+    @staticmethod
+    def _run_work(db, work):
+        try:
+            work.result = work.work(db, *work.args)
+        except A2AError as error:           # (refused before it wrote anything)
+            work.error = error
 
     def _insert_at_once(self, db, works):
         """Insert the new tasks of ``works`` that end as they begin (a
@@ -5327,6 +5334,48 @@ class SQLiteStore(_Bounds):
             except A2AError as error:
                 outcomes[i] = error
         return outcomes
+
+    def tidy(self):
+        """Evict ahead of need, from the watch thread (which calls it every
+        ``store_poll``): the expired tasks, and the oldest idle ones while the
+        store, or a caller's share, is within a 64th of its bounds (down to a
+        32nd below), at most 64 to a transaction. A commit then finds room
+        and goes its one-statement way (_insert_at_once), instead of evicting
+        while its client waits. Returns how many tasks it evicted."""
+        deadline = int(time.time() * 1000) - self.task_ttl * 1000
+        gone = 0
+        while True:
+            with self._db() as db:
+                oldest = db.execute("SELECT min(idle_ms) FROM tasks WHERE idle_ms IS NOT "
+                                    "NULL").fetchone()[0]
+                if oldest is None:
+                    return gone                 # nothing may be evicted
+                full = db.execute(
+                    "SELECT caller, tasks, bytes FROM callers WHERE caller = '' AND (tasks > ? "
+                    "OR bytes > ?) OR caller <> '' AND (tasks > ? OR bytes > ?) LIMIT 1",
+                    (self.max_tasks - (self.max_tasks >> 6), self.max_bytes - (self.max_bytes >> 6),
+                     self.max_tasks_per_caller - (self.max_tasks_per_caller >> 6),
+                     self.max_bytes_per_caller - (self.max_bytes_per_caller >> 6))).fetchone()
+            if oldest >= deadline and full is None:
+                return gone
+            evicted = []
+            with self._write() as db:
+                if oldest < deadline:
+                    evicted = [row[0] for row in db.execute(_SQL_EXPIRED, (deadline, ""))]
+                    db.execute(_SQL_DELETE_EXPIRED, (deadline, ""))
+                elif full[0] == "":
+                    self._evict_down(db, _SQL_IDLE, ("", 64), full[1], full[2],
+                                     self.max_tasks - (self.max_tasks >> 6),
+                                     self.max_bytes - (self.max_bytes >> 6), evicted, once=True)
+                else:
+                    self._evict_down(db, _SQL_CALLER_IDLE, ("", 64, full[0]), full[1], full[2],
+                                     self.max_tasks_per_caller - (self.max_tasks_per_caller >> 6),
+                                     self.max_bytes_per_caller - (self.max_bytes_per_caller >> 6),
+                                     evicted, once=True)
+            self._tell_evicted(evicted)
+            if not evicted:
+                return gone
+            gone += len(evicted)
 
     def checkpoint(self):
         """Fold the write-ahead log back into the file if an event loop has
@@ -5521,10 +5570,11 @@ class SQLiteStore(_Bounds):
                 raise _store_full(tasks, size, new, max_tasks, max_bytes)
 
     @staticmethod
-    def _evict_down(db, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted):
+    def _evict_down(db, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted,
+                    once=False):
         """Evict the oldest idle tasks ``idle`` lists (64 at a time) until
-        (held_tasks, held_bytes) is a 64th below the bounds, or none is left.
-        Returns the tasks and bytes freed."""
+        (held_tasks, held_bytes) is a 64th below the bounds, or none is left
+        (``once``: 64 at the most). Returns the tasks and bytes freed."""
         room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
         freed_tasks = freed_bytes = 0
         select = "SELECT id, size " + idle
@@ -5540,7 +5590,7 @@ class SQLiteStore(_Bounds):
                 evicted.append(task_id)
             if count:       # the first ``count`` of the same list, as the SELECT ordered it
                 db.execute(delete, (args[0], count) + args[2:])
-            if count < 64:
+            if count < 64 or once:
                 break
         return freed_tasks, freed_bytes
 
@@ -5916,6 +5966,8 @@ class _StoreWatch:
                     self._news(server)
                     if hasattr(server.store, "checkpoint"):
                         server.store.checkpoint()
+                if hasattr(server.store, "tidy"):
+                    server.store.tidy()
                 if time.monotonic() >= renew_at:          # (the store's leases, its ttl)
                     renew_at = time.monotonic() + server.store.lease_ttl / 3
                     server.store.renew(server._holder())

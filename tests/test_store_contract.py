@@ -907,6 +907,33 @@ def test_sqlite_commits_of_threads_at_once_are_one_transaction_each_with_its_out
     assert store.stats()["tasks"] == 5                                 # f, a, b, c, x
 
 
+def test_sqlite_tidy_evicts_ahead_of_need_in_small_batches(path):
+    """tidy() (the watch thread's, every store_poll) evicts the expired tasks,
+    and the oldest idle ones once the store or a caller's share is within a
+    64th of its bound (down to a 32nd below), at most 64 to a transaction,
+    the running ones never."""
+    store = a2a_min.SQLiteStore(path, max_tasks=1024, task_ttl=3600)
+    store.commit(task("running"), ALICE, 0)
+    for i in range(1007):                       # 1008 tasks: not yet past 1024 - 1024/64
+        store.commit(task("t%d" % i, COMPLETED), ALICE, 0)
+    assert store.tidy() == 0
+    store.commit(task("t1007", COMPLETED), ALICE, 0)
+    writes = []
+    write = store._write
+    store._write = lambda: (writes.append(1), write())[1]
+    assert store.tidy() == 1009 - (1008 - 1008 // 64)   # the oldest sixteen
+    assert len(writes) == 1 and store.stats()["tasks"] == 1008 - 1008 // 64
+    assert store.get("t15", ALICE) is None and store.get("t16", ALICE) is not None
+    store._write = write
+    shares = a2a_min.SQLiteStore(path, max_tasks=10_000, max_tasks_per_caller=640)
+    assert shares.tidy() == 993 - (630 - 630 // 64)     # ALICE's share, likewise
+    assert shares.get("running", ALICE) is not None and shares.get("t16", ALICE) is None
+    time.sleep(0.01)
+    shares.task_ttl = 0.001                     # every idle task has expired
+    assert shares.tidy() == 621 - 1 and shares.stats()["tasks"] == 1
+    assert shares.get("running", ALICE) is not None
+
+
 def test_sqlite_a_lone_writer_never_waits_for_company(path):
     """commit_delay applies only while commits come together: one thread
     committing alone is never made to wait."""
