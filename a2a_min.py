@@ -4790,13 +4790,16 @@ _SQLITE_MIGRATIONS = (
             UPDATE callers SET bytes = bytes + new.size - old.size
                 WHERE caller IN (new.caller, '');
         END""",
+        # (What a task cannot have is not looked for: events if it keeps none,
+        # configs if their size is 0, a lease if it is idle. Most evicted tasks
+        # have none of them.)
         """CREATE TRIGGER tasks_removed AFTER DELETE ON tasks BEGIN
             UPDATE callers SET tasks = tasks - 1, bytes = bytes - old.size
                 WHERE caller IN (old.caller, '');
             DELETE FROM callers WHERE caller = old.caller AND tasks = 0;
-            DELETE FROM events WHERE task_id = old.id;
-            DELETE FROM push_configs WHERE task_id = old.id;
-            DELETE FROM leases WHERE task_id = old.id;
+            DELETE FROM events WHERE old.first_seq < old.next_seq AND task_id = old.id;
+            DELETE FROM push_configs WHERE old.config_bytes > 0 AND task_id = old.id;
+            DELETE FROM leases WHERE old.idle_ms IS NULL AND task_id = old.id;
         END""",
         """CREATE TRIGGER configs_added AFTER INSERT ON push_configs BEGIN
             UPDATE tasks SET config_bytes = config_bytes + length(new.body),
@@ -5110,11 +5113,13 @@ class SQLiteStore(_Bounds):
             db = group.db if wait else group.now
             if db is None:
                 db = self._connect()
-                if wait:
+                db.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
+                if wait:                # (the watch checkpoints long before: see checkpoint())
+                    db.execute(f"PRAGMA wal_autocheckpoint = {_LATE_CHECKPOINT}")
                     group.db = db
                 else:
                     db.execute("PRAGMA busy_timeout = 0")
-                    db.execute("PRAGMA wal_autocheckpoint = 0")   # the watch checkpoints
+                    db.execute("PRAGMA wal_autocheckpoint = 0")
                     group.now = db
             try:
                 if len(batch) > 1:
@@ -5130,8 +5135,7 @@ class SQLiteStore(_Bounds):
                         self._run_work(db, work)
                 if db.in_transaction:
                     db.execute("COMMIT")
-                if not wait:
-                    group.unchecked += len(batch)
+                group.unchecked += len(batch)
             except BaseException as error:
                 try:
                     if db.in_transaction:
@@ -5378,12 +5382,14 @@ class SQLiteStore(_Bounds):
             gone += len(evicted)
 
     def checkpoint(self):
-        """Fold the write-ahead log back into the file if an event loop has
-        committed much since the last time (its connection leaves this to the
-        watch thread, which calls it: a checkpoint waits for the disk). This
-        process's writers are held off meanwhile, so that the log is folded
-        whole and starts again from its beginning, instead of growing while
-        writers keep adding to it."""
+        """Fold the write-ahead log back into the file if this process has
+        committed much since the last time. The watch thread calls it: the
+        connections that commit leave it to the watch (a checkpoint waits
+        for the disk, and an event loop's connection must not; a thread's
+        does it itself only past _LATE_CHECKPOINT pages, if no watch did).
+        This process's writers are held off meanwhile, so that the log is
+        folded whole and starts again from its beginning, instead of growing
+        while writers keep adding to it."""
         group = self._writing()
         if group.unchecked < _CHECKPOINT_AFTER:
             return
@@ -5739,9 +5745,11 @@ _IDLE_CONNECTIONS = 8
 
 
 # The most commits one group commit of an SQLiteStore takes (see _together),
-# and how many an event loop makes before the watch checkpoints (checkpoint()).
+# and how many a process makes before its watch checkpoints (checkpoint()).
 _GROUP = 64
-_CHECKPOINT_AFTER = 128
+_CHECKPOINT_AFTER = 256
+_WRITER_CACHE_KIB = 8192        # the page cache of each connection commits write on
+_LATE_CHECKPOINT = 4000         # pages in the log past which a thread's commit checkpoints
 
 
 class _WriteGroup:
@@ -5759,7 +5767,7 @@ class _WriteGroup:
         self.turn = threading.Lock()
         self.db = None          # the connection groups write on
         self.now = None         # ... and the one an event loop writes on (never waits)
-        self.unchecked = 0      # commits on ``now`` since the last checkpoint
+        self.unchecked = 0      # commits since the last checkpoint
         self.company = 1.0      # how many commits a group has held lately (a moving mean)
 
 

@@ -1234,6 +1234,7 @@ def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):
     store = a2a_min.SQLiteStore(path)
     for i in range(200):
         store.commit(task(f"t{i}", pad="x" * 2000), ALICE, 0)
+    sql(store, "PRAGMA wal_checkpoint(TRUNCATE)")
     store = None
     with open(path, "r+b") as f:                 # a checkpointed file: damage past the header
         size = os.path.getsize(path)
