@@ -2949,15 +2949,24 @@ class Server:
                     # Committed with the others this pass of the loop ends
                     # (_LoopCommits): no thread, unless a write lock is held.
                     channel = turn.channel
-                    committed = await _LoopCommits.of(self).add(
+                    _LoopCommits.of(self).add(
+                        functools.partial(self._saved_at_once, turn, task),
                         task, channel.owner, channel.version, None, channel.caller,
                         channel.holder)
-                    channel.save(task, committed)
-                    turn._end_turn()
                 else:
                     await _in_store_thread(self, turn.complete, answer)
         except Exception as exc:
             await _in_store_thread(self, turn.fail, exc)
+
+    def _saved_at_once(self, turn, task, committed):
+        """The end of _drive_async_off's turn once _LoopCommits committed
+        ``task`` (``committed``: commit()'s result, or the error that
+        refused it)."""
+        if isinstance(committed, BaseException):
+            _in_store_thread(self, turn.fail, committed)
+            return
+        turn.channel.save(task, committed)
+        turn._end_turn()
 
     # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
 
@@ -5343,7 +5352,9 @@ class SQLiteStore(_Bounds):
         """Evict ahead of need, from the watch thread (which calls it every
         ``store_poll``): the expired tasks, and the oldest idle ones while the
         store, or a caller's share, is within a 64th of its bounds (down to a
-        32nd below), at most 64 to a transaction. A commit then finds room
+        32nd below), at most 256 to a transaction (a few milliseconds: the
+        pages of the id index that evicted tasks touch are shared by more of
+        them than in batches of 64). A commit then finds room
         and goes its one-statement way (_insert_at_once), instead of evicting
         while its client waits. Returns how many tasks it evicted."""
         deadline = int(time.time() * 1000) - self.task_ttl * 1000
@@ -5370,12 +5381,12 @@ class SQLiteStore(_Bounds):
                 elif full[0] == "":
                     self._evict_down(db, _SQL_IDLE, ("", 64), full[1], full[2],
                                      self.max_tasks - (self.max_tasks >> 6),
-                                     self.max_bytes - (self.max_bytes >> 6), evicted, once=True)
+                                     self.max_bytes - (self.max_bytes >> 6), evicted, batches=4)
                 else:
                     self._evict_down(db, _SQL_CALLER_IDLE, ("", 64, full[0]), full[1], full[2],
                                      self.max_tasks_per_caller - (self.max_tasks_per_caller >> 6),
                                      self.max_bytes_per_caller - (self.max_bytes_per_caller >> 6),
-                                     evicted, once=True)
+                                     evicted, batches=4)
             self._tell_evicted(evicted)
             if not evicted:
                 return gone
@@ -5577,10 +5588,10 @@ class SQLiteStore(_Bounds):
 
     @staticmethod
     def _evict_down(db, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted,
-                    once=False):
+                    batches=None):
         """Evict the oldest idle tasks ``idle`` lists (64 at a time) until
         (held_tasks, held_bytes) is a 64th below the bounds, or none is left
-        (``once``: 64 at the most). Returns the tasks and bytes freed."""
+        (or ``batches`` of 64 are gone). Returns the tasks and bytes freed."""
         room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
         freed_tasks = freed_bytes = 0
         select = "SELECT id, size " + idle
@@ -5596,7 +5607,7 @@ class SQLiteStore(_Bounds):
                 evicted.append(task_id)
             if count:       # the first ``count`` of the same list, as the SELECT ordered it
                 db.execute(delete, (args[0], count) + args[2:])
-            if count < 64 or once:
+            if count < 64 or batches is not None and freed_tasks >= 64 * batches:
                 break
         return freed_tasks, freed_bytes
 
@@ -6263,7 +6274,8 @@ class _LoopCommits:
     (SQLiteStore.commit_many) once the pass is over, on the loop itself
     unless a write lock is held (then on a store thread). Many clients'
     SendMessage answered by async agents end in the same pass, so one
-    transaction holds them all, and no thread is handed anything."""
+    transaction holds them all, and no thread is handed anything; a commit
+    with nothing else waiting to run on the loop is made at once."""
 
     __slots__ = ("server", "loop", "waiting")
 
@@ -6280,13 +6292,17 @@ class _LoopCommits:
             commits = server._loop_commits[loop] = _LoopCommits(server, loop)
         return commits
 
-    def add(self, *args):
-        """A future of store.commit(*args)'s result."""
-        future = self.loop.create_future()
-        if not self.waiting:
-            self.loop.call_soon(self.flush)
-        self.waiting.append((args, future))
-        return future
+    def add(self, then, *args):
+        """store.commit(*args), with ``then(its result, or its error)`` after
+        it. At once if nothing else waits to run on the loop (one client: no
+        company is coming); else at the end of this pass, with the others."""
+        self.waiting.append((args, then))
+        if len(self.waiting) == 1:
+            ready = getattr(self.loop, "_ready", None)    # (asyncio's own loop has it)
+            if ready is not None and not ready:
+                self.flush()
+            else:
+                self.loop.call_soon(self.flush)
 
     def flush(self):
         batch, self.waiting = self.waiting, []
@@ -6311,13 +6327,11 @@ class _LoopCommits:
 
     @staticmethod
     def _settle(batch, outcomes):
-        for (_, future), outcome in zip(batch, outcomes):
-            if future.done():               # (its turn was canceled meanwhile)
-                continue
-            if isinstance(outcome, BaseException):
-                future.set_exception(outcome)
-            else:
-                future.set_result(outcome)
+        for (_, then), outcome in zip(batch, outcomes):
+            try:
+                then(outcome)
+            except Exception:                # one turn's end must not stop the others'
+                _log().exception("ending a turn after its commit failed")
 
 
 def _here_unless_it_waits(server, *args):
