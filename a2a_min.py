@@ -79,7 +79,7 @@ __all__ = [
     "INTERRUPTED_STATES", "MESSAGES", "ENUMS", "parse",
 ]
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 PROTOCOL_VERSION = "1.0"
 
 import binascii
@@ -1045,6 +1045,11 @@ def agent_message(content, **fields):
 #   put_config / get_config / configs / delete_config         push configs
 #   renew(holder) / expired()        leases: which process runs a task's agent
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
+#
+# A shared store may also have (SQLiteStore does; the server uses them if so):
+#   commit_many(calls, wait)         several commits in one transaction
+#   not_waiting()                    a block in which a write that would wait refuses
+#   tidy() / checkpoint()            upkeep that the watch thread does between requests
 #
 # Versions are how two writers of one task (two requests, perhaps in two
 # processes) never lose an update: each commits the version it read, and the
@@ -2944,29 +2949,10 @@ class Server:
                 await _in_store_thread(self, turn.finish)
             else:
                 answer = await result
-                task = _at_once(turn, answer)
-                if task is not None and hasattr(self.store, "commit_many"):
-                    # Committed with the others this pass of the loop ends
-                    # (_LoopCommits): no thread, unless a write lock is held.
-                    channel = turn.channel
-                    _LoopCommits.of(self).add(
-                        functools.partial(self._saved_at_once, turn, task),
-                        task, channel.owner, channel.version, None, channel.caller,
-                        channel.holder)
-                else:
+                if not _ended_on_loop(self, turn, answer):
                     await _in_store_thread(self, turn.complete, answer)
         except Exception as exc:
             await _in_store_thread(self, turn.fail, exc)
-
-    def _saved_at_once(self, turn, task, committed):
-        """The end of _drive_async_off's turn once _LoopCommits committed
-        ``task`` (``committed``: commit()'s result, or the error that
-        refused it)."""
-        if isinstance(committed, BaseException):
-            _in_store_thread(self, turn.fail, committed)
-            return
-        turn.channel.save(task, committed)
-        turn._end_turn()
 
     # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
 
@@ -5349,8 +5335,8 @@ class SQLiteStore(_Bounds):
         return outcomes
 
     def tidy(self):
-        """Evict ahead of need, from the watch thread (which calls it every
-        ``store_poll``): the expired tasks, and the oldest idle ones while the
+        """Evict ahead of need, from the watch thread (which calls it when the
+        store changed, at most every ``store_poll``): the expired tasks, and the oldest idle ones while the
         store, or a caller's share, is within a 64th of its bounds (down to a
         32nd below), at most 256 to a transaction (a few milliseconds: the
         pages of the id index that evicted tasks touch are shared by more of
@@ -5948,7 +5934,9 @@ def open_store(location=None, **limits):
 # One thread per process watches the store for all three. Every
 # ``store_poll`` seconds it asks the store whether another process committed
 # (store.changed(): PRAGMA data_version, about 2 us); if so it wakes every
-# stream here and checks the tasks whose turns run here. Every third of
+# stream here and checks the tasks whose turns run here, and does the store's
+# upkeep that no request should wait for (tidy(): evicting ahead of need;
+# checkpoint(): folding the write-ahead log back into the file). Every third of
 # ``lease_ttl`` it renews this process's leases (each commit of a running
 # task names the process whose agent runs it), and ends the tasks whose
 # lease ran out: their process stopped renewing, so it is gone. They end
@@ -5983,10 +5971,9 @@ class _StoreWatch:
                 if version != seen:
                     seen = version
                     self._news(server)
-                    if hasattr(server.store, "checkpoint"):
+                    if hasattr(server.store, "tidy"):     # upkeep, when there was news
+                        server.store.tidy()
                         server.store.checkpoint()
-                if hasattr(server.store, "tidy"):
-                    server.store.tidy()
                 if time.monotonic() >= renew_at:          # (the store's leases, its ttl)
                     renew_at = time.monotonic() + server.store.lease_ttl / 3
                     server.store.renew(server._holder())
@@ -6332,6 +6319,30 @@ class _LoopCommits:
                 then(outcome)
             except Exception:                # one turn's end must not stop the others'
                 _log().exception("ending a turn after its commit failed")
+
+
+def _ended_on_loop(server, turn, answer):
+    """End an async agent's turn on a shared store as _ended_at_once would,
+    if it is one that may: its task committed with the others this pass of
+    the loop ends (_LoopCommits), not on a store thread. Whether it did."""
+    task = _at_once(turn, answer)
+    if task is None or not hasattr(server.store, "commit_many"):
+        return False
+    channel = turn.channel
+    _LoopCommits.of(server).add(functools.partial(_saved_on_loop, server, turn, task),
+                                task, channel.owner, channel.version, None, channel.caller,
+                                channel.holder)
+    return True
+
+
+def _saved_on_loop(server, turn, task, committed):
+    """The rest of _ended_on_loop's turn, once ``task`` was committed
+    (``committed``: commit()'s result, or the error that refused it)."""
+    if isinstance(committed, BaseException):
+        _in_store_thread(server, turn.fail, committed)
+        return
+    turn.channel.save(task, committed)
+    turn._end_turn()
 
 
 def _here_unless_it_waits(server, *args):

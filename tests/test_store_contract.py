@@ -944,6 +944,58 @@ def test_sqlite_a_lone_writer_never_waits_for_company(path):
     assert time.monotonic() - started < 5.0
 
 
+def test_sqlite_not_waiting_reads_but_refuses_a_write_before_it_begins(sqlite_store):
+    """Inside not_waiting() (an event loop's), reads are served and a write
+    raises _WouldWait (a BaseException: no request boundary takes it for an
+    error) having written nothing; outside it, the same write is made."""
+    store = sqlite_store
+    store.commit(task("t1"), ALICE, 0)
+    with store.not_waiting():
+        assert store.get("t1", ALICE)["id"] == "t1" and store.list(ALICE)[1] == 1
+        for write in (lambda: store.commit(task("t2"), ALICE, 0),
+                      lambda: store.put_config("t1", {"id": "a"}, 3),
+                      lambda: store.delete("t1")):
+            with pytest.raises(a2a_min._WouldWait):
+                write()
+    assert not issubclass(a2a_min._WouldWait, Exception)
+    assert store.get("t2", ALICE) is None and store.configs("t1") == []
+    store.commit(task("t2"), ALICE, 0)
+    assert store.get("t2", ALICE) is not None
+
+
+def test_sqlite_commit_many_commits_together_or_never_waits(path):
+    """commit_many() makes several commits in one transaction, each with its
+    own outcome (a refused one does not undo the others). With wait=False,
+    a write lock held by another process gets _WouldWait at once and
+    nothing is written; with wait=True it waits for the lock."""
+    store = a2a_min.SQLiteStore(path, busy_timeout=5)
+    store.commit(task("x"), ALICE, 0)
+    outcomes = store.commit_many([(task("a", COMPLETED), ALICE, 0), (task("x"), ALICE, 0),
+                                  (task("b"), BOB, 0, {"statusUpdate": {}})])
+    assert outcomes[0] == (outcomes[0][0], 1, None) and outcomes[2][1:] == (1, 0)
+    assert isinstance(outcomes[1], ConflictError)
+    assert store.get("a", ALICE) is not None and store.events("b") == (0, [(0, {
+        "statusUpdate": {}})])
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(a2a_min._WouldWait):
+            store.commit_many([(task("c", COMPLETED), ALICE, 0)], wait=False)
+        assert time.monotonic() - started < 1.0
+        box = {}
+        waiter = threading.Thread(target=lambda: box.update(
+            out=store.commit_many([(task("c", COMPLETED), ALICE, 0)])))
+        waiter.start()
+        time.sleep(0.2)
+        assert waiter.is_alive()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    waiter.join(10)
+    assert box["out"][0][1:] == (1, None) and store.get("c", ALICE) is not None
+
+
 def test_sqlite_changed_moves_when_another_connection_commits(path):
     """changed() moves for another store's (process's) commit, not for this
     one's; a task read again is decoded once per version, and never served

@@ -58,6 +58,43 @@ def test_a_write_lock_held_elsewhere_never_delays_the_card_or_gettask(tmp_path, 
         client.close()
 
 
+@pytest.mark.parametrize("host", ["asyncio", "asgi"])
+def test_on_an_event_loop_what_needs_no_write_is_answered_on_the_loop(tmp_path, host):
+    """On an event loop over a shared store, reads and a SendMessage of a
+    new task to an ``async def`` agent are answered on the loop itself (the
+    task committed there, on a connection that never waits): no store
+    thread is made. A request that must write (a message continuing a
+    task, CancelTask) is handed to a store thread, and answers the same."""
+    async def agent(ctx):
+        if ctx.text == "wait":
+            return a2a_min.status_update("TASK_STATE_INPUT_REQUIRED", "say more")
+        return "done: " + ctx.text
+    # (store_poll: the watch thread's upkeep, which holds the store's writers off
+    # for a moment and so may send a commit to a thread, stays out of the way.)
+    server = a2a_min.Server(agent, store=a2a_min.SQLiteStore(str(tmp_path / "tasks.db")),
+                            store_poll=3600)
+    if host == "asgi":
+        need("uvicorn", "ASGI host: needs uvicorn (the test extra)")
+    client = (AsgiHostClient if host == "asgi" else AsyncioHostClient)(server)
+    try:
+        tasks = [client.send(f"hello {i}")["task"] for i in range(20)]
+        assert {t["status"]["state"] for t in tasks} == {"TASK_STATE_COMPLETED"}
+        assert client.result("GetTask", {"id": tasks[0]["id"]})["artifacts"][0]["parts"] == [
+            {"text": "done: hello 0"}]
+        assert len(client.result("ListTasks", {})["tasks"]) == 20
+        assert server._offloader is None                # no store thread was needed
+        waiting = client.send("wait")["task"]
+        assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        more = user_message("more")
+        more["taskId"] = waiting["id"]
+        continued = client.result("SendMessage", {"message": more})["task"]
+        assert continued["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert server._offloader is not None            # that one wrote on a store thread
+        assert client.error("CancelTask", {"id": continued["id"]})["code"] == -32002
+    finally:
+        client.close()
+
+
 def test_an_online_backup_holds_every_task(tmp_path):
     """The README's backup, taken while the server writes: the copy opens as a
     store with every task the server had answered for."""
