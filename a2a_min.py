@@ -5076,8 +5076,12 @@ class SQLiteStore(_Bounds):
         return _NotWaiting(self._here)
 
     def _may_wait(self):
-        if getattr(self._here, "no_wait", False):
+        if self._refusing():
             raise _WouldWait()
+
+    def _refusing(self):
+        """Whether this thread is inside not_waiting()."""
+        return getattr(self._here, "no_wait", False)
 
     def _writing(self):
         """This process's _WriteGroup (a new one after a fork: the parent's
@@ -6286,7 +6290,9 @@ class _LoopCommits:
         self.waiting.append((args, then))
         if len(self.waiting) == 1:
             ready = getattr(self.loop, "_ready", None)    # (asyncio's own loop has it)
-            if ready is not None and not ready:
+            # (Not inside not_waiting(): an eager task, Python 3.12+, may end its
+            # turn within the request that began it, where no write may be made.)
+            if ready is not None and not ready and not self.server.store._refusing():
                 self.flush()
             else:
                 self.loop.call_soon(self.flush)
