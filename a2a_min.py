@@ -5748,9 +5748,9 @@ _IDLE_CONNECTIONS = 8
 # The most commits one group commit of an SQLiteStore takes (see _together),
 # and how many a process makes before its watch checkpoints (checkpoint()).
 _GROUP = 64
-_CHECKPOINT_AFTER = 256
+_CHECKPOINT_AFTER = 100
 _WRITER_CACHE_KIB = 8192        # the page cache of each connection commits write on
-_LATE_CHECKPOINT = 4000         # pages in the log past which a thread's commit checkpoints
+_LATE_CHECKPOINT = 1000         # pages in the log past which a thread's commit checkpoints
 
 
 class _WriteGroup:
