@@ -5907,14 +5907,25 @@ class _SQLiteWrite(_Lent):
 def open_store(location=None, **limits):
     """The store a location names: None or "" for none (the Server then keeps
     its tasks in memory), a file name or an ``sqlite:`` URL for an SQLiteStore
-    (see there). How the example apps read ``A2A_STORE`` from the
+    (see there), a ``postgresql://`` (or ``postgres://``) URL for a
+    PostgresStore of the companion module a2a_postgres (imported only then:
+    it needs psycopg). How the example apps read ``A2A_STORE`` from the
     environment, and the command line its ``--store``."""
     if not location:
         return None
     scheme = location.partition(":")[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        try:
+            import a2a_postgres
+        except ImportError as error:
+            raise RuntimeError(f"a postgresql:// store needs the companion module a2a_postgres "
+                               f"and psycopg 3 ({error}): pip install "
+                               "'a2a-min-server[postgres]'") from None
+        return a2a_postgres.PostgresStore(location, **limits)
     if ":" in location and len(scheme) > 1 and scheme != "sqlite":
         raise ValueError(f"{scheme}: URLs are not a store this a2a_min has: it keeps tasks in "
-                         "memory, or in SQLite (a file name, or sqlite:PATH)")
+                         "memory, in SQLite (a file name, or sqlite:PATH), or in PostgreSQL "
+                         "(postgresql://...)")
     return SQLiteStore(location, **limits)
 
 
@@ -7662,10 +7673,10 @@ def main(argv=None):
                         help="the host: a thread per connection (default) or one asyncio loop")
     parser.add_argument("--single-path", metavar="PATH",
                         help="serve JSON-RPC (POST) and the card (GET) on this one path only")
-    parser.add_argument("--store", metavar="FILE", default=os.environ.get("A2A_STORE"),
-                        help="keep tasks in this SQLite file (or sqlite: URL), shared by "
-                             "workers and kept across restarts (default: $A2A_STORE, else "
-                             "in memory)")
+    parser.add_argument("--store", metavar="FILE|URL", default=os.environ.get("A2A_STORE"),
+                        help="keep tasks in this SQLite file (or sqlite: URL), or in "
+                             "PostgreSQL (postgresql://...), shared by workers and kept "
+                             "across restarts (default: $A2A_STORE, else in memory)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="N processes on one port (threaded server; needs --store)")
     args = parser.parse_args(argv)

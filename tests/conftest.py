@@ -26,6 +26,41 @@ if os.environ.get("A2A_TEST_STORE") == "sqlite":
     a2a_min.TaskStore = _sqlite_task_store
 
 
+_postgres = []            # the session's PostgreSQL server, once a test asked for it
+
+
+def postgres_server():
+    """The PostgreSQL server of this test session (started on first use,
+    stopped at exit), or a skip saying what is missing (a failure with
+    A2A_REQUIRE_ALL=1)."""
+    import atexit
+    from postgres_server import PostgresServer, binaries
+    need("psycopg", "the PostgreSQL store needs psycopg 3 (pip install -e '.[postgres]')")
+    if binaries() is None:
+        need("initdb", "PostgreSQL's server binaries are not here (apt-get install postgresql)")
+    if not _postgres:
+        _postgres.append(PostgresServer())
+        atexit.register(_postgres[0].stop)
+    return _postgres[0]
+
+
+_schemas = itertools.count()
+
+
+def postgres_store(**options):
+    """A PostgresStore in a schema of its own (empty) on the session's server."""
+    import a2a_postgres
+    url = postgres_server().url
+    return a2a_postgres.PostgresStore(url, schema=f"t{os.getpid()}_{next(_schemas)}", **options)
+
+
+if os.environ.get("A2A_TEST_STORE") == "postgres":
+    def _postgres_task_store(**limits):
+        """A PostgresStore (a new schema) in place of the in-memory TaskStore."""
+        return postgres_store(**limits)
+    a2a_min.TaskStore = _postgres_task_store
+
+
 @pytest.fixture
 def server():
     return a2a_min.Server(scenario_agent, name="Test agent", description="For tests.")

@@ -47,6 +47,7 @@ import time
 import pytest
 
 import a2a_min
+from conftest import postgres_server, postgres_store
 from harness import MemoryTaskStore
 from a2a_min import (CallerLimitError, ConflictError, InternalError, InvalidParamsError,
                      ServerBusyError, TaskStoreFullError, UnsupportedOperationError)
@@ -76,8 +77,10 @@ def _key(t):
     return t["status"]["timestamp"], t["id"]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def backend(request):
+    if request.param == "postgres":
+        postgres_server()           # (or a skip saying what is missing)
     return request.param
 
 
@@ -90,6 +93,8 @@ def make_store(backend, tmp_path):
     def make(**limits):
         if backend == "memory":
             return _MEMORY(**limits)
+        if backend == "postgres":
+            return postgres_store(**limits)
         return a2a_min.SQLiteStore(str(tmp_path / f"tasks{next(files)}.db"), **limits)
     return make
 
@@ -116,7 +121,7 @@ def test_a_new_task_is_written_at_version_0_and_read_back_by_its_owner_only(stor
     """commit(version=0) makes the task at version 1 and returns the JSON it
     stored; get() gives it, with that JSON, to its owner, and None to anyone
     else, exactly as for a task that does not exist."""
-    assert store.shared is (backend == "sqlite")
+    assert store.shared is (backend != "memory")
     t = task("t1", history=[{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}])
     body, version, seq = store.commit(t, ALICE, 0, {"task": t})
     assert (json.loads(body), version, seq) == (t, 1, 0)
@@ -708,7 +713,8 @@ def test_sqlite_a_new_file_and_its_wal_are_readable_by_their_owner_only(tmp_path
 def test_sqlite_urls_and_open_store(tmp_path, monkeypatch):
     """sqlite:PATH names the path as it is, sqlite:///PATH SQLAlchemy's way;
     a host, an in-memory database or a file: URI is refused; open_store
-    gives None for no location and refuses other schemes."""
+    gives None for no location and refuses schemes it has no store for
+    (postgresql:// is a2a_postgres's: see test_postgres.py)."""
     monkeypatch.chdir(tmp_path)
     assert a2a_min.SQLiteStore("sqlite:rel.db").path == "rel.db"
     assert a2a_min.SQLiteStore("sqlite:///rel3.db").path == "rel3.db"
@@ -723,7 +729,7 @@ def test_sqlite_urls_and_open_store(tmp_path, monkeypatch):
     assert isinstance(a2a_min.open_store("sqlite:o.db", max_tasks=7), a2a_min.SQLiteStore)
     assert a2a_min.open_store("o2.db", max_tasks=7).max_tasks == 7
     with pytest.raises(ValueError):
-        a2a_min.open_store("postgres://db/tasks")
+        a2a_min.open_store("redis://127.0.0.1/0")
 
 
 def test_sqlite_tasks_outlive_the_store_that_wrote_them(path):

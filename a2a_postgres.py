@@ -1,0 +1,925 @@
+"""a2a_postgres: the task store of a2a_min in PostgreSQL, for several machines and serverless.
+
+The optional companion of a2a_min.py (the store contract of its section 4).
+Several servers on several machines, or many short-lived AWS Lambda
+instances, share one database and behave as one server: a task made on one
+is read, listed, followed, resumed with Last-Event-ID, continued and
+canceled on any other. It needs psycopg 3 (pip install
+'a2a-min-server[postgres]'); a2a_min.py never imports it unless a store URL
+says postgresql://.
+
+Why a module of its own. a2a_min.py holds everything a request needs to be
+answered, with the in-memory and the SQLite store (the standard library has
+sqlite3). This store needs a third-party driver and a database server, and
+a person learning how a request is answered does not need its SQL: it is a
+driver for a database server, which shared/STYLE.md names as a companion,
+like a2a_grpc.py for the gRPC binding. It is importable on its own, and
+``a2a_min.open_store("postgresql://...")`` (``--store``, ``A2A_STORE``)
+imports it when asked.
+
+Quick start::
+
+    import a2a_min, a2a_postgres
+
+    store = a2a_postgres.PostgresStore("postgresql://a2a@db.internal/a2a")
+    a2a_min.serve(a2a_min.Server(lambda text: "You said: " + text, store=store))
+
+or ``python a2a_min.py --store postgresql://a2a@db.internal/a2a``.
+
+How it works. Each task is one row of ``a2a_tasks``: its JSON as the
+client sees it, and beside it what the store needs without decoding it
+(owner, caller, state, status timestamp, version, sizes). Its stream
+events, push configs and lease are rows of their own tables that go with it
+(ON DELETE CASCADE). Every change of a task is one transaction that locks
+its row (SELECT ... FOR UPDATE), checks the version the writer read, writes
+the row and appends the event: two writers of one task, in two processes,
+never lose an update, and never leave a task without its event or an event
+without its task. A new task that ends as it begins (the common SendMessage)
+is one statement: it is inserted if it fits the bounds as they are.
+
+Bounds. The store is bounded as a2a_min's are (tasks, bytes, each caller's
+share, task_ttl; the oldest idle tasks evicted first, a new task refused
+rather than a running one lost). The counts live in ``a2a_counts``, split
+over 64 rows per caller (a connection adds to one of them): a single row
+of totals would be locked by every commit until it ends, and commits would
+go one at a time. A bound may therefore be passed by the commits that are
+in flight at the same moment; the next commit evicts back under it.
+
+Wake-ups. A stream here follows a task written elsewhere by reading its
+events from the table; it only needs to be woken when there may be news.
+A commit that changes a task others may follow sends NOTIFY (delivered at
+commit, in commit order), and one connection per process LISTENs and
+counts what it hears: changed() is that count. Notifications are lost while
+the listener reconnects (psycopg/psycopg#962), so changed() also moves on
+every reconnect and every ``poll`` seconds: a stream looks again at least
+that often. Where LISTEN cannot work (AWS Lambda, whose process is frozen
+between invocations, or a pooler in transaction mode) ``listen=False``:
+changed() then moves every time it is asked, and streams poll the table
+every ``store_poll`` of the Server. Through a pooler in session mode
+(PgBouncer ``pool_mode = session``, RDS Proxy) everything works as is.
+
+Connections. Each process opens at most ``pool`` connections, lent to one
+thread at a time, plus the one that listens; a request that finds them all
+lent waits ``pool_timeout`` seconds and is then answered ServerBusyError. A
+connection made before os.fork() is never used (nor closed) in the child.
+A connection that broke is closed and replaced on next use; while the
+database is away, requests get ServerBusyError (HTTP 503 with Retry-After)
+naming the database, and streams go on waiting and resume once it is back.
+
+Schema versions. The schema records its version in ``a2a_meta``; a store
+brings an older schema forward at start, step by step, inside one
+transaction that holds an advisory lock, so several processes starting at
+once migrate exactly once, and refuses a schema newer than it knows.
+Tables are named ``a2a_*`` in the ``schema`` given (default ``public``), so
+they can live beside an application's own. Back them up with ``pg_dump``
+(``pg_dump -t 'a2a_*' URL > tasks.sql``).
+"""
+
+__all__ = ["PostgresStore", "POSTGRES_SCHEMA_VERSION"]
+
+import json
+import os
+import random
+import threading
+import time
+
+import a2a_min
+from a2a_min import ConflictError, InternalError, ServerBusyError
+
+# The schema, one step per version: step i turns a schema of version i into
+# one of version i + 1 (a2a_meta is made before any step).
+_MIGRATIONS = (
+    (   # version 1
+        """CREATE TABLE a2a_tasks (
+            id text PRIMARY KEY,
+            n bigserial NOT NULL,             -- the order tasks were made in: ties of idle_ms
+            owner text NOT NULL,              -- json.dumps((tenant, principal))
+            caller text NOT NULL,             -- json.dumps of whom it counts against
+            context_id text NOT NULL,
+            state text NOT NULL,
+            stamp text NOT NULL,              -- status.timestamp, for ListTasks
+            idle_ms bigint,                   -- when it became idle; NULL while an agent works
+            version integer NOT NULL,
+            next_seq integer NOT NULL,        -- the sequence number of its next event
+            first_seq integer NOT NULL,       -- ... of its oldest kept event (next_seq: none)
+            event_bytes integer NOT NULL,     -- the JSON size of its kept events
+            config_bytes integer NOT NULL,    -- the JSON size of its push configs
+            size integer NOT NULL,            -- its JSON size, event_bytes and config_bytes
+            body bytea NOT NULL)""",
+        "CREATE INDEX a2a_tasks_by_owner ON a2a_tasks (owner, stamp, id)",
+        "CREATE INDEX a2a_tasks_idle ON a2a_tasks (idle_ms, n) WHERE idle_ms IS NOT NULL",
+        "CREATE INDEX a2a_tasks_idle_by_caller ON a2a_tasks (caller, idle_ms, n) "
+        "WHERE idle_ms IS NOT NULL",
+        """CREATE TABLE a2a_events (
+            task_id text NOT NULL REFERENCES a2a_tasks ON DELETE CASCADE,
+            seq integer NOT NULL,
+            body bytea NOT NULL,
+            PRIMARY KEY (task_id, seq))""",
+        """CREATE TABLE a2a_push_configs (
+            task_id text NOT NULL REFERENCES a2a_tasks ON DELETE CASCADE,
+            id text NOT NULL,
+            n bigserial NOT NULL,             -- the order they were first put in
+            body bytea NOT NULL,
+            PRIMARY KEY (task_id, id))""",
+        """CREATE TABLE a2a_leases (
+            task_id text PRIMARY KEY REFERENCES a2a_tasks ON DELETE CASCADE,
+            holder text NOT NULL,
+            expires_ms bigint NOT NULL)""",
+        "CREATE INDEX a2a_leases_by_holder ON a2a_leases (holder)",
+        """CREATE TABLE a2a_counts (           -- caller '' is every task
+            caller text NOT NULL,
+            slot integer NOT NULL,            -- one of _SLOTS rows per caller
+            tasks bigint NOT NULL,
+            bytes bigint NOT NULL,
+            PRIMARY KEY (caller, slot))""",
+    ),
+)
+POSTGRES_SCHEMA_VERSION = len(_MIGRATIONS)
+
+_SLOTS = 64
+_FRESH = 2.0            # seconds a connection may wait idle and be lent without a look
+_TASK_COLUMNS = ("owner, state, version, next_seq, first_seq, event_bytes, size, config_bytes, "
+                 "idle_ms, caller")
+
+# The bounds as they are: every task, the caller's share, and when the oldest
+# idle task became idle.
+_SQL_ROOM = """
+    SELECT coalesce(sum(tasks) FILTER (WHERE caller = ''), 0),
+           coalesce(sum(bytes) FILTER (WHERE caller = ''), 0),
+           coalesce(sum(tasks) FILTER (WHERE caller = %(caller)s), 0),
+           coalesce(sum(bytes) FILTER (WHERE caller = %(caller)s), 0),
+           (SELECT min(idle_ms) FROM a2a_tasks WHERE idle_ms IS NOT NULL)
+    FROM a2a_counts WHERE caller IN ('', %(caller)s)"""
+
+# A new task that ends as it begins, in one statement, if it fits the bounds
+# as they are and no task has expired (else commit() goes the general way,
+# which makes room, or says what is wrong). It counts itself in the same
+# statement; nobody can follow a task that did not exist, so no NOTIFY.
+_SQL_INSERT_AT_ONCE = """
+    WITH room AS (
+        SELECT coalesce(sum(tasks) FILTER (WHERE caller = ''), 0) < %(max_tasks)s
+           AND coalesce(sum(bytes) FILTER (WHERE caller = ''), 0) + %(size)s <= %(max_bytes)s
+           AND coalesce(sum(tasks) FILTER (WHERE caller = %(caller)s), 0) < %(max_share)s
+           AND coalesce(sum(bytes) FILTER (WHERE caller = %(caller)s), 0) + %(size)s
+               <= %(max_share_bytes)s
+           AND NOT EXISTS (SELECT 1 FROM a2a_tasks WHERE idle_ms < %(deadline)s) AS fits
+        FROM a2a_counts WHERE caller IN ('', %(caller)s)
+    ), made AS (
+        INSERT INTO a2a_tasks (id, owner, caller, context_id, state, stamp, idle_ms, version,
+                               next_seq, first_seq, event_bytes, config_bytes, size, body)
+        SELECT %(id)s, %(owner)s, %(caller)s, %(context)s, %(state)s, %(stamp)s, %(now)s, 1,
+               0, 0, 0, 0, %(size)s, %(body)s
+        FROM room WHERE fits
+        ON CONFLICT (id) DO NOTHING
+        RETURNING 1
+    ), counted AS (
+        INSERT INTO a2a_counts (caller, slot, tasks, bytes)
+        SELECT who, %(slot)s, 1, %(size)s FROM made, (VALUES (''), (%(caller)s)) AS v (who)
+        ON CONFLICT (caller, slot) DO UPDATE
+            SET tasks = a2a_counts.tasks + 1, bytes = a2a_counts.bytes + excluded.bytes
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM made), (SELECT count(*) FROM counted)"""
+
+# Eviction, oldest idle first, 64 at most to a statement. SKIP LOCKED: a task
+# another transaction is changing right now is not idle for long; it is not
+# waited for.
+_SQL_EXPIRED = """
+    DELETE FROM a2a_tasks WHERE id IN (
+        SELECT id FROM a2a_tasks WHERE idle_ms < %s AND id <> %s
+        ORDER BY idle_ms, n LIMIT 64 FOR UPDATE SKIP LOCKED)
+    RETURNING id, caller, size"""
+_SQL_IDLE = ("SELECT id, size FROM a2a_tasks WHERE idle_ms IS NOT NULL AND id <> %s "
+             "ORDER BY idle_ms, n LIMIT 64 FOR UPDATE SKIP LOCKED")
+_SQL_CALLER_IDLE = ("SELECT id, size FROM a2a_tasks WHERE caller = %s AND idle_ms IS NOT NULL "
+                    "AND id <> %s ORDER BY caller, idle_ms, n LIMIT 64 FOR UPDATE SKIP LOCKED")
+
+
+def _on_lambda():
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
+
+class PostgresStore(a2a_min._Bounds):
+    """The task store in PostgreSQL, shared by every process and machine that
+    opens the same database (the store contract of a2a_min's section 4).
+
+    ``url``: a libpq connection string or URL (``postgresql://user@host/db``;
+    ``postgres://`` too). ``schema``: the PostgreSQL schema its ``a2a_*``
+    tables live in (created if missing). ``pool``: the most connections this
+    process opens at once for requests (besides the one that listens);
+    ``pool_timeout``: seconds a request waits for one (then ServerBusyError);
+    ``connect_timeout`` and ``statement_timeout``: seconds, for each
+    connection and each statement (a statement past it is canceled, and the
+    request answered ServerBusyError). ``listen``: wake streams by
+    LISTEN/NOTIFY (default: yes, except on AWS Lambda); ``poll``: seconds
+    between two looks at the store when no notification came. The limits
+    are a2a_min.TaskStore's.
+    """
+
+    shared = True                   # other processes may write the same tasks
+
+    def __init__(self, url, *, schema="public", pool=8, pool_timeout=5.0, connect_timeout=5.0,
+                 statement_timeout=10.0, listen=None, poll=1.0, **limits):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise RuntimeError("the PostgreSQL store needs psycopg 3: pip install "
+                               "'a2a-min-server[postgres]' (or pip install 'psycopg[binary]')"
+                               ) from None
+        super().__init__(**limits)
+        if url.startswith("postgres://"):
+            url = "postgresql://" + url[len("postgres://"):]
+        self.url = url
+        self.schema = schema
+        self.pool = pool
+        self.pool_timeout = pool_timeout
+        self.connect_timeout = connect_timeout
+        self.statement_timeout = statement_timeout
+        self.listen = (not _on_lambda()) if listen is None else listen
+        self.poll = poll
+        self._channel = f"a2a_min.{schema}"[:63]          # NOTIFY's channel name
+        self._lock = threading.Lock()
+        self._idle = (None, [])             # (process id, its idle connections)
+        self._lendable = (None, None)       # (process id, a semaphore of ``pool``)
+        self._inherited = []                # connections from before a fork: never used
+        self._heard = 0                     # notifications (and reconnects) the listener had
+        self._listening = (None, False)     # (process id, whether its listener is connected)
+        self._keys = {}                     # owner or caller -> a2a_min._key() of it
+        self._complained = 0.0
+        self._migrate()
+
+    # -- connections ---------------------------------------------------------------
+
+    def _connect(self):
+        import psycopg
+        from psycopg import sql
+        conn = psycopg.connect(self.url, autocommit=True,
+                               connect_timeout=max(1, round(self.connect_timeout)))
+        try:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+            conn.execute(sql.SQL("SET statement_timeout TO {}").format(
+                sql.Literal(f"{int(self.statement_timeout * 1000)}ms")))
+        except BaseException:
+            conn.close()
+            raise
+        conn.slot = random.randrange(_SLOTS)        # the a2a_counts rows it adds to
+        conn.idle_since = time.monotonic()
+        return conn
+
+    def _conn(self):
+        """``with self._conn() as conn``: a connection of this process, lent."""
+        return _Lent(self)
+
+    def _borrow(self):
+        pid = os.getpid()
+        with self._lock:
+            owner, idle = self._idle
+            if owner != pid:                # a new process (after a fork)
+                self._inherited += idle
+                idle = []
+                self._idle = (pid, idle)
+                self._lendable = (pid, threading.BoundedSemaphore(self.pool))
+            lendable = self._lendable[1]
+        if not lendable.acquire(timeout=self.pool_timeout):
+            raise ServerBusyError(
+                f"all {self.pool} connections of this server process to the task store "
+                f"(PostgreSQL) stayed in use for {self.pool_timeout} s; try again shortly",
+                metadata={"pool": str(self.pool)})
+        try:
+            while True:
+                with self._lock:
+                    conn = idle.pop() if idle else None
+                if conn is None:
+                    return self._connect()
+                if time.monotonic() - conn.idle_since < _FRESH or self._answers(conn):
+                    return conn
+                conn.close()                # (the database went away meanwhile)
+        except BaseException:
+            lendable.release()
+            raise
+
+    @staticmethod
+    def _answers(conn):
+        """Whether a connection that waited idle still reaches the database
+        (after a restart of the database, none does): one round trip."""
+        import psycopg
+        try:
+            conn.execute("SELECT 1")
+            return True
+        except psycopg.Error:
+            return False
+
+    def _give_back(self, conn):
+        with self._lock:
+            owner, idle = self._idle
+            mine = owner == os.getpid()
+            if mine and not conn.closed and not conn.broken:
+                conn.idle_since = time.monotonic()
+                idle.append(conn)
+                conn = None
+        if conn is not None and mine:
+            conn.close()
+        if mine:
+            self._lendable[1].release()
+
+    def _failed(self, error):
+        """The A2AError for a database error: unreachable, a statement past its
+        timeout, a read-only or full database. The client is told what happened
+        without the URL; the log says where, and what to do."""
+        import psycopg
+        text = str(error).strip()
+        if isinstance(error, psycopg.errors.QueryCanceled):
+            return ServerBusyError(
+                f"the task store (PostgreSQL) did not answer within {self.statement_timeout} s; "
+                "try again shortly")
+        if isinstance(error, (psycopg.errors.ReadOnlySqlTransaction,
+                              psycopg.errors.InsufficientPrivilege)):
+            problem, fix = "refuses writes", "give the store's user a database it may write to"
+        elif isinstance(error, psycopg.errors.DiskFull):
+            problem, fix = "is out of disk", "free space on the database server"
+        elif isinstance(error, psycopg.OperationalError):
+            self._complain("cannot be reached", "start it, or check the URL and the network",
+                           text)
+            return ServerBusyError("the task store (PostgreSQL) cannot be reached right now; "
+                                   "try again shortly")
+        else:
+            problem, fix = "failed", "look at the server log"
+        self._complain(problem, fix, text)
+        return InternalError(f"the task store (PostgreSQL) {problem}: the server's operator "
+                             f"must {fix}")
+
+    def _complain(self, problem, fix, text):
+        now = time.monotonic()
+        if now - self._complained > 60:     # once a minute: an outage is not to fill the log
+            self._complained = now
+            a2a_min._log().error("task store PostgreSQL %s (schema %s) %s: %s (%s)",
+                                 _safe_url(self.url), self.schema, problem, fix, text)
+
+    def _key(self, value):
+        try:
+            return self._keys[value]
+        except KeyError:
+            if len(self._keys) >= 1024:
+                self._keys.clear()
+            key = self._keys[value] = a2a_min._key(value)
+            return key
+        except TypeError:
+            return a2a_min._key(value)
+
+    # -- schema --------------------------------------------------------------------
+
+    def _migrate(self):
+        """Bring the schema to POSTGRES_SCHEMA_VERSION, or refuse it. One
+        transaction, under an advisory lock that every process migrating this
+        schema takes: the first does it, the others find it done."""
+        import psycopg
+        try:
+            self._migrate_in()
+        except psycopg.Error as error:
+            raise RuntimeError(f"the PostgreSQL task store at {_safe_url(self.url)} (schema "
+                               f"{self.schema}) could not be opened: {str(error).strip()}; start "
+                               "the database, or check the URL, the user and its rights"
+                               ) from None
+
+    def _migrate_in(self):
+        from psycopg import sql
+        with self._conn() as conn:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
+                             ("a2a_min schema " + self.schema,))
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                    sql.Identifier(self.schema)))
+                conn.execute("CREATE TABLE IF NOT EXISTS a2a_meta "
+                             "(key text PRIMARY KEY, value text NOT NULL)")
+                row = conn.execute("SELECT value FROM a2a_meta WHERE key = 'schema_version'"
+                                   ).fetchone()
+                version = int(row[0]) if row else 0
+                if version > POSTGRES_SCHEMA_VERSION:
+                    raise RuntimeError(
+                        f"the task store's tables (schema {self.schema}) have schema version "
+                        f"{version}, newer than version {POSTGRES_SCHEMA_VERSION} of this "
+                        "a2a_postgres: run the a2a_min that wrote them (or a newer one), or "
+                        "give this one another schema")
+                for step in _MIGRATIONS[version:]:
+                    for statement in step:
+                        conn.execute(statement)
+                conn.execute("INSERT INTO a2a_meta VALUES ('schema_version', %s) ON CONFLICT "
+                             "(key) DO UPDATE SET value = excluded.value",
+                             (str(POSTGRES_SCHEMA_VERSION),))
+
+    def _transaction(self, work, *args, retries=3):
+        """work(conn, *args) in one transaction on a lent connection; its
+        result. A deadlock (PostgreSQL chose this transaction to undo) is
+        tried again, and so is a connection that broke before the
+        transaction began; any other database error becomes the A2AError
+        that says what happened (_failed)."""
+        import psycopg
+        for attempt in range(retries):
+            began = False
+            try:
+                with self._conn() as conn:
+                    with conn.transaction():
+                        began = True
+                        return work(conn, *args)
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                if attempt == retries - 1:
+                    raise ServerBusyError("the task store (PostgreSQL) was too busy to "
+                                          "commit; try again shortly") from None
+            except psycopg.OperationalError as error:
+                if began or attempt == retries - 1:
+                    raise self._failed(error) from None
+            except psycopg.Error as error:
+                raise self._failed(error) from None
+
+    def _read(self, query, args=()):
+        """The rows of one statement, on a lent connection (once more on
+        another if that one had broken)."""
+        import psycopg
+        for attempt in range(2):
+            try:
+                with self._conn() as conn:
+                    return conn.execute(query, args).fetchall()
+            except psycopg.OperationalError as error:
+                if attempt:
+                    raise self._failed(error) from None
+            except psycopg.Error as error:
+                raise self._failed(error) from None
+
+    # -- tasks ---------------------------------------------------------------------
+
+    def get(self, task_id, owner):
+        """The task with this id if ``owner`` owns it, else None (with .json,
+        .version and .next_seq)."""
+        rows = self._read("SELECT version, next_seq, body FROM a2a_tasks WHERE id = %s "
+                          "AND owner = %s", (task_id, self._key(owner)))
+        if not rows:
+            return None
+        version, next_seq, body = rows[0]
+        task = a2a_min._StoredTask.decode(bytes(body))
+        task.version, task.next_seq = version, next_seq
+        return task
+
+    def commit(self, task, owner, version, event=None, caller=None, holder=None):
+        """Write ``task`` over ``version`` (0: a new task) and append ``event``
+        to its log, atomically; ``holder`` (of a running task) takes its lease
+        for lease_ttl, and an idle task's lease ends. Returns (JSON as stored,
+        new version, the event's sequence number or None)."""
+        task, event = a2a_min._cut_history(task, event, self.max_history)
+        body = a2a_min._dumps(task)
+        if event is None:
+            event_body = None
+        elif event.get("task") is task and len(event) == 1:
+            event_body = b'{"task":' + body + b"}"
+        else:
+            event_body = a2a_min._dumps(event)
+        owner_key = self._key(owner)
+        caller_key = owner_key if caller is None else self._key(caller)
+        if version == 0 and event_body is None and \
+                task["status"]["state"] in a2a_min._IDLE_STATES and self._insert_at_once(
+                    task, owner_key, caller_key, body):
+            return body, 1, None
+        evicted = []
+        try:
+            seq, refused = self._transaction(self._commit_in, task, owner_key, caller_key,
+                                             version, body, event_body, holder, evicted)
+        finally:
+            self._tell_evicted(evicted)
+        if refused is not None:
+            raise refused
+        return body, version + 1, seq
+
+    def _insert_at_once(self, task, owner_key, caller_key, body):
+        """The new task in one statement, if it fits (see _SQL_INSERT_AT_ONCE):
+        whether it was inserted."""
+        import psycopg
+        now = int(time.time() * 1000)
+        status = task["status"]
+        try:
+            with self._conn() as conn:
+                made, _ = conn.execute(_SQL_INSERT_AT_ONCE, {
+                    "id": task["id"], "owner": owner_key, "caller": caller_key,
+                    "context": task.get("contextId", ""), "state": status["state"],
+                    "stamp": status.get("timestamp", ""), "now": now, "size": len(body),
+                    "body": body, "slot": conn.slot, "max_tasks": self.max_tasks,
+                    "max_bytes": self.max_bytes, "max_share": self.max_tasks_per_caller,
+                    "max_share_bytes": self.max_bytes_per_caller,
+                    "deadline": now - int(self.task_ttl * 1000)}).fetchone()
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            return False
+        except psycopg.Error as error:
+            raise self._failed(error) from None
+        return made == 1
+
+    def _commit_in(self, conn, task, owner_key, caller_key, version, body, event_body, holder,
+                   evicted):
+        """commit()'s transaction: (the event's sequence number or None, the
+        TaskStoreFullError that refused the task or None: what was evicted to
+        make room stays evicted)."""
+        import psycopg
+        task_id = task["id"]
+        state = task["status"]["state"]
+        now = int(time.time() * 1000)
+        row = conn.execute(f"SELECT {_TASK_COLUMNS} FROM a2a_tasks WHERE id = %s FOR UPDATE",
+                           (task_id,)).fetchone()
+        new = row is None
+        a2a_min._check_version(task_id, None if new else (row[0] == owner_key, row[1], row[2]),
+                               version)
+        if new:
+            next_seq = first_seq = event_bytes = old_size = config_bytes = 0
+            idle_ms = None
+        else:
+            _, _, _, next_seq, first_seq, event_bytes, old_size, config_bytes, idle_ms, \
+                caller_key = row
+        kept = first_seq
+        seq = None
+        if event_body is not None:
+            seq = next_seq
+            next_seq += 1
+            first_seq, event_bytes = self._kept(conn, task_id, next_seq, first_seq,
+                                                event_bytes + len(event_body))
+        size = len(body) + event_bytes + config_bytes
+        grows = size - old_size
+        tasks, size_all, share_tasks, share_bytes, oldest_idle = conn.execute(
+            _SQL_ROOM, {"caller": caller_key}).fetchone()
+        counts = {}
+        if (tasks + new > self.max_tasks or size_all + grows > self.max_bytes
+                or share_tasks + new > self.max_tasks_per_caller
+                or share_bytes + grows > self.max_bytes_per_caller
+                or oldest_idle is not None and oldest_idle < now - self.task_ttl * 1000):
+            try:
+                self._make_room(conn, task_id, new, grows, caller_key, now, evicted, counts)
+            except a2a_min.TaskStoreFullError as error:
+                self._count(conn, counts)       # what was evicted stays evicted
+                return None, error
+        if state in a2a_min._IDLE_STATES:
+            idle_ms = now if idle_ms is None else idle_ms
+        else:
+            idle_ms = None
+        status = task["status"]
+        try:
+            if new:
+                conn.execute(
+                    "INSERT INTO a2a_tasks (id, owner, caller, context_id, state, stamp, idle_ms, "
+                    "version, next_seq, first_seq, event_bytes, config_bytes, size, body) VALUES "
+                    "(%s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, 0, %s, %s)",
+                    (task_id, owner_key, caller_key, task.get("contextId", ""), state,
+                     status.get("timestamp", ""), idle_ms, next_seq, first_seq, event_bytes, size,
+                     body))
+            else:
+                conn.execute(
+                    "UPDATE a2a_tasks SET context_id = %s, state = %s, stamp = %s, idle_ms = %s, "
+                    "version = %s, next_seq = %s, first_seq = %s, event_bytes = %s, size = %s, "
+                    "body = %s WHERE id = %s",
+                    (task.get("contextId", ""), state, status.get("timestamp", ""), idle_ms,
+                     version + 1, next_seq, first_seq, event_bytes, size, body, task_id))
+        except psycopg.errors.UniqueViolation:      # made meanwhile by another writer
+            raise ConflictError(f"task {task_id} exists already",
+                                metadata={"taskId": task_id}) from None
+        if idle_ms is not None:
+            if not new:
+                conn.execute("DELETE FROM a2a_leases WHERE task_id = %s", (task_id,))
+        elif holder is not None:
+            conn.execute("INSERT INTO a2a_leases VALUES (%s, %s, %s) ON CONFLICT (task_id) "
+                         "DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms",
+                         (task_id, holder, now + int(self.lease_ttl * 1000)))
+        if event_body is not None:
+            conn.execute("INSERT INTO a2a_events (task_id, seq, body) VALUES (%s, %s, %s)",
+                         (task_id, seq, event_body))
+        if first_seq > kept:
+            conn.execute("DELETE FROM a2a_events WHERE task_id = %s AND seq < %s",
+                         (task_id, first_seq))
+        _add(counts, caller_key, int(new), grows)
+        self._count(conn, counts)
+        if not new:                     # someone elsewhere may follow it, or run its turn
+            conn.execute("SELECT pg_notify(%s, %s)", (self._channel, task_id))
+        return seq, None
+
+    def _kept(self, conn, task_id, next_seq, first_seq, event_bytes):
+        """The log's bounds once its oldest events go while it is past one (the
+        new event always stays): the new (first kept seq, bytes kept)."""
+        if next_seq - first_seq <= self.replay_buffer and event_bytes <= self.replay_buffer_bytes:
+            return first_seq, event_bytes
+        for old_seq, old_bytes in conn.execute(
+                "SELECT seq, length(body) FROM a2a_events WHERE task_id = %s ORDER BY seq",
+                (task_id,)).fetchall():
+            if next_seq - first_seq <= self.replay_buffer and \
+                    event_bytes <= self.replay_buffer_bytes:
+                break
+            first_seq, event_bytes = old_seq + 1, event_bytes - old_bytes
+        return first_seq, event_bytes
+
+    def _make_room(self, conn, task_id, new, grows, caller, now, evicted, counts):
+        """a2a_min.TaskStore._make_room in SQL, inside commit's transaction:
+        expired tasks go, then the caller's oldest idle ones past its share,
+        then anyone's past the store's bounds, each down to a 64th below the
+        bound. Raises CallerLimitError or TaskStoreFullError if that is not
+        enough."""
+        deadline = now - int(self.task_ttl * 1000)
+        while True:
+            gone = conn.execute(_SQL_EXPIRED, (deadline, task_id)).fetchall()
+            for gone_id, gone_caller, gone_size in gone:
+                evicted.append(gone_id)
+                _add(counts, gone_caller, -1, -gone_size)
+            if len(gone) < 64:
+                break
+        tasks, size, share_tasks, share_bytes, _ = conn.execute(
+            _SQL_ROOM, {"caller": caller}).fetchone()
+        tasks, size = tasks + counts.get("", (0, 0))[0], size + counts.get("", (0, 0))[1]
+        share_tasks += counts.get(caller, (0, 0))[0]
+        share_bytes += counts.get(caller, (0, 0))[1]
+        limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
+        if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
+            freed_tasks, freed_bytes = self._evict_down(
+                conn, _SQL_CALLER_IDLE, (caller, task_id), share_tasks + new,
+                share_bytes + grows, limit_tasks, limit_bytes, evicted, counts)
+            share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
+            tasks, size = tasks - freed_tasks, size - freed_bytes
+            if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
+                raise a2a_min._over_share(share_tasks, share_bytes, new, limit_tasks, limit_bytes)
+        if tasks + new > self.max_tasks or size + grows > self.max_bytes:
+            freed_tasks, freed_bytes = self._evict_down(
+                conn, _SQL_IDLE, (task_id,), tasks + new, size + grows, self.max_tasks,
+                self.max_bytes, evicted, counts)
+            tasks, size = tasks - freed_tasks, size - freed_bytes
+            if tasks + new > self.max_tasks or size + grows > self.max_bytes:
+                raise a2a_min._store_full(tasks, size, new, self.max_tasks, self.max_bytes)
+
+    @staticmethod
+    def _evict_down(conn, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted,
+                    counts):
+        """Evict the oldest idle tasks ``idle`` lists (64 at a time, locked)
+        until (held_tasks, held_bytes) is a 64th below the bounds, or none is
+        left. Returns the tasks and bytes freed."""
+        room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
+        freed_tasks = freed_bytes = 0
+        while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
+            batch = conn.execute(idle, args).fetchall()
+            chosen = []
+            for gone_id, size in batch:
+                if (held_tasks - freed_tasks <= room_tasks
+                        and held_bytes - freed_bytes <= room_bytes):
+                    break
+                freed_tasks, freed_bytes = freed_tasks + 1, freed_bytes + size
+                chosen.append(gone_id)
+            if chosen:
+                for gone_id, gone_caller, gone_size in conn.execute(
+                        "DELETE FROM a2a_tasks WHERE id = ANY(%s) RETURNING id, caller, size",
+                        (chosen,)).fetchall():
+                    evicted.append(gone_id)
+                    _add(counts, gone_caller, -1, -gone_size)
+            if len(batch) < 64:
+                break
+        return freed_tasks, freed_bytes
+
+    @staticmethod
+    def _count(conn, counts):
+        """Add ``counts`` ({caller: (tasks, bytes)}, '' included) to this
+        connection's rows of a2a_counts, in one statement (callers in order:
+        two transactions never wait for each other's rows in turn)."""
+        rows = [(caller, conn.slot, tasks, size) for caller, (tasks, size) in sorted(counts.items())
+                if tasks or size]
+        if rows:
+            conn.execute(
+                "INSERT INTO a2a_counts (caller, slot, tasks, bytes) SELECT * FROM "
+                "unnest(%s::text[], %s::integer[], %s::bigint[], %s::bigint[]) ON CONFLICT "
+                "(caller, slot) DO UPDATE SET tasks = a2a_counts.tasks + excluded.tasks, "
+                "bytes = a2a_counts.bytes + excluded.bytes",
+                [list(column) for column in zip(*rows)])
+
+    def _tell_evicted(self, evicted):
+        if self.on_evict:
+            for gone in evicted:
+                self.on_evict(gone)
+
+    def delete(self, task_id):
+        """Forget a task, its events, configs and lease (no error if unknown)."""
+        def work(conn):
+            counts = {}
+            for caller, size in conn.execute("DELETE FROM a2a_tasks WHERE id = %s "
+                                             "RETURNING caller, size", (task_id,)).fetchall():
+                _add(counts, caller, -1, -size)
+            self._count(conn, counts)
+        self._transaction(work)
+
+    def events(self, task_id, after=-1):
+        """(oldest kept seq, [(seq, event), ...] with seq > after), or None if
+        the task is not stored. One statement: one consistent snapshot."""
+        rows = self._read(
+            "SELECT t.first_seq, e.seq, e.body FROM a2a_tasks AS t LEFT JOIN a2a_events AS e "
+            "ON e.task_id = t.id AND e.seq > %s WHERE t.id = %s ORDER BY e.seq",
+            (after, task_id))
+        if not rows:
+            return None
+        return rows[0][0], [(seq, json.loads(bytes(body))) for _, seq, body in rows
+                            if seq is not None]
+
+    def changed(self):
+        """A number that moves when a task others may follow changed: the
+        notifications this process's listener heard (its reconnects count
+        too), and the time in ``poll`` seconds, so that a lost notification
+        delays a stream by ``poll`` at most. Without a listener, a new number
+        every time (streams look at the store every store_poll)."""
+        if not self.listen:
+            self._heard += 1
+            return self._heard
+        pid, connected = self._listening
+        if pid != os.getpid():
+            with self._lock:
+                if self._listening[0] != os.getpid():
+                    self._listening = (os.getpid(), False)
+                    threading.Thread(target=self._listen, name="a2a-postgres-listen",
+                                     daemon=True).start()
+        return self._heard + int(time.monotonic() / self.poll)
+
+    def _listen(self):
+        """The listener: one connection per process, LISTENing on the store's
+        channel; every notification (and every reconnect, after which
+        whatever was sent meanwhile is lost) moves changed()."""
+        import psycopg
+        from psycopg import sql
+        pid, backoff = os.getpid(), 0.1
+        while self._listening[0] == pid:
+            conn = None
+            try:
+                conn = psycopg.connect(self.url, autocommit=True,
+                                       connect_timeout=max(1, round(self.connect_timeout)))
+                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                self._listening = (pid, True)
+                self._heard += 1                # (what was sent while nobody listened)
+                backoff = 0.1
+                while self._listening[0] == pid:
+                    for _ in conn.notifies(timeout=self.poll):
+                        self._heard += 1
+            except psycopg.Error as error:
+                if self._listening == (pid, True):
+                    a2a_min._log().warning("the task store's listener lost PostgreSQL (%s); "
+                                           "streams poll until it is back", error)
+                self._listening = (pid, False)
+                self._heard += 1
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+            finally:
+                if conn is not None and os.getpid() == pid:
+                    conn.close()
+
+    def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
+        """One page of the owner's tasks, newest status first (as
+        a2a_min.TaskStore.list); the count and the page from one snapshot."""
+        where, args = "owner = %s", [self._key(owner)]
+        if context_id:
+            where += " AND context_id = %s"
+            args.append(context_id)
+        if status:
+            where += " AND state = %s"
+            args.append(status)
+        if after:
+            where += " AND stamp >= %s"
+            args.append(after)
+        page_where, page_args = where, list(args)
+        if cursor is not None:
+            page_where += " AND (stamp, id) < (%s, %s)"
+            page_args += [cursor[0], cursor[1]]
+
+        def work(conn):
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            total = conn.execute("SELECT count(*) FROM a2a_tasks WHERE " + where,
+                                 args).fetchone()[0]
+            page, size, more = [], 0, False
+            cursor_ = conn.execute("SELECT stamp, id, body FROM a2a_tasks WHERE " + page_where
+                                   + " ORDER BY stamp DESC, id DESC LIMIT %s",
+                                   page_args + [limit + 1])
+            for stamp, task_id, body in cursor_:
+                size += len(body)
+                if len(page) == limit or page and size > self.max_page_bytes:
+                    more = True
+                    break
+                page.append((stamp, task_id, bytes(body)))
+            return total, page, more
+        total, page, more = self._transaction(work)
+        tasks = [json.loads(body) for _, _, body in page]
+        return tasks, total, ((page[-1][0], page[-1][1]) if more else None)
+
+    def stats(self):
+        """What the store holds: tasks, bytes, idle tasks and callers."""
+        tasks, size, idle, callers = self._read(
+            "SELECT coalesce(sum(tasks) FILTER (WHERE caller = ''), 0), "
+            "coalesce(sum(bytes) FILTER (WHERE caller = ''), 0), "
+            "(SELECT count(*) FROM a2a_tasks WHERE idle_ms IS NOT NULL), "
+            "(SELECT count(*) FROM (SELECT caller FROM a2a_counts WHERE caller <> '' "
+            "GROUP BY caller HAVING sum(tasks) > 0) AS c) FROM a2a_counts")[0]
+        return {"tasks": int(tasks), "bytes": int(size), "idle": idle, "callers": callers,
+                "max_tasks": self.max_tasks, "max_bytes": self.max_bytes}
+
+    # -- push notification configs: stored with the task, deleted with it ----------------
+
+    def put_config(self, task_id, config, max_configs):
+        """Insert, or replace by config["id"] (keeping its place in the order);
+        TaskNotFoundError if the task is gone. Its bytes count in the task's size."""
+        body = a2a_min._dumps(config)
+
+        def work(conn):
+            row = conn.execute("SELECT caller FROM a2a_tasks WHERE id = %s FOR UPDATE",
+                               (task_id,)).fetchone()
+            if row is None:
+                raise a2a_min._no_longer_stored(task_id)
+            count, old = conn.execute(
+                "SELECT count(*), max(length(body)) FILTER (WHERE id = %s) FROM a2a_push_configs "
+                "WHERE task_id = %s", (config["id"], task_id)).fetchone()
+            if old is None and count >= max_configs:
+                raise a2a_min._too_many_configs(task_id, count)
+            conn.execute("INSERT INTO a2a_push_configs (task_id, id, body) VALUES (%s, %s, %s) "
+                         "ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body",
+                         (task_id, config["id"], body))
+            self._resize(conn, task_id, row[0], len(body) - (old or 0))
+        self._transaction(work)
+
+    def _resize(self, conn, task_id, caller, grows):
+        if grows:
+            conn.execute("UPDATE a2a_tasks SET config_bytes = config_bytes + %s, "
+                         "size = size + %s WHERE id = %s", (grows, grows, task_id))
+            self._count(conn, {"": (0, grows), caller: (0, grows)})
+
+    def get_config(self, task_id, config_id):
+        rows = self._read("SELECT body FROM a2a_push_configs WHERE task_id = %s AND id = %s",
+                          (task_id, config_id))
+        return json.loads(bytes(rows[0][0])) if rows else None
+
+    def configs(self, task_id):
+        """The task's configs, in the order they were first put."""
+        return [json.loads(bytes(row[0])) for row in self._read(
+            "SELECT body FROM a2a_push_configs WHERE task_id = %s ORDER BY n", (task_id,))]
+
+    def delete_config(self, task_id, config_id):
+        def work(conn):
+            row = conn.execute("SELECT caller FROM a2a_tasks WHERE id = %s FOR UPDATE",
+                               (task_id,)).fetchone()
+            gone = conn.execute("DELETE FROM a2a_push_configs WHERE task_id = %s AND id = %s "
+                                "RETURNING length(body)", (task_id, config_id)).fetchone()
+            if row is not None and gone is not None:
+                self._resize(conn, task_id, row[0], -gone[0])
+        self._transaction(work)
+
+    # -- leases: which process runs a task's agent ---------------------------------------
+
+    def renew(self, holder):
+        """Extend every lease ``holder`` has by ``lease_ttl`` from now."""
+        self._transaction(lambda conn: conn.execute(
+            "UPDATE a2a_leases SET expires_ms = %s WHERE holder = %s",
+            (int((time.time() + self.lease_ttl) * 1000), holder)))
+
+    def expired(self):
+        """[(task id, owner)] of the running tasks whose lease ran out."""
+        rows = self._read(
+            "SELECT l.task_id, t.owner FROM a2a_leases AS l JOIN a2a_tasks AS t "
+            "ON t.id = l.task_id WHERE l.expires_ms < %s AND t.idle_ms IS NULL",
+            (int(time.time() * 1000),))
+        return [(task_id, tuple(json.loads(owner))) for task_id, owner in rows]
+
+    def close(self):
+        """Close this process's idle connections and stop its listener."""
+        with self._lock:
+            pid, idle = self._idle
+            if pid == os.getpid():
+                for conn in idle:
+                    conn.close()
+                idle.clear()
+            if self._listening[0] == os.getpid():
+                self._listening = (None, False)
+
+
+def _add(counts, caller, tasks, size):
+    """Add (tasks, size) to ``counts`` for ``caller`` and for everyone ('')."""
+    for who in ("", caller):
+        had = counts.get(who, (0, 0))
+        counts[who] = (had[0] + tasks, had[1] + size)
+
+
+def _safe_url(url):
+    """The URL without its password, for the log."""
+    from urllib.parse import urlsplit, urlunsplit
+    try:
+        parts = urlsplit(url)
+        if parts.password is not None:
+            host = parts.hostname or ""
+            netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+            return urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        pass
+    return url if "password" not in url else "(a connection string with a password)"
+
+
+class _Lent:
+    """``with store._conn() as conn``: a connection, given back after."""
+
+    __slots__ = ("store", "conn")
+
+    def __init__(self, store):
+        self.store = store
+
+    def __enter__(self):
+        self.conn = self.store._borrow()
+        return self.conn
+
+    def __exit__(self, *exc):
+        self.store._give_back(self.conn)
+        return False
