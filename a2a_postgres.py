@@ -210,7 +210,8 @@ class PostgresStore(a2a_min._Bounds):
     ``pool_timeout``: seconds a request waits for one (then ServerBusyError);
     ``connect_timeout`` and ``statement_timeout``: seconds, for each
     connection and each statement (a statement past it is canceled, and the
-    request answered ServerBusyError). ``listen``: wake streams by
+    request answered ServerBusyError); ``write_wait``: seconds a write waits
+    for a database that went away to come back. ``listen``: wake streams by
     LISTEN/NOTIFY (default: yes, except on AWS Lambda); ``poll``: seconds
     between two looks at the store when no notification came. The limits
     are a2a_min.TaskStore's.
@@ -219,7 +220,7 @@ class PostgresStore(a2a_min._Bounds):
     shared = True                   # other processes may write the same tasks
 
     def __init__(self, url, *, schema="public", pool=8, pool_timeout=5.0, connect_timeout=5.0,
-                 statement_timeout=10.0, listen=None, poll=1.0, **limits):
+                 statement_timeout=10.0, write_wait=10.0, listen=None, poll=1.0, **limits):
         try:
             import psycopg  # noqa: F401
         except ImportError:
@@ -235,6 +236,7 @@ class PostgresStore(a2a_min._Bounds):
         self.pool_timeout = pool_timeout
         self.connect_timeout = connect_timeout
         self.statement_timeout = statement_timeout
+        self.write_wait = write_wait
         self.listen = (not _on_lambda()) if listen is None else listen
         self.poll = poll
         self._channel = f"a2a_min.{schema}"[:63]          # NOTIFY's channel name
@@ -242,8 +244,8 @@ class PostgresStore(a2a_min._Bounds):
         self._idle = (None, [])             # (process id, its idle connections)
         self._lendable = (None, None)       # (process id, a semaphore of ``pool``)
         self._inherited = []                # connections from before a fork: never used
-        self._heard = 0                     # notifications (and reconnects) the listener had
-        self._listening = (None, False)     # (process id, whether its listener is connected)
+        self._listener = None               # this process's _Listener, once changed() was asked
+        self._asked = 0                     # changed() without a listener: how often it was
         self._keys = {}                     # owner or caller -> a2a_min._key() of it
         self._complained = 0.0
         self._migrate()
@@ -407,27 +409,35 @@ class PostgresStore(a2a_min._Bounds):
                              "(key) DO UPDATE SET value = excluded.value",
                              (str(POSTGRES_SCHEMA_VERSION),))
 
-    def _transaction(self, work, *args, retries=3):
+    def _transaction(self, work, *args):
         """work(conn, *args) in one transaction on a lent connection; its
         result. A deadlock (PostgreSQL chose this transaction to undo) is
-        tried again, and so is a connection that broke before the
-        transaction began; any other database error becomes the A2AError
-        that says what happened (_failed)."""
+        tried again. So is a transaction whose connection broke before it
+        asked to commit (nothing of it was written), for ``write_wait``
+        seconds while the database is away (restarting, failing over): an
+        agent's turn rides out a short outage. Any other database error
+        becomes the A2AError that says what happened (_failed)."""
         import psycopg
-        for attempt in range(retries):
-            began = False
+        deadline, pause, deadlocks = time.monotonic() + self.write_wait, 0.05, 0
+        while True:
+            lent = worked = None
             try:
-                with self._conn() as conn:
-                    with conn.transaction():
-                        began = True
-                        return work(conn, *args)
+                with self._conn() as lent:
+                    with lent.transaction():
+                        result = work(lent, *args)
+                        worked = True
+                return result
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-                if attempt == retries - 1:
+                deadlocks += 1
+                if deadlocks == 3:
                     raise ServerBusyError("the task store (PostgreSQL) was too busy to "
                                           "commit; try again shortly") from None
             except psycopg.OperationalError as error:
-                if began or attempt == retries - 1:
+                gone = lent is None or lent.broken or lent.closed
+                if worked or not gone or time.monotonic() + pause > deadline:
                     raise self._failed(error) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
             except psycopg.Error as error:
                 raise self._failed(error) from None
 
@@ -506,6 +516,10 @@ class PostgresStore(a2a_min._Bounds):
                     "deadline": now - int(self.task_ttl * 1000)}).fetchone()
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
             return False
+        except psycopg.OperationalError as error:
+            if isinstance(error, psycopg.errors.QueryCanceled):
+                raise self._failed(error) from None
+            return False    # the database went away: the general way waits for it (write_wait)
         except psycopg.Error as error:
             raise self._failed(error) from None
         return made == 1
@@ -522,6 +536,10 @@ class PostgresStore(a2a_min._Bounds):
         row = conn.execute(f"SELECT {_TASK_COLUMNS} FROM a2a_tasks WHERE id = %s FOR UPDATE",
                            (task_id,)).fetchone()
         new = row is None
+        if version == 0 and not new and event_body is None and row[2] == 1 and \
+                row[0] == owner_key and conn.execute(
+                    "SELECT body = %s FROM a2a_tasks WHERE id = %s", (body, task_id)).fetchone()[0]:
+            return None, None   # _insert_at_once's statement committed, then its connection broke
         a2a_min._check_version(task_id, None if new else (row[0] == owner_key, row[1], row[2]),
                                version)
         if new:
@@ -720,47 +738,15 @@ class PostgresStore(a2a_min._Bounds):
         delays a stream by ``poll`` at most. Without a listener, a new number
         every time (streams look at the store every store_poll)."""
         if not self.listen:
-            self._heard += 1
-            return self._heard
-        pid, connected = self._listening
-        if pid != os.getpid():
+            self._asked += 1
+            return self._asked
+        listener = self._listener
+        if listener is None or listener.pid != os.getpid():
             with self._lock:
-                if self._listening[0] != os.getpid():
-                    self._listening = (os.getpid(), False)
-                    threading.Thread(target=self._listen, name="a2a-postgres-listen",
-                                     daemon=True).start()
-        return self._heard + int(time.monotonic() / self.poll)
-
-    def _listen(self):
-        """The listener: one connection per process, LISTENing on the store's
-        channel; every notification (and every reconnect, after which
-        whatever was sent meanwhile is lost) moves changed()."""
-        import psycopg
-        from psycopg import sql
-        pid, backoff = os.getpid(), 0.1
-        while self._listening[0] == pid:
-            conn = None
-            try:
-                conn = psycopg.connect(self.url, autocommit=True,
-                                       connect_timeout=max(1, round(self.connect_timeout)))
-                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
-                self._listening = (pid, True)
-                self._heard += 1                # (what was sent while nobody listened)
-                backoff = 0.1
-                while self._listening[0] == pid:
-                    for _ in conn.notifies(timeout=self.poll):
-                        self._heard += 1
-            except psycopg.Error as error:
-                if self._listening == (pid, True):
-                    a2a_min._log().warning("the task store's listener lost PostgreSQL (%s); "
-                                           "streams poll until it is back", error)
-                self._listening = (pid, False)
-                self._heard += 1
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
-            finally:
-                if conn is not None and os.getpid() == pid:
-                    conn.close()
+                if self._listener is None or self._listener.pid != os.getpid():
+                    self._listener = _Listener(self)
+                listener = self._listener
+        return listener.heard + int(time.monotonic() / self.poll)
 
     def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
         """One page of the owner's tasks, newest status first (as
@@ -876,15 +862,65 @@ class PostgresStore(a2a_min._Bounds):
         return [(task_id, tuple(json.loads(owner))) for task_id, owner in rows]
 
     def close(self):
-        """Close this process's idle connections and stop its listener."""
-        with self._lock:
-            pid, idle = self._idle
-            if pid == os.getpid():
-                for conn in idle:
+        """Close this process's idle connections and stop its listener (also
+        done when the store is garbage: a store nobody uses holds nothing)."""
+        _close(self._idle, self._listener)
+
+    def __del__(self):
+        try:
+            _close(self._idle, self._listener)
+        except Exception:           # (at interpreter exit, say: nothing to do then)
+            pass
+
+
+def _close(idle, listener):
+    pid, connections = idle
+    if pid == os.getpid():
+        while connections:
+            connections.pop().close()
+    if listener is not None:
+        listener.stopped = True
+
+
+class _Listener:
+    """One process's LISTEN connection on a store's channel, in a thread of
+    its own. Every notification, and every reconnect (whatever was sent
+    while nobody listened is lost), adds to ``heard``. It holds what it
+    needs of the store, not the store: a store nobody uses is garbage, and
+    its listener stops (``stopped``) within ``poll`` seconds."""
+
+    def __init__(self, store):
+        self.url, self.channel, self.poll = store.url, store._channel, store.poll
+        self.connect_timeout = max(1, round(store.connect_timeout))
+        self.pid, self.heard, self.connected, self.stopped = os.getpid(), 0, False, False
+        threading.Thread(target=self._run, name="a2a-postgres-listen", daemon=True).start()
+
+    def _run(self):
+        import psycopg
+        from psycopg import sql
+        backoff = 0.1
+        while not self.stopped and os.getpid() == self.pid:
+            conn = None
+            try:
+                conn = psycopg.connect(self.url, autocommit=True,
+                                       connect_timeout=self.connect_timeout)
+                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                self.connected, backoff = True, 0.1
+                self.heard += 1                 # (what was sent while nobody listened)
+                while not self.stopped:
+                    for _ in conn.notifies(timeout=self.poll):
+                        self.heard += 1
+            except psycopg.Error as error:
+                if self.connected and not self.stopped:
+                    a2a_min._log().warning("the task store's listener lost PostgreSQL (%s); "
+                                           "streams poll until it is back", error)
+                self.connected = False
+                self.heard += 1
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+            finally:
+                if conn is not None and os.getpid() == self.pid:
                     conn.close()
-                idle.clear()
-            if self._listening[0] == os.getpid():
-                self._listening = (None, False)
 
 
 def _add(counts, caller, tasks, size):

@@ -56,8 +56,9 @@ def postgres_store(**options):
 
 if os.environ.get("A2A_TEST_STORE") == "postgres":
     def _postgres_task_store(**limits):
-        """A PostgresStore (a new schema) in place of the in-memory TaskStore."""
-        return postgres_store(**limits)
+        """A PostgresStore (a new schema) in place of the in-memory TaskStore
+        (two connections at most: the suite makes hundreds of stores)."""
+        return postgres_store(pool=2, **limits)
     a2a_min.TaskStore = _postgres_task_store
 
 

@@ -53,11 +53,11 @@ class PostgresServer:
         self._run("initdb", "-D", data, "-A", "trust", "-U", "a2a", "-N", "-E", "UTF8",
                   "--no-instructions")
         options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} "
-                   "-c max_connections=300")
+                   "-c max_connections=1000")
         if not fsync:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run("pg_ctl", "-D", data, "-w", "-t", "30", "-l", os.path.join(self.dir, "log"),
-                  "-o", options, "start")
+        self.options = options
+        self.start()
         self.url = f"postgresql://a2a@127.0.0.1:{self.port}/postgres"
 
     def _run(self, tool, *args):
@@ -74,10 +74,11 @@ class PostgresServer:
             pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def restart(self):
-        """Stop the server and start it again on the same port (its clients'
-        connections break)."""
-        data = os.path.join(self.dir, "data")
-        self._run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
-        self._run("pg_ctl", "-D", data, "-w", "-t", "30", "-l", os.path.join(self.dir, "log"),
-                  "start")
+    def start(self):
+        self._run("pg_ctl", "-D", os.path.join(self.dir, "data"), "-w", "-t", "30", "-l",
+                  os.path.join(self.dir, "log"), "-o", self.options, "start")
+
+    def halt(self):
+        """Stop the server at once (its clients' connections break); start() again."""
+        self._run("pg_ctl", "-D", os.path.join(self.dir, "data"), "-m", "immediate", "-w",
+                  "stop")

@@ -113,3 +113,14 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+_on_lambda = []
+
+
+def on_lambda(event, context):
+    """The same Server as an AWS Lambda handler (examples/lambda_local.py
+    --handler shared_app:on_lambda), made on the first invocation."""
+    if not _on_lambda:
+        _on_lambda.append(a2a_min.lambda_handler(server))
+    return _on_lambda[0](event, context)

@@ -12,8 +12,10 @@ The app is tests/shared_app.py; every answer says which process served it
 another process is repeated, within a time bound, until it does."""
 
 import http.client
+import itertools
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -49,7 +51,7 @@ HOSTS = {
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
         "--log-level", "warning"],
 }
-WORKERS = {"threads": 2, "gunicorn": 4, "uvicorn": 4}
+WORKERS = {"threads": 2, "gunicorn": 4, "uvicorn": 4, "postgres-pair": 2}
 NEEDS = {"gunicorn": "gunicorn", "uvicorn": "uvicorn"}
 
 # WSGI has no shutdown of its own: gunicorn's hook stops the Server, as
@@ -108,7 +110,7 @@ class Host:
     def report(self, task):
         """What a test that failed says of the host: the task as stored, its
         agent's notes, the host's processes, where their threads are."""
-        stored = a2a_min.SQLiteStore(self.store).get(task["id"], OWNER)
+        stored = a2a_min.open_store(self.store).get(task["id"], OWNER)
         pids = process_tree(self.proc.pid)
         for pid in self.workers():
             os.kill(pid, signal.SIGUSR1)       # shared_app: faulthandler dumps the threads
@@ -152,6 +154,103 @@ class Host:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+class Balancer:
+    """A load balancer on 127.0.0.1: each connection it accepts goes to one
+    of ``ports`` at random, byte for byte both ways."""
+
+    def __init__(self, ports):
+        import socket
+        import threading
+        self.ports = ports
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return                          # closed
+            port = random.choice(self.ports)
+            try:
+                backend = socket.create_connection(("127.0.0.1", port), timeout=10)
+            except OSError:
+                client.close()
+                continue
+            backend.settimeout(None)
+            for a, b in ((client, backend), (backend, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink):
+        import socket
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.listener.close()
+
+
+class PairHost:
+    """Two servers (tests/shared_app.py, one process each, on ports of their
+    own) on one PostgreSQL database, behind a Balancer: two machines behind
+    a load balancer, as the PostgreSQL store is for. Host's interface."""
+
+    kind = "postgres-pair"
+
+    def __init__(self, folder, store, *, lease_ttl=3.0, grace=10.0):
+        self.hosts = [Host("threads", folder, store, lease_ttl=lease_ttl, grace=grace,
+                           workers=1) for _ in range(2)]
+        self.store, self.log = store, self.hosts[0].log
+        self.balancer = Balancer([h.port for h in self.hosts])
+        self.port = self.balancer.port
+
+    def workers(self):
+        return {h.proc.pid for h in self.hosts}
+
+    def agent_log(self, task_id):
+        return self.hosts[0].agent_log(task_id)
+
+    def stderr(self, last=3000):
+        return "\n".join(h.stderr(last) for h in self.hosts)
+
+    def report(self, task):
+        return self.stderr(30000)
+
+    def stop(self):
+        self.balancer.close()
+        for h in self.hosts:
+            h.stop()
+
+
+def postgres_database():
+    """A URL of a new, empty database on the test session's PostgreSQL."""
+    import psycopg
+    from conftest import postgres_server
+    server = postgres_server()
+    name = f"shared{os.getpid()}_{next(_databases)}"
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return server.url.rsplit("/", 1)[0] + "/" + name
+
+
+_databases = itertools.count()
 
 
 # -- a client: one connection per request -------------------------------------------
@@ -286,7 +385,7 @@ def wait_for(check, within, what):
 
 def stored_events(store_path, task_id):
     """The task's event log as the store keeps it: [(seq, event)]."""
-    store = a2a_min.SQLiteStore(store_path)
+    store = a2a_min.open_store(store_path)
     return store.events(task_id)[1]
 
 
@@ -295,10 +394,14 @@ def stored_events(store_path, task_id):
 LEASE_TTL = 1.5                                # of the hosts below: renewed every 0.5 s
 
 
-@pytest.fixture(scope="module", params=sorted(HOSTS))
+@pytest.fixture(scope="module", params=sorted(HOSTS) + ["postgres-pair"])
 def host(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp(request.param)
-    running = Host(request.param, str(folder), str(folder / "tasks.db"), lease_ttl=LEASE_TTL)
+    if request.param == "postgres-pair":
+        running = PairHost(str(folder), postgres_database(), lease_ttl=LEASE_TTL)
+    else:
+        running = Host(request.param, str(folder), str(folder / "tasks.db"),
+                       lease_ttl=LEASE_TTL)
     yield running
     running.stop()
 
