@@ -461,7 +461,7 @@ class PostgresStore(a2a_min._Bounds):
         """The task with this id if ``owner`` owns it, else None (with .json,
         .version and .next_seq)."""
         rows = self._read("SELECT version, next_seq, body FROM a2a_tasks WHERE id = %s "
-                          "AND owner = %s", (task_id, self._key(owner)))
+                          "AND owner = %s", (_text(task_id), self._key(owner)))
         if not rows:
             return None
         version, next_seq, body = rows[0]
@@ -507,9 +507,9 @@ class PostgresStore(a2a_min._Bounds):
         try:
             with self._conn() as conn:
                 made, _ = conn.execute(_SQL_INSERT_AT_ONCE, {
-                    "id": task["id"], "owner": owner_key, "caller": caller_key,
-                    "context": task.get("contextId", ""), "state": status["state"],
-                    "stamp": status.get("timestamp", ""), "now": now, "size": len(body),
+                    "id": _text(task["id"]), "owner": owner_key, "caller": caller_key,
+                    "context": _text(task.get("contextId", "")), "state": status["state"],
+                    "stamp": _text(status.get("timestamp", "")), "now": now, "size": len(body),
                     "body": body, "slot": conn.slot, "max_tasks": self.max_tasks,
                     "max_bytes": self.max_bytes, "max_share": self.max_tasks_per_caller,
                     "max_share_bytes": self.max_bytes_per_caller,
@@ -530,7 +530,7 @@ class PostgresStore(a2a_min._Bounds):
         TaskStoreFullError that refused the task or None: what was evicted to
         make room stays evicted)."""
         import psycopg
-        task_id = task["id"]
+        task_id = _text(task["id"])
         state = task["status"]["state"]
         now = int(time.time() * 1000)
         row = conn.execute(f"SELECT {_TASK_COLUMNS} FROM a2a_tasks WHERE id = %s FOR UPDATE",
@@ -540,7 +540,7 @@ class PostgresStore(a2a_min._Bounds):
                 row[0] == owner_key and conn.execute(
                     "SELECT body = %s FROM a2a_tasks WHERE id = %s", (body, task_id)).fetchone()[0]:
             return None, None   # _insert_at_once's statement committed, then its connection broke
-        a2a_min._check_version(task_id, None if new else (row[0] == owner_key, row[1], row[2]),
+        a2a_min._check_version(task["id"], None if new else (row[0] == owner_key, row[1], row[2]),
                                version)
         if new:
             next_seq = first_seq = event_bytes = old_size = config_bytes = 0
@@ -580,19 +580,20 @@ class PostgresStore(a2a_min._Bounds):
                     "INSERT INTO a2a_tasks (id, owner, caller, context_id, state, stamp, idle_ms, "
                     "version, next_seq, first_seq, event_bytes, config_bytes, size, body) VALUES "
                     "(%s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, 0, %s, %s)",
-                    (task_id, owner_key, caller_key, task.get("contextId", ""), state,
-                     status.get("timestamp", ""), idle_ms, next_seq, first_seq, event_bytes, size,
+                    (task_id, owner_key, caller_key, _text(task.get("contextId", "")), state,
+                     _text(status.get("timestamp", "")), idle_ms, next_seq, first_seq, event_bytes, size,
                      body))
             else:
                 conn.execute(
                     "UPDATE a2a_tasks SET context_id = %s, state = %s, stamp = %s, idle_ms = %s, "
                     "version = %s, next_seq = %s, first_seq = %s, event_bytes = %s, size = %s, "
                     "body = %s WHERE id = %s",
-                    (task.get("contextId", ""), state, status.get("timestamp", ""), idle_ms,
+                    (_text(task.get("contextId", "")), state, _text(status.get("timestamp", "")),
+                     idle_ms,
                      version + 1, next_seq, first_seq, event_bytes, size, body, task_id))
         except psycopg.errors.UniqueViolation:      # made meanwhile by another writer
-            raise ConflictError(f"task {task_id} exists already",
-                                metadata={"taskId": task_id}) from None
+            raise ConflictError(f"task {task['id']} exists already",
+                                metadata={"taskId": task["id"]}) from None
         if idle_ms is not None:
             if not new:
                 conn.execute("DELETE FROM a2a_leases WHERE task_id = %s", (task_id,))
@@ -636,7 +637,7 @@ class PostgresStore(a2a_min._Bounds):
         while True:
             gone = conn.execute(_SQL_EXPIRED, (deadline, task_id)).fetchall()
             for gone_id, gone_caller, gone_size in gone:
-                evicted.append(gone_id)
+                evicted.append(_untext(gone_id))
                 _add(counts, gone_caller, -1, -gone_size)
             if len(gone) < 64:
                 break
@@ -683,7 +684,7 @@ class PostgresStore(a2a_min._Bounds):
                 for gone_id, gone_caller, gone_size in conn.execute(
                         "DELETE FROM a2a_tasks WHERE id = ANY(%s) RETURNING id, caller, size",
                         (chosen,)).fetchall():
-                    evicted.append(gone_id)
+                    evicted.append(_untext(gone_id))
                     _add(counts, gone_caller, -1, -gone_size)
             if len(batch) < 64:
                 break
@@ -714,7 +715,8 @@ class PostgresStore(a2a_min._Bounds):
         def work(conn):
             counts = {}
             for caller, size in conn.execute("DELETE FROM a2a_tasks WHERE id = %s "
-                                             "RETURNING caller, size", (task_id,)).fetchall():
+                                             "RETURNING caller, size", (_text(task_id),)
+                                             ).fetchall():
                 _add(counts, caller, -1, -size)
             self._count(conn, counts)
         self._transaction(work)
@@ -725,7 +727,7 @@ class PostgresStore(a2a_min._Bounds):
         rows = self._read(
             "SELECT t.first_seq, e.seq, e.body FROM a2a_tasks AS t LEFT JOIN a2a_events AS e "
             "ON e.task_id = t.id AND e.seq > %s WHERE t.id = %s ORDER BY e.seq",
-            (after, task_id))
+            (after, _text(task_id)))
         if not rows:
             return None
         return rows[0][0], [(seq, json.loads(bytes(body))) for _, seq, body in rows
@@ -754,17 +756,17 @@ class PostgresStore(a2a_min._Bounds):
         where, args = "owner = %s", [self._key(owner)]
         if context_id:
             where += " AND context_id = %s"
-            args.append(context_id)
+            args.append(_text(context_id))
         if status:
             where += " AND state = %s"
             args.append(status)
         if after:
             where += " AND stamp >= %s"
-            args.append(after)
+            args.append(_text(after))
         page_where, page_args = where, list(args)
         if cursor is not None:
             page_where += " AND (stamp, id) < (%s, %s)"
-            page_args += [cursor[0], cursor[1]]
+            page_args += [_text(cursor[0]), _text(cursor[1])]
 
         def work(conn):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -783,7 +785,7 @@ class PostgresStore(a2a_min._Bounds):
             return total, page, more
         total, page, more = self._transaction(work)
         tasks = [json.loads(body) for _, _, body in page]
-        return tasks, total, ((page[-1][0], page[-1][1]) if more else None)
+        return tasks, total, ((_untext(page[-1][0]), _untext(page[-1][1])) if more else None)
 
     def stats(self):
         """What the store holds: tasks, bytes, idle tasks and callers."""
@@ -802,20 +804,21 @@ class PostgresStore(a2a_min._Bounds):
         """Insert, or replace by config["id"] (keeping its place in the order);
         TaskNotFoundError if the task is gone. Its bytes count in the task's size."""
         body = a2a_min._dumps(config)
+        shown, task_id, config_id = task_id, _text(task_id), _text(config["id"])
 
         def work(conn):
             row = conn.execute("SELECT caller FROM a2a_tasks WHERE id = %s FOR UPDATE",
                                (task_id,)).fetchone()
             if row is None:
-                raise a2a_min._no_longer_stored(task_id)
+                raise a2a_min._no_longer_stored(shown)
             count, old = conn.execute(
                 "SELECT count(*), max(length(body)) FILTER (WHERE id = %s) FROM a2a_push_configs "
-                "WHERE task_id = %s", (config["id"], task_id)).fetchone()
+                "WHERE task_id = %s", (config_id, task_id)).fetchone()
             if old is None and count >= max_configs:
-                raise a2a_min._too_many_configs(task_id, count)
+                raise a2a_min._too_many_configs(shown, count)
             conn.execute("INSERT INTO a2a_push_configs (task_id, id, body) VALUES (%s, %s, %s) "
                          "ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body",
-                         (task_id, config["id"], body))
+                         (task_id, config_id, body))
             self._resize(conn, task_id, row[0], len(body) - (old or 0))
         self._transaction(work)
 
@@ -827,15 +830,17 @@ class PostgresStore(a2a_min._Bounds):
 
     def get_config(self, task_id, config_id):
         rows = self._read("SELECT body FROM a2a_push_configs WHERE task_id = %s AND id = %s",
-                          (task_id, config_id))
+                          (_text(task_id), _text(config_id)))
         return json.loads(bytes(rows[0][0])) if rows else None
 
     def configs(self, task_id):
         """The task's configs, in the order they were first put."""
         return [json.loads(bytes(row[0])) for row in self._read(
-            "SELECT body FROM a2a_push_configs WHERE task_id = %s ORDER BY n", (task_id,))]
+            "SELECT body FROM a2a_push_configs WHERE task_id = %s ORDER BY n", (_text(task_id),))]
 
     def delete_config(self, task_id, config_id):
+        task_id, config_id = _text(task_id), _text(config_id)
+
         def work(conn):
             row = conn.execute("SELECT caller FROM a2a_tasks WHERE id = %s FOR UPDATE",
                                (task_id,)).fetchone()
@@ -859,7 +864,7 @@ class PostgresStore(a2a_min._Bounds):
             "SELECT l.task_id, t.owner FROM a2a_leases AS l JOIN a2a_tasks AS t "
             "ON t.id = l.task_id WHERE l.expires_ms < %s AND t.idle_ms IS NULL",
             (int(time.time() * 1000),))
-        return [(task_id, tuple(json.loads(owner))) for task_id, owner in rows]
+        return [(_untext(task_id), tuple(json.loads(owner))) for task_id, owner in rows]
 
     def close(self):
         """Close this process's idle connections and stop its listener (also
@@ -921,6 +926,23 @@ class _Listener:
             finally:
                 if conn is not None and os.getpid() == self.pid:
                     conn.close()
+
+
+def _text(value):
+    """A string as a text column holds it: PostgreSQL's text cannot hold NUL,
+    which a client's contextId or push config id may. Backslashes are
+    doubled and NUL written \\0: equal strings stay equal, different ones
+    different (_untext undoes it)."""
+    if "\\" in value or "\x00" in value:
+        return value.replace("\\", "\\\\").replace("\x00", "\\0")
+    return value
+
+
+def _untext(value):
+    if "\\" not in value:
+        return value
+    import re
+    return re.sub(r"\\([\\0])", lambda m: "\x00" if m.group(1) == "0" else "\\", value)
 
 
 def _add(counts, caller, tasks, size):
