@@ -1050,6 +1050,8 @@ def agent_message(content, **fields):
 #   commit_many(calls, wait)         several commits in one transaction
 #   not_waiting()                    a block in which a write that would wait refuses
 #   tidy() / checkpoint()            upkeep that the watch thread does between requests
+#   wake_on(wake)                    call wake() when another process committed (the
+#                                    watch then looks at once, not at its next store_poll)
 #
 # Versions are how two writers of one task (two requests, perhaps in two
 # processes) never lose an update: each commits the version it read, and the
@@ -5977,7 +5979,15 @@ class _StoreWatch:
 
     def _run(self, closing, limits):
         seen, renew_at = None, 0.0
-        while not closing.wait(limits["store_poll"]):
+        woken = threading.Event()           # a store that hears of commits says so at once
+        wake_on = getattr(self.server().store, "wake_on", None)
+        if wake_on is not None:
+            wake_on(woken.set)
+        while True:
+            woken.wait(limits["store_poll"])
+            woken.clear()
+            if closing.wait(0.001):         # (and a flood of news is looked at 1,000 times a second at most)
+                return
             server = self.server()
             if server is None:
                 return

@@ -245,6 +245,7 @@ class PostgresStore(a2a_min._Bounds):
         self._lendable = (None, None)       # (process id, a semaphore of ``pool``)
         self._inherited = []                # connections from before a fork: never used
         self._listener = None               # this process's _Listener, once changed() was asked
+        self._wakers = []                   # what wake_on() was given: called on each notification
         self._asked = 0                     # changed() without a listener: how often it was
         self._keys = {}                     # owner or caller -> a2a_min._key() of it
         self._complained = 0.0
@@ -750,6 +751,12 @@ class PostgresStore(a2a_min._Bounds):
                 listener = self._listener
         return listener.heard + int(time.monotonic() / self.poll)
 
+    def wake_on(self, wake):
+        """Call ``wake()`` whenever the listener hears a notification (the
+        Server's watch thread then looks at the store at once: a stream here
+        hears of a commit elsewhere in a few milliseconds, not store_poll)."""
+        self._wakers.append(wake)
+
     def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
         """One page of the owner's tasks, newest status first (as
         a2a_min.TaskStore.list); the count and the page from one snapshot."""
@@ -896,6 +903,7 @@ class _Listener:
 
     def __init__(self, store):
         self.url, self.channel, self.poll = store.url, store._channel, store.poll
+        self.wakers = store._wakers         # (the list, not the store)
         self.connect_timeout = max(1, round(store.connect_timeout))
         self.pid, self.heard, self.connected, self.stopped = os.getpid(), 0, False, False
         threading.Thread(target=self._run, name="a2a-postgres-listen", daemon=True).start()
@@ -915,6 +923,8 @@ class _Listener:
                 while not self.stopped:
                     for _ in conn.notifies(timeout=self.poll):
                         self.heard += 1
+                        for wake in self.wakers:
+                            wake()
             except psycopg.Error as error:
                 if self.connected and not self.stopped:
                     a2a_min._log().warning("the task store's listener lost PostgreSQL (%s); "

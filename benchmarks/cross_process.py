@@ -1,12 +1,15 @@
 """Latency from a commit in one process to the event reaching a stream in another.
 
-Two a2a_min servers (threaded) on two ports share one SQLite file. A task runs
+Two a2a_min servers (threaded) on two ports share one SQLite file (or, with
+--postgres, one PostgreSQL database that the script starts, as the tests do,
+from tests/postgres_server.py; its streams are woken by NOTIFY). A task runs
 on the first: its agent commits an artifact every ``--interval`` seconds, each
 holding the wall-clock time it was made. A SubscribeToTask stream on the second
 server reads the events from the store; for each one the delay is the time it
 arrived minus the time in it. Prints p50, p90, p99 and the maximum.
 
     python benchmarks/cross_process.py [--events 500] [--interval 0.01] [--poll 0.02]
+    python benchmarks/cross_process.py --postgres
 
 Numbers only: nothing here passes or fails. The delay is bounded by the
 watching thread's poll interval (store_poll), which --poll sets.
@@ -37,7 +40,7 @@ def agent(ctx):
         yield a2a_min.artifact_update(f"{time.time():.6f}", artifact_id=f"a{i}")
         time.sleep(interval)
 
-server = a2a_min.Server(agent, store=a2a_min.SQLiteStore(sys.argv[2]),
+server = a2a_min.Server(agent, store=a2a_min.open_store(sys.argv[2]),
                         store_poll=float(sys.argv[4]))
 a2a_min.serve(server, "127.0.0.1", int(sys.argv[3]))
 """
@@ -74,9 +77,17 @@ def main():
     parser.add_argument("--events", type=int, default=500)
     parser.add_argument("--interval", type=float, default=0.01)
     parser.add_argument("--poll", type=float, default=0.02)
+    parser.add_argument("--postgres", action="store_true",
+                        help="share a PostgreSQL database (started here) instead of SQLite")
     args = parser.parse_args()
-    folder = tempfile.mkdtemp()
-    path = os.path.join(folder, "tasks.db")
+    database = None
+    if args.postgres:
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from postgres_server import PostgresServer
+        database = PostgresServer(fsync=True)
+        path = database.url
+    else:
+        path = os.path.join(tempfile.mkdtemp(), "tasks.db")
     ports = [free_port(), free_port()]
     procs = [subprocess.Popen([sys.executable, "-c", SERVER, ROOT, path, str(p), str(args.poll)])
              for p in ports]
@@ -107,12 +118,15 @@ def main():
         delays.sort()
         q = statistics.quantiles(delays, n=100)
         print(f"commit in process A -> event on a stream in process B, {len(delays)} events, "
+              f"{'PostgreSQL' if database else 'SQLite'}, "
               f"store_poll {args.poll * 1000:g} ms: p50 {q[49]:.1f} ms, p90 {q[89]:.1f} ms, "
               f"p99 {q[98]:.1f} ms, max {delays[-1]:.1f} ms")
     finally:
         for proc in procs:
             proc.terminate()
             proc.wait(10)
+        if database is not None:
+            database.stop()
 
 
 if __name__ == "__main__":

@@ -110,10 +110,13 @@ def rss_mib(pid):
 
 class Peer:
     """A server to measure. ``store``: "sqlite" gives it a new SQLite file
-    each time it starts (A2A_STORE); ``workers``: processes (A2A_WORKERS)."""
+    each time it starts (A2A_STORE); a URL (PostgreSQL) is passed as it is, in
+    ``store_variable`` (A2A_STORE, or A2A_SDK_STORE for the SDK's server);
+    ``workers``: processes (A2A_WORKERS)."""
 
-    def __init__(self, name, argv, store=None, workers=1):
+    def __init__(self, name, argv, store=None, workers=1, store_variable="A2A_STORE"):
         self.name, self.argv, self.store, self.workers = name, argv, store, workers
+        self.store_variable = store_variable
 
     def __enter__(self):
         self.port = free_port()
@@ -123,6 +126,8 @@ class Peer:
         if self.store == "sqlite":
             self.folder = tempfile.mkdtemp()
             env["A2A_STORE"] = os.path.join(self.folder, "tasks.db")
+        elif self.store:
+            env[self.store_variable] = self.store
         if self.workers > 1:
             env["A2A_WORKERS"] = str(self.workers)
             argv = argv[3:]                        # (the workers may use both cores)
@@ -215,8 +220,11 @@ def main():
     parser.add_argument("--before", metavar="DIR",
                         help="also run a2a_min from this checkout (before a change)")
     parser.add_argument("--stores", default="memory",
-                        help="a2a_min's task stores to compare: memory, sqlite, or both "
-                             "(memory,sqlite); the first is the one the ratios divide")
+                        help="a2a_min's task stores to compare: memory, sqlite, postgres, or "
+                             "several (memory,sqlite); the first is the one the ratios divide. "
+                             "postgres starts a throw-away PostgreSQL (fsync on) as the tests "
+                             "do, and runs the SDK on it too (DatabaseTaskStore: its venv needs "
+                             "a2a-sdk[http-server,postgresql])")
     parser.add_argument("--workers", type=int, default=1,
                         help="also run a2a_min (threads, SQLite) with this many processes")
     parser.add_argument("--bare", action="store_true",
@@ -225,9 +233,24 @@ def main():
 
     hosts = args.host.split(",")
     stores = args.stores.split(",")
+    database = None
+    if "postgres" in stores:
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from postgres_server import PostgresServer
+        database = PostgresServer(fsync=True)
+    try:
+        run(args, hosts, stores, database)
+    finally:
+        if database is not None:
+            database.stop()
+
+
+def run(args, hosts, stores, database):
+    url = database.url if database is not None else None
     peers = [Peer("a2a_min" + (f"/{host}" if len(hosts) > 1 else "")
                   + (f"/{store}" if len(stores) > 1 else ""),
-                  [args.python, os.path.join(HERE, "echo_server.py"), "{port}", host], store)
+                  [args.python, os.path.join(HERE, "echo_server.py"), "{port}", host],
+                  url if store == "postgres" else store)
              for host in hosts for store in stores]
     if args.workers > 1:
         peers.append(Peer(f"a2a_min/sqlite/{args.workers} workers",
@@ -241,8 +264,9 @@ def main():
     if args.bare:
         peers.append(Peer("bare", [args.python, os.path.join(HERE, "bare_asyncio.py"), "{port}"]))
     if args.sdk_python:
-        peers.append(Peer("a2a-sdk", [args.sdk_python, os.path.join(HERE, "sdk_echo_server.py"),
-                                      "{port}"]))
+        peers.append(Peer("a2a-sdk" + ("/postgres" if url else ""),
+                          [args.sdk_python, os.path.join(HERE, "sdk_echo_server.py"), "{port}"],
+                          url, store_variable="A2A_SDK_STORE"))
     skip = set(args.skip.split(","))
     scripts = {}
     for name, text in (("send", SEND_LUA), ("rest", REST_SEND_LUA), ("get", GET_TASK_LUA)):

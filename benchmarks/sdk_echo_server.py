@@ -1,9 +1,14 @@
 """The reference SDK's server with the same echo agent, for side-by-side benchmarks.
 
 Needs its own venv: pip install 'a2a-sdk[http-server]==1.3.0' uvicorn
+(with A2A_SDK_STORE: 'a2a-sdk[http-server,postgresql]==1.3.0').
 Usage: python benchmarks/sdk_echo_server.py PORT
+
+A2A_SDK_STORE=postgresql://... keeps the tasks in PostgreSQL with the SDK's own
+DatabaseTaskStore (SQLAlchemy, asyncpg), as a2a_min's PostgresStore does.
 """
 
+import os
 import sys
 
 import uvicorn
@@ -48,9 +53,19 @@ def card_for(port):
         skills=[AgentSkill(id="echo", name="echo", description="echo", tags=["echo"])])
 
 
+def task_store():
+    url = os.environ.get("A2A_SDK_STORE")
+    if not url:
+        return InMemoryTaskStore()
+    from a2a.server.tasks import DatabaseTaskStore
+    from sqlalchemy.ext.asyncio import create_async_engine
+    url = url.replace("postgresql://", "postgresql+asyncpg://", 1)
+    return DatabaseTaskStore(create_async_engine(url, pool_size=8), table_name="sdk_tasks")
+
+
 def app(port):
     card = card_for(port)
-    handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(),
+    handler = DefaultRequestHandler(agent_executor=Echo(), task_store=task_store(),
                                     agent_card=card)
     routes = (create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/")
               + create_rest_routes(handler))
