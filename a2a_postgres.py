@@ -53,10 +53,11 @@ counts what it hears: changed() is that count. Notifications are lost while
 the listener reconnects (psycopg/psycopg#962), so changed() also moves on
 every reconnect and every ``poll`` seconds: a stream looks again at least
 that often. Where LISTEN cannot work (AWS Lambda, whose process is frozen
-between invocations, or a pooler in transaction mode) ``listen=False``:
-changed() then moves every time it is asked, and streams poll the table
-every ``store_poll`` of the Server. Through a pooler in session mode
-(PgBouncer ``pool_mode = session``, RDS Proxy) everything works as is.
+between invocations) ``listen=False``: changed() then moves every time it
+is asked, and streams poll the table every ``store_poll`` of the Server.
+Through a pooler in session mode (PgBouncer ``pool_mode = session``)
+everything works as is; transaction mode is not supported (LISTEN, and
+psycopg's prepared statements, need a session).
 
 Connections. Each process opens at most ``pool`` connections, lent to one
 thread at a time, plus the one that listens; a request that finds them all

@@ -9,7 +9,10 @@ a cold start or another instance does not see it; keep tasks short, or pass
 Server(store=...) a store backed by a database. A2A_STORE names an SQLite
 file (a2a_min.open_store): it keeps tasks across warm invocations' restarts on
 one instance's /tmp, but it cannot be shared between instances (SQLite needs a
-local disk: not EFS).
+local disk: not EFS). A2A_STORE=postgresql://... (ship a2a_postgres.py and
+psycopg too) is shared by every instance: any of them answers for any task.
+An agent's turn runs inside the invocation that started it (Lambda freezes the
+process once it has answered), so give long work a blocking SendMessage.
 """
 
 import os

@@ -120,8 +120,8 @@ def main(argv=None):
     parser.add_argument("--port", type=int, default=9999)
     parser.add_argument("--grpc-port", type=int, help="also serve gRPC on this port")
     parser.add_argument("--server", choices=("threads", "asyncio"), default="threads")
-    parser.add_argument("--store", metavar="FILE", help="an SQLite file for the tasks "
-                        "(default: $A2A_STORE, else in memory)")
+    parser.add_argument("--store", metavar="FILE|URL", help="an SQLite file, or a "
+                        "postgresql:// URL, for the tasks (default: $A2A_STORE, else in memory)")
     parser.add_argument("--workers", type=int, default=1, help="processes (threads server, "
                         "with --store, without --grpc-port)")
     parser.add_argument("--strict-extension", action="store_true",

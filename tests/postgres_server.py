@@ -82,3 +82,62 @@ class PostgresServer:
         """Stop the server at once (its clients' connections break); start() again."""
         self._run("pg_ctl", "-D", os.path.join(self.dir, "data"), "-m", "immediate", "-w",
                   "stop")
+
+
+class Bouncer:
+    """PgBouncer in front of ``server``, in ``mode`` (session or transaction),
+    on 127.0.0.1: ``url`` reaches the same database through it. As root it
+    runs as the server's user (PgBouncer refuses to run as root)."""
+
+    def __init__(self, server, mode="session"):
+        program = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+        if not os.path.exists(program):
+            raise FileNotFoundError("PgBouncer is not on this machine (apt-get install pgbouncer)")
+        self.dir = tempfile.mkdtemp(prefix="a2a-pgbouncer-")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        with open(os.path.join(self.dir, "users.txt"), "w") as f:
+            f.write('"a2a" ""\n')
+        with open(os.path.join(self.dir, "pgbouncer.ini"), "w") as f:
+            f.write(f"""[databases]
+* = host=127.0.0.1 port={server.port}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {self.port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {self.dir}/users.txt
+pool_mode = {mode}
+max_client_conn = 200
+default_pool_size = 20
+logfile = {self.dir}/log
+pidfile = {self.dir}/pid
+ignore_startup_parameters = extra_float_digits
+""")
+        argv = [program, os.path.join(self.dir, "pgbouncer.ini")]
+        if server.user:
+            entry = pwd.getpwnam(server.user)
+            for name in os.listdir(self.dir):
+                os.chown(os.path.join(self.dir, name), entry.pw_uid, entry.pw_gid)
+            os.chown(self.dir, entry.pw_uid, entry.pw_gid)
+            argv = ["runuser", "-u", server.user, "--"] + argv
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        import time
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("PgBouncer did not start: "
+                                       + self.proc.stderr.read().decode(errors="replace"))
+                time.sleep(0.05)
+        self.url = f"postgresql://a2a@127.0.0.1:{self.port}/postgres"
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)

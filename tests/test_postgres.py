@@ -315,3 +315,33 @@ def test_the_suites_store_maker_gives_a_store_of_its_own():
     server = a2a_min.Server(scenario_agent, store=two)
     assert Client(server).result("SendMessage", {"message": user_message("hello")})["task"][
         "status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+# -- through a connection pooler ----------------------------------------------------------
+
+def test_through_pgbouncer_in_session_mode_everything_works(url):
+    """Two stores (two processes' worth) reach the database through PgBouncer
+    in session mode: commits, reads, pages, and the NOTIFY of one heard by the
+    other's listener at once."""
+    from harness import need
+    from postgres_server import Bouncer
+    need("/usr/sbin/pgbouncer", "PgBouncer is not here (apt-get install pgbouncer)")
+    bouncer = Bouncer(postgres_server(), "session")
+    try:
+        schema = f"bounced{os.getpid()}"
+        here = a2a_min_store(bouncer.url, schema, poll=30)
+        there = a2a_min_store(bouncer.url, schema, poll=30)
+        there.commit(task("t1"), ALICE, 0)
+        here.changed()
+        _wait(lambda: here._listener.connected, 5, "listener")
+        before = here.changed()
+        there.commit(task("t1", second=1), ALICE, 1, {"statusUpdate": {}})
+        _wait(lambda: here.changed() != before, 5, "notification through PgBouncer")
+        assert here.get("t1", ALICE).version == 2
+        assert here.events("t1") == (0, [(0, {"statusUpdate": {}})])
+        assert [t["id"] for t in here.list(ALICE)[0]] == ["t1"]
+        for i in range(12):                        # past psycopg's prepare threshold
+            here.commit(task(f"n{i}", "TASK_STATE_COMPLETED"), ALICE, 0)
+        assert here.stats()["tasks"] == 13
+    finally:
+        bouncer.stop()
