@@ -414,24 +414,26 @@ def test_a_running_tasks_commit_takes_its_holders_lease(make_store):
     renew(holder) extends that holder's leases only; expired() names the
     running tasks (and owners) whose lease ran out; a task that becomes idle,
     or is deleted, has none. A commit without a holder keeps the lease."""
-    store = make_store(lease_ttl=0.5)
+    # (Times with room for a loaded machine: each step below takes a few
+    # commits, which on a busy CI machine may take tens of milliseconds.)
+    store = make_store(lease_ttl=2.0)
     store.commit(task("t1"), ALICE, 0, holder="p1")
     store.commit(task("t2"), BOB, 0, holder="p2")
     store.commit(task("t3"), BOB, 0)                         # no holder, no lease
     store.commit(task("t4"), BOB, 0, holder="p2")
     store.commit(task("idle", INPUT_REQUIRED), ALICE, 0, holder="p1")  # idle: no lease
     assert store.expired() == []
-    time.sleep(0.35)
+    time.sleep(1.4)
     store.renew("p1")
     store.commit(task("t2", stamp=1), BOB, 1)                # no holder: the lease stays
-    time.sleep(0.2)                                          # p2's ran out, p1's has 0.3 s
+    time.sleep(0.8)                                          # p2's ran out, p1's has 1.2 s
     assert sorted(store.expired()) == [("t2", BOB), ("t4", BOB)]
     store.commit(task("t2", INPUT_REQUIRED), BOB, 2, holder="p2")
     store.delete("t4")
     assert store.expired() == []                             # idle, or gone: no lease
     store.commit(task("t2"), BOB, 3)                         # running again, no holder
     store.commit(task("t1", COMPLETED), ALICE, 1)
-    time.sleep(0.6)
+    time.sleep(2.1)
     assert store.expired() == []
     store.commit(task("t3", stamp=1), BOB, 1, holder="p3")   # a lease taken later
     store.renew("p3")
@@ -444,14 +446,14 @@ def test_idle_tasks_expire_task_ttl_after_they_became_idle(make_store):
     """Finished and waiting tasks go ``task_ttl`` after they became idle (at
     the next write), with their events and configs, each told to
     ``on_evict``; running tasks stay however old."""
-    store = make_store(task_ttl=0.05)
+    store = make_store(task_ttl=0.5)
     gone = _evictions(store)
     done = task("done", COMPLETED)
     store.commit(done, ALICE, 0, {"task": done})
     store.commit(task("waiting", INPUT_REQUIRED), ALICE, 0)
     store.commit(task("running"), ALICE, 0, holder="p1")
     store.put_config("done", {"id": "a"}, 3)
-    time.sleep(0.1)
+    time.sleep(0.6)
     store.commit(task("new"), ALICE, 0)
     assert sorted(gone) == ["done", "waiting"]
     assert store.get("done", ALICE) is None and store.get("waiting", ALICE) is None
@@ -606,7 +608,7 @@ def test_a_refused_caller_is_not_counted(make_store, backend, request):
 def test_on_evict_is_called_outside_the_stores_lock(make_store):
     """on_evict may use the store (here, stats() and delete()): it is called
     once the write is done, not within it."""
-    store = make_store(task_ttl=0.05)
+    store = make_store(task_ttl=0.5)
     seen = []
 
     def evicted(task_id):
@@ -615,7 +617,7 @@ def test_on_evict_is_called_outside_the_stores_lock(make_store):
     store.on_evict = evicted
     store.commit(task("old", COMPLETED), ALICE, 0)
     store.commit(task("other"), ALICE, 0)
-    time.sleep(0.1)
+    time.sleep(0.6)
     done = threading.Event()
     threading.Thread(target=lambda: (store.commit(task("new"), ALICE, 0), done.set()),
                      daemon=True).start()
