@@ -745,11 +745,11 @@ class PostgresStore(a2a_min._Bounds):
             self._asked += 1
             return self._asked
         listener = self._listener
-        if listener is None or listener.pid != os.getpid():
+        if listener is None or listener.pid != os.getpid() or listener.stopped:
             with self._lock:
-                if self._listener is None or self._listener.pid != os.getpid():
-                    self._listener = _Listener(self)
                 listener = self._listener
+                if listener is None or listener.pid != os.getpid() or listener.stopped:
+                    listener = self._listener = _Listener(self)
         return listener.heard + int(time.monotonic() / self.poll)
 
     def wake_on(self, wake):
@@ -876,7 +876,8 @@ class PostgresStore(a2a_min._Bounds):
 
     def close(self):
         """Close this process's idle connections and stop its listener (also
-        done when the store is garbage: a store nobody uses holds nothing)."""
+        done when the store is garbage: a store nobody uses holds nothing).
+        A store used again after close() opens what it needs again."""
         _close(self._idle, self._listener)
 
     def __del__(self):

@@ -55,10 +55,17 @@ def postgres_store(**options):
 
 
 if os.environ.get("A2A_TEST_STORE") == "postgres":
+    _made = []
+
     def _postgres_task_store(**limits):
         """A PostgresStore (a new schema) in place of the in-memory TaskStore
-        (two connections at most: the suite makes hundreds of stores)."""
-        return postgres_store(pool=2, **limits)
+        (two connections at most: the suite makes hundreds of stores). The
+        stores made before the newest 32 give back their idle connections and
+        their listener (close(): one still in use opens them again)."""
+        _made.append(postgres_store(pool=2, **limits))
+        while len(_made) > 32:
+            _made.pop(0).close()
+        return _made[-1]
     a2a_min.TaskStore = _postgres_task_store
 
 

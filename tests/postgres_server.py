@@ -53,7 +53,7 @@ class PostgresServer:
         self._run("initdb", "-D", data, "-A", "trust", "-U", "a2a", "-N", "-E", "UTF8",
                   "--no-instructions")
         options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} "
-                   "-c max_connections=1000")
+                   "-c max_connections=2000")
         if not fsync:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self.options = options
@@ -123,7 +123,8 @@ ignore_startup_parameters = extra_float_digits
                 os.chown(os.path.join(self.dir, name), entry.pw_uid, entry.pw_gid)
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
             argv = ["runuser", "-u", server.user, "--"] + argv
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)     # (runuser and its child)
         import time
         deadline = time.monotonic() + 10
         while True:
@@ -138,6 +139,10 @@ ignore_startup_parameters = extra_float_digits
         self.url = f"postgresql://a2a@127.0.0.1:{self.port}/postgres"
 
     def stop(self):
-        self.proc.kill()
+        import signal
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.proc.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)
