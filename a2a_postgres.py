@@ -272,7 +272,7 @@ class PostgresStore(a2a_min._Bounds):
 
     def _conn(self):
         """``with self._conn() as conn``: a connection of this process, lent."""
-        return _Lent(self)
+        return a2a_min._Lent(self)          # (it calls _borrow and _give_back)
 
     def _borrow(self):
         pid = os.getpid()
@@ -359,16 +359,7 @@ class PostgresStore(a2a_min._Bounds):
             a2a_min._log().error("task store PostgreSQL %s (schema %s) %s: %s (%s)",
                                  _safe_url(self.url), self.schema, problem, fix, text)
 
-    def _key(self, value):
-        try:
-            return self._keys[value]
-        except KeyError:
-            if len(self._keys) >= 1024:
-                self._keys.clear()
-            key = self._keys[value] = a2a_min._key(value)
-            return key
-        except TypeError:
-            return a2a_min._key(value)
+    _key = a2a_min.SQLiteStore._key     # an owner's key, remembered (self._keys)
 
     # -- schema --------------------------------------------------------------------
 
@@ -976,20 +967,3 @@ def _safe_url(url):
     except ValueError:
         pass
     return url if "password" not in url else "(a connection string with a password)"
-
-
-class _Lent:
-    """``with store._conn() as conn``: a connection, given back after."""
-
-    __slots__ = ("store", "conn")
-
-    def __init__(self, store):
-        self.store = store
-
-    def __enter__(self):
-        self.conn = self.store._borrow()
-        return self.conn
-
-    def __exit__(self, *exc):
-        self.store._give_back(self.conn)
-        return False

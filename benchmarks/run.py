@@ -126,7 +126,7 @@ class Peer:
         if self.store == "sqlite":
             self.folder = tempfile.mkdtemp()
             env["A2A_STORE"] = os.path.join(self.folder, "tasks.db")
-        elif self.store:
+        elif self.store and self.store != "memory":
             env[self.store_variable] = self.store
         if self.workers > 1:
             env["A2A_WORKERS"] = str(self.workers)
