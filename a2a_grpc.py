@@ -39,7 +39,7 @@ ends, frees its place, and wakes only the streams of its own task.
 """
 
 __all__ = ["A2AServiceServicer", "TooManyStreamsError", "create_server", "serve", "main",
-           "SERVICE_NAME"]
+           "SERVICE_NAME", "GrpcChannel"]
 
 
 import threading
@@ -313,6 +313,104 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
         host = address.rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
         server.add_interface("GRPC", f"{host}:{port}")
     return grpc_server, port
+
+
+# -- the caller's side: what a2a_client uses for a GRPC interface -------------------
+
+class GrpcChannel:
+    """Calls to one agent's A2AService, for a2a_client.Client: ProtoJSON
+    dicts in and out, as on the other bindings. ``target`` is the
+    interface's URL: host:port (plaintext), or grpc:// / http:// (plaintext)
+    or https:// (TLS) before it. An error answered by the agent is raised
+    as its a2a_min class, from the ErrorInfo in grpc-status-details-bin."""
+
+    def __init__(self, target, *, timeout=30.0):
+        import a2a_client
+        self._errors = a2a_client
+        secure = target.startswith("https://")
+        address = target.split("://", 1)[-1].rstrip("/")
+        self.channel = (grpc.secure_channel(address, grpc.ssl_channel_credentials()) if secure
+                        else grpc.insecure_channel(address))
+        self.target, self.timeout = target, timeout
+
+    def close(self):
+        self.channel.close()
+
+    def _rpc(self, method, kind):
+        request, response, _ = a2a_min.METHODS[method]
+        make = self.channel.unary_stream if kind == "stream" else self.channel.unary_unary
+        return make(f"/{SERVICE_NAME}/{method}",
+                    request_serializer=lambda m: m.SerializeToString(),
+                    response_deserializer=_message_class(response).FromString)
+
+    def _request(self, method, params):
+        request = _message_class(a2a_min.METHODS[method][0])()
+        try:
+            return json_format.ParseDict(params, request)
+        except json_format.ParseError as error:
+            raise a2a_min.InvalidParamsError(f"{method}: {error}") from None
+
+    @staticmethod
+    def _metadata(headers):
+        return [(name.lower(), value) for name, value in headers.items()]
+
+    def _error(self, error):
+        """The a2a_min error of a grpc.RpcError (ClientError when the agent
+        could not be reached or timed out)."""
+        code = error.code()
+        if code in (grpc.StatusCode.DEADLINE_EXCEEDED,):
+            return self._errors.ClientError(
+                f"{self.target} did not answer within {self.timeout} s: raise the timeout "
+                "(--timeout), or send with --immediate / --stream")
+        details = []
+        for key, value in error.trailing_metadata() or ():
+            if key == "grpc-status-details-bin":
+                status = status_pb2.Status.FromString(value)
+                details = [json_format.MessageToDict(any_message) for any_message in status.details]
+        if not details and code == grpc.StatusCode.UNAVAILABLE:
+            return self._errors.ClientError(
+                f"{self.target} could not be reached over gRPC ({error.details()}): is the "
+                "agent running, and is the address right?")
+        return self._errors.error_from(None, error.details(), details,
+                                       http_status={"NOT_FOUND": 404, "UNAUTHENTICATED": 401}.get(
+                                           code.name))
+
+    def call(self, method, params, headers):
+        try:
+            answer = self._rpc(method, "unary")(self._request(method, params),
+                                                 metadata=self._metadata(headers),
+                                                 timeout=self.timeout)
+        except grpc.RpcError as error:
+            raise self._error(error) from None
+        return json_format.MessageToDict(answer)
+
+    def stream(self, method, params, headers, last_event_id=None):
+        """(None, StreamResponse dict) of each message of a streaming rpc (gRPC
+        has no event ids). Its first message is awaited here, so an error
+        answered at once is raised by the call that opened the stream."""
+        metadata = self._metadata(headers)
+        if last_event_id is not None:
+            metadata.append(("last-event-id", str(last_event_id)))
+        responses = self._rpc(method, "stream")(self._request(method, params), metadata=metadata)
+        try:
+            first = next(responses, None)
+        except grpc.RpcError as error:
+            raise self._error(error) from None
+
+        def events():
+            if first is None:
+                return
+            yield None, json_format.MessageToDict(first)
+            try:
+                for message in responses:
+                    yield None, json_format.MessageToDict(message)
+            except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.CANCELLED:
+                    return
+                raise self._error(error) from None
+            finally:
+                responses.cancel()
+        return events()
 
 
 def serve(server, host="127.0.0.1", port=8000, grpc_port=50051, *, on_ready=None,

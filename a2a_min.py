@@ -2729,25 +2729,28 @@ class Server:
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
             return ctx, channel
-        with self._lock:
-            channel = self._channel(task_id, call.owner, call.caller)
-        try:
-            with channel.lock:
-                if channel.active is not None:         # a turn runs here, maybe ending
-                    raise _still_working(task_id)
-                self._add_inline_push(ctx, call.owner)
-                # A continuing task: record the user's message, and tell the
-                # streams. The table refuses it if a turn began meanwhile, here
-                # or in another process sharing the store.
-                channel.change("message", message, self._now())
-                channel.active = ctx
-        except BaseException:
-            # The turn never began (a limit, or the task ended meanwhile): its
-            # channel goes if unwatched.
-            state = channel.task["status"]["state"]
-            self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
-            raise
-        return ctx, channel
+        while True:
+            with self._lock:
+                channel = self._channel(task_id, call.owner, call.caller)
+            try:
+                with channel.lock:
+                    if channel.ended:       # let go of meanwhile (the store's watch): anew
+                        continue
+                    if channel.active is not None:         # a turn runs here, maybe ending
+                        raise _still_working(task_id)
+                    self._add_inline_push(ctx, call.owner)
+                    # A continuing task: record the user's message, and tell the
+                    # streams. The table refuses it if a turn began meanwhile, here
+                    # or in another process sharing the store.
+                    channel.change("message", message, self._now())
+                    channel.active = ctx
+            except BaseException:
+                # The turn never began (a limit, or the task ended meanwhile): its
+                # channel goes if unwatched.
+                state = channel.task["status"]["state"]
+                self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
+                raise
+            return ctx, channel
 
     def _create_task(self, ctx, channel):
         """Make the task of a new conversation turn exist (store + first event),
@@ -6024,7 +6027,8 @@ class _StoreWatch:
                         channel.task["status"]["state"] not in TERMINAL_STATES:
                     ctx._cancel()
             elif not channel.followers and not channel.waiting and not channel.wakers:
-                server._forget(task_id, unless_followed=True)  # nobody here needs it now
+                with channel.lock:          # (a turn beginning holds it: see _start_turn)
+                    server._forget(task_id, unless_followed=True)  # nobody here needs it now
 
     @staticmethod
     def _abandoned(server, task_id, owner):
@@ -7670,10 +7674,30 @@ def demo_server(**options):
                            "tags": ["echo", "demo"], "examples": ["hello"]}], **options)
 
 
+# The client's verbs: ``python a2a_min.py send URL TEXT`` and the others run
+# the command line of the companion a2a_client.py (the caller's side).
+_CLIENT_VERBS = ("card", "send", "get", "list", "cancel", "watch", "push")
+
+
 def main(argv=None):
-    """python a2a_min.py [--host 127.0.0.1] [--port 8000]: serve the echo demo."""
+    """python a2a_min.py [serve] [--host 127.0.0.1] [--port 8000]: serve the
+    echo demo; python a2a_min.py VERB ...: call an agent (a2a_client)."""
     import argparse
-    parser = argparse.ArgumentParser(prog="a2a_min", description="Serve a demo A2A 1.0 agent.")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "serve":
+        argv = argv[1:]
+    elif argv and argv[0] in _CLIENT_VERBS:
+        try:
+            import a2a_client
+        except ImportError:
+            sys.exit(f"a2a_min: '{argv[0]}' is a verb of the client, which lives in the "
+                     "companion module a2a_client.py; it is not beside a2a_min.py here: copy "
+                     "it next to this file (or pip install a2a-min-server)")
+        sys.exit(a2a_client.main(argv))
+    parser = argparse.ArgumentParser(
+        prog="a2a_min", description="Serve a demo A2A 1.0 agent (serve is the default verb).",
+        epilog="Call an agent: a2a_min {card,send,get,list,cancel,watch,push} URL ... "
+               "(a2a_min send --help)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--public-url", help="base URL to put in the agent card")
@@ -7726,4 +7750,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # Run as a script, this module is __main__; the companions it imports
+    # (a2a_client, a2a_postgres) import it as a2a_min: one module, not a
+    # second copy whose error classes would be others.
+    sys.modules.setdefault("a2a_min", sys.modules[__name__])
     main()

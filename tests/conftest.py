@@ -68,6 +68,16 @@ if os.environ.get("A2A_TEST_STORE") == "postgres":
         return _made[-1]
     a2a_min.TaskStore = _postgres_task_store
 
+    @pytest.fixture(autouse=True)
+    def _servers_of_past_tests_end():
+        """After each test, the Servers nobody holds any more are collected,
+        so their store watches end (each holds its Server weakly) and stop
+        asking PostgreSQL: hundreds of idle watches would slow the database
+        for the tests that follow."""
+        yield
+        import gc
+        gc.collect()
+
 
 @pytest.fixture
 def server():

@@ -340,8 +340,9 @@ def test_runs_without_site_packages():
 
 
 def test_imports_only_the_standard_library():
-    """a2a_min.py imports the standard library; the one other import is its
-    companion a2a_postgres, inside open_store, for a postgresql:// URL only."""
+    """a2a_min.py imports the standard library; the other imports are its
+    companions: a2a_postgres inside open_store, for a postgresql:// URL only,
+    and a2a_client inside main, for a client's verb only."""
     import ast
     tree = ast.parse(open(f"{ROOT}/a2a_min.py", encoding="utf-8").read())
     names, where = set(), {}
@@ -356,8 +357,9 @@ def test_imports_only_the_standard_library():
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             found = [node.module.split(".")[0]]
         for name in found:
-            if name == "a2a_postgres":
-                assert where.get(id(node)) == "open_store"
+            if name in ("a2a_postgres", "a2a_client"):
+                assert where.get(id(node)) == {"a2a_postgres": "open_store",
+                                               "a2a_client": "main"}[name]
             else:
                 names.add(name)
     assert names and names <= set(sys.stdlib_module_names)

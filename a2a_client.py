@@ -1,0 +1,1241 @@
+"""a2a_client: the caller's side of A2A 1.0, and a command line that shows the wire.
+
+The companion of a2a_min.py for calling agents, standard library only. Why a
+companion: a person reading a2a_min.py learns how a request is answered, and
+the server answers every request without this module, so by the rule of
+STYLE.md the caller's side lives beside it, like a2a_grpc.py. It imports
+a2a_min for the protocol's tables (METHODS, ROUTES) and its errors: one error
+table, read in both directions, so a client catches the very classes an agent
+raises (TaskNotFoundError, ...).
+
+Quick start::
+
+    import a2a_client
+
+    agent = a2a_client.Client("http://127.0.0.1:8000")   # reads the agent card
+    answer = agent.send("hello")                          # SendMessage
+    print(answer["task"]["status"]["state"])
+    for event in agent.stream("hello"):                   # SendStreamingMessage
+        print(event)
+
+or from a shell (``python a2a_min.py VERB`` runs the same)::
+
+    python a2a_client.py send http://127.0.0.1:8000 hello --curl
+
+How it works.
+
+1. The agent card (section 8): fetched from /.well-known/agent-card.json of
+   the URL given (or the card URL itself, or a card dict), and one of its
+   ``supportedInterfaces`` chosen: the first, in the agent's order of
+   preference (or the caller's, with ``binding=``), whose protocolBinding this
+   client speaks and whose protocolVersion is 1.x. An interface that names
+   0.0.0.0, or localhost when the card came from another host, is taken to
+   mean the host the card came from (a server behind a proxy often does not
+   know its public name).
+2. A call: the operation's JSON-RPC name and its params (ProtoJSON, as in the
+   proto), sent over the chosen binding: a JSON-RPC request to the interface
+   URL, or the HTTP+JSON route of a2a_min.ROUTES with the path variables
+   filled and, for GET and DELETE, the other fields in the query string.
+   Every request carries A2A-Version (section 3.2.6), A2A-Extensions when the
+   caller announces extensions, and the credentials (see ``auth``).
+3. Answers: the HTTP status and content type are checked before anything is
+   parsed, so a proxy's HTML page or a 502 is reported as what it is; an A2A
+   error (JSON-RPC error object, or google.rpc.Status) is raised as its
+   a2a_min class, found by the ErrorInfo reason, else by the code.
+4. Streams (SendStreamingMessage, SubscribeToTask) are iterators of
+   StreamResponse dicts, parsed by the SSE rules (WHATWG: comments, multi-line
+   data, ``id``, ``retry``). The stream remembers the last event id; when the
+   connection drops before the task reached a state that ends a stream, it
+   subscribes to the task again with Last-Event-ID (the server replays what
+   was missed), a few times. A task that ended meanwhile is read with GetTask
+   and given as the stream's last event.
+
+Limits, all keyword arguments of Client: ``timeout`` (seconds to connect, and
+between two bytes of an answer: a stream's keep-alives count), the size of an
+answer (``max_answer_bytes``) and of one stream event (``max_event_bytes``),
+``resume`` (reconnects of one stream), ``max_redirects`` (same host only: a
+redirect elsewhere would take the credentials with it).
+
+MIT License. Copyright (c) 2026 the a2a_min authors.
+"""
+
+__all__ = ["Client", "Stream", "ClientError", "fetch_card", "choose_interface", "error_from",
+           "main"]
+
+import http.client
+import json
+import os
+import socket
+import sys
+import time
+from urllib.parse import quote, urlencode, urljoin, urlsplit
+
+import a2a_min
+from a2a_min import A2AError, METHODS, PROTOCOL_VERSION, ROUTES
+
+CARD_PATH = "/.well-known/agent-card.json"
+_OLD_CARD_PATH = "/.well-known/agent.json"         # where A2A 0.2 and some 0.3 agents keep it
+_BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
+_STREAM_ENDS = a2a_min.TERMINAL_STATES | a2a_min.INTERRUPTED_STATES
+
+DEFAULT_LIMITS = {
+    "timeout": 30.0,                   # seconds to connect, and between two bytes of an answer
+    "max_answer_bytes": 64 << 20,      # bytes of one answer (not a stream)
+    "max_event_bytes": 16 << 20,       # bytes of one stream event
+    "resume": 3,                       # times one stream reconnects after a dropped connection
+    "max_redirects": 3,                # redirects followed, to the same host only
+}
+
+
+# -- errors: one table, both directions ----------------------------------------------
+
+class ClientError(A2AError):
+    """The call did not reach an A2A answer: the agent could not be reached,
+    answered something that is not A2A (an HTML page, a proxy's 502), cut a
+    stream, or took longer than the timeout. ``status`` is the HTTP status,
+    if there was one. The message says what happened and what to try."""
+    code, grpc_status, http_status, reason = -32603, "UNAVAILABLE", 502, "CLIENT_ERROR"
+
+    def __init__(self, message, *, status=None, **kw):
+        super().__init__(message, **kw)
+        self.status = status
+
+
+def _error_tables():
+    """reason -> class and JSON-RPC code -> class, from a2a_min's hierarchy:
+    breadth first, so a class wins over its subclasses that share its reason
+    or code (ConflictError is UnsupportedOperationError on the wire)."""
+    by_reason, by_code, todo = {}, {}, list(A2AError.__subclasses__())
+    while todo:
+        cls = todo.pop(0)
+        todo += cls.__subclasses__()
+        if cls is not ClientError:
+            by_reason.setdefault(cls.reason, cls)
+            by_code.setdefault(cls.code, cls)
+    return by_reason, by_code
+
+
+def error_from(code, message, details=(), *, http_status=None, retry_after=None):
+    """The a2a_min error for an error on the wire: a JSON-RPC error object's
+    code, message and data, or a google.rpc.Status's (code: the HTTP status).
+    The ErrorInfo reason decides; the JSON-RPC code, then the HTTP status, if
+    there is none."""
+    by_reason, by_code = _error_tables()
+    reason, metadata, field = None, {}, None
+    for detail in details if isinstance(details, list) else ():
+        if not isinstance(detail, dict):
+            continue
+        kind = str(detail.get("@type", ""))
+        if kind.endswith("google.rpc.ErrorInfo") and reason is None:
+            reason, metadata = detail.get("reason"), detail.get("metadata") or {}
+        elif kind.endswith("google.rpc.BadRequest"):
+            for violation in detail.get("fieldViolations") or ():
+                field = field or violation.get("field")
+    cls = by_reason.get(reason) or by_code.get(code)
+    if cls is None and http_status is not None:
+        cls = {400: a2a_min.InvalidParamsError, 401: a2a_min.AuthenticationRequiredError,
+               404: a2a_min.TaskNotFoundError, 413: a2a_min.PayloadTooLargeError,
+               429: a2a_min.CallerLimitError, 503: a2a_min.ServerBusyError}.get(http_status)
+    error = (cls or A2AError)(str(message or "the agent answered an error"), field=field,
+                             metadata=metadata if isinstance(metadata, dict) else {})
+    if retry_after is not None:
+        error.retry_after = retry_after
+    return error
+
+
+def _snippet(body):
+    text = body[:200].decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return f": {text[:120]!r}" if text else ""
+
+
+# -- the agent card and the interface (section 8) ----------------------------------------
+
+def _card_url(url):
+    """The card's URL for what a user typed: a card URL as it is, else the
+    well-known path under the agent's base URL."""
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    if parts.path.endswith(".json"):
+        return url
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}{CARD_PATH}"
+
+
+def fetch_card(url, *, timeout=DEFAULT_LIMITS["timeout"], headers=None, on_request=None,
+               _http=None):
+    """The agent card at ``url`` (a base URL or the card's own URL) and the
+    URL it came from. An agent that keeps it only at the 0.2 path
+    (/.well-known/agent.json) is read there too."""
+    card_url = _card_url(url)
+    http = _http or _Connections(timeout)
+    tries = [card_url]
+    if card_url.endswith(CARD_PATH):
+        tries.append(card_url[:-len(CARD_PATH)] + _OLD_CARD_PATH)
+    for attempt, where in enumerate(tries):
+        status, head, body = http.request("GET", where, None, dict(headers or {}),
+                                          on_request=on_request)
+        if status == 404 and attempt + 1 < len(tries):
+            continue
+        if status != 200:
+            raise ClientError(f"{where} answered HTTP {status}, not an agent card{_snippet(body)}: "
+                              "check the agent's URL (the card is at /.well-known/agent-card.json "
+                              "of its base URL)", status=status)
+        card = _json_body(where, status, head, body)
+        if not isinstance(card, dict):
+            raise ClientError(f"{where} answered JSON that is not an agent card (an object)")
+        return card, where
+
+
+def _is_local(host):
+    return host in ("localhost", "0.0.0.0", "::", "::1", "") or host.startswith("127.")
+
+
+def _fix_url(url, card_url):
+    """An interface URL as this client must dial it: relative ones joined to
+    the card's URL; 0.0.0.0 or ::, or a loopback name in a card that came from
+    another host, replaced by the card's host (and its port, if none)."""
+    if "://" not in url:
+        head = url.split("/", 1)[0]
+        if head and head.rpartition(":")[2].isdigit():      # host:port (gRPC's form)
+            url = "grpc://" + url
+        elif card_url is not None:
+            url = urljoin(card_url, url)
+    if card_url is None:
+        return url
+    got, card = urlsplit(url), urlsplit(card_url)
+    host = got.hostname or ""
+    if host in ("0.0.0.0", "::") or (_is_local(host) and not _is_local(card.hostname or "")):
+        if got.scheme in ("http", "https"):     # the origin the card came from (a proxy's)
+            url = got._replace(scheme=card.scheme, netloc=card.netloc).geturl()
+        else:                                   # gRPC: that host, the interface's port
+            netloc = card.hostname if ":" not in (card.hostname or "") else f"[{card.hostname}]"
+            url = got._replace(netloc=netloc + (f":{got.port}" if got.port else "")).geturl()
+    return url
+
+
+def _major(version):
+    return str(version or "").split(".")[0]
+
+
+def choose_interface(card, card_url=None, bindings=None):
+    """The interface to call (a dict: url, protocolBinding, protocolVersion,
+    tenant), by the card's order of preference, or ``bindings``' (a list of
+    protocolBinding names) when given. Interfaces this client cannot speak are
+    passed over; none left is a ClientError that lists what the card offers."""
+    interfaces = card.get("supportedInterfaces")
+    offers_grpc = any(isinstance(i, dict) and str(i.get("protocolBinding", "")).upper() == "GRPC"
+                      for i in interfaces or ())
+    speaks = set(_BINDINGS) if offers_grpc and _grpc() is not None else {"JSONRPC", "HTTP+JSON"}
+    if not interfaces:
+        version = str(card.get("protocolVersion", ""))
+        if card.get("url") and (version.startswith("0.") or "preferredTransport" in card):
+            raise ClientError(f"this agent's card is an A2A {version or '0.x'} card (url, "
+                              "preferredTransport, no supportedInterfaces): the agent speaks only "
+                              f"A2A {version or '0.x'}, and this client speaks A2A "
+                              f"{PROTOCOL_VERSION}; use a 0.3 client, or ask for a 1.0 interface")
+        if card_url is None:
+            raise ClientError("the agent card lists no supportedInterfaces, and it came from no "
+                              "URL to fall back on: give the agent's base URL instead")
+        # A 1.0 card without interfaces: JSON-RPC where the card came from.
+        base = card_url.rsplit("/.well-known/", 1)[0]
+        return {"url": base + "/", "protocolBinding": "JSONRPC",
+                "protocolVersion": PROTOCOL_VERSION}
+    wanted = [b.upper() for b in bindings] if bindings else None
+    usable = []
+    for position, interface in enumerate(interfaces):
+        if not isinstance(interface, dict) or not interface.get("url"):
+            continue
+        binding = str(interface.get("protocolBinding", "")).upper()
+        version = interface.get("protocolVersion")
+        if binding not in speaks or (wanted and binding not in wanted):
+            continue
+        if version and _major(version) != _major(PROTOCOL_VERSION):
+            continue
+        rank = (wanted.index(binding) if wanted else 0, 0 if version else 1, position)
+        usable.append((rank, dict(interface, protocolBinding=binding,
+                                  url=_fix_url(interface["url"], card_url))))
+    if usable:
+        return min(usable, key=lambda item: item[0])[1]
+    offered = ", ".join(f"{i.get('protocolBinding')} {i.get('protocolVersion') or '(no version)'}"
+                        for i in interfaces if isinstance(i, dict)) or "nothing usable"
+    if interfaces and all(_major(i.get("protocolVersion")) == "0" for i in interfaces
+                          if isinstance(i, dict)):
+        hint = (f"the agent speaks only A2A 0.x, and this client speaks A2A {PROTOCOL_VERSION}; "
+                "use a 0.3 client")
+    elif wanted:
+        hint = f"none is {' or '.join(wanted)}: pick another binding (--binding)"
+    elif "GRPC" in offered.upper() and _grpc() is None:
+        hint = "gRPC needs the companion a2a_grpc (pip install 'a2a-min-server[grpc]')"
+    else:
+        hint = f"this client speaks {', '.join(sorted(speaks))} at A2A {PROTOCOL_VERSION}"
+    raise ClientError(f"no interface of this agent card can be used (it offers {offered}): {hint}")
+
+
+def _grpc():
+    """The gRPC companion, or None when it (or grpcio) is not installed."""
+    try:
+        import a2a_grpc
+    except ImportError:
+        return None
+    return a2a_grpc
+
+
+# -- HTTP: kept-alive connections, bounded reads -------------------------------------------
+
+class _Connections:
+    """HTTP/1.1 connections kept alive, per origin, shared by threads (each
+    request takes one and gives it back). A request on a kept connection that
+    the server had closed meanwhile is sent again on a new one, once."""
+
+    def __init__(self, timeout, max_answer_bytes=DEFAULT_LIMITS["max_answer_bytes"],
+                 max_redirects=DEFAULT_LIMITS["max_redirects"]):
+        import threading
+        self.timeout = timeout
+        self.max_answer_bytes = max_answer_bytes
+        self.max_redirects = max_redirects
+        self.idle = {}
+        self.lock = threading.Lock()
+
+    def _take(self, origin):
+        with self.lock:
+            kept = self.idle.get(origin)
+            if kept:
+                return kept.pop(), True
+        scheme, host, port = origin
+        if scheme == "https":
+            import ssl
+            return http.client.HTTPSConnection(host, port, timeout=self.timeout,
+                                               context=ssl.create_default_context()), False
+        return http.client.HTTPConnection(host, port, timeout=self.timeout), False
+
+    def give_back(self, origin, conn):
+        with self.lock:
+            kept = self.idle.setdefault(origin, [])
+            if len(kept) < 8:
+                kept.append(conn)
+                return
+        conn.close()
+
+    def close(self):
+        with self.lock:
+            idle, self.idle = self.idle, {}
+        for kept in idle.values():
+            for conn in kept:
+                conn.close()
+
+    def open(self, method, url, body, headers, *, on_request=None):
+        """Send a request; the response, its origin and connection, after
+        following same-host redirects. The caller reads the response (and
+        gives the connection back, or closes it)."""
+        for _ in range(self.max_redirects + 1):
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ClientError(f"{url!r} is not an http:// or https:// URL")
+            origin = (parts.scheme, parts.hostname, parts.port or
+                      (443 if parts.scheme == "https" else 80))
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            if on_request is not None:
+                on_request(method, url, headers, body)
+            resp, conn = self._send(origin, method, target, body, headers, url)
+            if resp.status not in (301, 302, 303, 307, 308) or not resp.getheader("Location"):
+                return resp, origin, conn
+            location = urljoin(url, resp.getheader("Location"))
+            resp.read(65536)
+            conn.close()
+            there = urlsplit(location)
+            if (there.scheme, there.hostname, there.port) != (parts.scheme, parts.hostname,
+                                                              parts.port):
+                raise ClientError(f"{url} redirects to another host ({location}); this client "
+                                  "does not follow it (your credentials would go along): if you "
+                                  "trust it, call that URL instead", status=resp.status)
+            if resp.status == 303:
+                method, body = "GET", None
+            url = location
+        raise ClientError(f"{url} redirected more than {self.max_redirects} times; check the URL",
+                          status=resp.status)
+
+    def _send(self, origin, method, target, body, headers, url):
+        for _ in range(2):
+            conn, kept = self._take(origin)
+            try:
+                conn.request(method, target, body=body, headers=headers)
+                return conn.getresponse(), conn
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as error:
+                conn.close()
+                if not kept:            # a fresh connection that failed: the server's doing
+                    raise _unreachable(url, error, self.timeout) from None
+            except (OSError, http.client.HTTPException) as error:
+                conn.close()
+                raise _unreachable(url, error, self.timeout) from None
+
+    def request(self, method, url, body, headers, *, on_request=None):
+        """(status, headers, body) of a whole answer, read to its end."""
+        resp, origin, conn = self.open(method, url, body, headers, on_request=on_request)
+        try:
+            data = resp.read(self.max_answer_bytes + 1)
+            if resp.length and len(data) <= self.max_answer_bytes:   # short of Content-Length
+                raise http.client.IncompleteRead(data, resp.length)
+        except (OSError, http.client.HTTPException) as error:
+            conn.close()
+            raise _unreachable(url, error, self.timeout, "while reading the answer") from None
+        if len(data) > self.max_answer_bytes:
+            conn.close()
+            raise ClientError(f"{url} answered more than {self.max_answer_bytes} bytes; raise "
+                              "max_answer_bytes if that is expected")
+        if resp.will_close:
+            conn.close()
+        else:
+            self.give_back(origin, conn)
+        return resp.status, resp, data
+
+
+def _unreachable(url, error, timeout, when="connecting"):
+    if isinstance(error, (socket.timeout, TimeoutError)):
+        return ClientError(f"{url} did not answer within {timeout} s ({when}): the agent may be "
+                           "busy or stuck; raise the timeout (--timeout), or send with "
+                           "--immediate / --stream and follow the task")
+    if isinstance(error, ConnectionRefusedError):
+        return ClientError(f"nothing listens at {url} (connection refused): is the agent "
+                           "running, and is the port right?")
+    if isinstance(error, socket.gaierror):
+        return ClientError(f"the host of {url} is unknown ({error.strerror}): check the URL")
+    if isinstance(error, http.client.IncompleteRead):
+        return ClientError(f"{url} closed the connection in the middle of its answer: the agent "
+                           "or a proxy failed; try again")
+    text = str(error) or type(error).__name__
+    return ClientError(f"{url} could not be reached ({when}): {text}")
+
+
+def _json_body(url, status, head, body):
+    """The JSON of an answer, after checking it is JSON (a proxy's HTML page,
+    a gateway's 502, say what they are)."""
+    kind = (head.getheader("Content-Type") or "").split(";")[0].strip().lower()
+    if kind != "application/json" and not kind.endswith("+json"):
+        if status in (502, 503, 504):
+            what = (f"a proxy or gateway answered HTTP {status} {head.reason}: the agent behind "
+                    "it may be down or restarting; try again shortly")
+        elif status == 401:
+            return None
+        else:
+            what = (f"it answered HTTP {status} with {kind or 'no content type'}, not JSON: this "
+                    "URL is not an A2A endpoint (a web page, or a proxy in the way?); check it")
+        raise ClientError(f"{url}: {what}{_snippet(body)}", status=status)
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise ClientError(f"{url} answered HTTP {status} with JSON that does not parse"
+                          f"{_snippet(body)}", status=status) from None
+
+
+def _retry_after(head):
+    value = (head.getheader("Retry-After") or "").strip()
+    return int(value) if value.isdigit() else None
+
+
+# -- Server-Sent Events (WHATWG HTML, section 9.2) ------------------------------------
+
+class _Cut(Exception):
+    """The stream's connection ended or broke before the stream did."""
+
+
+def _sse_events(resp, max_event_bytes):
+    """(id, event, data) of each event of an SSE body, by the WHATWG rules:
+    CRLF, LF or CR end a line; a line starting with ':' is a comment (a
+    keep-alive); data lines join with '\\n'; one space after the colon is
+    dropped; an id with NUL is ignored. A ``retry`` field comes as an event
+    of its own, (None, "retry", milliseconds). A body that ends, or breaks,
+    raises _Cut (an event half received is dropped)."""
+    buffer, data, event, event_id, size, after_cr = b"", [], "", None, 0, False
+    while True:
+        try:
+            chunk = resp.read1(65536)
+        except (OSError, http.client.HTTPException) as error:
+            raise _Cut(error) from None
+        if not chunk:
+            raise _Cut(None)
+        if after_cr and chunk.startswith(b"\n"):  # the LF of a CRLF split between reads
+            chunk = chunk[1:]
+        buffer += chunk
+        after_cr = buffer.endswith(b"\r")
+        lines = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        buffer = lines.pop()
+        for line in lines:
+            if not line:                        # a blank line ends the event
+                if data:
+                    yield event_id, event or "message", "\n".join(data)
+                data, event, size = [], "", 0
+                continue
+            size += len(line)
+            if line.startswith(b":"):
+                continue
+            name, _, value = line.decode("utf-8", "replace").partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event = value
+            elif name == "id" and "\0" not in value:
+                event_id = value
+            elif name == "retry" and value.isdigit():
+                yield None, "retry", value
+        if size + len(buffer) > max_event_bytes:
+            raise ClientError(f"a stream event is larger than {max_event_bytes} bytes; raise "
+                              "max_event_bytes if that is expected")
+
+
+def _task_id(event):
+    """The task id a StreamResponse is about, if any."""
+    for key in ("task", "statusUpdate", "artifactUpdate"):
+        part = event.get(key)
+        if isinstance(part, dict):
+            return part.get("id") if key == "task" else part.get("taskId")
+    return None
+
+
+def _ends_stream(event):
+    """Whether a stream ends after this StreamResponse (section 3.1.2): a
+    message, or a task in a terminal or interrupted state."""
+    if "message" in event:
+        return True
+    state = (event.get("task") or event.get("statusUpdate") or {}).get("status", {}).get("state")
+    return state in _STREAM_ENDS
+
+
+class Stream:
+    """The StreamResponse dicts of SendStreamingMessage or SubscribeToTask,
+    one by one (``for event in stream``). ``last_event_id`` is the id of the
+    last event received (None if the server gives none), ``task_id`` the task
+    they are about. A connection that drops before the stream ended is
+    resumed with SubscribeToTask and Last-Event-ID, up to ``resume`` times.
+    ``close()`` ends it early; a with-block closes it too."""
+
+    def __init__(self, client, method, params, last_event_id=None):
+        self.client = client
+        self.method, self.params = method, params
+        self.last_event_id = last_event_id
+        self.task_id = params.get("id") if method == "SubscribeToTask" else None
+        self.resumed = 0
+        self.ended = False
+        self.retry = None          # seconds to wait before reconnecting (the server's retry:)
+        self._events = None
+        self._response = None
+
+    def __iter__(self):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.ended = True
+        if self._response is not None:
+            self._response.close()
+            self._response = None
+        if self._events is not None and hasattr(self._events, "close"):
+            self._events.close()
+
+    def _open(self):
+        self._events, self._response = self.client._open_stream(
+            self, self.method, self.params, self.last_event_id)
+
+    def __next__(self):
+        while True:
+            if self.ended:
+                raise StopIteration
+            if self._events is None:
+                self._open()
+            try:
+                event_id, data = next(self._events)
+            except (_Cut, StopIteration) as cut:
+                self._events = None
+                if self._response is not None:
+                    self._response.close()
+                    self._response = None
+                self._reconnect(cut)
+                continue
+            if event_id is not None:
+                self.last_event_id = event_id
+            self.task_id = self.task_id or _task_id(data)
+            if _ends_stream(data):
+                self.close()
+            return data
+
+    def _reconnect(self, cut):
+        """The connection ended before the stream did: subscribe again, or
+        say why not."""
+        if self.task_id is None or self.resumed >= self.client.limits["resume"]:
+            why = "it was cut" if self.task_id else "it was cut before naming its task"
+            self.ended = True
+            raise ClientError(f"the stream ended before the task did ({why}"
+                              f"{'' if self.task_id is None else ', ' + str(self.resumed) + ' resumes tried'}"
+                              f"): follow the task with `watch` (SubscribeToTask) or read it with "
+                              f"`get`{' (task ' + self.task_id + ')' if self.task_id else ''}")
+        self.resumed += 1
+        pause = self.retry if self.retry is not None else 0.05 * 10 ** (self.resumed - 1)
+        time.sleep(min(pause, 5.0))
+        self.method, self.params = "SubscribeToTask", self.client._with_tenant({"id": self.task_id})
+        try:
+            self._open()
+        except a2a_min.UnsupportedOperationError:
+            # The task ended meanwhile (a terminal task cannot be followed): its last state.
+            task = self.client.call("GetTask", {"id": self.task_id})
+            self._events = iter([(None, {"task": task})])
+
+
+# -- the client -----------------------------------------------------------------------
+
+class Client:
+    """An A2A 1.0 client for one agent.
+
+    ``agent``: the agent's base URL, its card's URL, or the card (a dict).
+    ``binding``: a protocolBinding name or a list of them, in the order
+    preferred (default: the card's order). ``auth``: credentials, either a
+    header value sent as Authorization ("Bearer t0ken"), a whole header
+    ("X-API-Key: t0ken"), or a callable given the name of each security
+    scheme the card requires, returning its secret (or None): the secret is
+    placed as the scheme says (HTTP bearer or basic: Authorization; API key:
+    the header, query parameter or cookie it names; OAuth 2 and OpenID
+    Connect: a Bearer token). ``tenant`` goes into every request (default:
+    the interface's). ``extensions``: URIs announced in A2A-Extensions.
+    ``headers``: more headers for every request. ``on_request(method, url,
+    headers, body)`` is called before each HTTP request (``--curl`` prints
+    it). The limits are DEFAULT_LIMITS'.
+    """
+
+    def __init__(self, agent, *, binding=None, auth=None, tenant=None, extensions=(),
+                 headers=None, on_request=None, **limits):
+        unknown = set(limits) - set(DEFAULT_LIMITS)
+        if unknown:
+            raise TypeError(f"unknown limit(s): {', '.join(sorted(unknown))}")
+        self.limits = dict(DEFAULT_LIMITS, **limits)
+        self.on_request = on_request
+        self.http = _Connections(self.limits["timeout"], self.limits["max_answer_bytes"],
+                                 self.limits["max_redirects"])
+        self.extra_headers = dict(headers or {})
+        if isinstance(agent, dict):
+            self.card, self.card_url = agent, None
+        else:
+            self.card, self.card_url = fetch_card(agent, timeout=self.limits["timeout"],
+                                                  headers=self.extra_headers,
+                                                  on_request=on_request, _http=self.http)
+        bindings = [binding] if isinstance(binding, str) else binding
+        self.interface = choose_interface(self.card, self.card_url, bindings)
+        self.binding = self.interface["protocolBinding"]
+        self.url = self.interface["url"]
+        self.tenant = tenant if tenant is not None else self.interface.get("tenant") or None
+        self.extensions = list(extensions)
+        self.headers = {"A2A-Version": PROTOCOL_VERSION, **self.extra_headers,
+                        **_credentials(self.card, auth)}
+        if self.extensions:
+            self.headers["A2A-Extensions"] = ", ".join(self.extensions)
+        self._grpc = None
+        if self.binding == "GRPC":
+            self._grpc = _grpc().GrpcChannel(self.url, timeout=self.limits["timeout"])
+        self._ids = 0
+
+    def close(self):
+        """Close the kept-alive connections (a with-block does it too)."""
+        self.http.close()
+        if self._grpc is not None:
+            self._grpc.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- the eleven operations (section 3.1), by their names in the spec -------------
+
+    def send(self, message, *, task_id=None, context_id=None, immediate=False, history_length=None,
+             accepted_output_modes=None, metadata=None):
+        """SendMessage: ``message`` is text or a Message dict. The answer:
+        {"task": ...} or {"message": ...} (SendMessageResponse)."""
+        return self.call("SendMessage", self._send_request(
+            message, task_id, context_id, immediate, history_length, accepted_output_modes,
+            metadata))
+
+    def stream(self, message, *, task_id=None, context_id=None, history_length=None,
+               accepted_output_modes=None, metadata=None):
+        """SendStreamingMessage: a Stream of StreamResponse dicts."""
+        return self.call_stream("SendStreamingMessage", self._send_request(
+            message, task_id, context_id, False, history_length, accepted_output_modes,
+            metadata))
+
+    def get_task(self, task_id, *, history_length=None):
+        params = {"id": task_id}
+        if history_length is not None:
+            params["historyLength"] = history_length
+        return self.call("GetTask", params)
+
+    def list_tasks(self, **filters):
+        """ListTasks; ``filters`` by their wire names (contextId, status,
+        pageSize, pageToken, historyLength, statusTimestampAfter,
+        includeArtifacts)."""
+        return self.call("ListTasks", filters)
+
+    def cancel_task(self, task_id):
+        return self.call("CancelTask", {"id": task_id})
+
+    def subscribe(self, task_id, *, last_event_id=None):
+        """SubscribeToTask: a Stream, from after ``last_event_id`` if given."""
+        return self.call_stream("SubscribeToTask", {"id": task_id}, last_event_id)
+
+    def create_push_config(self, task_id, url, *, config_id=None, token=None, authentication=None):
+        params = {"taskId": task_id, "url": url}
+        for key, value in (("id", config_id), ("token", token),
+                           ("authentication", authentication)):
+            if value is not None:
+                params[key] = value
+        return self.call("CreateTaskPushNotificationConfig", params)
+
+    def get_push_config(self, task_id, config_id):
+        return self.call("GetTaskPushNotificationConfig", {"taskId": task_id, "id": config_id})
+
+    def list_push_configs(self, task_id, **paging):
+        return self.call("ListTaskPushNotificationConfigs", {"taskId": task_id, **paging})
+
+    def delete_push_config(self, task_id, config_id):
+        return self.call("DeleteTaskPushNotificationConfig", {"taskId": task_id, "id": config_id})
+
+    def extended_card(self):
+        """GetExtendedAgentCard (needs credentials, usually)."""
+        return self.call("GetExtendedAgentCard", {})
+
+    # -- any operation, by its JSON-RPC name --------------------------------------
+
+    def call(self, method, params):
+        """One unary operation: its answer (a dict), or its error raised."""
+        if method not in METHODS or METHODS[method][2]:
+            raise ValueError(f"{method!r} is not a unary A2A method (streams: call_stream)")
+        params = self._with_tenant(params)
+        if self._grpc is not None:
+            return self._grpc.call(method, params, self.headers)
+        if self.binding == "JSONRPC":
+            self._ids += 1
+            body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method,
+                               "params": params}).encode()
+            status, head, data = self.http.request(
+                "POST", self.url, body, {**self.headers, "Content-Type": "application/json",
+                                         "Accept": "application/json"},
+                on_request=self.on_request)
+            return self._jsonrpc_answer(status, head, data)
+        verb, url, body = self._rest_request(method, params)
+        headers = dict(self.headers, Accept="application/json")
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        status, head, data = self.http.request(verb, url, body, headers,
+                                               on_request=self.on_request)
+        return self._rest_answer(url, status, head, data)
+
+    def call_stream(self, method, params, last_event_id=None):
+        """A streaming operation: a Stream of its StreamResponse dicts."""
+        if method not in METHODS or not METHODS[method][2]:
+            raise ValueError(f"{method!r} is not a streaming A2A method (unary: call)")
+        stream = Stream(self, method, self._with_tenant(params), last_event_id)
+        stream._open()               # errors (TaskNotFound, ...) are raised here, not later
+        return stream
+
+    # -- on the wire ------------------------------------------------------------
+
+    def _with_tenant(self, params):
+        params = dict(params)
+        if self.tenant and "tenant" not in params:
+            params["tenant"] = self.tenant
+        return params
+
+    def _send_request(self, message, task_id, context_id, immediate, history_length, modes,
+                      metadata):
+        if isinstance(message, str):
+            message = {"messageId": a2a_min._new_id(), "role": "ROLE_USER",
+                       "parts": [{"text": message}]}
+        else:
+            message = dict(message)
+            message.setdefault("messageId", a2a_min._new_id())
+            message.setdefault("role", "ROLE_USER")
+        if task_id:
+            message["taskId"] = task_id
+        if context_id:
+            message["contextId"] = context_id
+        params = {"message": message}
+        config = {}
+        if immediate:
+            config["returnImmediately"] = True
+        if history_length is not None:
+            config["historyLength"] = history_length
+        if modes:
+            config["acceptedOutputModes"] = list(modes)
+        if config:
+            params["configuration"] = config
+        if metadata:
+            params["metadata"] = metadata
+        return params
+
+    def _rest_request(self, method, params):
+        """(HTTP verb, URL, body) of an operation on the HTTP+JSON binding:
+        the first route of a2a_min.ROUTES for it, path variables filled from
+        the params, the tenant as the path's prefix."""
+        verb, pattern = next((v, p) for v, p, m in ROUTES if m == method)
+        rest = dict(params)
+        tenant = rest.pop("tenant", None)
+        path = pattern
+        while "{" in path:
+            name = path[path.index("{") + 1:path.index("}")]
+            value = rest.pop(name, None)
+            if value in (None, ""):
+                raise a2a_min.InvalidParamsError(f"{method} needs {name}", field=name)
+            path = path.replace("{" + name + "}", quote(str(value), safe=""), 1)
+        if tenant:
+            path = "/" + quote(tenant, safe="") + path
+        url = self.url.rstrip("/") + path
+        if verb in ("GET", "DELETE"):
+            query = {k: (json.dumps(v) if isinstance(v, (dict, list)) else
+                         str(v).lower() if isinstance(v, bool) else v)
+                     for k, v in rest.items()}
+            return verb, url + ("?" + urlencode(query) if query else ""), None
+        return verb, url, json.dumps(rest).encode()
+
+    def _jsonrpc_answer(self, status, head, data):
+        answer = _json_body(self.url, status, head, data)
+        if answer is None:                       # a 401 that is not JSON
+            raise self._unauthorized(head)
+        if not isinstance(answer, dict) or ("result" not in answer and "error" not in answer):
+            raise ClientError(f"{self.url} answered JSON that is not a JSON-RPC response"
+                              f"{_snippet(data)}", status=status)
+        if "error" in answer:
+            error = answer["error"] if isinstance(answer["error"], dict) else {}
+            raise error_from(error.get("code"), error.get("message"), error.get("data"),
+                             http_status=status, retry_after=_retry_after(head))
+        return answer["result"]
+
+    def _rest_answer(self, url, status, head, data):
+        if status == 204 or (not data and 200 <= status < 300):
+            return {}
+        answer = _json_body(url, status, head, data)
+        if answer is None:
+            raise self._unauthorized(head)
+        if status >= 400 or (isinstance(answer, dict) and set(answer) == {"error"}):
+            raise _status_error(answer, status, head)
+        return answer
+
+    def _unauthorized(self, head):
+        challenge = head.getheader("WWW-Authenticate") or "Bearer"
+        return a2a_min.AuthenticationRequiredError(
+            f"the agent wants credentials ({challenge}): pass them with --auth (auth=)",
+            challenge=challenge)
+
+    def _open_stream(self, stream, method, params, last_event_id):
+        """The (id, StreamResponse) events of one streaming request, and its
+        HTTP response (closed to end the stream)."""
+        if self._grpc is not None:
+            return self._grpc.stream(method, params, self.headers, last_event_id), None
+        headers = dict(self.headers, Accept="text/event-stream")
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        if self.binding == "JSONRPC":
+            self._ids += 1
+            url, verb = self.url, "POST"
+            body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method,
+                               "params": params}).encode()
+        else:
+            verb, url, body = self._rest_request(method, params)
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        resp, _, conn = self.http.open(verb, url, body, headers, on_request=self.on_request)
+        kind = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
+        if resp.status != 200 or kind != "text/event-stream":
+            # Not a stream: an error, said as the binding says it (JSON), or
+            # something in the way (an HTML page, a 502): read, and raise.
+            try:
+                data = resp.read(self.limits["max_answer_bytes"])
+            except (OSError, http.client.HTTPException) as error:
+                raise _unreachable(url, error, self.limits["timeout"]) from None
+            finally:
+                conn.close()
+            if self.binding == "JSONRPC":
+                self._jsonrpc_answer(resp.status, resp, data)
+            else:
+                self._rest_answer(url, resp.status, resp, data)
+            raise ClientError(f"{url} answered HTTP {resp.status} with "
+                              f"{kind or 'no content type'}, not an event stream",
+                              status=resp.status)
+        return self._stream_events(url, resp, stream), resp
+
+    def _stream_events(self, url, resp, stream):
+        for event_id, kind, data in _sse_events(resp, self.limits["max_event_bytes"]):
+            if kind == "retry":                  # how long to wait before reconnecting
+                stream.retry = int(data) / 1000
+                continue
+            try:
+                event = json.loads(data)
+            except ValueError:
+                raise ClientError(f"{url} sent a stream event that is not JSON"
+                                  f"{_snippet(data.encode())}") from None
+            if not isinstance(event, dict):
+                raise ClientError(f"{url} sent a stream event that is not a JSON object")
+            if self.binding == "JSONRPC":
+                if "error" in event:
+                    error = event["error"] if isinstance(event["error"], dict) else {}
+                    raise error_from(error.get("code"), error.get("message"), error.get("data"))
+                event = event.get("result")
+                if not isinstance(event, dict):
+                    raise ClientError(f"{url} sent a stream event without a result")
+            elif "error" in event:
+                raise _status_error(event, None, None)
+            yield event_id, event
+
+
+def _status_error(answer, status, head):
+    """The a2a_min error of a google.rpc.Status answer (HTTP+JSON)."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict):
+        error = {"message": f"HTTP {status}"}
+    return error_from(None, error.get("message"), error.get("details"),
+                      http_status=status or error.get("code"),
+                      retry_after=None if head is None else _retry_after(head))
+
+
+def _credentials(card, auth):
+    """The headers that carry ``auth`` (see Client), for this card's schemes."""
+    if auth is None:
+        return {}
+    if isinstance(auth, str):
+        name, colon, value = auth.partition(":")
+        if colon and name.strip() and " " not in name.strip() and not name.lower().startswith(
+                ("bearer", "basic")):
+            return {name.strip(): value.strip()}
+        return {"Authorization": auth}
+    schemes = card.get("securitySchemes") or {}
+    requirements = card.get("securityRequirements") or [{"schemes": {n: {}} for n in schemes}]
+    for requirement in requirements:
+        headers = {}
+        for name in (requirement.get("schemes") or {}):
+            secret = auth(name)
+            if secret is None:
+                break
+            headers.update(_placed(schemes.get(name) or {}, secret))
+        else:
+            if headers:
+                return headers
+    return {}
+
+
+def _placed(scheme, secret):
+    """The header a secret goes into, for one SecurityScheme (section 4.5)."""
+    if "apiKeySecurityScheme" in scheme:
+        key = scheme["apiKeySecurityScheme"]
+        where, name = str(key.get("location", "header")).lower(), key.get("name", "X-API-Key")
+        if where == "cookie":
+            return {"Cookie": f"{name}={secret}"}
+        return {name: secret}                   # (a query parameter: sent as a header here)
+    if "httpAuthSecurityScheme" in scheme:
+        kind = scheme["httpAuthSecurityScheme"].get("scheme", "Bearer")
+        return {"Authorization": f"{kind.capitalize()} {secret}"}
+    return {"Authorization": f"Bearer {secret}"}
+
+
+# =============================================================================
+# The command line
+# =============================================================================
+#
+# ``python a2a_min.py VERB ...`` (and ``a2a-min VERB``) come here for the
+# client's verbs. Human-readable by default, --json for the answers as they
+# came; --curl prints each request as a curl command before it is sent.
+
+VERBS = ("card", "send", "get", "list", "cancel", "watch", "push")
+
+
+def _curl_printer(secrets, show_secrets, out):
+    """on_request that prints a runnable curl command for each request."""
+    import shlex
+
+    def show(method, url, headers, body):
+        words = ["curl", "-sS"]
+        if headers.get("Accept") == "text/event-stream":
+            words.append("-N")
+        if method != ("POST" if body is not None else "GET"):
+            words += ["-X", method]
+        words.append(shlex.quote(url))
+        for name, value in headers.items():
+            if name in secrets and not show_secrets:
+                words.append(f'-H "{name}: ${secrets[name]}"')
+            else:
+                words += ["-H", shlex.quote(f"{name}: {value}")]
+        if body is not None:
+            words += ["-d", shlex.quote(body.decode())]
+        print(" ".join(words), file=out, flush=True)
+    return show
+
+
+def _text(parts):
+    out = []
+    for part in parts or ():
+        if "text" in part:
+            out.append(part["text"])
+        elif "data" in part:
+            out.append(json.dumps(part["data"]))
+        elif "url" in part or "raw" in part:
+            out.append(f"[file {part.get('filename') or part.get('url') or ''} "
+                       f"{part.get('mediaType', '')}]".replace("  ", " "))
+    return "".join(out)
+
+
+def _state(state):
+    return str(state or "").replace("TASK_STATE_", "")
+
+
+def _show_task(task, out):
+    status = task.get("status", {})
+    print(f"task {task.get('id')}  {_state(status.get('state'))}  context {task.get('contextId')}",
+          file=out)
+    said = _text((status.get("message") or {}).get("parts"))
+    if said:
+        print(f"  status: {said}", file=out)
+    for artifact in task.get("artifacts") or ():
+        name = artifact.get("name") or artifact.get("artifactId")
+        print(f"  artifact {name}: {_text(artifact.get('parts'))}", file=out)
+
+
+def _show_answer(answer, out):
+    if "task" in answer:
+        _show_task(answer["task"], out)
+    elif "message" in answer:
+        print(f"message: {_text(answer['message'].get('parts'))}", file=out)
+    else:
+        print(json.dumps(answer, indent=2), file=out)
+
+
+def _show_event(stream, event, out):
+    mark = f"[{stream.last_event_id}] " if stream.last_event_id is not None else ""
+    if "task" in event:
+        task = event["task"]
+        print(f"{mark}task {task.get('id')} {_state(task.get('status', {}).get('state'))}",
+              file=out)
+    elif "statusUpdate" in event:
+        status = event["statusUpdate"].get("status", {})
+        said = _text((status.get("message") or {}).get("parts"))
+        print(f"{mark}status {_state(status.get('state'))}" + (f": {said}" if said else ""),
+              file=out)
+    elif "artifactUpdate" in event:
+        update = event["artifactUpdate"]
+        artifact = update.get("artifact", {})
+        name = artifact.get("name") or artifact.get("artifactId")
+        print(f"{mark}artifact {name}{' (more)' if update.get('append') else ''}: "
+              f"{_text(artifact.get('parts'))}", file=out)
+    elif "message" in event:
+        print(f"{mark}message: {_text(event['message'].get('parts'))}", file=out)
+    out.flush()
+
+
+def _show_card(card, out):
+    print(f"{card.get('name')} {card.get('version', '')}: {card.get('description', '')}", file=out)
+    for interface in card.get("supportedInterfaces") or ():
+        tenant = f"  tenant {interface['tenant']}" if interface.get("tenant") else ""
+        print(f"  {interface.get('protocolBinding'):<10} {interface.get('protocolVersion', ''):<4} "
+              f"{interface.get('url')}{tenant}", file=out)
+    capabilities = card.get("capabilities") or {}
+    print("  capabilities: " + (", ".join(k for k, v in capabilities.items() if v is True)
+                                or "none"), file=out)
+    for skill in card.get("skills") or ():
+        print(f"  skill {skill.get('id')}: {skill.get('name')} - {skill.get('description', '')}",
+              file=out)
+    if card.get("securitySchemes"):
+        print("  security: " + ", ".join(card["securitySchemes"]), file=out)
+
+
+def _parser():
+    import argparse
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print the answers as they came")
+    common.add_argument("--auth", default=os.environ.get("A2A_AUTH"), metavar="VALUE",
+                        help="credentials: an Authorization value ('Bearer t0ken') or a header "
+                             "('X-API-Key: t0ken'); default $A2A_AUTH")
+    common.add_argument("--tenant", help="the tenant to address (default: the interface's)")
+    common.add_argument("--binding", choices=("jsonrpc", "http+json", "grpc"), type=str.lower,
+                        help="the binding to use (default: the card's first that works)")
+    common.add_argument("--timeout", type=float, default=DEFAULT_LIMITS["timeout"],
+                        metavar="SECONDS", help="to connect, and between two bytes of an "
+                                                "answer (default %(default)s)")
+    common.add_argument("--extension", action="append", default=[], metavar="URI",
+                        help="announce an extension (A2A-Extensions); repeatable")
+    common.add_argument("--curl", action="store_true",
+                        help="print each request as a curl command (to stderr) before sending it")
+    common.add_argument("--show-secrets", action="store_true",
+                        help="with --curl: print credentials, not $A2A_AUTH")
+    parser = argparse.ArgumentParser(
+        prog="a2a_min", description="Call an A2A 1.0 agent (run with no verb, or 'serve', to "
+                                    "serve the demo agent).")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    card = verbs.add_parser("card", parents=[common], help="show the agent card")
+    card.add_argument("url")
+    card.add_argument("--extended", action="store_true", help="GetExtendedAgentCard too")
+    send = verbs.add_parser("send", parents=[common], help="SendMessage (or stream it)")
+    send.add_argument("url")
+    send.add_argument("text")
+    send.add_argument("--stream", action="store_true", help="SendStreamingMessage")
+    send.add_argument("--task", metavar="ID", help="continue this task (its next turn)")
+    send.add_argument("--context", metavar="ID", help="in this context")
+    send.add_argument("--immediate", action="store_true",
+                      help="answer at once, without waiting for the agent (returnImmediately)")
+    get = verbs.add_parser("get", parents=[common], help="GetTask")
+    get.add_argument("url")
+    get.add_argument("id")
+    get.add_argument("--history", type=int, metavar="N", help="the last N messages")
+    lister = verbs.add_parser("list", parents=[common], help="ListTasks")
+    lister.add_argument("url")
+    lister.add_argument("--context", metavar="ID")
+    lister.add_argument("--state", metavar="STATE", help="e.g. working, TASK_STATE_COMPLETED")
+    lister.add_argument("--page-size", type=int, metavar="N")
+    lister.add_argument("--page-token", metavar="TOKEN")
+    cancel = verbs.add_parser("cancel", parents=[common], help="CancelTask")
+    cancel.add_argument("url")
+    cancel.add_argument("id")
+    watch = verbs.add_parser("watch", parents=[common], help="SubscribeToTask")
+    watch.add_argument("url")
+    watch.add_argument("id")
+    watch.add_argument("--last-event-id", metavar="ID", help="resume after this event")
+    push = verbs.add_parser("push", help="push notification configs")
+    push_verbs = push.add_subparsers(dest="push_verb", required=True, metavar="ACTION")
+    create = push_verbs.add_parser("create", parents=[common],
+                                   help="CreateTaskPushNotificationConfig")
+    create.add_argument("url")
+    create.add_argument("task")
+    create.add_argument("webhook")
+    create.add_argument("--id", metavar="ID", help="the config's id (default: the server's)")
+    create.add_argument("--token", help="sent back with each notification")
+    for name, help_text in (("get", "GetTaskPushNotificationConfig"),
+                            ("delete", "DeleteTaskPushNotificationConfig")):
+        sub = push_verbs.add_parser(name, parents=[common], help=help_text)
+        sub.add_argument("url")
+        sub.add_argument("task")
+        sub.add_argument("id")
+    listed = push_verbs.add_parser("list", parents=[common], help="ListTaskPushNotificationConfigs")
+    listed.add_argument("url")
+    listed.add_argument("task")
+    return parser
+
+
+def main(argv=None, out=None, err=None):
+    """The client's command line; the exit status (0, 1 for an error, 2 for
+    a command line that does not parse)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    args = _parser().parse_args(argv)
+    secrets = {}
+    if args.auth:
+        header = next(iter(_credentials({}, args.auth)))
+        secrets[header] = "A2A_AUTH"
+    on_request = _curl_printer(secrets, args.show_secrets, err) if args.curl else None
+    try:
+        return _run(args, out, on_request)
+    except A2AError as error:
+        kind = type(error).__name__
+        print(f"error: {kind}: {error.message}", file=err)
+        if getattr(error, "retry_after", None):
+            print(f"  (try again after {error.retry_after} s)", file=err)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:                     # (| head): the reader has what it wanted
+        sys.stdout = None
+        return 0
+    except Exception as error:                  # a bug here: said in one line, not a traceback
+        print(f"error: {type(error).__name__}: {error} (this is a bug in a2a_client; please "
+              "report it with the command line, and --curl's output)", file=err)
+        return 1
+
+
+def _run(args, out, on_request):
+    limits = {"timeout": args.timeout}
+    if args.verb == "card":
+        card, where = fetch_card(args.url, timeout=args.timeout, on_request=on_request)
+        if args.json and not args.extended:
+            print(json.dumps(card, indent=2), file=out)
+            return 0
+        if args.extended:
+            with _client(args, card, where, on_request, limits) as client:
+                card = client.extended_card()
+        print(json.dumps(card, indent=2), file=out) if args.json else _show_card(card, out)
+        return 0
+    with _client(args, None, args.url, on_request, limits) as client:
+        if args.verb == "send" and args.stream:
+            return _follow(client.stream(args.text, task_id=args.task, context_id=args.context),
+                           args, out)
+        if args.verb == "watch":
+            return _follow(client.subscribe(args.id, last_event_id=args.last_event_id), args, out)
+        if args.verb == "send":
+            answer = client.send(args.text, task_id=args.task, context_id=args.context,
+                                 immediate=args.immediate)
+        elif args.verb == "get":
+            answer = {"task": client.get_task(args.id, history_length=args.history)}
+        elif args.verb == "cancel":
+            answer = {"task": client.cancel_task(args.id)}
+        elif args.verb == "list":
+            filters = {"contextId": args.context, "pageSize": args.page_size,
+                       "pageToken": args.page_token}
+            if args.state:
+                state = args.state.upper()
+                filters["status"] = state if state.startswith("TASK_STATE_") else \
+                    "TASK_STATE_" + state
+            answer = client.list_tasks(**{k: v for k, v in filters.items() if v is not None})
+            if not args.json:
+                for task in answer.get("tasks", ()):
+                    status = task.get("status", {})
+                    print(f"{task.get('id')}  {_state(status.get('state')):<14} "
+                          f"{status.get('timestamp', '')}  context {task.get('contextId')}",
+                          file=out)
+                if answer.get("nextPageToken"):
+                    print(f"(more: --page-token {answer['nextPageToken']})", file=out)
+                return 0
+        else:
+            answer = _push(client, args)
+            if not args.json:
+                for config in answer.get("configs", [answer] if answer else []):
+                    print(f"{config.get('id')}  task {config.get('taskId')}  {config.get('url')}",
+                          file=out)
+                if not answer:
+                    print("deleted", file=out)
+                return 0
+        if args.json:
+            print(json.dumps(answer.get("task", answer) if args.verb in ("get", "cancel")
+                             else answer, indent=2), file=out)
+        else:
+            _show_answer(answer, out)
+    return 0
+
+
+def _client(args, card, url, on_request, limits):
+    bindings = {"jsonrpc": "JSONRPC", "http+json": "HTTP+JSON", "grpc": "GRPC"}
+    return Client(card if card is not None else url,
+                  binding=bindings.get(args.binding) if args.binding else None, auth=args.auth,
+                  tenant=args.tenant, extensions=args.extension, on_request=on_request,
+                  **limits)
+
+
+def _follow(stream, args, out):
+    with stream:
+        for event in stream:
+            if args.json:
+                print(json.dumps({"id": stream.last_event_id, "event": event}), file=out,
+                      flush=True)
+            else:
+                _show_event(stream, event, out)
+    return 0
+
+
+def _push(client, args):
+    if args.push_verb == "create":
+        return client.create_push_config(args.task, args.webhook, config_id=args.id,
+                                         token=args.token)
+    if args.push_verb == "get":
+        return client.get_push_config(args.task, args.id)
+    if args.push_verb == "list":
+        return client.list_push_configs(args.task)
+    return client.delete_push_config(args.task, args.id)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
