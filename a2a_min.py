@@ -5986,6 +5986,7 @@ class _StoreWatch:
         wake_on = getattr(self.server().store, "wake_on", None)
         if wake_on is not None:
             wake_on(woken.set)
+        del wake_on                         # (it holds the store, which holds the Server)
         while True:
             woken.wait(limits["store_poll"])
             woken.clear()

@@ -32,7 +32,7 @@ def run_walkthrough(heading):
         demo.wait(10)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    answers = [json.loads(line) for line in lines if line.startswith("{")]
+    answers = [json.loads(line) for line in lines if line.startswith("{") and line != "{"]
     events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
     return url, lines, answers, events
 
@@ -73,3 +73,14 @@ def test_http_json_walkthrough():
     assert [t["history"][0]["parts"][0]["text"] for t in answers[9]["tasks"]] == ["for acme"]
     assert "HTTP/1.1 404 Not Found" in lines and "Allow: POST" in [l.strip() for l in lines]
     assert answers[10]["error"]["code"] == 400
+
+
+def test_call_an_agent_walkthrough():
+    """The client's command lines, as pasted, against the demo."""
+    url, lines, answers, _ = run_walkthrough("## Call an agent: the client and the command line")
+    text = "\n".join(lines)
+    assert lines[0].startswith("a2a_min echo") and f"JSONRPC    1.0  {url}/" in text
+    assert "COMPLETED" in text and "You said: hello" in text
+    assert any(line.startswith("[0] task ") for line in lines)
+    waiting = json.loads(text[text.index("\n{\n"):text.index("\n}\n") + 2])
+    assert waiting["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
