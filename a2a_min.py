@@ -2273,6 +2273,11 @@ class _TurnWriter:
             state = task["status"]["state"]
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
                 self.server._forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
+            elif self.server.store.shared:
+                # The turn is over but the store never heard how it ended (it
+                # could not be written): the store watch ends the task FAILED
+                # once it can, or this process's leases would keep it WORKING.
+                self.server._unrecorded[self.ctx.task_id] = self.channel.owner
         self.finished.set()
 
 
@@ -2442,6 +2447,7 @@ class Server:
         self.push_tls_context = push_tls_context
         self._pusher = None                 # the _PushDelivery, started on first use
         self._holder_of = (None, None)      # (process id, this process's name in leases)
+        self._unrecorded = {}               # task id -> owner: turns whose end the store missed
         self._watch = None                  # the _StoreWatch of a shared store, in this process
         self._offloader = None              # threads for store calls of event-loop hosts
         import weakref
@@ -6003,6 +6009,8 @@ class _StoreWatch:
                     if hasattr(server.store, "tidy"):     # upkeep, when there was news
                         server.store.tidy()
                         server.store.checkpoint()
+                if server._unrecorded:                    # turns whose end was not stored
+                    self._record_ends(server)
                 if time.monotonic() >= renew_at:          # (the store's leases, its ttl)
                     renew_at = time.monotonic() + server.store.lease_ttl / 3
                     server.store.renew(server._holder())
@@ -6030,6 +6038,21 @@ class _StoreWatch:
             elif not channel.followers and not channel.waiting and not channel.wakers:
                 with channel.lock:          # (a turn beginning holds it: see _start_turn)
                     server._forget(task_id, unless_followed=True)  # nobody here needs it now
+
+    @staticmethod
+    def _record_ends(server):
+        """End FAILED the tasks whose turns ended while the store could not
+        be written (it was away longer than the store rides out): each is
+        read anew from the store, and stays on the list until it is idle
+        there."""
+        for task_id, owner in list(server._unrecorded.items()):
+            server._forget(task_id)             # (its channel may be behind the store)
+            server._end_unfinished(task_id, owner, "the agent finished while the task store "
+                                   "could not be written, so what it produced is lost (see the "
+                                   "server log); send the message again")
+            stored = server.store.get(task_id, owner)
+            if stored is None or stored["status"]["state"] in _IDLE_STATES:
+                del server._unrecorded[task_id]
 
     @staticmethod
     def _abandoned(server, task_id, owner):

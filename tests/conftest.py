@@ -63,6 +63,10 @@ if os.environ.get("A2A_TEST_STORE") == "postgres":
         stores made before the newest 32 give back their idle connections and
         their listener (close(): one still in use opens them again)."""
         _made.append(postgres_store(pool=2, **limits))
+        if len(_made) == 1:             # at exit, before the server stops (atexit: last in, first out)
+            import atexit
+            atexit.register(lambda: [(setattr(store, "listen", False), store.close())
+                                     for store in _made])
         while len(_made) > 32:
             _made.pop(0).close()
         return _made[-1]

@@ -203,6 +203,48 @@ def test_the_database_going_away_and_back_mid_stream(tmp_path):
         database.stop()
 
 
+def test_a_turn_that_ends_while_the_database_stays_away_ends_failed_once_it_is_back():
+    """The agent finishes while the database is away for longer than the
+    store waits (write_wait): the task cannot stay WORKING (this process's
+    leases would keep it so for ever). Once the database is back the store
+    watch ends it FAILED, saying why, and the task takes messages again."""
+    from postgres_server import PostgresServer
+    database = PostgresServer(fsync=True)     # (a crash loses no commit: as in production)
+    try:
+        go_on = threading.Event()
+
+        def agent(ctx):
+            yield a2a_min.status_update("TASK_STATE_WORKING")
+            go_on.wait(30)
+            yield "lost"
+        server = a2a_min.Server(agent, store=a2a_min.open_store(database.url, write_wait=0.5))
+        client = Client(server)
+        task_id = client.result("SendMessage", {"message": user_message("x"), "configuration": {
+            "returnImmediately": True}})["task"]["id"]
+        _wait(lambda: client.result("GetTask", {"id": task_id})["status"]["state"] ==
+              "TASK_STATE_WORKING", 10, "the turn's first commit")
+        database.halt()
+        go_on.set()
+        time.sleep(2)                                   # past write_wait: the turn gave up
+        assert task_id in server._unrecorded
+        database.start()
+        refused = []
+
+        def ended():
+            answer = client.call("GetTask", {"id": task_id})
+            if "error" in answer:            # (the database may still be starting)
+                refused.append(answer["error"]["data"][0]["reason"])
+                return False
+            return answer["result"]["status"]["state"] == "TASK_STATE_FAILED"
+        _wait(ended, 30, "the watch to end the task")
+        assert set(refused) <= {"SERVER_BUSY"}, refused
+        got = client.result("GetTask", {"id": task_id})
+        assert "could not be written" in got["status"]["message"]["parts"][0]["text"]
+        assert not server._unrecorded
+    finally:
+        database.stop()
+
+
 def _sse(live, method, params, last_event_id=None):
     """(id, JSON-RPC response) of each event of a stream, as they come."""
     conn = live.connection(timeout=60)
