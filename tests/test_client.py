@@ -197,6 +197,31 @@ def test_keep_alive_connections_are_reused():
         live.close()
 
 
+def test_on_the_lambda_handler_behind_the_local_runner():
+    """The demo as a Lambda function (examples/lambda_function.py), reached as
+    API Gateway would reach it: streams arrive whole, once the turn is over."""
+    port = free_port()
+    proc = run_host([sys.executable, "examples/lambda_local.py", str(port)], port)
+    try:
+        for binding in ("JSONRPC", "HTTP+JSON"):
+            with a2a_client.Client(f"http://127.0.0.1:{port}", binding=binding) as client:
+                task = client.send("hello")["task"]
+                assert a2a_client._text(task["artifacts"][0]["parts"]) == "You said: hello"
+                events = list(client.stream("hello there"))
+                assert "task" in events[0] and states(events)[-1] == "TASK_STATE_COMPLETED"
+                waiting = client.send("wait a moment")["task"]
+                assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+                assert client.get_task(waiting["id"])["id"] == waiting["id"]
+                assert client.list_tasks(pageSize=1)["tasks"]
+                assert client.cancel_task(waiting["id"])["status"]["state"] == \
+                    "TASK_STATE_CANCELED"
+                with pytest.raises(a2a_min.TaskNotFoundError):
+                    client.get_task("nope")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 # -- the reference SDK's server ------------------------------------------------
 
 def test_against_the_reference_sdks_server():
@@ -219,6 +244,10 @@ def test_against_the_reference_sdks_server():
                     client.get_task("00000000-0000-0000-0000-000000000000")
                 with pytest.raises(a2a_min.TaskNotCancelableError):
                     client.cancel_task(task["id"])
+        done = cli("send", url, "from the command line")          # and the command line
+        assert done.returncode == 0 and "COMPLETED" in done.stdout, done.stderr
+        streamed = cli("send", url, "streamed", "--stream", "--binding", "http+json")
+        assert streamed.stdout.splitlines()[-1].endswith("status COMPLETED"), streamed.stderr
     finally:
         proc.terminate()
         proc.wait(10)
