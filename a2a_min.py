@@ -2373,6 +2373,11 @@ class Server:
       rpc_path              where JSON-RPC is served ("/")
       assume_version        A2A-Version to assume when a request sends none
                             (None: the spec's 0.3, which is refused)
+      compat                "0.3": serve A2A 0.3 clients too, by translation
+                            (the companion a2a_v03.py; None: 1.0 only). A 0.3
+                            JSON-RPC method name is 0.3 whatever assume_version
+                            says; a 1.0 method still needs A2A-Version 1.0,
+                            or assume_version when it sends none
       required_extensions   extension URIs the card marks required, and that
                             every SendMessage must announce (A2A-Extensions)
       extensions            more AgentExtension dicts for the card; one marked
@@ -2406,7 +2411,8 @@ class Server:
                  store=None, extended_card=None, card=None, card_max_age=300,
                  input_modes=("text/plain",), output_modes=("text/plain",),
                  authenticate=None, push_notifications=False, push_allow=(),
-                 push_tls_context=None, single_path=None, trust_forwarded=False, **limits):
+                 push_tls_context=None, single_path=None, trust_forwarded=False, compat=None,
+                 **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
@@ -2448,6 +2454,7 @@ class Server:
         self._pusher = None                 # the _PushDelivery, started on first use
         self._holder_of = (None, None)      # (process id, this process's name in leases)
         self._unrecorded = {}               # task id -> owner: turns whose end the store missed
+        self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
         self._watch = None                  # the _StoreWatch of a shared store, in this process
         self._offloader = None              # threads for store calls of event-loop hosts
         import weakref
@@ -3789,6 +3796,21 @@ def _single_path_response(server, method, path, query, headers, body, base_url, 
         f"this server answers only at {prefix}: POST for JSON-RPC, GET for the agent card"))
 
 
+def _compat(version):
+    """The module that translates an older protocol version (``compat``), or
+    None. Only 0.3 has one: the companion a2a_v03, imported only then."""
+    if version is None:
+        return None
+    if str(version) not in ("0.3", "0.3.0"):
+        raise ValueError(f"compat={version!r}: the one older version served is '0.3'")
+    try:
+        import a2a_v03
+    except ImportError:
+        raise RuntimeError("compat='0.3' needs the companion module a2a_v03.py beside "
+                           "a2a_min.py (pip install a2a-min-server has it)") from None
+    return a2a_v03
+
+
 def _jsonrpc_response(server, query, headers, body, base_url, peer=None, spawn=None):
     """POST to the JSON-RPC endpoint."""
     request_id = None
@@ -3842,10 +3864,17 @@ def _jsonrpc_response(server, query, headers, body, base_url, peer=None, spawn=N
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
         if name not in METHODS:
+            if name in LEGACY_METHODS and server.compat is not None:    # A2A 0.3 (a2a_v03)
+                call = CallContext(headers, _query_params(query), base_url=base_url,
+                                   spawn=spawn, peer=peer)
+                if call.query or "last-event-id" in headers:
+                    call.last_event_id = _last_event_id(headers, call.query)
+                return server.compat.jsonrpc_response(server, name, params, request_id, call)
             if name in LEGACY_METHODS:
                 raise MethodNotFoundError(
                     f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
-                    f"{LEGACY_METHODS[name]!r}", metadata={"method": name})
+                    f"{LEGACY_METHODS[name]!r} (or serve 0.3 clients too: "
+                    "Server(compat='0.3'), --compat 0.3)", metadata={"method": name})
             raise MethodNotFoundError(
                 f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
                 + ", ".join(METHODS), metadata={"method": name})
@@ -4215,7 +4244,8 @@ def _card_response(server, headers, base_url):
     key = server.public_url or base_url
     cached = server._card_cache
     if cached is None or cached[0] != key:
-        body = _dumps(server.agent_card(base_url))
+        card = server.agent_card(base_url)
+        body = _dumps(card if server.compat is None else server.compat.card(card))
         # A strong validator: it changes whenever a byte of the card does.
         etag = '"%08x-%x"' % (binascii.crc32(body), len(body))
         modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server._started))
@@ -7735,6 +7765,8 @@ def main(argv=None):
                         help="keep tasks in this SQLite file (or sqlite: URL), or in "
                              "PostgreSQL (postgresql://...), shared by workers and kept "
                              "across restarts (default: $A2A_STORE, else in memory)")
+    parser.add_argument("--compat", choices=("0.3",),
+                        help="serve A2A 0.3 clients too (JSON-RPC), by translation (a2a_v03.py)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="N processes on one port (threaded server; needs --store)")
     args = parser.parse_args(argv)
@@ -7749,8 +7781,11 @@ def main(argv=None):
         store = open_store(args.store)
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(f"--store: {error}")
-    server = demo_server(public_url=args.public_url, assume_version=args.assume_version,
-                         single_path=args.single_path, store=store)
+    try:
+        server = demo_server(public_url=args.public_url, assume_version=args.assume_version,
+                             single_path=args.single_path, store=store, compat=args.compat)
+    except RuntimeError as error:
+        parser.error(f"--compat: {error}")
 
     def ready(listener):
         sockets = getattr(listener, "sockets", None)

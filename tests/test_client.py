@@ -84,8 +84,8 @@ def exercise_every_operation(client, slow="slow"):
     with pytest.raises(a2a_min.UnsupportedOperationError):
         client.subscribe(task["id"])                  # a terminal task cannot be followed
 
-    config = client.create_push_config(task["id"], "https://hooks.example/a2a", token="t0k")
-    assert config["taskId"] == task["id"] and config["url"] == "https://hooks.example/a2a"
+    config = client.create_push_config(task["id"], "https://hooks.invalid/a2a", token="t0k")
+    assert config["taskId"] == task["id"] and config["url"] == "https://hooks.invalid/a2a"
     assert client.get_push_config(task["id"], config["id"])["token"] == "t0k"
     assert [c["id"] for c in client.list_push_configs(task["id"])["configs"]] == [config["id"]]
     assert client.delete_push_config(task["id"], config["id"]) == {}
@@ -579,10 +579,10 @@ def test_cli_send_get_list_cancel_watch_and_push(live_agent):
     assert watched.splitlines()[-1].endswith("status CANCELED")
     listed = cli("list", url, "--page-size", "2", *auth)
     assert listed.stdout.count("\n") == 3 and "--page-token" in listed.stdout
-    made = cli("push", "create", url, task_id, "https://hooks.example/x", "--id", "h1", *auth)
+    made = cli("push", "create", url, task_id, "https://hooks.invalid/x", "--id", "h1", *auth)
     assert "h1" in made.stdout, made.stderr
     assert "h1" in cli("push", "list", url, task_id, *auth).stdout
-    assert "https://hooks.example/x" in cli("push", "get", url, task_id, "h1", *auth).stdout
+    assert "https://hooks.invalid/x" in cli("push", "get", url, task_id, "h1", *auth).stdout
     assert "deleted" in cli("push", "delete", url, task_id, "h1", *auth).stdout
     card = cli("card", url, "--extended", *auth)
     assert "Test agent" in card.stdout and "JSONRPC" in card.stdout

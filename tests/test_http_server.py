@@ -342,7 +342,8 @@ def test_runs_without_site_packages():
 def test_imports_only_the_standard_library():
     """a2a_min.py imports the standard library; the other imports are its
     companions: a2a_postgres inside open_store, for a postgresql:// URL only,
-    and a2a_client inside main, for a client's verb only."""
+    a2a_client inside main, for a client's verb only, and a2a_v03 inside
+    _compat, for Server(compat="0.3") only."""
     import ast
     tree = ast.parse(open(f"{ROOT}/a2a_min.py", encoding="utf-8").read())
     names, where = set(), {}
@@ -357,9 +358,9 @@ def test_imports_only_the_standard_library():
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             found = [node.module.split(".")[0]]
         for name in found:
-            if name in ("a2a_postgres", "a2a_client"):
+            if name in ("a2a_postgres", "a2a_client", "a2a_v03"):
                 assert where.get(id(node)) == {"a2a_postgres": "open_store",
-                                               "a2a_client": "main"}[name]
+                                               "a2a_client": "main", "a2a_v03": "_compat"}[name]
             else:
                 names.add(name)
     assert names and names <= set(sys.stdlib_module_names)

@@ -1,0 +1,420 @@
+"""a2a_v03: A2A 0.3 on an a2a_min server, by translation to and from 1.0.
+
+The companion of a2a_min.py that lets clients that still speak A2A 0.3 (the
+a2a-sdk 0.3 line, frameworks pinned to it, platforms documented with its
+shapes) call the same Server, agent and task store as 1.0 clients:
+``Server(compat="0.3")``, or ``python a2a_min.py --compat 0.3``. Why a
+companion: STYLE.md names "a translation for an older protocol version" as
+one; a reader learning how a 1.0 request is answered must not scroll past 0.3,
+and a server that speaks only 1.0 needs none of it. Delete this file and
+a2a_min still serves 1.0 (and says how to serve 0.3 when a 0.3 call comes).
+
+What 0.3 is, next to 1.0 (the A2A 0.3.0 specification):
+
+- JSON-RPC methods with slash-separated names: message/send, message/stream,
+  tasks/get, tasks/cancel, tasks/resubscribe, tasks/pushNotificationConfig/
+  set|get|list|delete, agent/getAuthenticatedExtendedCard (a2a_min's
+  LEGACY_METHODS names the 1.0 method of each). A request names no
+  A2A-Version (a missing header means 0.3, section 3.2.1 of 1.0).
+- Objects carry a ``kind`` discriminator: "task", "message", "status-update",
+  "artifact-update"; parts are {"kind": "text" | "file" | "data", ...}, a
+  file part nesting {"bytes" | "uri", "name", "mimeType"} under "file".
+- Enums are lower case: roles "user" and "agent", states "submitted",
+  "working", "input-required", "auth-required", "completed", "canceled",
+  "failed", "rejected" (and "unknown").
+- message/send answers the Task or the Message itself (no {"task": ...}
+  wrapper); a stream's events are those objects, a status update saying
+  ``final`` when it is the stream's last; ``configuration.blocking: false``
+  is 1.0's returnImmediately.
+- A push notification config nests under "pushNotificationConfig" beside the
+  taskId; its authentication lists ``schemes``.
+- The card names one ``url`` with its ``preferredTransport``, more in
+  ``additionalInterfaces``, and the ``protocolVersion`` ("0.3.0").
+
+How: a 0.3 request is translated to its 1.0 method and params, answered by
+Server.call() exactly as a 1.0 request is (the same checks, the same task
+store: a task made by a 0.3 client is read, followed and canceled by a 1.0
+client, and the other way round), and the answer translated back. The 1.0
+core does not know 0.3 exists: it calls this module at two points, the
+JSON-RPC dispatch (a 0.3 method name) and the card. Each translation is a
+function of one object, driven by the tables below; a 0.3 object that does
+not say what it is (a ``kind`` that does not match its fields, an unknown
+state) is an InvalidParamsError naming the field, never a half-translated
+request.
+
+Not translated (yet): the 0.3 HTTP+JSON routes (/v1/...), whose bodies are
+the 0.3 proto's JSON, and push notification bodies in 0.3 shape.
+"""
+
+__all__ = ["VERSION", "jsonrpc_response", "card", "to_v03", "from_v03"]
+
+import a2a_min
+from a2a_min import (InvalidParamsError, InvalidRequestError, LEGACY_METHODS, METHODS,
+                     PROTOCOL_VERSION, TERMINAL_STATES, INTERRUPTED_STATES)
+
+VERSION = "0.3.0"
+
+# -- tables ------------------------------------------------------------------------
+
+_ROLES = {"user": "ROLE_USER", "agent": "ROLE_AGENT"}
+_STATES = {"submitted": "TASK_STATE_SUBMITTED", "working": "TASK_STATE_WORKING",
+           "input-required": "TASK_STATE_INPUT_REQUIRED", "completed": "TASK_STATE_COMPLETED",
+           "canceled": "TASK_STATE_CANCELED", "failed": "TASK_STATE_FAILED",
+           "rejected": "TASK_STATE_REJECTED", "auth-required": "TASK_STATE_AUTH_REQUIRED"}
+_ROLES_BACK = {v: k for k, v in _ROLES.items()}
+_STATES_BACK = {v: k for k, v in _STATES.items()}
+_STREAM_ENDS = TERMINAL_STATES | INTERRUPTED_STATES
+
+# JSON-RPC error codes 0.3 does not have (section 8 of 0.3 stops at -32007):
+# the nearest one it has.
+_CODES_BACK = {-32008: -32600, -32009: -32600, -31401: -32600}
+
+# Fields copied as they are, each object's own (1.0 name = 0.3 name).
+_MESSAGE_FIELDS = ("messageId", "taskId", "contextId", "referenceTaskIds", "extensions",
+                   "metadata")
+_ARTIFACT_FIELDS = ("artifactId", "name", "description", "metadata", "extensions")
+
+
+def _bad(path, problem):
+    return InvalidParamsError(f"{path}: {problem} (an A2A 0.3 request)", field=path)
+
+
+def _object(value, path):
+    if not isinstance(value, dict):
+        raise _bad(path, "must be an object")
+    return value
+
+
+def _kind(value, path, expected, fields):
+    """Check an object's ``kind``: absent is taken as ``expected``; another
+    kind, or an object of this kind without the field that makes it one, is
+    refused with what to send."""
+    kind = value.get("kind", expected)
+    if kind != expected:
+        raise _bad(f"{path}.kind", f"is {kind!r}, but this must be a {expected!r}")
+    if fields and not any(f in value for f in fields):
+        raise _bad(path, f"says kind {expected!r} but has no {' or '.join(fields)}")
+
+
+# -- 0.3 to 1.0 (requests) ----------------------------------------------------------
+
+def _part_in(part, path):
+    part = _object(part, path)
+    kind = part.get("kind") or ("text" if "text" in part else "file" if "file" in part else
+                                "data" if "data" in part else None)
+    out = {"metadata": part["metadata"]} if part.get("metadata") else {}
+    if kind == "text":
+        _kind(part, path, "text", ("text",))
+        return {"text": part["text"], **out}
+    if kind == "data":
+        _kind(part, path, "data", ("data",))
+        return {"data": part["data"], **out}
+    if kind == "file":
+        _kind(part, path, "file", ("file",))
+        file = _object(part["file"], f"{path}.file")
+        if ("bytes" in file) == ("uri" in file):
+            raise _bad(f"{path}.file", 'needs exactly one of "bytes" and "uri"')
+        out.update({"raw": file["bytes"]} if "bytes" in file else {"url": file["uri"]})
+        if file.get("name"):
+            out["filename"] = file["name"]
+        if file.get("mimeType"):
+            out["mediaType"] = file["mimeType"]
+        return out
+    raise _bad(f"{path}.kind", f"must be 'text', 'file' or 'data', not {part.get('kind')!r}")
+
+
+def _message_in(message, path="message"):
+    message = _object(message, path)
+    _kind(message, path, "message", ())
+    role = message.get("role")
+    if role not in _ROLES:
+        raise _bad(f"{path}.role", f"must be 'user' or 'agent' in 0.3, not {role!r}")
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        raise _bad(f"{path}.parts", "must be a list of parts")
+    out = {k: message[k] for k in _MESSAGE_FIELDS if k in message}
+    out["role"] = _ROLES[role]
+    out["parts"] = [_part_in(p, f"{path}.parts[{i}]") for i, p in enumerate(parts)]
+    return out
+
+
+def _push_config_in(config, path, task_id=None):
+    config = _object(config, path)
+    out = {k: config[k] for k in ("id", "url", "token") if k in config}
+    auth = config.get("authentication")
+    if auth:
+        schemes = _object(auth, f"{path}.authentication").get("schemes") or []
+        if not isinstance(schemes, list) or len(schemes) != 1:
+            raise _bad(f"{path}.authentication.schemes", "must name one scheme (1.0 takes one)")
+        out["authentication"] = {"scheme": schemes[0], **(
+            {"credentials": auth["credentials"]} if auth.get("credentials") else {})}
+    if task_id is not None:
+        out["taskId"] = task_id
+    return out
+
+
+def _send_in(params):
+    out = {"message": _message_in(params.get("message"))}
+    config = params.get("configuration")
+    if config:
+        config = _object(config, "configuration")
+        mine = {k: config[k] for k in ("acceptedOutputModes", "historyLength") if k in config}
+        if config.get("blocking") is False:
+            mine["returnImmediately"] = True
+        if config.get("pushNotificationConfig"):
+            mine["taskPushNotificationConfig"] = _push_config_in(
+                config["pushNotificationConfig"], "configuration.pushNotificationConfig")
+        out["configuration"] = mine
+    if params.get("metadata"):
+        out["metadata"] = params["metadata"]
+    return out
+
+
+def _task_id_in(params, *fields):
+    if not isinstance(params.get("id"), str) or not params["id"]:
+        raise _bad("id", "the task's id (a string) is required")
+    return {"id": params["id"], **{f: params[f] for f in fields if f in params}}
+
+
+def _set_config_in(params):
+    task_id = params.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise _bad("taskId", "the task's id (a string) is required")
+    return _push_config_in(params.get("pushNotificationConfig"), "pushNotificationConfig",
+                           task_id)
+
+
+def _config_ref_in(params):
+    out = {"taskId": _task_id_in(params)["id"]}
+    if params.get("pushNotificationConfigId"):
+        out["id"] = params["pushNotificationConfigId"]
+    return out
+
+
+def _list_in(params):
+    out = {k: params[k] for k in ("contextId", "pageSize", "pageToken", "historyLength",
+                                  "statusTimestampAfter", "includeArtifacts") if k in params}
+    if "status" in params:
+        if params["status"] not in _STATES:
+            raise _bad("status", f"must be a 0.3 task state ({', '.join(_STATES)})")
+        out["status"] = _STATES[params["status"]]
+    return out
+
+
+# method (0.3) -> what its params become in 1.0
+_REQUESTS = {
+    "message/send": _send_in,
+    "message/stream": _send_in,
+    "tasks/get": lambda p: _task_id_in(p, "historyLength"),
+    "tasks/list": _list_in,
+    "tasks/cancel": lambda p: _task_id_in(p, "metadata"),
+    "tasks/resubscribe": lambda p: _task_id_in(p),
+    "tasks/pushNotificationConfig/set": _set_config_in,
+    "tasks/pushNotificationConfig/get": _config_ref_in,
+    "tasks/pushNotificationConfig/list": lambda p: {"taskId": _task_id_in(p)["id"]},
+    "tasks/pushNotificationConfig/delete": _config_ref_in,
+    "agent/getAuthenticatedExtendedCard": lambda p: {},
+}
+
+
+def from_v03(method, params):
+    """(1.0 method, 1.0 params) for a 0.3 JSON-RPC request."""
+    return LEGACY_METHODS[method], _REQUESTS[method](params)
+
+
+# -- 1.0 to 0.3 (answers) -------------------------------------------------------------
+
+def _part_out(part):
+    out = {"metadata": part["metadata"]} if part.get("metadata") else {}
+    if "text" in part:
+        return {"kind": "text", "text": part["text"], **out}
+    if "data" in part:
+        data = part["data"]
+        return {"kind": "data", "data": data if isinstance(data, dict) else {"value": data}, **out}
+    file = {"bytes": part["raw"]} if "raw" in part else {"uri": part.get("url", "")}
+    if part.get("filename"):
+        file["name"] = part["filename"]
+    if part.get("mediaType"):
+        file["mimeType"] = part["mediaType"]
+    return {"kind": "file", "file": file, **out}
+
+
+def _message_out(message):
+    out = {"kind": "message", "role": _ROLES_BACK.get(message.get("role"), "agent"),
+           "parts": [_part_out(p) for p in message.get("parts", ())]}
+    out.update((k, message[k]) for k in _MESSAGE_FIELDS if k in message)
+    return out
+
+
+def _status_out(status):
+    out = {"state": _STATES_BACK.get(status.get("state"), "unknown")}
+    if status.get("message"):
+        out["message"] = _message_out(status["message"])
+    if status.get("timestamp"):
+        out["timestamp"] = status["timestamp"]
+    return out
+
+
+def _artifact_out(artifact):
+    out = {k: artifact[k] for k in _ARTIFACT_FIELDS if k in artifact}
+    out["parts"] = [_part_out(p) for p in artifact.get("parts", ())]
+    return out
+
+
+def _task_out(task):
+    out = {"kind": "task", "id": task["id"], "contextId": task.get("contextId", ""),
+           "status": _status_out(task.get("status", {}))}
+    if "artifacts" in task:
+        out["artifacts"] = [_artifact_out(a) for a in task["artifacts"]]
+    if "history" in task:
+        out["history"] = [_message_out(m) for m in task["history"]]
+    if task.get("metadata"):
+        out["metadata"] = task["metadata"]
+    return out
+
+
+def _event_out(event):
+    """A 1.0 StreamResponse as the 0.3 event (Task, Message or update)."""
+    if "task" in event:
+        return _task_out(event["task"])
+    if "message" in event:
+        return _message_out(event["message"])
+    if "statusUpdate" in event:
+        update = event["statusUpdate"]
+        out = {"kind": "status-update", "taskId": update["taskId"],
+               "contextId": update.get("contextId", ""), "status": _status_out(update["status"]),
+               "final": update["status"].get("state") in _STREAM_ENDS}
+    else:
+        update = event["artifactUpdate"]
+        out = {"kind": "artifact-update", "taskId": update["taskId"],
+               "contextId": update.get("contextId", ""),
+               "artifact": _artifact_out(update["artifact"])}
+        out.update((k, update[k]) for k in ("append", "lastChunk") if k in update)
+    if update.get("metadata"):
+        out["metadata"] = update["metadata"]
+    return out
+
+
+def _push_config_out(config):
+    inner = {k: config[k] for k in ("id", "url", "token") if k in config}
+    auth = config.get("authentication")
+    if auth:
+        inner["authentication"] = {"schemes": [auth["scheme"]], **(
+            {"credentials": auth["credentials"]} if auth.get("credentials") else {})}
+    return {"taskId": config.get("taskId", ""), "pushNotificationConfig": inner}
+
+
+def _send_out(answer):
+    return _task_out(answer["task"]) if "task" in answer else _message_out(answer["message"])
+
+
+def _list_out(answer):
+    return {**answer, "tasks": [_task_out(t) for t in answer.get("tasks", ())]}
+
+
+# method (1.0) -> what its answer becomes in 0.3
+_ANSWERS = {
+    "SendMessage": _send_out,
+    "GetTask": _task_out,
+    "ListTasks": _list_out,
+    "CancelTask": _task_out,
+    "CreateTaskPushNotificationConfig": _push_config_out,
+    "GetTaskPushNotificationConfig": _push_config_out,
+    "ListTaskPushNotificationConfigs": lambda a: [_push_config_out(c)
+                                                  for c in a.get("configs", ())],
+    "DeleteTaskPushNotificationConfig": lambda a: None,
+    "GetExtendedAgentCard": lambda card_: card(card_),
+}
+
+
+def to_v03(method, answer):
+    """The 0.3 answer for a 1.0 method's answer (unary methods)."""
+    return _ANSWERS[method](answer)
+
+
+# -- the card ---------------------------------------------------------------------------
+
+def card(card_):
+    """The card with what a 0.3 client reads added: ``url`` and
+    ``preferredTransport`` (the JSON-RPC interface, the one that speaks 0.3),
+    ``protocolVersion``, ``additionalInterfaces``, and
+    ``supportsAuthenticatedExtendedCard``; and in ``supportedInterfaces`` one
+    more entry for that interface, saying it speaks 0.3 too (a 1.0 client
+    keeps choosing the 1.0 entries)."""
+    speaks = [i for i in card_.get("supportedInterfaces", ())
+              if i.get("protocolBinding") == "JSONRPC" and i.get("protocolVersion") ==
+              PROTOCOL_VERSION]
+    if not speaks:
+        return card_
+    out = dict(card_)
+    out["supportedInterfaces"] = list(card_["supportedInterfaces"]) + [
+        {"url": i["url"], "protocolBinding": "JSONRPC", "protocolVersion": "0.3"} for i in speaks]
+    out.update(url=speaks[0]["url"], preferredTransport="JSONRPC", protocolVersion=VERSION,
+               additionalInterfaces=[{"url": i["url"], "transport": "JSONRPC"} for i in speaks])
+    if card_.get("capabilities", {}).get("extendedAgentCard"):
+        out["supportsAuthenticatedExtendedCard"] = True
+    return out
+
+
+# -- the JSON-RPC binding ------------------------------------------------------------------
+
+def _error_out(request_id, error):
+    body = a2a_min._jsonrpc_error(request_id, error)
+    body["error"]["code"] = _CODES_BACK.get(error.code, error.code)
+    return body
+
+
+def jsonrpc_response(server, name, params, request_id, call):
+    """The Response to a 0.3 JSON-RPC request (a2a_min's JSON-RPC binding
+    calls this for a 0.3 method name, when the server speaks 0.3)."""
+    from a2a_min import Response, _JSON, _LINK, _answer, _dumps, _error_headers, _sse_response
+    method = LEGACY_METHODS[name]
+
+    def answer(result):
+        if METHODS[method][2]:
+            return _sse_response(result, lambda event: {
+                "jsonrpc": "2.0", "id": request_id, "result": _event_out(event)},
+                lambda error: _error_out(request_id, error))
+        return Response(200, [("Content-Type", _JSON), _LINK], _dumps(
+            {"jsonrpc": "2.0", "id": request_id, "result": to_v03(method, result)}))
+
+    def refuse(error):
+        server._note(error)
+        status = error.http_status if isinstance(
+            error, (a2a_min.PayloadTooLargeError, a2a_min.AuthenticationRequiredError,
+                    a2a_min.CallerLimitError)) else 200
+        return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
+                        _dumps(_error_out(request_id, error)))
+
+    try:
+        said = call.headers.get("a2a-version") or call.query.get("A2A-Version")
+        if said and not said.strip().startswith("0."):
+            raise InvalidRequestError(
+                f"{name!r} is an A2A 0.3 method, but this request says A2A-Version: "
+                f"{said.strip()}; send the {said.strip()} method {method!r}, or leave the "
+                "header out to speak 0.3", metadata={"method": name})
+        method, params = from_v03(name, params)
+        if method == "GetTaskPushNotificationConfig" and "id" not in params:
+            # 0.3 may ask for "the" config of a task: its first.
+            listed = server.call("ListTaskPushNotificationConfigs",
+                                 {"taskId": params["taskId"]}, _as_v10(call))
+            if not listed.get("configs"):
+                raise a2a_min.TaskNotFoundError(
+                    f"task {params['taskId']!r} has no push notification config",
+                    metadata={"taskId": params["taskId"]})
+            params["id"] = listed["configs"][0]["id"]
+        return _answer(server.call(method, params, _as_v10(call)), answer, refuse)
+    except a2a_min.A2AError as error:
+        return refuse(error)
+
+
+def _as_v10(call):
+    """The CallContext of a 0.3 request, as the 1.0 operations read it: the
+    version it is answered in, and its extensions (0.3 also sent them as
+    X-A2A-Extensions)."""
+    headers = dict(call.headers)
+    headers["a2a-version"] = PROTOCOL_VERSION
+    if "a2a-extensions" not in headers and "x-a2a-extensions" in headers:
+        headers["a2a-extensions"] = headers["x-a2a-extensions"]
+    call.headers = headers
+    return call
