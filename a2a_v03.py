@@ -68,6 +68,9 @@ _STREAM_ENDS = TERMINAL_STATES | INTERRUPTED_STATES
 # JSON-RPC error codes 0.3 does not have (section 8 of 0.3 stops at -32007):
 # the nearest one it has.
 _CODES_BACK = {-32008: -32600, -32009: -32600, -31401: -32600}
+# ... and for one method: 1.0 says UnsupportedOperation for an extended card
+# the agent card does not promise; 0.3 had its own code for that.
+_METHOD_CODES = {("GetExtendedAgentCard", -32004): -32007}
 
 # Fields copied as they are, each object's own (1.0 name = 0.3 name).
 _MESSAGE_FIELDS = ("messageId", "taskId", "contextId", "referenceTaskIds", "extensions",
@@ -358,9 +361,10 @@ def card(card_):
 
 # -- the JSON-RPC binding ------------------------------------------------------------------
 
-def _error_out(request_id, error):
+def _error_out(request_id, error, method=None):
     body = a2a_min._jsonrpc_error(request_id, error)
-    body["error"]["code"] = _CODES_BACK.get(error.code, error.code)
+    code = _METHOD_CODES.get((method, error.code), error.code)
+    body["error"]["code"] = _CODES_BACK.get(code, code)
     return body
 
 
@@ -374,7 +378,7 @@ def jsonrpc_response(server, name, params, request_id, call):
         if METHODS[method][2]:
             return _sse_response(result, lambda event: {
                 "jsonrpc": "2.0", "id": request_id, "result": _event_out(event)},
-                lambda error: _error_out(request_id, error))
+                lambda error: _error_out(request_id, error, method))
         return Response(200, [("Content-Type", _JSON), _LINK], _dumps(
             {"jsonrpc": "2.0", "id": request_id, "result": to_v03(method, result)}))
 
@@ -384,7 +388,7 @@ def jsonrpc_response(server, name, params, request_id, call):
             error, (a2a_min.PayloadTooLargeError, a2a_min.AuthenticationRequiredError,
                     a2a_min.CallerLimitError)) else 200
         return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
-                        _dumps(_error_out(request_id, error)))
+                        _dumps(_error_out(request_id, error, method)))
 
     try:
         said = call.headers.get("a2a-version") or call.query.get("A2A-Version")

@@ -1,0 +1,104 @@
+"""Drive an A2A server with the reference SDK's 0.3 client (a2a-sdk 0.3.x, from PyPI).
+
+Run in a virtual environment of its own (a2a-sdk 0.3 and 1.x cannot share one):
+
+    python tests/sdk03_client.py http://127.0.0.1:PORT
+
+Prints one JSON object of what the client saw; tests/test_v03.py checks it.
+The 0.3 client has no list or delete of push configs: those two are sent with
+httpx, as the SDK's own request models, and their answers parsed by its
+response models (which validate them).
+"""
+
+import asyncio
+import json
+import sys
+import uuid
+
+import httpx
+from a2a.client import ClientConfig, ClientFactory
+from a2a.types import (
+    DeleteTaskPushNotificationConfigParams, DeleteTaskPushNotificationConfigRequest,
+    DeleteTaskPushNotificationConfigResponse, GetTaskPushNotificationConfigParams,
+    ListTaskPushNotificationConfigParams, ListTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigResponse, Message, MessageSendConfiguration, Part,
+    PushNotificationConfig, Role, TaskIdParams, TaskPushNotificationConfig, TaskQueryParams,
+    TextPart)
+
+
+def dump(model):
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def message(text, **fields):
+    return Message(message_id=str(uuid.uuid4()), role=Role.user,
+                   parts=[Part(root=TextPart(text=text))], **fields)
+
+
+def seen(event):
+    """A (task, update) pair or a Message, as JSON."""
+    if isinstance(event, tuple):
+        task, update = event
+        return {"task": dump(task), "update": dump(update) if update is not None else None}
+    return {"message": dump(event)}
+
+
+async def main(url):
+    out = {}
+    async with httpx.AsyncClient(timeout=30) as http:
+        plain = await ClientFactory.connect(url, ClientConfig(streaming=False, httpx_client=http))
+        streaming = await ClientFactory.connect(url, ClientConfig(streaming=True,
+                                                                  httpx_client=http))
+        out["card"] = dump(await plain.get_card())
+        out["send"] = [seen(e) async for e in plain.send_message(message("hello"))]
+        task_id = out["send"][-1]["task"]["id"]
+        out["get"] = dump(await plain.get_task(TaskQueryParams(id=task_id, history_length=1)))
+        out["stream"] = [seen(e) async for e in streaming.send_message(message("chunks"))]
+        out["direct"] = [seen(e) async for e in plain.send_message(message("direct"))]
+
+        # A task that waits for input: continued, then another followed and canceled.
+        waiting = [seen(e) async for e in plain.send_message(message("wait"))][-1]["task"]
+        out["waiting"] = waiting
+        out["continued"] = [seen(e) async for e in plain.send_message(message(
+            "more", task_id=waiting["id"], context_id=waiting["contextId"]))]
+        second = [seen(e) async for e in plain.send_message(message("wait"))][-1]["task"]
+        followed = []
+
+        async def follow():
+            async for event in streaming.resubscribe(TaskIdParams(id=second["id"])):
+                followed.append(seen(event))
+        follower = asyncio.create_task(follow())
+        await asyncio.sleep(0.5)
+        out["canceled"] = dump(await plain.cancel_task(TaskIdParams(id=second["id"])))
+        await asyncio.wait_for(follower, 10)
+        out["followed"] = followed
+
+        # A task that is still working, sent without blocking.
+        out["nonblocking"] = [seen(e) async for e in plain.send_message(
+            message("slow1"), configuration=MessageSendConfiguration(blocking=False))]
+
+        config = TaskPushNotificationConfig(task_id=task_id, push_notification_config=(
+            PushNotificationConfig(id="h1", url="https://hooks.invalid/a2a", token="t0k")))
+        out["set"] = dump(await plain.set_task_callback(config))
+        out["get_config"] = dump(await plain.get_task_callback(GetTaskPushNotificationConfigParams(
+            id=task_id, push_notification_config_id="h1")))
+        headers = {"Content-Type": "application/json"}
+        listed = await http.post(url + "/", headers=headers, json=dump(
+            ListTaskPushNotificationConfigRequest(id=1, params=ListTaskPushNotificationConfigParams(
+                id=task_id))))
+        out["list"] = dump(ListTaskPushNotificationConfigResponse.model_validate(listed.json()))
+        deleted = await http.post(url + "/", headers=headers, json=dump(
+            DeleteTaskPushNotificationConfigRequest(id=2, params=(
+                DeleteTaskPushNotificationConfigParams(id=task_id,
+                                                       push_notification_config_id="h1")))))
+        out["delete"] = DeleteTaskPushNotificationConfigResponse.model_validate(
+            deleted.json()).model_dump(mode="json", by_alias=True)
+        try:
+            await plain.get_task(TaskQueryParams(id="no-such-task"))
+        except Exception as error:                  # the SDK's own error for -32001
+            out["not_found"] = f"{type(error).__name__}: {error}"
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))

@@ -1,0 +1,284 @@
+"""A2A 0.3 on an a2a_min server (Server(compat="0.3"), the companion
+a2a_v03.py): the reference SDK's 0.3 client from PyPI, in a virtual
+environment of its own, against every host; golden 0.3 exchanges written
+here from the 0.3 specification; one task read across the two versions; mixed
+signals refused; and with compat off, the refusal that says how to turn it on."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import a2a_min
+import a2a_v03
+from harness import (ROOT, AsgiHostClient, AsyncioHostClient, ThreadsHostClient, WsgiHostClient,
+                     free_port, need, run_host, scenario_agent)
+
+HOSTS = {"threads": ThreadsHostClient, "asyncio": AsyncioHostClient, "wsgi": WsgiHostClient,
+         "asgi": AsgiHostClient}
+V03 = {"content-type": "application/json"}                 # 0.3 sends no A2A-Version
+V1 = {"content-type": "application/json", "a2a-version": "1.0"}
+
+
+def sdk03_python():
+    """The Python of a venv with a2a-sdk 0.3 (A2A_SDK03_PYTHON, or .venv-sdk03,
+    which .ci/run makes: pip install 'a2a-sdk[http-server]==0.3.26')."""
+    python = os.environ.get("A2A_SDK03_PYTHON") or os.path.join(ROOT, ".venv-sdk03", "bin",
+                                                                  "python")
+    need(python, "the 0.3 client: python -m venv .venv-sdk03 && .venv-sdk03/bin/pip install "
+                 "'a2a-sdk[http-server]==0.3.26' (or set A2A_SDK03_PYTHON)")
+    return python
+
+
+def server(**options):
+    return a2a_min.Server(scenario_agent, name="0.3 test agent", compat="0.3",
+                          push_notifications=True, **options)
+
+
+def rpc(srv, method, params, headers=V03):
+    response = srv.handle_http("POST", "/", "", dict(headers), json.dumps(
+        {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).encode(),
+        base_url="http://agent.test")
+    if response.stream is not None:
+        frames = b"".join(response.stream).decode()
+        return [json.loads(line[6:]) for line in frames.splitlines() if line.startswith("data: ")]
+    return json.loads(response.body)
+
+
+def user(text, **fields):
+    return {"kind": "message", "messageId": "m-" + text, "role": "user",
+            "parts": [{"kind": "text", "text": text}], **fields}
+
+
+def check_sdk_run(seen, url):
+    """What the 0.3 SDK's client saw, call by call."""
+    card = seen["card"]
+    assert card["url"] == url + "/" and card["protocolVersion"] == "0.3.0"
+    assert card["preferredTransport"] == "JSONRPC"
+    task = seen["send"][-1]["task"]
+    assert task["kind"] == "task" and task["status"]["state"] == "completed"
+    assert task["artifacts"][0]["parts"] == [{"kind": "text", "text": "echo: hello"}]
+    assert task["history"][0]["role"] == "user"
+    assert seen["get"]["id"] == task["id"] and len(seen["get"]["history"]) == 1
+    updates = [e["update"] for e in seen["stream"] if e["update"]]
+    assert updates[-1]["kind"] == "status-update" and updates[-1]["final"] is True
+    assert updates[-1]["status"]["state"] == "completed"
+    assert "".join(u["artifact"]["parts"][0]["text"] for u in updates
+                   if u["kind"] == "artifact-update") == "one two three"
+    assert all(u["final"] is False for u in updates[:-1] if u["kind"] == "status-update")
+    assert seen["direct"] == [{"message": {**seen["direct"][0]["message"], "kind": "message",
+                                           "role": "agent"}}]
+    assert seen["waiting"]["status"]["state"] == "input-required"
+    continued = seen["continued"][-1]["task"]
+    assert continued["id"] == seen["waiting"]["id"] and continued["status"]["state"] == "completed"
+    assert seen["canceled"]["status"]["state"] == "canceled"
+    assert seen["followed"][0]["task"]["status"]["state"] == "input-required"
+    assert seen["followed"][-1]["update"]["status"]["state"] == "canceled"
+    assert seen["followed"][-1]["update"]["final"] is True
+    assert seen["nonblocking"][-1]["task"]["status"]["state"] in ("submitted", "working")
+    expected = {"taskId": task["id"], "pushNotificationConfig": {
+        "id": "h1", "url": "https://hooks.invalid/a2a", "token": "t0k"}}
+    assert seen["set"] == expected and seen["get_config"] == expected
+    assert seen["list"]["result"] == [expected] and seen["delete"]["result"] is None
+    assert "-32001" in seen["not_found"]
+
+
+def run_sdk(url):
+    done = subprocess.run([sdk03_python(), os.path.join(ROOT, "tests", "sdk03_client.py"), url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_the_sdks_0_3_client_on_every_host(host):
+    if host == "asgi":
+        need("uvicorn", "ASGI host: needs uvicorn (the test extra)")
+    running = HOSTS[host](server())
+    try:
+        url = f"http://127.0.0.1:{running.port}"
+        check_sdk_run(run_sdk(url), url)
+    finally:
+        running.close()
+
+
+def test_the_sdks_0_3_client_on_the_lambda_handler():
+    sdk03_python()
+    port = free_port()
+    proc = run_host(["env", "PYTHONPATH=tests", sys.executable, "examples/lambda_local.py",
+                     str(port), "--handler", "v03_app:handler"], port)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        check_sdk_run(run_sdk(url), url)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+# -- golden exchanges, written from the 0.3 specification ------------------------------
+
+def test_golden_message_send_and_its_task():
+    srv = server()
+    answer = rpc(srv, "message/send", {"message": {
+        "kind": "message", "messageId": "m1", "role": "user", "metadata": {"k": 1},
+        "parts": [{"kind": "text", "text": "hi"},
+                  {"kind": "data", "data": {"x": 1}},
+                  {"kind": "file", "file": {"uri": "https://files.invalid/a.png", "name": "a.png",
+                                            "mimeType": "image/png"}},
+                  {"kind": "file", "file": {"bytes": "aGk=", "name": "b.txt"}}]},
+        "configuration": {"historyLength": 5, "acceptedOutputModes": ["text/plain"]}})
+    task = answer["result"]
+    assert answer["jsonrpc"] == "2.0" and answer["id"] == 7
+    assert set(task) == {"kind", "id", "contextId", "status", "artifacts", "history"}
+    assert task["kind"] == "task" and task["status"]["state"] == "completed"
+    assert task["status"]["timestamp"].endswith("Z")
+    sent = task["history"][0]
+    assert sent == {"kind": "message", "role": "user", "messageId": "m1", "metadata": {"k": 1},
+                    "taskId": task["id"], "contextId": task["contextId"], "parts": [
+                        {"kind": "text", "text": "hi"}, {"kind": "data", "data": {"x": 1}},
+                        {"kind": "file", "file": {"uri": "https://files.invalid/a.png",
+                                                  "name": "a.png", "mimeType": "image/png"}},
+                        {"kind": "file", "file": {"bytes": "aGk=", "name": "b.txt"}}]}
+    assert task["artifacts"] == [{"artifactId": task["artifacts"][0]["artifactId"],
+                                  "parts": [{"kind": "text", "text": "echo: hi"}]}]
+
+
+def test_golden_stream_events_and_final():
+    events = [e["result"] for e in rpc(server(), "message/stream", {"message": user("chunks")})]
+    assert [e["kind"] for e in events] == ["task", "status-update", "artifact-update",
+                                          "artifact-update", "artifact-update", "status-update"]
+    assert events[0]["status"]["state"] == "submitted"
+    assert [e["final"] for e in events if e["kind"] == "status-update"] == [False, True]
+    assert events[-1]["status"]["state"] == "completed"
+    first, *rest = [e for e in events if e["kind"] == "artifact-update"]
+    assert "append" not in first or first["append"] is False
+    assert all(e["append"] is True for e in rest) and rest[-1]["lastChunk"] is True
+
+
+def test_golden_push_config_methods():
+    srv = server()
+    task_id = rpc(srv, "message/send", {"message": user("x")})["result"]["id"]
+    config = {"taskId": task_id, "pushNotificationConfig": {
+        "id": "c1", "url": "https://hooks.invalid/n", "token": "tok",
+        "authentication": {"schemes": ["Bearer"], "credentials": "secret"}}}
+    assert rpc(srv, "tasks/pushNotificationConfig/set", config)["result"] == config
+    assert rpc(srv, "tasks/pushNotificationConfig/get", {"id": task_id})["result"] == config
+    assert rpc(srv, "tasks/pushNotificationConfig/get", {
+        "id": task_id, "pushNotificationConfigId": "c1"})["result"] == config
+    assert rpc(srv, "tasks/pushNotificationConfig/list", {"id": task_id})["result"] == [config]
+    assert rpc(srv, "tasks/pushNotificationConfig/delete", {
+        "id": task_id, "pushNotificationConfigId": "c1"}) == {"jsonrpc": "2.0", "id": 7,
+                                                              "result": None}
+    assert rpc(srv, "tasks/pushNotificationConfig/list", {"id": task_id})["result"] == []
+
+
+def test_golden_errors_keep_the_0_3_codes():
+    srv = server()
+    assert rpc(srv, "tasks/get", {"id": "nope"})["error"]["code"] == -32001
+    done = rpc(srv, "message/send", {"message": user("x")})["result"]["id"]
+    assert rpc(srv, "tasks/cancel", {"id": done})["error"]["code"] == -32002
+    assert rpc(srv, "tasks/resubscribe", {"id": done})["error"]["code"] == -32004
+    assert rpc(srv, "agent/getAuthenticatedExtendedCard", {})["error"]["code"] == -32007
+    # 1.0's required-extension error (-32008) has no 0.3 code: Invalid Request.
+    strict = a2a_min.Server(scenario_agent, compat="0.3",
+                            required_extensions=["https://ext.invalid/x"])
+    assert rpc(strict, "message/send", {"message": user("x")})["error"]["code"] == -32600
+
+
+def test_extended_card_in_0_3():
+    srv = server(extended_card={"description": "more"}, authenticate=a2a_min.BearerAuth(
+        {"t": "alice"}))
+    card = rpc(srv, "agent/getAuthenticatedExtendedCard", {},
+               {**V03, "authorization": "Bearer t"})["result"]
+    assert card["description"] == "more" and card["protocolVersion"] == "0.3.0"
+    assert card["supportsAuthenticatedExtendedCard"] is True
+
+
+# -- one task, both versions ---------------------------------------------------------------
+
+def test_one_task_read_followed_and_canceled_across_versions():
+    srv = server()
+    made = rpc(srv, "message/send", {"message": user("wait")})["result"]
+    got = rpc(srv, "GetTask", {"id": made["id"]}, V1)["result"]
+    assert got["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert got["history"][0]["parts"] == [{"text": "wait"}]
+    assert got["history"][0]["role"] == "ROLE_USER"
+    continued = rpc(srv, "SendMessage", {"message": {
+        "messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "wait"}],
+        "taskId": made["id"]}}, V1)["result"]["task"]
+    assert continued["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert rpc(srv, "tasks/get", {"id": made["id"]})["result"]["history"][-1]["role"] == "agent"
+    canceled = rpc(srv, "CancelTask", {"id": made["id"]}, V1)["result"]
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert rpc(srv, "tasks/get", {"id": made["id"]})["result"]["status"]["state"] == "canceled"
+    # and the other way: made by 1.0, canceled by 0.3
+    made = rpc(srv, "SendMessage", {"message": {"messageId": "m3", "role": "ROLE_USER",
+                                                "parts": [{"text": "wait"}]}}, V1)["result"]
+    assert rpc(srv, "tasks/cancel", {"id": made["task"]["id"]})["result"]["status"]["state"] \
+        == "canceled"
+    listed = rpc(srv, "ListTasks", {}, V1)["result"]["tasks"]
+    assert {t["status"]["state"] for t in listed} == {"TASK_STATE_CANCELED"}
+
+
+# -- mixed signals, and compat off ---------------------------------------------------------
+
+@pytest.mark.parametrize("method, params, headers, expected", [
+    ("message/send", {"message": user("x")}, V1, "is an A2A 0.3 method, but this request says"),
+    ("message/send", {"message": {**user("x"), "kind": "task"}}, V03,
+     "message.kind: is 'task', but this must be a 'message'"),
+    ("message/send", {"message": {**user("x"), "parts": [{"kind": "text", "data": {}}]}}, V03,
+     "says kind 'text' but has no text"),
+    ("message/send", {"message": {**user("x"), "parts": [{"kind": "image", "x": 1}]}}, V03,
+     "must be 'text', 'file' or 'data'"),
+    ("message/send", {"message": {**user("x"), "role": "ROLE_USER"}}, V03,
+     "must be 'user' or 'agent' in 0.3"),
+    ("message/send", {"message": {**user("x"), "parts": [{"kind": "file", "file": {
+        "bytes": "aGk=", "uri": "https://x.invalid/"}}]}}, V03, 'exactly one of "bytes" and "uri"'),
+    ("tasks/list", {"status": "TASK_STATE_WORKING"}, V03, "must be a 0.3 task state"),
+])
+def test_mixed_signals_are_refused_with_the_fix(method, params, headers, expected):
+    srv = server()
+    answer = rpc(srv, method, params, headers)
+    assert expected in answer["error"]["message"], answer
+    assert answer["error"]["code"] in (-32600, -32602)
+    assert rpc(srv, "ListTasks", {}, V1)["result"]["tasks"] == []   # nothing half done
+
+
+def test_a_1_0_method_without_a_version_is_still_refused_with_compat_on():
+    answer = rpc(server(), "SendMessage", {"message": {
+        "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}}, V03)
+    assert answer["error"]["code"] == -32009
+
+
+def test_compat_off_keeps_the_refusal_and_names_the_option():
+    plain = a2a_min.Server(scenario_agent)
+    answer = rpc(plain, "message/send", {"message": user("x")})
+    assert answer["error"]["code"] == -32601
+    assert "SendMessage" in answer["error"]["message"]
+    assert "compat='0.3'" in answer["error"]["message"]
+    card = json.loads(plain.handle_http("GET", "/.well-known/agent-card.json", "", {}, b"",
+                                        base_url="http://agent.test").body)
+    assert "url" not in card and "protocolVersion" not in card
+
+
+def test_the_card_for_both_versions():
+    card = json.loads(server().handle_http("GET", "/.well-known/agent-card.json", "", {}, b"",
+                                           base_url="http://agent.test").body)
+    assert card["supportedInterfaces"][:2] == [
+        {"url": "http://agent.test/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": "http://agent.test", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
+    assert card["supportedInterfaces"][2] == {"url": "http://agent.test/",
+                                              "protocolBinding": "JSONRPC",
+                                              "protocolVersion": "0.3"}
+    assert card["url"] == "http://agent.test/" and card["protocolVersion"] == a2a_v03.VERSION
+    assert card["additionalInterfaces"] == [{"url": "http://agent.test/", "transport": "JSONRPC"}]
+    import a2a_client                      # our 1.0 client still picks a 1.0 interface
+    assert a2a_client.choose_interface(card, "http://agent.test/.well-known/agent-card.json"
+                                       )["protocolVersion"] == "1.0"
+
+
+def test_compat_needs_a_known_version():
+    with pytest.raises(ValueError):
+        a2a_min.Server(scenario_agent, compat="0.2")
