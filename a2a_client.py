@@ -224,6 +224,44 @@ def choose_interface(card, card_url=None, bindings=None):
     protocolBinding names) when given. Interfaces this client cannot speak are
     passed over; none left is a ClientError that lists what the card offers."""
     interfaces = card.get("supportedInterfaces")
+    try:
+        return _choose(card, card_url, bindings, interfaces)
+    except ClientError:
+        old = _v03_interface(card, card_url, bindings)
+        if old is None:
+            raise
+        return old
+
+
+def _v03_interface(card, card_url, bindings):
+    """A JSON-RPC interface that speaks A2A 0.3, for a card with no usable 1.x
+    one, when the companion a2a_v03 is here to translate (else None)."""
+    if bindings and "JSONRPC" not in [b.upper() for b in bindings]:
+        return None
+    urls = [i.get("url") for i in card.get("supportedInterfaces") or ()
+            if isinstance(i, dict) and str(i.get("protocolBinding", "")).upper() == "JSONRPC"
+            and _major(i.get("protocolVersion")) == "0"]
+    if card.get("url") and str(card.get("preferredTransport", "JSONRPC")).upper() == "JSONRPC":
+        urls.append(card["url"])
+    urls += [i.get("url") for i in card.get("additionalInterfaces") or ()
+             if isinstance(i, dict) and str(i.get("transport", "")).upper() == "JSONRPC"]
+    urls = [u for u in urls if u]
+    if not urls or _v03() is None:
+        return None
+    return {"url": _fix_url(urls[0], card_url), "protocolBinding": "JSONRPC",
+            "protocolVersion": "0.3"}
+
+
+def _v03():
+    """The 0.3 translation (a2a_v03), or None where it is not installed."""
+    try:
+        import a2a_v03
+    except ImportError:
+        return None
+    return a2a_v03
+
+
+def _choose(card, card_url, bindings, interfaces):
     offers_grpc = any(isinstance(i, dict) and str(i.get("protocolBinding", "")).upper() == "GRPC"
                       for i in interfaces or ())
     speaks = set(_BINDINGS) if offers_grpc and _grpc() is not None else {"JSONRPC", "HTTP+JSON"}
@@ -233,7 +271,8 @@ def choose_interface(card, card_url=None, bindings=None):
             raise ClientError(f"this agent's card is an A2A {version or '0.x'} card (url, "
                               "preferredTransport, no supportedInterfaces): the agent speaks only "
                               f"A2A {version or '0.x'}, and this client speaks A2A "
-                              f"{PROTOCOL_VERSION}; use a 0.3 client, or ask for a 1.0 interface")
+                              f"{PROTOCOL_VERSION} (and 0.3 over JSON-RPC with a2a_v03.py "
+                              "beside it)")
         if card_url is None:
             raise ClientError("the agent card lists no supportedInterfaces, and it came from no "
                               "URL to fall back on: give the agent's base URL instead")
@@ -261,8 +300,8 @@ def choose_interface(card, card_url=None, bindings=None):
                         for i in interfaces if isinstance(i, dict)) or "nothing usable"
     if interfaces and all(_major(i.get("protocolVersion")) == "0" for i in interfaces
                           if isinstance(i, dict)):
-        hint = (f"the agent speaks only A2A 0.x, and this client speaks A2A {PROTOCOL_VERSION}; "
-                "use a 0.3 client")
+        hint = (f"the agent speaks only A2A 0.x, and this client speaks A2A {PROTOCOL_VERSION} "
+                "(and 0.3 over JSON-RPC with a2a_v03.py beside it)")
     elif wanted:
         hint = f"none is {' or '.join(wanted)}: pick another binding (--binding)"
     elif "GRPC" in offered.upper() and _grpc() is None:
@@ -626,10 +665,12 @@ class Client:
         self.interface = choose_interface(self.card, self.card_url, bindings)
         self.binding = self.interface["protocolBinding"]
         self.url = self.interface["url"]
+        # An agent that speaks only 0.3: each call translated there and back (a2a_v03).
+        self.v03 = _v03() if _major(self.interface.get("protocolVersion")) == "0" else None
         self.tenant = tenant if tenant is not None else self.interface.get("tenant") or None
         self.extensions = list(extensions)
-        self.headers = {"A2A-Version": PROTOCOL_VERSION, **self.extra_headers,
-                        **_credentials(self.card, auth)}
+        self.headers = {**({} if self.v03 else {"A2A-Version": PROTOCOL_VERSION}),
+                        **self.extra_headers, **_credentials(self.card, auth)}
         if self.extensions:
             self.headers["A2A-Extensions"] = ", ".join(self.extensions)
         self._grpc = None
@@ -716,14 +757,19 @@ class Client:
         if self._grpc is not None:
             return self._grpc.call(method, params, self.headers)
         if self.binding == "JSONRPC":
+            name = method
+            if self.v03 is not None:
+                name, params = self.v03.request_v03(method, params)
             self._ids += 1
-            body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method,
+            body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": name,
                                "params": params}).encode()
             status, head, data = self.http.request(
                 "POST", self.url, body, {**self.headers, "Content-Type": "application/json",
                                          "Accept": "application/json"},
                 on_request=self.on_request)
-            return self._jsonrpc_answer(status, head, data)
+            answer = self._jsonrpc_answer(status, head, data)
+            return answer if self.v03 is None else self._from_v03(
+                self.v03.answer_from_v03, method, answer)
         verb, url, body = self._rest_request(method, params)
         headers = dict(self.headers, Accept="application/json")
         if body is not None:
@@ -799,10 +845,22 @@ class Client:
             return verb, url + ("?" + urlencode(query) if query else ""), None
         return verb, url, json.dumps(rest).encode()
 
+    def _from_v03(self, translate, method, answer):
+        """A 0.3 agent's answer in 1.0 terms; one that is not 0.3 either is
+        named as such."""
+        try:
+            return translate(method, answer)
+        except a2a_min.InvalidParamsError as error:
+            raise ClientError(f"{self.url} (an A2A 0.3 agent) answered something that is not "
+                              f"A2A 0.3: {error.message}") from None
+
     def _jsonrpc_answer(self, status, head, data):
         answer = _json_body(self.url, status, head, data)
         if answer is None:                       # a 401 that is not JSON
             raise self._unauthorized(head)
+        if isinstance(answer, dict) and answer.get("jsonrpc") == "2.0" and "id" in answer \
+                and "result" not in answer and "error" not in answer:
+            answer["result"] = None     # (a2a-sdk 0.3 leaves out a null result: taken as null)
         if not isinstance(answer, dict) or ("result" not in answer and "error" not in answer):
             raise ClientError(f"{self.url} answered JSON that is not a JSON-RPC response"
                               f"{_snippet(data)}", status=status)
@@ -837,6 +895,8 @@ class Client:
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)
         if self.binding == "JSONRPC":
+            if self.v03 is not None:
+                method, params = self.v03.request_v03(method, params)
             self._ids += 1
             url, verb = self.url, "POST"
             body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method,
@@ -884,6 +944,8 @@ class Client:
                 event = event.get("result")
                 if not isinstance(event, dict):
                     raise ClientError(f"{url} sent a stream event without a result")
+                if self.v03 is not None:
+                    event = self._from_v03(lambda _, e: self.v03.event_from_v03(e), None, event)
             elif "error" in event:
                 raise _status_error(event, None, None)
             yield event_id, event
@@ -1037,6 +1099,12 @@ def _show_card(card, out):
         tenant = f"  tenant {interface['tenant']}" if interface.get("tenant") else ""
         print(f"  {interface.get('protocolBinding'):<10} {interface.get('protocolVersion', ''):<4} "
               f"{interface.get('url')}{tenant}", file=out)
+    if not card.get("supportedInterfaces") and card.get("url"):       # a 0.3 card
+        print(f"  {card.get('preferredTransport', 'JSONRPC'):<10} {card.get('protocolVersion', '0.3'):<4} "
+              f"{card['url']}", file=out)
+        for interface in card.get("additionalInterfaces") or ():
+            print(f"  {interface.get('transport'):<10} {card.get('protocolVersion', '0.3'):<4} "
+                  f"{interface.get('url')}", file=out)
     capabilities = card.get("capabilities") or {}
     print("  capabilities: " + (", ".join(k for k, v in capabilities.items() if v is True)
                                 or "none"), file=out)

@@ -42,11 +42,15 @@ not say what it is (a ``kind`` that does not match its fields, an unknown
 state) is an InvalidParamsError naming the field, never a half-translated
 request.
 
+The same tables serve the caller's side the other way round (request_v03,
+answer_from_v03, event_from_v03): a2a_client calls a 0.3-only agent with them.
+
 Not translated (yet): the 0.3 HTTP+JSON routes (/v1/...), whose bodies are
 the 0.3 proto's JSON, and push notification bodies in 0.3 shape.
 """
 
-__all__ = ["VERSION", "jsonrpc_response", "card", "to_v03", "from_v03"]
+__all__ = ["VERSION", "jsonrpc_response", "card", "to_v03", "from_v03", "request_v03",
+           "answer_from_v03", "event_from_v03"]
 
 import a2a_min
 from a2a_min import (InvalidParamsError, InvalidRequestError, LEGACY_METHODS, METHODS,
@@ -333,6 +337,153 @@ _ANSWERS = {
 def to_v03(method, answer):
     """The 0.3 answer for a 1.0 method's answer (unary methods)."""
     return _ANSWERS[method](answer)
+
+
+# -- the caller's side: a2a_client calling a 0.3 agent ------------------------------------
+#
+# The same tables the other way round: a 1.0 call becomes the 0.3 request,
+# and the 0.3 answer the 1.0 one, so that a2a_client.Client (and the command
+# line) speak to a 0.3-only agent in 1.0 terms.
+
+_METHODS_V03 = {v: k for k, v in LEGACY_METHODS.items()}
+
+
+def _config_v03(config):
+    out = {k: config[k] for k in ("acceptedOutputModes", "historyLength") if k in config}
+    out["blocking"] = not config.get("returnImmediately", False)
+    if config.get("taskPushNotificationConfig"):
+        out["pushNotificationConfig"] = _push_config_out(
+            config["taskPushNotificationConfig"])["pushNotificationConfig"]
+    return out
+
+
+def _send_v03(params):
+    out = {"message": _message_out(params["message"])}
+    if params.get("configuration"):
+        out["configuration"] = _config_v03(params["configuration"])
+    if params.get("metadata"):
+        out["metadata"] = params["metadata"]
+    return out
+
+
+def _list_v03(params):
+    out = dict(params)
+    if "status" in out:
+        out["status"] = _STATES_BACK.get(out["status"], out["status"])
+    return out
+
+
+# method (1.0) -> its 0.3 params
+_REQUESTS_V03 = {
+    "SendMessage": _send_v03,
+    "SendStreamingMessage": _send_v03,
+    "GetTask": lambda p: {k: p[k] for k in ("id", "historyLength") if k in p},
+    "ListTasks": _list_v03,
+    "CancelTask": lambda p: {k: p[k] for k in ("id", "metadata") if k in p},
+    "SubscribeToTask": lambda p: {"id": p["id"]},
+    "CreateTaskPushNotificationConfig": _push_config_out,
+    "GetTaskPushNotificationConfig": lambda p: {"id": p["taskId"],
+                                                "pushNotificationConfigId": p["id"]},
+    "ListTaskPushNotificationConfigs": lambda p: {"id": p["taskId"]},
+    "DeleteTaskPushNotificationConfig": lambda p: {"id": p["taskId"],
+                                                   "pushNotificationConfigId": p["id"]},
+    "GetExtendedAgentCard": lambda p: {},
+}
+
+
+def request_v03(method, params):
+    """(0.3 method, 0.3 params) of a 1.0 call. 0.3 has no tenants: a tenant
+    is refused, not dropped."""
+    params = dict(params)
+    if params.pop("tenant", None):
+        raise InvalidParamsError("A2A 0.3 has no tenants: this agent speaks only 0.3; call it "
+                                 "without a tenant", field="tenant")
+    return _METHODS_V03[method], _REQUESTS_V03[method](params)
+
+
+def _status_in(status, path):
+    status = _object(status, path)
+    state = status.get("state")
+    out = {"state": _STATES.get(state, "TASK_STATE_UNSPECIFIED")}
+    if status.get("message"):
+        out["message"] = _message_in(status["message"], f"{path}.message")
+    if status.get("timestamp"):
+        out["timestamp"] = status["timestamp"]
+    return out
+
+
+def _artifact_in(artifact, path):
+    artifact = _object(artifact, path)
+    out = {k: artifact[k] for k in _ARTIFACT_FIELDS if k in artifact}
+    out["parts"] = [_part_in(p, f"{path}.parts[{i}]")
+                    for i, p in enumerate(artifact.get("parts") or ())]
+    return out
+
+
+def _task_in(task, path="result"):
+    task = _object(task, path)
+    _kind(task, path, "task", ("id",))
+    out = {"id": task["id"], "contextId": task.get("contextId", ""),
+           "status": _status_in(task.get("status", {}), f"{path}.status")}
+    if "artifacts" in task:
+        out["artifacts"] = [_artifact_in(a, f"{path}.artifacts[{i}]")
+                            for i, a in enumerate(task["artifacts"])]
+    if "history" in task:
+        out["history"] = [_message_in(m, f"{path}.history[{i}]")
+                          for i, m in enumerate(task["history"])]
+    if task.get("metadata"):
+        out["metadata"] = task["metadata"]
+    return out
+
+
+def event_from_v03(event, path="result"):
+    """The 1.0 StreamResponse of a 0.3 stream event (or message/send answer)."""
+    event = _object(event, path)
+    kind = event.get("kind")
+    if kind == "task":
+        return {"task": _task_in(event, path)}
+    if kind == "message":
+        return {"message": _message_in(event, path)}
+    if kind == "status-update":
+        out = {"taskId": event.get("taskId", ""), "contextId": event.get("contextId", ""),
+               "status": _status_in(event.get("status", {}), f"{path}.status")}
+        key = "statusUpdate"
+    elif kind == "artifact-update":
+        out = {"taskId": event.get("taskId", ""), "contextId": event.get("contextId", ""),
+               "artifact": _artifact_in(event.get("artifact", {}), f"{path}.artifact")}
+        out.update((k, event[k]) for k in ("append", "lastChunk") if k in event)
+        key = "artifactUpdate"
+    else:
+        raise _bad(f"{path}.kind", f"is {kind!r}: not a 0.3 task, message or update")
+    if event.get("metadata"):
+        out["metadata"] = event["metadata"]
+    return {key: out}
+
+
+def _config_in(config):
+    """A 0.3 TaskPushNotificationConfig as the 1.0 one (flat)."""
+    config = _object(config, "result")
+    return _push_config_in(config.get("pushNotificationConfig") or {},
+                           "result.pushNotificationConfig", config.get("taskId", ""))
+
+
+# method (1.0) -> its answer, from the 0.3 result
+_ANSWERS_FROM_V03 = {
+    "SendMessage": event_from_v03,
+    "GetTask": _task_in,
+    "ListTasks": lambda a: {**a, "tasks": [_task_in(t) for t in a.get("tasks", ())]},
+    "CancelTask": _task_in,
+    "CreateTaskPushNotificationConfig": _config_in,
+    "GetTaskPushNotificationConfig": _config_in,
+    "ListTaskPushNotificationConfigs": lambda a: {"configs": [_config_in(c) for c in a or ()]},
+    "DeleteTaskPushNotificationConfig": lambda a: {},
+    "GetExtendedAgentCard": lambda a: a,
+}
+
+
+def answer_from_v03(method, result):
+    """The 1.0 answer of a 1.0 call, from what the 0.3 agent answered."""
+    return _ANSWERS_FROM_V03[method](result)
 
 
 # -- the card ---------------------------------------------------------------------------

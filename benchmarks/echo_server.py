@@ -3,7 +3,8 @@
 Usage: python benchmarks/echo_server.py PORT [threads|asyncio] [sync|async]
 
 A2A_STORE (a file name: an SQLiteStore) keeps the tasks there instead of in
-memory; A2A_WORKERS=N (threaded server, with A2A_STORE) runs N processes.
+memory; A2A_WORKERS=N (threaded server, with A2A_STORE) runs N processes;
+A2A_COMPAT=0.3 serves A2A 0.3 clients too (a2a_v03).
 
 On the asyncio server the agent is an ``async def`` by default (what an agent
 on an event loop is, and what the reference SDK's executor is); ``sync`` runs
@@ -31,8 +32,9 @@ if __name__ == "__main__":
     kind = sys.argv[3] if len(sys.argv) > 3 else ("async" if host == "asyncio" else "sync")
     store = a2a_min.open_store(os.environ.get("A2A_STORE")) if hasattr(a2a_min, "open_store") \
         else None                                  # (a checkout from before the store existed)
+    compat = {"compat": os.environ["A2A_COMPAT"]} if os.environ.get("A2A_COMPAT") else {}
     server = a2a_min.Server(async_echo if kind == "async" else echo,
-                            name="a2a_min echo", description="echo", store=store)
+                            name="a2a_min echo", description="echo", store=store, **compat)
     if host == "asyncio":
         import asyncio
         asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", int(sys.argv[1])))

@@ -68,6 +68,17 @@ request = function()
 end
 """
 
+SEND_V03_LUA = r"""
+counter = 0
+request = function()
+  counter = counter + 1
+  local body = '{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":'
+    .. '{"kind":"message","messageId":"m' .. counter .. '-' .. math.random(1, 1e9)
+    .. '","role":"user","parts":[{"kind":"text","text":"hello"}]}}}'
+  return wrk.format("POST", "/", {["Content-Type"]="application/json"}, body)
+end
+"""
+
 GET_TASK_LUA = r"""
 wrk.method = "GET"
 wrk.headers["A2A-Version"] = "1.0"
@@ -227,11 +238,16 @@ def main():
                              "a2a-sdk[http-server,postgresql])")
     parser.add_argument("--workers", type=int, default=1,
                         help="also run a2a_min (threads, SQLite) with this many processes")
+    parser.add_argument("--v03", action="store_true",
+                        help="only this: SendMessage in A2A 0.3 against 1.0, on one server "
+                             "speaking both (compat='0.3'), alternating rounds")
     parser.add_argument("--bare", action="store_true",
                         help="add the bare asyncio responder (the ceiling) to the comparison")
     args = parser.parse_args()
 
     hosts = args.host.split(",")
+    if args.v03:
+        return compare_versions(args, hosts)
     stores = args.stores.split(",")
     database = None
     if "postgres" in stores:
@@ -243,6 +259,38 @@ def main():
     finally:
         if database is not None:
             database.stop()
+
+
+def compare_versions(args, hosts):
+    """0.3 message/send against 1.0 SendMessage on the same server (the same
+    process, rounds alternating): what the translation costs."""
+    scripts = {}
+    for name, text in (("1.0", SEND_LUA), ("0.3", SEND_V03_LUA)):
+        with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+            f.write(text)
+            scripts[name] = f.name
+    print(f"req/s, {args.rounds} rounds of {args.seconds} s, one server speaking 1.0 and 0.3")
+    os.environ["A2A_COMPAT"] = "0.3"
+    try:
+        for host in hosts:
+            peer = Peer(f"a2a_min/{host}", [args.python, os.path.join(HERE, "echo_server.py"),
+                                            "{port}", host])
+            for connections in (1, 16, 64):
+                rates = {"1.0": [], "0.3": []}
+                with peer as running:
+                    for _ in range(args.rounds):
+                        for version, script in scripts.items():
+                            wrk(running.port, connections, 1, script)          # warm up
+                            rates[version].append(wrk(running.port, connections, args.seconds,
+                                                      script))
+                ratio = statistics.median(a / b for a, b in zip(rates["0.3"], rates["1.0"]))
+                print(f"  {peer.name:<16} c={connections:<3}  1.0 {statistics.median(rates['1.0']):7.0f}"
+                      f"  0.3 {statistics.median(rates['0.3']):7.0f}   0.3 / 1.0 {ratio:.2f}x",
+                      flush=True)
+    finally:
+        del os.environ["A2A_COMPAT"]
+        for script in scripts.values():
+            os.unlink(script)
 
 
 def run(args, hosts, stores, database):

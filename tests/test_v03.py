@@ -24,11 +24,11 @@ V1 = {"content-type": "application/json", "a2a-version": "1.0"}
 
 def sdk03_python():
     """The Python of a venv with a2a-sdk 0.3 (A2A_SDK03_PYTHON, or .venv-sdk03,
-    which .ci/run makes: pip install 'a2a-sdk[http-server]==0.3.26')."""
+    which .ci/run makes: pip install 'a2a-sdk[http-server]==0.3.26' uvicorn)."""
     python = os.environ.get("A2A_SDK03_PYTHON") or os.path.join(ROOT, ".venv-sdk03", "bin",
                                                                   "python")
     need(python, "the 0.3 client: python -m venv .venv-sdk03 && .venv-sdk03/bin/pip install "
-                 "'a2a-sdk[http-server]==0.3.26' (or set A2A_SDK03_PYTHON)")
+                 "'a2a-sdk[http-server]==0.3.26' uvicorn (or set A2A_SDK03_PYTHON)")
     return python
 
 
@@ -282,3 +282,45 @@ def test_the_card_for_both_versions():
 def test_compat_needs_a_known_version():
     with pytest.raises(ValueError):
         a2a_min.Server(scenario_agent, compat="0.2")
+
+
+# -- our client, calling an agent that speaks only 0.3 ----------------------------------
+
+def test_our_client_and_command_line_call_the_sdks_0_3_server():
+    import a2a_client
+    port = free_port()
+    proc = run_host([sdk03_python(), "tests/sdk03_server.py", str(port)], port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with a2a_client.Client(url) as client:
+            assert client.interface["protocolVersion"] == "0.3" and "A2A-Version" not in \
+                client.headers
+            task = client.send("hello")["task"]                 # 1.0 shapes, from a 0.3 agent
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert task["artifacts"][0]["parts"] == [{"text": "echo: hello"}]
+            assert client.get_task(task["id"])["id"] == task["id"]
+            events = list(client.stream("streamed"))
+            assert "task" in events[0] and events[-1]["statusUpdate"]["status"]["state"] == \
+                "TASK_STATE_COMPLETED"
+            waiting = client.send("wait")["task"]
+            assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+            assert client.cancel_task(waiting["id"])["status"]["state"] == "TASK_STATE_CANCELED"
+            config = client.create_push_config(task["id"], "https://hooks.invalid/a", config_id="c1")
+            assert config == {"taskId": task["id"], "id": "c1", "url": "https://hooks.invalid/a"}
+            assert client.get_push_config(task["id"], "c1")["url"] == "https://hooks.invalid/a"
+            assert [c["id"] for c in client.list_push_configs(task["id"])["configs"]] == ["c1"]
+            assert client.delete_push_config(task["id"], "c1") == {}
+            with pytest.raises(a2a_min.TaskNotFoundError):
+                client.get_task("no-such-task")
+            with pytest.raises(a2a_min.InvalidParamsError):
+                a2a_client.Client(url, tenant="acme").send("hi")     # 0.3 has no tenants
+        done = subprocess.run([sys.executable, "a2a_min.py", "send", url, "hi", "--stream"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.splitlines()[-1].endswith("COMPLETED"), \
+            done.stderr
+        card = subprocess.run([sys.executable, "a2a_min.py", "card", url], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert f"JSONRPC    0.3.0 {url}/" in card.stdout, card.stdout
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -1,0 +1,55 @@
+"""The reference SDK's 0.3 server (a2a-sdk 0.3.x), an agent that speaks only
+A2A 0.3, for tests of a2a_client against it. Run in the 0.3 venv:
+
+    python tests/sdk03_server.py PORT
+
+The agent: "wait" asks for input (a task that waits), anything else gets one
+artifact echoing the text, and the task completes.
+"""
+
+import sys
+
+import uvicorn
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.apps import A2AStarletteApplication
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentSkill, Part, TextPart
+from a2a.utils import new_agent_text_message, new_task
+
+
+class Echo(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task = context.current_task or new_task(context.message)
+        if context.current_task is None:
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        text = context.get_user_input()
+        if text == "wait":
+            await updater.requires_input(new_agent_text_message("say more", task.context_id,
+                                                                task.id), final=True)
+            return
+        await updater.start_work()
+        await updater.add_artifact([Part(root=TextPart(text="echo: " + text))])
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+def main(port):
+    card = AgentCard(
+        name="SDK 0.3 echo", description="An agent that speaks only A2A 0.3.", version="1.0.0",
+        url=f"http://127.0.0.1:{port}/", capabilities=AgentCapabilities(streaming=True,
+                                                                        push_notifications=True),
+        default_input_modes=["text/plain"], default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="echo", name="Echo", description="echo", tags=["echo"])])
+    handler = DefaultRequestHandler(agent_executor=Echo(), task_store=InMemoryTaskStore(),
+                                    push_config_store=InMemoryPushNotificationConfigStore())
+    app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
