@@ -15,11 +15,14 @@ from harness import ROOT, Live, grpc_available, require_sdk, scenario_agent
 
 
 
-@pytest.fixture
-def live():
-    """One server on all the bindings this machine can serve (gRPC when installed)."""
+@pytest.fixture(params=[None, "0.3"], ids=["1.0", "compat-0.3"])
+def live(request):
+    """One server on all the bindings this machine can serve (gRPC when installed);
+    once more speaking 0.3 too, whose card lists a 0.3 interface beside the
+    1.0 ones: the 1.x client must pick 1.0 and see no difference."""
     server = a2a_min.Server(scenario_agent, name="Interop", description="public view",
-                            extended_card={"description": "extended view"})
+                            extended_card={"description": "extended view"},
+                            compat=request.param)
     grpc_server = None
     if grpc_available():
         import a2a_grpc

@@ -324,3 +324,21 @@ def test_our_client_and_command_line_call_the_sdks_0_3_server():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_an_agentcore_style_request_on_a_single_path():
+    """AWS Bedrock AgentCore's documented A2A contract: POST the 0.3 message/send
+    to one path (here /invocations, single-path mode), no A2A-Version."""
+    srv = a2a_min.Server(scenario_agent, compat="0.3", single_path="/invocations")
+    response = srv.handle_http("POST", "/invocations", "", dict(V03), json.dumps({
+        "jsonrpc": "2.0", "id": "req-1", "method": "message/send", "params": {"message": {
+            "role": "user", "parts": [{"kind": "text", "text": "hello"}],
+            "messageId": "m-1", "kind": "message"}}}).encode(), base_url="http://agentcore.test")
+    answer = json.loads(response.body)
+    assert response.status == 200 and answer["id"] == "req-1"
+    assert answer["result"]["kind"] == "task" and answer["result"]["status"]["state"] == \
+        "completed"
+    card = json.loads(srv.handle_http("GET", "/invocations", "", {}, b"",
+                                      base_url="http://agentcore.test").body)
+    assert card["url"] == "http://agentcore.test/invocations" and card["protocolVersion"] == \
+        "0.3.0"
