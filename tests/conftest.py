@@ -59,10 +59,12 @@ if os.environ.get("A2A_TEST_STORE") == "postgres":
 
     def _postgres_task_store(**limits):
         """A PostgresStore (a new schema) in place of the in-memory TaskStore
-        (two connections at most: the suite makes hundreds of stores). The
+        (four connections at most, the suite makes hundreds of stores, and a
+        request waits up to 30 s for one: on a loaded machine, the tests that
+        send from eight threads at once are about losing no task). The
         stores made before the newest 32 give back their idle connections and
         their listener (close(): one still in use opens them again)."""
-        _made.append(postgres_store(pool=2, **limits))
+        _made.append(postgres_store(pool=4, pool_timeout=30.0, **limits))
         if len(_made) == 1:             # at exit, before the server stops (atexit: last in, first out)
             import atexit
             atexit.register(lambda: [(setattr(store, "listen", False), store.close())
