@@ -1741,7 +1741,7 @@ class CallContext:
     """
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
-                 "last_event_id", "base_url", "spawn", "peer")
+                 "last_event_id", "base_url", "spawn", "peer", "translated_from")
 
     def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None,
                  spawn=None, peer=None):
@@ -1755,6 +1755,7 @@ class CallContext:
         self.extensions = ()
         self.version = PROTOCOL_VERSION
         self.last_event_id = None
+        self.translated_from = None   # the older version a translation answers in ("0.3"), if any
 
     @property
     def owner(self):
@@ -3082,7 +3083,8 @@ class Server:
         """CreateTaskPushNotificationConfig: register a webhook for a task."""
         self._require_push()
         task = self._visible_task(request.get("taskId", ""), call)
-        return self._add_push_config(task["id"], request, call.tenant)
+        return _public_config(self._add_push_config(task["id"], request, call.tenant,
+                                                    call.translated_from))
 
     def get_task_push_notification_config(self, request, call):
         """GetTaskPushNotificationConfig: one webhook of a task."""
@@ -3094,7 +3096,7 @@ class Server:
                 f"task {task['id']} has no push notification config {request['id']!r}; "
                 "ListTaskPushNotificationConfigs shows its configs",
                 metadata={"taskId": task["id"], "id": request["id"]})
-        return config
+        return _public_config(config)
 
     def list_task_push_notification_configs(self, request, call):
         """ListTaskPushNotificationConfigs: a task's webhooks, one page at a time."""
@@ -3116,7 +3118,8 @@ class Server:
             start = ids.index(token) + 1
         page = configs[start:start + size]
         more = start + size < len(configs)
-        return {"configs": page, "nextPageToken": page[-1]["id"] if more else ""}
+        return {"configs": [_public_config(c) for c in page],
+                "nextPageToken": page[-1]["id"] if more else ""}
 
     def delete_task_push_notification_config(self, request, call):
         """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
@@ -3154,15 +3157,19 @@ class Server:
                                          "breaks, NUL...): it is sent in an HTTP header",
                                          field=field)
 
-    def _add_push_config(self, task_id, config, tenant):
+    def _add_push_config(self, task_id, config, tenant, payload_version=None):
         """Keep a checked webhook config with its task, under a fresh id unless
-        the client chose one (then it replaces the config of that id)."""
+        the client chose one (then it replaces the config of that id). A
+        config registered through a translation (0.3) keeps that version:
+        its webhook is sent what a client of that version expects."""
         # (A config is at most a few KiB: _MAX_URL and _MAX_HEADER_VALUE below,
         # max_push_configs of them per task.)
         self._check_push_config(config)
         config = {**config, "taskId": task_id, "id": config.get("id") or self._new_id()}
         if tenant:
             config["tenant"] = tenant
+        if payload_version:
+            config["payloadVersion"] = payload_version
         self.store.put_config(task_id, config, self.limits["max_push_configs"])
         return config
 
@@ -3176,7 +3183,8 @@ class Server:
     def _add_inline_push(self, ctx, owner):
         config = ctx.configuration.get("taskPushNotificationConfig")
         if config is not None:
-            self._add_push_config(ctx.task_id, config, owner[0])
+            self._add_push_config(ctx.task_id, config, owner[0],
+                                  getattr(ctx.caller, "translated_from", None))
 
     def _push_event(self, owner, task, event):
         """Channel hook: hand a task event to each of the task's webhooks, in the
@@ -3188,7 +3196,7 @@ class Server:
             if self._pusher is None:
                 self._pusher = _PushDelivery(self)
             pusher = self._pusher
-        pusher.submit(owner, configs, event)
+        pusher.submit(owner, configs, event, task)
 
     @property
     def push_stats(self):
@@ -3569,6 +3577,14 @@ def _may_reach(address, networks):
             and not any(address in ipaddress.ip_network(n) for n in _NOT_GLOBAL))
 
 
+def _public_config(config):
+    """A stored push config as the protocol shows it: without the version
+    of the payloads its webhook is sent (kept for configs made in 0.3)."""
+    if "payloadVersion" not in config:
+        return config
+    return {k: v for k, v in config.items() if k != "payloadVersion"}
+
+
 def _webhook_target(url, allow, resolve=None):
     """Check a webhook URL; with ``resolve`` (a callable(host, port) -> the
     host's addresses: _resolve_host, at delivery), also resolve its host and
@@ -3766,6 +3782,9 @@ def _handle_http(server, method, path, query, headers, body, base_url, peer=None
             if method == "OPTIONS":
                 return _preflight(server)
             raise _MethodNotAllowed("GET, POST")
+        if server.compat is not None and server.compat.speaks_rest(path, headers):   # A2A 0.3
+            return server.compat.rest_response(server, method, path, query, headers, body,
+                                               base_url, peer, spawn)
         return _rest_response(server, method, path, query, headers, body, base_url, peer, spawn)
     except _MethodNotAllowed as exc:
         resp = server.error_response(path, 405, UnsupportedOperationError(
@@ -4467,15 +4486,22 @@ class _PushDelivery:
 
     # -- the callers' side: queue, count ------------------------------------------------
 
-    def submit(self, caller, configs, event):
+    def submit(self, caller, configs, event, task=None):
         """Queue ``event`` (a StreamResponse, sent as its JSON) for each webhook
         in ``configs`` on ``caller``'s lane. Never blocks: what does not fit is
-        dropped and counted."""
-        body = _dumps(event)
+        dropped and counted. A webhook registered through 0.3 is sent what
+        0.3 sends, the task as it is now (the server's translation makes it)."""
+        bodies = {None: _dumps(event)}
         with self.ready:
             lane = self.lanes.pop(caller, None) or self._new_lane()
             self.lanes[caller] = lane            # now the most recently used
             for config in configs:
+                version = config.get("payloadVersion")
+                body = bodies.get(version)
+                if body is None:
+                    compat = self.server.compat
+                    body = bodies[version] = bodies[None] if compat is None or task is None \
+                        else _dumps(compat.push_payload(task, event))
                 if (len(lane.jobs) >= self.limits["push_queue"]
                         or lane.bytes + len(body) > self.limits["push_queue_bytes"]):
                     self._note(caller, lane, "dropped", "its delivery queue was full")

@@ -45,11 +45,12 @@ request.
 The same tables serve the caller's side the other way round (request_v03,
 answer_from_v03, event_from_v03): a2a_client calls a 0.3-only agent with them.
 
-Not translated (yet): the 0.3 HTTP+JSON routes (/v1/...), whose bodies are
-the 0.3 proto's JSON, and push notification bodies in 0.3 shape.
+A webhook registered through 0.3 (tasks/pushNotificationConfig/set, or in
+message/send's configuration) is sent 0.3's payload, the task in 0.3 shape
+(push_payload); the store keeps which version each config was made in.
 """
 
-__all__ = ["VERSION", "jsonrpc_response", "card", "to_v03", "from_v03", "request_v03",
+__all__ = ["VERSION", "jsonrpc_response", "rest_response", "speaks_rest", "push_payload", "card", "to_v03", "from_v03", "request_v03",
            "answer_from_v03", "event_from_v03"]
 
 import a2a_min
@@ -496,18 +497,297 @@ def card(card_):
     more entry for that interface, saying it speaks 0.3 too (a 1.0 client
     keeps choosing the 1.0 entries)."""
     speaks = [i for i in card_.get("supportedInterfaces", ())
-              if i.get("protocolBinding") == "JSONRPC" and i.get("protocolVersion") ==
-              PROTOCOL_VERSION]
+              if i.get("protocolBinding") in ("JSONRPC", "HTTP+JSON") and
+              i.get("protocolVersion") == PROTOCOL_VERSION]
     if not speaks:
         return card_
     out = dict(card_)
     out["supportedInterfaces"] = list(card_["supportedInterfaces"]) + [
-        {"url": i["url"], "protocolBinding": "JSONRPC", "protocolVersion": "0.3"} for i in speaks]
-    out.update(url=speaks[0]["url"], preferredTransport="JSONRPC", protocolVersion=VERSION,
-               additionalInterfaces=[{"url": i["url"], "transport": "JSONRPC"} for i in speaks])
+        {"url": i["url"], "protocolBinding": i["protocolBinding"], "protocolVersion": "0.3"}
+        for i in speaks]
+    out.update(url=speaks[0]["url"], preferredTransport=speaks[0]["protocolBinding"],
+               protocolVersion=VERSION, additionalInterfaces=[
+                   {"url": i["url"], "transport": i["protocolBinding"]} for i in speaks])
     if card_.get("capabilities", {}).get("extendedAgentCard"):
         out["supportsAuthenticatedExtendedCard"] = True
     return out
+
+
+# -- the HTTP+JSON binding of 0.3: the 0.3 proto's JSON --------------------------------------
+#
+# 0.3's REST routes live under /v1 and carry the JSON of the 0.3 proto (package
+# a2a.v1), a dialect of its own: no ``kind``; a message's parts are its
+# ``content``; a file part nests fileWithUri or fileWithBytes; the states are
+# 1.0's names but for TASK_STATE_CANCELLED; a push config is named
+# "tasks/{id}/pushNotificationConfigs/{configId}". Errors are {"message": ...}
+# with the HTTP status of the error.
+
+_PROTO_STATES_BACK = {"TASK_STATE_CANCELED": "TASK_STATE_CANCELLED"}
+_PROTO_STATES = {v: k for k, v in _PROTO_STATES_BACK.items()}
+
+
+def _proto_part_in(part, path):
+    part = _object(part, path)
+    out = {"metadata": part["metadata"]} if part.get("metadata") else {}
+    if "text" in part:
+        return {"text": part["text"], **out}
+    if "data" in part:
+        return {"data": _object(part["data"], f"{path}.data").get("data", {}), **out}
+    if "file" in part:
+        file = _object(part["file"], f"{path}.file")
+        if ("fileWithUri" in file) == ("fileWithBytes" in file):
+            raise _bad(f"{path}.file", 'needs exactly one of "fileWithUri" and "fileWithBytes"')
+        out.update({"url": file["fileWithUri"]} if "fileWithUri" in file
+                   else {"raw": file["fileWithBytes"]})
+        if file.get("name"):
+            out["filename"] = file["name"]
+        if file.get("mimeType"):
+            out["mediaType"] = file["mimeType"]
+        return out
+    raise _bad(path, 'needs one of "text", "file" and "data"')
+
+
+def _proto_message_in(message, path="message"):
+    message = _object(message, path)
+    if "parts" in message or "kind" in message:
+        raise _bad(path, 'is a JSON-RPC 0.3 message (parts, kind); over HTTP+JSON 0.3 a '
+                         'message carries "content", as the 0.3 proto has it')
+    out = {k: message[k] for k in _MESSAGE_FIELDS if k in message}
+    out["role"] = message.get("role", "ROLE_USER")
+    out["parts"] = [_proto_part_in(p, f"{path}.content[{i}]")
+                    for i, p in enumerate(message.get("content") or ())]
+    return out
+
+
+def _proto_push_in(config, path, task_id):
+    config = _object(config, path)
+    return _push_config_in(config, path, task_id)
+
+
+def _proto_send_in(body):
+    out = {"message": _proto_message_in(body.get("message"))}
+    config = body.get("configuration")
+    if config is not None:                  # (present, even empty: blocking is then false)
+        config = _object(config, "configuration")
+        mine = {k: config[k] for k in ("acceptedOutputModes", "historyLength") if k in config}
+        if not config.get("blocking"):      # (proto3: a false bool is left out of the JSON)
+            mine["returnImmediately"] = True
+        if config.get("pushNotification"):
+            mine["taskPushNotificationConfig"] = _proto_push_in(
+                config["pushNotification"], "configuration.pushNotification", None)
+        out["configuration"] = mine
+    if body.get("metadata"):
+        out["metadata"] = body["metadata"]
+    return out
+
+
+def _proto_part_out(part):
+    out = {"metadata": part["metadata"]} if part.get("metadata") else {}
+    if "text" in part:
+        return {"text": part["text"], **out}
+    if "data" in part:
+        data = part["data"]
+        return {"data": {"data": data if isinstance(data, dict) else {"value": data}}, **out}
+    file = {"fileWithBytes": part["raw"]} if "raw" in part else {"fileWithUri": part.get("url")}
+    if part.get("filename"):
+        file["name"] = part["filename"]
+    if part.get("mediaType"):
+        file["mimeType"] = part["mediaType"]
+    return {"file": file, **out}
+
+
+def _proto_message_out(message):
+    out = {k: message[k] for k in _MESSAGE_FIELDS if k in message}
+    out["role"] = message.get("role", "ROLE_AGENT")
+    out["content"] = [_proto_part_out(p) for p in message.get("parts", ())]
+    return out
+
+
+def _proto_status_out(status):
+    out = {"state": _PROTO_STATES_BACK.get(status.get("state"), status.get("state"))}
+    if status.get("message"):
+        out["message"] = _proto_message_out(status["message"])
+    if status.get("timestamp"):
+        out["timestamp"] = status["timestamp"]
+    return out
+
+
+def _proto_artifact_out(artifact):
+    out = {k: artifact[k] for k in _ARTIFACT_FIELDS if k in artifact}
+    out["parts"] = [_proto_part_out(p) for p in artifact.get("parts", ())]
+    return out
+
+
+def _proto_task_out(task):
+    out = {"id": task["id"], "contextId": task.get("contextId", ""),
+           "status": _proto_status_out(task.get("status", {}))}
+    if "artifacts" in task:
+        out["artifacts"] = [_proto_artifact_out(a) for a in task["artifacts"]]
+    if "history" in task:
+        out["history"] = [_proto_message_out(m) for m in task["history"]]
+    if task.get("metadata"):
+        out["metadata"] = task["metadata"]
+    return out
+
+
+def _proto_event_out(event):
+    if "task" in event:
+        return {"task": _proto_task_out(event["task"])}
+    if "message" in event:
+        return {"message": _proto_message_out(event["message"])}
+    if "statusUpdate" in event:
+        update = event["statusUpdate"]
+        return {"statusUpdate": {
+            "taskId": update["taskId"], "contextId": update.get("contextId", ""),
+            "status": _proto_status_out(update["status"]),
+            "final": update["status"].get("state") in _STREAM_ENDS,
+            **({"metadata": update["metadata"]} if update.get("metadata") else {})}}
+    update = event["artifactUpdate"]
+    out = {k: update[k] for k in ("taskId", "contextId", "append", "lastChunk", "metadata")
+           if k in update}
+    out["artifact"] = _proto_artifact_out(update["artifact"])
+    return {"artifactUpdate": out}
+
+
+def _proto_config_out(config):
+    inner = _push_config_out(config)["pushNotificationConfig"]
+    return {"name": f"tasks/{config.get('taskId', '')}/pushNotificationConfigs/"
+                    f"{config.get('id', '')}", "pushNotificationConfig": inner}
+
+
+def _proto_create_in(body, task_id):
+    config = _object(body.get("config") or {}, "config")
+    inner = dict(config.get("pushNotificationConfig") or {})
+    if body.get("configId") and not inner.get("id"):
+        inner["id"] = body["configId"]
+    return _push_config_in(inner, "config.pushNotificationConfig", task_id)
+
+
+# (verb, path after /v1 with {id} and {config} for segments) -> (1.0 method,
+# params from (body, query, path values), answer in 0.3 proto JSON)
+_REST = {
+    ("POST", "/message:send"): ("SendMessage", lambda b, q, v: _proto_send_in(b),
+                                lambda a: {"task": _proto_task_out(a["task"])} if "task" in a
+                                else {"message": _proto_message_out(a["message"])}),
+    ("POST", "/message:stream"): ("SendStreamingMessage", lambda b, q, v: _proto_send_in(b), None),
+    ("GET", "/tasks"): ("ListTasks", lambda b, q, v: _list_query(q),
+                        lambda a: {**a, "tasks": [_proto_task_out(t) for t in a["tasks"]]}),
+    ("GET", "/tasks/{id}"): ("GetTask", lambda b, q, v: {"id": v["id"], **_history(q)},
+                             _proto_task_out),
+    ("POST", "/tasks/{id}:cancel"): ("CancelTask", lambda b, q, v: {"id": v["id"]},
+                                     _proto_task_out),
+    ("GET", "/tasks/{id}:subscribe"): ("SubscribeToTask", lambda b, q, v: {"id": v["id"]}, None),
+    ("POST", "/tasks/{id}:subscribe"): ("SubscribeToTask", lambda b, q, v: {"id": v["id"]},
+                                        None),
+    ("POST", "/tasks/{id}/pushNotificationConfigs"): (
+        "CreateTaskPushNotificationConfig", lambda b, q, v: _proto_create_in(b, v["id"]),
+        _proto_config_out),
+    ("GET", "/tasks/{id}/pushNotificationConfigs"): (
+        "ListTaskPushNotificationConfigs", lambda b, q, v: {"taskId": v["id"]},
+        lambda a: {"configs": [_proto_config_out(c) for c in a.get("configs", ())],
+                   "nextPageToken": a.get("nextPageToken", "")}),
+    ("GET", "/tasks/{id}/pushNotificationConfigs/{config}"): (
+        "GetTaskPushNotificationConfig", lambda b, q, v: {"taskId": v["id"], "id": v["config"]},
+        _proto_config_out),
+    ("DELETE", "/tasks/{id}/pushNotificationConfigs/{config}"): (
+        "DeleteTaskPushNotificationConfig",
+        lambda b, q, v: {"taskId": v["id"], "id": v["config"]}, lambda a: {}),
+    ("GET", "/card"): ("GetExtendedAgentCard", lambda b, q, v: {}, lambda a: card(a)),
+}
+
+
+def _history(query):
+    value = query.get("historyLength")
+    if value is None:
+        return {}
+    if not value.isdigit():
+        raise _bad("historyLength", "must be a whole number")
+    return {"historyLength": int(value)}
+
+
+def _list_query(query):
+    out = {k: query[k] for k in ("contextId", "pageToken") if k in query}
+    for name in ("pageSize", "historyLength"):
+        if name in query:
+            if not query[name].isdigit():
+                raise _bad(name, "must be a whole number")
+            out[name] = int(query[name])
+    if "status" in query:
+        out["status"] = _PROTO_STATES.get(query["status"], query["status"])
+    return out
+
+
+def _rest_route(verb, path):
+    """(route key, path values) of a /v1 path, or None."""
+    rest = path[3:]                                 # after "/v1"
+    segments = rest.strip("/").split("/")
+    values, shape = {}, []
+    for i, segment in enumerate(segments):
+        head, colon, verb_part = segment.partition(":")
+        if i == 1 and segments[0] == "tasks":
+            values["id"], head = head, "{id}"
+        elif i == 3 and segments[0] == "tasks":
+            values["config"], head = head, "{config}"
+        shape.append(head + (colon + verb_part if colon else ""))
+    from urllib.parse import unquote
+    values = {k: unquote(v) for k, v in values.items()}
+    key = (verb, "/" + "/".join(shape))
+    return (key, values) if key in _REST else None
+
+
+def speaks_rest(path, headers):
+    """Whether an HTTP request is 0.3's HTTP+JSON: a /v1 path, and no
+    A2A-Version that says 1.x (with one, /v1 is the 1.0 tenant "v1")."""
+    said = (headers.get("a2a-version") or "").strip()
+    return (path == "/v1" or path.startswith("/v1/")) and (not said or said.startswith("0."))
+
+
+def rest_response(server, verb, path, query, headers, body, base_url, peer=None, spawn=None):
+    """The Response to a 0.3 HTTP+JSON request."""
+    from a2a_min import (CallContext, Response, _JSON, _LINK, _answer, _dumps, _error_headers,
+                         _last_event_id, _parse_json_body, _query_params, _sse_response)
+
+    def refuse(error):
+        server._note(error)
+        return Response(error.http_status, [("Content-Type", _JSON), *_error_headers(error)],
+                        _dumps({"message": error.message, "code": error.code}))
+    try:
+        found = _rest_route("GET" if verb == "HEAD" else verb, path)
+        if found is None:
+            raise a2a_min.MethodNotFoundError(
+                f"nothing is served at {verb} {path} in A2A 0.3's HTTP+JSON binding (/v1/message:"
+                "send, /v1/message:stream, /v1/tasks/{id}, ...); for A2A 1.0 send "
+                "-H 'A2A-Version: 1.0'", metadata={"path": path})
+        key, values = found
+        method, make_params, answer_out = _REST[key]
+        data = {}
+        if verb == "POST" and body.strip():
+            data = _parse_json_body(body)
+            if not isinstance(data, dict):
+                raise InvalidParamsError("the body must be a JSON object", field="body")
+        query_values = _query_params(query)
+        params = make_params(data, query_values, values)
+        call = _as_v10(CallContext(headers, query_values, base_url=base_url, spawn=spawn,
+                                   peer=peer))
+        if query_values or "last-event-id" in headers:
+            call.last_event_id = _last_event_id(headers, query_values)
+
+        def answer(result):
+            if answer_out is None:
+                return _sse_response(result, _proto_event_out,
+                                     lambda error: {"message": error.message, "code": error.code})
+            return Response(200, [("Content-Type", _JSON), _LINK], _dumps(answer_out(result)))
+        return _answer(server.call(method, params, call), answer, refuse)
+    except a2a_min.A2AError as error:
+        return refuse(error)
+
+
+# -- push notifications ---------------------------------------------------------------------
+
+def push_payload(task, event):
+    """What a webhook registered through 0.3 is sent for an event: the task
+    as it is now, in 0.3 shape (0.3 posts the Task, not the event)."""
+    return _task_out(task)
 
 
 # -- the JSON-RPC binding ------------------------------------------------------------------
@@ -569,6 +849,7 @@ def _as_v10(call):
     X-A2A-Extensions)."""
     headers = dict(call.headers)
     headers["a2a-version"] = PROTOCOL_VERSION
+    call.translated_from = "0.3"             # (its webhooks get 0.3 payloads)
     if "a2a-extensions" not in headers and "x-a2a-extensions" in headers:
         headers["a2a-extensions"] = headers["x-a2a-extensions"]
     call.headers = headers

@@ -2,12 +2,13 @@
 
 Run in a virtual environment of its own (a2a-sdk 0.3 and 1.x cannot share one):
 
-    python tests/sdk03_client.py http://127.0.0.1:PORT
+    python tests/sdk03_client.py http://127.0.0.1:PORT [JSONRPC|HTTP+JSON]
 
 Prints one JSON object of what the client saw; tests/test_v03.py checks it.
 The 0.3 client has no list or delete of push configs: those two are sent with
-httpx, as the SDK's own request models, and their answers parsed by its
-response models (which validate them).
+httpx, as the SDK's own request models (JSON-RPC), or to the 0.3 routes
+(HTTP+JSON), and their answers parsed by the SDK's own models (which
+validate them).
 """
 
 import asyncio
@@ -43,12 +44,13 @@ def seen(event):
     return {"message": dump(event)}
 
 
-async def main(url):
+async def main(url, binding):
     out = {}
     async with httpx.AsyncClient(timeout=30) as http:
-        plain = await ClientFactory.connect(url, ClientConfig(streaming=False, httpx_client=http))
-        streaming = await ClientFactory.connect(url, ClientConfig(streaming=True,
-                                                                  httpx_client=http))
+        plain = await ClientFactory.connect(url, ClientConfig(
+            streaming=False, httpx_client=http, supported_transports=[binding]))
+        streaming = await ClientFactory.connect(url, ClientConfig(
+            streaming=True, httpx_client=http, supported_transports=[binding]))
         out["card"] = dump(await plain.get_card())
         out["send"] = [seen(e) async for e in plain.send_message(message("hello"))]
         task_id = out["send"][-1]["task"]["id"]
@@ -82,17 +84,31 @@ async def main(url):
         out["set"] = dump(await plain.set_task_callback(config))
         out["get_config"] = dump(await plain.get_task_callback(GetTaskPushNotificationConfigParams(
             id=task_id, push_notification_config_id="h1")))
-        headers = {"Content-Type": "application/json"}
-        listed = await http.post(url + "/", headers=headers, json=dump(
-            ListTaskPushNotificationConfigRequest(id=1, params=ListTaskPushNotificationConfigParams(
-                id=task_id))))
-        out["list"] = dump(ListTaskPushNotificationConfigResponse.model_validate(listed.json()))
-        deleted = await http.post(url + "/", headers=headers, json=dump(
-            DeleteTaskPushNotificationConfigRequest(id=2, params=(
-                DeleteTaskPushNotificationConfigParams(id=task_id,
-                                                       push_notification_config_id="h1")))))
-        out["delete"] = DeleteTaskPushNotificationConfigResponse.model_validate(
-            deleted.json()).model_dump(mode="json", by_alias=True)
+        if binding == "HTTP+JSON":
+            from a2a.grpc import a2a_pb2
+            from google.protobuf.json_format import MessageToDict, ParseDict
+            listed = await http.get(f"{url}/v1/tasks/{task_id}/pushNotificationConfigs")
+            out["list"] = {"result": [dump(c) for c in [
+                TaskPushNotificationConfig(task_id=task_id, push_notification_config=(
+                    PushNotificationConfig(**MessageToDict(p.push_notification_config,
+                                                           preserving_proto_field_name=True))))
+                for p in ParseDict(listed.json(), a2a_pb2.ListTaskPushNotificationConfigResponse()
+                                   ).configs]]}
+            deleted = await http.delete(f"{url}/v1/tasks/{task_id}/pushNotificationConfigs/h1")
+            out["delete"] = {"result": None if deleted.json() == {} else deleted.json()}
+        else:
+            headers = {"Content-Type": "application/json"}
+            listed = await http.post(url + "/", headers=headers, json=dump(
+                ListTaskPushNotificationConfigRequest(
+                    id=1, params=ListTaskPushNotificationConfigParams(id=task_id))))
+            out["list"] = dump(ListTaskPushNotificationConfigResponse.model_validate(
+                listed.json()))
+            deleted = await http.post(url + "/", headers=headers, json=dump(
+                DeleteTaskPushNotificationConfigRequest(id=2, params=(
+                    DeleteTaskPushNotificationConfigParams(id=task_id,
+                                                           push_notification_config_id="h1")))))
+            out["delete"] = DeleteTaskPushNotificationConfigResponse.model_validate(
+                deleted.json()).model_dump(mode="json", by_alias=True)
         try:
             await plain.get_task(TaskQueryParams(id="no-such-task"))
         except Exception as error:                  # the SDK's own error for -32001
@@ -101,4 +117,4 @@ async def main(url):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "JSONRPC"))

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -52,7 +53,7 @@ def user(text, **fields):
             "parts": [{"kind": "text", "text": text}], **fields}
 
 
-def check_sdk_run(seen, url):
+def check_sdk_run(seen, url, binding="JSONRPC"):
     """What the 0.3 SDK's client saw, call by call."""
     card = seen["card"]
     assert card["url"] == url + "/" and card["protocolVersion"] == "0.3.0"
@@ -82,36 +83,39 @@ def check_sdk_run(seen, url):
         "id": "h1", "url": "https://hooks.invalid/a2a", "token": "t0k"}}
     assert seen["set"] == expected and seen["get_config"] == expected
     assert seen["list"]["result"] == [expected] and seen["delete"]["result"] is None
-    assert "-32001" in seen["not_found"]
+    assert ("-32001" if binding == "JSONRPC" else "404") in seen["not_found"]
 
 
-def run_sdk(url):
-    done = subprocess.run([sdk03_python(), os.path.join(ROOT, "tests", "sdk03_client.py"), url],
+def run_sdk(url, binding="JSONRPC"):
+    done = subprocess.run([sdk03_python(), os.path.join(ROOT, "tests", "sdk03_client.py"), url,
+                           binding],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 @pytest.mark.parametrize("host", sorted(HOSTS))
-def test_the_sdks_0_3_client_on_every_host(host):
+def test_the_sdks_0_3_client_on_every_host(host, binding):
     if host == "asgi":
         need("uvicorn", "ASGI host: needs uvicorn (the test extra)")
     running = HOSTS[host](server())
     try:
         url = f"http://127.0.0.1:{running.port}"
-        check_sdk_run(run_sdk(url), url)
+        check_sdk_run(run_sdk(url, binding), url, binding)
     finally:
         running.close()
 
 
-def test_the_sdks_0_3_client_on_the_lambda_handler():
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_the_sdks_0_3_client_on_the_lambda_handler(binding):
     sdk03_python()
     port = free_port()
     proc = run_host(["env", "PYTHONPATH=tests", sys.executable, "examples/lambda_local.py",
                      str(port), "--handler", "v03_app:handler"], port)
     try:
         url = f"http://127.0.0.1:{port}"
-        check_sdk_run(run_sdk(url), url)
+        check_sdk_run(run_sdk(url, binding), url, binding)
     finally:
         proc.terminate()
         proc.wait(10)
@@ -269,11 +273,13 @@ def test_the_card_for_both_versions():
     assert card["supportedInterfaces"][:2] == [
         {"url": "http://agent.test/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": "http://agent.test", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
-    assert card["supportedInterfaces"][2] == {"url": "http://agent.test/",
-                                              "protocolBinding": "JSONRPC",
-                                              "protocolVersion": "0.3"}
+    assert card["supportedInterfaces"][2:] == [
+        {"url": "http://agent.test/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        {"url": "http://agent.test", "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"}]
     assert card["url"] == "http://agent.test/" and card["protocolVersion"] == a2a_v03.VERSION
-    assert card["additionalInterfaces"] == [{"url": "http://agent.test/", "transport": "JSONRPC"}]
+    assert card["preferredTransport"] == "JSONRPC"
+    assert card["additionalInterfaces"] == [{"url": "http://agent.test/", "transport": "JSONRPC"},
+                                            {"url": "http://agent.test", "transport": "HTTP+JSON"}]
     import a2a_client                      # our 1.0 client still picks a 1.0 interface
     assert a2a_client.choose_interface(card, "http://agent.test/.well-known/agent-card.json"
                                        )["protocolVersion"] == "1.0"
@@ -342,3 +348,130 @@ def test_an_agentcore_style_request_on_a_single_path():
                                       base_url="http://agentcore.test").body)
     assert card["url"] == "http://agentcore.test/invocations" and card["protocolVersion"] == \
         "0.3.0"
+
+
+# -- 0.3 over HTTP+JSON: the 0.3 proto's JSON under /v1 ------------------------------------
+
+def rest(srv, verb, path, body=None, headers=V03, query=""):
+    response = srv.handle_http(verb, path, query, dict(headers),
+                               b"" if body is None else json.dumps(body).encode(),
+                               base_url="http://agent.test")
+    if response.stream is not None:
+        frames = b"".join(response.stream).decode()
+        return response.status, [json.loads(line[6:]) for line in frames.splitlines()
+                                 if line.startswith("data: ")]
+    return response.status, json.loads(response.body) if response.body else None
+
+
+def proto_user(text):
+    return {"messageId": "p-" + text, "role": "ROLE_USER", "content": [{"text": text}]}
+
+
+def test_golden_rest_send_get_stream_cancel():
+    srv = server()
+    status, answer = rest(srv, "POST", "/v1/message:send", {"message": {
+        **proto_user("hi"), "content": [
+            {"text": "hi"}, {"data": {"data": {"x": 1}}},
+            {"file": {"fileWithUri": "https://files.invalid/a.png", "mimeType": "image/png"}}]},
+        "configuration": {"historyLength": 5}})
+    task = answer["task"]
+    assert status == 200 and task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task["history"][0]["content"] == [
+        {"text": "hi"}, {"data": {"data": {"x": 1}}},
+        {"file": {"fileWithUri": "https://files.invalid/a.png", "mimeType": "image/png"}}]
+    assert task["artifacts"][0]["parts"] == [{"text": "echo: hi"}]
+    status, got = rest(srv, "GET", f"/v1/tasks/{task['id']}", query="historyLength=0")
+    assert status == 200 and got["id"] == task["id"] and "history" not in got
+    status, events = rest(srv, "POST", "/v1/message:stream", {"message": proto_user("chunks")})
+    assert list(events[0]) == ["task"] and events[-1]["statusUpdate"]["final"] is True
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    waiting = rest(srv, "POST", "/v1/message:send", {"message": proto_user("wait")})[1]["task"]
+    status, canceled = rest(srv, "POST", f"/v1/tasks/{waiting['id']}:cancel")
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELLED"          # 0.3's spelling
+    assert rest(srv, "GET", f"/v1/tasks/{waiting['id']}", headers=V03)[1]["status"]["state"] \
+        == "TASK_STATE_CANCELLED"
+    assert rpc(srv, "GetTask", {"id": waiting["id"]}, V1)["result"]["status"]["state"] == \
+        "TASK_STATE_CANCELED"                                              # the same task, in 1.0
+    status, error = rest(srv, "GET", "/v1/tasks/nope")
+    assert status == 404 and error["code"] == -32001 and "nope" in error["message"]
+
+
+def test_golden_rest_push_configs():
+    srv = server()
+    task_id = rest(srv, "POST", "/v1/message:send", {"message": proto_user("x")})[1]["task"]["id"]
+    status, made = rest(srv, "POST", f"/v1/tasks/{task_id}/pushNotificationConfigs", {
+        "parent": f"tasks/{task_id}", "configId": "c1", "config": {
+            "pushNotificationConfig": {"url": "https://hooks.invalid/n", "token": "t"}}})
+    expected = {"name": f"tasks/{task_id}/pushNotificationConfigs/c1", "pushNotificationConfig": {
+        "id": "c1", "url": "https://hooks.invalid/n", "token": "t"}}
+    assert status == 200 and made == expected
+    assert rest(srv, "GET", f"/v1/tasks/{task_id}/pushNotificationConfigs/c1")[1] == expected
+    assert rest(srv, "GET", f"/v1/tasks/{task_id}/pushNotificationConfigs")[1] == {
+        "configs": [expected], "nextPageToken": ""}
+    assert rest(srv, "DELETE", f"/v1/tasks/{task_id}/pushNotificationConfigs/c1") == (200, {})
+
+
+def test_rest_v1_with_a_1_0_header_is_still_the_tenant_v1():
+    srv = server()
+    status, answer = rest(srv, "POST", "/v1/message:send", {"message": {
+        "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}}, V1)
+    assert status == 200 and answer["task"]["history"][0]["parts"] == [{"text": "x"}]
+    listed = rest(srv, "GET", "/v1/tasks", headers=V1)[1]["tasks"]
+    assert [t["id"] for t in listed] == [answer["task"]["id"]]
+    assert rest(srv, "GET", "/tasks", headers=V1)[1]["tasks"] == []   # (not the default tenant)
+
+
+@pytest.mark.parametrize("body, expected", [
+    ({"message": {"messageId": "x", "role": "user", "parts": [{"kind": "text", "text": "x"}]}},
+     "is a JSON-RPC 0.3 message"),
+    ({"message": {**proto_user("x"), "content": [{"file": {}}]}},
+     'exactly one of "fileWithUri" and "fileWithBytes"'),
+    ({"message": {**proto_user("x"), "content": [{"image": 1}]}},
+     'needs one of "text", "file" and "data"'),
+])
+def test_rest_mixed_signals(body, expected):
+    srv = server()
+    status, error = rest(srv, "POST", "/v1/message:send", body)
+    assert status == 400 and expected in error["message"], error
+    assert rpc(srv, "ListTasks", {}, V1)["result"]["tasks"] == []
+
+
+def test_webhooks_get_the_payload_of_the_version_they_were_registered_in():
+    """A webhook set through 0.3 is sent the task in 0.3 shape; one set through
+    1.0 the 1.0 StreamResponse; both for the same events of one task (a real
+    receiver on 127.0.0.1)."""
+    from webhook_receiver import Receiver
+    receiver = Receiver()
+    srv = server(push_allow=["127.0.0.1/32"], push_backoff=0.01, push_timeout=2.0)
+    try:
+        waiting = rpc(srv, "message/send", {"message": user("wait")})["result"]
+        set03 = rpc(srv, "tasks/pushNotificationConfig/set", {
+            "taskId": waiting["id"], "pushNotificationConfig": {
+                "id": "old", "url": receiver.url("/ok/v03"), "token": "t03"}})["result"]
+        assert "payloadVersion" not in json.dumps(set03)
+        made = rpc(srv, "CreateTaskPushNotificationConfig", {
+            "taskId": waiting["id"], "id": "new", "url": receiver.url("/ok/v10")}, V1)["result"]
+        assert "payloadVersion" not in made
+        listed = rpc(srv, "ListTaskPushNotificationConfigs", {"taskId": waiting["id"]}, V1)
+        assert all("payloadVersion" not in c for c in listed["result"]["configs"])
+        rpc(srv, "CancelTask", {"id": waiting["id"]}, V1)
+        old = receiver.wait(1, "/ok/v03")
+        new = receiver.wait(1, "/ok/v10")
+        assert old and new
+        assert old[-1]["body"]["kind"] == "task" and old[-1]["body"]["id"] == waiting["id"]
+        assert old[-1]["body"]["status"]["state"] == "canceled"
+        assert old[-1]["headers"]["x-a2a-notification-token"] == "t03"
+        assert new[-1]["body"]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+        # ... and through message/send's own configuration.
+        inline = rpc(srv, "message/send", {"message": user("wait"), "configuration": {
+            "pushNotificationConfig": {"url": receiver.url("/ok/inline")}}})["result"]
+        rpc(srv, "tasks/cancel", {"id": inline["id"]})
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(
+                r["body"]["status"]["state"] == "canceled" for r in receiver.wait(1, "/ok/inline")):
+            time.sleep(0.05)
+        got = receiver.wait(1, "/ok/inline")
+        assert got and all(r["body"]["kind"] == "task" for r in got)
+        assert got[-1]["body"]["status"]["state"] == "canceled"
+    finally:
+        receiver.close()
