@@ -54,8 +54,10 @@ __all__ = ["VERSION", "jsonrpc_response", "rest_response", "speaks_rest", "push_
            "answer_from_v03", "event_from_v03"]
 
 import a2a_min
-from a2a_min import (InvalidParamsError, InvalidRequestError, LEGACY_METHODS, METHODS,
-                     PROTOCOL_VERSION, TERMINAL_STATES, INTERRUPTED_STATES)
+from a2a_min import (INTERRUPTED_STATES, LEGACY_METHODS, METHODS, PROTOCOL_VERSION,
+                     TERMINAL_STATES, CallContext, InvalidParamsError, InvalidRequestError,
+                     Response, _JSON, _LINK, _answer, _dumps, _error_headers, _last_event_id,
+                     _parse_json_body, _query_params, _sse_response)
 
 VERSION = "0.3.0"
 
@@ -107,6 +109,9 @@ def _kind(value, path, expected, fields):
 # -- 0.3 to 1.0 (requests) ----------------------------------------------------------
 
 def _part_in(part, path):
+    if type(part) is dict and part.get("kind") == "text" and len(part) == 2 and \
+            type(part.get("text")) is str:              # (the common case, first)
+        return {"text": part["text"]}
     part = _object(part, path)
     kind = part.get("kind") or ("text" if "text" in part else "file" if "file" in part else
                                 "data" if "data" in part else None)
@@ -140,9 +145,11 @@ def _message_in(message, path="message"):
     parts = message.get("parts")
     if not isinstance(parts, list):
         raise _bad(f"{path}.parts", "must be a list of parts")
-    out = {k: message[k] for k in _MESSAGE_FIELDS if k in message}
-    out["role"] = _ROLES[role]
-    out["parts"] = [_part_in(p, f"{path}.parts[{i}]") for i, p in enumerate(parts)]
+    out = {"role": _ROLES[role],
+           "parts": [_part_in(p, f"{path}.parts[{i}]") for i, p in enumerate(parts)]}
+    for key in _MESSAGE_FIELDS:
+        if key in message:
+            out[key] = message[key]
     return out
 
 
@@ -233,6 +240,8 @@ def from_v03(method, params):
 # -- 1.0 to 0.3 (answers) -------------------------------------------------------------
 
 def _part_out(part):
+    if "text" in part and len(part) == 1:           # (the common case, first)
+        return {"kind": "text", "text": part["text"]}
     out = {"metadata": part["metadata"]} if part.get("metadata") else {}
     if "text" in part:
         return {"kind": "text", "text": part["text"], **out}
@@ -250,7 +259,9 @@ def _part_out(part):
 def _message_out(message):
     out = {"kind": "message", "role": _ROLES_BACK.get(message.get("role"), "agent"),
            "parts": [_part_out(p) for p in message.get("parts", ())]}
-    out.update((k, message[k]) for k in _MESSAGE_FIELDS if k in message)
+    for key in _MESSAGE_FIELDS:
+        if key in message:
+            out[key] = message[key]
     return out
 
 
@@ -744,8 +755,6 @@ def speaks_rest(path, headers):
 
 def rest_response(server, verb, path, query, headers, body, base_url, peer=None, spawn=None):
     """The Response to a 0.3 HTTP+JSON request."""
-    from a2a_min import (CallContext, Response, _JSON, _LINK, _answer, _dumps, _error_headers,
-                         _last_event_id, _parse_json_body, _query_params, _sse_response)
 
     def refuse(error):
         server._note(error)
@@ -802,7 +811,6 @@ def _error_out(request_id, error, method=None):
 def jsonrpc_response(server, name, params, request_id, call):
     """The Response to a 0.3 JSON-RPC request (a2a_min's JSON-RPC binding
     calls this for a 0.3 method name, when the server speaks 0.3)."""
-    from a2a_min import Response, _JSON, _LINK, _answer, _dumps, _error_headers, _sse_response
     method = LEGACY_METHODS[name]
 
     def answer(result):
