@@ -2594,6 +2594,8 @@ class Server:
         if self.authenticate is not None:
             call.principal = self.authenticate(call)
         self.check_service_parameters(call, method)
+        if self.compat is not None and call.translated_from is None:
+            self.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
         request = parse(METHODS[method][0], params)
         tenant = request.get("tenant", "")
         if tenant:

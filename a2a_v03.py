@@ -50,7 +50,8 @@ message/send's configuration) is sent 0.3's payload, the task in 0.3 shape
 (push_payload); the store keeps which version each config was made in.
 """
 
-__all__ = ["VERSION", "jsonrpc_response", "rest_response", "speaks_rest", "push_payload", "card", "to_v03", "from_v03", "request_v03",
+__all__ = ["VERSION", "jsonrpc_response", "rest_response", "speaks_rest", "push_payload",
+           "check_v10", "card", "to_v03", "from_v03", "request_v03",
            "answer_from_v03", "event_from_v03"]
 
 import a2a_min
@@ -789,6 +790,31 @@ def rest_response(server, verb, path, query, headers, body, base_url, peer=None,
         return _answer(server.call(method, params, call), answer, refuse)
     except a2a_min.A2AError as error:
         return refuse(error)
+
+
+# -- 0.3 inside a 1.0 request -----------------------------------------------------------------
+
+def check_v10(method, params):
+    """Refuse a 1.0 SendMessage that carries 0.3's fields (a ``kind``, a 0.3
+    file part): ProtoJSON would drop them unread, and the agent would get
+    less than was meant. Server.call() asks this when the server speaks 0.3."""
+    if method not in ("SendMessage", "SendStreamingMessage"):
+        return
+    message = params.get("message")
+    if not isinstance(message, dict):
+        return
+    if "kind" in message:
+        raise InvalidParamsError(
+            "message.kind is an A2A 0.3 field; a 1.0 message has none: leave it out, or send "
+            "the 0.3 method message/send without A2A-Version", field="message.kind")
+    for i, part in enumerate(message.get("parts") or ()):
+        if isinstance(part, dict) and ("kind" in part or "file" in part):
+            field = "kind" if "kind" in part else "file"
+            raise InvalidParamsError(
+                f"message.parts[{i}].{field} is an A2A 0.3 field; a 1.0 part is "
+                '{"text": ...}, {"data": ...}, {"url": ...} or {"raw": ...}: send 1.0 parts, or '
+                "the 0.3 method message/send without A2A-Version",
+                field=f"message.parts[{i}].{field}")
 
 
 # -- push notifications ---------------------------------------------------------------------

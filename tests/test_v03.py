@@ -475,3 +475,21 @@ def test_webhooks_get_the_payload_of_the_version_they_were_registered_in():
         assert got[-1]["body"]["status"]["state"] == "canceled"
     finally:
         receiver.close()
+
+
+@pytest.mark.parametrize("message, expected", [
+    ({"kind": "message", "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]},
+     "message.kind is an A2A 0.3 field"),
+    ({"messageId": "m", "role": "ROLE_USER", "parts": [{"kind": "text", "text": "x"}]},
+     "message.parts[0].kind is an A2A 0.3 field"),
+    ({"messageId": "m", "role": "ROLE_USER", "parts": [{"file": {"uri": "https://x.invalid/"}}]},
+     "message.parts[0].file is an A2A 0.3 field"),
+])
+def test_0_3_fields_in_a_1_0_request_are_refused_with_the_fix(message, expected):
+    srv = server()
+    answer = rpc(srv, "SendMessage", {"message": message}, V1)
+    assert answer["error"]["code"] == -32602 and expected in answer["error"]["message"]
+    assert "message/send" in answer["error"]["message"]
+    status, error = rest(srv, "POST", "/message:send", {"message": message}, V1)
+    assert status == 400 and expected in error["error"]["message"]
+    assert rpc(srv, "ListTasks", {}, V1)["result"]["tasks"] == []
