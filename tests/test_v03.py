@@ -373,7 +373,7 @@ def test_golden_rest_send_get_stream_cancel():
         **proto_user("hi"), "content": [
             {"text": "hi"}, {"data": {"data": {"x": 1}}},
             {"file": {"fileWithUri": "https://files.invalid/a.png", "mimeType": "image/png"}}]},
-        "configuration": {"historyLength": 5}})
+        "configuration": {"historyLength": 5, "blocking": True}})   # (proto3: absent is false)
     task = answer["task"]
     assert status == 200 and task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert task["history"][0]["content"] == [
