@@ -51,8 +51,11 @@ meets the world:
     one), under a WSGI or ASGI server, or behind AWS Lambda;
 13. the command line demo.
 
-gRPC lives in the companion module a2a_grpc.py, so that this one stays
-dependency-free.
+What a request does not need lives in companion modules beside this one, so
+that it stays dependency-free and reads as the protocol: a2a_grpc.py (the gRPC
+binding), a2a_postgres.py (a PostgreSQL task store), a2a_client.py (the
+caller's side, and the command line's verbs) and a2a_v03.py (A2A 0.3 clients,
+by translation). Each is imported only where it is asked for.
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file of https://pypi.org/project/a2a-min-server/ and must accompany
