@@ -2,6 +2,7 @@
 and helpers behind them are in harness.py."""
 
 import itertools
+import logging
 import os
 import tempfile
 
@@ -41,6 +42,9 @@ def postgres_server():
     if not _postgres:
         _postgres.append(PostgresServer())
         atexit.register(_postgres[0].stop)
+        # At exit, before it stops (atexit: last in, first out): the stores'
+        # listeners would each say that they lost the database.
+        atexit.register(logging.disable, logging.WARNING)
     return _postgres[0]
 
 
