@@ -124,13 +124,16 @@ def main(argv=None):
                         "postgresql:// URL, for the tasks (default: $A2A_STORE, else in memory)")
     parser.add_argument("--workers", type=int, default=1, help="processes (threads server, "
                         "with --store, without --grpc-port)")
+    parser.add_argument("--compat", choices=("0.3",),
+                        help="serve A2A 0.3 clients too (a2a_v03.py): the kit, a 1.0 client, "
+                             "must see no difference")
     parser.add_argument("--strict-extension", action="store_true",
                         help="refuse every message that does not announce the required "
                              "extension (the kit's other tests then fail; see CONFORMANCE.md)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     server = make_server(required_extensions=[REQUIRED_EXTENSION] if args.strict_extension else (),
-                         store=a2a_min.open_store(args.store))
+                         store=a2a_min.open_store(args.store), compat=args.compat)
     if args.workers > 1 and (args.grpc_port is not None or args.server != "threads"):
         parser.error("--workers runs the threaded server only, without --grpc-port")
     if args.grpc_port is not None:
