@@ -146,9 +146,10 @@ def _message_in(message, path="message"):
     parts = message.get("parts")
     if not isinstance(parts, list):
         raise _bad(f"{path}.parts", "must be a list of parts")
-    out = {"role": _ROLES[role],
-           "parts": [_part_in(p, f"{path}.parts[{i}]") for i, p in enumerate(parts)]}
-    for key in _MESSAGE_FIELDS:
+    out = {"messageId": message["messageId"]} if "messageId" in message else {}
+    out["role"] = _ROLES[role]
+    out["parts"] = [_part_in(p, f"{path}.parts[{i}]") for i, p in enumerate(parts)]
+    for key in _MESSAGE_FIELDS[1:]:                 # (messageId first: as 1.0 clients send it)
         if key in message:
             out[key] = message[key]
     return out

@@ -262,8 +262,9 @@ def main():
 
 
 def compare_versions(args, hosts):
-    """0.3 message/send against 1.0 SendMessage on the same server (the same
-    process, rounds alternating): what the translation costs."""
+    """0.3 message/send against 1.0 SendMessage on the same server (one that
+    speaks both; a fresh process for each measure, rounds alternating): what
+    the translation costs."""
     scripts = {}
     for name, text in (("1.0", SEND_LUA), ("0.3", SEND_V03_LUA)):
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
@@ -277,9 +278,9 @@ def compare_versions(args, hosts):
                                             "{port}", host])
             for connections in (1, 16, 64):
                 rates = {"1.0": [], "0.3": []}
-                with peer as running:
-                    for _ in range(args.rounds):
-                        for version, script in scripts.items():
+                for _ in range(args.rounds):            # a fresh server each: the same store size
+                    for version, script in scripts.items():
+                        with peer as running:
                             wrk(running.port, connections, 1, script)          # warm up
                             rates[version].append(wrk(running.port, connections, args.seconds,
                                                       script))
