@@ -177,6 +177,10 @@ def fetch_card(url, *, timeout=DEFAULT_LIMITS["timeout"], headers=None, on_reque
                                           on_request=on_request)
         if status == 404 and attempt + 1 < len(tries):
             continue
+        if status == 404:
+            raise ClientError(f"no agent card at {card_url} (HTTP 404): check the agent's URL (the "
+                              "card is at /.well-known/agent-card.json of its base URL)",
+                              status=status)
         if status != 200:
             raise ClientError(f"{where} answered HTTP {status}, not an agent card{_snippet(body)}: "
                               "check the agent's URL (the card is at /.well-known/agent-card.json "
@@ -532,13 +536,9 @@ def _task_id(event):
     return None
 
 
-def _ends_stream(event):
-    """Whether a stream ends after this StreamResponse (section 3.1.2): a
-    message, or a task in a terminal or interrupted state."""
-    if "message" in event:
-        return True
-    state = (event.get("task") or event.get("statusUpdate") or {}).get("status", {}).get("state")
-    return state in _STREAM_ENDS
+def _event_state(event):
+    """The task state a StreamResponse reports, if any."""
+    return (event.get("task") or event.get("statusUpdate") or {}).get("status", {}).get("state")
 
 
 class Stream:
@@ -557,6 +557,11 @@ class Stream:
         self.resumed = 0
         self.ended = False
         self.retry = None          # seconds to wait before reconnecting (the server's retry:)
+        # Where it ends (section 3.1.2): a message, or a terminal state; a
+        # SendStreamingMessage stream also at an interrupted one (the turn is
+        # over), while SubscribeToTask follows the task on, into its next turn.
+        self.ends = a2a_min.TERMINAL_STATES if method == "SubscribeToTask" else _STREAM_ENDS
+        self.state = None          # the last task state seen
         self._events = None
         self._response = None
 
@@ -594,12 +599,16 @@ class Stream:
                 if self._response is not None:
                     self._response.close()
                     self._response = None
+                if self.state in _STREAM_ENDS:      # the server ended it where a stream may end
+                    self.ended = True
+                    raise StopIteration from None
                 self._reconnect(cut)
                 continue
             if event_id is not None:
                 self.last_event_id = event_id
             self.task_id = self.task_id or _task_id(data)
-            if _ends_stream(data):
+            self.state = _event_state(data) or self.state
+            if "message" in data or self.state in self.ends:
                 self.close()
             return data
 
@@ -1115,6 +1124,18 @@ def _show_card(card, out):
         print("  security: " + ", ".join(card["securitySchemes"]), file=out)
 
 
+def _seconds(text):
+    """A --timeout: a number of seconds above 0."""
+    import argparse
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 (say 30)")
+    return value
+
+
 def _parser():
     import argparse
     common = argparse.ArgumentParser(add_help=False)
@@ -1125,7 +1146,7 @@ def _parser():
     common.add_argument("--tenant", help="the tenant to address (default: the interface's)")
     common.add_argument("--binding", choices=("jsonrpc", "http+json", "grpc"), type=str.lower,
                         help="the binding to use (default: the card's first that works)")
-    common.add_argument("--timeout", type=float, default=DEFAULT_LIMITS["timeout"],
+    common.add_argument("--timeout", type=_seconds, default=DEFAULT_LIMITS["timeout"],
                         metavar="SECONDS", help="to connect, and between two bytes of an "
                                                 "answer (default %(default)s)")
     common.add_argument("--extension", action="append", default=[], metavar="URI",

@@ -7779,6 +7779,10 @@ def main(argv=None):
                      "companion module a2a_client.py; it is not beside a2a_min.py here: copy "
                      "it next to this file (or pip install a2a-min-server)")
         sys.exit(a2a_client.main(argv))
+    elif argv and not argv[0].startswith("-"):
+        sys.exit(f"a2a_min: unknown verb {argv[0]!r}; the verbs are serve (the default: run "
+                 f"the demo server) and {', '.join(_CLIENT_VERBS)} (call an agent: "
+                 "python a2a_min.py send --help)")
     parser = argparse.ArgumentParser(
         prog="a2a_min", description="Serve a demo A2A 1.0 agent (serve is the default verb).",
         epilog="Call an agent: a2a_min {card,send,get,list,cancel,watch,push} URL ... "
@@ -7823,6 +7827,8 @@ def main(argv=None):
         host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
         base = f"http://{host}:{port}"
         kept = f"tasks in {args.store}" if args.store else "tasks in memory"
+        if args.compat:
+            kept += f"; A2A {args.compat} clients too"
         if args.workers > 1:
             kept += f", {args.workers} worker processes"
         print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/ "

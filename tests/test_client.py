@@ -659,3 +659,45 @@ def test_the_installed_console_command(live_agent):
     done = subprocess.run([command, "card", live_agent.url], capture_output=True, text=True,
                           timeout=30)
     assert done.returncode == 0 and done.stdout.startswith("Test agent")
+
+
+def test_watching_a_task_that_waits_for_input_follows_it_until_it_ends():
+    """SubscribeToTask begins with the task as it is; one waiting for input is
+    followed on (into its next turn, or its cancel), not ended there."""
+    live = Live(agent_server())
+    try:
+        with a2a_client.Client(live.url) as client:
+            waiting = client.send("wait")["task"]
+            follow = client.subscribe(waiting["id"])
+            assert next(follow)["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+            threading.Timer(0.5, client.cancel_task, (waiting["id"],)).start()
+            assert states(list(follow))[-1] == "TASK_STATE_CANCELED"
+        watcher = subprocess.Popen([sys.executable, "a2a_min.py", "watch", live.url,
+                                    client.send("wait")["task"]["id"]], cwd=ROOT,
+                                   stdout=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        assert watcher.poll() is None                     # still following
+        task_id = json.loads(cli("list", live.url, "--json").stdout)["tasks"][0]["id"]
+        cli("cancel", live.url, task_id)
+        lines = watcher.communicate(timeout=30)[0].splitlines()
+        assert "INPUT_REQUIRED" in lines[0] and lines[-1].endswith("status CANCELED")
+    finally:
+        live.close()
+
+
+def test_command_line_mistakes_are_named():
+    for args, expected in [
+            (("send", "http://127.0.0.1:1", "hi", "--timeout", "0"), "not a number of seconds"),
+            (("send", "http://127.0.0.1:1", "hi", "--timeout", "-1"), "not a number of seconds"),
+            (("sned", "http://127.0.0.1:1", "hi"), "unknown verb 'sned'; the verbs are serve")]:
+        done = cli(*args)
+        assert done.returncode == 2 or done.returncode == 1, done
+        assert expected in done.stderr and "Traceback" not in done.stderr, done.stderr
+    live = Live(agent_server())
+    try:
+        done = cli("card", live.url + "/a2a")
+        assert done.returncode == 1
+        assert f"no agent card at {live.url}/a2a/.well-known/agent-card.json (HTTP 404)" in \
+            done.stderr, done.stderr
+    finally:
+        live.close()
