@@ -44,7 +44,7 @@ def postgres_server():
         atexit.register(_postgres[0].stop)
         # At exit, before it stops (atexit: last in, first out): the stores'
         # listeners would each say that they lost the database.
-        atexit.register(logging.disable, logging.WARNING)
+        atexit.register(logging.disable, logging.CRITICAL)
     return _postgres[0]
 
 
