@@ -267,31 +267,54 @@ def _message_out(message):
     return out
 
 
-def _status_out(status):
-    out = {"state": _STATES_BACK.get(status.get("state"), "unknown")}
+# A status, an artifact and a task have the same structure in each 0.3
+# dialect (JSON-RPC's, and the 0.3 proto's JSON on HTTP+JSON): only their
+# messages, parts and state spellings differ, which the callers pass in.
+
+def _status_in_dialect(status, message_out, state_out):
+    out = {"state": state_out(status.get("state"))}
     if status.get("message"):
-        out["message"] = _message_out(status["message"])
+        out["message"] = message_out(status["message"])
     if status.get("timestamp"):
         out["timestamp"] = status["timestamp"]
     return out
 
 
-def _artifact_out(artifact):
+def _artifact_in_dialect(artifact, part_out):
     out = {k: artifact[k] for k in _ARTIFACT_FIELDS if k in artifact}
-    out["parts"] = [_part_out(p) for p in artifact.get("parts", ())]
+    out["parts"] = [part_out(p) for p in artifact.get("parts", ())]
     return out
 
 
-def _task_out(task):
-    out = {"kind": "task", "id": task["id"], "contextId": task.get("contextId", ""),
-           "status": _status_out(task.get("status", {}))}
+def _task_in_dialect(task, head, message_out, part_out, state_out):
+    out = {**head, "id": task["id"], "contextId": task.get("contextId", ""),
+           "status": _status_in_dialect(task.get("status", {}), message_out, state_out)}
     if "artifacts" in task:
-        out["artifacts"] = [_artifact_out(a) for a in task["artifacts"]]
+        out["artifacts"] = [_artifact_in_dialect(a, part_out) for a in task["artifacts"]]
     if "history" in task:
-        out["history"] = [_message_out(m) for m in task["history"]]
+        out["history"] = [message_out(m) for m in task["history"]]
     if task.get("metadata"):
         out["metadata"] = task["metadata"]
     return out
+
+
+def _state_out(state):
+    return _STATES_BACK.get(state, "unknown")
+
+
+def _status_out(status):
+    return _status_in_dialect(status, _message_out, _state_out)
+
+
+def _artifact_out(artifact):
+    return _artifact_in_dialect(artifact, _part_out)
+
+
+_TASK_HEAD = {"kind": "task"}
+
+
+def _task_out(task):
+    return _task_in_dialect(task, _TASK_HEAD, _message_out, _part_out, _state_out)
 
 
 def _event_out(event):
@@ -616,31 +639,20 @@ def _proto_message_out(message):
     return out
 
 
+def _proto_state_out(state):
+    return _PROTO_STATES_BACK.get(state, state)
+
+
 def _proto_status_out(status):
-    out = {"state": _PROTO_STATES_BACK.get(status.get("state"), status.get("state"))}
-    if status.get("message"):
-        out["message"] = _proto_message_out(status["message"])
-    if status.get("timestamp"):
-        out["timestamp"] = status["timestamp"]
-    return out
+    return _status_in_dialect(status, _proto_message_out, _proto_state_out)
 
 
 def _proto_artifact_out(artifact):
-    out = {k: artifact[k] for k in _ARTIFACT_FIELDS if k in artifact}
-    out["parts"] = [_proto_part_out(p) for p in artifact.get("parts", ())]
-    return out
+    return _artifact_in_dialect(artifact, _proto_part_out)
 
 
 def _proto_task_out(task):
-    out = {"id": task["id"], "contextId": task.get("contextId", ""),
-           "status": _proto_status_out(task.get("status", {}))}
-    if "artifacts" in task:
-        out["artifacts"] = [_proto_artifact_out(a) for a in task["artifacts"]]
-    if "history" in task:
-        out["history"] = [_proto_message_out(m) for m in task["history"]]
-    if task.get("metadata"):
-        out["metadata"] = task["metadata"]
-    return out
+    return _task_in_dialect(task, {}, _proto_message_out, _proto_part_out, _proto_state_out)
 
 
 def _proto_event_out(event):
