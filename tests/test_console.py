@@ -1,0 +1,315 @@
+"""The agent console (GET / in a browser): what the page is, in process, and
+what a person does with it, in a real browser (Debian's Chromium, driven by
+Selenium through Debian's chromedriver) against a real threaded server.
+
+The browser tests are named test_browser_* (CI runs them once: -k browser_).
+Screenshots of them go to test-artifacts/ (or $A2A_ARTIFACTS)."""
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from harness import ROOT, Live, need
+import a2a_min
+
+HTML = {"accept": "text/html,application/xhtml+xml"}
+
+
+def page_of(server, headers=HTML):
+    return server.handle_http("GET", "/", {}, headers, b"", "http://127.0.0.1:8000")
+
+
+def boot_of(body):
+    found = re.search(rb'<script type="application/json" id="boot">(.*?)</script>', body, re.S)
+    return json.loads(found.group(1))
+
+
+# -- the page, in process ---------------------------------------------------------------
+
+def test_a_browser_gets_the_console_and_curl_the_plain_help():
+    server = a2a_min.demo_server()
+    page = page_of(server)
+    assert page.status == 200
+    assert dict(page.headers)["Content-Type"] == "text/html; charset=utf-8"
+    assert b"<textarea" in page.body and boot_of(page.body)["card"]["name"] == "a2a_min echo"
+    for headers in ({}, {"accept": "*/*"}, {"accept": "text/plain"}):
+        plain = page_of(server, headers)
+        assert dict(plain.headers)["Content-Type"] == "text/plain; charset=utf-8"
+        assert b"curl -s" in plain.body and b"<" not in plain.body
+    assert ("Vary", "Accept") in page.headers and ("Vary", "Accept") in plain.headers
+
+
+def test_console_false_gives_browsers_the_plain_help_too():
+    page = page_of(a2a_min.demo_server(console=False))
+    assert dict(page.headers)["Content-Type"] == "text/plain; charset=utf-8"
+    assert page.body.startswith(b"a2a_min echo: an A2A 1.0 agent")
+
+
+def test_the_policy_admits_exactly_the_inline_style_and_script():
+    page = page_of(a2a_min.demo_server())
+    policy = dict(page.headers)["Content-Security-Policy"]
+    assert "default-src 'none'" in policy and "connect-src 'self'" in policy
+    assert "frame-ancestors 'none'" in policy
+    body = page.body.decode()
+    scripts = re.findall(r"<script>(.*?)</script>", body, re.S)
+    styles = re.findall(r"<style>(.*?)</style>", body, re.S)
+    assert len(scripts) == 1 and len(styles) == 1
+    for text, directive in ((scripts[0], "script-src"), (styles[0], "style-src")):
+        digest = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+        assert f"{directive} 'sha256-{digest}'" in policy
+    # Nothing from elsewhere: no external scripts, styles, images or fonts.
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", body)
+    assert " style=" not in body and "innerHTML" not in body
+
+
+def test_the_data_block_cannot_close_its_script():
+    server = a2a_min.Server(lambda text: text, name="</script><script>alert(1)</script>")
+    body = page_of(server).body
+    assert body.count(b"</script>") == 2              # the data block's and the script's own
+    assert boot_of(body)["card"]["name"] == "</script><script>alert(1)</script>"
+
+
+def test_the_counters_are_shown_only_without_authentication():
+    open_boot = boot_of(page_of(a2a_min.demo_server()).body)
+    assert open_boot["stats"]["live_tasks"] == 0 and "by_caller" not in open_boot["stats"]["push"]
+    guarded = a2a_min.demo_server(authenticate=a2a_min.BearerAuth({"s3cret": "alice"}))
+    boot = boot_of(page_of(guarded).body)
+    assert boot["stats"] is None and "authentication" in boot["statsWhy"]
+    assert "securitySchemes" in boot["card"]
+
+
+def test_the_console_changes_no_answer_a_client_gets():
+    server = a2a_min.demo_server()
+    for path in ("/.well-known/agent-card.json", "/tasks"):
+        headers = {"a2a-version": "1.0"}
+        plain = server.handle_http("GET", path, {}, headers, b"", "http://127.0.0.1:8000")
+        html = server.handle_http("GET", path, {}, {**headers, **HTML}, b"", "http://127.0.0.1:8000")
+        assert plain.status == html.status == 200
+        assert json.loads(plain.body) == json.loads(html.body)
+
+
+# -- a person with a browser -------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+ARTIFACTS = os.environ.get("A2A_ARTIFACTS") or os.path.join(ROOT, "test-artifacts")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    need(CHROMIUM, "the browser tests need Debian's chromium (apt-get install chromium)")
+    need(CHROMEDRIVER, "the browser tests need Debian's chromedriver "
+                       "(apt-get install chromium-driver)")
+    need("selenium", "the browser tests need selenium (the test extra)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                 "--no-first-run", "--disable-extensions", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--metrics-recording-only",
+                 "--disable-default-apps", "--window-size=1280,900"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(20)
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def demo():
+    running = Live(a2a_min.demo_server(), timeout=5)
+    yield running
+    running.close()
+
+
+def wait_for(driver, condition, what, timeout=10):
+    from selenium.webdriver.support.ui import WebDriverWait
+    return WebDriverWait(driver, timeout).until(lambda d: condition(d), message=what)
+
+
+def text_of(driver, element_id):
+    return driver.find_element("id", element_id).text
+
+
+def at_width(driver, width):
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
+
+
+def open_console(driver, live, width=1280):
+    at_width(driver, width)
+    driver.get(live.url + "/")
+    wait_for(driver, lambda d: text_of(d, "name") and "curl" in text_of(d, "send-curl"),
+             "the page showed the card and the send's curl line")
+    driver.get_log("browser")                          # (start from a clean log)
+
+
+def problems_logged(driver):
+    """What the page logged as errors: CSP violations, script errors."""
+    return [entry["message"] for entry in driver.get_log("browser")
+            if entry["level"] in ("SEVERE", "ERROR")]
+
+
+def send(driver, text):
+    box = driver.find_element("id", "text")
+    box.clear()
+    box.send_keys(text)
+    driver.find_element("id", "send").click()
+
+
+def test_browser_send_see_the_events_with_ids_and_the_task_completed(browser, demo):
+    open_console(browser, demo)
+    assert text_of(browser, "name") == "a2a_min echo"
+    assert "Echo" in text_of(browser, "skills") and "streaming: yes" in text_of(browser, "capabilities")
+    send(browser, "hello console")
+    wait_for(browser, lambda d: "COMPLETED" in text_of(d, "task"), "the task reached COMPLETED")
+    events = text_of(browser, "events")
+    assert re.search(r"^\[0\] task \S+ SUBMITTED", events, re.M), events
+    assert re.search(r"^\[\d+\] status WORKING", events, re.M), events
+    assert re.search(r"^\[\d+\] artifact \S+: You$", events, re.M), events   # (in chunks)
+    assert re.search(r"^\[\d+\] artifact \S+ \(appended\): console$", events, re.M), events
+    assert re.search(r"^\[\d+\] status COMPLETED", events, re.M), events
+    task = text_of(browser, "task")
+    assert "You said: hello console" in task and "user: hello console" in task
+    assert "null" not in task and "undefined" not in task
+    curl = text_of(browser, "send-curl")
+    assert curl.startswith(f"curl -sN '{demo.url}/'") and "SendStreamingMessage" in curl
+    # The task is the list's first, and the server has it.
+    first = browser.find_element("css selector", "#tasks button")
+    assert "COMPLETED" in first.text
+    task_id = first.get_attribute("data-task")
+    assert demo.rpc("GetTask", {"id": task_id})["result"]["status"]["state"] == \
+        "TASK_STATE_COMPLETED"
+    assert problems_logged(browser) == []
+    browser.save_screenshot(os.path.join(ARTIFACTS, "console-1280-sent.png"))
+
+
+def test_browser_open_a_task_from_the_list(browser, demo):
+    ids = [demo.rpc("SendMessage", {"message": {"messageId": f"m{i}", "role": "ROLE_USER",
+                                                 "parts": [{"text": f"number {i}"}]}}
+                    )["result"]["task"]["id"] for i in range(3)]
+    open_console(browser, demo)
+    wait_for(browser, lambda d: len(d.find_elements("css selector", "#tasks button")) == 3,
+             "the list showed the three tasks")
+    rows = browser.find_elements("css selector", "#tasks button")
+    assert [r.get_attribute("data-task") for r in rows] == ids[::-1]      # newest first
+    rows[2].click()
+    wait_for(browser, lambda d: ids[0] in text_of(d, "task"), "the oldest task opened")
+    assert "You said: number 0" in text_of(browser, "task")
+    assert '"GetTask"' in text_of(browser, "task-curl")
+    assert problems_logged(browser) == []
+
+
+def test_browser_cancel_a_waiting_task_and_reply_to_another(browser, demo):
+    open_console(browser, demo)
+    send(browser, "wait")
+    wait_for(browser, lambda d: "INPUT_REQUIRED" in text_of(d, "task"), "the task asked for input")
+    task_id = browser.find_element("css selector", "#tasks button").get_attribute("data-task")
+    browser.find_element("id", "cancel").click()
+    wait_for(browser, lambda d: "CANCELED" in text_of(d, "task"), "the task was canceled")
+    assert '"CancelTask"' in text_of(browser, "task-curl")
+    assert demo.rpc("GetTask", {"id": task_id})["result"]["status"]["state"] == \
+        "TASK_STATE_CANCELED"
+    assert not browser.find_element("id", "cancel").is_enabled()
+    # Another one waits; "Reply to this task" continues it.
+    send(browser, "wait")
+    wait_for(browser, lambda d: d.find_elements("id", "reply"), "the task offered a reply")
+    browser.find_element("id", "reply").click()
+    send(browser, "the rest")
+    wait_for(browser, lambda d: "COMPLETED" in text_of(d, "task"), "the reply completed it")
+    assert "You said: the rest" in text_of(browser, "task")
+    assert problems_logged(browser) == []
+
+
+def test_browser_subscribe_follows_a_waiting_task_into_its_next_turn(browser, demo):
+    open_console(browser, demo)
+    send(browser, "wait")
+    wait_for(browser, lambda d: d.find_elements("id", "subscribe"), "the task opened")
+    task_id = browser.find_element("css selector", "#tasks button").get_attribute("data-task")
+    browser.find_element("id", "subscribe").click()
+    wait_for(browser, lambda d: "INPUT_REQUIRED" in text_of(d, "task-events"),
+             "the subscription showed the task")
+    assert "tasks/" not in text_of(browser, "task-curl")      # (JSON-RPC: one path)
+    assert '"SubscribeToTask"' in text_of(browser, "task-curl")
+    demo.rpc("SendMessage", {"message": {"messageId": "more", "role": "ROLE_USER",
+                                         "taskId": task_id, "parts": [{"text": "go on"}]}})
+    wait_for(browser, lambda d: "COMPLETED" in text_of(d, "task-events"),
+             "the subscription followed the next turn to its end")
+    followed = text_of(browser, "task-events")
+    assert re.search(r"^\[\d+\] task \S+ INPUT_REQUIRED", followed, re.M), followed
+    assert re.search(r"^\[\d+\] artifact \S+ \(appended\): on$", followed, re.M), followed
+
+
+def test_browser_the_http_json_binding_and_the_keyboard(browser, demo):
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+    open_console(browser, demo)
+    Select(browser.find_element("id", "binding")).select_by_value("HTTP+JSON")
+    box = browser.find_element("id", "text")
+    box.send_keys("over rest")
+    assert f"curl -sN '{demo.url}/message:stream'" in text_of(browser, "send-curl")
+    box.send_keys(Keys.CONTROL, Keys.ENTER)                # (Ctrl+Enter sends)
+    wait_for(browser, lambda d: "COMPLETED" in text_of(d, "task"), "the task completed over REST")
+    assert f"curl -s '{demo.url}/tasks/" in text_of(browser, "task-curl")
+    assert f"curl -s '{demo.url}/tasks?pageSize=20'" in text_of(browser, "list-curl")
+    assert "You said: over rest" in text_of(browser, "task")
+    # Every control is reachable with Tab.
+    reached = set()
+    body = browser.find_element("tag name", "body")
+    body.click()
+    for _ in range(40):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        reached.add(browser.switch_to.active_element.get_attribute("id"))
+    assert {"binding", "text", "continue", "send", "refresh"} <= reached
+    assert problems_logged(browser) == []
+
+
+def test_browser_a_token_when_the_card_asks_for_one(browser):
+    server = a2a_min.demo_server(authenticate=a2a_min.BearerAuth({"s3cret": "alice"}))
+    live = Live(server, timeout=5)
+    try:
+        at_width(browser, 1280)
+        browser.get(live.url + "/")
+        wait_for(browser, lambda d: d.find_element("id", "token").is_displayed(),
+                 "the page asked for a token")
+        wait_for(browser, lambda d: "-32" in text_of(d, "list-error") or "401" in
+                 text_of(d, "list-error") or "uthentic" in text_of(d, "list-error"),
+                 "listing without a token said why it failed")
+        send(browser, "no token")
+        wait_for(browser, lambda d: text_of(d, "send-error"), "sending without a token failed")
+        browser.find_element("id", "token").send_keys("s3cret")
+        assert '-H "Authorization: Bearer $A2A_TOKEN"' in text_of(browser, "send-curl")
+        assert "s3cret" not in text_of(browser, "send-curl")
+        send(browser, "with token")
+        wait_for(browser, lambda d: "COMPLETED" in text_of(d, "task"), "the token was accepted")
+        assert "Hidden" in text_of(browser, "stats")
+    finally:
+        live.close()
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+def test_browser_nothing_is_cut_off_at_phone_and_desktop_widths(browser, demo, width):
+    demo.rpc("SendMessage", {"message": {"messageId": "long", "role": "ROLE_USER", "parts": [
+        {"text": "a-long-unbroken-word-" * 12}]}})
+    open_console(browser, demo, width)
+    send(browser, "wait")
+    wait_for(browser, lambda d: "INPUT_REQUIRED" in text_of(d, "task"), "the task opened")
+    overflow = browser.execute_script("""
+        const doc = document.documentElement;
+        const wide = [...document.querySelectorAll("body *")].filter(
+            (e) => e.getBoundingClientRect().right > doc.clientWidth + 1
+                   || e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== "visible")
+            .map((e) => e.tagName + "#" + e.id + "." + e.className);
+        return {page: doc.scrollWidth, view: doc.clientWidth, wide: wide};""")
+    browser.save_screenshot(os.path.join(ARTIFACTS, f"console-{width}.png"))
+    assert overflow["page"] <= overflow["view"], overflow
+    assert overflow["wide"] == [], overflow
+    assert problems_logged(browser) == []
