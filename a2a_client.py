@@ -309,7 +309,7 @@ def _choose(card, card_url, bindings, interfaces):
     elif wanted:
         hint = f"none is {' or '.join(wanted)}: pick another binding (--binding)"
     elif "GRPC" in offered.upper() and _grpc() is None:
-        hint = "gRPC needs the companion a2a_grpc (pip install 'a2a-min-server[grpc]')"
+        hint = "gRPC needs the companion a2a_grpc (in a checkout: pip install '.[grpc]'; or copy a2a_grpc.py and pip install grpcio protobuf googleapis-common-protos)"
     else:
         hint = f"this client speaks {', '.join(sorted(speaks))} at A2A {PROTOCOL_VERSION}"
     raise ClientError(f"no interface of this agent card can be used (it offers {offered}): {hint}")

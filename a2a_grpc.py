@@ -3,7 +3,7 @@
 The optional companion of a2a_min.py. It serves the same Server (the same
 agent, the same task store, the same behaviour) over gRPC, beside the JSON-RPC
 and HTTP+JSON bindings. It needs grpcio, protobuf and googleapis-common-protos
-(pip install 'a2a-min-server[grpc]'), and the generated a2a_min_pb2.py.
+(in a checkout: pip install '.[grpc]'), and the generated a2a_min_pb2.py.
 
 Quick start::
 
@@ -42,11 +42,19 @@ __all__ = ["A2AServiceServicer", "TooManyStreamsError", "create_server", "serve"
            "SERVICE_NAME", "GrpcChannel"]
 
 
+import errno
+import sys
 import threading
 
-import grpc
-from google.protobuf import any_pb2, empty_pb2, json_format
-from google.rpc import error_details_pb2, status_pb2  # noqa: F401 - registers ErrorInfo, BadRequest
+try:
+    import grpc
+    from google.protobuf import any_pb2, empty_pb2, json_format
+    from google.rpc import error_details_pb2, status_pb2  # noqa: F401 - registers ErrorInfo, BadRequest
+except ImportError as missing:
+    raise ImportError(
+        f"a2a_grpc needs the gRPC extra ({missing}): in a checkout, pip install '.[grpc]'; "
+        "beside a copied file, pip install grpcio protobuf "
+        "googleapis-common-protos", name=missing.name) from missing
 
 import a2a_min
 import a2a_min_pb2 as pb
@@ -444,7 +452,14 @@ def main(argv=None):
         print(f"a2a_min {a2a_min.__version__}: JSON-RPC and HTTP+JSON on http://{host}:{port}/, "
               f"gRPC on {host}:{grpc_port}", flush=True)
 
-    serve(server, args.host, args.port, args.grpc_port, on_ready=ready)
+    try:
+        serve(server, args.host, args.port, args.grpc_port, on_ready=ready)
+    except (OSError, RuntimeError) as error:
+        if isinstance(error, OSError) and error.errno not in (
+                errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+            raise
+        sys.exit(f"a2a_grpc: cannot listen on {args.host}:{args.port} (HTTP) or "
+                 f"{args.grpc_port} (gRPC): {error}; pick others with --port N --grpc-port M")
 
 
 if __name__ == "__main__":

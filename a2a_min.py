@@ -62,8 +62,8 @@ caller's side, and the command line's verbs) and a2a_v03.py (A2A 0.3 clients,
 by translation). Each is imported only where it is asked for.
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
-LICENSE file of https://pypi.org/project/a2a-min-server/ and must accompany
-copies of this file.
+LICENSE file beside it in its repository and must accompany copies of
+this file.
 """
 
 __all__ = [
@@ -2410,6 +2410,9 @@ class Server:
                             route a single path (e.g. "/invocations"): POST is
                             JSON-RPC, GET is the card (also at
                             <path>/.well-known/agent-card.json); no HTTP+JSON
+      access_log            log every request, a line each, to the logger
+                            "a2a_min.access" at INFO: the client, method and
+                            path, status, body bytes and milliseconds (False)
       console               answer a browser at the JSON-RPC path with the
                             agent console, an HTML page that sends, lists,
                             follows and cancels tasks (True; False: the
@@ -2424,7 +2427,7 @@ class Server:
                  input_modes=("text/plain",), output_modes=("text/plain",),
                  authenticate=None, push_notifications=False, push_allow=(),
                  push_tls_context=None, single_path=None, trust_forwarded=False, compat=None,
-                 console=True, **limits):
+                 console=True, access_log=False, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
@@ -2468,6 +2471,7 @@ class Server:
         self._unrecorded = {}               # task id -> owner: turns whose end the store missed
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
         self.console = console              # the browser page at GET / (section 15)
+        self.access_log = access_log
         self._watch = None                  # the _StoreWatch of a shared store, in this process
         self._offloader = None              # threads for store calls of event-loop hosts
         import weakref
@@ -2515,7 +2519,12 @@ class Server:
         A host on an event loop passes ``spawn`` (see CallContext and
         "Running on an event loop"): nothing here then waits, and an answer
         still being worked on comes as ``Response.pending``."""
-        return _handle_http(self, method, path, query, headers, body, base_url, peer, spawn)
+        if not self.access_log:
+            return _handle_http(self, method, path, query, headers, body, base_url, peer, spawn)
+        started = time.perf_counter()
+        response = _handle_http(self, method, path, query, headers, body, base_url, peer, spawn)
+        return _logged(response, f"{peer or '-'} \"{method} {path}{'?' if query else ''}"
+                                 f"{query}\"", started)
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape: a JSON-RPC error
@@ -3709,12 +3718,29 @@ class Response:
 _JSON = "application/json"
 _CARD_PATH = "/.well-known/agent-card.json"
 _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json"')
-_HTTP_REASONS = {200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request",
-                 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
-                 411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
-                 414: "URI Too Long", 429: "Too Many Requests",
-                 431: "Request Header Fields Too Large", 500: "Internal Server Error",
-                 501: "Not Implemented", 503: "Service Unavailable"}
+# The reason phrase of every registered status (RFC 9110 section 15, and the
+# RFCs it names), as a literal: the standard library's http.HTTPStatus costs
+# a millisecond to import.
+_HTTP_REASONS = {100: "Continue", 101: "Switching Protocols", 102: "Processing",
+    103: "Early Hints", 200: "OK", 201: "Created", 202: "Accepted",
+    203: "Non-Authoritative Information", 204: "No Content", 205: "Reset Content",
+    206: "Partial Content", 207: "Multi-Status", 208: "Already Reported", 226: "IM Used",
+    300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other",
+    304: "Not Modified", 305: "Use Proxy", 307: "Temporary Redirect",
+    308: "Permanent Redirect", 400: "Bad Request", 401: "Unauthorized",
+    402: "Payment Required", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+    406: "Not Acceptable", 407: "Proxy Authentication Required", 408: "Request Timeout",
+    409: "Conflict", 410: "Gone", 411: "Length Required", 412: "Precondition Failed",
+    413: "Content Too Large", 414: "URI Too Long", 415: "Unsupported Media Type",
+    416: "Range Not Satisfiable", 417: "Expectation Failed", 418: "I'm a Teapot",
+    421: "Misdirected Request", 422: "Unprocessable Content", 423: "Locked",
+    424: "Failed Dependency", 425: "Too Early", 426: "Upgrade Required",
+    428: "Precondition Required", 429: "Too Many Requests",
+    431: "Request Header Fields Too Large", 451: "Unavailable For Legal Reasons",
+    500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
+    503: "Service Unavailable", 504: "Gateway Timeout", 505: "HTTP Version Not Supported",
+    506: "Variant Also Negotiates", 507: "Insufficient Storage", 508: "Loop Detected",
+    510: "Not Extended", 511: "Network Authentication Required"}
 
 
 def _dumps(obj):
@@ -3734,15 +3760,21 @@ def _dumps(obj):
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
+def _json_body(obj):
+    """A JSON value as a response body: compact JSON and a newline, so that
+    a shell prompt after curl starts on a line of its own."""
+    return _dumps(obj) + b"\n"
+
+
 def _jsonrpc_result(request_id, result):
-    """The JSON-RPC Response object of a result, as bytes. A task the store
+    """The JSON-RPC Response object of a result, as a body. A task the store
     gave with its JSON (a _StoredTask: see "Speed helpers") is spliced in as
     it is, not encoded again."""
     encoded = _encoded_result(result)
     if encoded is not None:
         rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
-        return b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}"
-    return _dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+        return b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n"
+    return _json_body({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 def _jsonrpc_error(request_id, error):
@@ -3799,6 +3831,16 @@ def _handle_http(server, method, path, query, headers, body, base_url, peer=None
         if server.compat is not None and server.compat.speaks_rest(path, headers):   # A2A 0.3
             return server.compat.rest_response(server, method, path, query, headers, body,
                                                base_url, peer, spawn)
+        if path[:4] in ("/v1/", "/v1") and not headers.get("a2a-version") and \
+                server.assume_version is None and "A2A-Version=" not in query:
+            # The commonest 0.3 leftover: its routes began /v1, 1.0's do not
+            # (and a 1.0 client's /v1/... is the tenant "v1", section 11.3).
+            return server.error_response(path, 400, VersionNotSupportedError(
+                f"{path} is an A2A 0.3 route (and a request without A2A-Version speaks 0.3); in "
+                f"A2A {PROTOCOL_VERSION} the routes have no /v1 prefix (POST /message:send, "
+                f"GET /tasks/{{id}}) and need -H 'A2A-Version: {PROTOCOL_VERSION}'. To serve "
+                "0.3 clients too: Server(compat='0.3'), --compat 0.3. (With the header, "
+                "/v1/... is the tenant \"v1\".)", metadata={"supportedVersions": PROTOCOL_VERSION}))
         return _rest_response(server, method, path, query, headers, body, base_url, peer, spawn)
     except _MethodNotAllowed as exc:
         resp = server.error_response(path, 405, UnsupportedOperationError(
@@ -3812,6 +3854,23 @@ def _handle_http(server, method, path, query, headers, body, base_url, peer=None
 
 class _MethodNotAllowed(Exception):
     pass
+
+
+def _logged(response, request, started):
+    """Server(access_log=True): log ``response`` to ``request`` once its
+    status is known (an answer an event loop finishes later, when it is)."""
+    if response.pending is not None:
+        render = response.render
+
+        def logged_render(pending):
+            return _logged(render(pending), request, started)
+        response.render = logged_render
+        return response
+    size = "-" if response.stream is not None else len(response.body)
+    _log().getChild("access").info(
+        "%s %d %s %.1fms%s", request, response.status, size,
+        (time.perf_counter() - started) * 1000, " (a stream)" if response.stream else "")
+    return response
 
 
 def _single_path_response(server, method, path, query, headers, body, base_url, peer, spawn):
@@ -3840,7 +3899,7 @@ def _compat(version):
         import a2a_v03
     except ImportError:
         raise RuntimeError("compat='0.3' needs the companion module a2a_v03.py beside "
-                           "a2a_min.py (pip install a2a-min-server has it)") from None
+                           "a2a_min.py (a checkout has it)") from None
     return a2a_v03
 
 
@@ -3864,7 +3923,7 @@ def _jsonrpc_response(server, query, headers, body, base_url, peer=None, spawn=N
         status = error.http_status if isinstance(
             error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
         return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
-                        _dumps(_jsonrpc_error(request_id, error)))
+                        _json_body(_jsonrpc_error(request_id, error)))
 
     try:
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
@@ -3920,7 +3979,7 @@ def _jsonrpc_response(server, query, headers, body, base_url, peer=None, spawn=N
         return refuse(error)
     except Exception:
         _log().exception("unexpected error in a JSON-RPC call")
-        return Response(200, [("Content-Type", _JSON), _LINK], _dumps(_jsonrpc_error(
+        return Response(200, [("Content-Type", _JSON), _LINK], _json_body(_jsonrpc_error(
             request_id, InternalError("internal error; see the server log"))))
 
 
@@ -3932,7 +3991,7 @@ def _error_response(server, path, status, error, media_type=None):
     else:
         body = _status_error(error, status)
     return Response(status, [("Content-Type", media_type or _JSON), _LINK,
-                             *_error_headers(error)], _dumps(body))
+                             *_error_headers(error)], _json_body(body))
 
 
 def _refuse_cross_site(server):
@@ -4240,8 +4299,7 @@ def _rest_response(server, verb, path, query, headers, body, base_url, peer=None
         def answer(result):
             if not METHODS[method][2]:
                 body = _encoded_result(result)
-                if body is None:
-                    body = _dumps(result)
+                body = _json_body(result) if body is None else body + b"\n"
                 return Response(200, [("Content-Type", media), _LINK], body)
             return _sse_response(result, lambda event: event, _status_error)
         return _answer(server.call(method, params, call), answer, refuse)
@@ -4278,7 +4336,7 @@ def _card_response(server, headers, base_url):
     cached = server._card_cache
     if cached is None or cached[0] != key:
         card = server.agent_card(base_url)
-        body = _dumps(card if server.compat is None else server.compat.card(card))
+        body = _json_body(card if server.compat is None else server.compat.card(card))
         # A strong validator: it changes whenever a byte of the card does.
         etag = '"%08x-%x"' % (binascii.crc32(body), len(body))
         modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server._started))
@@ -5997,8 +6055,9 @@ def open_store(location=None, **limits):
             import a2a_postgres
         except ImportError as error:
             raise RuntimeError(f"a postgresql:// store needs the companion module a2a_postgres "
-                               f"and psycopg 3 ({error}): pip install "
-                               "'a2a-min-server[postgres]'") from None
+                               f"and psycopg 3 ({error}): in a checkout, pip install "
+                               "'.[postgres]'; beside a copied file, pip install "
+                               "'psycopg[binary]'") from None
         return a2a_postgres.PostgresStore(location, **limits)
     if ":" in location and len(scheme) > 1 and scheme != "sqlite":
         raise ValueError(f"{scheme}: URLs are not a store this a2a_min has: it keeps tasks in "
@@ -7094,18 +7153,26 @@ def _threaded_server(server, max_connections, date):
 def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1):
     """Serve ``server`` on the threaded server until SIGTERM or Ctrl-C, then
     stop gracefully within ``grace`` seconds (HTTPServer.drain). ``workers``:
-    processes sharing the listening socket (see _serve_workers)."""
+    processes sharing the listening socket (see _serve_workers).
+    ``on_ready(httpd)`` is called once listening (by default, a line saying
+    where)."""
     if workers > 1 and not server.store.shared:
         raise ValueError(
             f"{workers} worker processes would each keep their own tasks in memory, and a "
             "client would find its task on one process in four; give them a store they share "
             "(python a2a_min.py --store tasks.db, or Server(store=SQLiteStore(...)))")
     httpd = make_http_server(server, host, port)
-    if on_ready:
-        on_ready(httpd)
+    (on_ready or _say_where)(httpd)
     if workers > 1:
         return _serve_workers(httpd, workers, grace)
     _serve_until_stopped(httpd, grace)
+
+
+def _say_where(listener):
+    """serve()'s and serve_asyncio()'s on_ready when none is given: say where."""
+    sockets = getattr(listener, "sockets", None)
+    host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    print(f"a2a_min: serving on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
 
 
 def _serve_until_stopped(httpd, grace):
@@ -7211,7 +7278,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     within ``grace`` seconds: Server.shutdown, requests in flight finish,
     idle connections close.
 
-    ``on_ready(asyncio_server)`` is called once listening. ``timeout`` bounds
+    ``on_ready(asyncio_server)`` is called once listening (by default, a
+    line saying where). ``timeout`` bounds
     how long a request may take to arrive, and an idle keep-alive connection."""
     import asyncio
     import signal
@@ -7230,8 +7298,7 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     listener = await loop.create_server(
         lambda: _LoopConnection(server, loop, connections, limits, date, spawn), host, port,
         reuse_address=True, backlog=1024)
-    if on_ready:
-        on_ready(listener)
+    (on_ready or _say_where)(listener)
     try:
         await stop                                 # serving, until SIGTERM or cancelled
     finally:
@@ -7464,7 +7531,7 @@ class _LoopConnection:
 def _response_head(response, close, date):
     """The status line and headers of ``response`` as bytes, up to the blank line."""
     status = response.status
-    lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Unknown')}",
+    lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Status')}",
              f"Server: a2a_min/{__version__}", "Date: " + date()]
     lines += [f"{k}: {v}" for k, v in response.headers]
     if response.stream is None and status != 304 and status != 204:
@@ -7537,7 +7604,7 @@ def wsgi_app(server):
         headers = list(response.headers)
         if response.stream is None and response.status not in (204, 304):
             headers.append(("Content-Length", str(len(response.body))))
-        start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Unknown')}",
+        start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Status')}",
                        headers)
         if response.stream is None:
             return [response.body]
@@ -8306,7 +8373,7 @@ def main(argv=None):
         except ImportError:
             sys.exit(f"a2a_min: '{argv[0]}' is a verb of the client, which lives in the "
                      "companion module a2a_client.py; it is not beside a2a_min.py here: copy "
-                     "it next to this file (or pip install a2a-min-server)")
+                     "it next to this file (a checkout has it)")
         sys.exit(a2a_client.main(argv))
     elif argv and not argv[0].startswith("-"):
         sys.exit(f"a2a_min: unknown verb {argv[0]!r}; the verbs are serve (the default: run "
@@ -8333,6 +8400,12 @@ def main(argv=None):
                         help="serve A2A 0.3 clients too (JSON-RPC), by translation (a2a_v03.py)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="N processes on one port (threaded server; needs --store)")
+    parser.add_argument("--push-allow", action="append", default=[], metavar="HOST|NET",
+                        help="send push notifications (webhooks), to this host or network "
+                             "too although it is not public, e.g. 127.0.0.1 for "
+                             "examples/webhook_receiver.py (repeatable)")
+    parser.add_argument("--access-log", action="store_true",
+                        help="print a line for every request to stderr")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be 1 or more")
@@ -8347,9 +8420,20 @@ def main(argv=None):
         parser.error(f"--store: {error}")
     try:
         server = demo_server(public_url=args.public_url, assume_version=args.assume_version,
-                             single_path=args.single_path, store=store, compat=args.compat)
+                             single_path=args.single_path, store=store, compat=args.compat,
+                             push_notifications=bool(args.push_allow),
+                             push_allow=args.push_allow, access_log=args.access_log)
     except RuntimeError as error:
         parser.error(f"--compat: {error}")
+    except ValueError as error:
+        parser.error(f"--push-allow: {error}")
+    if args.access_log:
+        import logging
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        access = logging.getLogger("a2a_min.access")
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
 
     def ready(listener):
         sockets = getattr(listener, "sockets", None)
@@ -8358,20 +8442,29 @@ def main(argv=None):
         kept = f"tasks in {args.store}" if args.store else "tasks in memory"
         if args.compat:
             kept += f"; A2A {args.compat} clients too"
+        if args.push_allow:
+            kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
         if args.workers > 1:
             kept += f", {args.workers} worker processes"
         print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/ "
               f"({kept})\n", flush=True)
         print(_help_text(server, base), flush=True)
 
-    if args.server == "asyncio":
-        import asyncio
-        try:
-            asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready))
-        except KeyboardInterrupt:
-            pass
-    else:
-        serve(server, args.host, args.port, on_ready=ready, workers=args.workers)
+    try:
+        if args.server == "asyncio":
+            import asyncio
+            try:
+                asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready))
+            except KeyboardInterrupt:
+                pass
+        else:
+            serve(server, args.host, args.port, on_ready=ready, workers=args.workers)
+    except OSError as error:
+        import errno
+        if error.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+            raise
+        sys.exit(f"a2a_min: cannot listen on {args.host}:{args.port}: {error.strerror}; "
+                 f"pick another port with --port N (or stop what is using it)")
 
 
 if __name__ == "__main__":

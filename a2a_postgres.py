@@ -4,8 +4,8 @@ The optional companion of a2a_min.py (the store contract of its section 4).
 Several servers on several machines, or many short-lived AWS Lambda
 instances, share one database and behave as one server: a task made on one
 is read, listed, followed, resumed with Last-Event-ID, continued and
-canceled on any other. It needs psycopg 3 (pip install
-'a2a-min-server[postgres]'); a2a_min.py never imports it unless a store URL
+canceled on any other. It needs psycopg 3 (in a checkout, pip install
+'.[postgres]'; or pip install 'psycopg[binary]'); a2a_min.py never imports it unless a store URL
 says postgresql://.
 
 Why a module of its own. a2a_min.py holds everything a request needs to be
@@ -226,7 +226,7 @@ class PostgresStore(a2a_min._Bounds):
             import psycopg  # noqa: F401
         except ImportError:
             raise RuntimeError("the PostgreSQL store needs psycopg 3: pip install "
-                               "'a2a-min-server[postgres]' (or pip install 'psycopg[binary]')"
+                               "'.[postgres]' in a checkout (or pip install 'psycopg[binary]')"
                                ) from None
         super().__init__(**limits)
         if url.startswith("postgres://"):

@@ -4,7 +4,8 @@ The file is read top to bottom to learn A2A (shared/STYLE.md): the protocol
 sections (tables, errors, data model, store, agent execution, operations,
 authentication, bindings) hold no event-loop code, no socket and no outbound
 HTTP; webhook delivery, the speed helpers, the event-loop hooks and the
-adapters come after them, in that order. These tests hold the file to that
+adapters come after them, in that order, then the agent console's page (its
+HTML, CSS and script in one section, after the adapters) and the demo. These tests hold the file to that
 shape, and to the figures issue 14 set: explanation a quarter of the lines,
 no function over 100 lines, at most 40 public names.
 """
@@ -24,7 +25,8 @@ TREE = ast.parse(SOURCE)
 PROTOCOL = ("Tables", "Errors", "The data model", "The task store", "Agent execution",
             "Operations", "Authentication", "Bindings")
 AFTER = ("Webhook delivery", "Keeping tasks in a file", "Sharing a store between processes",
-         "Speed helpers", "Running on an event loop", "Adapters", "The demo")
+         "Speed helpers", "Running on an event loop", "Adapters", "The agent console",
+         "The demo")
 
 # Names that mean an event loop, a socket or an HTTP client: none may appear
 # in the code (not the comments) of a protocol section.
@@ -168,3 +170,13 @@ def test_a_task_changes_state_only_through_apply():
     for meets, leaves in a2a_min.TRANSITIONS.values():
         assert not meets & a2a_min.TERMINAL_STATES          # a terminal task is final
         assert leaves in ("=", "*") or leaves.startswith("TASK_STATE_")
+
+
+def test_the_console_page_lives_in_its_own_section_only():
+    """The page's HTML, CSS and script are in "The agent console" and nowhere
+    else; the rest of the file reaches it through one call."""
+    (_, _, first, last), = [s for s in sections() if s[1].startswith("The agent console")]
+    outside = [i + 1 for i, line in enumerate(LINES)
+               if ("_CONSOLE_" in line or "<script" in line or "_console_response" in line)
+               and not first <= i + 1 <= last]
+    assert len(outside) == 1 and "_console_response(server" in LINES[outside[0] - 1], outside
