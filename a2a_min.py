@@ -8360,25 +8360,19 @@ def demo_server(**options):
 _CLIENT_VERBS = ("card", "send", "get", "list", "cancel", "watch", "push")
 
 
-def main(argv=None):
-    """python a2a_min.py [serve] [--host 127.0.0.1] [--port 8000]: serve the
-    echo demo; python a2a_min.py VERB ...: call an agent (a2a_client)."""
+def _log_access_to_stderr():
+    """--access-log: the "a2a_min.access" lines, with their time, to stderr."""
+    import logging
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    access = logging.getLogger("a2a_min.access")
+    access.addHandler(handler)
+    access.setLevel(logging.INFO)
+
+
+def _demo_parser():
+    """The demo's command line (main()'s, for the serve verb)."""
     import argparse
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] == "serve":
-        argv = argv[1:]
-    elif argv and argv[0] in _CLIENT_VERBS:
-        try:
-            import a2a_client
-        except ImportError:
-            sys.exit(f"a2a_min: '{argv[0]}' is a verb of the client, which lives in the "
-                     "companion module a2a_client.py; it is not beside a2a_min.py here: copy "
-                     "it next to this file (a checkout has it)")
-        sys.exit(a2a_client.main(argv))
-    elif argv and not argv[0].startswith("-"):
-        sys.exit(f"a2a_min: unknown verb {argv[0]!r}; the verbs are serve (the default: run "
-                 f"the demo server) and {', '.join(_CLIENT_VERBS)} (call an agent: "
-                 "python a2a_min.py send --help)")
     parser = argparse.ArgumentParser(
         prog="a2a_min", description="Serve a demo A2A 1.0 agent (serve is the default verb).",
         epilog="Call an agent: a2a_min {card,send,get,list,cancel,watch,push} URL ... "
@@ -8406,6 +8400,28 @@ def main(argv=None):
                              "examples/webhook_receiver.py (repeatable)")
     parser.add_argument("--access-log", action="store_true",
                         help="print a line for every request to stderr")
+    return parser
+
+
+def main(argv=None):
+    """python a2a_min.py [serve] [--host 127.0.0.1] [--port 8000]: serve the
+    echo demo; python a2a_min.py VERB ...: call an agent (a2a_client)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "serve":
+        argv = argv[1:]
+    elif argv and argv[0] in _CLIENT_VERBS:
+        try:
+            import a2a_client
+        except ImportError:
+            sys.exit(f"a2a_min: '{argv[0]}' is a verb of the client, which lives in the "
+                     "companion module a2a_client.py; it is not beside a2a_min.py here: copy "
+                     "it next to this file (a checkout has it)")
+        sys.exit(a2a_client.main(argv))
+    elif argv and not argv[0].startswith("-"):
+        sys.exit(f"a2a_min: unknown verb {argv[0]!r}; the verbs are serve (the default: run "
+                 f"the demo server) and {', '.join(_CLIENT_VERBS)} (call an agent: "
+                 "python a2a_min.py send --help)")
+    parser = _demo_parser()
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be 1 or more")
@@ -8428,12 +8444,7 @@ def main(argv=None):
     except ValueError as error:
         parser.error(f"--push-allow: {error}")
     if args.access_log:
-        import logging
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-        access = logging.getLogger("a2a_min.access")
-        access.addHandler(handler)
-        access.setLevel(logging.INFO)
+        _log_access_to_stderr()
 
     def ready(listener):
         sockets = getattr(listener, "sockets", None)

@@ -313,3 +313,41 @@ def test_browser_nothing_is_cut_off_at_phone_and_desktop_widths(browser, demo, w
     assert overflow["page"] <= overflow["view"], overflow
     assert overflow["wide"] == [], overflow
     assert problems_logged(browser) == []
+
+
+def test_browser_files_data_and_direct_messages_are_shown_sensibly(browser):
+    """An agent whose artifacts hold a file by URL, a file by content, data and
+    markup (shown as text, never run), and one that answers with a Message."""
+    def agent(ctx):
+        if ctx.text == "direct":
+            yield a2a_min.agent_message("a direct reply")
+            return
+        yield a2a_min.artifact_update([
+            a2a_min.file_part(url="https://example.com/report.pdf", filename="report.pdf",
+                              media_type="application/pdf"),
+            a2a_min.file_part(raw=b"x" * 300, filename="blob.bin"),
+            a2a_min.data_part({"answer": 42, "list": [1, 2]}),
+            a2a_min.text_part("<img src=x onerror=alert(1)>")], name="results")
+    live = Live(a2a_min.Server(agent, name="parts"), timeout=5)
+    try:
+        at_width(browser, 1280)
+        browser.get(live.url + "/")
+        wait_for(browser, lambda d: text_of(d, "name") == "parts", "the page loaded")
+        send(browser, "show me")
+        wait_for(browser, lambda d: "COMPLETED" in text_of(d, "task"), "the task completed")
+        task = text_of(browser, "task")
+        assert "results:" in task
+        assert "file report.pdf (application/pdf): https://example.com/report.pdf" in task
+        assert "file blob.bin: 300 bytes" in task
+        assert '"answer": 42' in task
+        assert "<img src=x onerror=alert(1)>" in task               # as text
+        assert browser.find_elements("css selector", "#task img") == []
+        link = browser.find_element("css selector", "#task a")
+        assert link.get_attribute("href") == "https://example.com/report.pdf"
+        assert link.get_attribute("rel") == "noopener noreferrer"
+        send(browser, "direct")
+        wait_for(browser, lambda d: "message: a direct reply" in text_of(d, "events"),
+                 "the direct message was shown")
+        assert problems_logged(browser) == []
+    finally:
+        live.close()
