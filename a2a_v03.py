@@ -54,10 +54,12 @@ __all__ = ["VERSION", "jsonrpc_response", "rest_response", "speaks_rest", "push_
            "check_v10", "card", "to_v03", "from_v03", "request_v03",
            "answer_from_v03", "event_from_v03"]
 
+import json
+
 import a2a_min
 from a2a_min import (INTERRUPTED_STATES, LEGACY_METHODS, METHODS, PROTOCOL_VERSION,
                      TERMINAL_STATES, CallContext, InvalidParamsError, InvalidRequestError,
-                     Response, _JSON, _LINK, _answer, _dumps, _error_headers, _last_event_id,
+                     Response, _JSON, _LINK, _answer, _error_headers, _json_body, _last_event_id,
                      _parse_json_body, _query_params, _sse_response)
 
 VERSION = "0.3.0"
@@ -374,6 +376,89 @@ _ANSWERS = {
 def to_v03(method, answer):
     """The 0.3 answer for a 1.0 method's answer (unary methods)."""
     return _ANSWERS[method](answer)
+
+
+# -- the one shortcut: a Task's 0.3 JSON, written as text ---------------------------------
+#
+# The answers 0.3 clients wait for most (message/send, tasks/get and
+# tasks/cancel: a Task) are written as JSON text directly, instead of being
+# built as the 0.3 dicts above and then encoded: a 1.0 answer splices the
+# task's stored JSON, and 0.3 has none stored. Measured on the task of a
+# one-artifact message/send: 4.5 us against 8.5 us, and a dozen fewer objects
+# for the garbage collector. The text is exactly that of _task_out(task): a
+# test holds the two equal, task by task. Anything but a plain text part (a
+# file, data) and free-form values (metadata) go through the tables above.
+
+_text = json.encoder.encode_basestring          # a str as JSON, characters as they are (C)
+# The tasks written here were stored as JSON: they cannot hold a cycle.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"),
+                           check_circular=False).encode
+_ROLE_TEXT = {role: _text(name) for role, name in _ROLES_BACK.items()}
+
+
+def _value_text(value):
+    # (Each JSONEncoder.encode() call builds an encoder, 1 us; a str needs none.)
+    return _text(value) if type(value) is str else _encode(value)
+
+
+def _parts_text(parts):
+    return "[" + ",".join('{"kind":"text","text":' + _text(part["text"]) + "}"
+                          if len(part) == 1 and type(part.get("text")) is str
+                          else _encode(_part_out(part)) for part in parts) + "]"
+
+
+def _message_text(message):
+    text = ('{"kind":"message","role":' + _ROLE_TEXT.get(message.get("role"), '"agent"')
+            + ',"parts":' + _parts_text(message.get("parts", ())))
+    for key in _MESSAGE_FIELDS:
+        if key in message:
+            text += ',"' + key + '":' + _value_text(message[key])
+    return text + "}"
+
+
+def _artifact_text(artifact):
+    text = "{"
+    for key in _ARTIFACT_FIELDS:
+        if key in artifact:
+            text += '"' + key + '":' + _value_text(artifact[key]) + ","
+    return text + '"parts":' + _parts_text(artifact.get("parts", ())) + "}"
+
+
+def _task_text(task):
+    status = task.get("status", {})
+    text = ('{"kind":"task","id":' + _text(task["id"]) + ',"contextId":'
+            + _text(task.get("contextId", "")) + ',"status":{"state":'
+            + _text(_state_out(status.get("state"))))
+    if status.get("message"):
+        text += ',"message":' + _message_text(status["message"])
+    if status.get("timestamp"):
+        text += ',"timestamp":' + _text(status["timestamp"])
+    text += "}"
+    if "artifacts" in task:
+        text += ',"artifacts":[' + ",".join(map(_artifact_text, task["artifacts"])) + "]"
+    if "history" in task:
+        text += ',"history":[' + ",".join(map(_message_text, task["history"])) + "]"
+    if task.get("metadata"):
+        text += ',"metadata":' + _encode(task["metadata"])
+    return text + "}"
+
+
+# method (1.0) -> the Task its answer is (None: not a Task)
+_TASK_OF = {"GetTask": lambda answer: answer, "CancelTask": lambda answer: answer,
+            "SendMessage": lambda answer: answer.get("task")}
+
+
+def _result_body(request_id, method, answer):
+    """The body of the JSON-RPC Response carrying the 0.3 form of a 1.0 answer."""
+    task = _TASK_OF[method](answer) if method in _TASK_OF else None
+    if task is not None:
+        rid = str(request_id) if type(request_id) is int else _value_text(request_id)
+        try:
+            return ('{"jsonrpc":"2.0","id":' + rid + ',"result":' + _task_text(task)
+                    + "}\n").encode("utf-8")
+        except UnicodeEncodeError:              # (a lone surrogate: _json_body escapes it)
+            pass
+    return _json_body({"jsonrpc": "2.0", "id": request_id, "result": to_v03(method, answer)})
 
 
 # -- the caller's side: a2a_client calling a 0.3 agent ------------------------------------
@@ -773,7 +858,7 @@ def rest_response(server, verb, path, query, headers, body, base_url, peer=None,
     def refuse(error):
         server._note(error)
         return Response(error.http_status, [("Content-Type", _JSON), *_error_headers(error)],
-                        _dumps({"message": error.message, "code": error.code}))
+                        _json_body({"message": error.message, "code": error.code}))
     try:
         found = _rest_route("GET" if verb == "HEAD" else verb, path)
         if found is None:
@@ -799,7 +884,7 @@ def rest_response(server, verb, path, query, headers, body, base_url, peer=None,
             if answer_out is None:
                 return _sse_response(result, _proto_event_out,
                                      lambda error: {"message": error.message, "code": error.code})
-            return Response(200, [("Content-Type", _JSON), _LINK], _dumps(answer_out(result)))
+            return Response(200, [("Content-Type", _JSON), _LINK], _json_body(answer_out(result)))
         return _answer(server.call(method, params, call), answer, refuse)
     except a2a_min.A2AError as error:
         return refuse(error)
@@ -857,8 +942,8 @@ def jsonrpc_response(server, name, params, request_id, call):
             return _sse_response(result, lambda event: {
                 "jsonrpc": "2.0", "id": request_id, "result": _event_out(event)},
                 lambda error: _error_out(request_id, error, method))
-        return Response(200, [("Content-Type", _JSON), _LINK], _dumps(
-            {"jsonrpc": "2.0", "id": request_id, "result": to_v03(method, result)}))
+        return Response(200, [("Content-Type", _JSON), _LINK],
+                        _result_body(request_id, method, result))
 
     def refuse(error):
         server._note(error)
@@ -866,7 +951,7 @@ def jsonrpc_response(server, name, params, request_id, call):
             error, (a2a_min.PayloadTooLargeError, a2a_min.AuthenticationRequiredError,
                     a2a_min.CallerLimitError)) else 200
         return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
-                        _dumps(_error_out(request_id, error, method)))
+                        _json_body(_error_out(request_id, error, method)))
 
     try:
         said = call.headers.get("a2a-version") or call.query.get("A2A-Version")

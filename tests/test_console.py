@@ -295,7 +295,7 @@ def test_browser_a_token_when_the_card_asks_for_one(browser):
         live.close()
 
 
-@pytest.mark.parametrize("width", [375, 1280])
+@pytest.mark.parametrize("width", [360, 375, 1280, 1600])
 def test_browser_nothing_is_cut_off_at_phone_and_desktop_widths(browser, demo, width):
     demo.rpc("SendMessage", {"message": {"messageId": "long", "role": "ROLE_USER", "parts": [
         {"text": "a-long-unbroken-word-" * 12}]}})

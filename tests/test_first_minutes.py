@@ -36,6 +36,12 @@ def test_every_json_answer_ends_with_a_newline():
         "HTTP+JSON error": answer(server, "GET", "/tasks/nope").body,
         "the card": answer(server, "GET", "/.well-known/agent-card.json", headers={}).body,
     }
+    both = a2a_min.demo_server(compat="0.3")
+    bodies["A2A 0.3 JSON-RPC result"] = answer(both, "POST", "/", json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+            "kind": "message", "messageId": "m", "role": "user",
+            "parts": [{"kind": "text", "text": "hi"}]}}}).encode(), {}).body
+    bodies["A2A 0.3 HTTP+JSON error"] = answer(both, "GET", "/v1/tasks/nope", b"", {}).body
     for what, body in bodies.items():
         assert body.endswith(b"}\n") and body.count(b"\n") == 1, (what, body[-40:])
         json.loads(body)

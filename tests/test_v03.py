@@ -493,3 +493,54 @@ def test_0_3_fields_in_a_1_0_request_are_refused_with_the_fix(message, expected)
     status, error = rest(srv, "POST", "/message:send", {"message": message}, V1)
     assert status == 400 and expected in error["error"]["message"]
     assert rpc(srv, "ListTasks", {}, V1)["result"]["tasks"] == []
+
+
+# -- the shortcut: a Task's 0.3 JSON written as text ------------------------------------
+
+def _tasks_of_every_shape():
+    message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "héllo ☃"}],
+               "contextId": "c", "taskId": "t", "referenceTaskIds": ["a", "b"],
+               "extensions": ["urn:x"], "metadata": {"k": [1, {"n": None}]}}
+    parts = [{"text": "plain"}, {"text": "with", "metadata": {"m": 1}},
+             {"raw": "eA==", "filename": "x.bin", "mediaType": "application/octet-stream"},
+             {"url": "https://example.com/f", "filename": "f"}, {"data": {"a": 1}},
+             {"data": [1, 2]}, {"data": "a string"}]
+    yield {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
+    yield {"id": "t", "status": {}}
+    yield {"id": "t\u2028\"quoted\"\\", "contextId": "c", "status": {
+        "state": "TASK_STATE_INPUT_REQUIRED", "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {**message, "role": "ROLE_AGENT"}},
+        "history": [message, {"messageId": "m2", "role": "ROLE_AGENT", "parts": parts}],
+        "artifacts": [{"artifactId": "a1", "name": "n", "description": "d", "parts": parts,
+                       "metadata": {"x": True}, "extensions": ["urn:y"]},
+                      {"artifactId": "a2", "parts": []}],
+        "metadata": {"deep": {"er": [1.5, False]}}}
+    yield {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_UNSPECIFIED"},
+           "history": [], "artifacts": [], "metadata": {}}
+
+
+@pytest.mark.parametrize("request_id", [1, 0, -7, "r-1", "ü"])
+def test_the_written_task_is_exactly_the_translated_one(request_id):
+    for task in _tasks_of_every_shape():
+        for method, answer in (("GetTask", task), ("CancelTask", task),
+                               ("SendMessage", {"task": task})):
+            written = a2a_v03._result_body(request_id, method, answer)
+            assert written.endswith(b"}\n")
+            assert json.loads(written) == {"jsonrpc": "2.0", "id": request_id,
+                                           "result": a2a_v03._task_out(task)}, task
+
+
+def test_a_task_that_cannot_be_utf8_is_escaped_not_lost():
+    task = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "a", "parts": [{"text": "lone \ud800"}]}]}
+    body = a2a_v03._result_body(1, "GetTask", task)
+    assert json.loads(body)["result"]["artifacts"][0]["parts"][0]["text"] == "lone \ud800"
+
+
+def test_answers_that_are_not_tasks_go_through_the_tables():
+    message = {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}
+    body = a2a_v03._result_body(3, "SendMessage", {"message": message})
+    assert json.loads(body)["result"] == a2a_v03._message_out(message)
+    config = {"taskId": "t", "id": "p", "url": "https://h/x"}
+    body = a2a_v03._result_body(4, "GetTaskPushNotificationConfig", config)
+    assert json.loads(body)["result"] == a2a_v03._push_config_out(config)
