@@ -155,6 +155,12 @@ class Peer:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def cpu_seconds(pid):
+    """The CPU time (user and system) a process has used so far (Linux /proc)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wrk(port, connections, seconds, script, path="/"):
     out = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", f"-c{connections}",
                           f"-d{seconds}s", "-s", script, f"http://127.0.0.1:{port}{path}"],
@@ -264,7 +270,9 @@ def main():
 def compare_versions(args, hosts):
     """0.3 message/send against 1.0 SendMessage on the same server (one that
     speaks both; a fresh process for each measure, rounds alternating): what
-    the translation costs."""
+    the translation costs, in requests a second and in the server's CPU time
+    a request (what "costs" means when the load generator has a core of its
+    own: the rate also moves with how wrk and the server take turns)."""
     scripts = {}
     for name, text in (("1.0", SEND_LUA), ("0.3", SEND_V03_LUA)):
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
@@ -277,17 +285,22 @@ def compare_versions(args, hosts):
             peer = Peer(f"a2a_min/{host}", [args.python, os.path.join(HERE, "echo_server.py"),
                                             "{port}", host])
             for connections in (1, 16, 64):
-                rates = {"1.0": [], "0.3": []}
+                rates, costs = {"1.0": [], "0.3": []}, {"1.0": [], "0.3": []}
                 for _ in range(args.rounds):            # a fresh server each: the same store size
                     for version, script in scripts.items():
                         with peer as running:
                             wrk(running.port, connections, 1, script)          # warm up
-                            rates[version].append(wrk(running.port, connections, args.seconds,
-                                                      script))
+                            before = cpu_seconds(running.proc.pid)
+                            rate = wrk(running.port, connections, args.seconds, script)
+                            used = cpu_seconds(running.proc.pid) - before
+                            rates[version].append(rate)
+                            costs[version].append(used / (rate * args.seconds) * 1e6)
                 ratio = statistics.median(a / b for a, b in zip(rates["0.3"], rates["1.0"]))
+                more = statistics.median(a / b - 1 for a, b in zip(costs["0.3"], costs["1.0"]))
                 print(f"  {peer.name:<16} c={connections:<3}  1.0 {statistics.median(rates['1.0']):7.0f}"
-                      f"  0.3 {statistics.median(rates['0.3']):7.0f}   0.3 / 1.0 {ratio:.2f}x",
-                      flush=True)
+                      f"  0.3 {statistics.median(rates['0.3']):7.0f}   0.3 / 1.0 {ratio:.2f}x"
+                      f"   server CPU a request: 1.0 {statistics.median(costs['1.0']):5.1f} us,"
+                      f" 0.3 {statistics.median(costs['0.3']):5.1f} us ({more:+.0%})", flush=True)
     finally:
         del os.environ["A2A_COMPAT"]
         for script in scripts.values():
