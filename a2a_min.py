@@ -74,7 +74,8 @@ __all__ = [
     "RequestContext", "text_part", "data_part", "file_part", "new_message", "status_update",
     "artifact_update", "agent_message",
     # who is calling, and where tasks live
-    "CallContext", "BearerAuth", "ApiKeyAuth", "TaskStore", "SQLiteStore", "open_store",
+    "CallContext", "BearerAuth", "ApiKeyAuth", "MutualTlsAuth", "TaskStore", "SQLiteStore",
+    "open_store",
     # errors: the base of all, and those an agent, a hook or a store raises (the
     # others of section 2 are the server's own answers)
     "A2AError", "InvalidParamsError", "TaskNotFoundError", "UnsupportedOperationError",
@@ -1738,7 +1739,9 @@ class CallContext:
     the URIs of A2A-Extensions, ``version`` the A2A-Version served,
     ``base_url`` how the client reached the server (for cards it is shown),
     ``peer`` the address of the client's connection (for a server behind a
-    proxy it trusts, the address the proxy saw: see Server(trust_forwarded=)).
+    proxy it trusts, the address the proxy saw: see Server(trust_forwarded=)),
+    ``certificate`` the client certificate its TLS connection presented and
+    the server verified (mutual TLS), if any.
 
     ``spawn`` is set by a host that runs on an event loop (see "Running on an
     event loop"): a callable that runs a coroutine there. Its presence also
@@ -1768,6 +1771,12 @@ class CallContext:
     def owner(self):
         """Who the tasks of this request belong to: (tenant, principal)."""
         return (self.tenant, self.principal)
+
+    @property
+    def certificate(self):
+        """The client's verified TLS certificate (mutual TLS: ssl's
+        getpeercert() dict, with its subject), or None."""
+        return getattr(self.peer, "certificate", None)
 
     @property
     def caller(self):
@@ -2510,15 +2519,18 @@ class Server:
     # -- the HTTP entry point every host adapter calls -------------------------
 
     def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None,
-                    peer=None, spawn=None):
+                    peer=None, spawn=None, certificate=None):
         """Answer one HTTP request: ``headers`` with lower-case names, ``body``
         bytes, ``base_url`` how the client reached us (for the card), ``peer``
-        the client's address. Returns a Response. The bindings behind it are
-        in section 8 of this file.
+        the client's address, ``certificate`` its verified TLS client
+        certificate (ssl's getpeercert() dict), if any. Returns a Response.
+        The bindings behind it are in section 8 of this file.
 
         A host on an event loop passes ``spawn`` (see CallContext and
         "Running on an event loop"): nothing here then waits, and an answer
         still being worked on comes as ``Response.pending``."""
+        if certificate is not None:
+            peer = _Peer(peer, certificate)
         if not self.access_log:
             return _handle_http(self, method, path, query, headers, body, base_url, peer, spawn)
         started = time.perf_counter()
@@ -3524,6 +3536,50 @@ class ApiKeyAuth:
         return _match_secret(self.keys, given, hint, f'ApiKey name="{self.name}"')
 
 
+class MutualTlsAuth:
+    """Mutual TLS (the card's MutualTlsSecurityScheme): the caller is who
+    the client certificate its connection presented says, once the server has
+    verified it against the client CA it was given (tls={"client_ca": ...}).
+    ``principal_of(certificate)`` names the principal; by default the
+    certificate's subject ("CN=alice,O=Example"), so that tasks belong to
+    each client certificate (use a subjectAltName or a fingerprint instead if
+    subjects are not unique under your CA)."""
+
+    def __init__(self, *, principal_of=None, scheme_name="mtls"):
+        self.principal_of = principal_of or _certificate_subject
+        self.security_schemes = {scheme_name: {"mtlsSecurityScheme": {
+            "description": "a client certificate issued by the CA this agent trusts"}}}
+
+    def __call__(self, call):
+        certificate = call.certificate
+        if not certificate:
+            raise AuthenticationRequiredError(
+                "this agent needs a client certificate (mutual TLS): connect over https with "
+                "one its CA issued (curl --cert client.pem --key client.key ...)",
+                challenge='Certificate realm="a2a"')
+        return self.principal_of(certificate)
+
+
+def _certificate_subject(certificate):
+    """A certificate's subject as an RFC 4514 string, most specific first."""
+    rdns = certificate.get("subject", ())
+    names = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+             "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST"}
+    return ",".join("+".join(f"{names.get(k, k)}={v}" for k, v in rdn) for rdn in reversed(rdns))
+
+
+class _Peer(str):
+    """The client's address (a str, as ``peer`` always is), carrying the
+    verified client certificate of its TLS connection."""
+
+    __slots__ = ("certificate",)
+
+    def __new__(cls, address, certificate):
+        peer = super().__new__(cls, address or "")
+        peer.certificate = certificate
+        return peer
+
+
 def _match_secret(known, given, hint, challenge):
     """The principal of ``given`` among ``known`` (bytes, principal) pairs.
     Every candidate is compared, in constant time, whatever matches."""
@@ -3801,7 +3857,9 @@ def _handle_http(server, method, path, query, headers, body, base_url, peer=None
     if time.monotonic() >= server._next_report:
         server._report()
     if server.trust_forwarded and "x-forwarded-for" in headers:
-        peer = headers["x-forwarded-for"].rpartition(",")[2].strip() or peer
+        forwarded = headers["x-forwarded-for"].rpartition(",")[2].strip()
+        if forwarded:
+            peer = _Peer(forwarded, getattr(peer, "certificate", None))
     limit = server.limits["max_body_bytes"]
     if len(body) > limit:
         # (The servers bundled here refuse such a body before reading it; this
@@ -6956,6 +7014,121 @@ class _RequestReader:
             chunks += 1
 
 
+# -- TLS ---------------------------------------------------------------------------
+#
+# Production deployments MUST use HTTPS (specification section 7.1). The two
+# servers here speak it with the standard library's ssl: ``tls=`` is an
+# ssl.SSLContext of your own, or a dict of file names that _tls_context()
+# turns into one: {"cert": "server.pem", "key": "server.key"} (the key may be
+# in the cert file), and for mutual TLS "client_ca": "ca.pem", the CA whose
+# client certificates are accepted, with "client_cert": "optional" (the
+# default: a client without one still reads the public card and calls what
+# needs no credentials, and MutualTlsAuth asks for one where the card says
+# so) or "required" (no handshake without one). TLS 1.2 at least; 1.3 when
+# the client has it; otherwise the standard library's defaults (its ciphers,
+# no compression), and no renegotiation.
+#
+# A handshake happens on its connection, never on the accept loop: the
+# threaded server does it on the connection's own thread with a deadline for
+# the whole handshake (a client that sends one byte a second is cut off like
+# one that sends none); the asyncio server lets asyncio's SSL protocol do it,
+# a step each time bytes arrive, with the same deadline. A verified client
+# certificate reaches the operations as CallContext.certificate.
+
+_TLS_RECORD = b"\x16"                 # the first byte of a TLS handshake record
+_PLAIN_ON_TLS = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                 b"Content-Length: 58\r\n\r\nThis port speaks HTTPS: use https:// (curl https://...).\n")
+
+
+def _tls_context(tls):
+    """``tls=`` as an ssl.SSLContext (None stays None). A file that cannot be
+    read, or a key that does not match, is a ValueError naming the file."""
+    if tls is None or not isinstance(tls, dict):
+        return tls
+    import ssl
+    unknown = set(tls) - {"cert", "key", "client_ca", "client_cert"}
+    if unknown or "cert" not in tls:
+        raise ValueError(f"tls= takes cert, key, client_ca and client_cert (optional or "
+                         f"required); got {', '.join(sorted(tls))}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= getattr(ssl, "OP_NO_RENEGOTIATION", 0)
+    try:
+        context.load_cert_chain(tls["cert"], tls.get("key"))
+    except (OSError, ssl.SSLError) as error:
+        raise ValueError(f"the TLS certificate {tls['cert']}"
+                         + (f" and key {tls['key']}" if tls.get("key") else "")
+                         + f" cannot be used: {_tls_problem(error)}") from None
+    if tls.get("client_ca"):
+        try:
+            context.load_verify_locations(tls["client_ca"])
+        except (OSError, ssl.SSLError) as error:
+            raise ValueError(f"the client CA file {tls['client_ca']} cannot be used: "
+                             f"{_tls_problem(error)}") from None
+        how = tls.get("client_cert", "optional")
+        if how not in ("optional", "required"):
+            raise ValueError(f"tls client_cert must be 'optional' or 'required', not {how!r}")
+        context.verify_mode = ssl.CERT_REQUIRED if how == "required" else ssl.CERT_OPTIONAL
+    return context
+
+
+def _tls_problem(error):
+    if isinstance(error, FileNotFoundError):
+        return "no such file"
+    if isinstance(error, PermissionError):
+        return "permission denied"
+    return getattr(error, "reason", None) or str(error)
+
+
+def _tls_handshake(sock, context, deadline_after):
+    """The TLS socket for an accepted connection, its handshake done within
+    ``deadline_after`` seconds; None (the connection closed) if it was not:
+    a client that never finishes, one that fails (an untrusted certificate,
+    no common version), or plain HTTP, which is answered with a hint first."""
+    import select
+    import ssl
+    deadline = time.monotonic() + deadline_after
+    tls = None
+    try:
+        sock.settimeout(deadline_after)
+        first = sock.recv(1, 2)                    # (2: MSG_PEEK, the byte stays)
+        if first[:1] != _TLS_RECORD:
+            if first:
+                sock.sendall(_PLAIN_ON_TLS)
+            sock.close()
+            return None
+        tls = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        tls.setblocking(False)
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                wait = ([tls], [])
+            except ssl.SSLWantWriteError:
+                wait = ([], [tls])
+            left = deadline - time.monotonic()
+            if left <= 0 or not any(select.select(*wait, [], left)[:2]):
+                raise TimeoutError("the TLS handshake did not finish in time")
+        tls.setblocking(True)
+        return tls
+    except (OSError, ValueError) as error:         # (ssl.SSLError is an OSError)
+        _log().debug("TLS handshake failed: %s", error)
+        (tls if tls is not None else sock).close()
+        return None
+
+
+def _secured(sock, tls, handshake_timeout):
+    """(socket, scheme, client certificate) for an accepted connection: as it
+    is without ``tls``; else its TLS socket (None if the handshake failed) and
+    the client's verified certificate (ssl's dict: subject, issuer,
+    subjectAltName, notAfter...), if it sent one."""
+    if tls is None:
+        return sock, "http://", None
+    sock = _tls_handshake(sock, tls, handshake_timeout)
+    return sock, "https://", (sock.getpeercert() or None) if sock is not None else None
+
+
 # -- the threaded server ---------------------------------------------------------
 #
 # The standard library's threaded TCP server (socketserver's TCPServer with
@@ -6972,22 +7145,28 @@ class _RequestReader:
 
 
 def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
-                     max_header_bytes=65536, max_headers=100, max_connections=512):
+                     max_header_bytes=65536, max_headers=100, max_connections=512, tls=None,
+                     handshake_timeout=10.0):
     """A threaded HTTP/1.1 server (socketserver) serving ``server``.
 
     Call ``serve_forever()`` on it, ``shutdown()`` from another thread to stop.
     ``timeout``: seconds within which each request must arrive whole (and an
     idle keep-alive connection is closed); ``max_connections``: connections
-    (threads) served at once.
+    (threads) served at once. ``tls``: serve HTTPS (see "TLS" below: an
+    ssl.SSLContext, or a dict of file names), each handshake done within
+    ``handshake_timeout`` seconds on its connection's thread.
     """
     date = _DateHeader()
     limits = {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
               "max_body_bytes": server.limits["max_body_bytes"]}
-    handler = _threaded_handler(server, timeout, limits, date)
-    return _threaded_server(server, max_connections, date)((host, port), handler)
+    tls = _tls_context(tls)
+    handler = _threaded_handler(server, timeout, limits, date, tls, handshake_timeout)
+    httpd = _threaded_server(server, max_connections, date)((host, port), handler)
+    httpd.tls = tls                                # (the SSLContext, or None: plain HTTP)
+    return httpd
 
 
-def _threaded_handler(server, timeout, limits, date):
+def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout=10.0):
     """make_http_server's handler class: one thread per connection, reading
     requests with a _RequestReader and answering each with handle_http()."""
     import socket
@@ -6998,8 +7177,10 @@ def _threaded_handler(server, timeout, limits, date):
         and again while the client keeps the connection alive."""
 
         def handle(self):
-            sock = self.request
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock, self.scheme, self.certificate = _secured(self.request, tls, handshake_timeout)
+            if sock is None:
+                return                             # (a TLS handshake that failed)
             self.wait = timeout                    # the socket's timeout now
             sock.settimeout(timeout)
             self.peer = self.client_address[0]
@@ -7012,6 +7193,8 @@ def _threaded_handler(server, timeout, limits, date):
                         return
             finally:
                 self.server.open.discard(sock)
+                if sock is not self.request:       # (TLS: socketserver closes only its own)
+                    sock.close()
 
         def _receive(self, sock, reader, buffer):
             """The next request, or None when the connection is to close."""
@@ -7056,7 +7239,8 @@ def _threaded_handler(server, timeout, limits, date):
             path, _, query = request.target.partition("?")
             host_header = request.headers.get("host") or "%s:%d" % self.server.server_address[:2]
             response = server.handle_http(request.method, path, query, request.headers,
-                                          request.body, "http://" + host_header, self.peer)
+                                          request.body, self.scheme + host_header, self.peer,
+                                          certificate=self.certificate)
             keep = request.keep_alive and response.stream is None
             return self._send(sock, response, not keep, request.method == "HEAD") and keep
 
@@ -7150,18 +7334,19 @@ def _threaded_server(server, max_connections, date):
     return HTTPServer
 
 
-def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1):
+def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1,
+          tls=None):
     """Serve ``server`` on the threaded server until SIGTERM or Ctrl-C, then
     stop gracefully within ``grace`` seconds (HTTPServer.drain). ``workers``:
     processes sharing the listening socket (see _serve_workers).
     ``on_ready(httpd)`` is called once listening (by default, a line saying
-    where)."""
+    where). ``tls``: serve HTTPS (see "TLS")."""
     if workers > 1 and not server.store.shared:
         raise ValueError(
             f"{workers} worker processes would each keep their own tasks in memory, and a "
             "client would find its task on one process in four; give them a store they share "
             "(python a2a_min.py --store tasks.db, or Server(store=SQLiteStore(...)))")
-    httpd = make_http_server(server, host, port)
+    httpd = make_http_server(server, host, port, tls=tls)
     (on_ready or _say_where)(httpd)
     if workers > 1:
         return _serve_workers(httpd, workers, grace)
@@ -7172,7 +7357,8 @@ def _say_where(listener):
     """serve()'s and serve_asyncio()'s on_ready when none is given: say where."""
     sockets = getattr(listener, "sockets", None)
     host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
-    print(f"a2a_min: serving on http://{host}:{port}/ (Ctrl-C stops)", flush=True)
+    scheme = "https" if getattr(listener, "tls", None) is not None else "http"
+    print(f"a2a_min: serving on {scheme}://{host}:{port}/ (Ctrl-C stops)", flush=True)
 
 
 def _serve_until_stopped(httpd, grace):
@@ -7272,7 +7458,7 @@ def _on_sigterm(stop):
 
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         max_header_bytes=65536, max_headers=100, max_connections=4096,
-                        on_ready=None, grace=10.0):
+                        on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0):
     """Serve ``server`` on the running asyncio event loop until cancelled (or
     SIGTERM, when the loop runs in the main thread), then stop gracefully
     within ``grace`` seconds: Server.shutdown, requests in flight finish,
@@ -7280,7 +7466,9 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
     ``on_ready(asyncio_server)`` is called once listening (by default, a
     line saying where). ``timeout`` bounds
-    how long a request may take to arrive, and an idle keep-alive connection."""
+    how long a request may take to arrive, and an idle keep-alive connection.
+    ``tls``: serve HTTPS (see "TLS"), each handshake done within
+    ``handshake_timeout`` seconds."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
@@ -7295,9 +7483,12 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         "max_body_bytes": server.limits["max_body_bytes"]}, max_connections)
     date = _DateHeader()
     spawn = _Spawner(loop)                         # async agents run on this loop
+    tls = _tls_context(tls)
     listener = await loop.create_server(
         lambda: _LoopConnection(server, loop, connections, limits, date, spawn), host, port,
-        reuse_address=True, backlog=1024)
+        reuse_address=True, backlog=1024, ssl=tls,
+        **({"ssl_handshake_timeout": handshake_timeout} if tls is not None else {}))
+    listener.tls = tls                             # (the SSLContext, or None: plain HTTP)
     (on_ready or _say_where)(listener)
     try:
         await stop                                 # serving, until SIGTERM or cancelled
@@ -7349,7 +7540,8 @@ class _LoopConnection:
             # would otherwise turn the close into a reset, losing the answer.
             self.closed = True
             self.write(_busy(self.server, self.max_connections), close=True)
-            transport.write_eof()
+            if transport.can_write_eof():          # (a TLS transport cannot half-close)
+                transport.write_eof()
             self.timer.cancel()
             self.timer = self.loop.call_later(1.0, transport.abort)
             return
@@ -7357,6 +7549,12 @@ class _LoopConnection:
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
         self.peer = (transport.get_extra_info("peername") or ("",))[0]
+        self.scheme = "http://"
+        if transport.get_extra_info("sslcontext") is not None:
+            self.scheme = "https://"
+            certificate = transport.get_extra_info("peercert") or None
+            if certificate:                        # (the operations read it from the peer)
+                self.peer = _Peer(self.peer, certificate)
 
     def data_received(self, data):
         """Bytes from the client: answer what is whole, unless an answer is
@@ -7432,7 +7630,7 @@ class _LoopConnection:
             self.continued = False
             method, keep = request.method, request.keep_alive
             path, _, query = request.target.partition("?")
-            base_url = "http://" + (request.headers.get("host") or self.local)
+            base_url = self.scheme + (request.headers.get("host") or self.local)
             args = (method, path, query, request.headers, request.body, base_url, self.peer)
             if server.store.shared:                # a write may wait for the store: on a thread
                 response = _here_unless_it_waits(server, *args, self.spawn)
@@ -7484,7 +7682,8 @@ class _LoopConnection:
         unread makes the kernel reset the connection, which can destroy the
         answer before the client reads it (RFC 9112 section 9.6)."""
         self.closed = True
-        self.transport.write_eof()
+        if self.transport.can_write_eof():         # (a TLS transport cannot half-close)
+            self.transport.write_eof()
         self.timer.cancel()
         self.timer = self.loop.call_later(1.0, self.transport.abort)
 
@@ -8370,6 +8569,40 @@ def _log_access_to_stderr():
     access.setLevel(logging.INFO)
 
 
+def _demo_banner(args, server, tls, listener):
+    """The demo's first lines, once it listens: where, how, and curl lines."""
+    sockets = getattr(listener, "sockets", None)
+    host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    base = f"{'https' if tls else 'http'}://{host}:{port}"
+    kept = f"tasks in {args.store}" if args.store else "tasks in memory"
+    if tls:
+        kept += "; TLS" + (", client certificates from " + args.tls_client_ca
+                           if args.tls_client_ca else "")
+    if args.compat:
+        kept += f"; A2A {args.compat} clients too"
+    if args.push_allow:
+        kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
+    if args.workers > 1:
+        kept += f", {args.workers} worker processes"
+    print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/ "
+          f"({kept})\n", flush=True)
+    print(_help_text(server, base), flush=True)
+
+
+def _demo_tls(args, parser):
+    """--tls-cert, --tls-key, --tls-client-ca: the SSLContext, or None."""
+    if not args.tls_cert:
+        if args.tls_key or args.tls_client_ca:
+            parser.error("--tls-key and --tls-client-ca need --tls-cert FILE")
+        return None
+    try:
+        return _tls_context({"cert": args.tls_cert, "key": args.tls_key,
+                             "client_ca": args.tls_client_ca,
+                             "client_cert": args.tls_client_cert})
+    except ValueError as error:
+        parser.error(str(error))
+
+
 def _demo_parser():
     """The demo's command line (main()'s, for the serve verb)."""
     import argparse
@@ -8400,6 +8633,17 @@ def _demo_parser():
                              "examples/webhook_receiver.py (repeatable)")
     parser.add_argument("--access-log", action="store_true",
                         help="print a line for every request to stderr")
+    parser.add_argument("--tls-cert", metavar="FILE",
+                        help="serve HTTPS with this certificate (PEM; the chain may follow)")
+    parser.add_argument("--tls-key", metavar="FILE",
+                        help="its private key (PEM), unless it is in the --tls-cert file")
+    parser.add_argument("--tls-client-ca", metavar="FILE",
+                        help="mutual TLS: accept client certificates this CA issued; callers "
+                             "are their certificates' subjects (MutualTlsAuth)")
+    parser.add_argument("--tls-client-cert", choices=("optional", "required"),
+                        default="optional",
+                        help="with --tls-client-ca: 'optional' (the default: the public card "
+                             "needs none) or 'required' for every connection")
     return parser
 
 
@@ -8434,11 +8678,13 @@ def main(argv=None):
         store = open_store(args.store)
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(f"--store: {error}")
+    tls = _demo_tls(args, parser)
     try:
         server = demo_server(public_url=args.public_url, assume_version=args.assume_version,
                              single_path=args.single_path, store=store, compat=args.compat,
                              push_notifications=bool(args.push_allow),
-                             push_allow=args.push_allow, access_log=args.access_log)
+                             push_allow=args.push_allow, access_log=args.access_log,
+                             authenticate=MutualTlsAuth() if args.tls_client_ca else None)
     except RuntimeError as error:
         parser.error(f"--compat: {error}")
     except ValueError as error:
@@ -8446,30 +8692,17 @@ def main(argv=None):
     if args.access_log:
         _log_access_to_stderr()
 
-    def ready(listener):
-        sockets = getattr(listener, "sockets", None)
-        host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
-        base = f"http://{host}:{port}"
-        kept = f"tasks in {args.store}" if args.store else "tasks in memory"
-        if args.compat:
-            kept += f"; A2A {args.compat} clients too"
-        if args.push_allow:
-            kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
-        if args.workers > 1:
-            kept += f", {args.workers} worker processes"
-        print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/ "
-              f"({kept})\n", flush=True)
-        print(_help_text(server, base), flush=True)
+    ready = functools.partial(_demo_banner, args, server, tls)
 
     try:
         if args.server == "asyncio":
             import asyncio
             try:
-                asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready))
+                asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls))
             except KeyboardInterrupt:
                 pass
         else:
-            serve(server, args.host, args.port, on_ready=ready, workers=args.workers)
+            serve(server, args.host, args.port, on_ready=ready, workers=args.workers, tls=tls)
     except OSError as error:
         import errno
         if error.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
