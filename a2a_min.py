@@ -6863,6 +6863,8 @@ class _RequestReader:
         while first == b"\n" or first == b"\r" and buffer[1:2] == b"\n":
             del buffer[:1 + (first == b"\r")]     # empty lines before a request: ignored
             first = buffer[:1]
+        if first == _TLS_RECORD:                   # a TLS client, on a plain HTTP port
+            self._refuse(400, "this port speaks plain HTTP, not TLS: use http://")
         start = max(0, self._scan - 2)
         end = buffer.find(b"\n\r\n", start)       # the blank line (CRLF, or a bare LF)
         # ... or a bare LF that comes first ("\r\n\n\r\n" ends at the "\n\n")
@@ -7093,8 +7095,11 @@ def _tls_handshake(sock, context, deadline_after):
         sock.settimeout(deadline_after)
         first = sock.recv(1, 2)                    # (2: MSG_PEEK, the byte stays)
         if first[:1] != _TLS_RECORD:
-            if first:
-                sock.sendall(_PLAIN_ON_TLS)
+            if first:                              # plain HTTP: say so, read what it sent
+                sock.sendall(_PLAIN_ON_TLS)        # (a close with it unread would reset
+                sock.shutdown(1)                   # the connection before the answer)
+                while time.monotonic() < deadline and sock.recv(65536):
+                    pass
             sock.close()
             return None
         tls = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)

@@ -10,6 +10,7 @@ Prints one JSON object describing what the client saw; the test suite checks it.
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 
@@ -38,7 +39,14 @@ async def main(url, binding):
     if binding == "GRPC":
         import grpc
         options["grpc_channel_factory"] = grpc.aio.insecure_channel
-    async with httpx.AsyncClient(timeout=30) as http:
+    # Over TLS (tests/test_tls.py): the CA to trust, and a client certificate.
+    verify = True
+    if os.environ.get("A2A_TLS_CA"):
+        import ssl
+        verify = ssl.create_default_context(cafile=os.environ["A2A_TLS_CA"])
+        if os.environ.get("A2A_TLS_CERT"):
+            verify.load_cert_chain(os.environ["A2A_TLS_CERT"], os.environ.get("A2A_TLS_KEY"))
+    async with httpx.AsyncClient(timeout=30, verify=verify) as http:
         plain = await create_client(url, ClientConfig(
             streaming=False, httpx_client=http, supported_protocol_bindings=[binding], **options))
         streaming = await create_client(url, ClientConfig(

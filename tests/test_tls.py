@@ -1,0 +1,378 @@
+"""TLS and mutual TLS on the threaded and asyncio servers, with certificates
+made here by a throw-away CA (the openssl command) and real TLS clients: the
+standard library's, curl, and the reference SDK's."""
+
+import asyncio
+import http.client
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from harness import ROOT, need, user_message
+import a2a_min
+
+HOSTS = ["threads", "asyncio"]
+V1 = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA; a server certificate for 127.0.0.1; client certificates for alice
+    and bob; one a stranger's CA issued; and a server certificate used as a
+    client's (a certificate for the wrong purpose)."""
+    need("openssl", "the TLS tests make a throw-away CA with the openssl command")
+    d = tmp_path_factory.mktemp("pki")
+
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True, timeout=60)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for ca in ("ca", "stranger"):
+        run("req", "-x509", *ec, "-keyout", f"{ca}.key", "-out", f"{ca}.pem", "-days", "2",
+            "-subj", f"/CN={ca} CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+    def issue(name, subject, usage, ca="ca", san=None):
+        run("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject)
+        (d / f"{name}.ext").write_text(
+            (f"subjectAltName={san}\n" if san else "") + f"extendedKeyUsage={usage}\n"
+            "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n")
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
+            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext")
+
+    issue("server", "/CN=localhost", "serverAuth", san="DNS:localhost,IP:127.0.0.1")
+    issue("alice", "/O=Example/CN=alice", "clientAuth")
+    issue("bob", "/O=Example/CN=bob", "clientAuth")
+    issue("mallory", "/O=Example/CN=mallory", "clientAuth", ca="stranger")
+    return d
+
+
+def server_tls(pki, **more):
+    return {"cert": str(pki / "server.pem"), "key": str(pki / "server.key"), **more}
+
+
+def client_context(pki, who=None):
+    context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    if who:
+        context.load_cert_chain(str(pki / f"{who}.pem"), str(pki / f"{who}.key"))
+    return context
+
+
+class TlsHost:
+    """``server`` on 127.0.0.1 over TLS, on the threaded or the asyncio server."""
+
+    def __init__(self, server, kind, tls, handshake_timeout=10.0):
+        self.kind = kind
+        if kind == "threads":
+            self.httpd = a2a_min.make_http_server(server, "127.0.0.1", 0, tls=tls,
+                                                  handshake_timeout=handshake_timeout)
+            self.port = self.httpd.server_address[1]
+            threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+            return
+        self.loop, ready = asyncio.new_event_loop(), threading.Event()
+
+        def on_ready(listener):
+            self.port = listener.sockets[0].getsockname()[1]
+            ready.set()
+
+        async def run():
+            self.task = asyncio.current_task()
+            try:
+                await a2a_min.serve_asyncio(server, "127.0.0.1", 0, on_ready=on_ready, tls=tls,
+                                            handshake_timeout=handshake_timeout, grace=1.0)
+            except asyncio.CancelledError:
+                pass
+        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(run(),),
+                                       daemon=True)
+        self.thread.start()
+        assert ready.wait(10)
+
+    def connection(self, context, timeout=10):
+        return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
+                                           context=context)
+
+    def call(self, context, method, path, body=None, headers=V1):
+        conn = self.connection(context)
+        try:
+            conn.request(method, path, json.dumps(body) if body is not None else None, headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def close(self):
+        if self.kind == "threads":
+            self.httpd.shutdown()
+            self.httpd.server_close()
+        else:
+            self.loop.call_soon_threadsafe(self.task.cancel)
+            self.thread.join(10)
+
+
+@pytest.fixture(params=HOSTS)
+def tls_host(request, pki):
+    host = TlsHost(a2a_min.demo_server(), request.param, server_tls(pki))
+    yield host
+    host.close()
+
+
+@pytest.fixture(params=HOSTS)
+def mtls_host(request, pki):
+    server = a2a_min.demo_server(authenticate=a2a_min.MutualTlsAuth())
+    host = TlsHost(server, request.param, server_tls(pki, client_ca=str(pki / "ca.pem")))
+    yield host
+    host.close()
+
+
+def send(host, context, text="hello", path="/message:send"):
+    return host.call(context, "POST", path, {"message": user_message(text)})
+
+
+# -- HTTPS ---------------------------------------------------------------------------
+
+def test_https_serves_both_bindings_and_the_card_says_https(tls_host, pki):
+    context = client_context(pki)
+    status, body = tls_host.call(context, "GET", "/.well-known/agent-card.json", headers={})
+    card = json.loads(body)
+    assert status == 200
+    assert {i["url"] for i in card["supportedInterfaces"]} == {
+        f"https://127.0.0.1:{tls_host.port}/", f"https://127.0.0.1:{tls_host.port}"}
+    status, body = send(tls_host, context)
+    assert status == 200 and json.loads(body)["task"]["status"]["state"] == \
+        "TASK_STATE_COMPLETED"
+    status, body = tls_host.call(context, "POST", "/", {
+        "jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})
+    assert json.loads(body)["result"]["totalSize"] == 1
+
+
+def test_keep_alive_and_a_stream_over_tls(tls_host, pki):
+    conn = tls_host.connection(client_context(pki))
+    for i in range(3):                                 # one connection, one handshake
+        conn.request("POST", "/message:send", json.dumps({"message": user_message(f"k{i}")}), V1)
+        response = conn.getresponse()
+        assert response.status == 200 and response.getheader("Connection") != "close"
+        response.read()
+    conn.request("POST", "/message:stream", json.dumps({"message": user_message("s")}), V1)
+    response = conn.getresponse()
+    frames = response.read().decode().split("\n\n")
+    assert frames[0].startswith("id: 0\ndata: ") and "TASK_STATE_COMPLETED" in frames[-2]
+    conn.close()
+
+
+def test_curl_over_tls(tls_host, pki):
+    need("curl", "the curl test needs curl")
+    done = subprocess.run(
+        ["curl", "-s", "--cacert", str(pki / "ca.pem"), f"https://127.0.0.1:{tls_host.port}/",
+         "-H", "A2A-Version: 1.0", "-H", "Content-Type: application/json", "-d",
+         json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                     "params": {"message": user_message("curl")}})],
+        capture_output=True, text=True, timeout=30)
+    assert json.loads(done.stdout)["result"]["task"]["status"]["state"] == \
+        "TASK_STATE_COMPLETED", done
+
+
+def test_an_untrusted_server_certificate_is_refused_by_the_client(tls_host):
+    with pytest.raises(ssl.SSLCertVerificationError):
+        tls_host.call(ssl.create_default_context(), "GET", "/.well-known/agent-card.json")
+
+
+def test_tls_1_1_is_refused(tls_host, pki):
+    context = client_context(pki)
+    try:
+        context.minimum_version = context.maximum_version = ssl.TLSVersion.TLSv1_1
+    except (ValueError, ssl.SSLError):
+        pytest.skip("this OpenSSL cannot even offer TLS 1.1")
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        tls_host.call(context, "GET", "/.well-known/agent-card.json")
+
+
+def test_tls_1_3_is_preferred(tls_host, pki):
+    with socket.create_connection(("127.0.0.1", tls_host.port), timeout=10) as raw:
+        with client_context(pki).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            assert tls.version() == "TLSv1.3"
+
+
+# -- mutual TLS -------------------------------------------------------------------------
+
+def test_mutual_tls_scopes_tasks_per_certificate_and_leaves_the_card_public(mtls_host, pki):
+    anonymous = client_context(pki)
+    status, body = mtls_host.call(anonymous, "GET", "/.well-known/agent-card.json", headers={})
+    card = json.loads(body)
+    assert status == 200
+    assert card["securitySchemes"] == {"mtls": {"mtlsSecurityScheme": {
+        "description": "a client certificate issued by the CA this agent trusts"}}}
+    assert card["securityRequirements"] == [{"schemes": {"mtls": {"list": []}}}]
+    status, body = send(mtls_host, anonymous)
+    error = json.loads(body)["error"]
+    assert status == 401 and "client certificate" in error["message"]
+    alice, bob = client_context(pki, "alice"), client_context(pki, "bob")
+    status, body = send(mtls_host, alice, "mine")
+    task_id = json.loads(body)["task"]["id"]
+    assert status == 200
+    assert mtls_host.call(alice, "GET", f"/tasks/{task_id}")[0] == 200
+    assert mtls_host.call(bob, "GET", f"/tasks/{task_id}")[0] == 404     # (another's task)
+    assert json.loads(mtls_host.call(bob, "GET", "/tasks")[1])["totalSize"] == 0
+    assert json.loads(mtls_host.call(alice, "GET", "/tasks")[1])["totalSize"] == 1
+
+
+def test_the_principal_is_the_subject_or_what_the_hook_says(pki):
+    seen = []
+
+    def agent(ctx):
+        seen.append((ctx.caller.principal, ctx.caller.certificate["subject"]))
+        return "ok"
+    for auth, expected in ((a2a_min.MutualTlsAuth(), "CN=alice,O=Example"),
+                           (a2a_min.MutualTlsAuth(principal_of=lambda c: "serial:" + c[
+                               "serialNumber"]), None)):
+        host = TlsHost(a2a_min.Server(agent, authenticate=auth), "threads",
+                       server_tls(pki, client_ca=str(pki / "ca.pem")))
+        try:
+            assert send(host, client_context(pki, "alice"))[0] == 200
+        finally:
+            host.close()
+        principal, subject = seen.pop()
+        assert principal == expected or expected is None and principal.startswith("serial:")
+        assert dict(rdn[0] for rdn in subject)["commonName"] == "alice"
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+@pytest.mark.parametrize("who", ["mallory", "server"])      # a stranger's CA; the wrong purpose
+def test_a_client_certificate_that_does_not_verify_ends_the_handshake(pki, kind, who):
+    host = TlsHost(a2a_min.demo_server(authenticate=a2a_min.MutualTlsAuth()), kind,
+                   server_tls(pki, client_ca=str(pki / "ca.pem")))
+    try:
+        context = client_context(pki)
+        context.load_cert_chain(str(pki / f"{who}.pem"), str(pki / f"{who}.key"))
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            send(host, context)
+        assert send(host, client_context(pki, "alice"))[0] == 200      # the next one is served
+    finally:
+        host.close()
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_required_client_certificates_refuse_the_handshake_without_one(pki, kind):
+    host = TlsHost(a2a_min.demo_server(), kind,
+                   server_tls(pki, client_ca=str(pki / "ca.pem"), client_cert="required"))
+    try:
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            host.call(client_context(pki), "GET", "/.well-known/agent-card.json", headers={})
+        status, _ = host.call(client_context(pki, "bob"), "GET", "/.well-known/agent-card.json",
+                              headers={})
+        assert status == 200
+    finally:
+        host.close()
+
+
+# -- what must not hang ----------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_stalled_handshakes_are_cut_off_and_delay_nobody(pki, kind):
+    host = TlsHost(a2a_min.demo_server(), kind, server_tls(pki), handshake_timeout=1.0)
+    try:
+        silent = [socket.create_connection(("127.0.0.1", host.port)) for _ in range(20)]
+        partial = [socket.create_connection(("127.0.0.1", host.port)) for _ in range(20)]
+        for sock in partial:                             # a TLS record header, then nothing
+            sock.sendall(b"\x16\x03\x01\x02\x00\x01")
+        started = time.monotonic()
+        assert send(host, client_context(pki))[0] == 200
+        assert time.monotonic() - started < 0.9          # not behind the stalled ones
+        for sock in silent + partial:                    # each is closed at its deadline
+            sock.settimeout(5)
+            assert sock.recv(100) == b""
+            sock.close()
+        assert time.monotonic() - started < 4
+    finally:
+        host.close()
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_plain_http_on_a_tls_port_is_told_or_closed_never_left_waiting(pki, kind):
+    host = TlsHost(a2a_min.demo_server(), kind, server_tls(pki), handshake_timeout=2.0)
+    try:
+        with socket.create_connection(("127.0.0.1", host.port), timeout=5) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while chunk := sock.recv(4096):
+                data += chunk
+        if kind == "threads":
+            assert data.startswith(b"HTTP/1.1 400 Bad Request") and b"use https://" in data
+        else:
+            assert b"HTTP/1.1 200" not in data           # (asyncio's TLS: a clean close)
+    finally:
+        host.close()
+
+
+def test_a_tls_client_on_a_plain_port_fails_at_once():
+    httpd = a2a_min.make_http_server(a2a_min.demo_server(), "127.0.0.1", 0, timeout=5)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        started = time.monotonic()
+        conn = http.client.HTTPSConnection("127.0.0.1", httpd.server_address[1], timeout=10,
+                                           context=ssl.create_default_context())
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            conn.request("GET", "/")
+        assert time.monotonic() - started < 5
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+# -- start-up errors name the file -----------------------------------------------------
+
+@pytest.mark.parametrize("flags, says", [
+    (["--tls-cert", "/nonexistent/server.pem"], "/nonexistent/server.pem cannot be used: no such file"),
+    (["--tls-cert", "{pki}/server.pem", "--tls-key", "{pki}/alice.key"], "cannot be used"),
+    (["--tls-cert", "{pki}/server.pem", "--tls-key", "{pki}/server.key",
+      "--tls-client-ca", "{pki}/nope.pem"], "the client CA file {pki}/nope.pem cannot be used"),
+    (["--tls-key", "{pki}/server.key"], "--tls-key and --tls-client-ca need --tls-cert"),
+])
+def test_a_certificate_that_cannot_be_used_stops_the_start_naming_the_file(pki, flags, says):
+    flags = [f.replace("{pki}", str(pki)) for f in flags]
+    done = subprocess.run([sys.executable, "a2a_min.py", "--port", "0", *flags], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and says.replace("{pki}", str(pki)) in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unreadable_key_file_is_named(pki, tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("running as root: chmod 000 does not stop root reading")
+    key = tmp_path / "locked.key"
+    shutil.copy(pki / "server.key", key)
+    key.chmod(0)
+    with pytest.raises(ValueError, match="permission denied"):
+        a2a_min.make_http_server(a2a_min.demo_server(), "127.0.0.1", 0,
+                                 tls={"cert": str(pki / "server.pem"), "key": str(key)})
+
+
+# -- the demo with TLS, and the reference SDK's client ---------------------------------
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_the_reference_sdk_client_over_mutual_tls(pki, kind):
+    from harness import require_sdk
+    require_sdk()
+    server = a2a_min.demo_server(authenticate=a2a_min.MutualTlsAuth())
+    host = TlsHost(server, kind, server_tls(pki, client_ca=str(pki / "ca.pem")))
+    try:
+        for binding in ("JSONRPC", "HTTP+JSON"):
+            done = subprocess.run(
+                [sys.executable, f"{ROOT}/tests/sdk_client.py", f"https://127.0.0.1:{host.port}",
+                 binding], capture_output=True, text=True, timeout=120,
+                env={**os.environ, "A2A_TLS_CA": str(pki / "ca.pem"),
+                     "A2A_TLS_CERT": str(pki / "alice.pem"), "A2A_TLS_KEY": str(pki / "alice.key")})
+            assert done.returncode == 0, done.stderr[-3000:]
+            seen = json.loads(done.stdout)
+            assert seen["send"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert seen["stream"][-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert seen["cancel"]["status"]["state"] == "TASK_STATE_CANCELED"
+    finally:
+        host.close()
