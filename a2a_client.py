@@ -60,7 +60,7 @@ MIT License. Copyright (c) 2026 the a2a_min authors.
 """
 
 __all__ = ["Client", "Stream", "ClientError", "fetch_card", "choose_interface", "error_from",
-           "main"]
+           "tls_context", "main"]
 
 import http.client
 import json
@@ -326,15 +326,38 @@ def _grpc():
 
 # -- HTTP: kept-alive connections, bounded reads -------------------------------------------
 
+def tls_context(ca=None, cert=None, key=None, *, insecure=False):
+    """The ssl.SSLContext a Client connects to https agents with: the system's
+    trusted CAs, or those in ``ca`` (a PEM file); a client certificate for
+    mutual TLS (``cert``, with ``key`` unless the cert file holds it);
+    ``insecure``: no check of the agent's certificate at all (for testing,
+    like curl -k). A file that cannot be used is a ClientError naming it."""
+    import ssl
+    try:
+        context = ssl.create_default_context(cafile=ca)
+        if cert:
+            context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as error:
+        which = ca if ca and not cert else f"{cert}" + (f" / {key}" if key else "")
+        raise ClientError(f"cannot use the TLS file(s) {which}: "
+                          f"{getattr(error, 'reason', None) or error.strerror or error}") from None
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 class _Connections:
     """HTTP/1.1 connections kept alive, per origin, shared by threads (each
     request takes one and gives it back). A request on a kept connection that
     the server had closed meanwhile is sent again on a new one, once."""
 
     def __init__(self, timeout, max_answer_bytes=DEFAULT_LIMITS["max_answer_bytes"],
-                 max_redirects=DEFAULT_LIMITS["max_redirects"]):
+                 max_redirects=DEFAULT_LIMITS["max_redirects"], tls=None):
         import threading
         self.timeout = timeout
+        self.tls = tls                             # the ssl.SSLContext for https (None: default)
         self.max_answer_bytes = max_answer_bytes
         self.max_redirects = max_redirects
         self.idle = {}
@@ -347,9 +370,10 @@ class _Connections:
                 return kept.pop(), True
         scheme, host, port = origin
         if scheme == "https":
-            import ssl
+            if self.tls is None:
+                self.tls = tls_context()
             return http.client.HTTPSConnection(host, port, timeout=self.timeout,
-                                               context=ssl.create_default_context()), False
+                                               context=self.tls), False
         return http.client.HTTPConnection(host, port, timeout=self.timeout), False
 
     def give_back(self, origin, conn):
@@ -446,6 +470,16 @@ def _unreachable(url, error, timeout, when="connecting"):
     if isinstance(error, http.client.IncompleteRead):
         return ClientError(f"{url} closed the connection in the middle of its answer: the agent "
                            "or a proxy failed; try again")
+    import ssl
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return ClientError(f"the certificate of {url} cannot be trusted "
+                           f"({error.verify_message}): give the CA that issued it (--cacert FILE, "
+                           "Client(tls=tls_context(ca=...))), or skip the check to test (-k)")
+    if isinstance(error, ssl.SSLError) and "CERTIFICATE_REQUIRED" in str(error):
+        return ClientError(f"{url} asks for a client certificate (mutual TLS): --cert FILE "
+                           "--key FILE, or Client(tls=tls_context(cert=..., key=...))")
+    if isinstance(error, ssl.SSLError) and "WRONG_VERSION_NUMBER" in str(error):
+        return ClientError(f"{url} does not speak TLS: try http:// instead of https://")
     text = str(error) or type(error).__name__
     return ClientError(f"{url} could not be reached ({when}): {text}")
 
@@ -651,18 +685,20 @@ class Client:
     the interface's). ``extensions``: URIs announced in A2A-Extensions.
     ``headers``: more headers for every request. ``on_request(method, url,
     headers, body)`` is called before each HTTP request (``--curl`` prints
-    it). The limits are DEFAULT_LIMITS'.
+    it). ``tls``: the ssl.SSLContext for https agents (tls_context(): a CA
+    bundle, a client certificate for mutual TLS, or none of the checks);
+    default, the system's trusted CAs. The limits are DEFAULT_LIMITS'.
     """
 
     def __init__(self, agent, *, binding=None, auth=None, tenant=None, extensions=(),
-                 headers=None, on_request=None, **limits):
+                 headers=None, on_request=None, tls=None, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown limit(s): {', '.join(sorted(unknown))}")
         self.limits = dict(DEFAULT_LIMITS, **limits)
         self.on_request = on_request
         self.http = _Connections(self.limits["timeout"], self.limits["max_answer_bytes"],
-                                 self.limits["max_redirects"])
+                                 self.limits["max_redirects"], tls)
         self.extra_headers = dict(headers or {})
         if isinstance(agent, dict):
             self.card, self.card_url = agent, None
@@ -1020,12 +1056,13 @@ def _placed(scheme, secret):
 VERBS = ("card", "send", "get", "list", "cancel", "watch", "push")
 
 
-def _curl_printer(secrets, show_secrets, out):
-    """on_request that prints a runnable curl command for each request."""
+def _curl_printer(secrets, show_secrets, out, tls_flags=()):
+    """on_request that prints a runnable curl command for each request
+    (``tls_flags``: curl's for the command line's --cacert, --cert, --key, -k)."""
     import shlex
 
     def show(method, url, headers, body):
-        words = ["curl", "-sS"]
+        words = ["curl", "-sS", *(map(shlex.quote, tls_flags) if url.startswith("https:") else ())]
         if headers.get("Accept") == "text/event-stream":
             words.append("-N")
         if method != ("POST" if body is not None else "GET"):
@@ -1155,6 +1192,13 @@ def _parser():
                         help="print each request as a curl command (to stderr) before sending it")
     common.add_argument("--show-secrets", action="store_true",
                         help="with --curl: print credentials, not $A2A_AUTH")
+    common.add_argument("--cacert", metavar="FILE",
+                        help="https: trust the agent's certificate if this CA (PEM) issued it")
+    common.add_argument("--cert", metavar="FILE",
+                        help="https: present this client certificate (mutual TLS)")
+    common.add_argument("--key", metavar="FILE", help="its private key (if not in --cert)")
+    common.add_argument("-k", "--insecure", action="store_true",
+                        help="https: do not check the agent's certificate (testing only)")
     parser = argparse.ArgumentParser(
         prog="a2a_min", description="Call an A2A 1.0 agent (run with no verb, or 'serve', to "
                                     "serve the demo agent).")
@@ -1217,7 +1261,10 @@ def main(argv=None, out=None, err=None):
     if args.auth:
         header = next(iter(_credentials({}, args.auth)))
         secrets[header] = "A2A_AUTH"
-    on_request = _curl_printer(secrets, args.show_secrets, err) if args.curl else None
+    tls_flags = [word for flag, value in (("--cacert", args.cacert), ("--cert", args.cert),
+                                          ("--key", args.key)) if value for word in (flag, value)]
+    tls_flags += ["-k"] if args.insecure else []
+    on_request = _curl_printer(secrets, args.show_secrets, err, tls_flags) if args.curl else None
     try:
         return _run(args, out, on_request)
     except A2AError as error:
@@ -1240,7 +1287,8 @@ def main(argv=None, out=None, err=None):
 def _run(args, out, on_request):
     limits = {"timeout": args.timeout}
     if args.verb == "card":
-        card, where = fetch_card(args.url, timeout=args.timeout, on_request=on_request)
+        card, where = fetch_card(args.url, timeout=args.timeout, on_request=on_request,
+                                 _http=_Connections(args.timeout, tls=_cli_tls(args)))
         if args.json and not args.extended:
             print(json.dumps(card, indent=2), file=out)
             return 0
@@ -1301,7 +1349,14 @@ def _client(args, card, url, on_request, limits):
     return Client(card if card is not None else url,
                   binding=bindings.get(args.binding) if args.binding else None, auth=args.auth,
                   tenant=args.tenant, extensions=args.extension, on_request=on_request,
-                  **limits)
+                  tls=_cli_tls(args), **limits)
+
+
+def _cli_tls(args):
+    """--cacert, --cert, --key, --insecure: the SSLContext, or None (default)."""
+    if not (args.cacert or args.cert or args.insecure):
+        return None
+    return tls_context(args.cacert, args.cert, args.key, insecure=args.insecure)
 
 
 def _follow(stream, args, out):

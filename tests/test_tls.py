@@ -376,3 +376,51 @@ def test_the_reference_sdk_client_over_mutual_tls(pki, kind):
             assert seen["cancel"]["status"]["state"] == "TASK_STATE_CANCELED"
     finally:
         host.close()
+
+
+# -- the client side -------------------------------------------------------------------
+
+def test_the_client_over_mutual_tls(mtls_host, pki):
+    import a2a_client
+    url = f"https://127.0.0.1:{mtls_host.port}"
+    tls = a2a_client.tls_context(str(pki / "ca.pem"), str(pki / "alice.pem"),
+                                 str(pki / "alice.key"))
+    for binding in ("JSONRPC", "HTTP+JSON"):
+        client = a2a_client.Client(url, binding=binding, tls=tls)
+        task = client.send("hello")["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        with client.stream("streamed") as stream:
+            events = list(stream)
+        assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        client.close()
+    bob = a2a_client.Client(url, tls=a2a_client.tls_context(
+        str(pki / "ca.pem"), str(pki / "bob.pem"), str(pki / "bob.key")))
+    with pytest.raises(a2a_min.TaskNotFoundError):
+        bob.get_task(task["id"])
+    insecure = a2a_client.Client(url, tls=a2a_client.tls_context(insecure=True))
+    with pytest.raises(a2a_min.AuthenticationRequiredError):
+        insecure.send("no certificate")
+
+
+def test_the_command_line_over_mutual_tls_and_its_curl_lines(mtls_host, pki):
+    import io
+    import a2a_client
+    url = f"https://127.0.0.1:{mtls_host.port}"
+    flags = ["--cacert", str(pki / "ca.pem"), "--cert", str(pki / "alice.pem"),
+             "--key", str(pki / "alice.key")]
+    out, err = io.StringIO(), io.StringIO()
+    assert a2a_client.main(["send", url, "hi", "--curl", *flags], out, err) == 0
+    assert "COMPLETED" in out.getvalue()
+    curl_lines = err.getvalue().splitlines()
+    assert curl_lines and all(line.startswith("curl -sS " + " ".join(flags) + " https://")
+                              for line in curl_lines)
+    need("curl", "running the printed curl line needs curl")
+    done = subprocess.run(["bash", "-c", curl_lines[-1]], capture_output=True, text=True,
+                          timeout=30)
+    assert json.loads(done.stdout)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    for args, says in ((["card", url], "cannot be trusted"),
+                       (["card", url, "--cacert", "/nope.pem"], "/nope.pem"),
+                       (["send", url, "x", "-k"], "client certificate")):
+        out, err = io.StringIO(), io.StringIO()
+        assert a2a_client.main(args, out, err) == 1
+        assert says in err.getvalue() and err.getvalue().count("\n") == 1, err.getvalue()
