@@ -345,6 +345,8 @@ def tls_context(ca=None, cert=None, key=None, *, insecure=False):
     if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+    # (grpc takes files, not a context: a2a_grpc reads them from here)
+    context.a2a_files = {"ca": ca, "cert": cert, "key": key, "insecure": insecure}
     return context
 
 
@@ -720,7 +722,11 @@ class Client:
             self.headers["A2A-Extensions"] = ", ".join(self.extensions)
         self._grpc = None
         if self.binding == "GRPC":
-            self._grpc = _grpc().GrpcChannel(self.url, timeout=self.limits["timeout"])
+            # A card names a gRPC interface as host:port, without a scheme: TLS
+            # when the client was given tls=, or found the card over https.
+            secure = tls is not None or (self.card_url or "").startswith("https:")
+            self._grpc = _grpc().GrpcChannel(self.url, timeout=self.limits["timeout"],
+                                             tls=(tls or tls_context()) if secure else None)
         self._ids = 0
 
     def close(self):

@@ -175,7 +175,11 @@ class A2AServiceServicer:
         for key, value in context.invocation_metadata():
             if not key.endswith("-bin"):
                 headers[key] = headers[key] + ", " + value if key in headers else value
-        call = a2a_min.CallContext(headers, peer=_peer_address(context.peer()))
+        peer = _peer_address(context.peer())
+        certificate = _certificate_of(context)
+        if certificate is not None:                # mutual TLS: as the HTTP hosts give it
+            peer = a2a_min._Peer(peer, certificate)
+        call = a2a_min.CallContext(headers, peer=peer)
         last = headers.get("last-event-id", "").strip()
         if last.isascii() and last.isdecimal():    # resume a SubscribeToTask stream
             call.last_event_id = int(last)
@@ -248,6 +252,60 @@ def _unexpected(context, method, what="unexpected error answering %s over gRPC")
         "internal error; see the server log")))
 
 
+# OpenSSL's short names in a certificate subject -> ssl.getpeercert()'s
+_SUBJECT_NAMES = {"CN": "commonName", "O": "organizationName", "OU": "organizationalUnitName",
+                  "C": "countryName", "L": "localityName", "ST": "stateOrProvinceName"}
+
+
+def _certificate_of(context):
+    """The verified client certificate of a call over mutual TLS, in the shape
+    of ssl's getpeercert() (its subject, most general name first), or None.
+    grpc gives its subject as RFC 2253 text ("CN=alice,O=Example")."""
+    auth = context.auth_context() or {}
+    subject = (auth.get("x509_subject") or [b""])[0].decode("utf-8", "replace")
+    if not subject:
+        return None
+    rdns = []
+    for part in _split_rdns(subject):
+        name, _, value = part.partition("=")
+        rdns.append(((_SUBJECT_NAMES.get(name.strip(), name.strip()), value.strip()),))
+    return {"subject": tuple(reversed(rdns)),
+            "pem": (auth.get("x509_pem_cert") or [b""])[0].decode("ascii", "replace")}
+
+
+def _split_rdns(text):
+    """RFC 2253 text at its unescaped commas."""
+    parts, current, escaped = [], "", False
+    for char in text:
+        if char == "," and not escaped:
+            parts.append(current)
+            current = ""
+            continue
+        current += char
+        escaped = char == "\\" and not escaped
+    return parts + [current] if current else parts
+
+
+def _credentials(tls):
+    """grpc's server credentials for a2a_min's tls= dict (the same files as the
+    HTTP servers'): the certificate and key, and for mutual TLS the client CA."""
+    def read(what, path):
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as error:
+            raise ValueError(f"the TLS {what} {path} cannot be used: "
+                             f"{error.strerror.lower()}") from None
+    cert = read("certificate", tls["cert"])
+    key = read("key", tls["key"]) if tls.get("key") else cert
+    ca = read("client CA file", tls["client_ca"]) if tls.get("client_ca") else None
+    # grpc asks for a client certificate only when it requires one: with a
+    # client CA the gRPC port always does. (The public card is served over
+    # HTTP, where "client_cert": "optional" keeps it reachable without one.)
+    return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca,
+                                       require_client_auth=bool(ca))
+
+
 def _peer_address(peer):
     """grpc's peer ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000", "unix:...") -> the
     address alone, as the HTTP hosts give it (per-caller limits count by it)."""
@@ -292,7 +350,7 @@ def _handlers(servicer):
 
 
 def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=None,
-                  advertise=True):
+                  advertise=True, tls=None):
     """A grpc.Server serving ``server`` at ``address``; returns (grpc_server, port).
 
     Call ``grpc_server.start()``; stop with ``grpc_server.stop(grace)``, which
@@ -300,7 +358,11 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
     interface as host:port. The receive limit is the server's max_body_bytes.
     ``max_workers`` threads serve the calls; at most ``max_streams`` of them
     (default: half) serve streams, and a stream past that is refused with
-    RESOURCE_EXHAUSTED, so the other calls always have threads.
+    RESOURCE_EXHAUSTED, so the other calls always have threads. ``tls``: the
+    files of a2a_min's tls= dict ({"cert", "key", "client_ca", "client_cert"}):
+    gRPC over TLS, and mutual TLS with a client CA. The card's GRPC interface
+    stays host:port (a gRPC target): it names no scheme, so a client is told
+    TLS by being given credentials (see the README).
     """
     from concurrent import futures
     if max_streams is None:
@@ -314,7 +376,8 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
         options=[("grpc.max_receive_message_length", limit),
                  ("grpc.so_reuseport", 0)])
     grpc_server.add_generic_rpc_handlers((_handlers(A2AServiceServicer(server, max_streams)),))
-    port = grpc_server.add_insecure_port(address)
+    port = (grpc_server.add_secure_port(address, _credentials(tls)) if tls
+            else grpc_server.add_insecure_port(address))
     if port == 0:
         raise OSError(f"cannot listen for gRPC on {address}")
     if advertise:
@@ -325,19 +388,43 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
 
 # -- the caller's side: what a2a_client uses for a GRPC interface -------------------
 
+def _channel_credentials(tls):
+    """grpc's channel credentials from the files a2a_client.tls_context() was
+    made of (grpc takes PEM bytes, not an ssl.SSLContext)."""
+    import a2a_client
+    files = getattr(tls, "a2a_files", None) or {}
+    if files.get("insecure"):
+        raise a2a_client.ClientError("gRPC cannot skip the check of the agent's certificate "
+                                     "(-k): give the CA that issued it (--cacert FILE)")
+
+    def read(path):
+        if not path:
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+    cert = read(files.get("cert"))
+    return grpc.ssl_channel_credentials(
+        root_certificates=read(files.get("ca")), certificate_chain=cert,
+        private_key=read(files.get("key")) or cert)
+
+
 class GrpcChannel:
     """Calls to one agent's A2AService, for a2a_client.Client: ProtoJSON
     dicts in and out, as on the other bindings. ``target`` is the
-    interface's URL: host:port (plaintext), or grpc:// / http:// (plaintext)
-    or https:// (TLS) before it. An error answered by the agent is raised
-    as its a2a_min class, from the ErrorInfo in grpc-status-details-bin."""
+    interface's URL: host:port (or grpc://host:port), or http:// (plaintext)
+    or https:// (TLS) before it. ``tls``: TLS for host:port too, with the files of
+    a2a_client.tls_context() (its CA, and a client certificate for mutual
+    TLS); without it a bare host:port is plaintext. An error answered by the
+    agent is raised as its a2a_min class, from the ErrorInfo in
+    grpc-status-details-bin."""
 
-    def __init__(self, target, *, timeout=30.0):
+    def __init__(self, target, *, timeout=30.0, tls=None):
         import a2a_client
         self._errors = a2a_client
-        secure = target.startswith("https://")
+        secure = target.startswith("https://") or tls is not None and (
+            "://" not in target or target.startswith("grpc://"))
         address = target.split("://", 1)[-1].rstrip("/")
-        self.channel = (grpc.secure_channel(address, grpc.ssl_channel_credentials()) if secure
+        self.channel = (grpc.secure_channel(address, _channel_credentials(tls)) if secure
                         else grpc.insecure_channel(address))
         self.target, self.timeout = target, timeout
 
@@ -422,15 +509,16 @@ class GrpcChannel:
 
 
 def serve(server, host="127.0.0.1", port=8000, grpc_port=50051, *, on_ready=None,
-          grace=10.0):
+          grace=10.0, tls=None):
     """Serve ``server`` on all three bindings until SIGTERM or Ctrl-C, then stop
     gracefully: a2a_min.serve ends the streams (gRPC streams end too, and are
     resumed with the last-event-id metadata) and lets turns finish, then the
-    gRPC server lets the calls in flight finish, within ``grace`` seconds."""
-    grpc_server, bound = create_server(server, f"{host}:{grpc_port}")
+    gRPC server lets the calls in flight finish, within ``grace`` seconds.
+    ``tls`` (a2a_min's dict of files): TLS on every binding."""
+    grpc_server, bound = create_server(server, f"{host}:{grpc_port}", tls=tls)
     grpc_server.start()
     try:
-        a2a_min.serve(server, host, port, grace=grace,
+        a2a_min.serve(server, host, port, grace=grace, tls=tls,
                       on_ready=on_ready and (lambda httpd: on_ready(httpd, bound)))
     finally:
         grpc_server.stop(grace).wait()
@@ -444,16 +532,32 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--grpc-port", type=int, default=50051)
+    parser.add_argument("--tls-cert", metavar="FILE", help="TLS on every binding: the certificate")
+    parser.add_argument("--tls-key", metavar="FILE", help="its private key")
+    parser.add_argument("--tls-client-ca", metavar="FILE",
+                        help="mutual TLS: client certificates from this CA (MutualTlsAuth)")
+    parser.add_argument("--tls-client-cert", choices=("optional", "required"),
+                        default="optional")
     args = parser.parse_args(argv)
-    server = a2a_min.demo_server()
+    tls = None
+    if args.tls_cert:
+        tls = {"cert": args.tls_cert, "key": args.tls_key, "client_ca": args.tls_client_ca,
+               "client_cert": args.tls_client_cert}
+        try:
+            a2a_min._tls_context(tls)              # (each file checked before anything starts)
+        except ValueError as error:
+            parser.error(str(error))
+    server = a2a_min.demo_server(
+        authenticate=a2a_min.MutualTlsAuth() if args.tls_client_ca else None)
 
     def ready(httpd, grpc_port):
         host, port = httpd.server_address[:2]
-        print(f"a2a_min {a2a_min.__version__}: JSON-RPC and HTTP+JSON on http://{host}:{port}/, "
-              f"gRPC on {host}:{grpc_port}", flush=True)
+        scheme = "https" if tls else "http"
+        print(f"a2a_min {a2a_min.__version__}: JSON-RPC and HTTP+JSON on {scheme}://{host}:{port}/, "
+              f"gRPC on {host}:{grpc_port}" + (" (TLS)" if tls else ""), flush=True)
 
     try:
-        serve(server, args.host, args.port, args.grpc_port, on_ready=ready)
+        serve(server, args.host, args.port, args.grpc_port, on_ready=ready, tls=tls)
     except (OSError, RuntimeError) as error:
         if isinstance(error, OSError) and error.errno not in (
                 errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):

@@ -39,6 +39,14 @@ async def main(url, binding):
     if binding == "GRPC":
         import grpc
         options["grpc_channel_factory"] = grpc.aio.insecure_channel
+        if os.environ.get("A2A_TLS_CA"):       # gRPC over TLS: the card says host:port only
+
+            def read(name):
+                path = os.environ.get(name)
+                return open(path, "rb").read() if path else None
+            credentials = grpc.ssl_channel_credentials(
+                read("A2A_TLS_CA"), read("A2A_TLS_KEY"), read("A2A_TLS_CERT"))
+            options["grpc_channel_factory"] = lambda url: grpc.aio.secure_channel(url, credentials)
     # Over TLS (tests/test_tls.py): the CA to trust, and a client certificate.
     verify = True
     if os.environ.get("A2A_TLS_CA"):

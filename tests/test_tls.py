@@ -424,3 +424,72 @@ def test_the_command_line_over_mutual_tls_and_its_curl_lines(mtls_host, pki):
         out, err = io.StringIO(), io.StringIO()
         assert a2a_client.main(args, out, err) == 1
         assert says in err.getvalue() and err.getvalue().count("\n") == 1, err.getvalue()
+
+
+# -- gRPC over TLS ---------------------------------------------------------------------
+
+@pytest.fixture
+def grpc_mtls(pki):
+    """One Server on HTTPS (threaded) and on gRPC over TLS, mutual TLS on both."""
+    need("grpc", "the gRPC tests need the grpc extra (grpcio)")
+    import a2a_grpc
+    server = a2a_min.demo_server(authenticate=a2a_min.MutualTlsAuth())
+    tls = server_tls(pki, client_ca=str(pki / "ca.pem"))
+    host = TlsHost(server, "threads", tls)
+    grpc_server, port = a2a_grpc.create_server(server, "127.0.0.1:0", tls=tls)
+    grpc_server.start()
+    host.grpc_port = port
+    yield host
+    grpc_server.stop(0)
+    host.close()
+
+
+def test_grpc_over_mutual_tls_shares_tasks_with_https_per_certificate(grpc_mtls, pki):
+    import a2a_client
+    import a2a_grpc
+    url = f"https://127.0.0.1:{grpc_mtls.port}"
+
+    def client(who, binding):
+        return a2a_client.Client(url, binding=binding, tls=a2a_client.tls_context(
+            str(pki / "ca.pem"), str(pki / f"{who}.pem"), str(pki / f"{who}.key")))
+    card_grpc = [i for i in client("alice", "GRPC").card["supportedInterfaces"]
+                 if i["protocolBinding"] == "GRPC"]
+    assert card_grpc[0]["url"] == f"127.0.0.1:{grpc_mtls.grpc_port}"     # a gRPC target
+    task = client("alice", "GRPC").send("over grpc")["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert client("alice", "HTTP+JSON").get_task(task["id"])["id"] == task["id"]
+    with pytest.raises(a2a_min.TaskNotFoundError):
+        client("bob", "GRPC").get_task(task["id"])
+    # Without a client certificate the gRPC port refuses the handshake.
+    bare = a2a_grpc.GrpcChannel(f"127.0.0.1:{grpc_mtls.grpc_port}",
+                                tls=a2a_client.tls_context(str(pki / "ca.pem")))
+    with pytest.raises(a2a_client.ClientError):
+        bare.call("ListTasks", {}, {"a2a-version": "1.0"})
+    bare.close()
+    # ... and a plaintext channel gets nowhere.
+    plain = a2a_grpc.GrpcChannel(f"http://127.0.0.1:{grpc_mtls.grpc_port}")
+    with pytest.raises(a2a_client.ClientError):
+        plain.call("ListTasks", {}, {"a2a-version": "1.0"})
+    plain.close()
+
+
+def test_the_reference_sdk_grpc_client_over_mutual_tls(grpc_mtls, pki):
+    from harness import require_sdk
+    require_sdk()
+    done = subprocess.run(
+        [sys.executable, f"{ROOT}/tests/sdk_client.py", f"https://127.0.0.1:{grpc_mtls.port}",
+         "GRPC"], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "A2A_TLS_CA": str(pki / "ca.pem"),
+             "A2A_TLS_CERT": str(pki / "alice.pem"), "A2A_TLS_KEY": str(pki / "alice.key")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout)
+    assert seen["send"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert seen["cancel"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_a2a_grpc_names_a_certificate_it_cannot_read(pki):
+    need("grpc", "the gRPC tests need the grpc extra (grpcio)")
+    done = subprocess.run([sys.executable, "a2a_grpc.py", "--port", "0", "--grpc-port", "0",
+                           "--tls-cert", str(pki / "missing.pem")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "missing.pem cannot be used: no such file" in done.stderr
