@@ -8601,11 +8601,30 @@ def _demo_tls(args, parser):
             parser.error("--tls-key and --tls-client-ca need --tls-cert FILE")
         return None
     try:
-        return _tls_context({"cert": args.tls_cert, "key": args.tls_key,
-                             "client_ca": args.tls_client_ca,
-                             "client_cert": args.tls_client_cert})
+        context = _tls_context({"cert": args.tls_cert, "key": args.tls_key,
+                                "client_ca": args.tls_client_ca,
+                                "client_cert": args.tls_client_cert})
     except ValueError as error:
         parser.error(str(error))
+    _reload_on_sighup(context, args.tls_cert, args.tls_key)
+    return context
+
+
+def _reload_on_sighup(context, cert, key):
+    """kill -HUP: load the certificate files again (a renewed certificate),
+    for the handshakes from then on; connections open keep theirs. A file
+    that cannot be used is logged, and the old certificate stays."""
+    import signal
+    if not hasattr(signal, "SIGHUP"):
+        return
+
+    def reload(*_):
+        try:
+            context.load_cert_chain(cert, key)
+            _log().warning("TLS: reloaded %s", cert)
+        except (OSError, ValueError) as error:
+            _log().error("TLS: cannot reload %s (%s); the old certificate stays", cert, error)
+    signal.signal(signal.SIGHUP, reload)
 
 
 def _demo_parser():

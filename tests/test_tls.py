@@ -493,3 +493,67 @@ def test_a2a_grpc_names_a_certificate_it_cannot_read(pki):
                            "--tls-cert", str(pki / "missing.pem")], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "missing.pem cannot be used: no such file" in done.stderr
+
+
+def test_sighup_reloads_a_renewed_certificate(pki, tmp_path):
+    """The demo with --tls-cert: replace the files, kill -HUP, and the next
+    handshake presents the new certificate (no restart)."""
+    for name in ("server.pem", "server.key"):
+        shutil.copy(pki / name, tmp_path / name)
+    port = _free_port()
+    demo = subprocess.Popen([sys.executable, "a2a_min.py", "--port", str(port), "--tls-cert",
+                             str(tmp_path / "server.pem"), "--tls-key", str(tmp_path / "server.key")],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "https://" in demo.stdout.readline()
+
+        def serial():
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+                with client_context(pki).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                    return ssl.DER_cert_to_PEM_cert(tls.getpeercert(True))
+        first = serial()
+        subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "new.key", "-out",
+                        "new.csr", "-subj", "/CN=localhost"], cwd=tmp_path, check=True,
+                       capture_output=True)
+        subprocess.run(["openssl", "x509", "-req", "-in", "new.csr", "-CA", str(pki / "ca.pem"),
+                        "-CAkey", str(pki / "ca.key"), "-CAcreateserial", "-out", "new.pem",
+                        "-days", "2", "-extfile", str(pki / "server.ext")], cwd=tmp_path,
+                       check=True, capture_output=True)
+        os.replace(tmp_path / "new.key", tmp_path / "server.key")
+        os.replace(tmp_path / "new.pem", tmp_path / "server.pem")
+        assert serial() == first                          # not before the signal
+        demo.send_signal(__import__("signal").SIGHUP)
+        deadline = time.monotonic() + 10
+        while serial() == first and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert serial() != first
+    finally:
+        demo.terminate()
+        demo.wait(10)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_a_renegotiation_attempt_is_refused_and_holds_nothing(pki, kind):
+    """TLS 1.2's renegotiation (TLS 1.3 has none): openssl s_client's "R"."""
+    need("openssl", "the renegotiation test drives openssl s_client")
+    host = TlsHost(a2a_min.demo_server(), kind, server_tls(pki), handshake_timeout=2.0)
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            ["openssl", "s_client", "-tls1_2", "-connect", f"127.0.0.1:{host.port}",
+             "-CAfile", str(pki / "ca.pem")], input="R\n", capture_output=True, text=True,
+            timeout=30)
+        assert time.monotonic() - started < 20
+        said = done.stdout + done.stderr
+        assert "RENEGOTIATING" in said and "no renegotiation" in said, said[-500:]
+        assert "Verify return code: 0 (ok)" in done.stdout           # (the handshake was fine)
+        assert send(host, client_context(pki))[0] == 200             # and nobody waits
+    finally:
+        host.close()
