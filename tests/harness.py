@@ -334,10 +334,21 @@ class HostClient(Client):
         super().__init__(server)
         self.port = self.start()
 
+    tls = None                                     # TLS hosts: the server's tls= files
+
+    def connection(self, timeout=30):
+        """A connection to the host (HTTPS for a TLS host, trusting its CA)."""
+        if self.tls is None:
+            return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        import ssl
+        return http.client.HTTPSConnection(
+            "127.0.0.1", self.port, timeout=timeout,
+            context=ssl.create_default_context(cafile=self.tls["ca"]))
+
     def raw(self, body, headers=V1, query=""):
         if not isinstance(body, bytes):
             body = json.dumps(body).encode()
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn = self.connection()
         try:
             conn.request("POST", "/" + ("?" + query if query else ""), body=body,
                          headers=dict(headers))
@@ -351,7 +362,7 @@ class HostClient(Client):
 
 class ThreadsHostClient(HostClient):
     def start(self):
-        self.host = Live(self.server, timeout=5)
+        self.host = Live(self.server, timeout=5, **_tls_option(self.tls))
         return self.host.port
 
     def close(self):
@@ -375,7 +386,7 @@ class AsyncioHostClient(HostClient):
                 ready.set()
             box["task"] = loop.create_task(a2a_min.serve_asyncio(
                 self.server, "127.0.0.1", 0, timeout=self.timeout, on_ready=on_ready,
-                grace=0))
+                grace=0, **_tls_option(self.tls)))
             try:
                 loop.run_until_complete(box["task"])
             except BaseException:
@@ -391,6 +402,56 @@ class AsyncioHostClient(HostClient):
     def close(self):
         self.box["loop"].call_soon_threadsafe(self.box["task"].cancel)
         self.thread.join(5)
+
+
+def suite_pki():
+    """A throw-away CA and a certificate it issued for 127.0.0.1 (the openssl
+    command), made once per test process: {"ca", "cert", "key"} file names."""
+    found = _PKI.get("files")
+    if found is None:
+        need("openssl", "the TLS hosts need the openssl command for their certificates")
+        import tempfile
+        folder = tempfile.mkdtemp(prefix="a2a-pki-")
+
+        def run(*args):
+            subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True,
+                           timeout=60)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=a2a_min suite CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        run("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+        with open(os.path.join(folder, "server.ext"), "w") as f:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+        run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "server.ext")
+        found = _PKI["files"] = {"ca": os.path.join(folder, "ca.pem"),
+                                 "cert": os.path.join(folder, "server.pem"),
+                                 "key": os.path.join(folder, "server.key")}
+    return found
+
+
+_PKI = {}       # (the suite's one throw-away CA: suite_pki())
+
+
+def _tls_option(tls):
+    return {"tls": {"cert": tls["cert"], "key": tls["key"]}} if tls else {}
+
+
+class ThreadsTlsHostClient(ThreadsHostClient):
+    """The threaded server over HTTPS."""
+
+    def start(self):
+        self.tls = suite_pki()
+        return super().start()
+
+
+class AsyncioTlsHostClient(AsyncioHostClient):
+    """The asyncio server over HTTPS."""
+
+    def start(self):
+        self.tls = suite_pki()
+        return super().start()
 
 
 class WsgiHostClient(HostClient):
@@ -471,9 +532,11 @@ class LambdaHostClient(HostClient):
 
 BINDINGS = {"jsonrpc": Client, "http+json": RestClient, "grpc": GrpcClient,
             "via_threads": ThreadsHostClient, "via_asyncio": AsyncioHostClient,
+            "via_threads_tls": ThreadsTlsHostClient, "via_asyncio_tls": AsyncioTlsHostClient,
             "via_wsgi": WsgiHostClient, "via_asgi": AsgiHostClient,
             "via_lambda": LambdaHostClient}
-JSONRPC_CLIENTS = (Client, ThreadsHostClient, AsyncioHostClient, WsgiHostClient,
+JSONRPC_CLIENTS = (Client, ThreadsHostClient, AsyncioHostClient, ThreadsTlsHostClient,
+                   AsyncioTlsHostClient, WsgiHostClient,
                    AsgiHostClient, LambdaHostClient)
 
 

@@ -44,7 +44,7 @@ def test_a_write_lock_held_elsewhere_never_delays_the_card_or_gettask(tmp_path, 
         assert writer.is_alive()                        # it waits for the lock...
         for _ in range(5):                              # ... and nothing else does
             before = time.monotonic()
-            card = http.client.HTTPConnection("127.0.0.1", client.port, timeout=5)
+            card = client.connection(timeout=5)
             card.request("GET", "/.well-known/agent-card.json")
             assert card.getresponse().status == 200
             card.close()
