@@ -532,12 +532,7 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--grpc-port", type=int, default=50051)
-    parser.add_argument("--tls-cert", metavar="FILE", help="TLS on every binding: the certificate")
-    parser.add_argument("--tls-key", metavar="FILE", help="its private key")
-    parser.add_argument("--tls-client-ca", metavar="FILE",
-                        help="mutual TLS: client certificates from this CA (MutualTlsAuth)")
-    parser.add_argument("--tls-client-cert", choices=("optional", "required"),
-                        default="optional")
+    a2a_min._tls_arguments(parser)                 # (TLS on every binding)
     args = parser.parse_args(argv)
     tls = None
     if args.tls_cert:

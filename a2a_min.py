@@ -8391,32 +8391,22 @@ function showTask(task) {
       }}, "Reply to this task") : null),
     el("ol", {class: "events", id: "task-events"})].filter((node) => node !== null));
 }
-async function openOne(taskId) {
+// One task's actions: an error is shown beside the task; the list is read again after a change.
+async function onTask(work, changes) {
   showError("task-error", null);
   try {
-    showTask(await call("GetTask", {id: taskId}, "task-curl"));
+    await work();
   } catch (error) {
     showError("task-error", error);
   }
+  if (changes) listTasks();
 }
-async function subscribe(taskId) {
-  showError("task-error", null);
+const openOne = (taskId) => onTask(async () => showTask(await call("GetTask", {id: taskId}, "task-curl")));
+const cancel = (taskId) => onTask(async () => showTask(await call("CancelTask", {id: taskId}, "task-curl")), true);
+function subscribe(taskId) {
   const events = $("task-events");
-  try {
-    await stream("SubscribeToTask", {id: taskId}, "task-curl", (id, event) => events.append(eventNode(id, event)));
-  } catch (error) {
-    showError("task-error", error);
-  }
-  listTasks();
-}
-async function cancel(taskId) {
-  showError("task-error", null);
-  try {
-    showTask(await call("CancelTask", {id: taskId}, "task-curl"));
-  } catch (error) {
-    showError("task-error", error);
-  }
-  listTasks();
+  return onTask(() => stream("SubscribeToTask", {id: taskId}, "task-curl",
+                             (id, event) => events.append(eventNode(id, event))), true);
 }
 
 // -- copying a curl line --
@@ -8657,6 +8647,12 @@ def _demo_parser():
                              "examples/webhook_receiver.py (repeatable)")
     parser.add_argument("--access-log", action="store_true",
                         help="print a line for every request to stderr")
+    _tls_arguments(parser)
+    return parser
+
+
+def _tls_arguments(parser):
+    """The --tls-* options: the demo's, and a2a_grpc's."""
     parser.add_argument("--tls-cert", metavar="FILE",
                         help="serve HTTPS with this certificate (PEM; the chain may follow)")
     parser.add_argument("--tls-key", metavar="FILE",
@@ -8668,7 +8664,6 @@ def _demo_parser():
                         default="optional",
                         help="with --tls-client-ca: 'optional' (the default: the public card "
                              "needs none) or 'required' for every connection")
-    return parser
 
 
 def main(argv=None):
