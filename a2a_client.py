@@ -1206,7 +1206,7 @@ def _parser():
     common.add_argument("-k", "--insecure", action="store_true",
                         help="https: do not check the agent's certificate (testing only)")
     parser = argparse.ArgumentParser(
-        prog="a2a_min", description="Call an A2A 1.0 agent (run with no verb, or 'serve', to "
+        prog=a2a_min._prog(), description="Call an A2A 1.0 agent (run with no verb, or 'serve', to "
                                     "serve the demo agent).")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     card = verbs.add_parser("card", parents=[common], help="show the agent card")
@@ -1332,6 +1332,8 @@ def _run(args, out, on_request):
                           file=out)
                 if answer.get("nextPageToken"):
                     print(f"(more: --page-token {answer['nextPageToken']})", file=out)
+                elif not answer.get("tasks"):
+                    print("no tasks", file=out)
                 return 0
         else:
             answer = _push(client, args)

@@ -43,6 +43,7 @@ __all__ = ["A2AServiceServicer", "TooManyStreamsError", "create_server", "serve"
 
 
 import errno
+import os
 import sys
 import threading
 
@@ -51,6 +52,10 @@ try:
     from google.protobuf import any_pb2, empty_pb2, json_format
     from google.rpc import error_details_pb2, status_pb2  # noqa: F401 - registers ErrorInfo, BadRequest
 except ImportError as missing:
+    if os.path.basename(sys.argv[0] if sys.argv else "") in ("a2a-min-grpc", "a2a_grpc.py"):
+        sys.exit(f"a2a_grpc needs the gRPC extra ({missing}): in a checkout, pip install "
+                 "'.[grpc]'; beside a copied file, pip install grpcio protobuf "
+                 "googleapis-common-protos")       # (run as a command: one line, no traceback)
     raise ImportError(
         f"a2a_grpc needs the gRPC extra ({missing}): in a checkout, pip install '.[grpc]'; "
         "beside a copied file, pip install grpcio protobuf "
@@ -528,7 +533,7 @@ def main(argv=None):
     """python a2a_grpc.py [--host H] [--port 8000] [--grpc-port 50051]: the demo on
     JSON-RPC, HTTP+JSON and gRPC, one task store."""
     import argparse
-    parser = argparse.ArgumentParser(prog="a2a_grpc", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog=a2a_min._prog(), description=main.__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--grpc-port", type=int, default=50051)
@@ -553,12 +558,14 @@ def main(argv=None):
 
     try:
         serve(server, args.host, args.port, args.grpc_port, on_ready=ready, tls=tls)
-    except (OSError, RuntimeError) as error:
-        if isinstance(error, OSError) and error.errno not in (
-                errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+    except RuntimeError as error:                  # (grpc's: the gRPC port)
+        sys.exit(f"a2a_grpc: cannot listen for gRPC on {args.host}:{args.grpc_port} ({error}); "
+                 "pick another port with --grpc-port N")
+    except OSError as error:
+        if error.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
             raise
-        sys.exit(f"a2a_grpc: cannot listen on {args.host}:{args.port} (HTTP) or "
-                 f"{args.grpc_port} (gRPC): {error}; pick others with --port N --grpc-port M")
+        sys.exit(f"a2a_grpc: cannot listen on {args.host}:{args.port}: {error.strerror}; "
+                 "pick another port with --port N")
 
 
 if __name__ == "__main__":

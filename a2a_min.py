@@ -3710,7 +3710,8 @@ def _webhook_target(url, allow, resolve=None):
                 raise InvalidParamsError(
                     f"the webhook address {address} of {host} is not globally routable "
                     "(loopback, private, shared, link-local, multicast, reserved...); start "
-                    "the server with push_allow=[...] to allow it", field="url")
+                    "the server with push_allow=[...] (the demo: --push-allow) to allow it",
+                    field="url")
     # The request line takes the path as it is: escape what may not stand there.
     path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")
     if parts.query:
@@ -7038,8 +7039,9 @@ class _RequestReader:
 # certificate reaches the operations as CallContext.certificate.
 
 _TLS_RECORD = b"\x16"                 # the first byte of a TLS handshake record
+_PLAIN_ON_TLS_TEXT = b"This port speaks HTTPS: use https:// (curl https://...).\n"
 _PLAIN_ON_TLS = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                 b"Content-Length: 58\r\n\r\nThis port speaks HTTPS: use https:// (curl https://...).\n")
+                 b"Content-Length: %d\r\n\r\n%s" % (len(_PLAIN_ON_TLS_TEXT), _PLAIN_ON_TLS_TEXT))
 
 
 def _tls_context(tls):
@@ -7058,9 +7060,12 @@ def _tls_context(tls):
     try:
         context.load_cert_chain(tls["cert"], tls.get("key"))
     except (OSError, ssl.SSLError) as error:
+        # (a certificate file without its key reads as a bad file: say so)
+        hint = "" if tls.get("key") or not isinstance(error, ssl.SSLError) else (
+            " (is its private key in that file? if not, give it: --tls-key FILE)")
         raise ValueError(f"the TLS certificate {tls['cert']}"
                          + (f" and key {tls['key']}" if tls.get("key") else "")
-                         + f" cannot be used: {_tls_problem(error)}") from None
+                         + f" cannot be used: {_tls_problem(error)}{hint}") from None
     if tls.get("client_ca"):
         try:
             context.load_verify_locations(tls["client_ca"])
@@ -8069,7 +8074,7 @@ ol.events li{border-top:1px solid var(--line);padding:4px 0;overflow-wrap:anywhe
 ul.tasks{list-style:none;padding:0;margin:0}
 ul.tasks button{width:100%;text-align:left;background:transparent;color:var(--fg);
 border-color:var(--line);overflow-wrap:anywhere}
-.curl{position:relative}.curl pre{padding-right:64px}
+.curl{position:relative}.curl pre{padding-right:64px}.curl:has(pre:empty){display:none}
 .curl button{position:absolute;top:2px;right:0;padding:2px 8px;font-size:.85em}
 .error{color:var(--bad)}
 table{border-collapse:collapse}td{padding:1px 10px 1px 0;vertical-align:top}
@@ -8571,8 +8576,8 @@ def _demo_banner(args, server, tls, listener):
     base = f"{'https' if tls else 'http'}://{host}:{port}"
     kept = f"tasks in {args.store}" if args.store else "tasks in memory"
     if tls:
-        kept += "; TLS" + (", client certificates from " + args.tls_client_ca
-                           if args.tls_client_ca else "")
+        kept += "; TLS" + (f", client certificates ({args.tls_client_cert}) from "
+                           + args.tls_client_ca if args.tls_client_ca else "")
     if args.compat:
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
@@ -8580,22 +8585,25 @@ def _demo_banner(args, server, tls, listener):
     if args.workers > 1:
         kept += f", {args.workers} worker processes"
     print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/ "
-          f"({kept})\n", flush=True)
+          f"({kept}; Ctrl-C stops)\n", flush=True)
     print(_help_text(server, base), flush=True)
 
 
 def _demo_tls(args, parser):
     """--tls-cert, --tls-key, --tls-client-ca: the SSLContext, or None."""
     if not args.tls_cert:
-        if args.tls_key or args.tls_client_ca:
-            parser.error("--tls-key and --tls-client-ca need --tls-cert FILE")
+        given = [flag for flag, value in (("--tls-key", args.tls_key),
+                                          ("--tls-client-ca", args.tls_client_ca)) if value]
+        if given:
+            parser.error(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} "
+                         "--tls-cert FILE")
         return None
     try:
         context = _tls_context({"cert": args.tls_cert, "key": args.tls_key,
                                 "client_ca": args.tls_client_ca,
                                 "client_cert": args.tls_client_cert})
     except ValueError as error:
-        parser.error(str(error))
+        parser.exit(2, f"a2a_min: {error}\n")         # (one line: no usage, the file is right)
     _reload_on_sighup(context, args.tls_cert, args.tls_key)
     return context
 
@@ -8617,13 +8625,20 @@ def _reload_on_sighup(context, cert, key):
     signal.signal(signal.SIGHUP, reload)
 
 
+def _prog():
+    """How this command was run, for its usage lines: a2a-min (installed), or
+    python a2a_min.py (the file, or python -m a2a_min)."""
+    name = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "a2a_min.py")
+    return name if not name.endswith(".py") else f"python3 {name.replace('__main__', 'a2a_min')}"
+
+
 def _demo_parser():
     """The demo's command line (main()'s, for the serve verb)."""
     import argparse
     parser = argparse.ArgumentParser(
-        prog="a2a_min", description="Serve a demo A2A 1.0 agent (serve is the default verb).",
-        epilog="Call an agent: a2a_min {card,send,get,list,cancel,watch,push} URL ... "
-               "(a2a_min send --help)")
+        prog=_prog(), description="Serve a demo A2A 1.0 agent (serve is the default verb).",
+        epilog="Call an agent: %(prog)s {card,send,get,list,cancel,watch,push} URL ... "
+               "(%(prog)s send --help)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--public-url", help="base URL to put in the agent card")
@@ -8638,7 +8653,8 @@ def _demo_parser():
                              "PostgreSQL (postgresql://...), shared by workers and kept "
                              "across restarts (default: $A2A_STORE, else in memory)")
     parser.add_argument("--compat", choices=("0.3",),
-                        help="serve A2A 0.3 clients too (JSON-RPC), by translation (a2a_v03.py)")
+                        help="serve A2A 0.3 clients too (JSON-RPC, and HTTP+JSON's /v1 routes), "
+                             "by translation (a2a_v03.py)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="N processes on one port (threaded server; needs --store)")
     parser.add_argument("--push-allow", action="append", default=[], metavar="HOST|NET",

@@ -143,6 +143,11 @@ def test_the_access_log_on_an_event_loop_logs_the_final_status(caplog):
 
 # -- the demo's command line ---------------------------------------------------------------
 
+def test_plain_http_on_the_tls_port_gets_a_whole_answer():
+    assert a2a_min._PLAIN_ON_TLS.split(b"\r\n\r\n", 1)[1] == a2a_min._PLAIN_ON_TLS_TEXT
+    assert b"Content-Length: %d\r\n" % len(a2a_min._PLAIN_ON_TLS_TEXT) in a2a_min._PLAIN_ON_TLS
+
+
 def test_a_busy_port_is_one_line_naming_port():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -226,3 +231,9 @@ def test_a2a_grpc_without_grpc_names_the_extra():
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: a2a_grpc needs the gRPC extra") and "'.[grpc]'" in last
+    # Run as a command, it is one line and no traceback.
+    done = subprocess.run([sys.executable, "-c", "import sys, runpy; sys.modules['grpc'] = None; "
+                           "sys.argv = ['a2a_grpc.py']; runpy.run_path('a2a_grpc.py')"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and done.stderr.startswith("a2a_grpc needs the gRPC extra")
+    assert done.stderr.count("\n") == 1, done.stderr
