@@ -8527,7 +8527,8 @@ def _console_response(server, headers, base_url):
 # for more input and continues on the next message with its taskId (a
 # multi-turn task, section 3.1.1), and the card, the JSON-RPC help page and
 # the curl lines printed at start-up. main() is the command line: the host
-# (threads or asyncio), the address, and the demo's options.
+# (threads or asyncio), the address, and the demo's options; serve --exec
+# puts any program in the demo agent's place (below).
 
 
 def _demo_agent(ctx):
@@ -8556,6 +8557,139 @@ def demo_server(**options):
 
 # The client's verbs: ``python a2a_min.py send URL TEXT`` and the others run
 # the command line of the companion a2a_client.py (the caller's side).
+# -- any program as the agent: serve --exec ------------------------------------------
+#
+# python a2a_min.py serve --exec 'CMD ARGS' puts a program behind A2A: one
+# process per message (a turn), never through a shell (the command is split
+# as a shell would split it, with shlex, and run directly). The message's text
+# is its standard input, A2A_TASK_ID and A2A_CONTEXT_ID are in its
+# environment; what it writes on standard output is the task's one artifact,
+# sent on as it comes, a chunk per line (or per --chunk delimiter). It ends
+# the task COMPLETED when it exits with 0, FAILED with the last lines of its
+# standard error otherwise. CancelTask, the turn's timeout, or more output
+# than allowed end the process (its whole process group: SIGTERM, then
+# SIGKILL), and it is always waited for: no zombie. What reaches the program
+# is network input: treat it as untrusted.
+
+
+def _exec_agent(argv, *, chunk="\n", timeout=300.0, max_procs=4, max_output=1 << 20,
+               stderr_lines=5):
+    """The agent of serve --exec: run ``argv`` (a list) for each message, as
+    above. At most ``max_procs`` at once (a message past that is refused,
+    ServerBusyError); ``timeout`` seconds each; ``max_output`` bytes of
+    standard output each."""
+    slots = threading.BoundedSemaphore(max_procs)
+
+    def agent(ctx):
+        if not slots.acquire(blocking=False):
+            raise ServerBusyError(f"all {max_procs} program slots are busy (--max-procs); try "
+                                  "again shortly")
+        try:
+            yield from _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines)
+        finally:
+            slots.release()
+    return agent
+
+
+def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines):
+    import select
+    import subprocess
+    env = {**os.environ, "A2A_TASK_ID": ctx.task_id or "", "A2A_CONTEXT_ID": ctx.context_id or ""}
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+    errors = [b""]
+    threading.Thread(target=_feed, args=(proc.stdin, (ctx.text or "").encode()),
+                     daemon=True).start()
+    threading.Thread(target=_tail, args=(proc.stderr, errors), daemon=True).start()
+    deadline, pending, total = time.monotonic() + timeout, b"", 0
+    delimiter = chunk.encode()
+    try:
+        yield status_update("TASK_STATE_WORKING")
+        while True:
+            if ctx._canceled:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                yield status_update("TASK_STATE_FAILED",
+                                    f"the program ran longer than {timeout:g} s and was stopped")
+                return
+            if not select.select([proc.stdout], [], [], min(left, 0.2))[0]:
+                continue
+            data = os.read(proc.stdout.fileno(), 65536)
+            total += len(data)
+            if total > max_output:
+                yield status_update("TASK_STATE_FAILED", f"the program wrote more than "
+                                    f"{max_output} bytes and was stopped")
+                return
+            pending += data
+            pieces = pending.split(delimiter) if data else [pending, b""]
+            pending = pieces.pop()
+            for piece in pieces:
+                if piece:
+                    yield piece.decode("utf-8", "replace") + (chunk if data else "")
+            if not data:
+                break
+        code = proc.wait(max(0.1, deadline - time.monotonic()))
+        if code != 0:
+            time.sleep(0.05)                       # (the stderr reader's last lines)
+            said = "\n".join(errors[0].decode("utf-8", "replace").splitlines()[-stderr_lines:])
+            said = said or "(nothing on standard error)"
+            yield status_update("TASK_STATE_FAILED", f"the program exited with {code}:\n{said}")
+    except subprocess.TimeoutExpired:
+        yield status_update("TASK_STATE_FAILED", "the program closed its output but did not exit")
+    finally:
+        _stop(proc)
+
+
+def _feed(pipe, data):
+    """Write the message to the program; one that never reads gets it closed."""
+    try:
+        pipe.write(data)
+    except OSError:
+        pass
+    finally:
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+
+def _tail(pipe, tail):
+    """Keep the last 4 KiB of what the program writes on standard error (a
+    flood, with or without newlines, costs no more)."""
+    while True:
+        data = pipe.read1(65536)
+        if not data:
+            return
+        tail[0] = (tail[0] + data)[-4096:]
+
+
+def _stop(proc):
+    """End a program and everything it started (its process group), then reap it."""
+    import signal
+    if proc.poll() is None:
+        for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            try:
+                proc.wait(grace)
+                break
+            except Exception:
+                continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)       # (children left behind by a program that exited)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+
 _CLIENT_VERBS = ("card", "send", "get", "list", "cancel", "watch", "push")
 
 
@@ -8575,6 +8709,8 @@ def _demo_banner(args, server, tls, listener):
     host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
     base = f"{'https' if tls else 'http'}://{host}:{port}"
     kept = f"tasks in {args.store}" if args.store else "tasks in memory"
+    if args.exec_command:
+        kept += f"; each message runs: {args.exec_command}"
     if tls:
         kept += "; TLS" + (f", client certificates ({args.tls_client_cert}) from "
                            + args.tls_client_ca if args.tls_client_ca else "")
@@ -8584,7 +8720,8 @@ def _demo_banner(args, server, tls, listener):
         kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
     if args.workers > 1:
         kept += f", {args.workers} worker processes"
-    print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} echo agent on {base}/ "
+    what = "agent" if args.exec_command or args.echo else "echo agent"
+    print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} {what} on {base}/ "
           f"({kept}; Ctrl-C stops)\n", flush=True)
     print(_help_text(server, base), flush=True)
 
@@ -8664,7 +8801,36 @@ def _demo_parser():
     parser.add_argument("--access-log", action="store_true",
                         help="print a line for every request to stderr")
     _tls_arguments(parser)
+    parser.add_argument("--exec", metavar="CMD", dest="exec_command",
+                        help="the agent is this program, run for each message (split like a "
+                             "shell would, never run by one): the text on its standard input, "
+                             "its standard output the artifact")
+    parser.add_argument("--chunk", metavar="DELIM", default="\n",
+                        help="with --exec: send its output on at each DELIM (default: each line)")
+    parser.add_argument("--max-procs", type=int, default=4, metavar="N",
+                        help="with --exec: programs running at once (default 4)")
+    parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                        help="with --exec: how long a program may run (default 300)")
+    parser.add_argument("--echo", action="store_true",
+                        help="the agent answers each message with its text (nothing else)")
     return parser
+
+
+def _demo_agent_of(args, parser):
+    """The demo's agent, or --exec's program, or --echo: (agent, name, description)."""
+    if args.exec_command:
+        import shlex
+        argv = shlex.split(args.exec_command)
+        if not argv or args.max_procs < 1 or args.timeout <= 0 or not args.chunk:
+            parser.error("--exec needs a command, --max-procs 1 or more, --timeout above 0 "
+                         "and a --chunk delimiter")
+        return (_exec_agent(argv, chunk=args.chunk, timeout=args.timeout,
+                           max_procs=args.max_procs),
+                f"{os.path.basename(argv[0])} (--exec)", f"The program {argv[0]}, run for each "
+                "message: the message on its standard input, its output the answer.")
+    if args.echo:
+        return (lambda text: text), "echo", "Answers each message with its text."
+    return None
 
 
 def _tls_arguments(parser):
@@ -8715,11 +8881,14 @@ def main(argv=None):
         parser.error(f"--store: {error}")
     tls = _demo_tls(args, parser)
     try:
-        server = demo_server(public_url=args.public_url, assume_version=args.assume_version,
-                             single_path=args.single_path, store=store, compat=args.compat,
-                             push_notifications=bool(args.push_allow),
-                             push_allow=args.push_allow, access_log=args.access_log,
-                             authenticate=MutualTlsAuth() if args.tls_client_ca else None)
+        options = dict(public_url=args.public_url, assume_version=args.assume_version,
+                       single_path=args.single_path, store=store, compat=args.compat,
+                       push_notifications=bool(args.push_allow), push_allow=args.push_allow,
+                       access_log=args.access_log,
+                       authenticate=MutualTlsAuth() if args.tls_client_ca else None)
+        other = _demo_agent_of(args, parser)
+        server = demo_server(**options) if other is None else Server(
+            other[0], name=other[1], description=other[2], **options)
     except RuntimeError as error:
         parser.error(f"--compat: {error}")
     except ValueError as error:
