@@ -7092,7 +7092,7 @@ def _tls_handshake(sock, context, deadline_after):
     ``deadline_after`` seconds; None (the connection closed) if it was not:
     a client that never finishes, one that fails (an untrusted certificate,
     no common version), or plain HTTP, which is answered with a hint first."""
-    import select
+    import selectors
     import ssl
     deadline = time.monotonic() + deadline_after
     tls = None
@@ -7109,17 +7109,20 @@ def _tls_handshake(sock, context, deadline_after):
             return None
         tls = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         tls.setblocking(False)
-        while True:
-            try:
-                tls.do_handshake()
-                break
-            except ssl.SSLWantReadError:
-                wait = ([tls], [])
-            except ssl.SSLWantWriteError:
-                wait = ([], [tls])
-            left = deadline - time.monotonic()
-            if left <= 0 or not any(select.select(*wait, [], left)[:2]):
-                raise TimeoutError("the TLS handshake did not finish in time")
+        # (a selector, not select.select(): that fails for descriptors past 1023)
+        with selectors.DefaultSelector() as waiting:
+            waiting.register(tls, selectors.EVENT_READ)
+            while True:
+                try:
+                    tls.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    waiting.modify(tls, selectors.EVENT_READ)
+                except ssl.SSLWantWriteError:
+                    waiting.modify(tls, selectors.EVENT_WRITE)
+                left = deadline - time.monotonic()
+                if left <= 0 or not waiting.select(left):
+                    raise TimeoutError("the TLS handshake did not finish in time")
         tls.setblocking(True)
         return tls
     except (OSError, ValueError) as error:         # (ssl.SSLError is an OSError)
@@ -8592,7 +8595,7 @@ def _exec_agent(argv, *, chunk="\n", timeout=300.0, max_procs=4, max_output=1 <<
 
 
 def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines):
-    import select
+    import selectors
     import subprocess
     env = {**os.environ, "A2A_TASK_ID": ctx.task_id or "", "A2A_CONTEXT_ID": ctx.context_id or ""}
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -8603,6 +8606,8 @@ def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines):
     threading.Thread(target=_tail, args=(proc.stderr, errors), daemon=True).start()
     deadline, pending, total = time.monotonic() + timeout, b"", 0
     delimiter = chunk.encode()
+    output = selectors.DefaultSelector()           # (select.select() stops at descriptor 1023)
+    output.register(proc.stdout, selectors.EVENT_READ)
     try:
         yield status_update("TASK_STATE_WORKING")
         while True:
@@ -8613,7 +8618,7 @@ def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines):
                 yield status_update("TASK_STATE_FAILED",
                                     f"the program ran longer than {timeout:g} s and was stopped")
                 return
-            if not select.select([proc.stdout], [], [], min(left, 0.2))[0]:
+            if not output.select(min(left, 0.2)):
                 continue
             data = os.read(proc.stdout.fileno(), 65536)
             total += len(data)
@@ -8638,6 +8643,7 @@ def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines):
     except subprocess.TimeoutExpired:
         yield status_update("TASK_STATE_FAILED", "the program closed its output but did not exit")
     finally:
+        output.close()
         _stop(proc)
 
 

@@ -559,3 +559,32 @@ def test_a_renegotiation_attempt_is_refused_and_holds_nothing(pki, kind):
         assert send(host, client_context(pki))[0] == 200             # and nobody waits
     finally:
         host.close()
+
+
+def test_a_handshake_and_an_exec_program_past_descriptor_1023(pki):
+    """A busy server holds more than 1024 descriptors; select.select() cannot
+    wait on those (ValueError), so every handshake failed once a full suite had
+    opened enough of them. The handshake and serve --exec wait with selectors."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"the descriptor limit here ({hard}) is too low to pass 1023")
+    code = f"""
+import http.client, resource, socket, ssl, sys, threading
+sys.path.insert(0, {ROOT!r})
+resource.setrlimit(resource.RLIMIT_NOFILE, (2048, {hard if hard != resource.RLIM_INFINITY else 2048}))
+held = [socket.socket() for _ in range(1100)]
+import a2a_min
+httpd = a2a_min.make_http_server(a2a_min.demo_server(), "127.0.0.1", 0,
+                                 tls={{"cert": {str(pki / "server.pem")!r}, "key": {str(pki / "server.key")!r}}})
+threading.Thread(target=httpd.serve_forever, daemon=True).start()
+conn = http.client.HTTPSConnection("127.0.0.1", httpd.server_address[1], timeout=10,
+                                   context=ssl.create_default_context(cafile={str(pki / "ca.pem")!r}))
+conn.request("GET", "/.well-known/agent-card.json")
+print(conn.getresponse().status)
+server = a2a_min.Server(a2a_min._exec_agent(["echo", "hi"]))
+task = server.call("SendMessage", {{"message": {{"messageId": "m", "role": "ROLE_USER", "parts": [{{"text": "x"}}]}}}})["task"]
+print(task["status"]["state"], task["artifacts"][0]["parts"][0]["text"].strip())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["200", "TASK_STATE_COMPLETED", "hi"], done.stderr[-2000:]
