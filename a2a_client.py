@@ -60,9 +60,10 @@ MIT License. Copyright (c) 2026 the a2a_min authors.
 """
 
 __all__ = ["Client", "Stream", "ClientError", "fetch_card", "choose_interface", "error_from",
-           "tls_context", "main"]
+           "tls_context", "check", "main"]
 
 import http.client
+import io
 import json
 import os
 import socket
@@ -1179,6 +1180,276 @@ def _seconds(text):
     return value
 
 
+# -- check URL: a quick conformance check of any A2A 1.0 agent ---------------------------
+#
+# Built on the client, from the specification only: each check says PASS,
+# FAIL, WARN (the specification leaves it open, or it is a risk rather than
+# an error) or SKIP (the agent does not offer it), with the section it holds
+# the agent to, and for a FAIL the curl line that shows it. By default one
+# message is sent (one task made); --full sends three more (streaming, and
+# ListTasks' order and paging). The exit status is 1 if anything FAILed.
+
+_CARD_REQUIRED = ("name", "description", "version", "supportedInterfaces", "capabilities",
+                  "defaultInputModes", "defaultOutputModes", "skills")
+_SKILL_REQUIRED = ("id", "name", "description", "tags")
+_TASK_STATES = tuple(a2a_min.ENUMS["TaskState"][1:])
+
+
+class _Check:
+    """The checks' shared state: where to print, what was seen, the verdicts."""
+
+    def __init__(self, url, out, timeout, tls, auth):
+        self.url, self.out, self.timeout, self.tls, self.auth = url, out, timeout, tls, auth
+        self.failed = 0
+        self.requests = io.StringIO()              # the curl line of each request, as sent
+        self.curl = _curl_printer({}, True, self.requests)
+
+    def say(self, verdict, section, what, detail=""):
+        self.failed += verdict == "FAIL"
+        print(f"{verdict:<4}  §{section:<7} {what}" + (f": {detail}" if detail else ""),
+              file=self.out)
+        if verdict == "FAIL":
+            lines = self.requests.getvalue().strip().splitlines()
+            if lines:
+                print(f"      reproduce: {lines[-1]}", file=self.out)
+        self.requests.seek(0)
+        self.requests.truncate()
+
+    def client(self, card, binding):
+        return Client(card, binding=binding, auth=self.auth, on_request=self.curl, tls=self.tls,
+                      timeout=self.timeout)
+
+    def raw(self, method, url, body=None, headers=None):
+        """(status, head, parsed JSON or None) of one request, sent as it is."""
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        conns = _Connections(self.timeout, tls=self.tls)
+        try:
+            status, head, data = conns.request(method, url, body, headers, on_request=self.curl)
+        finally:
+            conns.close()
+        try:
+            return status, head, json.loads(data)
+        except ValueError:
+            return status, head, None
+
+
+def check(url, *, out=None, full=False, timeout=10.0, tls=None, auth=None):
+    """Check the agent at ``url`` against A2A 1.0; returns the number of FAILs."""
+    out = out or sys.stdout
+    run = _Check(url, out, timeout, tls, auth)
+    try:
+        card, where = fetch_card(url, timeout=timeout, on_request=run.curl,
+                                 _http=_Connections(timeout, tls=tls))
+    except A2AError as error:
+        run.say("FAIL", "8.2", "the agent card", error.message)
+    else:
+        _check_agent(run, card, where, full)
+    print(f"{run.failed} failed" if run.failed else "no failures", file=out)
+    return run.failed
+
+
+def _check_agent(run, card, where, full):
+    _check_card(run, card, where)
+    bindings = {i.get("protocolBinding"): i for i in card.get("supportedInterfaces") or ()
+                if _major(i.get("protocolVersion")) == "1"}
+    if "JSONRPC" in bindings:
+        _check_jsonrpc(run, _fix_url(bindings["JSONRPC"]["url"], where))
+    first = next((b for b in ("JSONRPC", "HTTP+JSON") if b in bindings), None)
+    if first is None:
+        run.say("SKIP", "5", "the operations", "no JSON-RPC or HTTP+JSON 1.0 interface")
+        return
+    task = _check_operations(run, card, first)
+    if "HTTP+JSON" in bindings:
+        _check_rest(run, card, _fix_url(bindings["HTTP+JSON"]["url"], where), task)
+    if full:
+        _check_streaming(run, card, first)
+        _check_order(run, card, first)
+
+
+def _check_card(run, card, where):
+    missing = [f for f in _CARD_REQUIRED if card.get(f) in (None, "", [])
+               and not (f == "skills" and "skills" in card) and f != "capabilities"]
+    missing += ["capabilities"] if not isinstance(card.get("capabilities"), dict) else []
+    run.say("FAIL" if missing else "PASS", "8.2", "the card's required fields",
+            f"missing {', '.join(missing)}" if missing else "")
+    for skill in card.get("skills") or ():
+        gone = [f for f in _SKILL_REQUIRED if not skill.get(f)]
+        if gone:
+            run.say("FAIL", "4.4.5", f"skill {skill.get('id')!r}", f"missing {', '.join(gone)}")
+    origin = urlsplit(where)
+    for iface in card.get("supportedInterfaces") or ():
+        target = urlsplit(iface.get("url", "") if "://" in iface.get("url", "")
+                          else "grpc://" + iface.get("url", ""))
+        if not all(iface.get(f) for f in ("url", "protocolBinding", "protocolVersion")):
+            run.say("FAIL", "4.4.6", "an interface", f"needs url, protocolBinding and "
+                    f"protocolVersion: {json.dumps(iface)[:120]}")
+        elif _is_local(target.hostname or "") and not _is_local(origin.hostname or ""):
+            run.say("WARN", "8.3", f"{iface['protocolBinding']} interface {iface['url']}",
+                    "a local address in a card served from elsewhere: clients cannot reach it")
+        elif origin.scheme == "https" and target.scheme == "http":
+            run.say("WARN", "7.1", f"{iface['protocolBinding']} interface {iface['url']}",
+                    "plain http in a card served over https")
+    if card.get("signatures"):
+        run.say("WARN", "8.4", "the card's signatures", "present, not verified by this check")
+
+
+def _check_jsonrpc(run, url):
+    cases = (("-32700", "9.4", "invalid JSON is a parse error", b"{", {"A2A-Version": "1.0"}),
+             ("-32600", "9.4", "a request without a method is invalid",
+              b'{"jsonrpc":"2.0","id":1}', {"A2A-Version": "1.0"}),
+             ("-32601", "9.4", "an unknown method is not found",
+              b'{"jsonrpc":"2.0","id":1,"method":"NoSuchMethod","params":{}}',
+              {"A2A-Version": "1.0"}),
+             ("-32009", "3.2.1", "an unsupported A2A-Version is refused",
+              b'{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}',
+              {"A2A-Version": "99.0"}))
+    for code, section, what, body, headers in cases:
+        try:
+            _, _, answer = run.raw("POST", url, body, headers)
+        except A2AError as error:
+            run.say("FAIL", section, what, error.message)
+            continue
+        got = (answer or {}).get("error", {}).get("code") if isinstance(answer, dict) else None
+        run.say("PASS" if str(got) == code else "FAIL", section, what,
+                "" if str(got) == code else f"expected error {code}, got "
+                + (f"error {got}" if got is not None else json.dumps(answer)[:100]))
+    try:
+        _, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"ListTasks",'
+                                            b'"params":{}}')
+        refused = isinstance(answer, dict) and "error" in answer
+        run.say("PASS" if refused else "WARN", "3.2.1", "a request without A2A-Version",
+                "" if refused else "answered; the specification reads no header as 0.3")
+    except A2AError as error:
+        run.say("FAIL", "3.2.1", "a request without A2A-Version", error.message)
+
+
+def _check_operations(run, card, binding):
+    """SendMessage, GetTask (and a missing task), ListTasks, CancelTask of a
+    finished task: one message. Returns the task (or None)."""
+    client = run.client(card, binding)
+    try:
+        answer = client.send("a2a_min check: hello")
+    except A2AError as error:
+        run.say("FAIL", "3.1.1", f"SendMessage ({binding})", error.message)
+        return None
+    task = answer.get("task")
+    if task is None:
+        ok = isinstance(answer.get("message"), dict)
+        run.say("PASS" if ok else "FAIL", "3.1.1", f"SendMessage ({binding})",
+                "answered a Message" if ok else f"neither task nor message: {str(answer)[:100]}")
+        return None
+    state = (task.get("status") or {}).get("state")
+    good = task.get("id") and task.get("contextId") and state in _TASK_STATES
+    run.say("PASS" if good else "FAIL", "3.1.1", f"SendMessage ({binding})",
+            f"task {task.get('id')} {state}" if good else f"a task needs id, contextId and a "
+            f"status.state; got {json.dumps(task)[:120]}")
+    for what, section, call, expect in (
+            ("GetTask reads it back", "3.1.3", lambda: client.get_task(task["id"]), None),
+            ("GetTask of a missing task", "3.1.3",
+             lambda: client.get_task("a2a-check-no-such-task"), a2a_min.TaskNotFoundError),
+            ("ListTasks lists it", "3.1.4", lambda: client.list_tasks(pageSize=50), None)):
+        try:
+            got = call()
+        except A2AError as error:
+            ok = expect is not None and isinstance(error, expect)
+            run.say("PASS" if ok else "FAIL", section, what, "" if ok else error.message)
+            continue
+        if expect is not None:
+            run.say("FAIL", section, what, f"expected {expect.__name__}, got an answer")
+        elif "tasks" in got:
+            found = any(t.get("id") == task["id"] for t in got.get("tasks") or ())
+            run.say("PASS" if found else "WARN", section, what,
+                    "" if found else "not in the first 50 (tasks may be scoped, or many)")
+        else:
+            run.say("PASS" if got.get("id") == task["id"] else "FAIL", section, what,
+                    "" if got.get("id") == task["id"] else f"got {str(got)[:100]}")
+    if state in ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+                 "TASK_STATE_REJECTED"):
+        try:
+            client.cancel_task(task["id"])
+            run.say("FAIL", "3.1.5", "CancelTask of a finished task",
+                    "answered; expected TaskNotCancelableError")
+        except a2a_min.TaskNotCancelableError:
+            run.say("PASS", "3.1.5", "CancelTask of a finished task")
+        except A2AError as error:
+            run.say("FAIL", "3.1.5", "CancelTask of a finished task",
+                    f"expected TaskNotCancelableError, got {type(error).__name__}: {error.message}")
+    else:
+        run.say("SKIP", "3.1.5", "CancelTask of a finished task", f"the task is {state}")
+    return task
+
+
+def _check_rest(run, card, base, task):
+    status, _, answer = run.raw("GET", base.rstrip("/") + "/tasks/a2a-check-no-such-task",
+                                headers={"A2A-Version": "1.0"})
+    error = answer.get("error") if isinstance(answer, dict) else None
+    reasons = [d.get("reason") for d in (error or {}).get("details") or ()
+               if isinstance(d, dict)]
+    good = status == 404 and error and error.get("code") == 404 and \
+        error.get("status") == "NOT_FOUND" and "TASK_NOT_FOUND" in reasons
+    run.say("PASS" if good else "FAIL", "11.6", "HTTP+JSON errors: a missing task is 404 "
+            "NOT_FOUND with ErrorInfo TASK_NOT_FOUND", "" if good else
+            f"got HTTP {status}: {json.dumps(answer)[:140]}")
+    if task is not None:
+        try:
+            seen = run.client(card, "HTTP+JSON").get_task(task["id"])
+            same = seen.get("id") == task["id"]
+            run.say("PASS" if same else "FAIL", "5.1", "one task, seen over a second binding",
+                    "" if same else f"HTTP+JSON answered {str(seen)[:100]}")
+        except A2AError as error:
+            run.say("FAIL", "5.1", "one task, seen over a second binding", error.message)
+
+
+def _check_streaming(run, card, binding):
+    if not (card.get("capabilities") or {}).get("streaming"):
+        run.say("SKIP", "3.1.2", "SendStreamingMessage", "the card does not declare streaming")
+        return
+    try:
+        with run.client(card, binding).stream("a2a_min check: stream") as stream:
+            events = [(stream.last_event_id, event) for event in stream]
+    except A2AError as error:
+        run.say("FAIL", "3.1.2", "SendStreamingMessage", error.message)
+        return
+    first = events[0][1] if events else {}
+    good = events and ("task" in first or "message" in first)
+    run.say("PASS" if good else "FAIL", "3.1.2", "SendStreamingMessage starts with the task",
+            f"{len(events)} events" if good else f"first event: {str(first)[:100]}")
+    if good and "task" in first:
+        last = _event_state(events[-1][1])
+        ended = last in _STREAM_ENDS
+        run.say("PASS" if ended else "FAIL", "3.1.2", "the stream ends with the task's end",
+                last or "no state")
+
+
+_STREAM_ENDS = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+                "TASK_STATE_REJECTED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED")
+
+
+def _check_order(run, card, binding):
+    client = run.client(card, binding)
+    try:
+        ids = []
+        for i in range(2):                         # (a second apart: timestamps may be in s)
+            if ids:
+                time.sleep(1.05)
+            ids.append((client.send(f"a2a_min check: order {i}").get("task") or {}).get("id"))
+        page = client.list_tasks(pageSize=1)
+        listed = [t.get("id") for t in page.get("tasks") or ()]
+        run.say("PASS" if listed == ids[-1:] else "FAIL", "3.1.4",
+                "ListTasks: newest first, pageSize honoured", "" if listed == ids[-1:] else
+                f"asked 1, got {listed}; the newest is {ids[-1]}")
+        token = page.get("nextPageToken")
+        if not token:
+            run.say("FAIL", "3.1.4", "ListTasks: a nextPageToken while more remain")
+            return
+        second = [t.get("id") for t in client.list_tasks(pageSize=1, pageToken=token)
+                  .get("tasks") or ()]
+        run.say("PASS" if second == ids[:1] else "FAIL", "3.1.4", "ListTasks: the next page",
+                "" if second == ids[:1] else f"got {second}, expected {ids[:1]}")
+    except A2AError as error:
+        run.say("FAIL", "3.1.4", "ListTasks order and paging", error.message)
+
+
 def _parser():
     import argparse
     common = argparse.ArgumentParser(add_help=False)
@@ -1237,6 +1508,11 @@ def _parser():
     watch.add_argument("url")
     watch.add_argument("id")
     watch.add_argument("--last-event-id", metavar="ID", help="resume after this event")
+    checking = verbs.add_parser("check", parents=[common],
+                                help="a quick conformance check of an agent (PASS/FAIL/WARN/SKIP)")
+    checking.add_argument("url")
+    checking.add_argument("--full", action="store_true",
+                          help="also streaming, and ListTasks' order and paging (3 more tasks)")
     push = verbs.add_parser("push", help="push notification configs")
     push_verbs = push.add_subparsers(dest="push_verb", required=True, metavar="ACTION")
     create = push_verbs.add_parser("create", parents=[common],
@@ -1292,6 +1568,9 @@ def main(argv=None, out=None, err=None):
 
 def _run(args, out, on_request):
     limits = {"timeout": args.timeout}
+    if args.verb == "check":
+        return 1 if check(args.url, out=out, full=args.full, timeout=args.timeout,
+                          tls=_cli_tls(args), auth=args.auth) else 0
     if args.verb == "card":
         card, where = fetch_card(args.url, timeout=args.timeout, on_request=on_request,
                                  _http=_Connections(args.timeout, tls=_cli_tls(args)))

@@ -8696,7 +8696,7 @@ def _stop(proc):
             pass
 
 
-_CLIENT_VERBS = ("card", "send", "get", "list", "cancel", "watch", "push")
+_CLIENT_VERBS = ("card", "send", "get", "list", "cancel", "watch", "push", "check")
 
 
 def _log_access_to_stderr():

@@ -1,0 +1,120 @@
+"""check URL: the quick conformance check, against our own server (nothing
+fails) and against agents that are broken in the ways real ones are: HTML
+instead of A2A, a half card, an agent that never answers."""
+
+import http.server
+import io
+import json
+import re
+import socket
+import threading
+import time
+
+import pytest
+
+from harness import Live
+import a2a_client
+import a2a_min
+
+
+def run_check(url, **options):
+    out = io.StringIO()
+    failed = a2a_client.check(url, out=out, **options)
+    return failed, out.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_our_own_server_passes(full):
+    live = Live(a2a_min.demo_server(), timeout=5)
+    try:
+        failed, lines = run_check(live.url, full=full)
+        tasks = json.loads(live.request("GET", "/tasks", headers={"A2A-Version": "1.0"})[1])
+    finally:
+        live.close()
+    assert failed == 0, "\n".join(lines)
+    verdicts = [line.split()[0] for line in lines[:-1]]
+    assert set(verdicts) <= {"PASS", "SKIP"} and lines[-1] == "no failures"
+    assert all(re.match(r"^(PASS|SKIP)  §[\d.]+ +\S", line) for line in lines[:-1]), lines
+    assert tasks["totalSize"] == (4 if full else 1)        # as few messages as it can
+
+
+def test_the_command_line_exit_status_suits_ci():
+    live = Live(a2a_min.demo_server(), timeout=5)
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        assert a2a_client.main(["check", live.url], out, err) == 0
+    finally:
+        live.close()
+    assert "no failures" in out.getvalue()
+
+
+class _Broken(http.server.BaseHTTPRequestHandler):
+    """An agent that is not one: its card and its answers are what ``mode`` says."""
+    mode = "html"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.mode == "half card" and self.path.endswith("agent-card.json"):
+            port = self.server.server_address[1]
+            return self.answer(200, "application/json", json.dumps({
+                "name": "half", "supportedInterfaces": [
+                    {"url": f"http://127.0.0.1:{port}/", "protocolBinding": "JSONRPC",
+                     "protocolVersion": "1.0"}]}).encode())
+        if self.mode == "hang":
+            time.sleep(30)
+        self.answer(200, "text/html", b"<html><body>Welcome to our website</body></html>")
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.mode == "hang":
+            time.sleep(30)
+        self.answer(200, "text/html", b"<html>nope</html>")
+
+    def answer(self, status, kind, body):
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def broken(request):
+    handler = type("Handler", (_Broken,), {"mode": request.param})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("broken", ["html"], indirect=True)
+def test_an_html_page_is_a_failed_card(broken):
+    failed, lines = run_check(broken)
+    assert failed == 1 and lines[0].startswith("FAIL  §8.2     the agent card: "), lines
+    assert "html" in lines[0].lower() and lines[-1] == "1 failed", lines
+
+
+@pytest.mark.parametrize("broken", ["half card"], indirect=True)
+def test_a_half_card_and_html_answers_are_reported_with_sections_and_curl_lines(broken):
+    started = time.monotonic()
+    failed, lines = run_check(broken, timeout=5)
+    assert time.monotonic() - started < 30
+    text = "\n".join(lines)
+    assert failed >= 3, text
+    assert re.search(r"^FAIL  §8\.2 +the card's required fields: missing description, version",
+                     text, re.M), text
+    assert re.search(r"^FAIL  §9\.4 +invalid JSON is a parse error", text, re.M), text
+    assert re.search(r"^      reproduce: curl -sS .*http://127\.0\.0\.1:\d+/", text, re.M), text
+    assert lines[-1] == f"{failed} failed"
+
+
+@pytest.mark.parametrize("broken", ["hang"], indirect=True)
+def test_an_agent_that_never_answers_is_reported_within_the_timeout(broken):
+    started = time.monotonic()
+    failed, lines = run_check(broken, timeout=1)
+    assert failed == 1 and "did not answer within 1" in lines[0], lines
+    assert time.monotonic() - started < 10
