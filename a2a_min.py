@@ -7093,16 +7093,17 @@ def _tls_handshake(sock, context, deadline_after):
     a client that never finishes, one that fails (an untrusted certificate,
     no common version), or plain HTTP, which is answered with a hint first."""
     import selectors
+    import socket
     import ssl
     deadline = time.monotonic() + deadline_after
     tls = None
     try:
         sock.settimeout(deadline_after)
-        first = sock.recv(1, 2)                    # (2: MSG_PEEK, the byte stays)
+        first = sock.recv(1, socket.MSG_PEEK)      # (the byte stays for the handshake)
         if first[:1] != _TLS_RECORD:
             if first:                              # plain HTTP: say so, read what it sent
                 sock.sendall(_PLAIN_ON_TLS)        # (a close with it unread would reset
-                sock.shutdown(1)                   # the connection before the answer)
+                sock.shutdown(socket.SHUT_WR)      # the connection before the answer)
                 while time.monotonic() < deadline and sock.recv(65536):
                     pass
             sock.close()
