@@ -2716,13 +2716,17 @@ class Server:
         (``unless_followed``: and no SubscribeToTask stream follows it). What
         comes next for the task starts from the store."""
         with self._lock:
-            channel = self._channels.get(task_id)
-            # A waiting task keeps its channel while a stream follows it, or
-            # once the client's next message has begun a turn on it.
-            if channel is None or unless_followed and (channel.followers or channel.active):
-                return
-            del self._channels[task_id]
-            channel.ended = True
+            self._let_go(task_id, unless_followed)
+
+    def _let_go(self, task_id, unless_followed):
+        """_forget(), with the server's lock held."""
+        channel = self._channels.get(task_id)
+        # A waiting task keeps its channel while a stream follows it, or
+        # once the client's next message has begun a turn on it.
+        if channel is None or unless_followed and (channel.followers or channel.active):
+            return
+        del self._channels[task_id]
+        channel.ended = True
 
     def _evicted(self, task_id):
         """The store dropped an idle task: end any stream still watching it."""
@@ -6221,8 +6225,12 @@ class _StoreWatch:
                         channel.task["status"]["state"] not in TERMINAL_STATES:
                     ctx._cancel()
             elif not channel.followers and not channel.waiting and not channel.wakers:
-                with channel.lock:          # (a turn beginning holds it: see _start_turn)
-                    server._forget(task_id, unless_followed=True)  # nobody here needs it now
+                # Nobody here needs it now. The server's lock, then the channel's
+                # (a turn beginning holds that: see _start_turn), in the order
+                # SubscribeToTask takes them: the other order deadlocks with it.
+                with server._lock, channel.lock:
+                    if server._channels.get(task_id) is channel:
+                        server._let_go(task_id, unless_followed=True)
 
     @staticmethod
     def _record_ends(server):
