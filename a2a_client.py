@@ -1270,7 +1270,7 @@ def _check_card(run, card, where):
     missing = [f for f in _CARD_REQUIRED if card.get(f) in (None, "", [])
                and not (f == "skills" and "skills" in card) and f != "capabilities"]
     missing += ["capabilities"] if not isinstance(card.get("capabilities"), dict) else []
-    run.say("FAIL" if missing else "PASS", "8.2", "the card's required fields",
+    run.say("FAIL" if missing else "PASS", "4.4.1", "the card's required fields",
             f"missing {', '.join(missing)}" if missing else "")
     for skill in card.get("skills") or ():
         gone = [f for f in _SKILL_REQUIRED if not skill.get(f)]
@@ -1284,23 +1284,26 @@ def _check_card(run, card, where):
             run.say("FAIL", "4.4.6", "an interface", f"needs url, protocolBinding and "
                     f"protocolVersion: {json.dumps(iface)[:120]}")
         elif _is_local(target.hostname or "") and not _is_local(origin.hostname or ""):
-            run.say("WARN", "8.3", f"{iface['protocolBinding']} interface {iface['url']}",
+            run.say("WARN", "8.3.1", f"{iface['protocolBinding']} interface {iface['url']}",
                     "a local address in a card served from elsewhere: clients cannot reach it")
         elif origin.scheme == "https" and target.scheme == "http":
             run.say("WARN", "7.1", f"{iface['protocolBinding']} interface {iface['url']}",
                     "plain http in a card served over https")
+    if "protocolVersion" in card:
+        run.say("WARN", "4.4.1", "the card has a top-level protocolVersion",
+                "a 0.3-era field (1.0 names the version per interface)")
     if card.get("signatures"):
         run.say("WARN", "8.4", "the card's signatures", "present, not verified by this check")
 
 
 def _check_jsonrpc(run, url):
-    cases = (("-32700", "9.4", "invalid JSON is a parse error", b"{", {"A2A-Version": "1.0"}),
-             ("-32600", "9.4", "a request without a method is invalid",
+    cases = (("-32700", "9.5", "invalid JSON is a parse error", b"{", {"A2A-Version": "1.0"}),
+             ("-32600", "9.5", "a request without a method is invalid",
               b'{"jsonrpc":"2.0","id":1}', {"A2A-Version": "1.0"}),
-             ("-32601", "9.4", "an unknown method is not found",
+             ("-32601", "9.5", "an unknown method is not found",
               b'{"jsonrpc":"2.0","id":1,"method":"NoSuchMethod","params":{}}',
               {"A2A-Version": "1.0"}),
-             ("-32009", "3.2.1", "an unsupported A2A-Version is refused",
+             ("-32009", "3.6.2", "an unsupported A2A-Version is refused",
               b'{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}',
               {"A2A-Version": "99.0"}))
     for code, section, what, body, headers in cases:
@@ -1317,10 +1320,10 @@ def _check_jsonrpc(run, url):
         _, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"ListTasks",'
                                             b'"params":{}}')
         refused = isinstance(answer, dict) and "error" in answer
-        run.say("PASS" if refused else "WARN", "3.2.1", "a request without A2A-Version",
+        run.say("PASS" if refused else "WARN", "3.6.2", "a request without A2A-Version",
                 "" if refused else "answered; the specification reads no header as 0.3")
     except A2AError as error:
-        run.say("FAIL", "3.2.1", "a request without A2A-Version", error.message)
+        run.say("FAIL", "3.6.2", "a request without A2A-Version", error.message)
 
 
 def _check_operations(run, card, binding):
@@ -1360,9 +1363,18 @@ def _check_operations(run, card, binding):
             found = any(t.get("id") == task["id"] for t in got.get("tasks") or ())
             run.say("PASS" if found else "WARN", section, what,
                     "" if found else "not in the first 50 (tasks may be scoped, or many)")
+            _check_list_shape(run, got)
         else:
             run.say("PASS" if got.get("id") == task["id"] else "FAIL", section, what,
                     "" if got.get("id") == task["id"] else f"got {str(got)[:100]}")
+    try:
+        bare = client.get_task(task["id"], history_length=0)
+        run.say("PASS" if "history" not in bare else "FAIL", "3.2.4", "GetTask with "
+                "historyLength 0 leaves the history out", "" if "history" not in bare else
+                f"{len(bare['history'])} messages came")
+    except A2AError as error:
+        run.say("FAIL", "3.2.4", "GetTask with historyLength 0", error.message)
+    _check_capabilities(run, card, client, task, state)
     if state in ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
                  "TASK_STATE_REJECTED"):
         try:
@@ -1377,6 +1389,51 @@ def _check_operations(run, card, binding):
     else:
         run.say("SKIP", "3.1.5", "CancelTask of a finished task", f"the task is {state}")
     return task
+
+
+def _check_list_shape(run, answer):
+    """ListTasks' answer (section 3.1.4): nextPageToken always there ("" on
+    the last page), pageSize and totalSize, no artifacts unless asked for."""
+    missing = [f for f in ("nextPageToken", "pageSize", "totalSize") if f not in answer]
+    run.say("FAIL" if missing else "PASS", "3.1.4", "ListTasks answers nextPageToken, pageSize "
+            "and totalSize", f"missing {', '.join(missing)}" if missing else "")
+    with_artifacts = [t.get("id") for t in answer.get("tasks") or () if "artifacts" in t]
+    run.say("FAIL" if with_artifacts else "PASS", "3.1.4", "ListTasks leaves artifacts out "
+            "unless includeArtifacts", f"{len(with_artifacts)} tasks carry them"
+            if with_artifacts else "")
+
+
+def _check_capabilities(run, card, client, task, state):
+    """What the card says it cannot do is refused with the error the
+    specification names (section 3.3.4, capability validation)."""
+    capabilities = card.get("capabilities") or {}
+    probes = []
+    if not capabilities.get("pushNotifications"):
+        probes.append(("3.1.10", "push configs, which the card says it does not send",
+                       lambda: client.list_push_configs(task["id"]),
+                       a2a_min.PushNotificationNotSupportedError))
+    if not capabilities.get("extendedAgentCard"):
+        probes.append(("3.1.11", "GetExtendedAgentCard, which the card does not offer",
+                       client.extended_card, a2a_min.UnsupportedOperationError))
+    if capabilities.get("streaming") and state in _TERMINAL:
+        def subscribe():
+            with client.subscribe(task["id"]) as stream:
+                return list(stream)
+        probes.append(("3.1.6", "SubscribeToTask of a finished task", subscribe,
+                       a2a_min.UnsupportedOperationError))
+    for section, what, call, expected in probes:
+        try:
+            call()
+            run.say("FAIL", section, what, f"answered; expected {expected.__name__}")
+        except expected:
+            run.say("PASS", section, what)
+        except A2AError as error:
+            run.say("FAIL", section, what, f"expected {expected.__name__}, got "
+                    f"{type(error).__name__}: {error.message}")
+
+
+_TERMINAL = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+             "TASK_STATE_REJECTED")
 
 
 def _check_rest(run, card, base, task):
@@ -1414,6 +1471,10 @@ def _check_streaming(run, card, binding):
     good = events and ("task" in first or "message" in first)
     run.say("PASS" if good else "FAIL", "3.1.2", "SendStreamingMessage starts with the task",
             f"{len(events)} events" if good else f"first event: {str(first)[:100]}")
+    if good:
+        ids = [event_id for event_id, _ in events if event_id is not None]
+        run.say("PASS" if ids else "WARN", "3.5.2", "stream events carry SSE ids", "" if ids
+                else "none: a client that loses the stream cannot resume it (Last-Event-ID)")
     if good and "task" in first:
         last = _event_state(events[-1][1])
         ended = last in _STREAM_ENDS

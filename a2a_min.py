@@ -8031,7 +8031,7 @@ def lambda_handler(server, *, margin=1.0):
 # client gets: it summarises the agent card (section 8), sends a message with
 # SendStreamingMessage when the card says capabilities.streaming and with
 # SendMessage otherwise (sections 3.1.1 and 3.1.2), reads the Server-Sent
-# Events itself (section 3.3.1; fetch(), since EventSource cannot POST),
+# Events itself (section 3.5.2; fetch(), since EventSource cannot POST),
 # lists the tasks newest first (ListTasks, 3.1.4), opens one (GetTask),
 # follows it (SubscribeToTask) and cancels it (CancelTask), over JSON-RPC or
 # HTTP+JSON (sections 9 and 11), and prints beside each action the curl line

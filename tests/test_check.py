@@ -105,9 +105,9 @@ def test_a_half_card_and_html_answers_are_reported_with_sections_and_curl_lines(
     assert time.monotonic() - started < 30
     text = "\n".join(lines)
     assert failed >= 3, text
-    assert re.search(r"^FAIL  §8\.2 +the card's required fields: missing description, version",
+    assert re.search(r"^FAIL  §4\.4\.1 +the card's required fields: missing description, version",
                      text, re.M), text
-    assert re.search(r"^FAIL  §9\.4 +invalid JSON is a parse error", text, re.M), text
+    assert re.search(r"^FAIL  §9\.5 +invalid JSON is a parse error", text, re.M), text
     assert re.search(r"^      reproduce: curl -sS .*http://127\.0\.0\.1:\d+/", text, re.M), text
     assert lines[-1] == f"{failed} failed"
 
