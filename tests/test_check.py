@@ -118,3 +118,34 @@ def test_an_agent_that_never_answers_is_reported_within_the_timeout(broken):
     failed, lines = run_check(broken, timeout=1)
     assert failed == 1 and "did not answer within 1" in lines[0], lines
     assert time.monotonic() - started < 10
+
+
+def test_the_reference_sdk_server_is_checked_and_its_deviations_named():
+    """The reference SDK's server (a2a-sdk 1.3, the test extra), with the
+    benchmarks' echo agent: what check reports of an implementation not ours."""
+    import os
+    import subprocess
+    import sys
+    from harness import ROOT, free_port, require_sdk
+    require_sdk()
+    port = free_port()
+    sdk = subprocess.Popen([sys.executable, os.path.join(ROOT, "benchmarks", "sdk_echo_server.py"),
+                            str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        failed, lines = run_check(f"http://127.0.0.1:{port}", full=True)
+    finally:
+        sdk.terminate()
+        sdk.wait(10)
+    text = "\n".join(lines)
+    assert all(re.match(r"^(PASS|FAIL|WARN|SKIP)  §[\d.]+ ", line) or
+               line.startswith("      reproduce: ") for line in lines[:-1]), text
+    # The SDK's streams carry no SSE ids (nothing to resume from): a WARN, not a FAIL.
+    assert re.search(r"^WARN  §3\.5\.2 +stream events carry SSE ids", text, re.M), text
+    assert lines[-1] == (f"{failed} failed" if failed else "no failures")
