@@ -1375,8 +1375,7 @@ def _check_operations(run, card, binding):
     except A2AError as error:
         run.say("FAIL", "3.2.4", "GetTask with historyLength 0", error.message)
     _check_capabilities(run, card, client, task, state)
-    if state in ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
-                 "TASK_STATE_REJECTED"):
+    if state in _TERMINAL:
         try:
             client.cancel_task(task["id"])
             run.say("FAIL", "3.1.5", "CancelTask of a finished task",
@@ -1432,8 +1431,7 @@ def _check_capabilities(run, card, client, task, state):
                     f"{type(error).__name__}: {error.message}")
 
 
-_TERMINAL = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
-             "TASK_STATE_REJECTED")
+_TERMINAL = a2a_min.TERMINAL_STATES
 
 
 def _check_rest(run, card, base, task):
@@ -1482,8 +1480,7 @@ def _check_streaming(run, card, binding):
                 last or "no state")
 
 
-_STREAM_ENDS = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
-                "TASK_STATE_REJECTED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED")
+_STREAM_ENDS = a2a_min.TERMINAL_STATES | a2a_min.INTERRUPTED_STATES
 
 
 def _check_order(run, card, binding):
