@@ -519,13 +519,15 @@ class _Cut(Exception):
     """The stream's connection ended or broke before the stream did."""
 
 
-def _sse_events(resp, max_event_bytes):
+def _sse_events(resp, max_event_bytes, until=None):
     """(id, event, data) of each event of an SSE body, by the WHATWG rules:
     CRLF, LF or CR end a line; a line starting with ':' is a comment (a
     keep-alive); data lines join with '\\n'; one space after the colon is
     dropped; an id with NUL is ignored. A ``retry`` field comes as an event
     of its own, (None, "retry", milliseconds). A body that ends, or breaks,
-    raises _Cut (an event half received is dropped)."""
+    raises _Cut (an event half received is dropped). Past ``until`` (a
+    time.monotonic() instant) it raises ClientError: keep-alives may go on
+    for ever, and something has to end them."""
     buffer, data, event, event_id, size, after_cr = b"", [], "", None, 0, False
     while True:
         try:
@@ -534,6 +536,8 @@ def _sse_events(resp, max_event_bytes):
             raise _Cut(error) from None
         if not chunk:
             raise _Cut(None)
+        if until is not None and time.monotonic() > until:
+            raise ClientError("the stream went on past the time given to it, and was closed")
         if after_cr and chunk.startswith(b"\n"):  # the LF of a CRLF split between reads
             chunk = chunk[1:]
         buffer += chunk
@@ -599,6 +603,7 @@ class Stream:
         # over), while SubscribeToTask follows the task on, into its next turn.
         self.ends = a2a_min.TERMINAL_STATES if method == "SubscribeToTask" else _STREAM_ENDS
         self.state = None          # the last task state seen
+        self.until = None          # a time.monotonic() instant past which it is cut (check URL)
         self._events = None
         self._response = None
 
@@ -978,7 +983,8 @@ class Client:
         return self._stream_events(url, resp, stream), resp
 
     def _stream_events(self, url, resp, stream):
-        for event_id, kind, data in _sse_events(resp, self.limits["max_event_bytes"]):
+        for event_id, kind, data in _sse_events(resp, self.limits["max_event_bytes"],
+                                                stream.until):
             if kind == "retry":                  # how long to wait before reconnecting
                 stream.retry = int(data) / 1000
                 continue
@@ -1292,8 +1298,34 @@ def _check_card(run, card, where):
     if "protocolVersion" in card:
         run.say("WARN", "4.4.1", "the card has a top-level protocolVersion",
                 "a 0.3-era field (1.0 names the version per interface)")
+    if "security" in card and "securityRequirements" not in card:
+        run.say("WARN", "4.4.1", "the card names its security requirements `security`",
+                "the name of an early sample card; the proto's is securityRequirements")
     if card.get("signatures"):
         run.say("WARN", "8.4", "the card's signatures", "present, not verified by this check")
+    _check_card_caching(run, where)
+
+
+def _check_card_caching(run, where):
+    """Section 8.6: the card SHOULD come with Cache-Control max-age and an
+    ETag, and a conditional request with that ETag gets 304."""
+    try:
+        status, head, _ = run.raw("GET", where)
+        tag = head.getheader("ETag")
+        control = (head.getheader("Cache-Control") or "").lower()
+        missing = [name for name, there in (("Cache-Control max-age", "max-age" in control),
+                                            ("ETag", tag)) if not there]
+        if not missing:
+            status, _, _ = run.raw("GET", where, headers={"If-None-Match": tag})
+    except A2AError as error:
+        run.say("FAIL", "8.6", "the card's caching headers", error.message)
+        return
+    if missing:
+        run.say("WARN", "8.6", "the card's caching headers", f"no {' and no '.join(missing)} "
+                "(SHOULD): clients cannot tell when to read it again")
+    else:
+        run.say("PASS" if status == 304 else "WARN", "8.6", "the card's caching headers, and "
+                "304 for its ETag", "" if status == 304 else f"If-None-Match got HTTP {status}")
 
 
 def _check_jsonrpc(run, url):
@@ -1316,6 +1348,17 @@ def _check_jsonrpc(run, url):
         run.say("PASS" if str(got) == code else "FAIL", section, what,
                 "" if str(got) == code else f"expected error {code}, got "
                 + (f"error {got}" if got is not None else json.dumps(answer)[:100]))
+    try:
+        _, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"GetTask",'
+                               b'"params":{"id":"a2a-check-no-such-task"}}', {"A2A-Version": "1.0"})
+        error = answer.get("error") if isinstance(answer, dict) else None
+        infos = _error_info(error, "JSONRPC")
+        good = ("TASK_NOT_FOUND", "a2a-protocol.org") in infos
+        run.say("PASS" if good else "FAIL", "9.5", "an A2A error's data carries an ErrorInfo "
+                "(TASK_NOT_FOUND, domain a2a-protocol.org)", "" if good else
+                f"got {json.dumps(error)[:140]}")
+    except A2AError as error:
+        run.say("FAIL", "9.5", "an A2A error's data carries an ErrorInfo", error.message)
     try:
         _, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"ListTasks",'
                                             b'"params":{}}')
@@ -1375,6 +1418,8 @@ def _check_operations(run, card, binding):
     except A2AError as error:
         run.say("FAIL", "3.2.4", "GetTask with historyLength 0", error.message)
     _check_capabilities(run, card, client, task, state)
+    if (card.get("capabilities") or {}).get("pushNotifications"):
+        _check_push(run, client, task)
     if state in _TERMINAL:
         try:
             client.cancel_task(task["id"])
@@ -1408,7 +1453,7 @@ def _check_capabilities(run, card, client, task, state):
     capabilities = card.get("capabilities") or {}
     probes = []
     if not capabilities.get("pushNotifications"):
-        probes.append(("3.1.10", "push configs, which the card says it does not send",
+        probes.append(("3.1.9", "push configs, which the card says it does not send",
                        lambda: client.list_push_configs(task["id"]),
                        a2a_min.PushNotificationNotSupportedError))
     if not capabilities.get("extendedAgentCard"):
@@ -1433,18 +1478,104 @@ def _check_capabilities(run, card, client, task, state):
 
 _TERMINAL = a2a_min.TERMINAL_STATES
 
+# A webhook URL that reaches no one: no resolver answers for .invalid (RFC 6761
+# section 6.4), and the round trip registers it on a task that has ended.
+_NOWHERE = "https://a2a-check.invalid/webhook"
+
+
+def _check_push(run, client, task):
+    """The push config round trip (sections 3.1.7 to 3.1.10): create, get,
+    list, delete (twice: it is idempotent), then get finds nothing."""
+    steps = (
+        ("3.1.7", "CreateTaskPushNotificationConfig",
+         lambda: client.create_push_config(task["id"], _NOWHERE, token="a2a-check"),
+         lambda got: got.get("url") == _NOWHERE and got.get("id")),
+        ("3.1.8", "GetTaskPushNotificationConfig reads it back",
+         lambda: client.get_push_config(task["id"], made["id"]),
+         lambda got: got.get("url") == _NOWHERE and got.get("id") == made["id"]),
+        ("3.1.9", "ListTaskPushNotificationConfigs lists it",
+         lambda: client.list_push_configs(task["id"]),
+         lambda got: any(c.get("id") == made["id"] for c in got.get("configs") or ())),
+        ("3.1.10", "DeleteTaskPushNotificationConfig",
+         lambda: client.delete_push_config(task["id"], made["id"]), lambda got: True),
+        ("3.1.10", "DeleteTaskPushNotificationConfig again (it is idempotent)",
+         lambda: client.delete_push_config(task["id"], made["id"]), lambda got: True))
+    made = {}
+    for section, what, call, good in steps:
+        try:
+            got = call()
+        except A2AError as error:
+            run.say("FAIL", section, what, f"{type(error).__name__}: {error.message}")
+            return
+        if section == "3.1.7" and isinstance(got, dict):
+            made.update(got)
+        ok = isinstance(got, dict) and good(got)
+        run.say("PASS" if ok else "FAIL", section, what, "" if ok else f"got {str(got)[:120]}")
+        if not ok:
+            return
+    try:
+        client.get_push_config(task["id"], made["id"])
+        run.say("FAIL", "3.1.8", "a deleted config is gone", "GetTaskPushNotificationConfig "
+                "still answers it")
+    except a2a_min.TaskNotFoundError:
+        run.say("PASS", "3.1.8", "a deleted config is gone")
+    except A2AError as error:
+        run.say("FAIL", "3.1.8", "a deleted config is gone", f"expected TaskNotFoundError, "
+                f"got {type(error).__name__}: {error.message}")
+
+
+def _error_info(error, shape):
+    """(A2A error code or HTTP status, the ErrorInfo reasons and domains) of an
+    error object, in the binding's shape: JSON-RPC's data, or google.rpc.Status's details."""
+    details = (error or {}).get("data" if shape == "JSONRPC" else "details")
+    infos = [d for d in details if isinstance(d, dict) and str(d.get("@type", "")).endswith(
+        "google.rpc.ErrorInfo")] if isinstance(details, list) else []
+    return [(d.get("reason"), d.get("domain")) for d in infos]
+
+
+# HTTP+JSON's status table (sections 5.4 and 11.6), row by row: what is sent,
+# and the HTTP status, google.rpc.Code name and ErrorInfo reason that must come
+# back. {task} is the finished task of the check; None rows need none.
+_REST_ERRORS = (
+    ("a missing task", "GET", "/tasks/a2a-check-no-such-task", None, {}, 404, "NOT_FOUND",
+     "TASK_NOT_FOUND"),
+    ("CancelTask of a finished task", "POST", "/tasks/{task}:cancel", b"{}", {}, 400,
+     "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
+    ("an unsupported A2A-Version", "GET", "/tasks", None, {"A2A-Version": "99.0"}, 400,
+     "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"),
+    ("a pageSize out of range", "GET", "/tasks?pageSize=500", None, {}, 400,
+     "INVALID_ARGUMENT", None),
+    ("invalid JSON", "POST", "/message:send", b"{", {}, 400, "INVALID_ARGUMENT", None))
+
 
 def _check_rest(run, card, base, task):
-    status, _, answer = run.raw("GET", base.rstrip("/") + "/tasks/a2a-check-no-such-task",
-                                headers={"A2A-Version": "1.0"})
-    error = answer.get("error") if isinstance(answer, dict) else None
-    reasons = [d.get("reason") for d in (error or {}).get("details") or ()
-               if isinstance(d, dict)]
-    good = status == 404 and error and error.get("code") == 404 and \
-        error.get("status") == "NOT_FOUND" and "TASK_NOT_FOUND" in reasons
-    run.say("PASS" if good else "FAIL", "11.6", "HTTP+JSON errors: a missing task is 404 "
-            "NOT_FOUND with ErrorInfo TASK_NOT_FOUND", "" if good else
-            f"got HTTP {status}: {json.dumps(answer)[:140]}")
+    base = base.rstrip("/")
+    for what, verb, path, body, headers, code, name, reason in _REST_ERRORS:
+        if "{task}" in path and (task is None or (task.get("status") or {}).get("state")
+                                 not in _TERMINAL):
+            continue
+        title = f"HTTP+JSON errors: {what} is {code} {name}" + \
+            (f" with ErrorInfo {reason}" if reason else "")
+        try:
+            status, head, answer = run.raw(verb, base + path.replace(
+                "{task}", (task or {}).get("id", "")), body, {"A2A-Version": "1.0", **headers})
+        except A2AError as error:
+            run.say("FAIL", "11.6", title, error.message)
+            continue
+        error = answer.get("error") if isinstance(answer, dict) else None
+        kind = (head.getheader("Content-Type") or "").split(";")[0].strip().lower()
+        if kind == "application/problem+json" or (isinstance(answer, dict) and
+                                                  "title" in answer and "status" in answer):
+            run.say("WARN", "11.6", title, f"HTTP {status} as problem+json, the form section "
+                    "6's examples show; section 11.6 asks for google.rpc.Status")
+            continue
+        reasons = [r for r, _ in _error_info(error, "HTTP+JSON")]
+        good = status == code and isinstance(error, dict) and error.get("code") == code and \
+            error.get("status") == name and (reason is None or reason in reasons)
+        run.say("PASS" if good else "FAIL", "11.6", title, "" if good else
+                f"got HTTP {status}: {json.dumps(answer)[:140]}")
+    if task is not None and (task.get("status") or {}).get("state") in _TERMINAL:
+        _check_subscribe_verbs(run, base, task)
     if task is not None:
         try:
             seen = run.client(card, "HTTP+JSON").get_task(task["id"])
@@ -1455,12 +1586,34 @@ def _check_rest(run, card, base, task):
             run.say("FAIL", "5.1", "one task, seen over a second binding", error.message)
 
 
+def _check_subscribe_verbs(run, base, task):
+    """SubscribeToTask over HTTP+JSON: the proto says GET, the specification's
+    table POST (A2A-FACTS, the decisions). Either may be all an agent
+    serves; a finished task is refused with UnsupportedOperationError
+    either way, unless the route itself is missing."""
+    missing = []
+    for verb in ("GET", "POST"):
+        try:
+            status, _, _ = run.raw(verb, f"{base}/tasks/{task['id']}:subscribe",
+                                   b"{}" if verb == "POST" else None,
+                                   {"A2A-Version": "1.0", "Accept": "text/event-stream"})
+        except A2AError as error:
+            run.say("FAIL", "11.3", f"{verb} /tasks/{{id}}:subscribe", error.message)
+            return
+        if status in (404, 405):
+            missing.append(f"{verb} (HTTP {status})")
+    run.say("WARN" if missing else "PASS", "11.3", "SubscribeToTask by GET and by POST",
+            f"{', '.join(missing)} not served: the proto says GET, the specification's table "
+            "POST; clients use either" if missing else "")
+
+
 def _check_streaming(run, card, binding):
     if not (card.get("capabilities") or {}).get("streaming"):
         run.say("SKIP", "3.1.2", "SendStreamingMessage", "the card does not declare streaming")
         return
     try:
         with run.client(card, binding).stream("a2a_min check: stream") as stream:
+            stream.until = time.monotonic() + 3 * run.timeout   # keep-alives may never end
             events = [(stream.last_event_id, event) for event in stream]
     except A2AError as error:
         run.say("FAIL", "3.1.2", "SendStreamingMessage", error.message)

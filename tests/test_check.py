@@ -48,6 +48,41 @@ def test_the_command_line_exit_status_suits_ci():
     assert "no failures" in out.getvalue()
 
 
+def test_the_push_config_round_trip_when_the_card_declares_push():
+    """Create, get, list, delete twice, get again: on the finished task, to a
+    .invalid URL (RFC 6761: nothing resolves it), so nothing is delivered."""
+    live = Live(a2a_min.demo_server(push_notifications=True), timeout=5)
+    try:
+        failed, lines = run_check(live.url)
+    finally:
+        live.close()
+    text = "\n".join(lines)
+    assert failed == 0, text
+    for section, what in (("3.1.7", "CreateTaskPushNotificationConfig"),
+                          ("3.1.8", "GetTaskPushNotificationConfig reads it back"),
+                          ("3.1.9", "ListTaskPushNotificationConfigs lists it"),
+                          ("3.1.10", "DeleteTaskPushNotificationConfig"),
+                          ("3.1.10", r"DeleteTaskPushNotificationConfig again \(it is idempotent\)"),
+                          ("3.1.8", "a deleted config is gone")):
+        assert re.search(rf"^PASS  §{re.escape(section)} +{what}$", text, re.M), (what, text)
+
+
+def test_a_push_config_that_is_not_kept_fails_the_round_trip():
+    """The same round trip against an agent whose store forgets configs: the
+    check must notice (a check that cannot fail is no check)."""
+    server = a2a_min.demo_server(push_notifications=True)
+    server.store.put_config = lambda task_id, config, limit: None
+    live = Live(server, timeout=5)
+    try:
+        failed, lines = run_check(live.url)
+    finally:
+        live.close()
+    text = "\n".join(lines)
+    assert failed == 1 and re.search(r"^PASS  §3\.1\.7 ", text, re.M), text
+    assert re.search(r"^FAIL  §3\.1\.8 +GetTaskPushNotificationConfig reads it back: "
+                     r"TaskNotFoundError", text, re.M), text
+
+
 class _Broken(http.server.BaseHTTPRequestHandler):
     """An agent that is not one: its card and its answers are what ``mode`` says."""
     mode = "html"
@@ -56,6 +91,14 @@ class _Broken(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        if self.mode == "forever" and self.path.endswith("agent-card.json"):
+            port = self.server.server_address[1]
+            return self.answer(200, "application/json", json.dumps({
+                "name": "forever", "description": "streams for ever", "version": "1",
+                "capabilities": {"streaming": True}, "defaultInputModes": ["text/plain"],
+                "defaultOutputModes": ["text/plain"], "skills": [], "supportedInterfaces": [
+                    {"url": f"http://127.0.0.1:{port}/", "protocolBinding": "JSONRPC",
+                     "protocolVersion": "1.0"}]}).encode())
         if self.mode == "half card" and self.path.endswith("agent-card.json"):
             port = self.server.server_address[1]
             return self.answer(200, "application/json", json.dumps({
@@ -67,10 +110,28 @@ class _Broken(http.server.BaseHTTPRequestHandler):
         self.answer(200, "text/html", b"<html><body>Welcome to our website</body></html>")
 
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.mode == "forever" and b"SendStreamingMessage" in body:
+            return self.keep_alive_for_ever()
         if self.mode == "hang":
             time.sleep(30)
         self.answer(200, "text/html", b"<html>nope</html>")
+
+    def keep_alive_for_ever(self):
+        """A stream that opens with a task and then only ever keeps alive."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        task = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}
+        self.wfile.write(b"data: " + json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+            "task": task}}).encode() + b"\n\n")
+        for _ in range(600):                     # a minute at most: the test ends it sooner
+            try:
+                self.wfile.write(b": keep-alive\n\n")
+                self.wfile.flush()
+            except OSError:
+                return
+            time.sleep(0.1)
 
     def answer(self, status, kind, body):
         self.send_response(status)
@@ -120,6 +181,16 @@ def test_an_agent_that_never_answers_is_reported_within_the_timeout(broken):
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.parametrize("broken", ["forever"], indirect=True)
+def test_a_stream_that_never_ends_is_cut_and_reported(broken):
+    started = time.monotonic()
+    failed, lines = run_check(broken, full=True, timeout=1)
+    text = "\n".join(lines)
+    assert time.monotonic() - started < 20, text
+    assert re.search(r"^FAIL  §3\.1\.2 +SendStreamingMessage: the stream went on past the time "
+                     r"given to it", text, re.M), text
+
+
 def test_the_reference_sdk_server_is_checked_and_its_deviations_named():
     """The reference SDK's server (a2a-sdk 1.3, the test extra), with the
     benchmarks' echo agent: what check reports of an implementation not ours."""
@@ -146,6 +217,13 @@ def test_the_reference_sdk_server_is_checked_and_its_deviations_named():
     text = "\n".join(lines)
     assert all(re.match(r"^(PASS|FAIL|WARN|SKIP)  §[\d.]+ ", line) or
                line.startswith("      reproduce: ") for line in lines[:-1]), text
-    # The SDK's streams carry no SSE ids (nothing to resume from): a WARN, not a FAIL.
+    # The SDK's streams carry no SSE ids (nothing to resume from), and its card
+    # no Cache-Control (section 8.6, a SHOULD): WARNs, not FAILs.
     assert re.search(r"^WARN  §3\.5\.2 +stream events carry SSE ids", text, re.M), text
+    assert re.search(r"^WARN  §8\.6 +the card's caching headers: no Cache-Control max-age",
+                     text, re.M), text
+    # What it does as the specification says is PASS, section by section.
+    for section in ("9.5", "3.6.2", "3.1.1", "3.1.3", "3.1.4", "3.2.4", "3.1.5", "3.1.6",
+                    "3.1.9", "3.1.11", "11.6", "11.3", "5.1", "3.1.2"):
+        assert re.search(rf"^PASS  §{re.escape(section)} ", text, re.M), (section, text)
     assert lines[-1] == (f"{failed} failed" if failed else "no failures")

@@ -173,3 +173,21 @@ def test_no_shell_runs_the_command():
     task = client.result("SendMessage", {"message": user_message("x")})["task"]
     assert artifact_text(task) == "$HOME ; touch /tmp/a2a-exec-injected\n"
     assert not os.path.exists("/tmp/a2a-exec-injected")
+
+
+def test_check_finds_nothing_wrong_with_a_program_behind_a2a():
+    """serve --exec probed like any agent: check URL --full over real sockets,
+    with `cat` (this Python, reading its input) as the agent."""
+    import io
+    import a2a_client
+    from harness import Live
+    live = Live(a2a_min.Server(a2a_min._exec_agent(program(
+        "import sys\nfor line in sys.stdin: print(line, end='', flush=True)"))), timeout=5)
+    try:
+        out = io.StringIO()
+        failed = a2a_client.check(live.url, out=out, full=True)
+    finally:
+        live.close()
+    assert failed == 0 and out.getvalue().endswith("no failures\n"), out.getvalue()
+    assert "PASS  §3.1.2   the stream ends with the task's end: TASK_STATE_COMPLETED" in \
+        out.getvalue()
