@@ -2403,6 +2403,11 @@ class Server:
       store                 a TaskStore (default: in memory with the limits)
       extended_card         a dict, or callable(CallContext) -> dict
       card_max_age          Cache-Control max-age of the card, seconds (300)
+      card_signer           sign the served card (section 8.4): callable(bytes)
+                            -> signature bytes, with ``header``, the JWS
+                            protected header ({"alg", "kid"}, maybe "jku");
+                            a2a_signing.signer_from_pem() makes one. Needs
+                            public_url
       authenticate          callable(CallContext) -> principal, raising
                             AuthenticationRequiredError to refuse (BearerAuth,
                             ApiKeyAuth); its security_schemes go in the card
@@ -2436,7 +2441,7 @@ class Server:
                  input_modes=("text/plain",), output_modes=("text/plain",),
                  authenticate=None, push_notifications=False, push_allow=(),
                  push_tls_context=None, single_path=None, trust_forwarded=False, compat=None,
-                 console=True, access_log=False, **limits):
+                 console=True, access_log=False, card_signer=None, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
@@ -2515,6 +2520,15 @@ class Server:
         _check_card(self.agent_card())
         if isinstance(extended_card, dict):
             _check_card({**self.agent_card(), **extended_card})
+        # A signed card is the same for every request (section 8.4): built from
+        # public_url alone, never from a Host or X-Forwarded-* header, so no
+        # request can have the server sign something of its choosing.
+        self.card_signer = card_signer
+        if card_signer is not None:
+            if not public_url:
+                raise ValueError("a signed card needs public_url (the URL clients reach this "
+                                 "server at): the card signed must not depend on the request")
+            _sign_card(self.agent_card(), card_signer)       # a signer that fails, fails now
 
     # -- the HTTP entry point every host adapter calls -------------------------
 
@@ -4393,13 +4407,179 @@ def _query_params(query):
     return {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
 
 
+# The card's signature (section 8.4). A signed card carries, in ``signatures``,
+# detached JWS (RFC 7515) over one exact byte string: the card as the proto
+# knows it (section 8.4.1: fields the proto does not define dropped; REQUIRED
+# fields always there; ``optional`` ones when set; any other field left out at
+# its default), without ``signatures``, written as RFC 8785 canonical JSON
+# (JCS): no whitespace, object keys sorted by their UTF-16 code units, strings
+# escaped as ECMAScript's JSON.stringify escapes them, and numbers written as
+# ECMAScript writes an IEEE 754 double. Any two implementations that follow
+# both rules sign and verify the same bytes. Signing keys and algorithms need
+# a cryptography library, so they live in the companion a2a_signing.py; the
+# server only asks its card_signer (bytes -> signature bytes) to sign.
+
+# JSON.stringify's escapes: the two-character ones, \u00XX (lower case hex) for
+# the other controls, and nothing else (not even U+2028 or DEL).
+_JCS_ESCAPES = {**{i: "\\u%04x" % i for i in range(32)}, 8: "\\b", 9: "\\t", 10: "\\n",
+                12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
+_JCS_MAX_DEPTH = 64
+
+
+def _jcs_number(value):
+    """An IEEE 754 double as ECMAScript's Number.prototype.toString writes it
+    (RFC 8785 section 3.2.2.3): the shortest digits that read back as the
+    same double (Python's repr finds the same ones), placed by the
+    ECMAScript rules: plain up to 21 digits, 0.000001 and up without an
+    exponent, an exponent otherwise."""
+    if isinstance(value, int):
+        exact = float(value) if abs(value) < 2 ** 1024 else None
+        if exact != value:
+            raise ValueError(f"the integer {value} has no exact IEEE 754 double (RFC 8785 "
+                             "numbers are doubles): send it as a string")
+        value = exact
+    if value - value != 0:                               # inf - inf and nan - nan are nan
+        raise ValueError(f"{value} is not a JSON number (RFC 8785 refuses NaN and Infinity)")
+    if value == 0:
+        return "0"                                       # -0 too
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0").rstrip("0")
+    # The decimal point sits after the first ``point`` digits (value = 0.DIGITS x 10^point).
+    if whole != "0":
+        point = len(whole) + int(exponent or 0)
+    else:
+        point = int(exponent or 0) - (len(fraction) - len(fraction.lstrip("0")))
+    size = len(digits)
+    if size <= point <= 21:
+        text = digits + "0" * (point - size)
+    elif 0 < point <= 21:
+        text = digits[:point] + "." + digits[point:]
+    elif -6 < point <= 0:
+        text = "0." + "0" * -point + digits
+    else:
+        text = digits[0] + ("." + digits[1:] if size > 1 else "") + \
+            "e" + ("+" if point > 0 else "-") + str(abs(point - 1))
+    return "-" + text if value < 0 else text
+
+
+def _jcs(value, depth=0):
+    """``value`` (parsed JSON) as RFC 8785 canonical JSON text; ValueError
+    for what has no canonical form (lone surrogates, NaN, deep nesting)."""
+    if depth > _JCS_MAX_DEPTH:
+        raise ValueError(f"the JSON nests deeper than {_JCS_MAX_DEPTH} levels")
+    if value is True or value is False or value is None:
+        return "true" if value else "false" if value is False else "null"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a string holds a lone surrogate, which RFC 8785 refuses") \
+                from None
+        return '"' + value.translate(_JCS_ESCAPES) + '"'
+    if isinstance(value, (int, float)):
+        return _jcs_number(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_jcs(item, depth + 1) for item in value) + "]"
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise ValueError(f"an object key is {type(key).__name__}, not a string")
+        return "{" + ",".join(_jcs(key) + ":" + _jcs(value[key], depth + 1)
+                              for key in sorted(value, key=_utf16)) + "}"
+    raise ValueError(f"{type(value).__name__} is not JSON")
+
+
+def _utf16(key):
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _presence(value, message_type, path, depth=0):
+    """A message as section 8.4.1 has it signed: the fields MESSAGES knows,
+    each under its camelCase name; REQUIRED and ``optional`` (and oneof)
+    fields as they are; repeated fields and maps when not empty; a set
+    message always; any other scalar unless it is its default."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} must be an object ({message_type})")
+    if depth > _JCS_MAX_DEPTH:
+        raise ValueError(f"{path} nests deeper than {_JCS_MAX_DEPTH} levels")
+    out = {}
+    for _, name, type_, labels in MESSAGES[message_type]:
+        key = name if name in value else _snake(name)
+        if key not in value or (message_type == "AgentCard" and name == "signatures"):
+            continue
+        item, words, where = value[key], labels.split(), f"{path}.{name}"
+        if "repeated" in words:
+            if item:
+                out[name] = [_presence_item(v, type_, f"{where}[{i}]", depth)
+                             for i, v in enumerate(_listed(item, where))]
+        elif type_.startswith("map<"):
+            if item:
+                kind = type_[4:-1].split(",")[1].strip()
+                if not isinstance(item, dict):
+                    raise ValueError(f"{where} must be an object (a map)")
+                out[name] = {k: _presence_item(v, kind, f"{where}.{k}", depth)
+                             for k, v in item.items()}
+        elif type_ in MESSAGES or "required" in words or "optional" in words or \
+                any(w.startswith("oneof:") for w in words):
+            out[name] = _presence_item(item, type_, where, depth)
+        elif item not in ("", 0, None) and not (type_ in ENUMS and item == ENUMS[type_][0]):
+            out[name] = item                            # (0 == False: false is left out too)
+    return out
+
+
+def _presence_item(value, type_, path, depth):
+    return _presence(value, type_, path, depth + 1) if type_ in MESSAGES else value
+
+
+def _listed(value, path):
+    if not isinstance(value, list):
+        raise ValueError(f"{path} must be a list")
+    return value
+
+
+def _card_payload(card):
+    """The bytes a card's signatures sign (section 8.4.1): the card as the proto
+    knows it, without ``signatures``, as RFC 8785 canonical JSON in UTF-8."""
+    return _jcs(_presence(card, "AgentCard", "card")).encode("utf-8")
+
+
+def _b64url(data):
+    """bytes -> base64url without padding (RFC 7515 section 2)."""
+    return _b64encode(data).rstrip("=").replace("+", "-").replace("/", "_")
+
+
+def _sign_card(card, signer):
+    """``card`` with one more AgentCardSignature (section 8.4.2): a JWS
+    protected header (``signer.header``: alg, kid, maybe jku; typ JOSE) and
+    the signer's signature of header.payload, both base64url."""
+    header = {"typ": "JOSE", **signer.header}
+    missing = [name for name in ("alg", "kid") if not header.get(name)]
+    if missing:
+        raise ValueError(f"the card signer's header needs {' and '.join(missing)} (section "
+                         "8.4.2); a2a_signing.signer_from_pem() sets both")
+    protected = _b64url(json.dumps(header, separators=(",", ":")).encode())
+    signature = signer(f"{protected}.{_b64url(_card_payload(card))}".encode("ascii"))
+    if not isinstance(signature, bytes) or not signature:
+        raise ValueError("the card signer must return the signature's bytes")
+    return {**card, "signatures": list(card.get("signatures") or ()) +
+            [{"protected": protected, "signature": _b64url(signature)}]}
+
+
 def _card_response(server, headers, base_url):
     """GET /.well-known/agent-card.json (section 8.2), cacheable (ETag, max-age)."""
     key = server.public_url or base_url
     cached = server._card_cache
     if cached is None or cached[0] != key:
         card = server.agent_card(base_url)
-        body = _json_body(card if server.compat is None else server.compat.card(card))
+        card = card if server.compat is None else server.compat.card(card)
+        if server.card_signer is not None:
+            # What is signed is the card as served, as the proto knows it: with
+            # compat on, its 0.3 interfaces are in supportedInterfaces (so
+            # signed); url, preferredTransport and the other 0.3-only fields
+            # are not proto fields, so both verifiers leave them out.
+            card = _sign_card(card, server.card_signer)
+        body = _json_body(card)
         # A strong validator: it changes whenever a byte of the card does.
         etag = '"%08x-%x"' % (binascii.crc32(body), len(body))
         modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server._started))
