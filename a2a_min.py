@@ -3792,7 +3792,9 @@ class Response:
 
 _JSON = "application/json"
 _CARD_PATH = "/.well-known/agent-card.json"
-_LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json"')
+_CATALOG_PATH = "/.well-known/api-catalog"
+_LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json", '
+                 f'<{_CATALOG_PATH}>; rel="api-catalog"')
 # The reason phrase of every registered status (RFC 9110 section 15, and the
 # RFCs it names), as a literal: the standard library's http.HTTPStatus costs
 # a millisecond to import.
@@ -3897,6 +3899,10 @@ def _handle_http(server, method, path, query, headers, body, base_url, peer=None
             if method == "OPTIONS":
                 return _preflight(server)
             raise _MethodNotAllowed("GET")
+        if path == _CATALOG_PATH:
+            if method in ("GET", "HEAD"):
+                return _catalog_response(server, base_url)
+            raise _MethodNotAllowed("GET")
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
                 return _jsonrpc_response(server, query, headers, body, base_url, peer, spawn)
@@ -3961,6 +3967,8 @@ def _single_path_response(server, method, path, query, headers, body, base_url, 
         raise _MethodNotAllowed("GET, POST")
     if path == prefix.rstrip("/") + _CARD_PATH and method in ("GET", "HEAD"):
         return _card_response(server, headers, base_url)
+    if path == _CATALOG_PATH and method in ("GET", "HEAD"):     # if the host lets it reach us
+        return _catalog_response(server, base_url)
     return server.error_response(prefix, 404, MethodNotFoundError(
         f"this server answers only at {prefix}: POST for JSON-RPC, GET for the agent card"))
 
@@ -4497,8 +4505,8 @@ def _utf16(key):
 def _presence(value, message_type, path, depth=0):
     """A message as section 8.4.1 has it signed: the fields MESSAGES knows,
     each under its camelCase name; REQUIRED and ``optional`` (and oneof)
-    fields as they are; repeated fields and maps when not empty; a set
-    message always; any other scalar unless it is its default."""
+    fields as they are, even empty; other repeated fields and maps when not
+    empty; a set message always; any other scalar unless it is its default."""
     if not isinstance(value, dict):
         raise ValueError(f"{path} must be an object ({message_type})")
     if depth > _JCS_MAX_DEPTH:
@@ -4510,11 +4518,11 @@ def _presence(value, message_type, path, depth=0):
             continue
         item, words, where = value[key], labels.split(), f"{path}.{name}"
         if "repeated" in words:
-            if item:
+            if item or "required" in words:
                 out[name] = [_presence_item(v, type_, f"{where}[{i}]", depth)
                              for i, v in enumerate(_listed(item, where))]
         elif type_.startswith("map<"):
-            if item:
+            if item or "required" in words:
                 kind = type_[4:-1].split(",")[1].strip()
                 if not isinstance(item, dict):
                     raise ValueError(f"{where} must be an object (a map)")
@@ -4592,6 +4600,36 @@ def _card_response(server, headers, base_url):
     if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
         return Response(304, common)
     return Response(200, [("Content-Type", _JSON)] + common, body)
+
+
+# RFC 9727: a site lists its APIs at /.well-known/api-catalog, a linkset
+# (RFC 9264) whose anchor is the catalog itself, with an ``item`` link to each
+# API; each API then has its own entry, ``service-desc`` pointing at the
+# document that describes it: here the agent card. Well-known URIs exist only
+# at an origin's root (RFC 8615), so tenants (/{tenant}/...) get none of their
+# own: every answer's Link header names the catalog (rel="api-catalog").
+_LINKSET = 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"'
+
+
+def _catalog_response(server, base_url):
+    """GET /.well-known/api-catalog: the agent's interfaces, each described by the card."""
+    base = (server.public_url or base_url or "").rstrip("/")
+    card_url = base + (server.single_path + _CARD_PATH if server.single_path else _CARD_PATH)
+    apis = {}
+    for interface in server.agent_card(base_url)["supportedInterfaces"]:
+        if interface["url"].startswith(("http://", "https://")):
+            apis.setdefault(interface["url"], []).append(interface["protocolBinding"])
+    linkset = [{"anchor": base + _CATALOG_PATH,
+                "item": [{"href": url, "title": f"A2A {PROTOCOL_VERSION} "
+                          + " and ".join(bindings)} for url, bindings in apis.items()]}]
+    for url in apis:
+        entry = {"anchor": url, "service-desc": [{"href": card_url, "type": _JSON}]}
+        if server.console and not server.single_path and url == base + "/":
+            entry["service-doc"] = [{"href": url, "type": "text/html"}]   # the agent console
+        linkset.append(entry)
+    return Response(200, [("Content-Type", _LINKSET), ("Access-Control-Allow-Origin", "*"),
+                          ("Cache-Control", f"public, max-age={server.card_max_age}"), _LINK],
+                    _json_body({"linkset": linkset}))
 
 
 def _preflight(server):
@@ -8913,6 +8951,8 @@ def _demo_banner(args, server, tls, listener):
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
         kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
+    if server.card_signer is not None:
+        kept += f"; card signed ({server.card_signer.header.get('alg')}, kid {args.kid})"
     if args.workers > 1:
         kept += f", {args.workers} worker processes"
     what = "agent" if args.exec_command or args.echo else "echo agent"
@@ -8996,6 +9036,12 @@ def _demo_parser():
     parser.add_argument("--access-log", action="store_true",
                         help="print a line for every request to stderr")
     _tls_arguments(parser)
+    parser.add_argument("--sign-key", metavar="FILE",
+                        help="sign the agent card with this private key (PEM: EC P-256, RSA or "
+                             "Ed25519; needs --kid and --public-url, and the cryptography "
+                             "package)")
+    parser.add_argument("--kid", help="with --sign-key: the key's id, which verifiers look it "
+                                      "up by")
     parser.add_argument("--exec", metavar="CMD", dest="exec_command",
                         help="the agent is this program, run for each message (split like a "
                              "shell would, never run by one): the text on its standard input, "
@@ -9026,6 +9072,24 @@ def _demo_agent_of(args, parser):
     if args.echo:
         return (lambda text: text), "echo", "Answers each message with its text."
     return None
+
+
+def _demo_signer(args, parser):
+    """--sign-key FILE --kid KID: a card signer (a2a_signing), or None."""
+    if not (args.sign_key or args.kid):
+        return None
+    if not (args.sign_key and args.kid and args.public_url):
+        parser.error("a signed card needs --sign-key FILE, --kid KID and --public-url URL "
+                     "(the card signed must not depend on the request's Host)")
+    try:
+        import a2a_signing
+    except ImportError:
+        parser.error("--sign-key needs the companion a2a_signing.py beside a2a_min.py (a "
+                     "checkout has it)")
+    try:
+        return a2a_signing.signer_from_pem(args.sign_key, kid=args.kid)
+    except a2a_signing.CardSignatureError as error:
+        sys.exit(f"a2a_min: --sign-key {args.sign_key}: {error}")
 
 
 def _tls_arguments(parser):
@@ -9075,8 +9139,9 @@ def main(argv=None):
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(f"--store: {error}")
     tls = _demo_tls(args, parser)
+    signer = _demo_signer(args, parser)
     try:
-        options = dict(public_url=args.public_url, assume_version=args.assume_version,
+        options = dict(card_signer=signer, public_url=args.public_url, assume_version=args.assume_version,
                        single_path=args.single_path, store=store, compat=args.compat,
                        push_notifications=bool(args.push_allow), push_allow=args.push_allow,
                        access_log=args.access_log,

@@ -271,8 +271,9 @@ def verify_card(card, keys, algorithms=DEFAULT_ALGORITHMS):
             if not isinstance(entry, dict):
                 raise CardSignatureError("is not an object")
             protected = entry.get("protected")
+            raw = _unb64url(protected, "its protected header")
             try:
-                header = json.loads(_unb64url(protected, "its protected header"))
+                header = json.loads(raw)
             except ValueError:
                 raise CardSignatureError("its protected header is not JSON") from None
             if not isinstance(header, dict):

@@ -74,7 +74,9 @@ def test_public_url_goes_in_the_card():
 def test_other_responses_link_to_the_card(live):
     resp, _ = live.request("POST", "/", {"jsonrpc": "2.0", "id": 1, "method": "GetTask",
                                          "params": {"id": "x"}}, HEADERS)
-    assert resp.getheader("Link") == '</.well-known/agent-card.json>; rel="service-desc"; type="application/json"'
+    assert resp.getheader("Link") == ('</.well-known/agent-card.json>; rel="service-desc"; '
+                                      'type="application/json", </.well-known/api-catalog>; '
+                                      'rel="api-catalog"')
 
 
 def test_help_page_plain_and_html(live):
