@@ -192,6 +192,20 @@ def fetch_card(url, *, timeout=DEFAULT_LIMITS["timeout"], headers=None, on_reque
         return card, where
 
 
+def verify(card, keys):
+    """What verified the card's signature ({"kid", "alg", "payload"}), with
+    keys the caller trusts; ClientError saying why if none holds."""
+    try:
+        import a2a_signing
+    except ImportError:
+        raise ClientError("verifying a card's signature needs the companion a2a_signing.py "
+                          "beside a2a_client.py (a checkout has it)") from None
+    try:
+        return a2a_signing.verify_card(card, keys)
+    except a2a_signing.CardSignatureError as error:
+        raise ClientError(f"the agent card's signature does not verify: {error}") from None
+
+
 def _is_local(host):
     return host in ("localhost", "0.0.0.0", "::", "::1", "") or host.startswith("127.")
 
@@ -695,11 +709,16 @@ class Client:
     headers, body)`` is called before each HTTP request (``--curl`` prints
     it). ``tls``: the ssl.SSLContext for https agents (tls_context(): a CA
     bundle, a client certificate for mutual TLS, or none of the checks);
-    default, the system's trusted CAs. The limits are DEFAULT_LIMITS'.
+    default, the system's trusted CAs. ``card_keys``: verify the card's
+    signatures (section 8.4.3) with these keys before any call, a dict of
+    kid -> public key (PEM, a PEM file, a cryptography key) or a callable
+    (kid, jku) -> key; a card that does not verify raises ClientError
+    (a2a_signing.verify_card, which needs the cryptography package). The
+    limits are DEFAULT_LIMITS'.
     """
 
     def __init__(self, agent, *, binding=None, auth=None, tenant=None, extensions=(),
-                 headers=None, on_request=None, tls=None, **limits):
+                 headers=None, on_request=None, tls=None, card_keys=None, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown limit(s): {', '.join(sorted(unknown))}")
@@ -714,6 +733,7 @@ class Client:
             self.card, self.card_url = fetch_card(agent, timeout=self.limits["timeout"],
                                                   headers=self.extra_headers,
                                                   on_request=on_request, _http=self.http)
+        self.signature = verify(self.card, card_keys) if card_keys is not None else None
         bindings = [binding] if isinstance(binding, str) else binding
         self.interface = choose_interface(self.card, self.card_url, bindings)
         self.binding = self.interface["protocolBinding"]
@@ -1239,10 +1259,13 @@ class _Check:
             return status, head, None
 
 
-def check(url, *, out=None, full=False, timeout=10.0, tls=None, auth=None):
-    """Check the agent at ``url`` against A2A 1.0; returns the number of FAILs."""
+def check(url, *, out=None, full=False, timeout=10.0, tls=None, auth=None, keys=None):
+    """Check the agent at ``url`` against A2A 1.0; returns the number of FAILs.
+    ``keys`` (kid -> public key, as for Client's card_keys): the card's
+    signatures must verify with them."""
     out = out or sys.stdout
     run = _Check(url, out, timeout, tls, auth)
+    run.keys = keys
     try:
         card, where = fetch_card(url, timeout=timeout, on_request=run.curl,
                                  _http=_Connections(timeout, tls=tls))
@@ -1301,9 +1324,46 @@ def _check_card(run, card, where):
     if "security" in card and "securityRequirements" not in card:
         run.say("WARN", "4.4.1", "the card names its security requirements `security`",
                 "the name of an early sample card; the proto's is securityRequirements")
-    if card.get("signatures"):
-        run.say("WARN", "8.4", "the card's signatures", "present, not verified by this check")
+    _check_signatures(run, card)
     _check_card_caching(run, where)
+
+
+def _check_signatures(run, card):
+    """Section 8.4: each signature's protected header names alg and kid (and
+    typ JOSE); with keys, one signature verifies."""
+    signatures = card.get("signatures")
+    if not signatures:
+        if run.keys:
+            run.say("FAIL", "8.4.3", "the card's signatures", "keys were given (--card-key) "
+                    "but the card is not signed")
+        return
+    for number, entry in enumerate(signatures if isinstance(signatures, list) else [None]):
+        try:
+            header = json.loads(a2a_min._b64decode(entry["protected"]))
+            missing = [f for f in ("alg", "kid") if not header.get(f)]
+        except (TypeError, KeyError, ValueError):
+            header, missing = {}, ["a readable protected header"]
+        if missing:
+            run.say("FAIL", "8.4.2", f"signature {number}", f"needs {', '.join(missing)}")
+        elif header.get("typ") not in (None, "JOSE"):
+            run.say("WARN", "8.4.2", f"signature {number}", f"typ {header['typ']!r}; the "
+                    "specification says JOSE (SHOULD)")
+    if not run.keys:
+        run.say("WARN", "8.4.3", "the card's signatures", "present, not verified: give the "
+                "signer's public key with --card-key KID=FILE")
+        return
+    try:
+        held = verify(card, run.keys)
+    except ClientError as error:
+        run.say("FAIL", "8.4.3", "the card's signatures verify", error.message)
+        return
+    if held["payload"] == "section 8.4.1":
+        run.say("PASS", "8.4.3", "the card's signatures verify", f"kid {held['kid']}, "
+                f"{held['alg']}")
+    else:
+        run.say("WARN", "8.4.1", "the card's signature verifies only over the older "
+                "empty-values-stripped form", f"kid {held['kid']}: REQUIRED fields at their "
+                "default were left out of what was signed")
 
 
 def _check_card_caching(run, where):
@@ -1687,6 +1747,9 @@ def _parser():
     common.add_argument("--key", metavar="FILE", help="its private key (if not in --cert)")
     common.add_argument("-k", "--insecure", action="store_true",
                         help="https: do not check the agent's certificate (testing only)")
+    common.add_argument("--card-key", action="append", default=[], metavar="KID=FILE",
+                        help="trust this public key (PEM) for card signatures of this kid, and "
+                             "refuse a card that does not verify (section 8.4); repeatable")
     parser = argparse.ArgumentParser(
         prog=a2a_min._prog(), description="Call an A2A 1.0 agent (run with no verb, or 'serve', to "
                                     "serve the demo agent).")
@@ -1777,14 +1840,31 @@ def main(argv=None, out=None, err=None):
         return 1
 
 
+def _card_keys(args):
+    """--card-key KID=FILE ... -> {kid: file}, or None."""
+    keys = {}
+    for given in args.card_key:
+        kid, sep, path = given.partition("=")
+        if not (sep and kid and path):
+            raise ClientError(f"--card-key {given!r}: write it KID=FILE, e.g. "
+                              "--card-key key-1=public.pem")
+        keys[kid] = path
+    return keys or None
+
+
 def _run(args, out, on_request):
-    limits = {"timeout": args.timeout}
+    limits = {"timeout": args.timeout, "card_keys": _card_keys(args)}
     if args.verb == "check":
         return 1 if check(args.url, out=out, full=args.full, timeout=args.timeout,
-                          tls=_cli_tls(args), auth=args.auth) else 0
+                          tls=_cli_tls(args), auth=args.auth, keys=limits["card_keys"]) else 0
     if args.verb == "card":
         card, where = fetch_card(args.url, timeout=args.timeout, on_request=on_request,
                                  _http=_Connections(args.timeout, tls=_cli_tls(args)))
+        if limits["card_keys"]:
+            held = verify(card, limits["card_keys"])
+            print(f"signature verified: kid {held['kid']}, {held['alg']}" +
+                  ("" if held["payload"] == "section 8.4.1" else
+                   f" (over the older form: {held['payload']})"), file=sys.stderr)
         if args.json and not args.extended:
             print(json.dumps(card, indent=2), file=out)
             return 0

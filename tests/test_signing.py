@@ -595,3 +595,67 @@ def test_the_api_catalog_of_a_single_path_mount():
 
 
 
+
+
+# -- the client and check ---------------------------------------------------------------
+
+def test_the_client_and_check_verify_with_the_keys_they_are_given(keys, tmp_path):
+    import io
+    import a2a_client
+    public = tmp_path / "public.pem"
+    public.write_bytes(public_pem(keys["ES256"]))
+    other = tmp_path / "other.pem"
+    other.write_bytes(public_pem(keys["EdDSA"]))
+    live = Live(signed_server(keys["ES256"]))
+    live.server.public_url = live.url        # (the card lists where this test reaches it)
+    live.server._card_cache = None
+    try:
+        with a2a_client.Client(live.url, card_keys={"key-1": str(public)}) as client:
+            assert client.signature == {"kid": "key-1", "alg": "ES256",
+                                        "payload": "section 8.4.1"}
+            assert client.send("hi")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        with pytest.raises(a2a_client.ClientError, match="signature does not verify.*"
+                                                         "ES256 needs an EC secp256r1 key"):
+            a2a_client.Client(live.url, card_keys={"key-1": str(other)})
+        results = {}
+        for name, given in (("right", {"key-1": str(public)}), ("wrong", {"key-1": str(other)}),
+                            ("none", None)):
+            out = io.StringIO()
+            results[name] = (a2a_client.check(live.url, out=out, keys=given), out.getvalue())
+        out, err = io.StringIO(), io.StringIO()
+        status = a2a_client.main(["card", live.url, "--card-key", f"key-1={public}"], out, err)
+    finally:
+        live.close()
+    assert results["right"][0] == 0 and \
+        "PASS  §8.4.3   the card's signatures verify: kid key-1, ES256" in results["right"][1]
+    assert results["wrong"][0] == 1 and "FAIL  §8.4.3   the card's signatures verify: " in \
+        results["wrong"][1]
+    assert results["none"][0] == 0 and "WARN  §8.4.3   the card's signatures: present, not " \
+        "verified" in results["none"][1]
+    assert status == 0
+
+
+def test_check_fails_a_signature_header_without_kid(keys):
+    import io
+    import a2a_client
+
+    def signer(data):
+        return a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="x")(data)
+    signer.header = {"alg": "ES256", "kid": "x"}
+    server = make_server(public_url="http://127.0.0.1:1", card_signer=signer)
+    live = Live(server)
+    server.public_url = live.url
+    card, _ = served_card(server)
+    entry = card["signatures"][0]
+    entry["protected"] = a2a_min._b64url(b'{"alg":"ES256","typ":"JWT"}')
+    server._card_fields["signatures"] = []          # (served as is: the broken header)
+    server.card_signer = None
+    server._card_cache = None
+    server.agent_card = lambda base_url=None: card
+    try:
+        out = io.StringIO()
+        failed = a2a_client.check(live.url, out=out)
+    finally:
+        live.close()
+    assert failed >= 1 and "FAIL  §8.4.2   signature 0: needs kid" in out.getvalue(), \
+        out.getvalue()
