@@ -84,3 +84,39 @@ def test_call_an_agent_walkthrough():
     assert any(line.startswith("[0] task ") for line in lines)
     waiting = json.loads(text[text.index("\n{\n"):text.index("\n}\n") + 2])
     assert waiting["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+def test_signed_cards_walkthrough(tmp_path):
+    """The signing lines as written: make a key with openssl, serve the demo
+    with it, then `card` and `check` verify with the public half."""
+    from harness import free_port, need
+    need("openssl", "the walkthrough makes its key with openssl")
+    need("cryptography", "signing needs the cryptography package (the test extra)")
+    text = open(f"{ROOT}/README.md", encoding="utf-8").read()
+    block = re.search(r"```bash\n(.*?)```", text.split("## Signed cards and the API catalog")[1],
+                      re.S).group(1)
+    lines = [line.split("  #")[0].strip() for line in block.strip().splitlines()]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+
+    def here(line):
+        return line.replace("http://127.0.0.1:8000", url).replace(
+            "python3 a2a_min.py", f"{sys.executable} {ROOT}/a2a_min.py")
+    for line in lines[:2]:
+        subprocess.run(["bash", "-c", line], cwd=tmp_path, check=True, capture_output=True)
+    assert lines[2].startswith("pip install cryptography")
+    server = subprocess.Popen(["bash", "-c", f"exec {here(lines[3])} --port {port}"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        assert "card signed (ES256, kid card-key-1)" in server.stdout.readline()
+        card = subprocess.run(["bash", "-c", here(lines[4])], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60)
+        check = subprocess.run(["bash", "-c", here(lines[5])], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=120)
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert card.returncode == 0 and "signature verified: kid card-key-1, ES256" in card.stderr
+    assert check.returncode == 0, check.stdout
+    assert "PASS  §8.4.3   the card's signatures verify: kid card-key-1, ES256" in check.stdout
