@@ -1279,6 +1279,7 @@ def check(url, *, out=None, full=False, timeout=10.0, tls=None, auth=None, keys=
 
 def _check_agent(run, card, where, full):
     _check_card(run, card, where)
+    _check_card_caching(run, where)
     bindings = {i.get("protocolBinding"): i for i in card.get("supportedInterfaces") or ()
                 if _major(i.get("protocolVersion")) == "1"}
     if "JSONRPC" in bindings:
@@ -1312,6 +1313,10 @@ def _check_card(run, card, where):
         if not all(iface.get(f) for f in ("url", "protocolBinding", "protocolVersion")):
             run.say("FAIL", "4.4.6", "an interface", f"needs url, protocolBinding and "
                     f"protocolVersion: {json.dumps(iface)[:120]}")
+        elif (target.hostname or "") in ("0.0.0.0", "::"):
+            run.say("WARN", "8.3.1", f"{iface['protocolBinding']} interface {iface['url']}",
+                    "a wildcard address a server listens on, not one a client can connect to: "
+                    "set the public URL (a2a_min: --public-url)")
         elif _is_local(target.hostname or "") and not _is_local(origin.hostname or ""):
             run.say("WARN", "8.3.1", f"{iface['protocolBinding']} interface {iface['url']}",
                     "a local address in a card served from elsewhere: clients cannot reach it")
@@ -1325,7 +1330,6 @@ def _check_card(run, card, where):
         run.say("WARN", "4.4.1", "the card names its security requirements `security`",
                 "the name of an early sample card; the proto's is securityRequirements")
     _check_signatures(run, card)
-    _check_card_caching(run, where)
 
 
 def _check_signatures(run, card):

@@ -41,7 +41,8 @@ meets the world:
 5. agent execution: how your function becomes task updates and stream events;
 6. operations: the eleven A2A operations, free of any binding;
 7. authentication, and which webhook addresses are allowed;
-8. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card, bytes in and
+8. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card (its
+   canonical JSON and signature, and the RFC 9727 API catalog), bytes in and
    bytes out;
 9. webhook delivery: push notifications, sent from background threads;
 10. keeping tasks in a file: the SQLite store;
@@ -58,8 +59,10 @@ meets the world:
 What a request does not need lives in companion modules beside this one, so
 that it stays dependency-free and reads as the protocol: a2a_grpc.py (the gRPC
 binding), a2a_postgres.py (a PostgreSQL task store), a2a_client.py (the
-caller's side, and the command line's verbs) and a2a_v03.py (A2A 0.3 clients,
-by translation). Each is imported only where it is asked for.
+caller's side, and the command line's verbs), a2a_v03.py (A2A 0.3 clients,
+by translation) and a2a_signing.py (the keys that sign and verify cards: they
+need the cryptography package; what is signed, RFC 8785 canonical JSON of the
+card, is here). Each is imported only where it is asked for.
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file beside it in its repository and must accompany copies of

@@ -227,3 +227,27 @@ def test_the_reference_sdk_server_is_checked_and_its_deviations_named():
                     "3.1.9", "3.1.11", "11.6", "11.3", "5.1", "3.1.2"):
         assert re.search(rf"^PASS  §{re.escape(section)} ", text, re.M), (section, text)
     assert lines[-1] == (f"{failed} failed" if failed else "no failures")
+
+
+def test_card_interfaces_at_wildcard_local_or_plain_addresses_are_warned():
+    out = io.StringIO()
+    run = a2a_client._Check("https://agent.example", out, 5, None, None)
+    run.keys = None
+    card = {"name": "n", "description": "d", "version": "1", "capabilities": {},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+            "skills": [], "supportedInterfaces": [
+                {"url": "http://0.0.0.0:8000/", "protocolBinding": "JSONRPC",
+                 "protocolVersion": "1.0"},
+                {"url": "http://localhost:8000", "protocolBinding": "HTTP+JSON",
+                 "protocolVersion": "1.0"},
+                {"url": "http://agent.example/rpc", "protocolBinding": "JSONRPC",
+                 "protocolVersion": "1.0"}]}
+    a2a_client._check_card(run, card, "https://agent.example/.well-known/agent-card.json")
+    text = out.getvalue()
+    assert re.search(r"^WARN  §8\.3\.1 +JSONRPC interface http://0\.0\.0\.0:8000/: a wildcard",
+                     text, re.M), text
+    assert re.search(r"^WARN  §8\.3\.1 +HTTP\+JSON interface http://localhost:8000: a local",
+                     text, re.M), text
+    assert re.search(r"^WARN  §7\.1 +JSONRPC interface http://agent\.example/rpc: plain http",
+                     text, re.M), text
+    assert "8.6" not in text               # (no request was made: the card alone is judged)
