@@ -81,7 +81,8 @@ def _load_key(key, private):
     """A cryptography key from a key object, PEM (bytes or text) or a PEM file's path."""
     hashes, serialization, *_ = _crypto()
     if not isinstance(key, (bytes, str)):
-        return key
+        # (A private key given to verify with: its public half.)
+        return key.public_key() if not private and hasattr(key, "private_bytes") else key
     data = key.encode() if isinstance(key, str) else key
     if b"-----BEGIN" not in data:
         if isinstance(key, bytes):
