@@ -4517,6 +4517,10 @@ def _presence(value, message_type, path, depth=0):
     out = {}
     for _, name, type_, labels in MESSAGES[message_type]:
         key = name if name in value else _snake(name)
+        if name in value and _snake(name) != name and _snake(name) in value:
+            # Parsers read either spelling (the last one wins): one must not be
+            # signed while the other is used.
+            raise ValueError(f"{path} has both {name} and {_snake(name)}")
         if key not in value or (message_type == "AgentCard" and name == "signatures"):
             continue
         item, words, where = value[key], labels.split(), f"{path}.{name}"

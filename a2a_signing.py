@@ -90,9 +90,9 @@ def _load_key(key, private):
         try:
             with open(key, "rb") as f:
                 data = f.read()
-        except OSError as error:
-            raise CardSignatureError(f"cannot read the key file {key}: {error.strerror}") \
-                from None
+        except (OSError, ValueError) as error:
+            raise CardSignatureError(f"cannot read the key file {key!r}: "
+                                     f"{getattr(error, 'strerror', None) or error}") from None
     try:
         if private:
             return serialization.load_pem_private_key(data, password=None)
@@ -121,6 +121,10 @@ def _fits(alg, key):
     """Why ``key`` cannot serve ``alg``, or None."""
     want, _, curve, _ = _ALGORITHMS[alg]
     if want == "hmac":
+        if isinstance(key, bytes) and b"-----BEGIN" in key:
+            # A public key's PEM as an HMAC secret: anyone holding the public
+            # key could sign (the algorithm confusion attack).
+            return f"{alg} needs a shared secret, not a PEM key"
         return None if isinstance(key, bytes) and len(key) >= 32 else \
             f"{alg} needs a secret of 32 bytes or more"
     kind = _kind(key)
@@ -242,13 +246,20 @@ def _unknown_fields(card):
     return sorted(set(card) - known)
 
 
-def verify_card(card, keys, algorithms=DEFAULT_ALGORITHMS):
+def verify_card(card, keys, algorithms=DEFAULT_ALGORITHMS, *, allow_stripped=False):
     """Check the card's signatures (section 8.4.3) with keys the caller trusts:
     ``keys`` is a dict of kid -> key (a cryptography public key, PEM, a PEM
     file's path; bytes for HMAC) or callable(kid, jku) -> key (None: no
     such key). At least one signature must hold. Returns what held:
-    {"kid", "alg", "payload"}, payload "section 8.4.1" or, for a signature
-    over the older empty-values-stripped form, "empty values stripped".
+    {"kid", "alg", "payload", "card"}: payload "section 8.4.1" or, for a
+    signature over the older empty-values-stripped form, "empty values
+    stripped"; card, what that signature covers (the fields the proto
+    knows, camelCase; for the older form, without its empty values), which
+    is the card to use: anything else in the card is unsigned. The older
+    form is accepted only with ``allow_stripped=True``: under it every empty
+    value is unsigned, and some mean something (``securityRequirements:
+    [{}]`` is "anonymous allowed"); without it, the error says the
+    signature holds only that way.
     Raises CardSignatureError naming each signature and why it failed."""
     if not isinstance(card, dict):
         raise CardSignatureError("the card is not a JSON object")
@@ -257,14 +268,14 @@ def verify_card(card, keys, algorithms=DEFAULT_ALGORITHMS):
         raise CardSignatureError("the card has no signatures")
     if not isinstance(signatures, list):
         raise CardSignatureError("the card's signatures is not a list")
-    allowed = set(algorithms) - {"none"}
-    payloads = [("section 8.4.1", card_payload(card))]
-    try:
-        stripped = _stripped({k: v for k, v in a2a_min._presence(
-            card, "AgentCard", "card").items()}) or {}
-        payloads.append(("empty values stripped", canonicalize(stripped)))
-    except CardSignatureError:
-        pass
+    if not (callable(keys) or isinstance(keys, dict)):
+        raise CardSignatureError("keys must be a dict of kid -> key, or a callable (kid, jku)")
+    allowed = {a for a in algorithms or () if isinstance(a, str)} - {"none"}
+    canonical = card_payload(card)         # (CardSignatureError for a card with no canonical form)
+    signed = a2a_min._presence(card, "AgentCard", "card")
+    stripped = _stripped(signed) or {}
+    payloads = [("section 8.4.1", canonical, signed),
+                ("empty values stripped", canonicalize(stripped), stripped)]
     reasons = []
     for number, entry in enumerate(signatures):
         name = f"signature {number}"
@@ -274,12 +285,14 @@ def verify_card(card, keys, algorithms=DEFAULT_ALGORITHMS):
             protected = entry.get("protected")
             raw = _unb64url(protected, "its protected header")
             try:
-                header = json.loads(raw)
-            except ValueError:
+                header = json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):
                 raise CardSignatureError("its protected header is not JSON") from None
             if not isinstance(header, dict):
                 raise CardSignatureError("its protected header is not a JSON object")
             alg, kid = header.get("alg"), header.get("kid")
+            if not isinstance(alg, str) or not isinstance(kid, (str, type(None))):
+                raise CardSignatureError("its alg (and kid) must be strings")
             name = f"signature {number} (kid {kid!r}, alg {alg!r})"
             if alg not in _ALGORITHMS or alg not in allowed:
                 raise CardSignatureError(
@@ -296,10 +309,17 @@ def verify_card(card, keys, algorithms=DEFAULT_ALGORITHMS):
             if wrong:
                 raise CardSignatureError(wrong)
             signature = _unb64url(entry.get("signature"), "its signature")
-            for form, payload in payloads:
+            for form, payload, content in payloads:
                 data = f"{protected}.{a2a_min._b64url(payload)}".encode("ascii")
-                if _check(alg, key, data, signature):
-                    return {"kid": kid, "alg": alg, "payload": form}
+                if not _check(alg, key, data, signature):
+                    continue
+                if form != "section 8.4.1" and not allow_stripped:
+                    raise CardSignatureError(
+                        "holds only over the older form with every empty value stripped "
+                        "(a2a-sdk's before its 2026 fix; A2A#2122), not section 8.4.1's: "
+                        "empty values are then unsigned; verify_card(..., "
+                        "allow_stripped=True) accepts it")
+                return {"kid": kid, "alg": alg, "payload": form, "card": content}
             unknown = _unknown_fields(card)
             raise CardSignatureError(
                 "does not match this card: the card was changed after it was signed, or "

@@ -248,17 +248,24 @@ def test_each_algorithm_signs_and_verifies(keys, alg):
     assert header == {"typ": "JOSE", "alg": alg, "kid": "key-1"}
     if alg == "ES256":                      # JWS's R || S, not DER
         assert len(a2a_min._b64decode(signature["signature"])) == 64
-    assert a2a_signing.verify_card(card, {"key-1": public_pem(keys[alg])}) == \
+    assert verified(card, {"key-1": public_pem(keys[alg])}) == \
         {"kid": "key-1", "alg": alg, "payload": "section 8.4.1"}
     # The newer, fully specified name for EdDSA with Ed25519 (RFC 9864) verifies too.
     if alg == "EdDSA":
         server = a2a_min.demo_server(public_url="https://agent.example", card_signer=(
             a2a_signing.signer_from_pem(pem(keys[alg]), kid="key-1", alg="Ed25519")))
         card, _ = served_card(server)
-        assert a2a_signing.verify_card(card, {"key-1": keys[alg].public_key()})["alg"] == \
+        assert verified(card, {"key-1": keys[alg].public_key()})["alg"] == \
             "Ed25519"
     # A private key object given to verify with: its public half is used.
-    assert a2a_signing.verify_card(card, {"key-1": keys[alg]})["alg"] in (alg, "Ed25519")
+    assert verified(card, {"key-1": keys[alg]})["alg"] in (alg, "Ed25519")
+
+
+def verified(*args, **options):
+    """verify_card's verdict without the signed content it also returns."""
+    held = a2a_signing.verify_card(*args, **options)
+    assert held["card"] == json.loads(a2a_min._card_payload(held["card"]))
+    return {k: v for k, v in held.items() if k != "card"}
 
 
 def leaves(value, path=()):
@@ -300,7 +307,7 @@ def test_changing_any_field_breaks_the_signature(keys):
         with pytest.raises(a2a_signing.CardSignatureError):
             a2a_signing.verify_card(forged, trusted)
     # A field the proto does not know is outside the signature, and the error says so.
-    assert a2a_signing.verify_card(dict(card, homepage="https://evil.example"), trusted)
+    assert verified(dict(card, homepage="https://evil.example"), trusted)
     forged = dict(card, name="forged", homepage="https://evil.example")
     with pytest.raises(a2a_signing.CardSignatureError, match="does not know.*homepage"):
         a2a_signing.verify_card(forged, trusted)
@@ -409,7 +416,7 @@ def test_hmac_only_when_asked():
     card, _ = served_card(a2a_min.demo_server(public_url="https://a.example", card_signer=signer))
     with pytest.raises(a2a_signing.CardSignatureError, match="not allowed"):
         a2a_signing.verify_card(card, {"shared": secret})
-    assert a2a_signing.verify_card(card, {"shared": secret}, ("HS256",))["alg"] == "HS256"
+    assert verified(card, {"shared": secret}, ("HS256",))["alg"] == "HS256"
     with pytest.raises(a2a_signing.CardSignatureError, match="32 bytes or more"):
         a2a_signing.verify_card(card, {"shared": b"short"}, ("HS256",))
 
@@ -478,7 +485,7 @@ def test_with_compat_the_signed_payload_is_the_1_0_card_and_both_verifiers_agree
     assert not {"url", "preferredTransport", "protocolVersion", "additionalInterfaces"} & \
         set(payload)
     assert "0.3" in {i["protocolVersion"] for i in payload["supportedInterfaces"]}
-    assert a2a_signing.verify_card(card, {"key-1": public_pem(keys["ES256"])})["payload"] == \
+    assert verified(card, {"key-1": public_pem(keys["ES256"])})["payload"] == \
         "section 8.4.1"
     assert sdk({"op": "verify", "card": card, "key": public_pem(keys["ES256"]).decode(),
                 "alg": "ES256"}) == {"ok": True}
@@ -488,7 +495,7 @@ def test_we_verify_the_reference_sdks_signed_card(keys):
     card, _ = served_card(a2a_min.demo_server(public_url="https://agent.example"))
     signed = sdk({"op": "sign", "card": card, "key": pem(keys["ES256"]).decode(),
                   "header": {"alg": "ES256", "kid": "sdk-key", "typ": "JOSE"}})["card"]
-    assert a2a_signing.verify_card(signed, {"sdk-key": public_pem(keys["ES256"])}) == \
+    assert verified(signed, {"sdk-key": public_pem(keys["ES256"])}) == \
         {"kid": "sdk-key", "alg": "ES256", "payload": "section 8.4.1"}
 
 
@@ -510,10 +517,12 @@ def test_where_the_presence_rules_differ_the_field_is_named(keys):
     # only as the empty-values-stripped form.
     assert "description" not in signed and "skills" not in signed
     theirs = dict(card, signatures=signed["signatures"])
-    assert a2a_signing.verify_card(theirs, {"sdk-key": public_pem(keys["ES256"])})["payload"] == \
-        "empty values stripped"
+    with pytest.raises(a2a_signing.CardSignatureError, match="holds only over the older form"):
+        a2a_signing.verify_card(theirs, {"sdk-key": public_pem(keys["ES256"])})
+    assert verified(theirs, {"sdk-key": public_pem(keys["ES256"])}, allow_stripped=True)[
+        "payload"] == "empty values stripped"
     mine = a2a_min._sign_card(card, a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="k"))
-    assert a2a_signing.verify_card(mine, {"k": public_pem(keys["ES256"])})["payload"] == \
+    assert verified(mine, {"k": public_pem(keys["ES256"])})["payload"] == \
         "section 8.4.1"
     verdict = sdk({"op": "verify", "card": mine, "key": public_pem(keys["ES256"]).decode(),
                    "alg": "ES256"})
@@ -541,7 +550,7 @@ def test_the_demo_signs_its_card_from_the_command_line(keys, tmp_path):
     finally:
         demo.terminate()
         demo.wait(10)
-    assert a2a_signing.verify_card(card, {"demo-key": public_pem(keys["EdDSA"])})["alg"] == \
+    assert verified(card, {"demo-key": public_pem(keys["EdDSA"])})["alg"] == \
         "EdDSA"
     for argv, says in [(["--sign-key", str(key)], "needs --sign-key FILE, --kid KID and "
                                                  "--public-url URL"),
@@ -613,8 +622,8 @@ def test_the_client_and_check_verify_with_the_keys_they_are_given(keys, tmp_path
     live.server._card_cache = None
     try:
         with a2a_client.Client(live.url, card_keys={"key-1": str(public)}) as client:
-            assert client.signature == {"kid": "key-1", "alg": "ES256",
-                                        "payload": "section 8.4.1"}
+            assert {k: client.signature[k] for k in ("kid", "alg", "payload")} == \
+                {"kid": "key-1", "alg": "ES256", "payload": "section 8.4.1"}
             assert client.send("hi")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
         with pytest.raises(a2a_client.ClientError, match="signature does not verify.*"
                                                          "ES256 needs an EC secp256r1 key"):
@@ -661,3 +670,101 @@ def test_check_fails_a_signature_header_without_kid(keys):
         live.close()
     assert failed >= 1 and "FAIL  §8.4.2   signature 0: needs kid" in out.getvalue(), \
         out.getvalue()
+
+
+# -- what an attacker's review found (each was accepted, or a traceback, before) ------
+
+def test_a_snake_case_twin_of_a_signed_field_is_refused(keys):
+    card, _ = served_card(signed_server(keys["ES256"]))
+    trusted = {"key-1": public_pem(keys["ES256"])}
+    evil = [{"url": "http://127.0.0.1:9/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
+    nested = json.loads(json.dumps(card))
+    nested["supportedInterfaces"][0]["protocol_binding"] = "GRPC"
+    for forged in (dict(card, supported_interfaces=evil), nested,
+                   dict(card, default_input_modes=["application/x-evil"])):
+        with pytest.raises(a2a_signing.CardSignatureError, match="has both"):
+            a2a_signing.verify_card(forged, trusted)
+
+
+def test_a_verified_client_uses_only_what_the_signature_covers(keys):
+    """A 0.3 ``url`` (not a proto field: unsigned) added to a signed card must
+    not become the interface a verified client calls, with its credentials."""
+    import socket
+    import a2a_client
+    signer = a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="k")
+    signed = a2a_min._sign_card({
+        "name": "n", "description": "d", "version": "1", "capabilities": {},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [], "supportedInterfaces": [{"url": "https://agent.example",
+                                                "protocolBinding": "HTTP+JSON",
+                                                "protocolVersion": "1.0"}]}, signer)
+    trap = socket.socket()
+    trap.bind(("127.0.0.1", 0))
+    trap.listen()
+    trap.settimeout(0.3)
+    forged = dict(signed, url=f"http://127.0.0.1:{trap.getsockname()[1]}/",
+                  preferredTransport="JSONRPC", protocolVersion="0.3.0")
+    try:
+        with pytest.raises(a2a_min.A2AError):
+            a2a_client.Client(forged, binding="JSONRPC", auth="Bearer s3cret",
+                              card_keys={"k": public_pem(keys["ES256"])}).send("hi")
+        with pytest.raises(socket.timeout):
+            trap.accept()                           # nothing ever connected to the trap
+    finally:
+        trap.close()
+    with a2a_client.Client(forged, card_keys={"k": public_pem(keys["ES256"])}) as client:
+        assert "url" not in client.card and client.url == "https://agent.example"
+
+
+def test_the_older_stripped_form_only_when_asked(keys):
+    """Under the empty-values-stripped form every empty value is unsigned, and
+    some mean something: securityRequirements [{}] is "anonymous allowed"."""
+    server = signed_server(keys["ES256"], authenticate=a2a_min.BearerAuth({"t0ken": "alice"}))
+    card, _ = served_card(server)
+    assert card["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}}]
+    signer = a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="old")
+    protected = a2a_min._b64url(b'{"alg":"ES256","kid":"old"}')
+    older = a2a_signing.canonicalize(a2a_signing._stripped(json.loads(
+        a2a_min._card_payload(card))))
+    signature = signer(f"{protected}.{a2a_min._b64url(older)}".encode())
+    signed_the_old_way = dict(card, signatures=[{"protected": protected,
+                                                 "signature": a2a_min._b64url(signature)}])
+    forged = dict(signed_the_old_way, securityRequirements=[{}])
+    trusted = {"old": public_pem(keys["ES256"])}
+    for card_ in (signed_the_old_way, forged):
+        with pytest.raises(a2a_signing.CardSignatureError, match="allow_stripped=True"):
+            a2a_signing.verify_card(card_, trusted)
+    held = a2a_signing.verify_card(forged, trusted, allow_stripped=True)
+    assert held["payload"] == "empty values stripped" and "securityRequirements" not in \
+        held["card"]
+
+
+def test_a_public_keys_pem_is_never_an_hmac_secret(keys):
+    import hashlib
+    import hmac
+    card, _ = served_card(signed_server(keys["ES256"]))
+    public = public_pem(keys["ES256"])
+    protected = a2a_min._b64url(b'{"alg":"HS256","kid":"key-1"}')
+    forged = dict(card, name="EVIL")
+    data = f"{protected}.{a2a_min._b64url(a2a_min._card_payload(forged))}".encode()
+    forged["signatures"] = [{"protected": protected, "signature": a2a_min._b64url(
+        hmac.new(public, data, hashlib.sha256).digest())}]
+    with pytest.raises(a2a_signing.CardSignatureError, match="not a PEM key"):
+        a2a_signing.verify_card(forged, {"key-1": public},
+                                a2a_signing.DEFAULT_ALGORITHMS + ("HS256",))
+
+
+def test_odd_headers_and_arguments_are_card_signature_errors_not_tracebacks(keys, tmp_path):
+    card, _ = served_card(signed_server(keys["ES256"]))
+    good = {"key-1": public_pem(keys["ES256"])}
+    for header in (b"[" * 100000, b'{"alg":["ES256"],"kid":"key-1"}',
+                   b'{"alg":"ES256","kid":{"a":1}}', b'{"alg":"ES256","kid":["key-1"]}',
+                   b"\xff\xfe{}"):
+        forged = dict(card, signatures=[{"protected": a2a_min._b64url(header),
+                                         "signature": card["signatures"][0]["signature"]}])
+        with pytest.raises(a2a_signing.CardSignatureError):
+            a2a_signing.verify_card(forged, good)
+    for keys_, algorithms in ((["key-1"], a2a_signing.DEFAULT_ALGORITHMS), (good, None),
+                              ({"key-1": "bad\0path"}, a2a_signing.DEFAULT_ALGORITHMS)):
+        with pytest.raises(a2a_signing.CardSignatureError):
+            a2a_signing.verify_card(card, keys_, algorithms)
