@@ -179,8 +179,9 @@ def fetch_card(url, *, timeout=DEFAULT_LIMITS["timeout"], headers=None, on_reque
         if status == 404 and attempt + 1 < len(tries):
             continue
         if status == 404:
-            raise ClientError(f"no agent card at {card_url} (HTTP 404): check the agent's URL (the "
-                              "card is at /.well-known/agent-card.json of its base URL)",
+            also = f" (nor at the 0.2 path {where})" if where != card_url else ""
+            raise ClientError(f"no agent card at {card_url} (HTTP 404){also}: check the agent's "
+                              "URL (the card is at /.well-known/agent-card.json of its base URL)",
                               status=status)
         if status != 200:
             raise ClientError(f"{where} answered HTTP {status}, not an agent card{_snippet(body)}: "
@@ -1234,12 +1235,13 @@ class _Check:
         self.requests = io.StringIO()              # the curl line of each request, as sent
         self.curl = _curl_printer({}, True, self.requests)
 
-    def say(self, verdict, section, what, detail=""):
+    def say(self, verdict, section, what, detail="", reproduce=None):
         self.failed += verdict == "FAIL"
         print(f"{verdict:<4}  §{section:<7} {what}" + (f": {detail}" if detail else ""),
               file=self.out)
         if verdict == "FAIL":
-            lines = self.requests.getvalue().strip().splitlines()
+            lines = [reproduce] if reproduce else \
+                self.requests.getvalue().strip().splitlines()
             if lines:
                 print(f"      reproduce: {lines[-1]}", file=self.out)
         self.requests.seek(0)
@@ -1276,6 +1278,7 @@ def check(url, *, out=None, full=False, timeout=10.0, tls=None, auth=None, keys=
     except A2AError as error:
         run.say("FAIL", "8.2", "the agent card", error.message)
     else:
+        run.card_curl = run.requests.getvalue().strip().splitlines()[-1:] or [None]
         _check_agent(run, card, where, full)
     print(f"{run.failed} failed" if run.failed else "no failures", file=out)
     return run.failed
@@ -1321,6 +1324,11 @@ def _check_card(run, card, where):
             run.say("WARN", "8.3.1", f"{iface['protocolBinding']} interface {iface['url']}",
                     "a wildcard address a server listens on, not one a client can connect to: "
                     "set the public URL (a2a_min: --public-url)")
+        elif _is_local(target.hostname or "") and _is_local(origin.hostname or "") and \
+                (target.port or 0) != (origin.port or 0) and target.scheme in ("http", "https"):
+            run.say("WARN", "8.3.1", f"{iface['protocolBinding']} interface {iface['url']}",
+                    f"another port than the card's ({origin.netloc}): the server's public URL "
+                    "(a2a_min: --public-url) may not match where it listens")
         elif _is_local(target.hostname or "") and not _is_local(origin.hostname or ""):
             run.say("WARN", "8.3.1", f"{iface['protocolBinding']} interface {iface['url']}",
                     "a local address in a card served from elsewhere: clients cannot reach it")
@@ -1363,7 +1371,8 @@ def _check_signatures(run, card):
     try:
         held = verify(card, run.keys, allow_stripped=True)      # (to say so: a WARN below)
     except ClientError as error:
-        run.say("FAIL", "8.4.3", "the card's signatures verify", error.message)
+        run.say("FAIL", "8.4.3", "the card's signatures verify", error.message,
+                reproduce=getattr(run, "card_curl", [None])[0])
         return
     if held["payload"] == "section 8.4.1":
         run.say("PASS", "8.4.3", "the card's signatures verify", f"kid {held['kid']}, "
@@ -1457,6 +1466,10 @@ def _check_operations(run, card, binding):
     run.say("PASS" if good else "FAIL", "3.1.1", f"SendMessage ({binding})",
             f"task {task.get('id')} {state}" if good else f"a task needs id, contextId and a "
             f"status.state; got {json.dumps(task)[:120]}")
+    if state in ("TASK_STATE_FAILED", "TASK_STATE_REJECTED"):
+        why = _text(((task.get("status") or {}).get("message") or {}).get("parts") or ())
+        run.say("WARN", "3.1.1", "the agent's task ended " + state[11:].lower(),
+                (why or "no reason given")[:160] + ": the protocol held, the agent did not")
     for what, section, call, expect in (
             ("GetTask reads it back", "3.1.3", lambda: client.get_task(task["id"]), None),
             ("GetTask of a missing task", "3.1.3",

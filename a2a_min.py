@@ -4602,7 +4602,7 @@ def _card_response(server, headers, base_url):
     _, body, etag, modified = cached
     common = [("ETag", etag), ("Last-Modified", modified),
               ("Cache-Control", f"public, max-age={server.card_max_age}"),
-              ("Access-Control-Allow-Origin", "*")]
+              ("Access-Control-Allow-Origin", "*"), ("Link", f'<{_CATALOG_PATH}>; rel="api-catalog"')]
     match = headers.get("if-none-match", "")
     if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
         return Response(304, common)
@@ -9072,6 +9072,10 @@ def _demo_agent_of(args, parser):
         if not argv or args.max_procs < 1 or args.timeout <= 0 or not args.chunk:
             parser.error("--exec needs a command, --max-procs 1 or more, --timeout above 0 "
                          "and a --chunk delimiter")
+        import shutil
+        if shutil.which(argv[0]) is None:
+            sys.exit(f"a2a_min: --exec: no program {argv[0]!r} (not on PATH, or not an "
+                     "executable file)")
         return (_exec_agent(argv, chunk=args.chunk, timeout=args.timeout,
                            max_procs=args.max_procs),
                 f"{os.path.basename(argv[0])} (--exec)", f"The program {argv[0]}, run for each "
@@ -9085,9 +9089,14 @@ def _demo_signer(args, parser):
     """--sign-key FILE --kid KID: a card signer (a2a_signing), or None."""
     if not (args.sign_key or args.kid):
         return None
-    if not (args.sign_key and args.kid and args.public_url):
-        parser.error("a signed card needs --sign-key FILE, --kid KID and --public-url URL "
-                     "(the card signed must not depend on the request's Host)")
+    missing = [flag for flag, given in (("--sign-key FILE", args.sign_key),
+                                        ("--kid KID", args.kid),
+                                        ("--public-url URL", args.public_url)) if not given]
+    if missing:
+        parser.error(f"a signed card also needs {' and '.join(missing)} (a signed card needs "
+                     "--sign-key FILE, --kid KID and --public-url URL: the card signed must "
+                     "not depend on the request's Host; --public-url is where clients reach "
+                     "this server, so it changes with --port)")
     try:
         import a2a_signing
     except ImportError:

@@ -322,8 +322,9 @@ def verify_card(card, keys, algorithms=DEFAULT_ALGORITHMS, *, allow_stripped=Fal
                 return {"kid": kid, "alg": alg, "payload": form, "card": content}
             unknown = _unknown_fields(card)
             raise CardSignatureError(
-                "does not match this card: the card was changed after it was signed, or "
-                "signed in another canonical form" +
+                "does not match this card: the key given for this kid is not the signer's, "
+                "or the card was changed after it was signed, or signed in another "
+                "canonical form" +
                 (f" (fields the proto does not know, left out as unsigned: "
                  f"{', '.join(unknown)})" if unknown else ""))
         except CardSignatureError as error:

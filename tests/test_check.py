@@ -251,3 +251,27 @@ def test_card_interfaces_at_wildcard_local_or_plain_addresses_are_warned():
     assert re.search(r"^WARN  §7\.1 +JSONRPC interface http://agent\.example/rpc: plain http",
                      text, re.M), text
     assert "8.6" not in text               # (no request was made: the card alone is judged)
+
+
+def test_a_card_listing_another_local_port_and_a_failing_agent_are_warned():
+    """Two things a newcomer met: --public-url left at the README's port while
+    the server listens on another; an agent whose every task fails (the
+    protocol held, the agent did not)."""
+    def failing(text):
+        raise RuntimeError("the model is not configured")
+    live = Live(a2a_min.Server(failing, public_url="http://127.0.0.1:1"), timeout=5)
+    try:
+        failed, lines = run_check(live.url, timeout=2)
+    finally:
+        live.close()
+    text = "\n".join(lines)
+    assert re.search(r"^WARN  §8\.3\.1 +JSONRPC interface http://127\.0\.0\.1:1/: another port "
+                     r"than the card's", text, re.M), text
+    live = Live(a2a_min.Server(failing), timeout=5)
+    try:
+        failed, lines = run_check(live.url)
+    finally:
+        live.close()
+    text = "\n".join(lines)
+    assert failed == 0 and re.search(r"^WARN  §3\.1\.1 +the agent's task ended failed: ", text,
+                                     re.M), text

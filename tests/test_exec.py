@@ -191,3 +191,10 @@ def test_check_finds_nothing_wrong_with_a_program_behind_a2a():
     assert failed == 0 and out.getvalue().endswith("no failures\n"), out.getvalue()
     assert "PASS  §3.1.2   the stream ends with the task's end: TASK_STATE_COMPLETED" in \
         out.getvalue()
+
+
+def test_a_program_that_does_not_exist_is_said_at_start_up():
+    done = subprocess.run([PY, "a2a_min.py", "--port", "0", "--exec", "no-such-program-a2a"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "--exec: no program 'no-such-program-a2a'" in done.stderr

@@ -571,7 +571,8 @@ def test_the_api_catalog_lists_the_interfaces_and_the_card():
         root, _ = live.request("GET", "/", headers={"Accept": "text/plain"})
         tenant, _ = live.request("GET", "/team-a/.well-known/api-catalog")
         post, _ = live.request("POST", "/.well-known/api-catalog", b"{}")
-        card = json.loads(live.request("GET", "/.well-known/agent-card.json")[1])
+        card_answer, card = live.request("GET", "/.well-known/agent-card.json")
+        card, card_link = json.loads(card), card_answer.getheader("Link")
     finally:
         live.close()
     assert resp.status == 200 and head.status == 200 and empty == b""
@@ -587,6 +588,7 @@ def test_the_api_catalog_lists_the_interfaces_and_the_card():
         assert entry["service-desc"] == [{"href": live.url + "/.well-known/agent-card.json",
                                           "type": "application/json"}]
     assert '</.well-known/api-catalog>; rel="api-catalog"' in root.getheader("Link")
+    assert 'rel="api-catalog"' in card_link
     # A tenant has no well-known path of its own; its answers name the origin's catalog.
     assert tenant.status == 404
     assert 'rel="api-catalog"' in tenant.getheader("Link")
