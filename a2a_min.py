@@ -4574,9 +4574,15 @@ def _sign_card(card, signer):
         raise ValueError(f"the card signer's header needs {' and '.join(missing)} (section "
                          "8.4.2); a2a_signing.signer_from_pem() sets both")
     protected = _b64url(json.dumps(header, separators=(",", ":")).encode())
-    signature = signer(f"{protected}.{_b64url(_card_payload(card))}".encode("ascii"))
+    signing_input = f"{protected}.{_b64url(_card_payload(card))}".encode("ascii")
+    signature = signer(signing_input)
     if not isinstance(signature, bytes) or not signature:
         raise ValueError("the card signer must return the signature's bytes")
+    # A signer that can check its own work (a2a_signing's do) does, so that no
+    # card is ever served with a signature that would not verify.
+    check = getattr(signer, "check", None)
+    if check is not None and not check(signing_input, signature):
+        raise ValueError("the card signer's signature does not verify with its own public key")
     return {**card, "signatures": list(card.get("signatures") or ()) +
             [{"protected": protected, "signature": _b64url(signature)}]}
 

@@ -162,6 +162,11 @@ class _Signer:
                                  hashes.SHA256())
         return self.key.sign(data)
 
+    def check(self, data, signature):
+        """Whether ``signature`` verifies with this key's public half."""
+        public = self.key if self.alg in _HMAC else self.key.public_key()
+        return _check(self.alg, public, data, signature)
+
 
 def signer_from_pem(pem, *, kid, alg=None, jku=None):
     """A card_signer for a2a_min.Server from a private key (a PEM file's path,

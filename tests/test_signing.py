@@ -350,6 +350,13 @@ def test_signing_needs_public_url_and_a_working_signer(keys):
     broken.header = {"alg": "ES256", "kid": "k"}
     with pytest.raises(RuntimeError, match="HSM"):       # at start-up, not at the first GET
         a2a_min.demo_server(public_url="https://a.example", card_signer=broken)
+    # A signer whose signature would not verify (here: one that signs other
+    # bytes than it is given) is caught by its own check, at start-up.
+    wrong = a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="k")
+    wrong.__class__ = type("Wrong", (type(wrong),), {
+        "__call__": lambda self, data: a2a_signing._Signer.__call__(self, data + b"x")})
+    with pytest.raises(ValueError, match="does not verify with its own public key"):
+        a2a_min.demo_server(public_url="https://a.example", card_signer=wrong)
     nameless = lambda data: b"x"                                   # noqa: E731
     nameless.header = {"alg": "ES256"}
     with pytest.raises(ValueError, match="needs kid"):
