@@ -2531,7 +2531,8 @@ class Server:
             if not public_url:
                 raise ValueError("a signed card needs public_url (the URL clients reach this "
                                  "server at): the card signed must not depend on the request")
-            _sign_card(self.agent_card(), card_signer)       # a signer that fails, fails now
+            # Signed now, once, into the card's cache: a signer that fails, fails now.
+            _card_response(self, {}, public_url)
 
     # -- the HTTP entry point every host adapter calls -------------------------
 
