@@ -116,13 +116,20 @@ def _log():
 
 
 def _new_id():
-    """A random (version 4) UUID as a string, the form of every id this server makes."""
-    return _uuid4(os.urandom(16).hex())
+    """A new id, the form of every id this server makes: a version 7 UUID."""
+    return _uuid7(os.urandom(10).hex())
 
 
-def _uuid4(h):
-    """32 random hex digits -> a version 4 UUID: 122 random bits, version 4, variant 10."""
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+def _uuid7(h):
+    """A version 7 UUID (RFC 9562, section 5.7) from 20 random hex digits:
+    the Unix time in milliseconds (48 bits), version 7, 74 random bits.
+    Unguessable as a random (version 4) one is, but ids made one after the
+    other sort together: a task store's index of ids grows at its end, where
+    a random id would land on a page of its own (one page more to write per
+    new task, in SQLite). It tells when the id was made, which the task's
+    own timestamps tell its owner anyway."""
+    t = f"{int(time.time() * 1000):012x}"
+    return f"{t[:8]}-{t[8:]}-7{h[:3]}-{'89ab'[int(h[3], 16) & 3]}{h[4:7]}-{h[7:19]}"
 
 
 # =============================================================================
@@ -5540,26 +5547,19 @@ class SQLiteStore(_Bounds):
         (group.now); if one is held, _WouldWait, with nothing written."""
         import sqlite3
         try:
-            db = group.db if wait else group.now
-            if db is None:
-                db = self._connect()
-                db.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
-                if wait:                # (the watch checkpoints long before: see checkpoint())
-                    db.execute(f"PRAGMA wal_autocheckpoint = {_LATE_CHECKPOINT}")
-                    group.db = db
-                else:
-                    db.execute("PRAGMA busy_timeout = 0")
-                    db.execute("PRAGMA wal_autocheckpoint = 0")
-                    group.now = db
+            db = self._group_db(group, wait)
             try:
                 if len(batch) > 1:
                     db.execute("BEGIN IMMEDIATE")
-                # The new tasks that end as they begin, in one statement; if they
-                # do not fit (or one's id exists), the first goes the general way
-                # (which makes room, or says what is wrong), and the rest try again.
+                # The new tasks that end as they begin, in one statement. If they
+                # do not fit, room is made for all of them at once, and they try
+                # again; if they still do not fit (or one's id exists), the first
+                # goes the general way (which says what is wrong), and so on.
                 new = [work for work in batch if work.at_once is not None]
-                while new and not self._insert_at_once(db, new):
-                    self._run_work(db, new.pop(0))
+                if new and not self._insert_at_once(db, new):
+                    self._room_for(db, new)
+                    while new and not self._insert_at_once(db, new):
+                        self._run_work(db, new.pop(0))
                 for work in batch:
                     if work.at_once is None:
                         self._run_work(db, work)
@@ -5589,6 +5589,23 @@ class SQLiteStore(_Bounds):
         finally:
             for work in batch[1:]:          # (the first is the leader's own)
                 work.ready.release()
+
+    def _group_db(self, group, wait=True):
+        """The connection this process commits on, with ``group.turn`` held
+        (opened the first time): ``wait`` false, the one that never waits for
+        another process's write lock."""
+        db = group.db if wait else group.now
+        if db is None:
+            db = self._connect()
+            db.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
+            if wait:                # (the watch checkpoints long before: see checkpoint())
+                db.execute(f"PRAGMA wal_autocheckpoint = {_LATE_CHECKPOINT}")
+                group.db = db
+            else:
+                db.execute("PRAGMA busy_timeout = 0")
+                db.execute("PRAGMA wal_autocheckpoint = 0")
+                group.now = db
+        return db
 
     @staticmethod
     def _run_work(db, work):
@@ -5636,6 +5653,29 @@ class SQLiteStore(_Bounds):
         for work in works:
             work.result = (None, None)      # (commit's: no event, none refused)
         return True
+
+    def _room_for(self, db, works):
+        """Make room for the new tasks of ``works`` (see _insert_at_once), all
+        of them: each caller's, then the store's bounds, down to a 64th below
+        them, as far as idle tasks allow (a refusal is left to the general
+        way). Making room for one task at a time would evict nothing for the
+        first few (each fits alone) and then, when one does not, only as
+        much as that one needs: the rest of the group would go the general
+        way one by one."""
+        if not db.in_transaction:
+            db.execute("BEGIN IMMEDIATE")
+        now = int(time.time() * 1000)
+        shares = {}
+        for work in works:
+            share = shares.setdefault(work.at_once[2], [0, 0])
+            share[0] += 1
+            share[1] += len(work.at_once[6])
+        evicted = works[0].args[-1]     # (told once the group is committed: see _committed)
+        for caller, (count, size) in shares.items():
+            try:
+                self._make_room(db, "", count, size, caller, now, evicted)
+            except A2AError:            # what was evicted stays evicted
+                pass
 
     def _failed(self, error):
         """The A2AError for an SQLite error: read-only file, full disk, a lock
@@ -5827,8 +5867,7 @@ class SQLiteStore(_Bounds):
             return
         with group.turn:
             group.unchecked = 0
-            with self._db() as db:
-                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._group_db(group).execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def _commit_work(self, task, owner, version, event=None, caller=None, holder=None):
         """What commit() will write, ready to be committed (a _GroupWork)."""
@@ -6294,30 +6333,39 @@ class _Lent:
         return False
 
 
-class _SQLiteWrite(_Lent):
-    """One write transaction of an SQLiteStore, on a borrowed connection:
-    BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on an error. SQLite's errors on
-    writing (read-only file, full disk, lock held too long) leave as the
-    store's A2AError for them."""
+class _SQLiteWrite:
+    """One write transaction of an SQLiteStore, on the connection its groups
+    commit on (whose page cache stays warm: a commit on another connection
+    would empty it): BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on an error.
+    SQLite's errors on writing (read-only file, full disk, lock held too
+    long) leave as the store's A2AError for them."""
 
-    __slots__ = ()
+    __slots__ = ("store", "group")
+
+    def __init__(self, store):
+        self.store, self.group = store, None
 
     def __enter__(self):
         import sqlite3
-        self.store._may_wait()
-        db = super().__enter__()
-        self.store._writing().turn.acquire()
+        store = self.store
+        store._may_wait()
+        group = self.group = store._writing()
+        group.turn.acquire()
         try:
+            db = store._group_db(group)
             db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
-            self.store._writing().turn.release()
-            self.store._give_back(db)
-            raise self.store._failed(error) from error
+            group.turn.release()
+            raise store._failed(error) from error
+        except BaseException:
+            group.turn.release()
+            raise
         return db
 
     def __exit__(self, kind, error, traceback):
         import sqlite3
-        store, db = self.store, self.db
+        store, group = self.store, self.group
+        db = group.db
         try:
             if kind is None:
                 try:
@@ -6325,11 +6373,14 @@ class _SQLiteWrite(_Lent):
                     return False
                 except sqlite3.OperationalError as failed:
                     error = failed
-            if db.in_transaction:
-                db.execute("ROLLBACK")
+            try:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            except Exception:               # the connection is in no state to go on
+                group.db = None
+                db.close()
         finally:
-            store._writing().turn.release()
-            store._give_back(db)
+            group.turn.release()
         if isinstance(error, sqlite3.OperationalError):
             raise store._failed(error) from error
         return False
@@ -6502,11 +6553,12 @@ class _StoreWatch:
 
 
 class _Ids:
-    """_new_id() for one server, 64 ids to one read of the OS's random source:
-    a system call per id was 0.6 us of an in-process SendMessage, which makes
-    three ids (task, context, artifact). Each id is handed out once:
-    list.pop() is atomic, and a thread that finds the pool empty fills a new
-    one."""
+    """_new_id() for one server, the random digits of 64 ids to one read of
+    the OS's random source: a system call per id was 0.6 us of an in-process
+    SendMessage, which makes three ids (task, context, artifact). Each
+    id's digits are handed out once: list.pop() is atomic, and a thread that
+    finds the pool empty fills a new one. (The time in it is the time it is
+    handed out.)"""
 
     __slots__ = ("pool",)
 
@@ -6515,11 +6567,11 @@ class _Ids:
 
     def __call__(self):
         try:
-            return self.pool.pop()
+            return _uuid7(self.pool.pop())
         except IndexError:
-            digits = os.urandom(16 * 64).hex()
-            pool = self.pool = [_uuid4(digits[i:i + 32]) for i in range(0, len(digits), 32)]
-            return pool.pop()
+            digits = os.urandom(10 * 64).hex()
+            self.pool = [digits[i:i + 20] for i in range(20, len(digits), 20)]
+            return _uuid7(digits[:20])
 
 
 class _Clock:

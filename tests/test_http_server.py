@@ -406,11 +406,18 @@ def test_date_header_and_ids_are_well_formed():
     else:
         raise AssertionError(f"Date {date()!r} is not {email.utils.formatdate(usegmt=True)!r}")
     assert date() is date()                    # remade once a second, not per response
-    made = [a2a_min._new_id() for _ in range(2000)]
+    pool = a2a_min._Ids()
+    before = int(time.time() * 1000)
+    made = [a2a_min._new_id() for _ in range(1000)] + [pool() for _ in range(1000)]
+    after = int(time.time() * 1000)
     assert len(set(made)) == 2000
-    for one in made:
+    for one in made:                           # version 7 (RFC 9562): the time, then 74 random bits
         parsed = uuid.UUID(one)
-        assert str(parsed) == one and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert str(parsed) == one and parsed.version == 7 and parsed.variant == uuid.RFC_4122
+        assert before <= parsed.int >> 80 <= after
+    assert len({one[15:] for one in made}) == 2000     # (the random part alone tells them apart)
+    time.sleep(0.002)
+    assert pool() > made[-1] and a2a_min._new_id() > made[999]   # later ids sort after
     import re
     clock = a2a_min._Clock()
     for now in (a2a_min._Clock(), clock, clock):

@@ -920,6 +920,49 @@ def test_sqlite_commits_of_threads_at_once_are_one_transaction_each_with_its_out
     assert store.stats()["tasks"] == 5                                 # f, a, b, c, x
 
 
+def test_sqlite_a_group_of_new_tasks_at_a_bound_makes_room_for_all_of_them_at_once(path):
+    """A group of new tasks that end as they begin, arriving when their
+    caller's share is full, evicts once for all of them (down to a 64th
+    below the share) and is inserted in one statement. (Room made for one
+    task at a time evicted nothing for the first few, each fitting alone,
+    and the rest of the group went the general way one by one: a third of
+    the tasks of a busy server, in the benchmark.)"""
+    store = a2a_min.SQLiteStore(path, max_tasks=10_000, max_tasks_per_caller=640)
+    for i in range(620):
+        store.commit(task("old%d" % i, COMPLETED), ALICE, 0)
+    general, at_once = [], []
+    run_work, insert_at_once = store._run_work, store._insert_at_once
+    store._run_work = lambda db, work: (general.append(work), run_work(db, work))[1]
+    store._insert_at_once = lambda db, works: at_once.append(len(works)) or insert_at_once(
+        db, works)
+    outcomes = store.commit_many([(task("new%d" % i, COMPLETED), ALICE, 0) for i in range(16)])
+    assert [outcome[1:] for outcome in outcomes] == [(1, None)] * 16
+    assert at_once == [16] and store.stats()["tasks"] == 636    # they fit: nothing evicted
+    at_once.clear()
+    outcomes = store.commit_many([(task("more%d" % i, COMPLETED), ALICE, 0) for i in range(16)])
+    assert [outcome[1:] for outcome in outcomes] == [(1, None)] * 16
+    assert at_once == [16, 16] and general == []      # refused once, then room for all 16
+    # 636 held + 16: the oldest 22 go, down to 640 - 640 // 64 = 630.
+    assert store.stats()["tasks"] == 630
+    assert store.get("old21", ALICE) is None and store.get("old22", ALICE) is not None
+    assert all(store.get("more%d" % i, ALICE) is not None for i in range(16))
+    # A group for which no room can be made (the share holds 18 running tasks
+    # of 20) goes the general way, one by one, and ends as the in-memory
+    # store does, given the same commits one by one: each new task fits, the
+    # last two by evicting the first two (the oldest idle ones).
+    for small in (a2a_min.SQLiteStore(path + "2", max_tasks_per_caller=20),
+                  MemoryTaskStore(max_tasks_per_caller=20)):
+        for i in range(18):
+            small.commit(task("busy%d" % i), BOB, 0)
+        new = [(task("n%d" % i, COMPLETED), BOB, 0) for i in range(4)]
+        outcomes = small.commit_many(new) if hasattr(small, "commit_many") else \
+            [small.commit(*args) for args in new]
+        assert [outcome[1:] for outcome in outcomes] == [(1, None)] * 4
+        assert [small.get("n%d" % i, BOB) is not None for i in range(4)] == [False, False,
+                                                                              True, True]
+        assert small.stats()["tasks"] == 20
+
+
 def test_sqlite_tidy_evicts_ahead_of_need_in_small_batches(path):
     """tidy() (the watch thread's, every store_poll) evicts the expired tasks,
     and the oldest idle ones once the store or a caller's share is within a

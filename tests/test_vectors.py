@@ -2,7 +2,7 @@
 
 Each file holds the raw HTTP request (headers, body as text) and the exact
 answer expected. Values the server generates (ids, timestamps) appear in the
-expected answer as "<uuid>" and "<timestamp>". To add a vector, write the
+expected answer as "<uuid>" (a version 7 UUID) and "<timestamp>". To add a vector, write the
 request with "response": null and run  python tests/test_vectors.py --fill.
 """
 
@@ -18,7 +18,7 @@ from harness import scenario_agent  # noqa: I001 - first: it puts a2a_min on the
 import a2a_min
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors")
-UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
