@@ -116,20 +116,25 @@ def _log():
 
 
 def _new_id():
-    """A new id, the form of every id this server makes: a version 7 UUID."""
-    return _uuid7(os.urandom(10).hex())
+    """A new id, the form of every id this server makes: a version 7 UUID
+    (RFC 9562, section 5.7), the Unix time in milliseconds (48 bits), then
+    version 7 and 74 random bits. Unguessable as a random (version 4) one
+    is, but ids made one after the other sort together: a task store's
+    index of ids grows at its end, where a random id would land on a page of
+    its own (one page more to write per new task, in SQLite). It tells when
+    the id was made, which the task's own timestamps tell its owner anyway."""
+    return _uuid7_head(int(time.time() * 1000)) + _uuid7_tail(os.urandom(10).hex())
 
 
-def _uuid7(h):
-    """A version 7 UUID (RFC 9562, section 5.7) from 20 random hex digits:
-    the Unix time in milliseconds (48 bits), version 7, 74 random bits.
-    Unguessable as a random (version 4) one is, but ids made one after the
-    other sort together: a task store's index of ids grows at its end, where
-    a random id would land on a page of its own (one page more to write per
-    new task, in SQLite). It tells when the id was made, which the task's
-    own timestamps tell its owner anyway."""
-    t = f"{int(time.time() * 1000):012x}"
-    return f"{t[:8]}-{t[8:]}-7{h[:3]}-{'89ab'[int(h[3], 16) & 3]}{h[4:7]}-{h[7:19]}"
+def _uuid7_head(ms):
+    """A version 7 UUID's first 15 characters: the time, and its version."""
+    t = f"{ms:012x}"
+    return f"{t[:8]}-{t[8:]}-7"
+
+
+def _uuid7_tail(h):
+    """... and the rest, from 19 random hex digits (the variant is 10)."""
+    return f"{h[:3]}-{'89ab'[int(h[3], 16) & 3]}{h[4:7]}-{h[7:19]}"
 
 
 # =============================================================================
@@ -6553,25 +6558,30 @@ class _StoreWatch:
 
 
 class _Ids:
-    """_new_id() for one server, the random digits of 64 ids to one read of
-    the OS's random source: a system call per id was 0.6 us of an in-process
+    """_new_id() for one server, the random part of 64 ids to one read of the
+    OS's random source: a system call per id was 0.6 us of an in-process
     SendMessage, which makes three ids (task, context, artifact). Each
-    id's digits are handed out once: list.pop() is atomic, and a thread that
-    finds the pool empty fills a new one. (The time in it is the time it is
-    handed out.)"""
+    random part is handed out once (list.pop() is atomic, and a thread that
+    finds the pool empty fills a new one), after the time as it is then,
+    formatted again only when the millisecond changes."""
 
-    __slots__ = ("pool",)
+    __slots__ = ("pool", "memo")
 
     def __init__(self):
         self.pool = []
+        self.memo = (0, "")                 # (a millisecond, _uuid7_head of it)
 
     def __call__(self):
+        ms = int(time.time() * 1000)
+        memo = self.memo
+        if memo[0] != ms:
+            memo = self.memo = (ms, _uuid7_head(ms))
         try:
-            return _uuid7(self.pool.pop())
+            return memo[1] + self.pool.pop()
         except IndexError:
             digits = os.urandom(10 * 64).hex()
-            self.pool = [digits[i:i + 20] for i in range(20, len(digits), 20)]
-            return _uuid7(digits[:20])
+            self.pool = [_uuid7_tail(digits[i:i + 20]) for i in range(20, len(digits), 20)]
+            return memo[1] + _uuid7_tail(digits[:20])
 
 
 class _Clock:
