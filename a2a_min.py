@@ -5492,6 +5492,7 @@ class SQLiteStore(_Bounds):
             mine.ready.acquire()            # released when it is done, or must lead
             if not mine.leads:
                 return mine.outcome()
+        evicted = []
         try:
             if group.company > 1.1 and self.commit_delay:
                 time.sleep(self.commit_delay)       # commits come together: wait for company
@@ -5500,7 +5501,7 @@ class SQLiteStore(_Bounds):
                 del group.waiting[:_GROUP]
             group.company += (len(batch) - group.company) / 8
             with group.turn:
-                self._run_group(group, batch)
+                evicted = self._run_group(group, batch)
         finally:
             with group.lock:                # the next waiting thread leads the next group
                 if group.waiting:
@@ -5508,6 +5509,7 @@ class SQLiteStore(_Bounds):
                     group.waiting[0].ready.release()
                 else:
                     group.leading = False
+        self._tell_evicted(evicted)
         return mine.outcome()
 
     def not_waiting(self):
@@ -5549,8 +5551,12 @@ class SQLiteStore(_Bounds):
         transaction: one statement is a transaction of its own, and a work
         that needs more begins one (BEGIN IMMEDIATE). ``wait`` false: on the
         connection that never waits for another process's write lock
-        (group.now); if one is held, _WouldWait, with nothing written."""
+        (group.now); if one is held, _WouldWait, with nothing written.
+        Returns the ids of the tasks evicted to make room for the group's
+        new ones (_room_for), once committed; each work's own evictions
+        are its own (see _committed)."""
         import sqlite3
+        evicted = []
         try:
             db = self._group_db(group, wait)
             try:
@@ -5562,7 +5568,7 @@ class SQLiteStore(_Bounds):
                 # goes the general way (which says what is wrong), and so on.
                 new = [work for work in batch if work.at_once is not None]
                 if new and not self._insert_at_once(db, new):
-                    self._room_for(db, new)
+                    evicted = self._room_for(db, new)
                     while new and not self._insert_at_once(db, new):
                         self._run_work(db, new.pop(0))
                 for work in batch:
@@ -5586,6 +5592,7 @@ class SQLiteStore(_Bounds):
                     raise _WouldWait() from None        # another process writes: nothing done
                 raise
         except BaseException as error:      # the transaction failed: every work in it did
+            evicted = []                    # (and its evictions were undone)
             failure = self._failed(error) if isinstance(error, sqlite3.DatabaseError) else error
             for work in batch:
                 work.result, work.error = None, failure
@@ -5594,6 +5601,7 @@ class SQLiteStore(_Bounds):
         finally:
             for work in batch[1:]:          # (the first is the leader's own)
                 work.ready.release()
+        return evicted
 
     def _group_db(self, group, wait=True):
         """The connection this process commits on, with ``group.turn`` held
@@ -5661,26 +5669,32 @@ class SQLiteStore(_Bounds):
 
     def _room_for(self, db, works):
         """Make room for the new tasks of ``works`` (see _insert_at_once), all
-        of them: each caller's, then the store's bounds, down to a 64th below
-        them, as far as idle tasks allow (a refusal is left to the general
-        way). Making room for one task at a time would evict nothing for the
-        first few (each fits alone) and then, when one does not, only as
-        much as that one needs: the rest of the group would go the general
-        way one by one."""
+        of them but those whose id is taken (they will be refused): each
+        caller's share, then the store's bounds, down to a 64th below them,
+        as far as idle tasks allow (a refusal is left to the general way).
+        Returns the ids of the tasks evicted. Making room for one task at a
+        time would evict nothing for the first few (each fits alone) and
+        then, when one does not, only as much as that one needs: the rest of
+        the group would go the general way one by one."""
         if not db.in_transaction:
             db.execute("BEGIN IMMEDIATE")
+        ids = [work.at_once[0] for work in works]
+        taken = {row[0] for row in db.execute(
+            f"SELECT id FROM tasks WHERE id IN ({', '.join('?' * len(ids))})", ids)}
         now = int(time.time() * 1000)
         shares = {}
         for work in works:
-            share = shares.setdefault(work.at_once[2], [0, 0])
-            share[0] += 1
-            share[1] += len(work.at_once[6])
-        evicted = works[0].args[-1]     # (told once the group is committed: see _committed)
+            if work.at_once[0] not in taken:
+                share = shares.setdefault(work.at_once[2], [0, 0])
+                share[0] += 1
+                share[1] += len(work.at_once[6])
+        evicted = []
         for caller, (count, size) in shares.items():
             try:
                 self._make_room(db, "", count, size, caller, now, evicted)
             except A2AError:            # what was evicted stays evicted
                 pass
+        return evicted
 
     def _failed(self, error):
         """The A2AError for an SQLite error: read-only file, full disk, a lock
@@ -5802,11 +5816,13 @@ class SQLiteStore(_Bounds):
             group.turn.acquire()
         elif not group.turn.acquire(blocking=False):
             raise _WouldWait()
+        evicted = []
         try:
             if works:
-                self._run_group(group, [work for _, work in works], wait)
+                evicted = self._run_group(group, [work for _, work in works], wait)
         finally:
             group.turn.release()
+        self._tell_evicted(evicted)
         for i, work in works:
             try:
                 outcomes[i] = self._committed(work, work.outcome())
@@ -5870,9 +5886,13 @@ class SQLiteStore(_Bounds):
         group = self._writing()
         if group.unchecked < _CHECKPOINT_AFTER:
             return
+        import sqlite3
         with group.turn:
             group.unchecked = 0
-            self._group_db(group).execute("PRAGMA wal_checkpoint(PASSIVE)")
+            try:
+                self._group_db(group).execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.DatabaseError as error:
+                raise self._failed(error) from error
 
     def _commit_work(self, task, owner, version, event=None, caller=None, holder=None):
         """What commit() will write, ready to be committed (a _GroupWork)."""
@@ -6375,17 +6395,19 @@ class _SQLiteWrite:
             if kind is None:
                 try:
                     db.execute("COMMIT")
-                    return False
                 except sqlite3.OperationalError as failed:
                     error = failed
+        finally:                            # whatever ended the block (or the COMMIT)
             try:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
-            except Exception:               # the connection is in no state to go on
+            except BaseException as failed:     # the connection is in no state to go on
                 group.db = None
                 db.close()
-        finally:
-            group.turn.release()
+                if not isinstance(failed, Exception):
+                    raise
+            finally:
+                group.turn.release()
         if isinstance(error, sqlite3.OperationalError):
             raise store._failed(error) from error
         return False
@@ -6563,13 +6585,25 @@ class _Ids:
     SendMessage, which makes three ids (task, context, artifact). Each
     random part is handed out once (list.pop() is atomic, and a thread that
     finds the pool empty fills a new one), after the time as it is then,
-    formatted again only when the millisecond changes."""
+    formatted again only when the millisecond changes. A process forked
+    from this one starts with a pool of its own: the parent's copy would
+    give both processes the same ids in the same millisecond."""
 
-    __slots__ = ("pool", "memo")
+    __slots__ = ("pool", "memo", "__weakref__")
 
     def __init__(self):
+        import weakref
         self.pool = []
         self.memo = (0, "")                 # (a millisecond, _uuid7_head of it)
+        if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
+            mine = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: _Ids._forget(mine))
+
+    @staticmethod
+    def _forget(mine):
+        ids = mine()
+        if ids is not None:
+            ids.pool = []
 
     def __call__(self):
         ms = int(time.time() * 1000)

@@ -2,6 +2,7 @@
 survive; also what every answer carries: the Date header, ids and timestamps."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -395,6 +396,30 @@ def test_too_many_headers_is_431(live):
 
 
 # -- the Date header, ids and timestamps ----------------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX's")
+def test_a_forked_process_makes_ids_of_its_own():
+    """A server's id pool, used before os.fork() (a host forking workers
+    after the app served), is not the child's: parent and child share no
+    random part of an id, so no id, even in the same millisecond."""
+    pool = a2a_min._Ids()
+    pool()                                      # the pool is filled, and half used
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(read)
+            os.write(write, " ".join(pool() for _ in range(20)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    mine = [pool() for _ in range(20)]
+    with os.fdopen(read) as pipe:
+        theirs = pipe.read().split()
+    os.waitpid(child, 0)
+    assert len(theirs) == 20
+    assert not {one[15:] for one in mine} & {one[15:] for one in theirs}
+
 
 def test_date_header_and_ids_are_well_formed():
     import email.utils

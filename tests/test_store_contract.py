@@ -553,6 +553,21 @@ def test_tasks_evicted_for_a_refused_task_are_told_and_stay_evicted(make_store, 
     assert gone == ["idle"]
 
 
+def test_a_new_task_whose_id_is_taken_evicts_nothing_at_a_full_share(make_store):
+    """A new task whose id is taken is refused (ConflictError) before anything
+    is evicted for it, however full its caller's share: on every backend, as
+    in memory."""
+    store = make_store(max_tasks_per_caller=4)
+    gone = _evictions(store)
+    for i in range(4):
+        store.commit(task("t%d" % i, COMPLETED, stamp=i), ALICE, 0)
+    with pytest.raises(ConflictError):
+        store.commit(task("t3", COMPLETED), ALICE, 0)
+    assert gone == [] and store.stats()["tasks"] == 4
+    store.commit(task("t4", COMPLETED), ALICE, 0)            # a new id: the oldest goes
+    assert store.get("t0", ALICE) is None and gone == ["t0"]
+
+
 def test_a_caller_holds_at_most_its_share_of_tasks(make_store):
     """Past ``max_tasks_per_caller`` a caller's own oldest idle task goes; if
     all of its tasks run, its new one is refused with CallerLimitError naming
@@ -961,6 +976,60 @@ def test_sqlite_a_group_of_new_tasks_at_a_bound_makes_room_for_all_of_them_at_on
         assert [small.get("n%d" % i, BOB) is not None for i in range(4)] == [False, False,
                                                                               True, True]
         assert small.stats()["tasks"] == 20
+
+
+def test_sqlite_a_group_at_a_bound_tells_each_eviction_once_committed(path):
+    """The tasks evicted for a group's new ones (at its caller's full share)
+    are told to on_evict once the group has committed, whichever of its
+    works are refused: here the first, whose id is taken, which no room is
+    made for. A group whose transaction fails tells of none: its evictions
+    were undone."""
+    store = a2a_min.SQLiteStore(path, max_tasks_per_caller=10)
+    gone = []
+    store.on_evict = gone.append
+    for i in range(10):
+        store.commit(task("old%d" % i, COMPLETED, stamp=i), ALICE, 0)
+    outcomes = store.commit_many([(task("old9", COMPLETED), ALICE, 0),
+                                  (task("new", COMPLETED), ALICE, 0)])
+    assert isinstance(outcomes[0], ConflictError) and outcomes[1][1:] == (1, None)
+    assert gone == ["old0"]                         # room for one, not for the refused one
+    assert [store.get("old%d" % i, ALICE) is None for i in range(10)] == [True] + [False] * 9
+    gone.clear()                                    # (the share is full again: 10)
+    db = store._group_db(store._writing())
+    db.execute("CREATE TEMP TRIGGER refuse BEFORE INSERT ON tasks WHEN new.id = 'bad' "
+               "BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    outcomes = store.commit_many([(task("a", COMPLETED), ALICE, 0),
+                                  (task("b", COMPLETED), BOB, 0, {"statusUpdate": {}}),
+                                  (task("bad"), ALICE, 0)])
+    assert all(isinstance(outcome, InternalError) for outcome in outcomes)
+    assert gone == [] and not db.in_transaction
+    assert all(store.get("old%d" % i, ALICE) is not None for i in range(1, 10))
+
+
+def test_sqlite_a_write_that_fails_at_commit_leaves_no_transaction_open(path):
+    """Whatever fails a store write's COMMIT (here a deferred foreign key, an
+    IntegrityError, not the OperationalError of a lock or a full disk), the
+    transaction is rolled back: the file's write lock is not left held for
+    other processes, and this process's next writes are made."""
+    store = a2a_min.SQLiteStore(path, busy_timeout=1)
+    group = store._writing()
+    with group.turn:
+        db = store._group_db(group)
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("CREATE TEMP TABLE parent (id INTEGER PRIMARY KEY)")
+        db.execute("CREATE TEMP TABLE child (id REFERENCES parent (id) DEFERRABLE "
+                   "INITIALLY DEFERRED)")
+    with pytest.raises(sqlite3.IntegrityError):
+        with store._write() as db:
+            db.execute("INSERT INTO child VALUES (1)")         # refused at COMMIT
+    assert not db.in_transaction and not group.turn.locked()
+    other = sqlite3.connect(path, isolation_level=None, timeout=1)
+    other.execute("BEGIN IMMEDIATE")                           # the write lock is free
+    other.execute("ROLLBACK")
+    other.close()
+    store.commit(task("t1", COMPLETED), ALICE, 0)
+    store.put_config("t1", {"id": "a"}, 3)
+    assert store.get("t1", ALICE) is not None and len(store.configs("t1")) == 1
 
 
 def test_sqlite_tidy_evicts_ahead_of_need_in_small_batches(path):
