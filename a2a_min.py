@@ -226,10 +226,14 @@ _IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on
 # as it ended. The agent's status updates may name any state ("*"): WORKING
 # as it goes, INPUT_REQUIRED or AUTH_REQUIRED to wait for the client,
 # COMPLETED, FAILED or REJECTED to end. A task takes one message at a time:
-# the user's next message meets only a task that waits for it (one that is
-# SUBMITTED or WORKING has a turn running, perhaps in another process).
+# the user's next message ("input") meets only a task that waits for it (one
+# that is SUBMITTED or WORKING has a turn running, perhaps in another
+# process), and takes it on to WORKING, never back to SUBMITTED: a stream
+# hears of it as a TaskStatusUpdateEvent, since a Task comes only first
+# (section 3.1.2).
 TRANSITIONS = {
-    "message": (INTERRUPTED_STATES | {None}, "TASK_STATE_SUBMITTED"),  # the user: a task, or its next turn
+    "message": ({None}, "TASK_STATE_SUBMITTED"),                  # the user: a new task
+    "input": (INTERRUPTED_STATES, "TASK_STATE_WORKING"),          # the user: a waiting task's next turn
     "statusUpdate": (_OPEN_STATES, "*"),                          # the agent: where the task stands
     "artifactUpdate": (_OPEN_STATES, "="),                        # the agent: an artifact, or more of one
     "cancel": (_OPEN_STATES, "TASK_STATE_CANCELED"),              # the client: CancelTask
@@ -1596,7 +1600,7 @@ def _too_many_configs(task_id, count):
 
 def _apply(task, kind, body, now):
     """The task after one event of TRANSITIONS (``kind``: "message",
-    "statusUpdate", "artifactUpdate" or "cancel"; ``body`` the Message,
+    "input", "statusUpdate", "artifactUpdate" or "cancel"; ``body`` the Message,
     TaskStatusUpdateEvent or TaskArtifactUpdateEvent it carries; ``now`` the
     timestamp of a status it sets). ``task`` is None for a new task, made from
     the user's first message (which carries the task and context ids). Tasks
@@ -1630,7 +1634,7 @@ def _apply(task, kind, body, now):
     if task is None:                           # "message": a new task
         return {"id": body["taskId"], "contextId": body["contextId"], "status": status,
                 "history": [body]}
-    return {**task, "history": task.get("history", []) + [body], "status": status}
+    return {**task, "history": task.get("history", []) + [body], "status": status}   # "input"
 
 
 def _still_working(task_id):
@@ -1652,9 +1656,9 @@ def _refusal(kind, task):
     if kind == "cancel":
         return TaskNotCancelableError(
             f"task {task_id} is already {state} and can no longer be canceled", metadata=metadata)
-    if kind == "message" and state in _WORKING_STATES:
+    if kind == "input" and state in _WORKING_STATES:
         return _still_working(task_id)
-    if kind == "message":
+    if kind == "input":
         return UnsupportedOperationError(
             f"task {task_id} is {state} and accepts no new messages; send the message without "
             "taskId to start a new task (keep contextId to stay in the conversation)",
@@ -1877,7 +1881,7 @@ class _Channel:
             if tell and self.on_event is not None:
                 self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
 
-    def change(self, kind, body, now, event=None):
+    def change(self, kind, body, now, event=None, tell=True):
         """Apply one event of TRANSITIONS to the task and publish it (as
         ``event``, or else as the whole task). If another writer committed
         first, read the task again and apply the event to that: the table
@@ -1886,7 +1890,7 @@ class _Channel:
             for _ in range(16):
                 task = _apply(self.task, kind, body, now)
                 try:
-                    self.publish(task, event or {"task": task})
+                    self.publish(task, event or {"task": task}, tell)
                     return task
                 except UnsupportedOperationError:  # a conflict, or the task ended meanwhile
                     if self.task is None:
@@ -2784,7 +2788,11 @@ class Server:
     # -- SendMessage, SendStreamingMessage (sections 3.1.1, 3.1.2) ------------
 
     def _start_turn(self, request, call):
-        """Check a new user message and prepare its turn: (context, channel)."""
+        """Check a new user message and prepare its turn: (context, channel,
+        joined). A continuing task's ``joined`` is where a stream of this turn
+        begins: (seq, {"task": Task}), the task as the message left it, under
+        the id of the status update that told the others; a new task's is None
+        (its stream begins at its first event, the Task)."""
         message = request["message"]
         if message["role"] != "ROLE_USER":
             raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
@@ -2792,7 +2800,7 @@ class Server:
         task_id = message.get("taskId")
         if task_id:
             task = self._visible_task(task_id, call)
-            _check_event("message", task)
+            _check_event("input", task)
             if message.get("contextId") and message["contextId"] != task.get("contextId"):
                 raise InvalidParamsError(
                     f"message.contextId {message['contextId']!r} contradicts task {task_id}, whose "
@@ -2811,7 +2819,7 @@ class Server:
         if task is None:
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
-            return ctx, channel
+            return ctx, channel, None
         while True:
             with self._lock:
                 channel = self._channel(task_id, call.owner, call.caller)
@@ -2823,9 +2831,19 @@ class Server:
                         raise _still_working(task_id)
                     self._add_inline_push(ctx, call.owner)
                     # A continuing task: record the user's message, and tell the
-                    # streams. The table refuses it if a turn began meanwhile, here
-                    # or in another process sharing the store.
-                    channel.change("message", message, self._now())
+                    # streams that the task works again. The table refuses it if
+                    # a turn began meanwhile, here or in another process sharing
+                    # the store. A webhook is a delivery of its own, not a
+                    # stream: each turn's begins with the whole task.
+                    now = self._now()
+                    status = {"state": TRANSITIONS["input"][1], "timestamp": now}
+                    channel.change("input", message, now, {"statusUpdate": {
+                        "taskId": task_id, "contextId": context_id, "status": status}},
+                        tell=False)
+                    joined = (channel.next_seq - 1, {"task": channel.task})
+                    if channel.on_event is not None:
+                        channel.on_event(channel.caller or channel.owner, channel.task,
+                                         joined[1])
                     channel.active = ctx
             except BaseException:
                 # The turn never began (a limit, or the task ended meanwhile): its
@@ -2833,7 +2851,7 @@ class Server:
                 state = channel.task["status"]["state"]
                 self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
                 raise
-            return ctx, channel
+            return ctx, channel, joined
 
     def _create_task(self, ctx, channel):
         """Make the task of a new conversation turn exist (store + first event),
@@ -2874,7 +2892,7 @@ class Server:
         if config:
             history_length = _history_length(config, "configuration.historyLength")
             self._check_inline_push(config)
-        ctx, channel = self._start_turn(request, call)
+        ctx, channel, _ = self._start_turn(request, call)
         turn = _TurnWriter(self, ctx, channel)
         if config.get("returnImmediately"):
             self._create_task(ctx, channel)
@@ -2908,12 +2926,15 @@ class Server:
         """SendStreamingMessage: an iterator of (seq, StreamResponse)."""
         self._require_streaming()
         self._check_inline_push(request.get("configuration", {}))
-        ctx, channel = self._start_turn(request, call)
-        # A new task's stream starts at its first event; a continuing task's at
-        # the Task event _start_turn just published.
-        start = 0 if ctx.task is None else channel.next_seq - 1
+        ctx, channel, joined = self._start_turn(request, call)
+        # A new task's stream starts at its first event, the Task; a continuing
+        # task's with the Task as the user's message left it, then the events
+        # after the status update that told the task's other streams.
+        keepalive = self.limits["keepalive_interval"]
         self._start(_TurnWriter(self, ctx, channel, watched=True), call.spawn)
-        return _Follower(channel, start, self.limits["keepalive_interval"], _STREAM_END)
+        if joined is None:
+            return _Follower(channel, 0, keepalive, _STREAM_END)
+        return _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
 
     def _require_streaming(self):
         if not self.capabilities.get("streaming"):

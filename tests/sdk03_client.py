@@ -75,6 +75,26 @@ async def main(url, binding):
         await asyncio.wait_for(follower, 10)
         out["followed"] = followed
 
+        # A task that waits for input, followed (resubscribe), then continued
+        # by another client: the follower sees it through to COMPLETED.
+        third = [seen(e) async for e in plain.send_message(message("wait"))][-1]["task"]
+        across = []
+
+        async def follow_across():
+            async for event in streaming.resubscribe(TaskIdParams(id=third["id"])):
+                across.append(seen(event))
+        follower = asyncio.create_task(follow_across())
+        await asyncio.sleep(0.5)
+        other = await ClientFactory.connect(url, ClientConfig(
+            streaming=False, httpx_client=http, supported_transports=[binding]))
+        out["continued_elsewhere"] = [seen(e) async for e in other.send_message(message(
+            "more", task_id=third["id"], context_id=third["contextId"]))]
+        try:
+            await asyncio.wait_for(follower, 10)
+        except Exception as error:                  # what the SDK raised, for the test to show
+            across.append({"error": f"{type(error).__name__}: {error}"})
+        out["followed_across"] = across
+
         # A task that is still working, sent without blocking.
         out["nonblocking"] = [seen(e) async for e in plain.send_message(
             message("slow1"), configuration=MessageSendConfiguration(blocking=False))]

@@ -154,7 +154,8 @@ def test_a_task_changes_state_only_through_apply():
     shortcut in "Speed helpers", _ended_at_once, makes the task _apply would
     make, measured and held to it by a test.)"""
     apply = next(n for n in ast.walk(TREE) if isinstance(n, ast.FunctionDef) and n.name == "_apply")
-    assert set(a2a_min.TRANSITIONS) == {"message", "statusUpdate", "artifactUpdate", "cancel"}
+    assert set(a2a_min.TRANSITIONS) == {"message", "input", "statusUpdate", "artifactUpdate",
+                                        "cancel"}
     protocol_end = next(last for n, t, _, last in sections() if t.startswith("Bindings"))
     for node in ast.walk(TREE):
         line = getattr(node, "lineno", 0)

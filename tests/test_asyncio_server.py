@@ -25,7 +25,7 @@ def test_a_pending_answer_settles_once_and_tells_every_callback():
     deadline; callbacks added before or after are called once, with their
     arguments; result() gives the answer or raises its error."""
     server = a2a_min.Server(lambda text: "echo: " + text)
-    ctx, channel = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
+    ctx, channel, _ = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
     turn = a2a_min._TurnWriter(server, ctx, channel)
     pending = a2a_min._PendingAnswer(server, turn, None, ctx.caller, time.monotonic() + 60)
     seen = []
@@ -41,7 +41,7 @@ def test_a_pending_answer_settles_once_and_tells_every_callback():
     def refuse(text):
         raise a2a_min.UnsupportedOperationError("not today")
     server = a2a_min.Server(refuse)
-    ctx, channel = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
+    ctx, channel, _ = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
     turn = a2a_min._TurnWriter(server, ctx, channel)
     pending = a2a_min._PendingAnswer(server, turn, None, ctx.caller, time.monotonic() + 60)
     server._drive(turn)

@@ -322,6 +322,79 @@ def test_subscribe_to_waiting_task_follows_it_to_the_end(client):
     assert out[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
+def followed(server, task_id, within=5):
+    """Wait until a SubscribeToTask stream follows the task (is counted on its channel)."""
+    deadline = time.monotonic() + within
+    while True:
+        channel = server._channels.get(task_id)
+        if channel is not None and channel.followers:
+            return
+        assert time.monotonic() < deadline, "no subscriber joined"
+        time.sleep(0.01)
+
+
+def test_a_continued_turn_is_one_stream_for_subscriber_and_sender(client):
+    """A subscriber of a waiting task sees one Task (the first event) and then
+    updates only, when another client continues the task: the message takes
+    the task on to WORKING, never back to SUBMITTED, and the subscriber hears
+    of it as a status update (sections 3.1.2, 3.1.6). The sender's stream
+    begins with the Task as its message left it; from there both streams carry
+    the same events in the same order, with the same ids (section 3.5.2)."""
+    task = client.send("wait")["task"]
+    box = {}
+    watcher = threading.Thread(target=lambda: box.update(
+        sub=client.stream("SubscribeToTask", {"id": task["id"]})))
+    watcher.start()
+    followed(client.server, task["id"])
+    sent = client.stream("SendStreamingMessage", {"message": user_message(
+        "chunks", taskId=task["id"], contextId=task["contextId"])})
+    watcher.join(10)
+    sub = box["sub"]
+    sub_out, sent_out = results(sub), results(sent)
+    # The subscriber: one Task first, then updates to the end.
+    assert [i for i, o in enumerate(sub_out) if "task" in o] == [0], sub_out
+    assert sub_out[0]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert sub_out[1]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
+    assert sub_out[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    # The sender: one Task first, WORKING with the message in its history.
+    assert [i for i, o in enumerate(sent_out) if "task" in o] == [0], sent_out
+    first = sent_out[0]["task"]
+    assert first["status"]["state"] == "TASK_STATE_WORKING"
+    assert first["history"][-1]["parts"] == [{"text": "chunks"}]
+    # Never SUBMITTED again, on either stream or in the stored task.
+    for out in (sub_out, sent_out):
+        assert "TASK_STATE_SUBMITTED" not in [o["statusUpdate"]["status"]["state"]
+                                              for o in out if "statusUpdate" in o]
+    # The same events from the sender's joining on.
+    assert sub_out[2:] == sent_out[1:]
+    if not isinstance(client, GrpcClient):                       # gRPC has no event ids
+        assert [i for i, _ in sub][1:] == [i for i, _ in sent]
+        assert [i for i, _ in sub] == list(range(sub[0][0], sub[0][0] + len(sub)))
+    got = client.result("GetTask", {"id": task["id"]})
+    assert got["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [m["parts"] for m in got["history"] if m["role"] == "ROLE_USER"] == [
+        [{"text": "wait"}], [{"text": "chunks"}]]
+
+
+def test_a_blocking_continuation_answers_the_task_and_never_submitted(client):
+    """SendMessage on a waiting task: the task it answers, and each event a
+    subscriber saw of it, go INPUT_REQUIRED -> WORKING -> COMPLETED."""
+    task = client.send("wait")["task"]
+    box = {}
+    watcher = threading.Thread(target=lambda: box.update(
+        sub=results(client.stream("SubscribeToTask", {"id": task["id"]}))))
+    watcher.start()
+    followed(client.server, task["id"])
+    done = client.result("SendMessage", {"message": user_message("more", taskId=task["id"])})
+    watcher.join(10)
+    assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    told = [(o.get("task") or o.get("statusUpdate") or {}).get("status", {}).get("state")
+            for o in box["sub"]]
+    assert told[:2] == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING"], told
+    assert told[-1] == "TASK_STATE_COMPLETED" and "TASK_STATE_SUBMITTED" not in told, told
+    assert [i for i, o in enumerate(box["sub"]) if "task" in o] == [0]
+
+
 def test_subscribe_errors(client):
     done = client.send("x")["task"]
     assert client.stream("SubscribeToTask", {"id": done["id"]})["error"]["code"] == -32004

@@ -156,6 +156,11 @@ def test_config_added_later_gets_the_following_events(client, receiver):
     c.result("SendMessage", {"message": user_message("more", taskId=task["id"])})
     got = receiver.wait(4)                 # the task, WORKING, the artifact, COMPLETED
     assert "task" in got[0]["body"] and states(got)[-1] == "TASK_STATE_COMPLETED"
+    # The turn's delivery begins with the task as the message left it: WORKING,
+    # never back to SUBMITTED (nor anything after it).
+    assert got[0]["body"]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    assert got[0]["body"]["task"]["history"][-1]["parts"] == [{"text": "more"}]
+    assert "TASK_STATE_SUBMITTED" not in states(got)
     if hasattr(c, "close"):
         c.close()
 

@@ -494,6 +494,51 @@ def test_a_stream_resumes_with_last_event_id_through_another_process(host):
     assert [seq for seq, _ in log] == list(range(len(log)))
 
 
+def test_a_subscriber_follows_a_waiting_task_continued_through_another_process(host):
+    """Section 3.1.6 across processes: a subscriber of a waiting task, in one
+    process, gets one Task and then updates only, when the task is continued
+    (SendStreamingMessage) through another process; never SUBMITTED again.
+    From the sender's joining on (its stream begins with the Task as its
+    message left it), both streams carry the same events with the same ids."""
+    made_on, task = send(host.port, "wait")
+    watcher = subscribe(host.port, task["id"])
+    try:
+        assert state(watcher.next()[1]) == "TASK_STATE_INPUT_REQUIRED"
+        params = {"message": user_message("count4:0.05", taskId=task["id"],
+                                          contextId=task["contextId"])}
+        deadline = time.monotonic() + 10
+        while True:                            # the continuation served elsewhere
+            sender = Stream(host.port, "SendStreamingMessage", params)
+            if sender.pid != watcher.pid:
+                break
+            # Served by the watcher's own process: that turn runs to the end; wait again.
+            sender.rest()
+            sender.close()
+            watcher.close()
+            assert time.monotonic() < deadline, "every continuation ran where it was followed"
+            made_on, task = send(host.port, "wait")
+            params["message"] = user_message("count4:0.05", taskId=task["id"],
+                                             contextId=task["contextId"])
+            watcher = subscribe(host.port, task["id"])
+            assert state(watcher.next()[1]) == "TASK_STATE_INPUT_REQUIRED"
+        try:
+            sent = sender.rest()
+        finally:
+            sender.close()
+        followed = watcher.rest()
+    finally:
+        watcher.close()
+    assert "task" in sent[0][1] and state(sent[0][1]) == "TASK_STATE_WORKING"
+    assert not [e for _, e in sent[1:] if "task" in e]
+    assert not [e for _, e in followed if "task" in e], followed   # one Task, read above
+    assert state(followed[0][1]) == "TASK_STATE_WORKING"
+    assert state(followed[-1][1]) == state(sent[-1][1]) == "TASK_STATE_COMPLETED"
+    assert "TASK_STATE_SUBMITTED" not in [state(e) for _, e in followed + sent]
+    assert followed[1:] == sent[1:] and followed[0][0] == sent[0][0]
+    assert streamed_text(sent) == "0 1 2 3 "
+    assert [i for i, _ in followed] == list(range(followed[0][0], followed[-1][0] + 1))
+
+
 def test_cancel_through_another_process_reaches_the_agent(host):
     deadline = time.monotonic() + 20
     while True:                                # until CancelTask reaches another process

@@ -78,6 +78,17 @@ def check_sdk_run(seen, url, binding="JSONRPC"):
     assert seen["followed"][0]["task"]["status"]["state"] == "input-required"
     assert seen["followed"][-1]["update"]["status"]["state"] == "canceled"
     assert seen["followed"][-1]["update"]["final"] is True
+    # Followed across a continued turn (section 3.1.6): one Task first, then
+    # updates only, through to the end; never back to submitted.
+    across = seen["followed_across"]
+    assert all("error" not in e for e in across), across
+    assert across[0]["task"]["status"]["state"] == "input-required"
+    assert [e for e in across[1:] if e["update"] is None] == [], across
+    assert across[-1]["update"]["status"]["state"] == "completed", across
+    assert across[-1]["update"]["final"] is True
+    assert "submitted" not in [e["update"]["status"]["state"] for e in across[1:]
+                               if e["update"]["kind"] == "status-update"]
+    assert seen["continued_elsewhere"][-1]["task"]["status"]["state"] == "completed"
     assert seen["nonblocking"][-1]["task"]["status"]["state"] in ("submitted", "working")
     expected = {"taskId": task["id"], "pushNotificationConfig": {
         "id": "h1", "url": "https://hooks.invalid/a2a", "token": "t0k"}}
