@@ -103,6 +103,13 @@ import time
 from collections import OrderedDict, deque
 from types import AsyncGeneratorType, GeneratorType
 
+if sys.version_info < (3, 10):        # (once, here: an older Python fails later, and obscurely)
+    _OLD = (f"a2a_min needs Python 3.10 or newer; this is Python "
+            f"{'.'.join(map(str, sys.version_info[:3]))} ({sys.executable})")
+    if __name__ == "__main__":
+        sys.exit(_OLD)
+    raise ImportError(_OLD)
+
 # Start-up time matters (serverless hosts start a process per cold request), so
 # modules needed only on some paths (logging, re, html, urllib.parse,
 # socketserver, asyncio) are imported where they are used, and base64 is done
@@ -2137,13 +2144,18 @@ class _TurnWriter:
         if not isinstance(item, dict) or len(item) != 1:
             raise InvalidAgentResponseError(
                 f"the agent produced {type(item).__name__}; agents return or yield str, "
-                "status_update(...), artifact_update(...) or agent_message(...)")
+                "status_update(...), artifact_update(...) or agent_message(...)"
+                + ("; to send data, yield artifact_update([data_part(your_dict)])"
+                   if isinstance(item, dict) else ""))
         self._flush_chunk(last=False)
         (kind, body), = item.items()
         handler = _OUTPUT_HANDLERS.get(kind)
         if handler is None:
             raise InvalidAgentResponseError(
-                f"the agent produced {kind!r}; expected statusUpdate, artifactUpdate or message")
+                f"the agent produced a dict whose key is {kind!r}, which is no output; a dict "
+                "must be one of statusUpdate, artifactUpdate or message (status_update(...), "
+                "artifact_update(...), agent_message(...)); to send data, yield "
+                "artifact_update([data_part(your_dict)])")
         handler(self, body)
 
     def complete(self, result):
@@ -3540,7 +3552,14 @@ class BearerAuth:
         self.security_schemes = {name: {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
 
     def __call__(self, call):
-        kind, _, token = call.headers.get("authorization", "").partition(" ")
+        header = call.headers.get("authorization", "")
+        kind, _, token = header.partition(" ")
+        if header.strip() and kind.lower() != "bearer":
+            # (said apart from "missing": a token sent without its scheme is a common slip)
+            raise AuthenticationRequiredError(
+                "the Authorization header is not 'Bearer <token>'"
+                + (" (it has no scheme)" if not token.strip() else "")
+                + ": send -H 'Authorization: Bearer <token>'", challenge='Bearer realm="a2a"')
         return _match_secret(self.tokens, token.strip() if kind.lower() == "bearer" else "",
                              "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"')
 
@@ -8919,24 +8938,29 @@ def _exec_agent(argv, *, chunk="\n", timeout=300.0, max_procs=4, max_output=1 <<
     ServerBusyError); ``timeout`` seconds each; ``max_output`` bytes of
     standard output each."""
     slots = threading.BoundedSemaphore(max_procs)
+    running = set()                                # the programs running now (Popen objects)
 
     def agent(ctx):
         if not slots.acquire(blocking=False):
             raise ServerBusyError(f"all {max_procs} program slots are busy (--max-procs); try "
                                   "again shortly")
         try:
-            yield from _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines)
+            yield from _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines,
+                                    running)
         finally:
             slots.release()
+    agent.running = running       # (a server that stops at once ends them: _stop_programs)
     return agent
 
 
-def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines):
+def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines, running=None):
     import selectors
     import subprocess
     env = {**os.environ, "A2A_TASK_ID": ctx.task_id or "", "A2A_CONTEXT_ID": ctx.context_id or ""}
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True)
+    if running is not None:
+        running.add(proc)
     errors = [b""]
     threading.Thread(target=_feed, args=(proc.stdin, (ctx.text or "").encode()),
                      daemon=True).start()
@@ -8982,6 +9006,8 @@ def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines):
     finally:
         output.close()
         _stop(proc)
+        if running is not None:
+            running.discard(proc)
 
 
 def _feed(pipe, data):
@@ -9034,6 +9060,45 @@ def _stop(proc):
 
 
 _CLIENT_VERBS = ("card", "send", "get", "list", "cancel", "watch", "push", "check")
+
+
+def _stop_programs(agent):
+    """Kill what serve --exec's agent still runs (each program's process
+    group): they run in sessions of their own, so neither Ctrl-C nor this
+    process's exit reaches them."""
+    import signal
+    for proc in list(getattr(agent, "running", ())):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _running_turns(server):
+    with server._lock:
+        return sum(c.active is not None for c in server._channels.values())
+
+
+def _stop_on_ctrl_c(server, grace, agent=None):
+    """The demo's Ctrl-C: the first stops gracefully, saying what it waits
+    for (the host's KeyboardInterrupt path: Server.shutdown within
+    ``grace``); a second one stops at once, without a traceback."""
+    import signal
+    pressed = []
+
+    def on_sigint(signum, frame):
+        if pressed:
+            _stop_programs(agent)
+            print("a2a_min: stopped now", file=sys.stderr, flush=True)
+            os._exit(130)
+        pressed.append(True)
+        turns = _running_turns(server)
+        waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
+            if turns else ""
+        print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr,
+              flush=True)
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, on_sigint)
 
 
 def _log_access_to_stderr():
@@ -9119,7 +9184,7 @@ def _demo_parser():
     import argparse
     parser = argparse.ArgumentParser(
         prog=_prog(), description="Serve a demo A2A 1.0 agent (serve is the default verb).",
-        epilog="Call an agent: %(prog)s {card,send,get,list,cancel,watch,push} URL ... "
+        epilog="Call an agent: %(prog)s {" + ",".join(_CLIENT_VERBS) + "} URL ... "
                "(%(prog)s send --help)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
@@ -9230,13 +9295,18 @@ def main(argv=None):
     """python a2a_min.py [serve] [--host 127.0.0.1] [--port 8000]: serve the
     echo demo; python a2a_min.py VERB ...: call an agent (a2a_client)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    # A client's verb after options (--json send URL hi) is the client's too
+    # (a2a_client.main puts the verb first).
+    verb = next((i for i, word in enumerate(argv) if word in _CLIENT_VERBS), None)
+    late = bool(verb) and argv[0].startswith("-") and argv[0] not in ("-h", "--help") and \
+        argv[verb - 1] not in ("--exec", "--host", "--store", "--kid", "--single-path")
     if argv and argv[0] == "serve":
         argv = argv[1:]
-    elif argv and argv[0] in _CLIENT_VERBS:
+    elif argv and (argv[0] in _CLIENT_VERBS or late):
         try:
             import a2a_client
         except ImportError:
-            sys.exit(f"a2a_min: '{argv[0]}' is a verb of the client, which lives in the "
+            sys.exit(f"a2a_min: '{argv[verb or 0]}' is a verb of the client, which lives in the "
                      "companion module a2a_client.py; it is not beside a2a_min.py here: copy "
                      "it next to this file (a checkout has it)")
         sys.exit(a2a_client.main(argv))
@@ -9276,22 +9346,30 @@ def main(argv=None):
         _log_access_to_stderr()
 
     ready = functools.partial(_demo_banner, args, server, tls)
+    grace = 10.0
+    if args.workers == 1:
+        _stop_on_ctrl_c(server, grace, other and other[0])
 
     try:
         if args.server == "asyncio":
             import asyncio
             try:
-                asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls))
+                asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls,
+                                          grace=grace))
             except KeyboardInterrupt:
                 pass
         else:
-            serve(server, args.host, args.port, on_ready=ready, workers=args.workers, tls=tls)
+            serve(server, args.host, args.port, on_ready=ready, workers=args.workers, tls=tls,
+                  grace=grace)
     except OSError as error:
         import errno
         if error.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
             raise
         sys.exit(f"a2a_min: cannot listen on {args.host}:{args.port}: {error.strerror}; "
                  f"pick another port with --port N (or stop what is using it)")
+    finally:
+        if other is not None:
+            _stop_programs(other[0])               # (past the grace: not left running alone)
 
 
 if __name__ == "__main__":
