@@ -8470,6 +8470,9 @@ function el(tag, attrs, ...children) {
   return node;
 }
 const shortState = (state) => (state || "TASK_STATE_UNSPECIFIED").replace("TASK_STATE_", "");
+// An id as a person tells ids apart: a version 7 UUID begins with its time, the same for every
+// task made in the same minute, so its random end is shown (the whole id is its title).
+const shortId = (id) => String(id).length <= 13 ? String(id) : "\u2026" + String(id).slice(-12);
 const stateChip = (state) => el("span", {class: "state s-" + shortState(state)}, shortState(state));
 
 // -- where each binding answers: the card's own interfaces, on this origin --
@@ -8613,7 +8616,7 @@ function eventNode(id, event) {
   }
   if (event.artifactUpdate) {
     const update = event.artifactUpdate;
-    return el("li", {}, sse, "artifact " + (update.artifact.name || update.artifact.artifactId.slice(0, 8))
+    return el("li", {}, sse, "artifact " + (update.artifact.name || shortId(update.artifact.artifactId))
               + (update.append ? " (appended)" : "") + ": ", partsNode(update.artifact.parts));
   }
   if (event.message) return el("li", {}, sse, "message: ", partsNode(event.message.parts));
@@ -8706,6 +8709,7 @@ async function send() {
     $("send").disabled = false;
   }
   await listTasks();
+  refreshStats();
   if (taskId) await openOne(taskId);
   previewSend();
 }
@@ -8724,16 +8728,36 @@ async function listTasks() {
       const first = (task.history || [])[0];
       const text = first ? (first.parts || []).map((p) => p.text || "").join(" ").slice(0, 80) : "";
       return el("li", {}, el("button", {type: "button", "data-task": task.id,
-                                         onclick: () => openOne(task.id)},
-                            stateChip(task.status.state), " ", el("code", {}, task.id.slice(0, 8)),
-                            " ", text));
+                                         onclick: () => openOne(task.id).then(reveal)},
+                            stateChip(task.status.state), " ",
+                            el("code", {title: task.id}, shortId(task.id)), " ", text));
     }));
     if (!tasks.length) $("tasks").replaceChildren(el("li", {class: "muted"}, "No tasks yet: send a message."));
   } catch (error) {
     showError("list-error", error);
   }
 }
+// A task opened from the list: on a narrow screen "One task" is far above the list; bring its
+// header into view.
+function reveal() {
+  const top = $("h-task").getBoundingClientRect().top;
+  if (top < 0 || top > innerHeight - 80) $("h-task").scrollIntoView({block: "start"});
+}
+// The counters as they are now: the page again (the same origin, no other endpoint), its data block.
+async function refreshStats() {
+  if (!boot.stats) return;
+  try {
+    const response = await fetch(location.pathname + location.search,
+                                 {headers: {Accept: "text/html"}, cache: "no-store"});
+    const page = new DOMParser().parseFromString(await response.text(), "text/html");
+    boot.stats = JSON.parse(page.getElementById("boot").textContent).stats || boot.stats;
+    showStats();
+  } catch (error) {                             // (the counters stay as they were)
+  }
+}
 function showTask(task) {
+  // The same task again (after Cancel, say): its subscription's events stay, and go on arriving.
+  const kept = openTask && openTask.id === task.id ? $("task-events") : null;
   openTask = task;
   const live = !TERMINAL.includes(task.status.state);
   const waits = ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"].includes(task.status.state);
@@ -8753,7 +8777,7 @@ function showTask(task) {
       waits ? el("button", {type: "button", class: "plain", id: "reply", onclick: () => {
         $("continue").value = task.id; $("text").focus(); previewSend();
       }}, "Reply to this task") : null),
-    el("ol", {class: "events", id: "task-events"})].filter((node) => node !== null));
+    kept || el("ol", {class: "events", id: "task-events"})].filter((node) => node !== null));
 }
 // One task's actions: an error is shown beside the task; the list is read again after a change.
 async function onTask(work, changes) {
@@ -8788,7 +8812,12 @@ for (const box of document.querySelectorAll(".curl")) {
 showCard();
 showStats();
 $("send").addEventListener("click", send);
-$("refresh").addEventListener("click", listTasks);
+$("refresh").addEventListener("click", () => { listTasks(); refreshStats(); });
+// The keyboard's shortcut is offered where there is a keyboard: not where the primary pointer is
+// a finger (a phone, a tablet).
+if (!matchMedia("(pointer: coarse)").matches) {
+  $("text").placeholder = "hello (Ctrl+Enter sends)";
+}
 $("text").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) send();
 });
@@ -8815,7 +8844,7 @@ _CONSOLE_HTML = """<!doctype html>
 <input id="token" type="password" autocomplete="off" placeholder="the agent asks for credentials">
 <p class="muted" id="auth-how"></p></div>
 <label for="text">Message</label>
-<textarea id="text" rows="3" placeholder="hello (Ctrl+Enter sends)"></textarea>
+<textarea id="text" rows="3" placeholder="hello"></textarea>
 <label for="continue">Continue task (its id; empty starts a new task)</label>
 <input id="continue" autocomplete="off">
 <div class="row"><button type="button" id="send">Send</button></div>
