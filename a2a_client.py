@@ -1865,6 +1865,12 @@ def _check_order(run, card, binding):
         run.say("FAIL", "3.1.4", "ListTasks order and paging", error.message)
 
 
+_EXIT_HELP = ("Exit status: 0 done; 1 an error, or (send, watch) the task FAILED or was "
+              "REJECTED; 2 a command line that does not parse; 3 (send, watch) the task waits "
+              "for input or credentials (INPUT_REQUIRED, AUTH_REQUIRED: send --task ID); 4 "
+              "(send, watch) the task was CANCELED; 130 interrupted (Ctrl-C).")
+
+
 def _parser():
     import argparse
     common = argparse.ArgumentParser(add_help=False)
@@ -1897,15 +1903,13 @@ def _parser():
     parser = argparse.ArgumentParser(
         prog=a2a_min._prog(), description="Call an A2A 1.0 agent (run with no verb, or 'serve', to "
                                     "serve the demo agent).",
-        epilog="Exit status: 0 done; 1 an error, or (send, watch) the task FAILED or was "
-               "REJECTED; 2 a command line that does not parse; 3 (send, watch) the task waits "
-               "for input or credentials (INPUT_REQUIRED, AUTH_REQUIRED: send --task ID); 4 "
-               "(send, watch) the task was CANCELED; 130 interrupted (Ctrl-C).")
+        epilog=_EXIT_HELP)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     card = verbs.add_parser("card", parents=[common], help="show the agent card")
     card.add_argument("url")
     card.add_argument("--extended", action="store_true", help="GetExtendedAgentCard too")
-    send = verbs.add_parser("send", parents=[common], help="SendMessage (or stream it)")
+    send = verbs.add_parser("send", parents=[common], help="SendMessage (or stream it)",
+                            epilog=_EXIT_HELP)
     send.add_argument("url")
     send.add_argument("text")
     send.add_argument("--stream", action="store_true", help="SendStreamingMessage")
@@ -1926,7 +1930,7 @@ def _parser():
     cancel = verbs.add_parser("cancel", parents=[common], help="CancelTask")
     cancel.add_argument("url")
     cancel.add_argument("id")
-    watch = verbs.add_parser("watch", parents=[common], help="SubscribeToTask")
+    watch = verbs.add_parser("watch", parents=[common], help="SubscribeToTask", epilog=_EXIT_HELP)
     watch.add_argument("url")
     watch.add_argument("id")
     watch.add_argument("--last-event-id", metavar="ID", help="resume after this event")
