@@ -160,3 +160,10 @@ def test_tls_walkthrough(tmp_path):
     assert lines[7].startswith("curl ") and lines[8].startswith("python3 a2a_min.py list ")
     assert json.loads(curl.stdout)["tasks"] == [], (curl.stdout, curl.stderr)
     assert listed.returncode == 0 and listed.stdout == "no tasks\n", listed
+
+
+def test_the_keys_the_readme_makes_are_not_committed():
+    """The signing and TLS lines write keys into the working directory,
+    often a checkout: git ignores them."""
+    patterns = open(f"{ROOT}/.gitignore", encoding="utf-8").read().split()
+    assert "*.pem" in patterns and "*.key" in patterns
