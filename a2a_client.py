@@ -71,6 +71,10 @@ import sys
 import time
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
+if sys.version_info < (3, 10) and __name__ == "__main__":     # (one line, not a traceback)
+    sys.exit(f"a2a_client needs Python 3.10 or newer; this is Python "
+             f"{'.'.join(map(str, sys.version_info[:3]))} ({sys.executable})")
+
 import a2a_min
 from a2a_min import A2AError, METHODS, PROTOCOL_VERSION, ROUTES
 
@@ -322,6 +326,10 @@ def _choose(card, card_url, bindings, interfaces):
                           if isinstance(i, dict)):
         hint = (f"the agent speaks only A2A 0.x, and this client speaks A2A {PROTOCOL_VERSION} "
                 "(and 0.3 over JSON-RPC with a2a_v03.py beside it)")
+    elif wanted and "GRPC" in wanted and offers_grpc and _grpc() is None:
+        hint = ("the agent offers GRPC, but grpcio is not installed here, which gRPC needs (in a "
+                "checkout: pip install '.[grpc]'; else pip install grpcio protobuf "
+                "googleapis-common-protos, with a2a_grpc.py beside a2a_client.py)")
     elif wanted:
         hint = f"none is {' or '.join(wanted)}: pick another binding (--binding)"
     elif "GRPC" in offered.upper() and _grpc() is None:
@@ -689,6 +697,15 @@ class Stream:
             # The task ended meanwhile (a terminal task cannot be followed): its last state.
             task = self.client.call("GetTask", {"id": self.task_id})
             self._events = iter([(None, {"task": task})])
+        except ClientError as error:
+            self.ended = True
+            if self.retry is None:
+                raise
+            # The server ended the stream on purpose, saying when to come back
+            # (SSE retry:): a server that shuts down or restarts does that.
+            raise ClientError(f"the agent ended the stream before the task ended (it is "
+                              f"shutting down or restarting), and could not be reached again "
+                              f"after {self.retry:g} s: {error.message}") from None
 
 
 # -- the client -----------------------------------------------------------------------
@@ -1091,7 +1108,15 @@ def _placed(scheme, secret):
 # client's verbs. Human-readable by default, --json for the answers as they
 # came; --curl prints each request as a curl command before it is sent.
 
-VERBS = ("card", "send", "get", "list", "cancel", "watch", "push")
+VERBS = ("card", "send", "get", "list", "cancel", "watch", "push", "check")
+
+# The exit status of send and watch, by the state the task was left in; a
+# task still running (send --immediate) and a Message answer are 0. Every verb
+# exits 1 for an error, 2 for a command line that does not parse, 130 when
+# interrupted (Ctrl-C).
+EXIT_STATUS = {"TASK_STATE_COMPLETED": 0, "TASK_STATE_FAILED": 1, "TASK_STATE_REJECTED": 1,
+               "TASK_STATE_INPUT_REQUIRED": 3, "TASK_STATE_AUTH_REQUIRED": 3,
+               "TASK_STATE_CANCELED": 4}
 
 
 def _curl_printer(secrets, show_secrets, out, tls_flags=()):
@@ -1115,6 +1140,15 @@ def _curl_printer(secrets, show_secrets, out, tls_flags=()):
             words += ["-d", shlex.quote(body.decode())]
         print(" ".join(words), file=out, flush=True)
     return show
+
+
+def _tls_flags(tls):
+    """curl's flags for the TLS files of a tls_context() (--cacert, --cert,
+    --key, -k), so that a curl line printed for an https request runs."""
+    files = getattr(tls, "a2a_files", None) or {}
+    flags = [word for flag in ("ca", "cert", "key") if files.get(flag)
+             for word in ({"ca": "--cacert"}.get(flag, "--" + flag), files[flag])]
+    return flags + (["-k"] if files.get("insecure") else [])
 
 
 def _text(parts):
@@ -1170,8 +1204,10 @@ def _show_event(stream, event, out):
         update = event["artifactUpdate"]
         artifact = update.get("artifact", {})
         name = artifact.get("name") or artifact.get("artifactId")
+        text = _text(artifact.get("parts"))
+        # (a chunk that ends a line, as serve --exec sends them: print ends it)
         print(f"{mark}artifact {name}{' (more)' if update.get('append') else ''}: "
-              f"{_text(artifact.get('parts'))}", file=out)
+              f"{text[:-1] if text.endswith(chr(10)) else text}", file=out)
     elif "message" in event:
         print(f"{mark}message: {_text(event['message'].get('parts'))}", file=out)
     out.flush()
@@ -1192,6 +1228,12 @@ def _show_card(card, out):
     capabilities = card.get("capabilities") or {}
     print("  capabilities: " + (", ".join(k for k, v in capabilities.items() if v is True)
                                 or "none"), file=out)
+    for extension in capabilities.get("extensions") or ():
+        if isinstance(extension, dict):
+            print(f"  extension {extension.get('uri')}"
+                  + (" (required)" if extension.get("required") else "")
+                  + (f": {extension['description']}" if extension.get("description") else ""),
+                  file=out)
     for skill in card.get("skills") or ():
         print(f"  skill {skill.get('id')}: {skill.get('name')} - {skill.get('description', '')}",
               file=out)
@@ -1227,13 +1269,22 @@ _TASK_STATES = tuple(a2a_min.ENUMS["TaskState"][1:])
 
 
 class _Check:
-    """The checks' shared state: where to print, what was seen, the verdicts."""
+    """The checks' shared state: where to print, what was seen, the verdicts.
+    Every request, the raw ones included, carries what the client's carry:
+    the credentials (``auth``), the TLS files, ``headers``; and the curl line
+    that reproduces a FAIL names them (the secret as $A2A_AUTH)."""
 
-    def __init__(self, url, out, timeout, tls, auth):
+    def __init__(self, url, out, timeout, tls, auth, headers=None, show_secrets=False):
         self.url, self.out, self.timeout, self.tls, self.auth = url, out, timeout, tls, auth
+        self.extra_headers = dict(headers or {})
+        self.headers = dict(self.extra_headers, **_credentials({}, auth)) \
+            if isinstance(auth, str) else dict(self.extra_headers)
+        self.needs = None                          # why the agent's calls cannot be made
         self.failed = 0
         self.requests = io.StringIO()              # the curl line of each request, as sent
-        self.curl = _curl_printer({}, True, self.requests)
+        secrets = {name: "A2A_AUTH" for name in _credentials({}, auth)} \
+            if isinstance(auth, str) else {}
+        self.curl = _curl_printer(secrets, show_secrets, self.requests, _tls_flags(tls))
 
     def say(self, verdict, section, what, detail="", reproduce=None):
         self.failed += verdict == "FAIL"
@@ -1249,11 +1300,12 @@ class _Check:
 
     def client(self, card, binding):
         return Client(card, binding=binding, auth=self.auth, on_request=self.curl, tls=self.tls,
-                      timeout=self.timeout)
+                      timeout=self.timeout, headers=self.extra_headers)
 
     def raw(self, method, url, body=None, headers=None):
-        """(status, head, parsed JSON or None) of one request, sent as it is."""
-        headers = {"Content-Type": "application/json", **(headers or {})}
+        """(status, head, parsed JSON or None) of one request, sent as it is
+        (with the credentials and headers every request of the check carries)."""
+        headers = {"Content-Type": "application/json", **self.headers, **(headers or {})}
         conns = _Connections(self.timeout, tls=self.tls)
         try:
             status, head, data = conns.request(method, url, body, headers, on_request=self.curl)
@@ -1265,28 +1317,83 @@ class _Check:
             return status, head, None
 
 
-def check(url, *, out=None, full=False, timeout=10.0, tls=None, auth=None, keys=None):
+CHECK_TIMEOUT = 10.0        # check's --timeout: seconds for each request (a stream: three times)
+
+
+def check(url, *, out=None, full=False, timeout=CHECK_TIMEOUT, tls=None, auth=None, keys=None,
+          headers=None, show_secrets=False):
     """Check the agent at ``url`` against A2A 1.0; returns the number of FAILs.
-    ``keys`` (kid -> public key, as for Client's card_keys): the card's
+    ``auth``, ``tls`` and ``headers`` as for Client: every request carries
+    them. ``keys`` (kid -> public key, as for Client's card_keys): the card's
     signatures must verify with them."""
     out = out or sys.stdout
-    run = _Check(url, out, timeout, tls, auth)
+    run = _Check(url, out, timeout, tls, auth, headers, show_secrets)
     run.keys = keys
     try:
         card, where = fetch_card(url, timeout=timeout, on_request=run.curl,
-                                 _http=_Connections(timeout, tls=tls))
+                                 headers=run.extra_headers, _http=_Connections(timeout, tls=tls))
     except A2AError as error:
         run.say("FAIL", "8.2", "the agent card", error.message)
     else:
         run.card_curl = run.requests.getvalue().strip().splitlines()[-1:] or [None]
+        if callable(auth):
+            run.headers.update(_credentials(card, auth))
+        run.needs = _needs(card, auth, tls)
         _check_agent(run, card, where, full)
     print(f"{run.failed} failed" if run.failed else "no failures", file=out)
     return run.failed
 
 
+def _needs(card, auth, tls):
+    """What the card asks for that the check was not given (a line saying
+    how to give it), or None: an agent whose every call needs credentials
+    cannot be checked past its card without them."""
+    schemes = card.get("securitySchemes") or {}
+    requirements = card.get("securityRequirements")
+    if requirements is None:
+        requirements = [{"schemes": {name: {}}} for name in schemes]
+    if not isinstance(requirements, list) or not requirements or any(
+            isinstance(r, dict) and not r.get("schemes") for r in requirements):
+        return None                                # none asked for, or anonymous allowed
+    has_cert = tls is not None and bool(getattr(tls, "a2a_files", {}).get("cert"))
+    wanted = []
+    for requirement in requirements:
+        names = list((requirement.get("schemes") if isinstance(requirement, dict) else None)
+                     or ())
+        kinds = [next(iter(schemes.get(n) or {"?": 0})) for n in names]
+        if all((k == "mtlsSecurityScheme" and has_cert) or
+               (k != "mtlsSecurityScheme" and auth is not None) for k in kinds):
+            return None                            # this requirement can be met
+        for name, kind in zip(names, kinds):
+            if kind == "mtlsSecurityScheme":
+                wanted.append(f"a client certificate ({name}): --cert FILE --key FILE")
+            elif kind == "httpAuthSecurityScheme":
+                how = (schemes[name][kind] or {}).get("scheme", "Bearer").capitalize()
+                wanted.append(f"{how} credentials ({name}): --auth '{how} <token>'")
+            elif kind == "apiKeySecurityScheme":
+                header = (schemes[name][kind] or {}).get("name", "X-API-Key")
+                wanted.append(f"an API key ({name}): --auth '{header}: <key>'")
+            else:
+                wanted.append(f"credentials ({name}, {kind}): --auth 'Bearer <token>'")
+    return "; or ".join(dict.fromkeys(wanted))
+
+
+def _refused_for_credentials(run, status, answer):
+    """Whether a raw request of the check was refused for its credentials
+    (HTTP 401, or JSON-RPC's -31401), when the check has none to give."""
+    if run.needs is None:
+        return False
+    error = answer.get("error") if isinstance(answer, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return status == 401 or code == a2a_min.AuthenticationRequiredError.code
+
+
 def _check_agent(run, card, where, full):
     _check_card(run, card, where)
     _check_card_caching(run, where)
+    if run.needs is not None:
+        print(f"this agent needs credentials: {run.needs} (what needs them is skipped)",
+              file=run.out)
     bindings = {i.get("protocolBinding"): i for i in card.get("supportedInterfaces") or ()
                 if _major(i.get("protocolVersion")) == "1"}
     if "JSONRPC" in bindings:
@@ -1294,6 +1401,12 @@ def _check_agent(run, card, where, full):
     first = next((b for b in ("JSONRPC", "HTTP+JSON") if b in bindings), None)
     if first is None:
         run.say("SKIP", "5", "the operations", "no JSON-RPC or HTTP+JSON 1.0 interface")
+        return
+    if run.needs is not None:
+        run.say("SKIP", "3.1", "the operations (SendMessage, GetTask, ListTasks, CancelTask, "
+                "push configs; HTTP+JSON's error table" + (", streaming, ListTasks' order"
+                                                           if full else "") + ")",
+                "no credentials")
         return
     task = _check_operations(run, card, first)
     if "HTTP+JSON" in bindings:
@@ -1417,17 +1530,24 @@ def _check_jsonrpc(run, url):
               {"A2A-Version": "99.0"}))
     for code, section, what, body, headers in cases:
         try:
-            _, _, answer = run.raw("POST", url, body, headers)
+            status, _, answer = run.raw("POST", url, body, headers)
         except A2AError as error:
             run.say("FAIL", section, what, error.message)
+            continue
+        if _refused_for_credentials(run, status, answer):
+            run.say("SKIP", section, what, "no credentials")
             continue
         got = (answer or {}).get("error", {}).get("code") if isinstance(answer, dict) else None
         run.say("PASS" if str(got) == code else "FAIL", section, what,
                 "" if str(got) == code else f"expected error {code}, got "
                 + (f"error {got}" if got is not None else json.dumps(answer)[:100]))
     try:
-        _, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"GetTask",'
-                               b'"params":{"id":"a2a-check-no-such-task"}}', {"A2A-Version": "1.0"})
+        status, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"GetTask",'
+                                    b'"params":{"id":"a2a-check-no-such-task"}}',
+                                    {"A2A-Version": "1.0"})
+        if _refused_for_credentials(run, status, answer):
+            run.say("SKIP", "9.5", "an A2A error's data carries an ErrorInfo", "no credentials")
+            return
         error = answer.get("error") if isinstance(answer, dict) else None
         infos = _error_info(error, "JSONRPC")
         good = ("TASK_NOT_FOUND", "a2a-protocol.org") in infos
@@ -1437,8 +1557,11 @@ def _check_jsonrpc(run, url):
     except A2AError as error:
         run.say("FAIL", "9.5", "an A2A error's data carries an ErrorInfo", error.message)
     try:
-        _, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"ListTasks",'
-                                            b'"params":{}}')
+        status, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"ListTasks",'
+                                                 b'"params":{}}')
+        if _refused_for_credentials(run, status, answer):
+            run.say("SKIP", "3.6.2", "a request without A2A-Version", "no credentials")
+            return
         refused = isinstance(answer, dict) and "error" in answer
         run.say("PASS" if refused else "WARN", "3.6.2", "a request without A2A-Version",
                 "" if refused else "answered; the specification reads no header as 0.3")
@@ -1742,6 +1865,12 @@ def _check_order(run, card, binding):
         run.say("FAIL", "3.1.4", "ListTasks order and paging", error.message)
 
 
+_EXIT_HELP = ("Exit status: 0 done; 1 an error, or (send, watch) the task FAILED or was "
+              "REJECTED; 2 a command line that does not parse; 3 (send, watch) the task waits "
+              "for input or credentials (INPUT_REQUIRED, AUTH_REQUIRED: send --task ID); 4 "
+              "(send, watch) the task was CANCELED; 130 interrupted (Ctrl-C).")
+
+
 def _parser():
     import argparse
     common = argparse.ArgumentParser(add_help=False)
@@ -1752,9 +1881,9 @@ def _parser():
     common.add_argument("--tenant", help="the tenant to address (default: the interface's)")
     common.add_argument("--binding", choices=("jsonrpc", "http+json", "grpc"), type=str.lower,
                         help="the binding to use (default: the card's first that works)")
-    common.add_argument("--timeout", type=_seconds, default=DEFAULT_LIMITS["timeout"],
-                        metavar="SECONDS", help="to connect, and between two bytes of an "
-                                                "answer (default %(default)s)")
+    common.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                        help="to connect, and between two bytes of an answer (default "
+                             f"{DEFAULT_LIMITS['timeout']:g}; check: {CHECK_TIMEOUT:g})")
     common.add_argument("--extension", action="append", default=[], metavar="URI",
                         help="announce an extension (A2A-Extensions); repeatable")
     common.add_argument("--curl", action="store_true",
@@ -1773,12 +1902,14 @@ def _parser():
                              "refuse a card that does not verify (section 8.4); repeatable")
     parser = argparse.ArgumentParser(
         prog=a2a_min._prog(), description="Call an A2A 1.0 agent (run with no verb, or 'serve', to "
-                                    "serve the demo agent).")
+                                    "serve the demo agent).",
+        epilog=_EXIT_HELP)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     card = verbs.add_parser("card", parents=[common], help="show the agent card")
     card.add_argument("url")
     card.add_argument("--extended", action="store_true", help="GetExtendedAgentCard too")
-    send = verbs.add_parser("send", parents=[common], help="SendMessage (or stream it)")
+    send = verbs.add_parser("send", parents=[common], help="SendMessage (or stream it)",
+                            epilog=_EXIT_HELP)
     send.add_argument("url")
     send.add_argument("text")
     send.add_argument("--stream", action="store_true", help="SendStreamingMessage")
@@ -1799,7 +1930,7 @@ def _parser():
     cancel = verbs.add_parser("cancel", parents=[common], help="CancelTask")
     cancel.add_argument("url")
     cancel.add_argument("id")
-    watch = verbs.add_parser("watch", parents=[common], help="SubscribeToTask")
+    watch = verbs.add_parser("watch", parents=[common], help="SubscribeToTask", epilog=_EXIT_HELP)
     watch.add_argument("url")
     watch.add_argument("id")
     watch.add_argument("--last-event-id", metavar="ID", help="resume after this event")
@@ -1829,26 +1960,62 @@ def _parser():
     return parser
 
 
+def _verb_first(argv):
+    """The command line with the verb first: options written before it
+    (``--json send URL hi``) go after it (and after push's action), where
+    its parser reads them."""
+    at = next((i for i, word in enumerate(argv) if word in VERBS), None)
+    if not at or not argv[0].startswith("-") or argv[0] in ("-h", "--help"):
+        return argv
+    verb = at + 1 + (argv[at] == "push" and at + 1 < len(argv) and
+                     argv[at + 1] in ("create", "get", "list", "delete"))
+    return argv[at:verb] + argv[:at] + argv[verb:]
+
+
+def _swapped(args):
+    """A one-line complaint when the URL and the text of ``send`` are the
+    wrong way round (said before the text is looked up as a host name)."""
+    text = getattr(args, "text", None)
+    if args.verb != "send" or text is None or "://" in args.url:
+        return None
+    if text.startswith(("http://", "https://")) or (
+            " " not in text and text.rpartition(":")[2].split("/")[0].isdigit()):
+        import shlex
+        return (f"send takes the agent's URL first, then the text: send {shlex.quote(text)} "
+                f"{shlex.quote(args.url)}")
+    return None
+
+
 def main(argv=None, out=None, err=None):
-    """The client's command line; the exit status (0, 1 for an error, 2 for
-    a command line that does not parse)."""
+    """The client's command line; the exit status (see EXIT_STATUS: 0, 1 for
+    an error, 2 for a command line that does not parse, 130 for Ctrl-C)."""
     out, err = out or sys.stdout, err or sys.stderr
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_verb_first(sys.argv[1:] if argv is None else list(argv)))
+    swapped = _swapped(args)
+    if swapped:
+        print(f"error: {swapped}", file=err)
+        return 2
+    if args.timeout is None:
+        args.timeout = CHECK_TIMEOUT if args.verb == "check" else DEFAULT_LIMITS["timeout"]
     secrets = {}
     if args.auth:
         header = next(iter(_credentials({}, args.auth)))
         secrets[header] = "A2A_AUTH"
-    tls_flags = [word for flag, value in (("--cacert", args.cacert), ("--cert", args.cert),
-                                          ("--key", args.key)) if value for word in (flag, value)]
-    tls_flags += ["-k"] if args.insecure else []
-    on_request = _curl_printer(secrets, args.show_secrets, err, tls_flags) if args.curl else None
     try:
-        return _run(args, out, on_request)
+        args.tls = _cli_tls(args)
+        on_request = _curl_printer(secrets, args.show_secrets, err,
+                                   _tls_flags(args.tls)) if args.curl else None
+        return _run(args, out, err, on_request)
     except A2AError as error:
         kind = type(error).__name__
         print(f"error: {kind}: {error.message}", file=err)
         if getattr(error, "retry_after", None):
             print(f"  (try again after {error.retry_after} s)", file=err)
+        if isinstance(error, a2a_min.AuthenticationRequiredError) and args.auth and \
+                len(args.auth.split()) == 1 and ":" not in args.auth:
+            print("  (--auth has one word and no scheme, so the Authorization header sent was "
+                  "not 'Bearer <token>': write --auth 'Bearer <token>', or a header of its own: "
+                  "--auth 'X-API-Key: <key>')", file=err)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -1873,14 +2040,15 @@ def _card_keys(args):
     return keys or None
 
 
-def _run(args, out, on_request):
+def _run(args, out, err, on_request):
     limits = {"timeout": args.timeout, "card_keys": _card_keys(args)}
     if args.verb == "check":
         return 1 if check(args.url, out=out, full=args.full, timeout=args.timeout,
-                          tls=_cli_tls(args), auth=args.auth, keys=limits["card_keys"]) else 0
+                          tls=args.tls, auth=args.auth, keys=limits["card_keys"],
+                          show_secrets=args.show_secrets) else 0
     if args.verb == "card":
         card, where = fetch_card(args.url, timeout=args.timeout, on_request=on_request,
-                                 _http=_Connections(args.timeout, tls=_cli_tls(args)))
+                                 _http=_Connections(args.timeout, tls=args.tls))
         if limits["card_keys"]:
             held = verify(card, limits["card_keys"])
             print(f"signature verified: kid {held['kid']}, {held['alg']}" +
@@ -1897,9 +2065,10 @@ def _run(args, out, on_request):
     with _client(args, None, args.url, on_request, limits) as client:
         if args.verb == "send" and args.stream:
             return _follow(client.stream(args.text, task_id=args.task, context_id=args.context),
-                           args, out)
+                           args, out, err)
         if args.verb == "watch":
-            return _follow(client.subscribe(args.id, last_event_id=args.last_event_id), args, out)
+            return _follow(client.subscribe(args.id, last_event_id=args.last_event_id), args,
+                           out, err)
         if args.verb == "send":
             answer = client.send(args.text, task_id=args.task, context_id=args.context,
                                  immediate=args.immediate)
@@ -1940,6 +2109,8 @@ def _run(args, out, on_request):
                              else answer, indent=2), file=out)
         else:
             _show_answer(answer, out)
+    if args.verb == "send":
+        return EXIT_STATUS.get(((answer.get("task") or {}).get("status") or {}).get("state"), 0)
     return 0
 
 
@@ -1948,7 +2119,7 @@ def _client(args, card, url, on_request, limits):
     return Client(card if card is not None else url,
                   binding=bindings.get(args.binding) if args.binding else None, auth=args.auth,
                   tenant=args.tenant, extensions=args.extension, on_request=on_request,
-                  tls=_cli_tls(args), **limits)
+                  tls=args.tls, **limits)
 
 
 def _cli_tls(args):
@@ -1958,15 +2129,43 @@ def _cli_tls(args):
     return tls_context(args.cacert, args.cert, args.key, insecure=args.insecure)
 
 
-def _follow(stream, args, out):
-    with stream:
-        for event in stream:
-            if args.json:
-                print(json.dumps({"id": stream.last_event_id, "event": event}), file=out,
-                      flush=True)
-            else:
-                _show_event(stream, event, out)
-    return 0
+def _follow(stream, args, out, err):
+    """Print a stream's events; the exit status by the state it ended in.
+    Interrupted (Ctrl-C) or cut for good, it says how to go on."""
+    try:
+        with stream:
+            for event in stream:
+                if args.json:
+                    print(json.dumps({"id": stream.last_event_id, "event": event}), file=out,
+                          flush=True)
+                else:
+                    _show_event(stream, event, out)
+    except KeyboardInterrupt:
+        print("interrupted: the task goes on without you", file=err)
+        _say_how_to_go_on(stream, args, err)
+        return 130
+    except A2AError as error:
+        print(f"error: {type(error).__name__}: {error.message}", file=err)
+        _say_how_to_go_on(stream, args, err)
+        return 1
+    return EXIT_STATUS.get(stream.state, 0)
+
+
+def _say_how_to_go_on(stream, args, err):
+    """The command lines that follow the task from where the stream stopped
+    (SubscribeToTask with Last-Event-ID: the server replays what was
+    missed), or cancel it."""
+    if stream.task_id is None or stream.state in a2a_min.TERMINAL_STATES:
+        return
+    import shlex
+    prog, url, task = a2a_min._prog(), shlex.quote(args.url), shlex.quote(stream.task_id)
+    options = [*_tls_flags(args.tls)] + (["--binding", args.binding] if args.binding else []) \
+        + (["--tenant", args.tenant] if args.tenant else [])
+    more = "".join(" " + shlex.quote(word) for word in options)
+    after = "" if stream.last_event_id is None else \
+        f" --last-event-id {shlex.quote(str(stream.last_event_id))}"
+    print(f"  follow it: {prog} watch {url} {task}{after}{more}", file=err)
+    print(f"  stop it:   {prog} cancel {url} {task}{more}", file=err, flush=True)
 
 
 def _push(client, args):

@@ -103,6 +103,13 @@ import time
 from collections import OrderedDict, deque
 from types import AsyncGeneratorType, GeneratorType
 
+if sys.version_info < (3, 10):        # (once, here: an older Python fails later, and obscurely)
+    _OLD = (f"a2a_min needs Python 3.10 or newer; this is Python "
+            f"{'.'.join(map(str, sys.version_info[:3]))} ({sys.executable})")
+    if __name__ == "__main__":
+        sys.exit(_OLD)
+    raise ImportError(_OLD)
+
 # Start-up time matters (serverless hosts start a process per cold request), so
 # modules needed only on some paths (logging, re, html, urllib.parse,
 # socketserver, asyncio) are imported where they are used, and base64 is done
@@ -2141,13 +2148,18 @@ class _TurnWriter:
         if not isinstance(item, dict) or len(item) != 1:
             raise InvalidAgentResponseError(
                 f"the agent produced {type(item).__name__}; agents return or yield str, "
-                "status_update(...), artifact_update(...) or agent_message(...)")
+                "status_update(...), artifact_update(...) or agent_message(...)"
+                + ("; to send data, yield artifact_update([data_part(your_dict)])"
+                   if isinstance(item, dict) else ""))
         self._flush_chunk(last=False)
         (kind, body), = item.items()
         handler = _OUTPUT_HANDLERS.get(kind)
         if handler is None:
             raise InvalidAgentResponseError(
-                f"the agent produced {kind!r}; expected statusUpdate, artifactUpdate or message")
+                f"the agent produced a dict whose key is {kind!r}, which is no output; a dict "
+                "must be one of statusUpdate, artifactUpdate or message (status_update(...), "
+                "artifact_update(...), agent_message(...)); to send data, yield "
+                "artifact_update([data_part(your_dict)])")
         handler(self, body)
 
     def complete(self, result):
@@ -3561,7 +3573,14 @@ class BearerAuth:
         self.security_schemes = {name: {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
 
     def __call__(self, call):
-        kind, _, token = call.headers.get("authorization", "").partition(" ")
+        header = call.headers.get("authorization", "")
+        kind, _, token = header.partition(" ")
+        if header.strip() and kind.lower() != "bearer":
+            # (said apart from "missing": a token sent without its scheme is a common slip)
+            raise AuthenticationRequiredError(
+                "the Authorization header is not 'Bearer <token>'"
+                + (" (it has no scheme)" if not token.strip() else "")
+                + ": send -H 'Authorization: Bearer <token>'", challenge='Bearer realm="a2a"')
         return _match_secret(self.tokens, token.strip() if kind.lower() == "bearer" else "",
                              "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"')
 
@@ -8472,6 +8491,9 @@ function el(tag, attrs, ...children) {
   return node;
 }
 const shortState = (state) => (state || "TASK_STATE_UNSPECIFIED").replace("TASK_STATE_", "");
+// An id as a person tells ids apart: a version 7 UUID begins with its time, the same for every
+// task made in the same minute, so its random end is shown (the whole id is its title).
+const shortId = (id) => String(id).length <= 13 ? String(id) : "\u2026" + String(id).slice(-12);
 const stateChip = (state) => el("span", {class: "state s-" + shortState(state)}, shortState(state));
 
 // -- where each binding answers: the card's own interfaces, on this origin --
@@ -8615,7 +8637,7 @@ function eventNode(id, event) {
   }
   if (event.artifactUpdate) {
     const update = event.artifactUpdate;
-    return el("li", {}, sse, "artifact " + (update.artifact.name || update.artifact.artifactId.slice(0, 8))
+    return el("li", {}, sse, "artifact " + (update.artifact.name || shortId(update.artifact.artifactId))
               + (update.append ? " (appended)" : "") + ": ", partsNode(update.artifact.parts));
   }
   if (event.message) return el("li", {}, sse, "message: ", partsNode(event.message.parts));
@@ -8708,6 +8730,7 @@ async function send() {
     $("send").disabled = false;
   }
   await listTasks();
+  refreshStats();
   if (taskId) await openOne(taskId);
   previewSend();
 }
@@ -8726,16 +8749,36 @@ async function listTasks() {
       const first = (task.history || [])[0];
       const text = first ? (first.parts || []).map((p) => p.text || "").join(" ").slice(0, 80) : "";
       return el("li", {}, el("button", {type: "button", "data-task": task.id,
-                                         onclick: () => openOne(task.id)},
-                            stateChip(task.status.state), " ", el("code", {}, task.id.slice(0, 8)),
-                            " ", text));
+                                         onclick: () => openOne(task.id).then(reveal)},
+                            stateChip(task.status.state), " ",
+                            el("code", {title: task.id}, shortId(task.id)), " ", text));
     }));
     if (!tasks.length) $("tasks").replaceChildren(el("li", {class: "muted"}, "No tasks yet: send a message."));
   } catch (error) {
     showError("list-error", error);
   }
 }
+// A task opened from the list: on a narrow screen "One task" is far above the list; bring its
+// header into view.
+function reveal() {
+  const top = $("h-task").getBoundingClientRect().top;
+  if (top < 0 || top > innerHeight - 80) $("h-task").scrollIntoView({block: "start"});
+}
+// The counters as they are now: the page again (the same origin, no other endpoint), its data block.
+async function refreshStats() {
+  if (!boot.stats) return;
+  try {
+    const response = await fetch(location.pathname + location.search,
+                                 {headers: {Accept: "text/html"}, cache: "no-store"});
+    const page = new DOMParser().parseFromString(await response.text(), "text/html");
+    boot.stats = JSON.parse(page.getElementById("boot").textContent).stats || boot.stats;
+    showStats();
+  } catch (error) {                             // (the counters stay as they were)
+  }
+}
 function showTask(task) {
+  // The same task again (after Cancel, say): its subscription's events stay, and go on arriving.
+  const kept = openTask && openTask.id === task.id ? $("task-events") : null;
   openTask = task;
   const live = !TERMINAL.includes(task.status.state);
   const waits = ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"].includes(task.status.state);
@@ -8755,7 +8798,7 @@ function showTask(task) {
       waits ? el("button", {type: "button", class: "plain", id: "reply", onclick: () => {
         $("continue").value = task.id; $("text").focus(); previewSend();
       }}, "Reply to this task") : null),
-    el("ol", {class: "events", id: "task-events"})].filter((node) => node !== null));
+    kept || el("ol", {class: "events", id: "task-events"})].filter((node) => node !== null));
 }
 // One task's actions: an error is shown beside the task; the list is read again after a change.
 async function onTask(work, changes) {
@@ -8790,7 +8833,12 @@ for (const box of document.querySelectorAll(".curl")) {
 showCard();
 showStats();
 $("send").addEventListener("click", send);
-$("refresh").addEventListener("click", listTasks);
+$("refresh").addEventListener("click", () => { listTasks(); refreshStats(); });
+// The keyboard's shortcut is offered where there is a keyboard: not where the primary pointer is
+// a finger (a phone, a tablet).
+if (!matchMedia("(pointer: coarse)").matches) {
+  $("text").placeholder = "hello (Ctrl+Enter sends)";
+}
 $("text").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) send();
 });
@@ -8817,7 +8865,7 @@ _CONSOLE_HTML = """<!doctype html>
 <input id="token" type="password" autocomplete="off" placeholder="the agent asks for credentials">
 <p class="muted" id="auth-how"></p></div>
 <label for="text">Message</label>
-<textarea id="text" rows="3" placeholder="hello (Ctrl+Enter sends)"></textarea>
+<textarea id="text" rows="3" placeholder="hello"></textarea>
 <label for="continue">Continue task (its id; empty starts a new task)</label>
 <input id="continue" autocomplete="off">
 <div class="row"><button type="button" id="send">Send</button></div>
@@ -8940,24 +8988,29 @@ def _exec_agent(argv, *, chunk="\n", timeout=300.0, max_procs=4, max_output=1 <<
     ServerBusyError); ``timeout`` seconds each; ``max_output`` bytes of
     standard output each."""
     slots = threading.BoundedSemaphore(max_procs)
+    running = set()                                # the programs running now (Popen objects)
 
     def agent(ctx):
         if not slots.acquire(blocking=False):
             raise ServerBusyError(f"all {max_procs} program slots are busy (--max-procs); try "
                                   "again shortly")
         try:
-            yield from _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines)
+            yield from _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines,
+                                    running)
         finally:
             slots.release()
+    agent.running = running       # (a server that stops at once ends them: _stop_programs)
     return agent
 
 
-def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines):
+def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines, running=None):
     import selectors
     import subprocess
     env = {**os.environ, "A2A_TASK_ID": ctx.task_id or "", "A2A_CONTEXT_ID": ctx.context_id or ""}
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True)
+    if running is not None:
+        running.add(proc)
     errors = [b""]
     threading.Thread(target=_feed, args=(proc.stdin, (ctx.text or "").encode()),
                      daemon=True).start()
@@ -9003,6 +9056,8 @@ def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines):
     finally:
         output.close()
         _stop(proc)
+        if running is not None:
+            running.discard(proc)
 
 
 def _feed(pipe, data):
@@ -9055,6 +9110,45 @@ def _stop(proc):
 
 
 _CLIENT_VERBS = ("card", "send", "get", "list", "cancel", "watch", "push", "check")
+
+
+def _stop_programs(agent):
+    """Kill what serve --exec's agent still runs (each program's process
+    group): they run in sessions of their own, so neither Ctrl-C nor this
+    process's exit reaches them."""
+    import signal
+    for proc in list(getattr(agent, "running", ())):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _running_turns(server):
+    with server._lock:
+        return sum(c.active is not None for c in server._channels.values())
+
+
+def _stop_on_ctrl_c(server, grace, agent=None):
+    """The demo's Ctrl-C: the first stops gracefully, saying what it waits
+    for (the host's KeyboardInterrupt path: Server.shutdown within
+    ``grace``); a second one stops at once, without a traceback."""
+    import signal
+    pressed = []
+
+    def on_sigint(signum, frame):
+        if pressed:
+            _stop_programs(agent)
+            print("a2a_min: stopped now", file=sys.stderr, flush=True)
+            os._exit(130)
+        pressed.append(True)
+        turns = _running_turns(server)
+        waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
+            if turns else ""
+        print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr,
+              flush=True)
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, on_sigint)
 
 
 def _log_access_to_stderr():
@@ -9140,7 +9234,7 @@ def _demo_parser():
     import argparse
     parser = argparse.ArgumentParser(
         prog=_prog(), description="Serve a demo A2A 1.0 agent (serve is the default verb).",
-        epilog="Call an agent: %(prog)s {card,send,get,list,cancel,watch,push} URL ... "
+        epilog="Call an agent: %(prog)s {" + ",".join(_CLIENT_VERBS) + "} URL ... "
                "(%(prog)s send --help)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
@@ -9251,13 +9345,18 @@ def main(argv=None):
     """python a2a_min.py [serve] [--host 127.0.0.1] [--port 8000]: serve the
     echo demo; python a2a_min.py VERB ...: call an agent (a2a_client)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    # A client's verb after options (--json send URL hi) is the client's too
+    # (a2a_client.main puts the verb first).
+    verb = next((i for i, word in enumerate(argv) if word in _CLIENT_VERBS), None)
+    late = bool(verb) and argv[0].startswith("-") and argv[0] not in ("-h", "--help") and \
+        argv[verb - 1] not in ("--exec", "--host", "--store", "--kid", "--single-path")
     if argv and argv[0] == "serve":
         argv = argv[1:]
-    elif argv and argv[0] in _CLIENT_VERBS:
+    elif argv and (argv[0] in _CLIENT_VERBS or late):
         try:
             import a2a_client
         except ImportError:
-            sys.exit(f"a2a_min: '{argv[0]}' is a verb of the client, which lives in the "
+            sys.exit(f"a2a_min: '{argv[verb or 0]}' is a verb of the client, which lives in the "
                      "companion module a2a_client.py; it is not beside a2a_min.py here: copy "
                      "it next to this file (a checkout has it)")
         sys.exit(a2a_client.main(argv))
@@ -9297,22 +9396,30 @@ def main(argv=None):
         _log_access_to_stderr()
 
     ready = functools.partial(_demo_banner, args, server, tls)
+    grace = 10.0
+    if args.workers == 1:
+        _stop_on_ctrl_c(server, grace, other and other[0])
 
     try:
         if args.server == "asyncio":
             import asyncio
             try:
-                asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls))
+                asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls,
+                                          grace=grace))
             except KeyboardInterrupt:
                 pass
         else:
-            serve(server, args.host, args.port, on_ready=ready, workers=args.workers, tls=tls)
+            serve(server, args.host, args.port, on_ready=ready, workers=args.workers, tls=tls,
+                  grace=grace)
     except OSError as error:
         import errno
         if error.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
             raise
         sys.exit(f"a2a_min: cannot listen on {args.host}:{args.port}: {error.strerror}; "
                  f"pick another port with --port N (or stop what is using it)")
+    finally:
+        if other is not None:
+            _stop_programs(other[0])               # (past the grace: not left running alone)
 
 
 if __name__ == "__main__":

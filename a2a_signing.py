@@ -60,8 +60,8 @@ def _crypto():
         from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
     except ImportError:
         raise CardSignatureError("signing and verifying cards needs the cryptography package: "
-                                 "pip install cryptography (or pip install 'a2a-min-server"
-                                 "[signing]')") from None
+                                 "pip install cryptography (in a checkout of a2a_min: pip "
+                                 "install '.[signing]')") from None
     return hashes, serialization, ec, ed25519, padding, rsa, utils
 
 

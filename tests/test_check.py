@@ -7,12 +7,14 @@ import io
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from harness import Live
+from harness import ROOT, Live
 import a2a_client
 import a2a_min
 
@@ -275,3 +277,87 @@ def test_a_card_listing_another_local_port_and_a_failing_agent_are_warned():
     text = "\n".join(lines)
     assert failed == 0 and re.search(r"^WARN  §3\.1\.1 +the agent's task ended failed: ", text,
                                      re.M), text
+
+
+# -- issue 33: credentials, and the timeout --------------------------------------------------
+
+def bearer_agent():
+    import os
+    import sys
+    from harness import ROOT
+    if os.path.join(ROOT, "examples") not in sys.path:
+        sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import bearer_agent
+    return bearer_agent
+
+
+def bearer_live():
+    return Live(bearer_agent().make_server(), timeout=5)
+
+
+def test_check_with_credentials_sends_them_on_every_request():
+    """--auth reaches the raw requests (JSON-RPC's and HTTP+JSON's error
+    tables) too, not only the client's calls: against examples/bearer_agent.py
+    nothing fails."""
+    live = bearer_live()
+    try:
+        failed, lines = run_check(live.url, auth="Bearer alice-secret", full=True)
+    finally:
+        live.close()
+    text = "\n".join(lines)
+    assert failed == 0, text
+    assert "-31401" not in text and "credentials" not in text, text
+    for what in ("an unsupported A2A-Version is refused", "an A2A error's data carries an "
+                 "ErrorInfo", "HTTP\\+JSON errors: a missing task is 404 NOT_FOUND"):
+        assert re.search(rf"^PASS  §[\d.]+ +{what}", text, re.M), (what, text)
+
+
+def test_check_without_the_credentials_an_agent_needs_says_so_once_and_skips():
+    live = bearer_live()
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        status = a2a_client.main(["check", live.url], out, err)
+    finally:
+        live.close()
+    lines = out.getvalue().splitlines()
+    text = "\n".join(lines)
+    assert status == 0 and "FAIL" not in text, text
+    needs = [line for line in lines if "credentials" in line and not line.startswith("SKIP")]
+    assert needs == ["this agent needs credentials: Bearer credentials (bearer): --auth "
+                     "'Bearer <token>' (what needs them is skipped)"], text
+    assert re.search(r"^SKIP  §3\.1 +the operations .*: no credentials$", text, re.M), text
+    assert len([line for line in lines if line.startswith("SKIP")]) <= 3, text
+    assert lines[-1] == "no failures"
+
+
+def test_a_failure_reproduces_with_the_credentials_named_not_shown():
+    """A FAIL's curl line carries the credentials' header, as $A2A_AUTH."""
+    server = bearer_agent().make_server()
+    server.capabilities["pushNotifications"] = True
+    server.store.put_config = lambda task_id, config, limit: None     # (a config forgotten)
+    live = Live(server, timeout=5)
+    try:
+        failed, lines = run_check(live.url, auth="Bearer alice-secret")
+    finally:
+        live.close()
+    text = "\n".join(lines)
+    assert failed >= 1, text
+    reproduce = [line for line in lines if line.startswith("      reproduce: ")]
+    assert reproduce and all('-H "Authorization: $A2A_AUTH"' in line for line in reproduce), text
+    assert "alice-secret" not in text
+
+
+def test_the_command_line_check_waits_10_seconds_as_the_readme_says():
+    """check's --timeout is 10 s unless given (the other verbs' is 30 s)."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()                      # accepts (the kernel does), never answers
+        out, err = io.StringIO(), io.StringIO()
+        started = time.monotonic()
+        status = a2a_client.main(["check", "http://127.0.0.1:%d" % silent.getsockname()[1]],
+                                 out, err)
+    assert status == 1 and "did not answer within 10.0 s" in out.getvalue(), out.getvalue()
+    assert time.monotonic() - started < 25
+    done = subprocess.run([sys.executable, "a2a_min.py", "check", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30)
+    assert "(default 30; check: 10)" in " ".join(done.stdout.split()), done.stdout

@@ -701,3 +701,154 @@ def test_command_line_mistakes_are_named():
             done.stderr, done.stderr
     finally:
         live.close()
+
+
+# -- issue 33: a newcomer's trial of the command line ----------------------------------------
+
+def ending_agent(ctx):
+    """Ends each task as its text says."""
+    states = {"fail": "TASK_STATE_FAILED", "reject": "TASK_STATE_REJECTED",
+              "wait": "TASK_STATE_INPUT_REQUIRED", "auth": "TASK_STATE_AUTH_REQUIRED"}
+    if ctx.text in states:
+        yield a2a_min.status_update(states[ctx.text], f"ended: {ctx.text}")
+    else:
+        yield "done"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_send_exits_by_the_state_the_task_was_left_in(stream):
+    live = Live(a2a_min.Server(ending_agent))
+    try:
+        codes = {text: cli("send", live.url, text, *(["--stream"] if stream else [])).returncode
+                 for text in ("hello", "fail", "reject", "wait", "auth")}
+        waiting = json.loads(cli("send", live.url, "wait", "--json").stdout)["task"]["id"]
+        watcher = subprocess.Popen([sys.executable, "a2a_min.py", "watch", live.url, waiting],
+                                   cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert "INPUT_REQUIRED" in watcher.stdout.readline()
+        live.rpc("CancelTask", {"id": waiting})
+        watched = watcher.wait(30)
+    finally:
+        live.close()
+    assert codes == {"hello": 0, "fail": 1, "reject": 1, "wait": 3, "auth": 3}
+    assert watched == 4
+    helped = " ".join(cli("send", "--help").stdout.split())
+    assert "3 (send, watch) the task waits for input" in helped and "4 (send, watch) the task " \
+        "was CANCELED" in helped
+
+
+def test_auth_without_a_scheme_is_told_it_is_not_bearer(live_agent):
+    done = cli("get", live_agent.url, "nope", "--auth", "s3cret")
+    assert done.returncode == 1
+    assert "the Authorization header is not 'Bearer <token>'" in done.stderr, done.stderr
+    assert "missing credentials" not in done.stderr
+    assert "--auth 'Bearer <token>'" in done.stderr and "s3cret" not in done.stderr
+    server = a2a_min.Server(scenario_agent, authenticate=a2a_min.BearerAuth({"t": "alice"}))
+    error = json.loads(server.handle_http("GET", "/tasks", "", {
+        "a2a-version": "1.0", "authorization": "t"}, b"").body)["error"]
+    assert error["message"].startswith("the Authorization header is not 'Bearer <token>'")
+
+
+def test_options_before_the_verb_are_the_verbs():
+    live = Live(a2a_min.demo_server())
+    try:
+        done = cli("--json", "send", live.url, "hi")
+        direct = cli("--json", "--timeout", "5", "send", live.url, "hi", script="a2a_client.py")
+    finally:
+        live.close()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert direct.returncode == 0 and json.loads(direct.stdout)["task"], direct.stderr
+
+
+def test_send_text_url_swapped_is_caught_before_any_lookup():
+    done = cli("send", "hello there", "http://127.0.0.1:1")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "send takes the agent's URL first, then the text: send http://127.0.0.1:1 " \
+        "'hello there'" in done.stderr
+    assert "host" not in done.stderr and "unknown" not in done.stderr
+
+
+def test_help_lists_every_verb_check_included():
+    demo_help = cli("--help").stdout
+    assert "{card,send,get,list,cancel,watch,push,check}" in demo_help, demo_help
+    client_help = cli("check", "--help")
+    assert client_help.returncode == 0
+
+
+def test_card_shows_the_declared_extensions():
+    server = a2a_min.Server(scenario_agent, extensions=[
+        {"uri": "https://example.com/ext/trace/v1", "description": "traces each turn"}],
+        required_extensions=["https://example.com/ext/must/v1"])
+    live = Live(server)
+    try:
+        done = cli("card", live.url)
+    finally:
+        live.close()
+    assert "  extension https://example.com/ext/must/v1 (required)" in done.stdout, done.stdout
+    assert "  extension https://example.com/ext/trace/v1: traces each turn" in done.stdout
+
+
+def test_binding_grpc_without_grpcio_says_grpcio_is_missing():
+    card = {"name": "g", "supportedInterfaces": [
+        {"url": "127.0.0.1:50051", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+        {"url": "http://127.0.0.1:1/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}
+    code = ("import sys; sys.modules['grpc'] = None; import a2a_client, json\n"
+            f"try:\n    a2a_client.Client({card!r}, binding='GRPC')\n"
+            "except a2a_client.ClientError as error:\n    print(error.message)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=30)
+    assert "grpcio is not installed" in done.stdout, done
+    assert "none is GRPC" not in done.stdout
+
+
+def test_stream_of_exec_output_is_not_double_spaced():
+    agent = a2a_min._exec_agent(["sh", "-c", "printf 'one\\ntwo\\nthree\\n'"])
+    live = Live(a2a_min.Server(agent))
+    try:
+        done = cli("send", live.url, "x", "--stream")
+    finally:
+        live.close()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "" not in lines, done.stdout
+    assert [line.split(": ", 1)[1] for line in lines if " artifact " in line] == \
+        ["one", "two", "three"], done.stdout
+
+
+def test_an_agent_returning_a_dict_is_told_about_data_part():
+    from harness import Client
+    for agent in (lambda text: {"answer": 42}, lambda text: {"a": 1, "b": 2}):
+        error = Client(a2a_min.Server(agent)).error("SendMessage", {"message": {
+            "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}})
+        assert error["code"] == a2a_min.InvalidAgentResponseError.code
+        assert "artifact_update([data_part(your_dict)])" in error["message"], error
+
+
+def test_a_missing_cryptography_names_the_package_to_install():
+    code = ("import sys; sys.modules['cryptography'] = None; import a2a_signing\n"
+            "try:\n    a2a_signing._crypto()\n"
+            "except a2a_signing.CardSignatureError as error:\n    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=30)
+    assert "pip install cryptography" in done.stdout and "'.[signing]'" in done.stdout
+    assert "a2a-min-server" not in done.stdout
+
+
+@pytest.mark.parametrize("version", ["3.9", "3.8"])
+def test_an_older_python_gets_one_line(version):
+    import glob
+    found = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python")))
+    python = found[-1] if found else shutil.which(f"python{version}")
+    if not python:
+        pytest.skip(f"no Python {version} here")
+    for args in (["a2a_min.py", "--help"], ["a2a_min.py", "send", "http://127.0.0.1:1", "x"],
+                 ["a2a_client.py", "card", "http://127.0.0.1:1"]):
+        done = subprocess.run([python, *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=30)
+        assert done.returncode == 1 and done.stdout == "", done
+        assert done.stderr.count("\n") == 1 and "needs Python 3.10 or newer" in done.stderr, \
+            done.stderr
+    imported = subprocess.run([python, "-c", "import a2a_min"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=30)
+    assert imported.stderr.strip().splitlines()[-1].startswith(
+        "ImportError: a2a_min needs Python 3.10 or newer")

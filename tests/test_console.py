@@ -351,3 +351,97 @@ def test_browser_files_data_and_direct_messages_are_shown_sensibly(browser):
         assert problems_logged(browser) == []
     finally:
         live.close()
+
+
+# -- issue 33: what a newcomer ran into ----------------------------------------------------
+
+def test_browser_the_list_shows_the_random_end_of_each_id(browser, demo):
+    """Version 7 UUIDs made in the same minute share their first characters
+    (the time): the list shows each id's end, and the whole id as a title."""
+    ids = [demo.rpc("SendMessage", {"message": {"messageId": f"m{i}", "role": "ROLE_USER",
+                                                 "parts": [{"text": f"n{i}"}]}}
+                    )["result"]["task"]["id"] for i in range(3)]
+    assert len({task_id[:8] for task_id in ids}) == 1          # (what made the first 8 useless)
+    open_console(browser, demo)
+    wait_for(browser, lambda d: len(d.find_elements("css selector", "#tasks code")) == 3,
+             "the list showed the three tasks")
+    shown = [(c.text, c.get_attribute("title"))
+             for c in browser.find_elements("css selector", "#tasks code")]
+    assert [title for _, title in shown] == ids[::-1]
+    assert len({text for text, _ in shown}) == 3, shown            # told apart
+    for (text, _), task_id in zip(shown, ids[::-1]):
+        assert task_id.endswith(text.lstrip("\u2026")) and len(text.lstrip("\u2026")) >= 12
+
+
+def test_browser_cancel_keeps_the_open_subscription(browser, demo):
+    """The subscriber is where CANCELED arrives: Cancel must not wipe it."""
+    open_console(browser, demo)
+    send(browser, "wait")
+    wait_for(browser, lambda d: d.find_elements("id", "subscribe"), "the task opened")
+    browser.find_element("id", "subscribe").click()
+    wait_for(browser, lambda d: "INPUT_REQUIRED" in text_of(d, "task-events"),
+             "the subscription showed the task")
+    browser.find_element("id", "cancel").click()
+    wait_for(browser, lambda d: "CANCELED" in text_of(d, "task-events"),
+             "the subscription showed CANCELED, after Cancel")
+    followed = text_of(browser, "task-events")
+    assert re.search(r"^\[\d+\] task \S+ INPUT_REQUIRED", followed, re.M), followed
+    assert re.search(r"^\[\d+\] status CANCELED", followed, re.M), followed
+    assert "CANCELED" in text_of(browser, "task")
+    assert problems_logged(browser) == []
+
+
+def stat(driver, name):
+    for row in driver.find_elements("css selector", "#stats tr"):
+        cells = row.find_elements("tag name", "td")
+        if cells and cells[0].text == name:
+            return cells[1].text
+    return None
+
+
+def test_browser_the_counters_follow_send_and_refresh(browser, demo):
+    open_console(browser, demo)
+    assert stat(browser, "store.tasks") == "0"
+    send(browser, "count me")
+    wait_for(browser, lambda d: "COMPLETED" in text_of(d, "task"), "the task completed")
+    wait_for(browser, lambda d: stat(d, "store.tasks") == "1", "the counters showed the task")
+    demo.rpc("SendMessage", {"message": {"messageId": "x", "role": "ROLE_USER",
+                                         "parts": [{"text": "elsewhere"}]}})
+    browser.find_element("id", "refresh").click()
+    wait_for(browser, lambda d: stat(d, "store.tasks") == "2", "Refresh read the counters again")
+    assert problems_logged(browser) == []
+
+
+def test_browser_a_task_tapped_on_a_phone_shows_its_header(browser, demo):
+    for i in range(8):
+        demo.rpc("SendMessage", {"message": {"messageId": f"p{i}", "role": "ROLE_USER",
+                                             "parts": [{"text": f"phone {i}"}]}})
+    open_console(browser, demo, 390)
+    try:
+        wait_for(browser, lambda d: len(d.find_elements("css selector", "#tasks button")) == 8,
+                 "the list showed the tasks")
+        row = browser.find_elements("css selector", "#tasks button")[7]
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
+        row.click()
+        wait_for(browser, lambda d: "phone 0" in text_of(d, "task"), "the task opened")
+        wait_for(browser, lambda d: d.execute_script(
+            "const r = document.querySelector('#task p').getBoundingClientRect();"
+            "return r.top >= 0 && r.bottom <= innerHeight;"), "the task's header is in view")
+        browser.save_screenshot(os.path.join(ARTIFACTS, "console-390-tapped.png"))
+    finally:
+        at_width(browser, 1280)
+
+
+def test_browser_ctrl_enter_is_offered_only_with_a_keyboard(browser, demo):
+    open_console(browser, demo)
+    assert "Ctrl+Enter" in browser.find_element("id", "text").get_attribute("placeholder")
+    browser.execute_cdp_cmd("Emulation.setTouchEmulationEnabled",
+                            {"enabled": True, "maxTouchPoints": 5})
+    try:
+        open_console(browser, demo, 390)
+        assert browser.execute_script("return matchMedia('(pointer: coarse)').matches")
+        placeholder = browser.find_element("id", "text").get_attribute("placeholder")
+        assert placeholder and "Ctrl+Enter" not in placeholder, placeholder
+    finally:
+        browser.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": False})
+        at_width(browser, 1280)

@@ -84,6 +84,7 @@ def test_call_an_agent_walkthrough():
     assert any(line.startswith("[0] task ") for line in lines)
     waiting = json.loads(text[text.index("\n{\n"):text.index("\n}\n") + 2])
     assert waiting["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert "exit status 3" in lines                     # (send's status: it waits for input)
 
 
 def test_signed_cards_walkthrough(tmp_path):
@@ -120,3 +121,49 @@ def test_signed_cards_walkthrough(tmp_path):
     assert card.returncode == 0 and "signature verified: kid card-key-1, ES256" in card.stderr
     assert check.returncode == 0, check.stdout
     assert "PASS  §8.4.3   the card's signatures verify: kid card-key-1, ES256" in check.stdout
+
+
+def test_tls_walkthrough(tmp_path):
+    """The HTTPS lines as written: openssl makes a throw-away CA, a server
+    certificate for 127.0.0.1 and alice's client certificate; the demo
+    serves mutual TLS with them; curl and the client's list call it."""
+    from harness import free_port, need
+    need("openssl", "the walkthrough makes its certificates with openssl")
+    text = open(f"{ROOT}/README.md", encoding="utf-8").read()
+    block = re.search(r"```bash\n(.*?)```", text.split("## HTTPS and mutual TLS")[1],
+                      re.S).group(1)
+    lines = [line.split("  #")[0].strip() for line in block.strip().splitlines()]
+    made = [line for line in lines if line.startswith("openssl ")]
+    assert len(made) == 5 and lines[:5] == made
+    port = free_port()
+
+    def here(line):
+        return line.replace("127.0.0.1:8000", f"127.0.0.1:{port}").replace(
+            "python3 a2a_min.py", f"{sys.executable} {ROOT}/a2a_min.py")
+    for line in made:
+        subprocess.run(["bash", "-c", line], cwd=tmp_path, check=True, capture_output=True,
+                       timeout=60)
+    serving = [line for line in lines if "--tls-client-ca" in line]
+    assert len(serving) == 1
+    server = subprocess.Popen(["bash", "-c", f"exec {here(serving[0])} --port {port}"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        assert f"https://127.0.0.1:{port}/" in server.stdout.readline()
+        curl = subprocess.run(["bash", "-c", here(lines[7])], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60)
+        listed = subprocess.run(["bash", "-c", here(lines[8])], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=60)
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert lines[7].startswith("curl ") and lines[8].startswith("python3 a2a_min.py list ")
+    assert json.loads(curl.stdout)["tasks"] == [], (curl.stdout, curl.stderr)
+    assert listed.returncode == 0 and listed.stdout == "no tasks\n", listed
+
+
+def test_the_keys_the_readme_makes_are_not_committed():
+    """The signing and TLS lines write keys into the working directory,
+    often a checkout: git ignores them."""
+    patterns = open(f"{ROOT}/.gitignore", encoding="utf-8").read().split()
+    assert "*.pem" in patterns and "*.key" in patterns

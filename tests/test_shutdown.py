@@ -5,6 +5,7 @@ that own their signals call server.shutdown(grace) themselves (in-process
 test at the end). Also server.stats(), the counters behind every limit."""
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -136,3 +137,95 @@ def test_a2a_grpc_stops_on_sigterm_and_exits_0():
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
+
+
+# -- Ctrl-C, as a person presses it (issue 33) -------------------------------------------------
+
+def demo_process(port, *args):
+    """The demo (main()) on ``port``, its program sleeping: a turn that runs."""
+    from harness import need
+    need("sleep", "the demo's agent here is the sleep program (serve --exec)")
+    proc = subprocess.Popen([sys.executable, "a2a_min.py", "--port", str(port), *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "Ctrl-C stops" in proc.stdout.readline()
+    return proc
+
+
+@pytest.mark.parametrize("host", ["threads", "asyncio"])
+def test_ctrl_c_says_what_it_waits_for_and_a_second_stops_at_once(host):
+    port = free_port()
+    proc = demo_process(port, "--server", host, "--exec", "sleep 60")
+    try:
+        exchange(port, request("SendMessage", {"message": user_message("x"), "configuration": {
+            "returnImmediately": True}}), until=b"}}", timeout=10)
+        time.sleep(0.5)                                # (the program started)
+        proc.send_signal(signal.SIGINT)
+        said = proc.stderr.readline() or proc.stderr.readline()
+        said += proc.stderr.readline() if not said.strip() else ""
+        assert "stopping: waiting up to 10 s for 1 running task; Ctrl-C again to stop now" \
+            in said, said
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(10)
+        rest = proc.stderr.read()
+        assert time.monotonic() - started < 5              # at once, not after the grace
+        assert code == 130 and "Traceback" not in rest, rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+
+
+def client_stream(port, text="x"):
+    proc = subprocess.Popen([sys.executable, "a2a_min.py", "send", f"http://127.0.0.1:{port}",
+                             text, "--stream"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+    while not any("started" in line for line in lines):
+        line = proc.stdout.readline()
+        assert line, (lines, proc.stderr.read())
+        lines.append(line)
+    return proc, lines
+
+
+def test_ctrl_c_in_send_stream_says_how_to_follow_or_cancel_the_task():
+    port = free_port()
+    server = demo_process(port, "--exec", "sh -c 'echo started; echo waiting; sleep 60'")
+    try:
+        proc, lines = client_stream(port)
+        task_id = lines[0].split()[2]
+        last = lines[-1].split("]")[0].lstrip("[")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        assert proc.returncode == 130 and "Traceback" not in err, err
+        url = f"http://127.0.0.1:{port}"
+        assert f"a2a_min.py watch {url} {task_id} --last-event-id {last}" in err, err
+        assert f"a2a_min.py cancel {url} {task_id}" in err, err
+        # The line runs as printed: cancel stops the task.
+        cancel = err.split("stop it:")[1].strip().replace("python3 ", sys.executable + " ", 1)
+        done = subprocess.run(cancel, shell=True, cwd=ROOT, capture_output=True, text=True,
+                              timeout=30)
+        assert "CANCELED" in done.stdout, done
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(15)
+
+
+@pytest.mark.parametrize("host", ["threads", "asyncio"])
+def test_a_stream_cut_by_a_server_shutdown_says_so_and_how_to_resume(host):
+    port = free_port()
+    server = demo_process(port, "--server", host, "--exec",
+                          "sh -c 'echo started; echo waiting; sleep 3'")
+    try:
+        proc, lines = client_stream(port)
+        task_id = lines[0].split()[2]
+        server.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=40)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait(15)
+    assert proc.returncode == 1 and "Traceback" not in err, err
+    assert "shutting down or restarting" in err, err
+    assert re.search(rf"a2a_min\.py watch http://127\.0\.0\.1:{port} {task_id} "
+                     r"--last-event-id \d+", err), err

@@ -428,6 +428,40 @@ def test_the_command_line_over_mutual_tls_and_its_curl_lines(mtls_host, pki):
         assert says in err.getvalue() and err.getvalue().count("\n") == 1, err.getvalue()
 
 
+def test_check_over_mutual_tls_with_and_without_a_client_certificate(pki):
+    """check URL --cacert: the card is public, the rest needs a certificate:
+    one line saying so, SKIPs, no FAIL. With --cert and --key it checks
+    everything, and a FAIL's curl line carries the three files."""
+    import io
+    import a2a_client
+    server = a2a_min.demo_server(authenticate=a2a_min.MutualTlsAuth(), push_notifications=True)
+    server.store.put_config = lambda task_id, config, limit: None     # (a config forgotten)
+    host = TlsHost(server, "threads", server_tls(pki, client_ca=str(pki / "ca.pem")))
+    url = f"https://127.0.0.1:{host.port}"
+    files = ["--cacert", str(pki / "ca.pem"), "--cert", str(pki / "alice.pem"),
+             "--key", str(pki / "alice.key")]
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        status = a2a_client.main(["check", url, *files[:2]], out, err)
+        without = out.getvalue()
+        out = io.StringIO()
+        with_cert = a2a_client.main(["check", url, *files], out, err), out.getvalue()
+        reproduce = [line for line in with_cert[1].splitlines() if "reproduce:" in line]
+        need("curl", "running the printed curl line needs curl")
+        done = subprocess.run(["bash", "-c", reproduce[-1].split("reproduce: ", 1)[1]],
+                              capture_output=True, text=True, timeout=30)
+    finally:
+        host.close()
+    assert status == 0 and "FAIL" not in without, without
+    assert [line for line in without.splitlines() if line.startswith("this agent needs")] == [
+        "this agent needs credentials: a client certificate (mtls): --cert FILE --key FILE "
+        "(what needs them is skipped)"], without
+    assert with_cert[0] == 1, with_cert[1]
+    assert reproduce and all(("curl -sS " + " ".join(files) + " https://") in line
+                             for line in reproduce), with_cert[1]
+    assert done.returncode == 0 and "UNAUTHENTICATED" not in done.stdout, done
+
+
 # -- gRPC over TLS ---------------------------------------------------------------------
 
 @pytest.fixture
