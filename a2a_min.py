@@ -2800,6 +2800,9 @@ class Server:
                     field="message.contextId")
             context_id = task.get("contextId")
         else:
+            circuit = getattr(self.store, "_circuit", None)
+            if circuit is not None and circuit.down:    # no agent works for a store that is away
+                circuit.check()
             task = None
             task_id = self._new_id()   # task ids are always the server's (section 3.1.1)
             context_id = message.get("contextId") or self._new_id()
@@ -3299,8 +3302,12 @@ class Server:
             channels = list(self._channels.values())
             workers = self._workers.count if self._workers else 0
         hosts = {name: gauge() for name, gauge in list(self._gauges.items())}
+        try:
+            store = self.store.stats() if hasattr(self.store, "stats") else {}
+        except Exception as error:      # (a store that cannot say now: never the caller's error)
+            store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
         return {
-            "store": self.store.stats() if hasattr(self.store, "stats") else {},
+            "store": store,
             "live_tasks": len(channels),
             "agent_threads": workers,
             "refused": dict(self._refusals),
@@ -3320,9 +3327,16 @@ class Server:
     def _report(self):
         """The periodic log line: what changed since the last one. Written by
         whichever request comes first once the interval has passed (no thread
-        of its own: an idle server has nothing new to say)."""
+        of its own: an idle server has nothing new to say); whatever fails
+        in it is logged, never that request's (it has no answer to give)."""
         interval = self.limits["stats_interval"]
         self._next_report = time.monotonic() + interval if interval else float("inf")
+        try:
+            self._write_report()
+        except Exception:
+            _log().exception("the stats line failed")
+
+    def _write_report(self):
         flat = {}
         stats = self.stats()
         for section in ("store", "refused", "hosts"):
@@ -5315,14 +5329,17 @@ class SQLiteStore(_Bounds):
     and ``replay_buffer_bytes`` bound each task's event log, ``lease_ttl``
     is how long a process's claim on a running task lasts unrenewed.
 
-    A file that cannot be written (read-only) still serves reads; each write
-    then raises InternalError, as it does when the disk is full.
+    A file opened read-only still serves reads; each write then raises
+    InternalError. A file that stops taking writes while the store runs (it
+    became read-only, its disk is full or failing) is an outage (see
+    _Circuit): reads go on, writes are refused at once with ServerBusyError
+    while it lasts, and one write every ``probe_every`` seconds tries.
     """
 
     shared = True                   # other processes may write the same tasks
 
     def __init__(self, path, *, durable=False, busy_timeout=5.0, connections=16,
-                 commit_delay=0.0005, **limits):
+                 commit_delay=0.0005, probe_every=1.0, **limits):
         import sqlite3
         path = os.fspath(path)
         if path.startswith("sqlite:"):
@@ -5353,6 +5370,8 @@ class SQLiteStore(_Bounds):
         self._here = threading.local()      # .no_wait: inside not_waiting() on this thread
         self._statements = {}               # (rows, callers) -> _SQL_INSERT_AT_ONCE for them (at most 64 x 64)
         self._complained = 0.0              # when a failed write was last logged
+        self._circuit = _Circuit(f"the task store {os.path.basename(path)}",
+                                 "cannot be written right now", probe_every, busy_timeout + 1.0)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise RuntimeError(f"the directory {folder} does not exist: create it, or choose "
@@ -5520,9 +5539,15 @@ class SQLiteStore(_Bounds):
         thread when it does (_here_unless_it_waits)."""
         return _NotWaiting(self._here)
 
-    def _may_wait(self):
+    def _may_wait(self, wait=True):
+        """Before a write: _WouldWait inside not_waiting(); while the file
+        takes no writes, refused at once (or a probe, never on an event loop)."""
         if self._refusing():
             raise _WouldWait()
+        if self._circuit.down:
+            if not wait:
+                raise _WouldWait()
+            self._circuit.admit()
 
     def _refusing(self):
         """Whether this thread is inside not_waiting()."""
@@ -5577,6 +5602,8 @@ class SQLiteStore(_Bounds):
                 if db.in_transaction:
                     db.execute("COMMIT")
                 group.unchecked += len(batch)
+                if self._circuit.down:      # a probe's write went through: the file is back
+                    self._circuit.closed()
             except BaseException as error:
                 try:
                     if db.in_transaction:
@@ -5702,9 +5729,11 @@ class SQLiteStore(_Bounds):
         happened without the path; the log says where, and what to do."""
         text = str(error)
         name = os.path.basename(self.path)
+        outage = not self.read_only         # (a file opened read-only is no outage: it is so)
         if "malformed" in text or "not a database" in text:
             problem, fix = "is damaged", ("stop the server, move the file aside and restore "
                                           "it from a backup (or start on a new file)")
+            outage = False
         elif "readonly" in text or "read-only" in text:
             problem, fix = "is read-only", ("make the file and its directory writable by the "
                                             "server's user, or use another file")
@@ -5715,8 +5744,14 @@ class SQLiteStore(_Bounds):
             return ServerBusyError(
                 f"the task store stayed locked by another process for {self.busy_timeout} s; "
                 "try again shortly")
+        elif "disk I/O error" in text or "unable to open" in text:
+            problem, fix = "cannot be written", "look at the disk and the file system"
         else:
             problem, fix = "failed", "look at the server log"
+            outage = False
+        if outage:                          # said once by the circuit, answered SERVER_BUSY
+            self._circuit.opened(f"{self.path} {problem}: {fix}; {text}")
+            return self._circuit.refusal()
         now = time.monotonic()
         if now - self._complained > 60:       # once a minute: a full disk is not to fill the log
             self._complained = now
@@ -5804,7 +5839,7 @@ class SQLiteStore(_Bounds):
         process's, or another's), raise _WouldWait, having written nothing.
         How an event loop commits what its turns ended with in one pass
         (_LoopCommits)."""
-        self._may_wait()
+        self._may_wait(wait)
         outcomes, works = [None] * len(calls), []
         for i, args in enumerate(calls):
             try:
@@ -5884,7 +5919,7 @@ class SQLiteStore(_Bounds):
         folded whole and starts again from its beginning, instead of growing
         while writers keep adding to it."""
         group = self._writing()
-        if group.unchecked < _CHECKPOINT_AFTER:
+        if group.unchecked < _CHECKPOINT_AFTER or self._circuit.down:
             return
         import sqlite3
         with group.turn:
@@ -6173,7 +6208,8 @@ class SQLiteStore(_Bounds):
                 "(SELECT count(*) FROM callers WHERE caller <> '') FROM callers "
                 "WHERE caller = ''").fetchone()
         return {"tasks": tasks, "bytes": size, "idle": idle, "callers": callers,
-                "max_tasks": self.max_tasks, "max_bytes": self.max_bytes}
+                "max_tasks": self.max_tasks, "max_bytes": self.max_bytes,
+                **self._circuit.stats()}
 
     # -- push notification configs: stored with the task, deleted with it -------------
 
@@ -6410,7 +6446,92 @@ class _SQLiteWrite:
                 group.turn.release()
         if isinstance(error, sqlite3.OperationalError):
             raise store._failed(error) from error
+        if kind is None and store._circuit.down:    # a probe's write went through: back
+            store._circuit.closed()
         return False
+
+
+# An outage: a shared store's database cannot be reached, or its file cannot
+# be written (read-only, full, failing). Every request that needs it would
+# otherwise try, and wait (for a connection, for a lock, for write_wait), and
+# fail; and each failure would be logged. So a store keeps a circuit: the
+# first failure opens it (one WARNING); while it is open, what needs the
+# store is refused at once (ServerBusyError: HTTP 503 with Retry-After),
+# except one attempt at a time, every ``probe_every`` seconds, made for real
+# (the probe); the first that works closes it (one INFO). stats() counts the
+# outages and the requests refused during them. While it is closed, it costs
+# the store one attribute test.
+
+class _Circuit:
+    """Whether a store's database is known to be down, for the threads of one
+    process. ``what`` names the store in the log and in the answers, and
+    ``state`` says what is wrong ("cannot be reached right now"); ``every``:
+    seconds between two probes (and the Retry-After of a refusal);
+    ``patience``: seconds after which a probe that has not said how it went
+    is taken as lost, and another may begin."""
+
+    __slots__ = ("what", "state", "every", "patience", "lock", "down", "since", "why",
+                 "probe_at", "outages", "refused")
+
+    def __init__(self, what, state, every, patience):
+        self.what, self.state, self.every, self.patience = what, state, every, patience
+        self.lock = threading.Lock()
+        self.down = False           # read without the lock: all a request pays while it is up
+        self.since = self.probe_at = 0.0
+        self.why = ""
+        self.outages = self.refused = 0
+
+    def admit(self):
+        """While down: return if this thread is to probe (try for real),
+        else raise the refusal at once."""
+        now = time.monotonic()
+        with self.lock:
+            if self.down and now < self.probe_at:
+                self.refused += 1
+                raise self.refusal()
+            self.probe_at = now + self.patience         # (the others are refused meanwhile)
+
+    def check(self):
+        """While down, and no probe is due: the refusal, at once (for work
+        whose outcome the store could not keep: an agent's new turn)."""
+        if self.down and time.monotonic() < self.probe_at:
+            with self.lock:
+                self.refused += 1
+            raise self.refusal()
+
+    def refusal(self):
+        """The error a request gets while the store is down (its ``why`` is for the log)."""
+        wait = max(1, round(self.every))
+        error = ServerBusyError(f"{self.what} {self.state}; try again in {wait} s")
+        error.retry_after = wait
+        return error
+
+    def opened(self, why):
+        """The store failed as in an outage: open the circuit (said once), or
+        keep it open; the next probe in ``every`` seconds."""
+        now = time.monotonic()
+        with self.lock:
+            self.probe_at = now + self.every
+            if self.down:
+                return
+            self.down, self.since, self.why = True, now, why
+            self.outages += 1
+        _log().warning("%s %s (%s): what needs it is answered SERVER_BUSY (503, Retry-After) "
+                       "at once until it is back; trying it again every %g s", self.what,
+                       self.state, why, self.every)
+
+    def closed(self):
+        """The store worked again: close the circuit (said once)."""
+        with self.lock:
+            if not self.down:
+                return
+            self.down = False
+            took = time.monotonic() - self.since
+        _log().info("%s is back after %.1f s (%d requests refused meanwhile)", self.what, took,
+                    self.refused)
+
+    def stats(self):
+        return {"outages": self.outages, "refused_while_down": self.refused, "down": self.down}
 
 
 def open_store(location=None, **limits):
@@ -6515,6 +6636,8 @@ class _StoreWatch:
                     server.store.renew(server._holder())
                     for task_id, owner in server.store.expired():
                         self._abandoned(server, task_id, owner)
+            except ServerBusyError:            # busy, or down (the store says so, once)
+                closing.wait(1.0)
             except Exception:                  # the store failed: say so, go on
                 _log().exception("watching the shared task store failed")
                 closing.wait(1.0)
