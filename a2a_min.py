@@ -5371,7 +5371,7 @@ class SQLiteStore(_Bounds):
         self._statements = {}               # (rows, callers) -> _SQL_INSERT_AT_ONCE for them (at most 64 x 64)
         self._complained = 0.0              # when a failed write was last logged
         self._circuit = _Circuit(f"the task store {os.path.basename(path)}",
-                                 "cannot be written right now", probe_every, busy_timeout + 1.0)
+                                 "cannot be written right now", self._probe, probe_every)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise RuntimeError(f"the directory {folder} does not exist: create it, or choose "
@@ -5547,11 +5547,36 @@ class SQLiteStore(_Bounds):
         if self._circuit.down:
             if not wait:
                 raise _WouldWait()
-            self._circuit.admit()
+            self._circuit.check()
 
     def _refusing(self):
         """Whether this thread is inside not_waiting()."""
         return getattr(self._here, "no_wait", False)
+
+    def _probe(self):
+        """Whether the file takes writes again (see _Circuit): a write that
+        changes nothing (the header's user_version, written again: SQLite
+        skips a row written as it was), committed; the store's error if it
+        fails."""
+        import sqlite3
+        if self._refusing():
+            raise _WouldWait()              # (it may wait for a lock: not on an event loop)
+        group = self._writing()
+        with group.turn:
+            db = self._group_db(group)
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+                db.execute(f"PRAGMA user_version = {int(version)}")
+                db.execute("COMMIT")
+            except sqlite3.Error as error:
+                try:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                except sqlite3.Error:       # the connection is in no state to go on
+                    group.db = None
+                    db.close()
+                raise self._failed(error) from None
 
     def _writing(self):
         """This process's _WriteGroup (a new one after a fork: the parent's
@@ -5602,8 +5627,6 @@ class SQLiteStore(_Bounds):
                 if db.in_transaction:
                     db.execute("COMMIT")
                 group.unchecked += len(batch)
-                if self._circuit.down:      # a probe's write went through: the file is back
-                    self._circuit.closed()
             except BaseException as error:
                 try:
                     if db.in_transaction:
@@ -5751,7 +5774,7 @@ class SQLiteStore(_Bounds):
             outage = False
         if outage:                          # said once by the circuit, answered SERVER_BUSY
             self._circuit.opened(f"{self.path} {problem}: {fix}; {text}")
-            return self._circuit.refusal()
+            return self._circuit.refusal(f"{problem} right now")
         now = time.monotonic()
         if now - self._complained > 60:       # once a minute: a full disk is not to fill the log
             self._complained = now
@@ -6446,8 +6469,6 @@ class _SQLiteWrite:
                 group.turn.release()
         if isinstance(error, sqlite3.OperationalError):
             raise store._failed(error) from error
-        if kind is None and store._circuit.down:    # a probe's write went through: back
-            store._circuit.closed()
         return False
 
 
@@ -6456,72 +6477,78 @@ class _SQLiteWrite:
 # otherwise try, and wait (for a connection, for a lock, for write_wait), and
 # fail; and each failure would be logged. So a store keeps a circuit: the
 # first failure opens it (one WARNING); while it is open, what needs the
-# store is refused at once (ServerBusyError: HTTP 503 with Retry-After),
-# except one attempt at a time, every ``probe_every`` seconds, made for real
-# (the probe); the first that works closes it (one INFO). stats() counts the
-# outages and the requests refused during them. While it is closed, it costs
-# the store one attribute test.
+# store is refused at once (ServerBusyError: HTTP 503 with Retry-After). One
+# request every ``probe_every`` seconds first tries the store with the
+# store's own small probe (a new connection; a write that changes nothing),
+# never with a client's work: if it works the outage is over (one INFO) and
+# that request goes on. stats() counts the outages and the requests refused
+# during them. While the store is up, the circuit costs one attribute test.
 
 class _Circuit:
     """Whether a store's database is known to be down, for the threads of one
     process. ``what`` names the store in the log and in the answers, and
-    ``state`` says what is wrong ("cannot be reached right now"); ``every``:
-    seconds between two probes (and the Retry-After of a refusal);
-    ``patience``: seconds after which a probe that has not said how it went
-    is taken as lost, and another may begin."""
+    ``state`` says what is wrong ("cannot be reached right now");
+    ``probe()``, the store's, raises while it is still down; ``every``:
+    seconds between two probes (and the Retry-After of a refusal)."""
 
-    __slots__ = ("what", "state", "every", "patience", "lock", "down", "since", "why",
+    __slots__ = ("what", "state", "probe", "every", "lock", "down", "since", "why",
                  "probe_at", "outages", "refused")
 
-    def __init__(self, what, state, every, patience):
-        self.what, self.state, self.every, self.patience = what, state, every, patience
+    def __init__(self, what, state, probe, every):
+        self.what, self.state, self.probe, self.every = what, state, probe, every
         self.lock = threading.Lock()
         self.down = False           # read without the lock: all a request pays while it is up
         self.since = self.probe_at = 0.0
         self.why = ""
         self.outages = self.refused = 0
 
-    def admit(self):
-        """While down: return if this thread is to probe (try for real),
-        else raise the refusal at once."""
+    def check(self):
+        """Before work that needs the store, while it is down: the refusal, at
+        once; but one thread every ``every`` seconds probes first, and goes
+        on if the store is back."""
         now = time.monotonic()
         with self.lock:
-            if self.down and now < self.probe_at:
+            if not self.down:
+                return
+            if now < self.probe_at:
                 self.refused += 1
                 raise self.refusal()
-            self.probe_at = now + self.patience         # (the others are refused meanwhile)
-
-    def check(self):
-        """While down, and no probe is due: the refusal, at once (for work
-        whose outcome the store could not keep: an agent's new turn)."""
-        if self.down and time.monotonic() < self.probe_at:
+            self.probe_at = float("inf")        # one probe at a time: the others are refused
+        try:
+            self.probe()
+        except Exception:                       # still down
             with self.lock:
                 self.refused += 1
-            raise self.refusal()
+                self.probe_at = time.monotonic() + self.every
+            raise self.refusal() from None
+        except BaseException:                   # (not here: another thread may try at once)
+            self.probe_at = now
+            raise
+        self.closed()
 
-    def refusal(self):
-        """The error a request gets while the store is down (its ``why`` is for the log)."""
+    def refusal(self, state=None):
+        """The error a request gets while the store is down (its ``why`` is
+        for the log); ``state``: what is wrong, if more is known."""
         wait = max(1, round(self.every))
-        error = ServerBusyError(f"{self.what} {self.state}; try again in {wait} s")
+        error = ServerBusyError(f"{self.what} {state or self.state}; try again in {wait} s")
         error.retry_after = wait
         return error
 
     def opened(self, why):
         """The store failed as in an outage: open the circuit (said once), or
-        keep it open; the next probe in ``every`` seconds."""
-        now = time.monotonic()
+        keep it open."""
         with self.lock:
-            self.probe_at = now + self.every
             if self.down:
                 return
-            self.down, self.since, self.why = True, now, why
+            self.down, self.since, self.why = True, time.monotonic(), why
+            self.probe_at = self.since + self.every
             self.outages += 1
         _log().warning("%s %s (%s): what needs it is answered SERVER_BUSY (503, Retry-After) "
                        "at once until it is back; trying it again every %g s", self.what,
                        self.state, why, self.every)
 
     def closed(self):
-        """The store worked again: close the circuit (said once)."""
+        """The store works again: close the circuit (said once)."""
         with self.lock:
             if not self.down:
                 return

@@ -259,7 +259,7 @@ class PostgresStore(a2a_min._Bounds):
         self._keys = {}                     # owner or caller -> a2a_min._key() of it
         self._complained = 0.0
         self._circuit = a2a_min._Circuit("the task store (PostgreSQL)", "cannot be reached right "
-                                         "now", probe_every, connect_timeout + statement_timeout)
+                                         "now", self._probe, probe_every)
         self._migrate()
 
     # -- connections ---------------------------------------------------------------
@@ -284,8 +284,6 @@ class PostgresStore(a2a_min._Bounds):
         except BaseException:
             conn.close()
             raise
-        if self._circuit.down:
-            self._circuit.closed()
         conn.slot = random.randrange(_SLOTS)        # the a2a_counts rows it adds to
         conn.idle_since = time.monotonic()
         return conn
@@ -295,9 +293,8 @@ class PostgresStore(a2a_min._Bounds):
         return a2a_min._Lent(self)          # (it calls _borrow and _give_back)
 
     def _borrow(self):
-        probe = self._circuit.down          # known away: refused at once, or the one to try
-        if probe:
-            self._circuit.admit()
+        if self._circuit.down:              # known away: refused at once (or it is back)
+            self._circuit.check()
         pid = os.getpid()
         with self._lock:
             owner, idle = self._idle
@@ -315,7 +312,7 @@ class PostgresStore(a2a_min._Bounds):
         try:
             while True:
                 with self._lock:
-                    conn = idle.pop() if idle and not probe else None
+                    conn = idle.pop() if idle else None
                 if conn is None:
                     return self._connect()
                 if time.monotonic() - conn.idle_since < _FRESH or self._answers(conn):
@@ -324,6 +321,18 @@ class PostgresStore(a2a_min._Bounds):
         except BaseException:
             lendable.release()
             raise
+
+    def _probe(self):
+        """Whether the database is back (see a2a_min._Circuit): a new
+        connection, kept idle in place of those from before the outage."""
+        conn = self._connect()
+        with self._lock:
+            owner, idle = self._idle
+            if owner == os.getpid():
+                stale, idle[:] = idle[:], [conn]
+                conn = None
+        for old in stale if conn is None else [conn]:
+            old.close()
 
     @staticmethod
     def _answers(conn):
