@@ -6492,13 +6492,13 @@ class _Circuit:
     seconds between two probes (and the Retry-After of a refusal)."""
 
     __slots__ = ("what", "state", "probe", "every", "lock", "down", "since", "why",
-                 "probe_at", "outages", "refused")
+                 "probe_at", "back_at", "outages", "refused")
 
     def __init__(self, what, state, probe, every):
         self.what, self.state, self.probe, self.every = what, state, probe, every
         self.lock = threading.Lock()
         self.down = False           # read without the lock: all a request pays while it is up
-        self.since = self.probe_at = 0.0
+        self.since = self.probe_at = self.back_at = 0.0
         self.why = ""
         self.outages = self.refused = 0
 
@@ -6534,11 +6534,12 @@ class _Circuit:
         error.retry_after = wait
         return error
 
-    def opened(self, why):
+    def opened(self, why, began=None):
         """The store failed as in an outage: open the circuit (said once), or
-        keep it open."""
+        keep it open. ``began``: when the attempt that failed began (one
+        that began before the store was back says nothing new)."""
         with self.lock:
-            if self.down:
+            if self.down or began is not None and began < self.back_at:
                 return
             self.down, self.since, self.why = True, time.monotonic(), why
             self.probe_at = self.since + self.every
@@ -6553,7 +6554,8 @@ class _Circuit:
             if not self.down:
                 return
             self.down = False
-            took = time.monotonic() - self.since
+            self.back_at = time.monotonic()
+            took = self.back_at - self.since
         _log().info("%s is back after %.1f s (%d requests refused meanwhile)", self.what, took,
                     self.refused)
 

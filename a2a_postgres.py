@@ -269,13 +269,14 @@ class PostgresStore(a2a_min._Bounds):
         database is away (an outage), or back."""
         import psycopg
         from psycopg import sql
+        began = time.monotonic()
         try:
             conn = psycopg.connect(self.url, autocommit=True,
                                    connect_timeout=max(1, round(self.connect_timeout)))
         except psycopg.OperationalError as error:
             self._circuit.opened(f"{_safe_url(self.url)}, schema {self.schema}: "
                                  f"{str(error).strip()}; start it, or check the URL and the "
-                                 "network")
+                                 "network", began)
             raise
         try:
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
@@ -374,9 +375,9 @@ class PostgresStore(a2a_min._Bounds):
         elif isinstance(error, psycopg.errors.DiskFull):
             problem, fix = "is out of disk", "free space on the database server"
         elif isinstance(error, psycopg.OperationalError):
-            if not self._circuit.down:      # (else the outage was said, once)
-                self._complain("cannot be reached", "start it, or check the URL and the "
-                               "network", text)
+            # (Not logged: a database that cannot be reached is an outage, which
+            # its circuit says once; a connection that broke, while new ones
+            # can be made, is not, and the next request gets a new one.)
             return self._circuit.refusal()
         else:
             problem, fix = "failed", "look at the server log"
@@ -951,7 +952,7 @@ class _Listener:
         from psycopg import sql
         backoff = 0.1
         while not self.stopped and os.getpid() == self.pid:
-            conn = None
+            conn, began = None, time.monotonic()
             try:
                 conn = psycopg.connect(self.url, autocommit=True,
                                        connect_timeout=self.connect_timeout)
@@ -968,7 +969,7 @@ class _Listener:
             except psycopg.Error as error:
                 if not self.connected and not self.stopped:     # it cannot connect: away
                     self.circuit.opened(f"{_safe_url(self.url)}: {str(error).strip()}; start "
-                                        "it, or check the URL and the network")
+                                        "it, or check the URL and the network", began)
                 self.connected = False
                 self.heard += 1
                 time.sleep(backoff)
