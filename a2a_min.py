@@ -1075,6 +1075,8 @@ def agent_message(content, **fields):
 #   tidy() / checkpoint()            upkeep that the watch thread does between requests
 #   wake_on(wake)                    call wake() when another process committed (the
 #                                    watch then looks at once, not at its next store_poll)
+#   _circuit                         whether its database is known to be down (_Circuit:
+#                                    refused at once meanwhile; no new turn starts)
 #
 # Versions are how two writers of one task (two requests, perhaps in two
 # processes) never lose an update: each commits the version it read, and the
