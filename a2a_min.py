@@ -1086,6 +1086,8 @@ def agent_message(content, **fields):
 #   tidy() / checkpoint()            upkeep that the watch thread does between requests
 #   wake_on(wake)                    call wake() when another process committed (the
 #                                    watch then looks at once, not at its next store_poll)
+#   _circuit                         whether its database is known to be down (_Circuit:
+#                                    refused at once meanwhile; no new turn starts)
 #
 # Versions are how two writers of one task (two requests, perhaps in two
 # processes) never lose an update: each commits the version it read, and the
@@ -2820,6 +2822,9 @@ class Server:
                     field="message.contextId")
             context_id = task.get("contextId")
         else:
+            circuit = getattr(self.store, "_circuit", None)
+            if circuit is not None and circuit.down:    # no agent works for a store that is away
+                circuit.check()
             task = None
             task_id = self._new_id()   # task ids are always the server's (section 3.1.1)
             context_id = message.get("contextId") or self._new_id()
@@ -3332,8 +3337,12 @@ class Server:
             channels = list(self._channels.values())
             workers = self._workers.count if self._workers else 0
         hosts = {name: gauge() for name, gauge in list(self._gauges.items())}
+        try:
+            store = self.store.stats() if hasattr(self.store, "stats") else {}
+        except Exception as error:      # (a store that cannot say now: never the caller's error)
+            store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
         return {
-            "store": self.store.stats() if hasattr(self.store, "stats") else {},
+            "store": store,
             "live_tasks": len(channels),
             "agent_threads": workers,
             "refused": dict(self._refusals),
@@ -3353,9 +3362,16 @@ class Server:
     def _report(self):
         """The periodic log line: what changed since the last one. Written by
         whichever request comes first once the interval has passed (no thread
-        of its own: an idle server has nothing new to say)."""
+        of its own: an idle server has nothing new to say); whatever fails
+        in it is logged, never that request's (it has no answer to give)."""
         interval = self.limits["stats_interval"]
         self._next_report = time.monotonic() + interval if interval else float("inf")
+        try:
+            self._write_report()
+        except Exception:
+            _log().exception("the stats line failed")
+
+    def _write_report(self):
         flat = {}
         stats = self.stats()
         for section in ("store", "refused", "hosts"):
@@ -5355,14 +5371,17 @@ class SQLiteStore(_Bounds):
     and ``replay_buffer_bytes`` bound each task's event log, ``lease_ttl``
     is how long a process's claim on a running task lasts unrenewed.
 
-    A file that cannot be written (read-only) still serves reads; each write
-    then raises InternalError, as it does when the disk is full.
+    A file opened read-only still serves reads; each write then raises
+    InternalError. A file that stops taking writes while the store runs (it
+    became read-only, its disk is full or failing) is an outage (see
+    _Circuit): reads go on, writes are refused at once with ServerBusyError
+    while it lasts, and one write every ``probe_every`` seconds tries.
     """
 
     shared = True                   # other processes may write the same tasks
 
     def __init__(self, path, *, durable=False, busy_timeout=5.0, connections=16,
-                 commit_delay=0.0005, **limits):
+                 commit_delay=0.0005, probe_every=1.0, **limits):
         import sqlite3
         path = os.fspath(path)
         if path.startswith("sqlite:"):
@@ -5393,6 +5412,8 @@ class SQLiteStore(_Bounds):
         self._here = threading.local()      # .no_wait: inside not_waiting() on this thread
         self._statements = {}               # (rows, callers) -> _SQL_INSERT_AT_ONCE for them (at most 64 x 64)
         self._complained = 0.0              # when a failed write was last logged
+        self._circuit = _Circuit(f"the task store {os.path.basename(path)}",
+                                 "cannot be written right now", self._probe, probe_every)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise RuntimeError(f"the directory {folder} does not exist: create it, or choose "
@@ -5560,13 +5581,44 @@ class SQLiteStore(_Bounds):
         thread when it does (_here_unless_it_waits)."""
         return _NotWaiting(self._here)
 
-    def _may_wait(self):
+    def _may_wait(self, wait=True):
+        """Before a write: _WouldWait inside not_waiting(); while the file
+        takes no writes, refused at once (or a probe, never on an event loop)."""
         if self._refusing():
             raise _WouldWait()
+        if self._circuit.down:
+            if not wait:
+                raise _WouldWait()
+            self._circuit.check()
 
     def _refusing(self):
         """Whether this thread is inside not_waiting()."""
         return getattr(self._here, "no_wait", False)
+
+    def _probe(self):
+        """Whether the file takes writes again (see _Circuit): a write that
+        changes nothing (the header's user_version, written again: SQLite
+        skips a row written as it was), committed; the store's error if it
+        fails."""
+        import sqlite3
+        if self._refusing():
+            raise _WouldWait()              # (it may wait for a lock: not on an event loop)
+        group = self._writing()
+        with group.turn:
+            db = self._group_db(group)
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+                db.execute(f"PRAGMA user_version = {int(version)}")
+                db.execute("COMMIT")
+            except sqlite3.Error as error:
+                try:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                except sqlite3.Error:       # the connection is in no state to go on
+                    group.db = None
+                    db.close()
+                raise self._failed(error) from None
 
     def _writing(self):
         """This process's _WriteGroup (a new one after a fork: the parent's
@@ -5742,9 +5794,11 @@ class SQLiteStore(_Bounds):
         happened without the path; the log says where, and what to do."""
         text = str(error)
         name = os.path.basename(self.path)
+        outage = not self.read_only         # (a file opened read-only is no outage: it is so)
         if "malformed" in text or "not a database" in text:
             problem, fix = "is damaged", ("stop the server, move the file aside and restore "
                                           "it from a backup (or start on a new file)")
+            outage = False
         elif "readonly" in text or "read-only" in text:
             problem, fix = "is read-only", ("make the file and its directory writable by the "
                                             "server's user, or use another file")
@@ -5755,8 +5809,14 @@ class SQLiteStore(_Bounds):
             return ServerBusyError(
                 f"the task store stayed locked by another process for {self.busy_timeout} s; "
                 "try again shortly")
+        elif "disk I/O error" in text or "unable to open" in text:
+            problem, fix = "cannot be written", "look at the disk and the file system"
         else:
             problem, fix = "failed", "look at the server log"
+            outage = False
+        if outage:                          # said once by the circuit, answered SERVER_BUSY
+            self._circuit.opened(f"{self.path} {problem}: {fix}; {text}")
+            return self._circuit.refusal(f"{problem} right now")
         now = time.monotonic()
         if now - self._complained > 60:       # once a minute: a full disk is not to fill the log
             self._complained = now
@@ -5844,7 +5904,7 @@ class SQLiteStore(_Bounds):
         process's, or another's), raise _WouldWait, having written nothing.
         How an event loop commits what its turns ended with in one pass
         (_LoopCommits)."""
-        self._may_wait()
+        self._may_wait(wait)
         outcomes, works = [None] * len(calls), []
         for i, args in enumerate(calls):
             try:
@@ -5924,7 +5984,7 @@ class SQLiteStore(_Bounds):
         folded whole and starts again from its beginning, instead of growing
         while writers keep adding to it."""
         group = self._writing()
-        if group.unchecked < _CHECKPOINT_AFTER:
+        if group.unchecked < _CHECKPOINT_AFTER or self._circuit.down:
             return
         import sqlite3
         with group.turn:
@@ -6213,7 +6273,8 @@ class SQLiteStore(_Bounds):
                 "(SELECT count(*) FROM callers WHERE caller <> '') FROM callers "
                 "WHERE caller = ''").fetchone()
         return {"tasks": tasks, "bytes": size, "idle": idle, "callers": callers,
-                "max_tasks": self.max_tasks, "max_bytes": self.max_bytes}
+                "max_tasks": self.max_tasks, "max_bytes": self.max_bytes,
+                **self._circuit.stats()}
 
     # -- push notification configs: stored with the task, deleted with it -------------
 
@@ -6453,6 +6514,97 @@ class _SQLiteWrite:
         return False
 
 
+# An outage: a shared store's database cannot be reached, or its file cannot
+# be written (read-only, full, failing). Every request that needs it would
+# otherwise try, and wait (for a connection, for a lock, for write_wait), and
+# fail; and each failure would be logged. So a store keeps a circuit: the
+# first failure opens it (one WARNING); while it is open, what needs the
+# store is refused at once (ServerBusyError: HTTP 503 with Retry-After). One
+# request every ``probe_every`` seconds first tries the store with the
+# store's own small probe (a new connection; a write that changes nothing),
+# never with a client's work: if it works the outage is over (one INFO) and
+# that request goes on. stats() counts the outages and the requests refused
+# during them. While the store is up, the circuit costs one attribute test.
+
+class _Circuit:
+    """Whether a store's database is known to be down, for the threads of one
+    process. ``what`` names the store in the log and in the answers, and
+    ``state`` says what is wrong ("cannot be reached right now");
+    ``probe()``, the store's, raises while it is still down; ``every``:
+    seconds between two probes (and the Retry-After of a refusal)."""
+
+    __slots__ = ("what", "state", "probe", "every", "lock", "down", "since", "why",
+                 "probe_at", "back_at", "outages", "refused")
+
+    def __init__(self, what, state, probe, every):
+        self.what, self.state, self.probe, self.every = what, state, probe, every
+        self.lock = threading.Lock()
+        self.down = False           # read without the lock: all a request pays while it is up
+        self.since = self.probe_at = self.back_at = 0.0
+        self.why = ""
+        self.outages = self.refused = 0
+
+    def check(self):
+        """Before work that needs the store, while it is down: the refusal, at
+        once; but one thread every ``every`` seconds probes first, and goes
+        on if the store is back."""
+        now = time.monotonic()
+        with self.lock:
+            if not self.down:
+                return
+            if now < self.probe_at:
+                self.refused += 1
+                raise self.refusal()
+            self.probe_at = float("inf")        # one probe at a time: the others are refused
+        try:
+            self.probe()
+        except Exception:                       # still down
+            with self.lock:
+                self.refused += 1
+                self.probe_at = time.monotonic() + self.every
+            raise self.refusal() from None
+        except BaseException:                   # (not here: another thread may try at once)
+            self.probe_at = now
+            raise
+        self.closed()
+
+    def refusal(self, state=None):
+        """The error a request gets while the store is down (its ``why`` is
+        for the log); ``state``: what is wrong, if more is known."""
+        wait = max(1, round(self.every))
+        error = ServerBusyError(f"{self.what} {state or self.state}; try again in {wait} s")
+        error.retry_after = wait
+        return error
+
+    def opened(self, why, began=None):
+        """The store failed as in an outage: open the circuit (said once), or
+        keep it open. ``began``: when the attempt that failed began (one
+        that began before the store was back says nothing new)."""
+        with self.lock:
+            if self.down or began is not None and began < self.back_at:
+                return
+            self.down, self.since, self.why = True, time.monotonic(), why
+            self.probe_at = self.since + self.every
+            self.outages += 1
+        _log().warning("%s %s (%s): what needs it is answered SERVER_BUSY (503, Retry-After) "
+                       "at once until it is back; trying it again every %g s", self.what,
+                       self.state, why, self.every)
+
+    def closed(self):
+        """The store works again: close the circuit (said once)."""
+        with self.lock:
+            if not self.down:
+                return
+            self.down = False
+            self.back_at = time.monotonic()
+            took = self.back_at - self.since
+        _log().info("%s is back after %.1f s (%d requests refused meanwhile)", self.what, took,
+                    self.refused)
+
+    def stats(self):
+        return {"outages": self.outages, "refused_while_down": self.refused, "down": self.down}
+
+
 def open_store(location=None, **limits):
     """The store a location names: None or "" for none (the Server then keeps
     its tasks in memory), a file name or an ``sqlite:`` URL for an SQLiteStore
@@ -6555,6 +6707,8 @@ class _StoreWatch:
                     server.store.renew(server._holder())
                     for task_id, owner in server.store.expired():
                         self._abandoned(server, task_id, owner)
+            except ServerBusyError:            # busy, or down (the store says so, once)
+                closing.wait(1.0)
             except Exception:                  # the store failed: say so, go on
                 _log().exception("watching the shared task store failed")
                 closing.wait(1.0)

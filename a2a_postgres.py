@@ -63,9 +63,14 @@ Connections. Each process opens at most ``pool`` connections, lent to one
 thread at a time, plus the one that listens; a request that finds them all
 lent waits ``pool_timeout`` seconds and is then answered ServerBusyError. A
 connection made before os.fork() is never used (nor closed) in the child.
-A connection that broke is closed and replaced on next use; while the
-database is away, requests get ServerBusyError (HTTP 503 with Retry-After)
-naming the database, and streams go on waiting and resume once it is back.
+A connection that broke is closed and replaced on next use. A database that
+cannot be connected to is an outage (a2a_min's _Circuit): one WARNING says
+so, and while it lasts requests get ServerBusyError (HTTP 503 with
+Retry-After) at once, without trying; one connection is tried every
+``probe_every`` seconds, and the first that works ends it (one INFO). A turn
+of an agent that was running waits up to ``write_wait`` for it to end, and
+streams go on waiting and resume once it is back. stats() counts the
+outages and the requests refused during them.
 
 Schema versions. The schema records its version in ``a2a_meta``; a store
 brings an older schema forward at start, step by step, inside one
@@ -211,8 +216,10 @@ class PostgresStore(a2a_min._Bounds):
     ``pool_timeout``: seconds a request waits for one (then ServerBusyError);
     ``connect_timeout`` and ``statement_timeout``: seconds, for each
     connection and each statement (a statement past it is canceled, and the
-    request answered ServerBusyError); ``write_wait``: seconds a write waits
-    for a database that went away to come back. ``listen``: wake streams by
+    request answered ServerBusyError); ``write_wait``: seconds a write of a
+    running task waits for a database that went away to come back;
+    ``probe_every``: seconds between two tries to connect while it is away
+    (the rest is refused at once). ``listen``: wake streams by
     LISTEN/NOTIFY (default: yes, except on AWS Lambda); ``poll``: seconds
     between two looks at the store when no notification came. The limits
     are a2a_min.TaskStore's.
@@ -221,7 +228,8 @@ class PostgresStore(a2a_min._Bounds):
     shared = True                   # other processes may write the same tasks
 
     def __init__(self, url, *, schema="public", pool=8, pool_timeout=5.0, connect_timeout=5.0,
-                 statement_timeout=10.0, write_wait=10.0, listen=None, poll=1.0, **limits):
+                 statement_timeout=10.0, write_wait=10.0, listen=None, poll=1.0, probe_every=1.0,
+                 **limits):
         try:
             import psycopg  # noqa: F401
         except ImportError:
@@ -250,15 +258,26 @@ class PostgresStore(a2a_min._Bounds):
         self._asked = 0                     # changed() without a listener: how often it was
         self._keys = {}                     # owner or caller -> a2a_min._key() of it
         self._complained = 0.0
+        self._circuit = a2a_min._Circuit("the task store (PostgreSQL)", "cannot be reached right "
+                                         "now", self._probe, probe_every)
         self._migrate()
 
     # -- connections ---------------------------------------------------------------
 
     def _connect(self):
+        """A new connection. Whether one can be made is what says that the
+        database is away (an outage), or back."""
         import psycopg
         from psycopg import sql
-        conn = psycopg.connect(self.url, autocommit=True,
-                               connect_timeout=max(1, round(self.connect_timeout)))
+        began = time.monotonic()
+        try:
+            conn = psycopg.connect(self.url, autocommit=True,
+                                   connect_timeout=max(1, round(self.connect_timeout)))
+        except psycopg.OperationalError as error:
+            self._circuit.opened(f"{_safe_url(self.url)}, schema {self.schema}: "
+                                 f"{str(error).strip()}; start it, or check the URL and the "
+                                 "network", began)
+            raise
         try:
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
             conn.execute(sql.SQL("SET statement_timeout TO {}").format(
@@ -275,6 +294,8 @@ class PostgresStore(a2a_min._Bounds):
         return a2a_min._Lent(self)          # (it calls _borrow and _give_back)
 
     def _borrow(self):
+        if self._circuit.down:              # known away: refused at once (or it is back)
+            self._circuit.check()
         pid = os.getpid()
         with self._lock:
             owner, idle = self._idle
@@ -301,6 +322,18 @@ class PostgresStore(a2a_min._Bounds):
         except BaseException:
             lendable.release()
             raise
+
+    def _probe(self):
+        """Whether the database is back (see a2a_min._Circuit): a new
+        connection, kept idle in place of those from before the outage."""
+        conn = self._connect()
+        with self._lock:
+            owner, idle = self._idle
+            if owner == os.getpid():
+                stale, idle[:] = idle[:], [conn]
+                conn = None
+        for old in stale if conn is None else [conn]:
+            old.close()
 
     @staticmethod
     def _answers(conn):
@@ -342,10 +375,10 @@ class PostgresStore(a2a_min._Bounds):
         elif isinstance(error, psycopg.errors.DiskFull):
             problem, fix = "is out of disk", "free space on the database server"
         elif isinstance(error, psycopg.OperationalError):
-            self._complain("cannot be reached", "start it, or check the URL and the network",
-                           text)
-            return ServerBusyError("the task store (PostgreSQL) cannot be reached right now; "
-                                   "try again shortly")
+            # (Not logged: a database that cannot be reached is an outage, which
+            # its circuit says once; a connection that broke, while new ones
+            # can be made, is not, and the next request gets a new one.)
+            return self._circuit.refusal()
         else:
             problem, fix = "failed", "look at the server log"
         self._complain(problem, fix, text)
@@ -402,13 +435,14 @@ class PostgresStore(a2a_min._Bounds):
                              "(key) DO UPDATE SET value = excluded.value",
                              (str(POSTGRES_SCHEMA_VERSION),))
 
-    def _transaction(self, work, *args):
+    def _transaction(self, work, *args, wait=False):
         """work(conn, *args) in one transaction on a lent connection; its
         result. A deadlock (PostgreSQL chose this transaction to undo) is
         tried again. So is a transaction whose connection broke before it
-        asked to commit (nothing of it was written), for ``write_wait``
-        seconds while the database is away (restarting, failing over): an
-        agent's turn rides out a short outage. Any other database error
+        asked to commit (nothing of it was written), on a new connection;
+        while the database is away (restarting, failing over) it is refused
+        at once, unless ``wait``: then tried again for ``write_wait`` seconds
+        (an agent's turn rides out a short outage). Any other database error
         becomes the A2AError that says what happened (_failed)."""
         import psycopg
         deadline, pause, deadlocks = time.monotonic() + self.write_wait, 0.05, 0
@@ -425,6 +459,11 @@ class PostgresStore(a2a_min._Bounds):
                 if deadlocks == 3:
                     raise ServerBusyError("the task store (PostgreSQL) was too busy to "
                                           "commit; try again shortly") from None
+            except ServerBusyError:         # refused: the database is known to be away
+                if not wait or not self._circuit.down or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
             except psycopg.OperationalError as error:
                 gone = lent is None or lent.broken or lent.closed
                 if worked or not gone or time.monotonic() + pause > deadline:
@@ -482,9 +521,10 @@ class PostgresStore(a2a_min._Bounds):
                     task, owner_key, caller_key, body):
             return body, 1, None
         evicted = []
-        try:
+        try:            # (a task's change by its turn waits for a database that went away)
             seq, refused = self._transaction(self._commit_in, task, owner_key, caller_key,
-                                             version, body, event_body, holder, evicted)
+                                             version, body, event_body, holder, evicted,
+                                             wait=version > 0)
         finally:
             self._tell_evicted(evicted)
         if refused is not None:
@@ -787,15 +827,20 @@ class PostgresStore(a2a_min._Bounds):
         return tasks, total, ((_untext(page[-1][0]), _untext(page[-1][1])) if more else None)
 
     def stats(self):
-        """What the store holds: tasks, bytes, idle tasks and callers."""
-        tasks, size, idle, callers = self._read(
-            "SELECT coalesce(sum(tasks) FILTER (WHERE caller = ''), 0), "
-            "coalesce(sum(bytes) FILTER (WHERE caller = ''), 0), "
-            "(SELECT count(*) FROM a2a_tasks WHERE idle_ms IS NOT NULL), "
-            "(SELECT count(*) FROM (SELECT caller FROM a2a_counts WHERE caller <> '' "
-            "GROUP BY caller HAVING sum(tasks) > 0) AS c) FROM a2a_counts")[0]
+        """What the store holds: tasks, bytes, idle tasks and callers, and its
+        outages (while one lasts, only what this process knows)."""
+        limits = {"max_tasks": self.max_tasks, "max_bytes": self.max_bytes}
+        try:
+            tasks, size, idle, callers = self._read(
+                "SELECT coalesce(sum(tasks) FILTER (WHERE caller = ''), 0), "
+                "coalesce(sum(bytes) FILTER (WHERE caller = ''), 0), "
+                "(SELECT count(*) FROM a2a_tasks WHERE idle_ms IS NOT NULL), "
+                "(SELECT count(*) FROM (SELECT caller FROM a2a_counts WHERE caller <> '' "
+                "GROUP BY caller HAVING sum(tasks) > 0) AS c) FROM a2a_counts")[0]
+        except ServerBusyError:
+            return {**limits, **self._circuit.stats()}
         return {"tasks": int(tasks), "bytes": int(size), "idle": idle, "callers": callers,
-                "max_tasks": self.max_tasks, "max_bytes": self.max_bytes}
+                **limits, **self._circuit.stats()}
 
     # -- push notification configs: stored with the task, deleted with it ----------------
 
@@ -897,6 +942,7 @@ class _Listener:
     def __init__(self, store):
         self.url, self.channel, self.poll = store.url, store._channel, store.poll
         self.wakers = store._wakers         # (the list, not the store)
+        self.circuit = store._circuit       # told when the database is away, and back
         self.connect_timeout = max(1, round(store.connect_timeout))
         self.pid, self.heard, self.connected, self.stopped = os.getpid(), 0, False, False
         threading.Thread(target=self._run, name="a2a-postgres-listen", daemon=True).start()
@@ -906,12 +952,14 @@ class _Listener:
         from psycopg import sql
         backoff = 0.1
         while not self.stopped and os.getpid() == self.pid:
-            conn = None
+            conn, began = None, time.monotonic()
             try:
                 conn = psycopg.connect(self.url, autocommit=True,
                                        connect_timeout=self.connect_timeout)
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
                 self.connected, backoff = True, 0.1
+                if self.circuit.down:
+                    self.circuit.closed()
                 self.heard += 1                 # (what was sent while nobody listened)
                 while not self.stopped:
                     for _ in conn.notifies(timeout=self.poll):
@@ -919,9 +967,9 @@ class _Listener:
                         for wake in self.wakers:
                             wake()
             except psycopg.Error as error:
-                if self.connected and not self.stopped:
-                    a2a_min._log().warning("the task store's listener lost PostgreSQL (%s); "
-                                           "streams poll until it is back", error)
+                if not self.connected and not self.stopped:     # it cannot connect: away
+                    self.circuit.opened(f"{_safe_url(self.url)}: {str(error).strip()}; start "
+                                        "it, or check the URL and the network", began)
                 self.connected = False
                 self.heard += 1
                 time.sleep(backoff)

@@ -666,8 +666,9 @@ def test_delete_forgets_the_task_its_events_configs_and_lease(make_store):
 
 def test_stats_count_tasks_bytes_idle_tasks_and_callers(make_store):
     store = make_store(max_tasks=50, max_bytes=1 << 20)
+    outages = {"outages": 0, "refused_while_down": 0, "down": False} if store.shared else {}
     assert store.stats() == {"tasks": 0, "bytes": 0, "idle": 0, "callers": 0,
-                             "max_tasks": 50, "max_bytes": 1 << 20}
+                             "max_tasks": 50, "max_bytes": 1 << 20, **outages}
     store.commit(task("t1"), ALICE, 0)
     store.commit(task("t2", COMPLETED), BOB, 0)
     store.commit(task("t3", INPUT_REQUIRED), BOB, 0, caller=("peer", "x"))
@@ -843,16 +844,18 @@ def test_sqlite_a_file_opened_read_only_serves_reads(path, monkeypatch):
     _check_read_only(a2a_min.SQLiteStore(path))
 
 
-def test_sqlite_a_full_disk_is_an_internal_error_and_rolls_back(sqlite_store):
+def test_sqlite_a_full_disk_is_server_busy_and_rolls_back(sqlite_store):
+    """A full disk is an outage (see test_store_outage.py): SERVER_BUSY,
+    with Retry-After, saying what is wrong; nothing half-written."""
     store = sqlite_store
     store.commit(task("t1"), ALICE, 0)
     db = store._writing().db                  # the connection commits write on
     pages = db.execute("PRAGMA page_count").fetchone()[0]
     db.execute(f"PRAGMA max_page_count = {pages}")  # as if the disk had no more room
-    with pytest.raises(InternalError) as caught:
+    with pytest.raises(a2a_min.ServerBusyError) as caught:
         for i in range(100):
             store.commit(task("t%d" % (i + 2), pad="x" * 3000), ALICE, 0)
-    assert "full disk" in caught.value.message
+    assert "full disk" in caught.value.message and caught.value.retry_after >= 1
     assert not db.in_transaction and store.get("t1", ALICE) is not None
 
 
