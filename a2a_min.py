@@ -1143,6 +1143,8 @@ class _Bounds:
     """What every store is given: the limits (keyword arguments whose defaults
     are DEFAULT_LIMITS'), and ``on_evict``, which the Server sets."""
 
+    _circuit = None             # a shared store's outage circuit (_Circuit); memory has none
+
     def __init__(self, *, max_tasks=DEFAULT_LIMITS["max_tasks"],
                  task_ttl=DEFAULT_LIMITS["task_ttl"], max_history=DEFAULT_LIMITS["max_history"],
                  max_bytes=DEFAULT_LIMITS["max_store_bytes"],
@@ -2822,7 +2824,7 @@ class Server:
                     field="message.contextId")
             context_id = task.get("contextId")
         else:
-            circuit = getattr(self.store, "_circuit", None)
+            circuit = getattr(self.store, "_circuit", None)   # (a store of your own may have none)
             if circuit is not None and circuit.down:    # no agent works for a store that is away
                 circuit.check()
             task = None

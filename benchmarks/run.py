@@ -320,9 +320,12 @@ def run(args, hosts, stores, database):
                            "threads"], "sqlite", args.workers))
     ours = peers[0]
     if args.before:
-        peers += [Peer("before" if len(hosts) == 1 else f"before/{host}",
+        # The checkout before a change, on the same hosts and stores as ours.
+        peers += [Peer("before" + (f"/{host}" if len(hosts) > 1 else "")
+                       + (f"/{store}" if len(stores) > 1 else ""),
                        [args.python, os.path.join(args.before, "benchmarks", "echo_server.py"),
-                        "{port}", host]) for host in hosts]
+                        "{port}", host], url if store == "postgres" else store)
+                  for host in hosts for store in stores]
     if args.bare:
         peers.append(Peer("bare", [args.python, os.path.join(HERE, "bare_asyncio.py"), "{port}"]))
     if args.sdk_python:
