@@ -723,7 +723,7 @@ class PostgresStore(a2a_min._Bounds):
             (after, _text(task_id)))
         if not rows:
             return None
-        return rows[0][0], [(seq, json.loads(bytes(body))) for _, seq, body in rows
+        return rows[0][0], [(seq, a2a_min._StoredEvent.decode(bytes(body))) for _, seq, body in rows
                             if seq is not None]
 
     def changed(self):
