@@ -6244,21 +6244,34 @@ class SQLiteStore(_Bounds):
     def put_config(self, task_id, config, max_configs):
         """Insert, or replace by config["id"] (keeping its place in the order);
         TaskNotFoundError if the task is gone (evicted since it was read). Its
-        bytes count in the task's size (the configs_* triggers)."""
+        bytes count in the task's size (the configs_* triggers), within the
+        bounds: past one, idle tasks are evicted as for a commit, or the
+        config is refused (CallerLimitError, TaskStoreFullError)."""
         body = _dumps(config)
+        evicted = []
         with self._write() as db:
-            if db.execute("SELECT 1 FROM tasks WHERE id = ?", (task_id,)).fetchone() is None:
+            row = db.execute("SELECT caller FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            if row is None:
                 raise _no_longer_stored(task_id)
-            count, known = db.execute("SELECT count(*), max(id = ?) FROM push_configs "
-                                      "WHERE task_id = ?", (config["id"], task_id)).fetchone()
+            count, known, old = db.execute(
+                "SELECT count(*), max(id = ?), max(CASE WHEN id = ? THEN length(body) END) "
+                "FROM push_configs WHERE task_id = ?",
+                (config["id"], config["id"], task_id)).fetchone()
+            grows = len(body) - (old or 0)
+            size, share = db.execute(
+                "SELECT s.bytes, coalesce(c.bytes, 0) FROM callers AS s LEFT JOIN callers AS c "
+                "ON c.caller = ? WHERE s.caller = ''", (row[0],)).fetchone()
+            if not known and count >= max_configs:
+                raise _too_many_configs(task_id, count)
+            if size + grows > self.max_bytes or share + grows > self.max_bytes_per_caller:
+                self._make_room(db, task_id, 0, grows, row[0], int(time.time() * 1000), evicted)
             if known:
                 db.execute("UPDATE push_configs SET body = ? WHERE task_id = ? AND id = ?",
                            (body, task_id, config["id"]))
-            elif count >= max_configs:
-                raise _too_many_configs(task_id, count)
             else:
                 db.execute("INSERT INTO push_configs (task_id, id, body) VALUES (?, ?, ?)",
                            (task_id, config["id"], body))
+        self._tell_evicted(evicted)             # (a refused config evicted nothing: rolled back)
 
     def get_config(self, task_id, config_id):
         with self._db() as db:
