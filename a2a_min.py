@@ -1096,10 +1096,11 @@ def agent_message(content, **fields):
 # The in-memory store is bounded in tasks and in bytes. Every task is kept as
 # its JSON bytes, whatever its state: a fifth of the memory of the dict, its
 # size known exactly, and a task that could not be encoded is refused when it
-# is written, not when someone reads it. A task weighs its JSON and its kept
-# events. Each history keeps the newest ``max_history`` messages. Idle tasks
-# (finished, or waiting for the client) expire ``task_ttl`` seconds after they
-# became idle. When the store is full (``max_tasks`` tasks or ``max_bytes``
+# is written, not when someone reads it. A task weighs its JSON, its kept
+# events (their JSON: _EventLog), its push configs and, while it runs, its
+# live copy (what its JSON decodes to: _decoded_size). Each history keeps
+# the newest ``max_history`` messages. Idle tasks (finished, or waiting for
+# the client) expire ``task_ttl`` seconds after they became idle. When the store is full (``max_tasks`` tasks or ``max_bytes``
 # bytes), the oldest idle task is evicted; if every task is still running, a
 # new one is refused (TaskStoreFullError, HTTP 503) rather than losing one.
 # ``on_evict`` is told of every eviction so the server can free what hangs

@@ -723,8 +723,8 @@ class PostgresStore(a2a_min._Bounds):
             (after, _text(task_id)))
         if not rows:
             return None
-        return rows[0][0], [(seq, a2a_min._StoredEvent.decode(bytes(body))) for _, seq, body in rows
-                            if seq is not None]
+        return rows[0][0], [(seq, a2a_min._StoredEvent.decode(bytes(body)))
+                            for _, seq, body in rows if seq is not None]
 
     def changed(self):
         """A number that moves when a task others may follow changed: the
