@@ -763,8 +763,8 @@ class PostgresStore(a2a_min._Bounds):
             (after, _text(task_id)))
         if not rows:
             return None
-        return rows[0][0], [(seq, json.loads(bytes(body))) for _, seq, body in rows
-                            if seq is not None]
+        return rows[0][0], [(seq, a2a_min._StoredEvent.decode(bytes(body)))
+                            for _, seq, body in rows if seq is not None]
 
     def changed(self):
         """A number that moves when a task others may follow changed: the
@@ -846,9 +846,12 @@ class PostgresStore(a2a_min._Bounds):
 
     def put_config(self, task_id, config, max_configs):
         """Insert, or replace by config["id"] (keeping its place in the order);
-        TaskNotFoundError if the task is gone. Its bytes count in the task's size."""
+        TaskNotFoundError if the task is gone. Its bytes count in the task's size,
+        within the bounds: past one, idle tasks are evicted as for a commit, or
+        the config is refused (CallerLimitError, TaskStoreFullError)."""
         body = a2a_min._dumps(config)
         shown, task_id, config_id = task_id, _text(task_id), _text(config["id"])
+        evicted = []
 
         def work(conn):
             row = conn.execute("SELECT caller FROM a2a_tasks WHERE id = %s FOR UPDATE",
@@ -860,11 +863,19 @@ class PostgresStore(a2a_min._Bounds):
                 "WHERE task_id = %s", (config_id, task_id)).fetchone()
             if old is None and count >= max_configs:
                 raise a2a_min._too_many_configs(shown, count)
+            grows, counts = len(body) - (old or 0), {}
+            _, size, _, share, _ = conn.execute(_SQL_ROOM, {"caller": row[0]}).fetchone()
+            if size + grows > self.max_bytes or share + grows > self.max_bytes_per_caller:
+                del evicted[:]                  # (a transaction tried again starts afresh)
+                self._make_room(conn, task_id, 0, grows, row[0], int(time.time() * 1000),
+                                evicted, counts)
+                self._count(conn, counts)
             conn.execute("INSERT INTO a2a_push_configs (task_id, id, body) VALUES (%s, %s, %s) "
                          "ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body",
                          (task_id, config_id, body))
-            self._resize(conn, task_id, row[0], len(body) - (old or 0))
+            self._resize(conn, task_id, row[0], grows)
         self._transaction(work)
+        self._tell_evicted(evicted)
 
     def _resize(self, conn, task_id, caller, grows):
         if grows:

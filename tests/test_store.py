@@ -13,6 +13,7 @@ import time
 import pytest
 
 import a2a_min
+from a2a_min import artifact_update, status_update
 from harness import V1, Client, answer, rpc, scenario_agent, user_message
 
 
@@ -120,7 +121,8 @@ def test_the_store_is_bounded_in_bytes_evicting_finished_tasks_first():
 
 def test_running_tasks_past_the_byte_budget_are_refused_503_naming_the_limit():
     server = a2a_min.Server(scenario_agent, max_store_bytes=1_000_000)
-    slow = {"message": user_message("slow5" + " " * 150_000),   # 300 kB with its Task event
+    slow = {"message": user_message("slow5" + " " * 100_000),   # 300 kB with its Task event
+            #                                                       and its live copy
             "configuration": {"returnImmediately": True}}
     got = [rpc(server, "SendMessage", slow, peer=f"10.0.0.{i}") for i in range(5)]
     assert [g.status for g in got[:3]] == [200, 200, 200]
@@ -196,3 +198,62 @@ def test_a_task_read_again_is_decoded_once_per_version():
     big = {**task, "id": "big", "metadata": {"x": "y" * a2a_min._RECENT_BYTES}}
     store.commit(big, "alice", 0)
     assert store.get("big", "alice") == big and "big" not in store._recent
+
+
+# -- replay: the same bytes as the first time ---------------------------------------------
+
+def _replay_agent(ctx):
+    """A few events of all kinds (text that JSON must escape too), then a wait."""
+    if ctx.task is not None and ctx.task.get("artifacts"):
+        yield status_update("TASK_STATE_COMPLETED")
+        return
+    yield status_update("TASK_STATE_WORKING", "working on «it»")
+    for i in range(3):
+        yield artifact_update(f"chunk {i}: \"quoted\" é \u2028 " + "x" * 2000, artifact_id="a",
+                              append=i > 0, last_chunk=i == 2)
+    yield status_update("TASK_STATE_INPUT_REQUIRED", "more?")
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
+@pytest.mark.parametrize("binding", ["jsonrpc", "rest"])
+def test_a_resumed_stream_gets_the_frames_the_first_one_got_byte_for_byte(backend, binding,
+                                                                          tmp_path):
+    """SubscribeToTask with Last-Event-ID replays the kept events (kept as
+    their JSON once the task waits) as the very frames the first stream sent."""
+    if backend == "postgres":
+        from conftest import postgres_store
+        store = postgres_store()
+    else:
+        store = a2a_min.SQLiteStore(str(tmp_path / "t.db")) if backend == "sqlite" else None
+    server = a2a_min.Server(_replay_agent, store=store)
+
+    def frames(method, params, last_event_id=None, count=None):
+        headers = dict(V1, **({"last-event-id": str(last_event_id)}
+                              if last_event_id is not None else {}))
+        if binding == "jsonrpc":
+            body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+            response = server.handle_http("POST", "/", "", headers, body.encode())
+        elif method == "SendStreamingMessage":
+            response = server.handle_http("POST", "/message:stream", "", headers,
+                                          json.dumps(params).encode())
+        else:
+            response = server.handle_http("GET", f"/tasks/{params['id']}:subscribe", "",
+                                          headers, b"")
+        assert response.status == 200 and response.stream is not None, response.body
+        got = []
+        for frame in response.stream:
+            got.append(frame)
+            if len(got) == count:
+                break
+        response.stream.close()
+        return got
+
+    first = frames("SendStreamingMessage", {"message": user_message("go")})
+    assert len(first) == 6 and first[0].startswith(b"id: 0\n")
+    assert b"TASK_STATE_INPUT_REQUIRED" in first[-1]
+    task_id = json.loads(first[0].split(b"data: ", 1)[1])
+    task_id = (task_id["result"] if binding == "jsonrpc" else task_id)["task"]["id"]
+    for since in (0, 3):
+        again = frames("SubscribeToTask", {"id": task_id}, last_event_id=since,
+                       count=len(first) - 1 - since)
+        assert again == first[since + 1:]

@@ -24,9 +24,9 @@ What the contract promises:
   rather than dropping a running one.
 
 Where the backends may differ, the tests hold them to the common promise,
-not to a number: how many bytes an event is counted for (memory counts what
-it added to the task and a fixed overhead per task; SQLite the JSON on
-disk), and changed() (0 in memory, where nobody else writes; SQLite's
+not to a number: how many bytes a task and its events are counted for
+(memory counts their JSON, a fixed overhead per task and event, and a
+running task's live copy; SQLite the JSON on disk), and changed() (0 in memory, where nobody else writes; SQLite's
 data_version, which only another connection's commit moves).
 
 The second part, "SQLite only", is what only a shared file has: its mode,
@@ -48,7 +48,7 @@ import pytest
 
 import a2a_min
 from conftest import postgres_server, postgres_store
-from harness import MemoryTaskStore
+from harness import MemoryTaskStore, need
 from a2a_min import (CallerLimitError, ConflictError, InternalError, InvalidParamsError,
                      ServerBusyError, TaskStoreFullError, UnsupportedOperationError)
 
@@ -531,9 +531,9 @@ def test_the_store_is_bounded_in_bytes_evicting_the_oldest_idle_first(make_store
     assert gone == ["t%d" % i for i in range(len(gone))]
     assert store.get("t9", ALICE) is not None
     for i in range(3):
-        store.commit(task("run%d" % i, pad="x" * 2000), ALICE, 0)
+        store.commit(task("run%d" % i, pad="x" * 600), ALICE, 0)   # (memory: and its live copy)
     with pytest.raises(TaskStoreFullError) as caught:
-        store.commit(task("huge", pad="x" * 6000), ALICE, 0)
+        store.commit(task("huge", pad="x" * 8000), ALICE, 0)
     assert caught.value.metadata == {"limit": "max_store_bytes"}
     assert all(store.get("run%d" % i, ALICE) is not None for i in range(3))
     assert store.stats()["bytes"] <= 10_000
@@ -594,17 +594,22 @@ def test_a_caller_holds_at_most_its_share_of_tasks(make_store):
 
 def test_a_caller_holds_at_most_its_share_of_bytes(make_store):
     """Past ``max_bytes_per_caller``, new tasks and growing ones alike are
-    refused with CallerLimitError naming max_bytes_per_caller."""
-    store = make_store(max_bytes_per_caller=3000)
+    refused with CallerLimitError naming max_bytes_per_caller. (The share is
+    set from what one running task weighs in this backend: in memory a
+    running task counts its live copy too.)"""
+    probe = make_store()
+    probe.commit(task("a0", pad="x" * 1600), ALICE, 0)
+    share = int(probe.stats()["bytes"] * 1.8)
+    store = make_store(max_bytes_per_caller=share)
     store.commit(task("a0", pad="x" * 1600), ALICE, 0)
     with pytest.raises(CallerLimitError) as caught:
         store.commit(task("a1", pad="x" * 1600), ALICE, 0)
-    assert caught.value.metadata == {"limit": "max_bytes_per_caller", "value": 3000}
+    assert caught.value.metadata == {"limit": "max_bytes_per_caller", "value": share}
     with pytest.raises(CallerLimitError):
-        store.commit(task("a0", pad="x" * 3200), ALICE, 1)
+        store.commit(task("a0", pad="x" * 4000), ALICE, 1)
     store.commit(task("b0", pad="x" * 1600), BOB, 0)
     store.commit(task("a0", COMPLETED, pad="x" * 1600), ALICE, 1)
-    store.commit(task("a1", pad="x" * 1600), ALICE, 0)       # the idle one made room
+    store.commit(task("a1", pad="x" * 2400), ALICE, 0)       # the idle one made room
     assert store.get("a0", ALICE) is None and store.get("b0", BOB) is not None
 
 
@@ -700,6 +705,174 @@ def test_changed_is_a_number_that_moves_when_another_process_writes(store, backe
     while backend == "postgres" and store.changed() == before and time.monotonic() < deadline:
         time.sleep(0.02)
     assert (store.changed() == before) == (backend == "memory")
+
+
+# -- what is kept costs what it is counted for ---------------------------------------------
+
+# A server in a process of its own (so that nothing of the test's process is
+# measured): ``count`` messages, each with 750 KB of JSON metadata that parses
+# to 250,000 dicts (18 MB), to the demo agent, which asks for input: each task
+# waits, with its events kept for Last-Event-ID. Prints what the process grew
+# by (its resident memory, after gc.collect(): tracemalloc would trace each of
+# the 250,000 allocations of a message, 10 times slower) and the store's stats.
+_WAITING_TASKS = r"""
+import gc, json, os, sys
+import a2a_min
+backend, where, count, limits = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
+if backend == "memory":
+    store = None
+elif backend == "sqlite":
+    store = a2a_min.SQLiteStore(where, **limits)
+else:
+    import a2a_postgres
+    url, schema = where.split(" ")
+    store = a2a_postgres.PostgresStore(url, schema=schema, **limits)
+server = a2a_min.demo_server(store=store, max_body_bytes=2 << 20, **{
+    {"max_bytes": "max_store_bytes"}.get(k, k): v for k, v in limits.items()})
+headers = {"content-type": "application/json", "a2a-version": "1.0"}
+
+def send(i):
+    body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "SendMessage", "params": {
+        "message": {"messageId": "m%d" % i, "role": "ROLE_USER", "parts": [{"text": "wait"}],
+                    "metadata": {"k": [{}] * 250000}}}}).encode()
+    got = json.loads(server.handle_http("POST", "/", "", headers, body).body)
+    assert got["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", got
+
+def resident():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+send(-1)                                # (what the first request imports and caches)
+gc.collect()
+before = resident()
+for i in range(count):
+    send(i)
+gc.collect()
+grown = resident() - before
+print(json.dumps({"grown": grown, **server.store.stats()}))
+"""
+
+
+def _waiting_tasks(backend, tmp_path, count, **limits):
+    """Run _WAITING_TASKS on a new store of ``backend``: (MiB grown, stats)."""
+    import subprocess
+    import sys
+    need("/proc/self/statm", "measuring a process's resident memory needs Linux's /proc")
+    if backend == "sqlite":
+        where = str(tmp_path / "waiting.db")
+    elif backend == "postgres":
+        made = postgres_store()                      # (a schema of its own, made empty)
+        where = postgres_server().url + " " + made.schema
+        made.close()
+    else:
+        where = ""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", _WAITING_TASKS, backend, where, str(count),
+                           json.dumps(limits)], capture_output=True, text=True, timeout=120,
+                          cwd=here, env={**os.environ, "PYTHONPATH": here})
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout.splitlines()[-1])
+    return stats["grown"] / 2**20, stats
+
+
+def test_waiting_tasks_with_large_messages_cost_about_what_they_are_counted_for(backend,
+                                                                               tmp_path):
+    """20 waiting tasks, each made by a message of 750 KB of JSON (18 MB once
+    parsed), grow the server by less than 60 MiB, all 20 kept: a task's events
+    are kept for Last-Event-ID as their JSON, not as the parsed events (which
+    took 352 MiB in memory)."""
+    grown, stats = _waiting_tasks(backend, tmp_path, 20, max_bytes_per_caller=128 << 20)
+    assert stats["tasks"] == 21
+    assert grown < 60, f"{grown:.0f} MiB for 20 waiting tasks"
+
+
+def test_the_byte_budget_bounds_what_kept_events_really_take(backend, tmp_path):
+    """A store at its byte budget evicts its oldest idle tasks, events and
+    all: 30 such tasks in a budget of 32 MiB leave the process grown by less
+    than the budget (what it counts is what it keeps), not by the parsed
+    events of the tasks it kept (20 x 18 MB). (In memory, the running task's
+    live copy, 17 MB, counts too while its turn runs.)"""
+    budget = 32 << 20
+    grown, stats = _waiting_tasks(backend, tmp_path, 30, max_bytes=budget,
+                                  max_bytes_per_caller=budget)
+    assert stats["bytes"] <= budget and stats["tasks"] < 30
+    assert grown < 36, f"{grown:.0f} MiB in a budget of 32 MiB"
+
+
+def test_push_configs_are_within_the_byte_budget(make_store):
+    """A push config past a bound is a write like a commit: idle tasks are
+    evicted to make room (the config's own task never), else it is refused
+    naming the bound; the store's bytes never pass max_bytes."""
+    store = make_store(max_bytes=40_000)
+    gone = _evictions(store)
+    for i in range(4):
+        store.commit(task("idle%d" % i, INPUT_REQUIRED, pad="x" * 5000), ALICE, 0)
+    store.commit(task("t1"), ALICE, 0)                      # running: never evicted
+    for i in range(10):
+        store.put_config("t1", {"id": "c%d" % i, "url": "http://x/" + "p" * 2500}, 10)
+        assert store.stats()["bytes"] <= 40_000
+    assert gone and gone == ["idle%d" % i for i in range(len(gone))]
+    assert len(store.configs("t1")) == 10
+    with pytest.raises(TaskStoreFullError) as caught:       # (a config replaced, larger)
+        store.put_config("t1", {"id": "c0", "url": "http://x/" + "p" * 30_000}, 10)
+    assert caught.value.metadata == {"limit": "max_store_bytes"}
+    assert len(store.get_config("t1", "c0")["url"]) < 3000
+    assert store.stats()["bytes"] <= 40_000
+
+
+def test_push_configs_are_within_a_callers_share(make_store):
+    """... and within the caller's share: its own idle tasks go first, then
+    the config is refused with CallerLimitError."""
+    store = make_store(max_bytes_per_caller=20_000)
+    store.commit(task("old", INPUT_REQUIRED, pad="x" * 8000), ALICE, 0)
+    store.commit(task("bobs", INPUT_REQUIRED, pad="x" * 8000), BOB, 0)
+    store.commit(task("t1", INPUT_REQUIRED), ALICE, 0)
+    store.put_config("t1", {"id": "a", "url": "http://x/" + "p" * 14_000}, 10)
+    assert store.get("old", ALICE) is None and store.get("bobs", BOB) is not None
+    with pytest.raises(CallerLimitError):
+        store.put_config("t1", {"id": "b", "url": "http://x/" + "p" * 14_000}, 10)
+    assert [c["id"] for c in store.configs("t1")] == ["a"]
+
+
+def test_memory_a_running_tasks_live_copy_counts_in_its_size():
+    """In memory, a running task is counted for its live copy too (the
+    parsed task its channel holds): about what its JSON decodes to, which may
+    be 25 times the JSON. Once the task waits or ends, only its JSON counts."""
+    store = _MEMORY(max_bytes=3_000_000)
+    dense = [{}] * 20_000                                    # 60 KB of JSON, 1.4 MB parsed
+    store.commit(task("t1", metadata={"k": dense}), ALICE, 0)
+    assert store.stats()["bytes"] > 1_000_000
+    with pytest.raises(TaskStoreFullError):                  # two do not fit running
+        store.commit(task("t2", metadata={"k": dense}), ALICE, 0)
+    store.commit(task("t1", INPUT_REQUIRED, metadata={"k": dense}), ALICE, 1)
+    assert store.stats()["bytes"] < 100_000
+    store.commit(task("t2", metadata={"k": dense}), ALICE, 0)
+
+
+def test_events_are_replayed_as_the_json_they_were_kept_as(store):
+    """What events() gives is what was committed, and carries the JSON it is
+    kept as (the bytes a stream splices into its frames), also once the task
+    waits and only the JSON is kept."""
+    version = 0
+    for i in range(3):
+        _, version, _ = store.commit(task("t1"), ALICE, version, {"statusUpdate": {"n": i}})
+    _, version, _ = store.commit(task("t1", INPUT_REQUIRED), ALICE, version,
+                                 {"statusUpdate": {"n": 3}})
+    _, kept = store.events("t1")
+    assert kept == [(i, {"statusUpdate": {"n": i}}) for i in range(4)]
+    assert [e.json for _, e in kept] == [b'{"statusUpdate":{"n":%d}}' % i for i in range(4)]
+
+
+def test_the_cache_of_read_tasks_keeps_no_task_that_decodes_large(backend, make_store):
+    """A task read again is served decoded from a cache if it is small; 4 KB
+    of JSON that decodes to 90 KB (a list of empty objects) is not kept."""
+    if backend == "postgres":
+        pytest.skip("the PostgreSQL store keeps no cache of decoded tasks")
+    store = make_store()
+    store.commit(task("plain", INPUT_REQUIRED, pad="x" * 3000), ALICE, 0)
+    store.commit(task("dense", INPUT_REQUIRED, metadata={"k": [{}] * 1300}), ALICE, 0)
+    assert store.get("plain", ALICE) is store.get("plain", ALICE)
+    assert store.get("dense", ALICE) is not store.get("dense", ALICE)
 
 
 # =============================================================================
@@ -1314,7 +1487,7 @@ def test_configs_are_kept_only_with_a_stored_task_and_count_in_its_size(store):
     with pytest.raises(a2a_min.TaskNotFoundError):
         store.put_config("nobody", {"id": "a", "url": "http://x/"}, 3)
     assert store.configs("nobody") == []
-    store.commit(task("t1"), ALICE, 0)
+    store.commit(task("t1", INPUT_REQUIRED), ALICE, 0)
     before = store.stats()["bytes"]
     store.put_config("t1", {"id": "a", "url": "http://x/" + "p" * 5000}, 3)
     grown = store.stats()["bytes"]
