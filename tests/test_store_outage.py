@@ -95,7 +95,8 @@ def test_postgres_stopped_and_started_again(database, host):
     records = _Records()
     logger = logging.getLogger("a2a_min")
     logger.addHandler(records)
-    level, logger.level = logger.level, logging.INFO
+    level = logger.level
+    logger.setLevel(logging.INFO)           # (setLevel: it also clears what the logger cached)
     server = a2a_min.Server(scenario_agent, store=a2a_min.open_store(database.url),
                             stats_interval=0.2)
     client = HOSTS[host](server)
@@ -136,7 +137,7 @@ def test_postgres_stopped_and_started_again(database, host):
         client.close()
         server.store.close()                # (its listener: before the database stops)
         logger.removeHandler(records)
-        logger.level = level
+        logger.setLevel(level)
     said = [(r.levelname, r.getMessage()) for r in records.records if "task store" in
             r.getMessage() and "stats:" not in r.getMessage()]
     said = [(level, text) for level, text in said if "is back" in text or
