@@ -135,3 +135,35 @@ def test_documents_match_protobufs_json_format():
         # always with milliseconds ("...:47.000Z"): the same instant (section 5.5).
         ours = json.loads(json.dumps(ours).replace('.000Z"', 'Z"'))
         assert ours == theirs, name
+
+
+# -- the JSON codec: json's C encoder and scanner, called directly -------------
+
+DOCUMENTS = [{}, [], "", {"a": [1, 2.5, True, None, "é ☃ \n \"q\" \\ \u0000"], "b": {"c": []}},
+             {"task": {"id": "x", "artifacts": [{"parts": [{"text": "t" * 5000}]}]}},
+             [{}] * 1000, 0, -1, 10 ** 30, "\U0001f600"]
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_the_json_codec_gives_what_json_gives_with_or_without_the_c_accelerator(
+        accelerated, monkeypatch):
+    import json.encoder
+    import json.scanner
+    if not accelerated:                  # (as on PyPy: no C encoder, no C scanner)
+        monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+        monkeypatch.setattr(json.scanner, "c_make_scanner", None)
+    encode, decode_stored = a2a_min._json_codec()
+    for document in DOCUMENTS:
+        text = encode(document)
+        assert text == json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        assert decode_stored(text.encode()) == document
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        encode({"a": object()})
+    circular = []
+    circular.append(circular)
+    with pytest.raises((ValueError, RecursionError)):
+        encode(circular)
+
+
+def test_dumps_escapes_a_lone_surrogate_that_utf_8_cannot_carry():
+    assert json.loads(a2a_min._dumps({"id": "\ud800x"})) == {"id": "\ud800x"}
