@@ -1,4 +1,4 @@
-"""a2a_client: the caller's side of A2A 1.0, and a command line that shows the wire.
+"""a2a_client: the caller's side of A2A 1.0, for programs that call agents.
 
 The companion of a2a_min.py for calling agents, standard library only. Why a
 companion: a person reading a2a_min.py learns how a request is answered, and
@@ -18,9 +18,10 @@ Quick start::
     for event in agent.stream("hello"):                   # SendStreamingMessage
         print(event)
 
-or from a shell (``python a2a_min.py VERB`` runs the same)::
+or from a shell, with a2a_cli.py beside it (the command line's verbs, built
+on this module)::
 
-    python a2a_client.py send http://127.0.0.1:8000 hello --curl
+    python a2a_min.py send http://127.0.0.1:8000 hello --curl
 
 How it works.
 
@@ -50,8 +51,9 @@ How it works.
    was missed), a few times. A task that ended meanwhile is read with GetTask
    and given as the stream's last event.
 
-Limits, all keyword arguments of Client: ``timeout`` (seconds to connect, and
-between two bytes of an answer: a stream's keep-alives count), the size of an
+Limits, all keyword arguments of Client: ``timeout`` (seconds to connect,
+between two bytes of an answer, and for the whole of a unary answer: a
+stream's keep-alives count), the size of an
 answer (``max_answer_bytes``) and of one stream event (``max_event_bytes``),
 ``resume`` (reconnects of one stream), ``max_redirects`` (same host only: a
 redirect elsewhere would take the credentials with it).
@@ -60,20 +62,14 @@ MIT License. Copyright (c) 2026 the a2a_min authors.
 """
 
 __all__ = ["Client", "Stream", "ClientError", "fetch_card", "choose_interface", "error_from",
-           "tls_context", "check", "main"]
+           "tls_context", "printable"]
 
 import http.client
 import io
 import json
-import os
 import socket
-import sys
 import time
 from urllib.parse import quote, urlencode, urljoin, urlsplit
-
-if sys.version_info < (3, 10) and __name__ == "__main__":     # (one line, not a traceback)
-    sys.exit(f"a2a_client needs Python 3.10 or newer; this is Python "
-             f"{'.'.join(map(str, sys.version_info[:3]))} ({sys.executable})")
 
 import a2a_min
 from a2a_min import A2AError, METHODS, PROTOCOL_VERSION, ROUTES
@@ -84,7 +80,7 @@ _BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
 _STREAM_ENDS = a2a_min.TERMINAL_STATES | a2a_min.INTERRUPTED_STATES
 
 DEFAULT_LIMITS = {
-    "timeout": 30.0,                   # seconds to connect, and between two bytes of an answer
+    "timeout": 30.0,                   # seconds to connect, between two bytes, for a whole answer
     "max_answer_bytes": 64 << 20,      # bytes of one answer (not a stream)
     "max_event_bytes": 16 << 20,       # bytes of one stream event
     "resume": 3,                       # times one stream reconnects after a dropped connection
@@ -149,9 +145,10 @@ def error_from(code, message, details=(), *, http_status=None, retry_after=None)
 
 
 def _snippet(body):
-    text = body[:200].decode("utf-8", "replace")
-    text = " ".join(text.split())
-    return f": {text[:120]!r}" if text else ""
+    """What a non-JSON answer was, by its length only: its text is not shown
+    (an interface URL may lead anywhere, and what is there is not ours to
+    echo, nor the terminal's to run)."""
+    return f" ({len(body)} bytes, not shown)" if body else " (empty)"
 
 
 # -- the agent card and the interface (section 8) ----------------------------------------
@@ -236,6 +233,64 @@ def _fix_url(url, card_url):
             netloc = card.hostname if ":" not in (card.hostname or "") else f"[{card.hostname}]"
             url = got._replace(netloc=netloc + (f":{got.port}" if got.port else "")).geturl()
     return url
+
+
+# Where a card may send the client, and what goes along (the server's push
+# webhooks face the same question: a2a_min's address guard answers both).
+# Credentials go to the origin the user named (the card's scheme, host and
+# port) and to the hosts they allow, nowhere else: a card that names another
+# origin as its interface gets the calls without them. And an interface on an
+# address that is not globally routable (loopback, private, link-local: the
+# cloud's metadata address) is refused when the card came from a global one,
+# unless allowed: a public card must not turn the client on the network behind it.
+
+def _origin(url):
+    parts = urlsplit(url if "://" in url else "grpc://" + url)
+    default = {"https": 443, "http": 80}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower().rstrip("."), parts.port or default
+
+
+def _allowed(allow_hosts, url):
+    """Whether ``url``'s host (or host:port) is among the hosts the user allowed."""
+    _, host, port = _origin(url)
+    wanted = {str(entry).lower().rstrip(".").strip("[]") for entry in allow_hosts or ()}
+    return host in wanted or f"{host}:{port}" in wanted or f"[{host}]:{port}" in wanted
+
+
+def _addresses(host, resolve):
+    import ipaddress
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    try:
+        return [ipaddress.ip_address(a.split("%")[0]) for a in resolve(host)]
+    except (OSError, ValueError):
+        return []
+
+
+def _resolve(host):
+    return sorted({info[4][0] for info in socket.getaddrinfo(host, None)})
+
+
+def interface_refusal(card_url, url, allow_hosts=(), resolve=_resolve):
+    """Why the client must not call ``url``, an interface of the card read
+    from ``card_url`` (a string), or None: the card came from a globally
+    routable address and the interface is on one that is not, and the user
+    did not allow its host. ``resolve(host)`` gives a name's addresses."""
+    if card_url is None or _origin(url)[1] == _origin(card_url)[1] or _allowed(allow_hosts, url):
+        return None
+    card_host, host = _origin(card_url)[1], _origin(url)[1]
+    came_from = _addresses(card_host, resolve)
+    if not came_from or not all(a2a_min._may_reach(a, ()) for a in came_from):
+        return None                    # a card from a private network may name its neighbours
+    inner = [a for a in _addresses(host, resolve) if not a2a_min._may_reach(a, ())]
+    if not inner:
+        return None
+    return (f"the agent card from {card_host} names an interface at {url}, on {inner[0]}, an "
+            "address that is not globally routable (loopback, private, link-local): refused, "
+            f"so that a card cannot aim this client at the network behind it; if you trust it, "
+            f"allow the host (--allow-host {host}, Client(allow_hosts=[...]))")
 
 
 def _major(version):
@@ -417,10 +472,11 @@ class _Connections:
             for conn in kept:
                 conn.close()
 
-    def open(self, method, url, body, headers, *, on_request=None):
+    def open(self, method, url, body, headers, *, on_request=None, _deadline=None):
         """Send a request; the response, its origin and connection, after
         following same-host redirects. The caller reads the response (and
-        gives the connection back, or closes it)."""
+        gives the connection back, or closes it). ``_deadline`` (a
+        time.monotonic() time): the answer is read by then, or not at all."""
         for _ in range(self.max_redirects + 1):
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -430,7 +486,7 @@ class _Connections:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             if on_request is not None:
                 on_request(method, url, headers, body)
-            resp, conn = self._send(origin, method, target, body, headers, url)
+            resp, conn = self._send(origin, method, target, body, headers, url, _deadline)
             if resp.status not in (301, 302, 303, 307, 308) or not resp.getheader("Location"):
                 return resp, origin, conn
             location = urljoin(url, resp.getheader("Location"))
@@ -448,9 +504,12 @@ class _Connections:
         raise ClientError(f"{url} redirected more than {self.max_redirects} times; check the URL",
                           status=resp.status)
 
-    def _send(self, origin, method, target, body, headers, url):
+    def _send(self, origin, method, target, body, headers, url, deadline=None):
+        import functools
         for _ in range(2):
             conn, kept = self._take(origin)
+            conn.response_class = http.client.HTTPResponse if deadline is None else \
+                functools.partial(_DeadlineResponse, deadline=deadline, timeout=self.timeout)
             try:
                 conn.request(method, target, body=body, headers=headers)
                 return conn.getresponse(), conn
@@ -463,15 +522,30 @@ class _Connections:
                 raise _unreachable(url, error, self.timeout) from None
 
     def request(self, method, url, body, headers, *, on_request=None):
-        """(status, headers, body) of a whole answer, read to its end."""
-        resp, origin, conn = self.open(method, url, body, headers, on_request=on_request)
+        """(status, headers, body) of a whole answer, read to its end, within
+        ``timeout`` seconds for the whole answer: the socket's timeout bounds
+        each wait for a byte only, and an answer dripping a byte at a time
+        would never end (see _DeadlineResponse)."""
+        deadline, conn = time.monotonic() + self.timeout, None
         try:
+            resp, origin, conn = self.open(method, url, body, headers, on_request=on_request,
+                                           _deadline=deadline)
             data = resp.read(self.max_answer_bytes + 1)
             if resp.length and len(data) <= self.max_answer_bytes:   # short of Content-Length
                 raise http.client.IncompleteRead(data, resp.length)
-        except (OSError, http.client.HTTPException) as error:
-            conn.close()
+        except (OSError, http.client.HTTPException, ClientError) as error:
+            if conn is not None:
+                conn.close()
+            if time.monotonic() >= deadline:
+                raise ClientError(f"{url} did not answer within {self.timeout} s (its whole "
+                                  "answer): the agent may be busy or stuck; raise the "
+                                  "timeout (--timeout), or send with --immediate / --stream and "
+                                  "follow the task") from None
+            if isinstance(error, ClientError):
+                raise
             raise _unreachable(url, error, self.timeout, "while reading the answer") from None
+        if conn.sock is not None:
+            conn.sock.settimeout(self.timeout)         # (kept alive: per byte again)
         if len(data) > self.max_answer_bytes:
             conn.close()
             raise ClientError(f"{url} answered more than {self.max_answer_bytes} bytes; raise "
@@ -481,6 +555,35 @@ class _Connections:
         else:
             self.give_back(origin, conn)
         return resp.status, resp, data
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """An HTTP response read by a deadline: before each read from the socket,
+    its timeout is made what is left (at most ``timeout``), so the head and
+    the body end by the deadline however slowly they come."""
+
+    def __init__(self, sock, debuglevel=0, method=None, url=None, *, deadline, timeout):
+        super().__init__(sock, debuglevel, method, url)
+        self.fp = io.BufferedReader(_DeadlineReader(self.fp.detach(), sock, deadline, timeout))
+
+
+class _DeadlineReader(io.RawIOBase):
+    def __init__(self, raw, sock, deadline, timeout):
+        self.raw, self.sock, self.deadline, self.timeout = raw, sock, deadline, timeout
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the whole answer took longer than the timeout")
+        self.sock.settimeout(min(left, self.timeout))
+        return self.raw.readinto(buffer)
+
+    def close(self):
+        self.raw.close()
+        super().close()
 
 
 def _unreachable(url, error, timeout, when="connecting"):
@@ -731,12 +834,17 @@ class Client:
     signatures (section 8.4.3) with these keys before any call, a dict of
     kid -> public key (PEM, a PEM file, a cryptography key) or a callable
     (kid, jku) -> key; a card that does not verify raises ClientError
-    (a2a_signing.verify_card, which needs the cryptography package). The
-    limits are DEFAULT_LIMITS'.
+    (a2a_signing.verify_card, which needs the cryptography package).
+    ``allow_hosts``: hosts ("name" or "name:port") besides the card's own
+    origin that may get the credentials, and that the card may send the
+    client to on a non-global address (see interface_refusal); ``card_url``:
+    where ``agent``, a card dict, came from (the origin credentials go to).
+    The limits are DEFAULT_LIMITS'.
     """
 
     def __init__(self, agent, *, binding=None, auth=None, tenant=None, extensions=(),
-                 headers=None, on_request=None, tls=None, card_keys=None, **limits):
+                 headers=None, on_request=None, tls=None, card_keys=None, allow_hosts=(),
+                 card_url=None, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown limit(s): {', '.join(sorted(unknown))}")
@@ -746,7 +854,7 @@ class Client:
                                  self.limits["max_redirects"], tls)
         self.extra_headers = dict(headers or {})
         if isinstance(agent, dict):
-            self.card, self.card_url = agent, None
+            self.card, self.card_url = agent, card_url
         else:
             self.card, self.card_url = fetch_card(agent, timeout=self.limits["timeout"],
                                                   headers=self.extra_headers,
@@ -760,12 +868,27 @@ class Client:
         self.interface = choose_interface(self.card, self.card_url, bindings)
         self.binding = self.interface["protocolBinding"]
         self.url = self.interface["url"]
+        refusal = interface_refusal(self.card_url, self.url, allow_hosts)
+        if refusal:
+            raise ClientError(refusal)
+        # Credentials only to the origin the user named, or to hosts they allow.
+        credentials = _credentials(self.card, auth)
+        self.withheld = None
+        if self.card_url is not None and _origin(self.url) != _origin(self.card_url) \
+                and not _allowed(allow_hosts, self.url):
+            secret = {"authorization", "cookie", "proxy-authorization"} | {
+                name.lower() for name in credentials}
+            self.withheld = sorted(name for name in {**self.extra_headers, **credentials}
+                                   if name.lower() in secret)
+            self.extra_headers = {k: v for k, v in self.extra_headers.items()
+                                  if k.lower() not in secret}
+            credentials = {}
         # An agent that speaks only 0.3: each call translated there and back (a2a_v03).
         self.v03 = _v03() if _major(self.interface.get("protocolVersion")) == "0" else None
         self.tenant = tenant if tenant is not None else self.interface.get("tenant") or None
         self.extensions = list(extensions)
         self.headers = {**({} if self.v03 else {"A2A-Version": PROTOCOL_VERSION}),
-                        **self.extra_headers, **_credentials(self.card, auth)}
+                        **self.extra_headers, **credentials}
         if self.extensions:
             self.headers["A2A-Extensions"] = ", ".join(self.extensions)
         self._grpc = None
@@ -774,7 +897,8 @@ class Client:
             # when the client was given tls=, or found the card over https.
             secure = tls is not None or (self.card_url or "").startswith("https:")
             self._grpc = _grpc().GrpcChannel(self.url, timeout=self.limits["timeout"],
-                                             tls=(tls or tls_context()) if secure else None)
+                                             tls=(tls or tls_context()) if secure else None,
+                                             client_error=ClientError, error_from=error_from)
         self._ids = 0
 
     def close(self):
@@ -981,6 +1105,12 @@ class Client:
 
     def _unauthorized(self, head):
         challenge = head.getheader("WWW-Authenticate") or "Bearer"
+        if self.withheld:
+            return a2a_min.AuthenticationRequiredError(
+                f"the agent wants credentials ({challenge}), and they were not sent: its card "
+                f"names {self.url}, another origin than the one you gave ({self.card_url}); if "
+                f"you trust it, allow it (--allow-host {_origin(self.url)[1]}, "
+                "Client(allow_hosts=[...]))", challenge=challenge)
         return a2a_min.AuthenticationRequiredError(
             f"the agent wants credentials ({challenge}): pass them with --auth (auth=)",
             challenge=challenge)
@@ -1100,23 +1230,37 @@ def _placed(scheme, secret):
     return {"Authorization": f"Bearer {secret}"}
 
 
-# =============================================================================
-# The command line
-# =============================================================================
+
+# -- showing the wire to a person: printable text, curl lines ------------------------------
 #
-# ``python a2a_min.py VERB ...`` (and ``a2a-min VERB``) come here for the
-# client's verbs. Human-readable by default, --json for the answers as they
-# came; --curl prints each request as a curl command before it is sent.
+# What the command line's verbs (a2a_cli.py) and check (a2a_check.py) print,
+# here because both use it and a program may too. Text an agent sends
+# (artifacts, status messages, errors, card fields) is printed for a person, often to a terminal, which obeys escape sequences in
+# it: an OSC 52 sequence writes the user's clipboard, a CR or a CSI "erase
+# line" rewrites what was printed (a forged "signature verified" line). Every
+# C0 and C1 control character but newline and tab, and DEL, is shown as \xNN
+# instead, in every verb and in check: their output streams pass through
+# _Printable. (--json output is JSON, whose encoder escapes them already.)
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f,
+                                          *range(0x80, 0xa0))}
 
-VERBS = ("card", "send", "get", "list", "cancel", "watch", "push", "check")
 
-# The exit status of send and watch, by the state the task was left in; a
-# task still running (send --immediate) and a Message answer are 0. Every verb
-# exits 1 for an error, 2 for a command line that does not parse, 130 when
-# interrupted (Ctrl-C).
-EXIT_STATUS = {"TASK_STATE_COMPLETED": 0, "TASK_STATE_FAILED": 1, "TASK_STATE_REJECTED": 1,
-               "TASK_STATE_INPUT_REQUIRED": 3, "TASK_STATE_AUTH_REQUIRED": 3,
-               "TASK_STATE_CANCELED": 4}
+def printable(text):
+    """``text`` with its control characters (but newline and tab) shown as \\xNN."""
+    return str(text).translate(_CONTROLS)
+
+
+class _Printable:
+    """A text stream whose writes pass through printable()."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        return self.stream.write(printable(text))
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 def _curl_printer(secrets, show_secrets, out, tls_flags=()):
@@ -1164,1020 +1308,3 @@ def _text(parts):
     return "".join(out)
 
 
-def _state(state):
-    return str(state or "").replace("TASK_STATE_", "")
-
-
-def _show_task(task, out):
-    status = task.get("status", {})
-    print(f"task {task.get('id')}  {_state(status.get('state'))}  context {task.get('contextId')}",
-          file=out)
-    said = _text((status.get("message") or {}).get("parts"))
-    if said:
-        print(f"  status: {said}", file=out)
-    for artifact in task.get("artifacts") or ():
-        name = artifact.get("name") or artifact.get("artifactId")
-        print(f"  artifact {name}: {_text(artifact.get('parts'))}", file=out)
-
-
-def _show_answer(answer, out):
-    if "task" in answer:
-        _show_task(answer["task"], out)
-    elif "message" in answer:
-        print(f"message: {_text(answer['message'].get('parts'))}", file=out)
-    else:
-        print(json.dumps(answer, indent=2), file=out)
-
-
-def _show_event(stream, event, out):
-    mark = f"[{stream.last_event_id}] " if stream.last_event_id is not None else ""
-    if "task" in event:
-        task = event["task"]
-        print(f"{mark}task {task.get('id')} {_state(task.get('status', {}).get('state'))}",
-              file=out)
-    elif "statusUpdate" in event:
-        status = event["statusUpdate"].get("status", {})
-        said = _text((status.get("message") or {}).get("parts"))
-        print(f"{mark}status {_state(status.get('state'))}" + (f": {said}" if said else ""),
-              file=out)
-    elif "artifactUpdate" in event:
-        update = event["artifactUpdate"]
-        artifact = update.get("artifact", {})
-        name = artifact.get("name") or artifact.get("artifactId")
-        text = _text(artifact.get("parts"))
-        # (a chunk that ends a line, as serve --exec sends them: print ends it)
-        print(f"{mark}artifact {name}{' (more)' if update.get('append') else ''}: "
-              f"{text[:-1] if text.endswith(chr(10)) else text}", file=out)
-    elif "message" in event:
-        print(f"{mark}message: {_text(event['message'].get('parts'))}", file=out)
-    out.flush()
-
-
-def _show_card(card, out):
-    print(f"{card.get('name')} {card.get('version', '')}: {card.get('description', '')}", file=out)
-    for interface in card.get("supportedInterfaces") or ():
-        tenant = f"  tenant {interface['tenant']}" if interface.get("tenant") else ""
-        print(f"  {interface.get('protocolBinding'):<10} {interface.get('protocolVersion', ''):<4} "
-              f"{interface.get('url')}{tenant}", file=out)
-    if not card.get("supportedInterfaces") and card.get("url"):       # a 0.3 card
-        print(f"  {card.get('preferredTransport', 'JSONRPC'):<10} {card.get('protocolVersion', '0.3'):<4} "
-              f"{card['url']}", file=out)
-        for interface in card.get("additionalInterfaces") or ():
-            print(f"  {interface.get('transport'):<10} {card.get('protocolVersion', '0.3'):<4} "
-                  f"{interface.get('url')}", file=out)
-    capabilities = card.get("capabilities") or {}
-    print("  capabilities: " + (", ".join(k for k, v in capabilities.items() if v is True)
-                                or "none"), file=out)
-    for extension in capabilities.get("extensions") or ():
-        if isinstance(extension, dict):
-            print(f"  extension {extension.get('uri')}"
-                  + (" (required)" if extension.get("required") else "")
-                  + (f": {extension['description']}" if extension.get("description") else ""),
-                  file=out)
-    for skill in card.get("skills") or ():
-        print(f"  skill {skill.get('id')}: {skill.get('name')} - {skill.get('description', '')}",
-              file=out)
-    if card.get("securitySchemes"):
-        print("  security: " + ", ".join(card["securitySchemes"]), file=out)
-
-
-def _seconds(text):
-    """A --timeout: a number of seconds above 0."""
-    import argparse
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 (say 30)")
-    return value
-
-
-# -- check URL: a quick conformance check of any A2A 1.0 agent ---------------------------
-#
-# Built on the client, from the specification only: each check says PASS,
-# FAIL, WARN (the specification leaves it open, or it is a risk rather than
-# an error) or SKIP (the agent does not offer it), with the section it holds
-# the agent to, and for a FAIL the curl line that shows it. By default one
-# message is sent (one task made); --full sends three more (streaming, and
-# ListTasks' order and paging). The exit status is 1 if anything FAILed.
-
-_CARD_REQUIRED = ("name", "description", "version", "supportedInterfaces", "capabilities",
-                  "defaultInputModes", "defaultOutputModes", "skills")
-_SKILL_REQUIRED = ("id", "name", "description", "tags")
-_TASK_STATES = tuple(a2a_min.ENUMS["TaskState"][1:])
-
-
-class _Check:
-    """The checks' shared state: where to print, what was seen, the verdicts.
-    Every request, the raw ones included, carries what the client's carry:
-    the credentials (``auth``), the TLS files, ``headers``; and the curl line
-    that reproduces a FAIL names them (the secret as $A2A_AUTH)."""
-
-    def __init__(self, url, out, timeout, tls, auth, headers=None, show_secrets=False):
-        self.url, self.out, self.timeout, self.tls, self.auth = url, out, timeout, tls, auth
-        self.extra_headers = dict(headers or {})
-        self.headers = dict(self.extra_headers, **_credentials({}, auth)) \
-            if isinstance(auth, str) else dict(self.extra_headers)
-        self.needs = None                          # why the agent's calls cannot be made
-        self.failed = 0
-        self.requests = io.StringIO()              # the curl line of each request, as sent
-        secrets = {name: "A2A_AUTH" for name in _credentials({}, auth)} \
-            if isinstance(auth, str) else {}
-        self.curl = _curl_printer(secrets, show_secrets, self.requests, _tls_flags(tls))
-
-    def say(self, verdict, section, what, detail="", reproduce=None):
-        self.failed += verdict == "FAIL"
-        print(f"{verdict:<4}  §{section:<7} {what}" + (f": {detail}" if detail else ""),
-              file=self.out)
-        if verdict == "FAIL":
-            lines = [reproduce] if reproduce else \
-                self.requests.getvalue().strip().splitlines()
-            if lines:
-                print(f"      reproduce: {lines[-1]}", file=self.out)
-        self.requests.seek(0)
-        self.requests.truncate()
-
-    def client(self, card, binding):
-        return Client(card, binding=binding, auth=self.auth, on_request=self.curl, tls=self.tls,
-                      timeout=self.timeout, headers=self.extra_headers)
-
-    def raw(self, method, url, body=None, headers=None):
-        """(status, head, parsed JSON or None) of one request, sent as it is
-        (with the credentials and headers every request of the check carries)."""
-        headers = {"Content-Type": "application/json", **self.headers, **(headers or {})}
-        conns = _Connections(self.timeout, tls=self.tls)
-        try:
-            status, head, data = conns.request(method, url, body, headers, on_request=self.curl)
-        finally:
-            conns.close()
-        try:
-            return status, head, json.loads(data)
-        except ValueError:
-            return status, head, None
-
-
-CHECK_TIMEOUT = 10.0        # check's --timeout: seconds for each request (a stream: three times)
-
-
-def check(url, *, out=None, full=False, timeout=CHECK_TIMEOUT, tls=None, auth=None, keys=None,
-          headers=None, show_secrets=False):
-    """Check the agent at ``url`` against A2A 1.0; returns the number of FAILs.
-    ``auth``, ``tls`` and ``headers`` as for Client: every request carries
-    them. ``keys`` (kid -> public key, as for Client's card_keys): the card's
-    signatures must verify with them."""
-    out = out or sys.stdout
-    run = _Check(url, out, timeout, tls, auth, headers, show_secrets)
-    run.keys = keys
-    try:
-        card, where = fetch_card(url, timeout=timeout, on_request=run.curl,
-                                 headers=run.extra_headers, _http=_Connections(timeout, tls=tls))
-    except A2AError as error:
-        run.say("FAIL", "8.2", "the agent card", error.message)
-    else:
-        run.card_curl = run.requests.getvalue().strip().splitlines()[-1:] or [None]
-        if callable(auth):
-            run.headers.update(_credentials(card, auth))
-        run.needs = _needs(card, auth, tls)
-        _check_agent(run, card, where, full)
-    print(f"{run.failed} failed" if run.failed else "no failures", file=out)
-    return run.failed
-
-
-def _needs(card, auth, tls):
-    """What the card asks for that the check was not given (a line saying
-    how to give it), or None: an agent whose every call needs credentials
-    cannot be checked past its card without them."""
-    schemes = card.get("securitySchemes") or {}
-    requirements = card.get("securityRequirements")
-    if requirements is None:
-        requirements = [{"schemes": {name: {}}} for name in schemes]
-    if not isinstance(requirements, list) or not requirements or any(
-            isinstance(r, dict) and not r.get("schemes") for r in requirements):
-        return None                                # none asked for, or anonymous allowed
-    has_cert = tls is not None and bool(getattr(tls, "a2a_files", {}).get("cert"))
-    wanted = []
-    for requirement in requirements:
-        names = list((requirement.get("schemes") if isinstance(requirement, dict) else None)
-                     or ())
-        kinds = [next(iter(schemes.get(n) or {"?": 0})) for n in names]
-        if all((k == "mtlsSecurityScheme" and has_cert) or
-               (k != "mtlsSecurityScheme" and auth is not None) for k in kinds):
-            return None                            # this requirement can be met
-        for name, kind in zip(names, kinds):
-            if kind == "mtlsSecurityScheme":
-                wanted.append(f"a client certificate ({name}): --cert FILE --key FILE")
-            elif kind == "httpAuthSecurityScheme":
-                how = (schemes[name][kind] or {}).get("scheme", "Bearer").capitalize()
-                wanted.append(f"{how} credentials ({name}): --auth '{how} <token>'")
-            elif kind == "apiKeySecurityScheme":
-                header = (schemes[name][kind] or {}).get("name", "X-API-Key")
-                wanted.append(f"an API key ({name}): --auth '{header}: <key>'")
-            else:
-                wanted.append(f"credentials ({name}, {kind}): --auth 'Bearer <token>'")
-    return "; or ".join(dict.fromkeys(wanted))
-
-
-def _refused_for_credentials(run, status, answer):
-    """Whether a raw request of the check was refused for its credentials
-    (HTTP 401, or JSON-RPC's -31401), when the check has none to give."""
-    if run.needs is None:
-        return False
-    error = answer.get("error") if isinstance(answer, dict) else None
-    code = error.get("code") if isinstance(error, dict) else None
-    return status == 401 or code == a2a_min.AuthenticationRequiredError.code
-
-
-def _check_agent(run, card, where, full):
-    _check_card(run, card, where)
-    _check_card_caching(run, where)
-    if run.needs is not None:
-        print(f"this agent needs credentials: {run.needs} (what needs them is skipped)",
-              file=run.out)
-    bindings = {i.get("protocolBinding"): i for i in card.get("supportedInterfaces") or ()
-                if _major(i.get("protocolVersion")) == "1"}
-    if "JSONRPC" in bindings:
-        _check_jsonrpc(run, _fix_url(bindings["JSONRPC"]["url"], where))
-    first = next((b for b in ("JSONRPC", "HTTP+JSON") if b in bindings), None)
-    if first is None:
-        run.say("SKIP", "5", "the operations", "no JSON-RPC or HTTP+JSON 1.0 interface")
-        return
-    if run.needs is not None:
-        run.say("SKIP", "3.1", "the operations (SendMessage, GetTask, ListTasks, CancelTask, "
-                "push configs; HTTP+JSON's error table" + (", streaming, ListTasks' order"
-                                                           if full else "") + ")",
-                "no credentials")
-        return
-    task = _check_operations(run, card, first)
-    if "HTTP+JSON" in bindings:
-        _check_rest(run, card, _fix_url(bindings["HTTP+JSON"]["url"], where), task)
-    if full:
-        _check_streaming(run, card, first)
-        _check_order(run, card, first)
-
-
-def _check_card(run, card, where):
-    missing = [f for f in _CARD_REQUIRED if card.get(f) in (None, "", [])
-               and not (f == "skills" and "skills" in card) and f != "capabilities"]
-    missing += ["capabilities"] if not isinstance(card.get("capabilities"), dict) else []
-    run.say("FAIL" if missing else "PASS", "4.4.1", "the card's required fields",
-            f"missing {', '.join(missing)}" if missing else "")
-    for skill in card.get("skills") or ():
-        gone = [f for f in _SKILL_REQUIRED if not skill.get(f)]
-        if gone:
-            run.say("FAIL", "4.4.5", f"skill {skill.get('id')!r}", f"missing {', '.join(gone)}")
-    origin = urlsplit(where)
-    for iface in card.get("supportedInterfaces") or ():
-        target = urlsplit(iface.get("url", "") if "://" in iface.get("url", "")
-                          else "grpc://" + iface.get("url", ""))
-        if not all(iface.get(f) for f in ("url", "protocolBinding", "protocolVersion")):
-            run.say("FAIL", "4.4.6", "an interface", f"needs url, protocolBinding and "
-                    f"protocolVersion: {json.dumps(iface)[:120]}")
-        elif (target.hostname or "") in ("0.0.0.0", "::"):
-            run.say("WARN", "8.3.1", f"{iface['protocolBinding']} interface {iface['url']}",
-                    "a wildcard address a server listens on, not one a client can connect to: "
-                    "set the public URL (a2a_min: --public-url)")
-        elif _is_local(target.hostname or "") and _is_local(origin.hostname or "") and \
-                (target.port or 0) != (origin.port or 0) and target.scheme in ("http", "https"):
-            run.say("WARN", "8.3.1", f"{iface['protocolBinding']} interface {iface['url']}",
-                    f"another port than the card's ({origin.netloc}): the server's public URL "
-                    "(a2a_min: --public-url) may not match where it listens")
-        elif _is_local(target.hostname or "") and not _is_local(origin.hostname or ""):
-            run.say("WARN", "8.3.1", f"{iface['protocolBinding']} interface {iface['url']}",
-                    "a local address in a card served from elsewhere: clients cannot reach it")
-        elif origin.scheme == "https" and target.scheme == "http":
-            run.say("WARN", "7.1", f"{iface['protocolBinding']} interface {iface['url']}",
-                    "plain http in a card served over https")
-    if "protocolVersion" in card:
-        run.say("WARN", "4.4.1", "the card has a top-level protocolVersion",
-                "a 0.3-era field (1.0 names the version per interface)")
-    if "security" in card and "securityRequirements" not in card:
-        run.say("WARN", "4.4.1", "the card names its security requirements `security`",
-                "the name of an early sample card; the proto's is securityRequirements")
-    _check_signatures(run, card)
-
-
-def _check_signatures(run, card):
-    """Section 8.4: each signature's protected header names alg and kid (and
-    typ JOSE); with keys, one signature verifies."""
-    signatures = card.get("signatures")
-    if not signatures:
-        if run.keys:
-            run.say("FAIL", "8.4.3", "the card's signatures", "keys were given (--card-key) "
-                    "but the card is not signed")
-        return
-    for number, entry in enumerate(signatures if isinstance(signatures, list) else [None]):
-        try:
-            header = json.loads(a2a_min._b64decode(entry["protected"]))
-            missing = [f for f in ("alg", "kid") if not header.get(f)]
-        except (TypeError, KeyError, ValueError):
-            header, missing = {}, ["a readable protected header"]
-        if missing:
-            run.say("FAIL", "8.4.2", f"signature {number}", f"needs {', '.join(missing)}")
-        elif header.get("typ") not in (None, "JOSE"):
-            run.say("WARN", "8.4.2", f"signature {number}", f"typ {header['typ']!r}; the "
-                    "specification says JOSE (SHOULD)")
-    if not run.keys:
-        run.say("WARN", "8.4.3", "the card's signatures", "present, not verified: give the "
-                "signer's public key with --card-key KID=FILE")
-        return
-    try:
-        held = verify(card, run.keys, allow_stripped=True)      # (to say so: a WARN below)
-    except ClientError as error:
-        run.say("FAIL", "8.4.3", "the card's signatures verify", error.message,
-                reproduce=getattr(run, "card_curl", [None])[0])
-        return
-    if held["payload"] == "section 8.4.1":
-        run.say("PASS", "8.4.3", "the card's signatures verify", f"kid {held['kid']}, "
-                f"{held['alg']}")
-    else:
-        run.say("WARN", "8.4.1", "the card's signature verifies only over the older "
-                "empty-values-stripped form", f"kid {held['kid']}: REQUIRED fields at their "
-                "default were left out of what was signed")
-
-
-def _check_card_caching(run, where):
-    """Section 8.6: the card SHOULD come with Cache-Control max-age and an
-    ETag, and a conditional request with that ETag gets 304."""
-    try:
-        status, head, _ = run.raw("GET", where)
-        tag = head.getheader("ETag")
-        control = (head.getheader("Cache-Control") or "").lower()
-        missing = [name for name, there in (("Cache-Control max-age", "max-age" in control),
-                                            ("ETag", tag)) if not there]
-        if not missing:
-            status, _, _ = run.raw("GET", where, headers={"If-None-Match": tag})
-    except A2AError as error:
-        run.say("FAIL", "8.6", "the card's caching headers", error.message)
-        return
-    if missing:
-        run.say("WARN", "8.6", "the card's caching headers", f"no {' and no '.join(missing)} "
-                "(SHOULD): clients cannot tell when to read it again")
-    else:
-        run.say("PASS" if status == 304 else "WARN", "8.6", "the card's caching headers, and "
-                "304 for its ETag", "" if status == 304 else f"If-None-Match got HTTP {status}")
-
-
-def _check_jsonrpc(run, url):
-    cases = (("-32700", "9.5", "invalid JSON is a parse error", b"{", {"A2A-Version": "1.0"}),
-             ("-32600", "9.5", "a request without a method is invalid",
-              b'{"jsonrpc":"2.0","id":1}', {"A2A-Version": "1.0"}),
-             ("-32601", "9.5", "an unknown method is not found",
-              b'{"jsonrpc":"2.0","id":1,"method":"NoSuchMethod","params":{}}',
-              {"A2A-Version": "1.0"}),
-             ("-32009", "3.6.2", "an unsupported A2A-Version is refused",
-              b'{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}',
-              {"A2A-Version": "99.0"}))
-    for code, section, what, body, headers in cases:
-        try:
-            status, _, answer = run.raw("POST", url, body, headers)
-        except A2AError as error:
-            run.say("FAIL", section, what, error.message)
-            continue
-        if _refused_for_credentials(run, status, answer):
-            run.say("SKIP", section, what, "no credentials")
-            continue
-        got = (answer or {}).get("error", {}).get("code") if isinstance(answer, dict) else None
-        run.say("PASS" if str(got) == code else "FAIL", section, what,
-                "" if str(got) == code else f"expected error {code}, got "
-                + (f"error {got}" if got is not None else json.dumps(answer)[:100]))
-    try:
-        status, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"GetTask",'
-                                    b'"params":{"id":"a2a-check-no-such-task"}}',
-                                    {"A2A-Version": "1.0"})
-        if _refused_for_credentials(run, status, answer):
-            run.say("SKIP", "9.5", "an A2A error's data carries an ErrorInfo", "no credentials")
-            return
-        error = answer.get("error") if isinstance(answer, dict) else None
-        infos = _error_info(error, "JSONRPC")
-        good = ("TASK_NOT_FOUND", "a2a-protocol.org") in infos
-        run.say("PASS" if good else "FAIL", "9.5", "an A2A error's data carries an ErrorInfo "
-                "(TASK_NOT_FOUND, domain a2a-protocol.org)", "" if good else
-                f"got {json.dumps(error)[:140]}")
-    except A2AError as error:
-        run.say("FAIL", "9.5", "an A2A error's data carries an ErrorInfo", error.message)
-    try:
-        status, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"ListTasks",'
-                                                 b'"params":{}}')
-        if _refused_for_credentials(run, status, answer):
-            run.say("SKIP", "3.6.2", "a request without A2A-Version", "no credentials")
-            return
-        refused = isinstance(answer, dict) and "error" in answer
-        run.say("PASS" if refused else "WARN", "3.6.2", "a request without A2A-Version",
-                "" if refused else "answered; the specification reads no header as 0.3")
-    except A2AError as error:
-        run.say("FAIL", "3.6.2", "a request without A2A-Version", error.message)
-
-
-def _check_operations(run, card, binding):
-    """SendMessage, GetTask (and a missing task), ListTasks, CancelTask of a
-    finished task: one message. Returns the task (or None)."""
-    client = run.client(card, binding)
-    try:
-        answer = client.send("a2a_min check: hello")
-    except A2AError as error:
-        run.say("FAIL", "3.1.1", f"SendMessage ({binding})", error.message)
-        return None
-    task = answer.get("task")
-    if task is None:
-        ok = isinstance(answer.get("message"), dict)
-        run.say("PASS" if ok else "FAIL", "3.1.1", f"SendMessage ({binding})",
-                "answered a Message" if ok else f"neither task nor message: {str(answer)[:100]}")
-        return None
-    state = (task.get("status") or {}).get("state")
-    good = task.get("id") and task.get("contextId") and state in _TASK_STATES
-    run.say("PASS" if good else "FAIL", "3.1.1", f"SendMessage ({binding})",
-            f"task {task.get('id')} {state}" if good else f"a task needs id, contextId and a "
-            f"status.state; got {json.dumps(task)[:120]}")
-    if state in ("TASK_STATE_FAILED", "TASK_STATE_REJECTED"):
-        why = _text(((task.get("status") or {}).get("message") or {}).get("parts") or ())
-        run.say("WARN", "3.1.1", "the agent's task ended " + state[11:].lower(),
-                (why or "no reason given")[:160] + ": the protocol held, the agent did not")
-    for what, section, call, expect in (
-            ("GetTask reads it back", "3.1.3", lambda: client.get_task(task["id"]), None),
-            ("GetTask of a missing task", "3.1.3",
-             lambda: client.get_task("a2a-check-no-such-task"), a2a_min.TaskNotFoundError),
-            ("ListTasks lists it", "3.1.4", lambda: client.list_tasks(pageSize=50), None)):
-        try:
-            got = call()
-        except A2AError as error:
-            ok = expect is not None and isinstance(error, expect)
-            run.say("PASS" if ok else "FAIL", section, what, "" if ok else error.message)
-            continue
-        if expect is not None:
-            run.say("FAIL", section, what, f"expected {expect.__name__}, got an answer")
-        elif "tasks" in got:
-            found = any(t.get("id") == task["id"] for t in got.get("tasks") or ())
-            run.say("PASS" if found else "WARN", section, what,
-                    "" if found else "not in the first 50 (tasks may be scoped, or many)")
-            _check_list_shape(run, got)
-        else:
-            run.say("PASS" if got.get("id") == task["id"] else "FAIL", section, what,
-                    "" if got.get("id") == task["id"] else f"got {str(got)[:100]}")
-    try:
-        bare = client.get_task(task["id"], history_length=0)
-        run.say("PASS" if "history" not in bare else "FAIL", "3.2.4", "GetTask with "
-                "historyLength 0 leaves the history out", "" if "history" not in bare else
-                f"{len(bare['history'])} messages came")
-    except A2AError as error:
-        run.say("FAIL", "3.2.4", "GetTask with historyLength 0", error.message)
-    _check_capabilities(run, card, client, task, state)
-    if (card.get("capabilities") or {}).get("pushNotifications"):
-        _check_push(run, client, task)
-    if state in _TERMINAL:
-        try:
-            client.cancel_task(task["id"])
-            run.say("FAIL", "3.1.5", "CancelTask of a finished task",
-                    "answered; expected TaskNotCancelableError")
-        except a2a_min.TaskNotCancelableError:
-            run.say("PASS", "3.1.5", "CancelTask of a finished task")
-        except A2AError as error:
-            run.say("FAIL", "3.1.5", "CancelTask of a finished task",
-                    f"expected TaskNotCancelableError, got {type(error).__name__}: {error.message}")
-    else:
-        run.say("SKIP", "3.1.5", "CancelTask of a finished task", f"the task is {state}")
-    return task
-
-
-def _check_list_shape(run, answer):
-    """ListTasks' answer (section 3.1.4): nextPageToken always there ("" on
-    the last page), pageSize and totalSize, no artifacts unless asked for."""
-    missing = [f for f in ("nextPageToken", "pageSize", "totalSize") if f not in answer]
-    run.say("FAIL" if missing else "PASS", "3.1.4", "ListTasks answers nextPageToken, pageSize "
-            "and totalSize", f"missing {', '.join(missing)}" if missing else "")
-    with_artifacts = [t.get("id") for t in answer.get("tasks") or () if "artifacts" in t]
-    run.say("FAIL" if with_artifacts else "PASS", "3.1.4", "ListTasks leaves artifacts out "
-            "unless includeArtifacts", f"{len(with_artifacts)} tasks carry them"
-            if with_artifacts else "")
-
-
-def _check_capabilities(run, card, client, task, state):
-    """What the card says it cannot do is refused with the error the
-    specification names (section 3.3.4, capability validation)."""
-    capabilities = card.get("capabilities") or {}
-    probes = []
-    if not capabilities.get("pushNotifications"):
-        probes.append(("3.1.9", "push configs, which the card says it does not send",
-                       lambda: client.list_push_configs(task["id"]),
-                       a2a_min.PushNotificationNotSupportedError))
-    if not capabilities.get("extendedAgentCard"):
-        probes.append(("3.1.11", "GetExtendedAgentCard, which the card does not offer",
-                       client.extended_card, a2a_min.UnsupportedOperationError))
-    if capabilities.get("streaming") and state in _TERMINAL:
-        def subscribe():
-            with client.subscribe(task["id"]) as stream:
-                return list(stream)
-        probes.append(("3.1.6", "SubscribeToTask of a finished task", subscribe,
-                       a2a_min.UnsupportedOperationError))
-    for section, what, call, expected in probes:
-        try:
-            call()
-            run.say("FAIL", section, what, f"answered; expected {expected.__name__}")
-        except expected:
-            run.say("PASS", section, what)
-        except A2AError as error:
-            run.say("FAIL", section, what, f"expected {expected.__name__}, got "
-                    f"{type(error).__name__}: {error.message}")
-
-
-_TERMINAL = a2a_min.TERMINAL_STATES
-
-# A webhook URL that reaches no one: no resolver answers for .invalid (RFC 6761
-# section 6.4), and the round trip registers it on a task that has ended.
-_NOWHERE = "https://a2a-check.invalid/webhook"
-
-
-def _check_push(run, client, task):
-    """The push config round trip (sections 3.1.7 to 3.1.10): create, get,
-    list, delete (twice: it is idempotent), then get finds nothing."""
-    steps = (
-        ("3.1.7", "CreateTaskPushNotificationConfig",
-         lambda: client.create_push_config(task["id"], _NOWHERE, token="a2a-check"),
-         lambda got: got.get("url") == _NOWHERE and got.get("id")),
-        ("3.1.8", "GetTaskPushNotificationConfig reads it back",
-         lambda: client.get_push_config(task["id"], made["id"]),
-         lambda got: got.get("url") == _NOWHERE and got.get("id") == made["id"]),
-        ("3.1.9", "ListTaskPushNotificationConfigs lists it",
-         lambda: client.list_push_configs(task["id"]),
-         lambda got: any(c.get("id") == made["id"] for c in got.get("configs") or ())),
-        ("3.1.10", "DeleteTaskPushNotificationConfig",
-         lambda: client.delete_push_config(task["id"], made["id"]), lambda got: True),
-        ("3.1.10", "DeleteTaskPushNotificationConfig again (it is idempotent)",
-         lambda: client.delete_push_config(task["id"], made["id"]), lambda got: True))
-    made = {}
-    for section, what, call, good in steps:
-        try:
-            got = call()
-        except A2AError as error:
-            run.say("FAIL", section, what, f"{type(error).__name__}: {error.message}")
-            return
-        if section == "3.1.7" and isinstance(got, dict):
-            made.update(got)
-        ok = isinstance(got, dict) and good(got)
-        run.say("PASS" if ok else "FAIL", section, what, "" if ok else f"got {str(got)[:120]}")
-        if not ok:
-            return
-    try:
-        client.get_push_config(task["id"], made["id"])
-        run.say("FAIL", "3.1.8", "a deleted config is gone", "GetTaskPushNotificationConfig "
-                "still answers it")
-    except a2a_min.TaskNotFoundError:
-        run.say("PASS", "3.1.8", "a deleted config is gone")
-    except A2AError as error:
-        run.say("FAIL", "3.1.8", "a deleted config is gone", f"expected TaskNotFoundError, "
-                f"got {type(error).__name__}: {error.message}")
-
-
-def _error_info(error, shape):
-    """(A2A error code or HTTP status, the ErrorInfo reasons and domains) of an
-    error object, in the binding's shape: JSON-RPC's data, or google.rpc.Status's details."""
-    details = (error or {}).get("data" if shape == "JSONRPC" else "details")
-    infos = [d for d in details if isinstance(d, dict) and str(d.get("@type", "")).endswith(
-        "google.rpc.ErrorInfo")] if isinstance(details, list) else []
-    return [(d.get("reason"), d.get("domain")) for d in infos]
-
-
-# HTTP+JSON's status table (sections 5.4 and 11.6), row by row: what is sent,
-# and the HTTP status, google.rpc.Code name and ErrorInfo reason that must come
-# back. {task} is the finished task of the check; None rows need none.
-_REST_ERRORS = (
-    ("a missing task", "GET", "/tasks/a2a-check-no-such-task", None, {}, 404, "NOT_FOUND",
-     "TASK_NOT_FOUND"),
-    ("CancelTask of a finished task", "POST", "/tasks/{task}:cancel", b"{}", {}, 400,
-     "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
-    ("an unsupported A2A-Version", "GET", "/tasks", None, {"A2A-Version": "99.0"}, 400,
-     "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"),
-    ("a pageSize out of range", "GET", "/tasks?pageSize=500", None, {}, 400,
-     "INVALID_ARGUMENT", None),
-    ("invalid JSON", "POST", "/message:send", b"{", {}, 400, "INVALID_ARGUMENT", None))
-
-
-def _check_rest(run, card, base, task):
-    base = base.rstrip("/")
-    for what, verb, path, body, headers, code, name, reason in _REST_ERRORS:
-        if "{task}" in path and (task is None or (task.get("status") or {}).get("state")
-                                 not in _TERMINAL):
-            continue
-        title = f"HTTP+JSON errors: {what} is {code} {name}" + \
-            (f" with ErrorInfo {reason}" if reason else "")
-        try:
-            status, head, answer = run.raw(verb, base + path.replace(
-                "{task}", (task or {}).get("id", "")), body, {"A2A-Version": "1.0", **headers})
-        except A2AError as error:
-            run.say("FAIL", "11.6", title, error.message)
-            continue
-        error = answer.get("error") if isinstance(answer, dict) else None
-        kind = (head.getheader("Content-Type") or "").split(";")[0].strip().lower()
-        if kind == "application/problem+json" or (isinstance(answer, dict) and
-                                                  "title" in answer and "status" in answer):
-            run.say("WARN", "11.6", title, f"HTTP {status} as problem+json, the form section "
-                    "6's examples show; section 11.6 asks for google.rpc.Status")
-            continue
-        reasons = [r for r, _ in _error_info(error, "HTTP+JSON")]
-        good = status == code and isinstance(error, dict) and error.get("code") == code and \
-            error.get("status") == name and (reason is None or reason in reasons)
-        run.say("PASS" if good else "FAIL", "11.6", title, "" if good else
-                f"got HTTP {status}: {json.dumps(answer)[:140]}")
-    if task is not None and (task.get("status") or {}).get("state") in _TERMINAL:
-        _check_subscribe_verbs(run, base, task)
-    if task is not None:
-        try:
-            seen = run.client(card, "HTTP+JSON").get_task(task["id"])
-            same = seen.get("id") == task["id"]
-            run.say("PASS" if same else "FAIL", "5.1", "one task, seen over a second binding",
-                    "" if same else f"HTTP+JSON answered {str(seen)[:100]}")
-        except A2AError as error:
-            run.say("FAIL", "5.1", "one task, seen over a second binding", error.message)
-
-
-def _check_subscribe_verbs(run, base, task):
-    """SubscribeToTask over HTTP+JSON: the proto says GET, the specification's
-    table POST (A2A-FACTS, the decisions). Either may be all an agent
-    serves; a finished task is refused with UnsupportedOperationError
-    either way, unless the route itself is missing."""
-    missing = []
-    for verb in ("GET", "POST"):
-        try:
-            status, _, _ = run.raw(verb, f"{base}/tasks/{task['id']}:subscribe",
-                                   b"{}" if verb == "POST" else None,
-                                   {"A2A-Version": "1.0", "Accept": "text/event-stream"})
-        except A2AError as error:
-            run.say("FAIL", "11.3", f"{verb} /tasks/{{id}}:subscribe", error.message)
-            return
-        if status in (404, 405):
-            missing.append(f"{verb} (HTTP {status})")
-    run.say("WARN" if missing else "PASS", "11.3", "SubscribeToTask by GET and by POST",
-            f"{', '.join(missing)} not served: the proto says GET, the specification's table "
-            "POST; clients use either" if missing else "")
-
-
-def _check_streaming(run, card, binding):
-    if not (card.get("capabilities") or {}).get("streaming"):
-        run.say("SKIP", "3.1.2", "SendStreamingMessage", "the card does not declare streaming")
-        return
-    try:
-        with run.client(card, binding).stream("a2a_min check: stream") as stream:
-            stream.until = time.monotonic() + 3 * run.timeout   # keep-alives may never end
-            events = [(stream.last_event_id, event) for event in stream]
-    except A2AError as error:
-        run.say("FAIL", "3.1.2", "SendStreamingMessage", error.message)
-        return
-    first = events[0][1] if events else {}
-    good = events and ("task" in first or "message" in first)
-    run.say("PASS" if good else "FAIL", "3.1.2", "SendStreamingMessage starts with the task",
-            f"{len(events)} events" if good else f"first event: {str(first)[:100]}")
-    if good:
-        ids = [event_id for event_id, _ in events if event_id is not None]
-        run.say("PASS" if ids else "WARN", "3.5.2", "stream events carry SSE ids", "" if ids
-                else "none: a client that loses the stream cannot resume it (Last-Event-ID)")
-    if good and "task" in first:
-        last = _event_state(events[-1][1])
-        ended = last in _STREAM_ENDS
-        run.say("PASS" if ended else "FAIL", "3.1.2", "the stream ends with the task's end",
-                last or "no state")
-
-
-_STREAM_ENDS = a2a_min.TERMINAL_STATES | a2a_min.INTERRUPTED_STATES
-
-
-def _check_order(run, card, binding):
-    client = run.client(card, binding)
-    try:
-        ids = []
-        for i in range(2):                         # (a second apart: timestamps may be in s)
-            if ids:
-                time.sleep(1.05)
-            ids.append((client.send(f"a2a_min check: order {i}").get("task") or {}).get("id"))
-        page = client.list_tasks(pageSize=1)
-        listed = [t.get("id") for t in page.get("tasks") or ()]
-        run.say("PASS" if listed == ids[-1:] else "FAIL", "3.1.4",
-                "ListTasks: newest first, pageSize honoured", "" if listed == ids[-1:] else
-                f"asked 1, got {listed}; the newest is {ids[-1]}")
-        token = page.get("nextPageToken")
-        if not token:
-            run.say("FAIL", "3.1.4", "ListTasks: a nextPageToken while more remain")
-            return
-        second = [t.get("id") for t in client.list_tasks(pageSize=1, pageToken=token)
-                  .get("tasks") or ()]
-        run.say("PASS" if second == ids[:1] else "FAIL", "3.1.4", "ListTasks: the next page",
-                "" if second == ids[:1] else f"got {second}, expected {ids[:1]}")
-    except A2AError as error:
-        run.say("FAIL", "3.1.4", "ListTasks order and paging", error.message)
-
-
-_EXIT_HELP = ("Exit status: 0 done; 1 an error, or (send, watch) the task FAILED or was "
-              "REJECTED; 2 a command line that does not parse; 3 (send, watch) the task waits "
-              "for input or credentials (INPUT_REQUIRED, AUTH_REQUIRED: send --task ID); 4 "
-              "(send, watch) the task was CANCELED; 130 interrupted (Ctrl-C).")
-
-
-def _parser():
-    import argparse
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print the answers as they came")
-    common.add_argument("--auth", default=os.environ.get("A2A_AUTH"), metavar="VALUE",
-                        help="credentials: an Authorization value ('Bearer t0ken') or a header "
-                             "('X-API-Key: t0ken'); default $A2A_AUTH")
-    common.add_argument("--tenant", help="the tenant to address (default: the interface's)")
-    common.add_argument("--binding", choices=("jsonrpc", "http+json", "grpc"), type=str.lower,
-                        help="the binding to use (default: the card's first that works)")
-    common.add_argument("--timeout", type=_seconds, metavar="SECONDS",
-                        help="to connect, and between two bytes of an answer (default "
-                             f"{DEFAULT_LIMITS['timeout']:g}; check: {CHECK_TIMEOUT:g})")
-    common.add_argument("--extension", action="append", default=[], metavar="URI",
-                        help="announce an extension (A2A-Extensions); repeatable")
-    common.add_argument("--curl", action="store_true",
-                        help="print each request as a curl command (to stderr) before sending it")
-    common.add_argument("--show-secrets", action="store_true",
-                        help="with --curl: print credentials, not $A2A_AUTH")
-    common.add_argument("--cacert", metavar="FILE",
-                        help="https: trust the agent's certificate if this CA (PEM) issued it")
-    common.add_argument("--cert", metavar="FILE",
-                        help="https: present this client certificate (mutual TLS)")
-    common.add_argument("--key", metavar="FILE", help="its private key (if not in --cert)")
-    common.add_argument("-k", "--insecure", action="store_true",
-                        help="https: do not check the agent's certificate (testing only)")
-    common.add_argument("--card-key", action="append", default=[], metavar="KID=FILE",
-                        help="trust this public key (PEM) for card signatures of this kid, and "
-                             "refuse a card that does not verify (section 8.4); repeatable")
-    parser = argparse.ArgumentParser(
-        prog=a2a_min._prog(), description="Call an A2A 1.0 agent (run with no verb, or 'serve', to "
-                                    "serve the demo agent).",
-        epilog=_EXIT_HELP)
-    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-    card = verbs.add_parser("card", parents=[common], help="show the agent card")
-    card.add_argument("url")
-    card.add_argument("--extended", action="store_true", help="GetExtendedAgentCard too")
-    send = verbs.add_parser("send", parents=[common], help="SendMessage (or stream it)",
-                            epilog=_EXIT_HELP)
-    send.add_argument("url")
-    send.add_argument("text")
-    send.add_argument("--stream", action="store_true", help="SendStreamingMessage")
-    send.add_argument("--task", metavar="ID", help="continue this task (its next turn)")
-    send.add_argument("--context", metavar="ID", help="in this context")
-    send.add_argument("--immediate", action="store_true",
-                      help="answer at once, without waiting for the agent (returnImmediately)")
-    get = verbs.add_parser("get", parents=[common], help="GetTask")
-    get.add_argument("url")
-    get.add_argument("id")
-    get.add_argument("--history", type=int, metavar="N", help="the last N messages")
-    lister = verbs.add_parser("list", parents=[common], help="ListTasks")
-    lister.add_argument("url")
-    lister.add_argument("--context", metavar="ID")
-    lister.add_argument("--state", metavar="STATE", help="e.g. working, TASK_STATE_COMPLETED")
-    lister.add_argument("--page-size", type=int, metavar="N")
-    lister.add_argument("--page-token", metavar="TOKEN")
-    cancel = verbs.add_parser("cancel", parents=[common], help="CancelTask")
-    cancel.add_argument("url")
-    cancel.add_argument("id")
-    watch = verbs.add_parser("watch", parents=[common], help="SubscribeToTask", epilog=_EXIT_HELP)
-    watch.add_argument("url")
-    watch.add_argument("id")
-    watch.add_argument("--last-event-id", metavar="ID", help="resume after this event")
-    checking = verbs.add_parser("check", parents=[common],
-                                help="a quick conformance check of an agent (PASS/FAIL/WARN/SKIP)")
-    checking.add_argument("url")
-    checking.add_argument("--full", action="store_true",
-                          help="also streaming, and ListTasks' order and paging (3 more tasks)")
-    push = verbs.add_parser("push", help="push notification configs")
-    push_verbs = push.add_subparsers(dest="push_verb", required=True, metavar="ACTION")
-    create = push_verbs.add_parser("create", parents=[common],
-                                   help="CreateTaskPushNotificationConfig")
-    create.add_argument("url")
-    create.add_argument("task")
-    create.add_argument("webhook")
-    create.add_argument("--id", metavar="ID", help="the config's id (default: the server's)")
-    create.add_argument("--token", help="sent back with each notification")
-    for name, help_text in (("get", "GetTaskPushNotificationConfig"),
-                            ("delete", "DeleteTaskPushNotificationConfig")):
-        sub = push_verbs.add_parser(name, parents=[common], help=help_text)
-        sub.add_argument("url")
-        sub.add_argument("task")
-        sub.add_argument("id")
-    listed = push_verbs.add_parser("list", parents=[common], help="ListTaskPushNotificationConfigs")
-    listed.add_argument("url")
-    listed.add_argument("task")
-    return parser
-
-
-def _verb_first(argv):
-    """The command line with the verb first: options written before it
-    (``--json send URL hi``) go after it (and after push's action), where
-    its parser reads them."""
-    at = next((i for i, word in enumerate(argv) if word in VERBS), None)
-    if not at or not argv[0].startswith("-") or argv[0] in ("-h", "--help"):
-        return argv
-    verb = at + 1 + (argv[at] == "push" and at + 1 < len(argv) and
-                     argv[at + 1] in ("create", "get", "list", "delete"))
-    return argv[at:verb] + argv[:at] + argv[verb:]
-
-
-def _swapped(args):
-    """A one-line complaint when the URL and the text of ``send`` are the
-    wrong way round (said before the text is looked up as a host name)."""
-    text = getattr(args, "text", None)
-    if args.verb != "send" or text is None or "://" in args.url:
-        return None
-    if text.startswith(("http://", "https://")) or (
-            " " not in text and text.rpartition(":")[2].split("/")[0].isdigit()):
-        import shlex
-        return (f"send takes the agent's URL first, then the text: send {shlex.quote(text)} "
-                f"{shlex.quote(args.url)}")
-    return None
-
-
-def main(argv=None, out=None, err=None):
-    """The client's command line; the exit status (see EXIT_STATUS: 0, 1 for
-    an error, 2 for a command line that does not parse, 130 for Ctrl-C)."""
-    out, err = out or sys.stdout, err or sys.stderr
-    args = _parser().parse_args(_verb_first(sys.argv[1:] if argv is None else list(argv)))
-    swapped = _swapped(args)
-    if swapped:
-        print(f"error: {swapped}", file=err)
-        return 2
-    if args.timeout is None:
-        args.timeout = CHECK_TIMEOUT if args.verb == "check" else DEFAULT_LIMITS["timeout"]
-    secrets = {}
-    if args.auth:
-        header = next(iter(_credentials({}, args.auth)))
-        secrets[header] = "A2A_AUTH"
-    try:
-        args.tls = _cli_tls(args)
-        on_request = _curl_printer(secrets, args.show_secrets, err,
-                                   _tls_flags(args.tls)) if args.curl else None
-        return _run(args, out, err, on_request)
-    except A2AError as error:
-        kind = type(error).__name__
-        print(f"error: {kind}: {error.message}", file=err)
-        if getattr(error, "retry_after", None):
-            print(f"  (try again after {error.retry_after} s)", file=err)
-        if isinstance(error, a2a_min.AuthenticationRequiredError) and args.auth and \
-                len(args.auth.split()) == 1 and ":" not in args.auth:
-            print("  (--auth has one word and no scheme, so the Authorization header sent was "
-                  "not 'Bearer <token>': write --auth 'Bearer <token>', or a header of its own: "
-                  "--auth 'X-API-Key: <key>')", file=err)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:                     # (| head): the reader has what it wanted
-        sys.stdout = None
-        return 0
-    except Exception as error:                  # a bug here: said in one line, not a traceback
-        print(f"error: {type(error).__name__}: {error} (this is a bug in a2a_client; please "
-              "report it with the command line, and --curl's output)", file=err)
-        return 1
-
-
-def _card_keys(args):
-    """--card-key KID=FILE ... -> {kid: file}, or None."""
-    keys = {}
-    for given in args.card_key:
-        kid, sep, path = given.partition("=")
-        if not (sep and kid and path):
-            raise ClientError(f"--card-key {given!r}: write it KID=FILE, e.g. "
-                              "--card-key key-1=public.pem")
-        keys[kid] = path
-    return keys or None
-
-
-def _run(args, out, err, on_request):
-    limits = {"timeout": args.timeout, "card_keys": _card_keys(args)}
-    if args.verb == "check":
-        return 1 if check(args.url, out=out, full=args.full, timeout=args.timeout,
-                          tls=args.tls, auth=args.auth, keys=limits["card_keys"],
-                          show_secrets=args.show_secrets) else 0
-    if args.verb == "card":
-        card, where = fetch_card(args.url, timeout=args.timeout, on_request=on_request,
-                                 _http=_Connections(args.timeout, tls=args.tls))
-        if limits["card_keys"]:
-            held = verify(card, limits["card_keys"])
-            print(f"signature verified: kid {held['kid']}, {held['alg']}" +
-                  ("" if held["payload"] == "section 8.4.1" else
-                   f" (over the older form: {held['payload']})"), file=sys.stderr)
-        if args.json and not args.extended:
-            print(json.dumps(card, indent=2), file=out)
-            return 0
-        if args.extended:
-            with _client(args, card, where, on_request, limits) as client:
-                card = client.extended_card()
-        print(json.dumps(card, indent=2), file=out) if args.json else _show_card(card, out)
-        return 0
-    with _client(args, None, args.url, on_request, limits) as client:
-        if args.verb == "send" and args.stream:
-            return _follow(client.stream(args.text, task_id=args.task, context_id=args.context),
-                           args, out, err)
-        if args.verb == "watch":
-            return _follow(client.subscribe(args.id, last_event_id=args.last_event_id), args,
-                           out, err)
-        if args.verb == "send":
-            answer = client.send(args.text, task_id=args.task, context_id=args.context,
-                                 immediate=args.immediate)
-        elif args.verb == "get":
-            answer = {"task": client.get_task(args.id, history_length=args.history)}
-        elif args.verb == "cancel":
-            answer = {"task": client.cancel_task(args.id)}
-        elif args.verb == "list":
-            filters = {"contextId": args.context, "pageSize": args.page_size,
-                       "pageToken": args.page_token}
-            if args.state:
-                state = args.state.upper()
-                filters["status"] = state if state.startswith("TASK_STATE_") else \
-                    "TASK_STATE_" + state
-            answer = client.list_tasks(**{k: v for k, v in filters.items() if v is not None})
-            if not args.json:
-                for task in answer.get("tasks", ()):
-                    status = task.get("status", {})
-                    print(f"{task.get('id')}  {_state(status.get('state')):<14} "
-                          f"{status.get('timestamp', '')}  context {task.get('contextId')}",
-                          file=out)
-                if answer.get("nextPageToken"):
-                    print(f"(more: --page-token {answer['nextPageToken']})", file=out)
-                elif not answer.get("tasks"):
-                    print("no tasks", file=out)
-                return 0
-        else:
-            answer = _push(client, args)
-            if not args.json:
-                for config in answer.get("configs", [answer] if answer else []):
-                    print(f"{config.get('id')}  task {config.get('taskId')}  {config.get('url')}",
-                          file=out)
-                if not answer:
-                    print("deleted", file=out)
-                return 0
-        if args.json:
-            print(json.dumps(answer.get("task", answer) if args.verb in ("get", "cancel")
-                             else answer, indent=2), file=out)
-        else:
-            _show_answer(answer, out)
-    if args.verb == "send":
-        return EXIT_STATUS.get(((answer.get("task") or {}).get("status") or {}).get("state"), 0)
-    return 0
-
-
-def _client(args, card, url, on_request, limits):
-    bindings = {"jsonrpc": "JSONRPC", "http+json": "HTTP+JSON", "grpc": "GRPC"}
-    return Client(card if card is not None else url,
-                  binding=bindings.get(args.binding) if args.binding else None, auth=args.auth,
-                  tenant=args.tenant, extensions=args.extension, on_request=on_request,
-                  tls=args.tls, **limits)
-
-
-def _cli_tls(args):
-    """--cacert, --cert, --key, --insecure: the SSLContext, or None (default)."""
-    if not (args.cacert or args.cert or args.insecure):
-        return None
-    return tls_context(args.cacert, args.cert, args.key, insecure=args.insecure)
-
-
-def _follow(stream, args, out, err):
-    """Print a stream's events; the exit status by the state it ended in.
-    Interrupted (Ctrl-C) or cut for good, it says how to go on."""
-    try:
-        with stream:
-            for event in stream:
-                if args.json:
-                    print(json.dumps({"id": stream.last_event_id, "event": event}), file=out,
-                          flush=True)
-                else:
-                    _show_event(stream, event, out)
-    except KeyboardInterrupt:
-        print("interrupted: the task goes on without you", file=err)
-        _say_how_to_go_on(stream, args, err)
-        return 130
-    except A2AError as error:
-        print(f"error: {type(error).__name__}: {error.message}", file=err)
-        _say_how_to_go_on(stream, args, err)
-        return 1
-    return EXIT_STATUS.get(stream.state, 0)
-
-
-def _say_how_to_go_on(stream, args, err):
-    """The command lines that follow the task from where the stream stopped
-    (SubscribeToTask with Last-Event-ID: the server replays what was
-    missed), or cancel it."""
-    if stream.task_id is None or stream.state in a2a_min.TERMINAL_STATES:
-        return
-    import shlex
-    prog, url, task = a2a_min._prog(), shlex.quote(args.url), shlex.quote(stream.task_id)
-    options = [*_tls_flags(args.tls)] + (["--binding", args.binding] if args.binding else []) \
-        + (["--tenant", args.tenant] if args.tenant else [])
-    more = "".join(" " + shlex.quote(word) for word in options)
-    after = "" if stream.last_event_id is None else \
-        f" --last-event-id {shlex.quote(str(stream.last_event_id))}"
-    print(f"  follow it: {prog} watch {url} {task}{after}{more}", file=err)
-    print(f"  stop it:   {prog} cancel {url} {task}{more}", file=err, flush=True)
-
-
-def _push(client, args):
-    if args.push_verb == "create":
-        return client.create_push_config(args.task, args.webhook, config_id=args.id,
-                                         token=args.token)
-    if args.push_verb == "get":
-        return client.get_push_config(args.task, args.id)
-    if args.push_verb == "list":
-        return client.list_push_configs(args.task)
-    return client.delete_push_config(args.task, args.id)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -137,6 +137,7 @@ class A2AServiceServicer:
     def __init__(self, server, max_streams=None):
         self.server = server
         self.streams = _StreamSlots(max_streams)
+        self.certificates = {}          # PEM -> its decoded dict: the last few client certificates
 
     # -- the eleven rpcs ---------------------------------------------------------
 
@@ -181,7 +182,7 @@ class A2AServiceServicer:
             if not key.endswith("-bin"):
                 headers[key] = headers[key] + ", " + value if key in headers else value
         peer = _peer_address(context.peer())
-        certificate = _certificate_of(context)
+        certificate = _certificate_of(context, self.certificates)
         if certificate is not None:                # mutual TLS: as the HTTP hosts give it
             peer = a2a_min._Peer(peer, certificate)
         call = a2a_min.CallContext(headers, peer=peer)
@@ -257,38 +258,39 @@ def _unexpected(context, method, what="unexpected error answering %s over gRPC")
         "internal error; see the server log")))
 
 
-# OpenSSL's short names in a certificate subject -> ssl.getpeercert()'s
-_SUBJECT_NAMES = {"CN": "commonName", "O": "organizationName", "OU": "organizationalUnitName",
-                  "C": "countryName", "L": "localityName", "ST": "stateOrProvinceName"}
-
-
-def _certificate_of(context):
-    """The verified client certificate of a call over mutual TLS, in the shape
-    of ssl's getpeercert() (its subject, most general name first), or None.
-    grpc gives its subject as RFC 2253 text ("CN=alice,O=Example")."""
+def _certificate_of(context, seen=None):
+    """The verified client certificate of a call over mutual TLS, as ssl's
+    getpeercert() gives it on the HTTP hosts (the same dict, decoded by the
+    same OpenSSL code from the PEM grpc hands over), or None. So one
+    certificate is one principal on every binding: MutualTlsAuth's one
+    function reads the same subject and subjectAltName everywhere. ``seen``:
+    a dict of the certificates decoded lately (a client calls again and again),
+    emptied when it holds 64."""
     auth = context.auth_context() or {}
-    subject = (auth.get("x509_subject") or [b""])[0].decode("utf-8", "replace")
-    if not subject:
+    pem = (auth.get("x509_pem_cert") or [b""])[0]
+    if not pem:
         return None
-    rdns = []
-    for part in _split_rdns(subject):
-        name, _, value = part.partition("=")
-        rdns.append(((_SUBJECT_NAMES.get(name.strip(), name.strip()), value.strip()),))
-    return {"subject": tuple(reversed(rdns)),
-            "pem": (auth.get("x509_pem_cert") or [b""])[0].decode("ascii", "replace")}
+    if seen is None:
+        return _decoded_certificate(pem)
+    decoded = seen.get(pem)
+    if decoded is None:
+        decoded = _decoded_certificate(pem)
+        if len(seen) >= 64:
+            seen.clear()                   # (one step, safe across the pool's threads)
+        seen[pem] = decoded
+    return dict(decoded)
 
 
-def _split_rdns(text):
-    """RFC 2253 text at its unescaped commas."""
-    parts, current, escaped = [], "", False
-    for char in text:
-        if char == "," and not escaped:
-            parts.append(current)
-            current = ""
-            continue
-        current += char
-        escaped = char == "\\" and not escaped
-    return parts + [current] if current else parts
+def _decoded_certificate(pem):
+    """ssl's getpeercert() dict of a PEM certificate. The standard library
+    decodes a certificate only from a file (ssl._ssl._test_decode_cert, the
+    decoder getpeercert() uses): a private temporary file, removed at once."""
+    import ssl
+    import tempfile
+    with tempfile.NamedTemporaryFile("wb", suffix=".pem") as f:
+        f.write(pem)
+        f.flush()
+        return ssl._ssl._test_decode_cert(f.name)
 
 
 def _credentials(tls):
@@ -393,13 +395,12 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
 
 # -- the caller's side: what a2a_client uses for a GRPC interface -------------------
 
-def _channel_credentials(tls):
+def _channel_credentials(tls, client_error):
     """grpc's channel credentials from the files a2a_client.tls_context() was
     made of (grpc takes PEM bytes, not an ssl.SSLContext)."""
-    import a2a_client
     files = getattr(tls, "a2a_files", None) or {}
     if files.get("insecure"):
-        raise a2a_client.ClientError("gRPC cannot skip the check of the agent's certificate "
+        raise client_error("gRPC cannot skip the check of the agent's certificate "
                                      "(-k): give the CA that issued it (--cacert FILE)")
 
     def read(path):
@@ -421,15 +422,17 @@ class GrpcChannel:
     a2a_client.tls_context() (its CA, and a client certificate for mutual
     TLS); without it a bare host:port is plaintext. An error answered by the
     agent is raised as its a2a_min class, from the ErrorInfo in
-    grpc-status-details-bin."""
+    grpc-status-details-bin: ``error_from(None, message, details,
+    http_status=)``, a2a_client's; ``client_error``: its ClientError, for an
+    agent that could not be reached. (a2a_client gives both: this module does
+    not import it, so that the imports run one way.)"""
 
-    def __init__(self, target, *, timeout=30.0, tls=None):
-        import a2a_client
-        self._errors = a2a_client
+    def __init__(self, target, *, client_error, error_from, timeout=30.0, tls=None):
+        self.client_error, self.error_from = client_error, error_from
         secure = target.startswith("https://") or tls is not None and (
             "://" not in target or target.startswith("grpc://"))
         address = target.split("://", 1)[-1].rstrip("/")
-        self.channel = (grpc.secure_channel(address, _channel_credentials(tls)) if secure
+        self.channel = (grpc.secure_channel(address, _channel_credentials(tls, client_error)) if secure
                         else grpc.insecure_channel(address))
         self.target, self.timeout = target, timeout
 
@@ -459,7 +462,7 @@ class GrpcChannel:
         could not be reached or timed out)."""
         code = error.code()
         if code in (grpc.StatusCode.DEADLINE_EXCEEDED,):
-            return self._errors.ClientError(
+            return self.client_error(
                 f"{self.target} did not answer within {self.timeout} s: raise the timeout "
                 "(--timeout), or send with --immediate / --stream")
         details = []
@@ -468,12 +471,12 @@ class GrpcChannel:
                 status = status_pb2.Status.FromString(value)
                 details = [json_format.MessageToDict(any_message) for any_message in status.details]
         if not details and code == grpc.StatusCode.UNAVAILABLE:
-            return self._errors.ClientError(
+            return self.client_error(
                 f"{self.target} could not be reached over gRPC ({error.details()}): is the "
                 "agent running, and is the address right?")
-        return self._errors.error_from(None, error.details(), details,
-                                       http_status={"NOT_FOUND": 404, "UNAUTHENTICATED": 401}.get(
-                                           code.name))
+        return self.error_from(None, error.details(), details,
+                               http_status={"NOT_FOUND": 404, "UNAUTHENTICATED": 401}.get(
+                                   code.name))
 
     def call(self, method, params, headers):
         try:
@@ -533,18 +536,21 @@ def main(argv=None):
     """python a2a_grpc.py [--host H] [--port 8000] [--grpc-port 50051]: the demo on
     JSON-RPC, HTTP+JSON and gRPC, one task store."""
     import argparse
+    # The --tls-* flags are the command line's (a2a_cli.py), reached through
+    # a2a_min's loader: a2a_cli imports a2a_client, which imports this module.
+    a2a_cli = a2a_min._companion("a2a_cli", "python a2a_grpc.py")
     parser = argparse.ArgumentParser(prog=a2a_min._prog(), description=main.__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--grpc-port", type=int, default=50051)
-    a2a_min._tls_arguments(parser)                 # (TLS on every binding)
+    a2a_cli.tls_arguments(parser)                 # (TLS on every binding)
     args = parser.parse_args(argv)
     tls = None
     if args.tls_cert:
         tls = {"cert": args.tls_cert, "key": args.tls_key, "client_ca": args.tls_client_ca,
                "client_cert": args.tls_client_cert}
         try:
-            a2a_min._tls_context(tls)              # (each file checked before anything starts)
+            a2a_cli.tls_context(tls)               # (each file checked before anything starts)
         except ValueError as error:
             parser.error(str(error))
     server = a2a_min.demo_server(

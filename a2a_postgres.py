@@ -14,7 +14,7 @@ sqlite3). This store needs a third-party driver and a database server, and
 a person learning how a request is answered does not need its SQL: it is a
 driver for a database server, which shared/STYLE.md names as a companion,
 like a2a_grpc.py for the gRPC binding. It is importable on its own, and
-``a2a_min.open_store("postgresql://...")`` (``--store``, ``A2A_STORE``)
+``a2a_store.open_store("postgresql://...")`` (``--store``, ``A2A_STORE``)
 imports it when asked.
 
 Quick start::
@@ -32,9 +32,11 @@ client sees it, and beside it what the store needs without decoding it
 events, push configs and lease are rows of their own tables that go with it
 (ON DELETE CASCADE). Every change of a task is one transaction that locks
 its row (SELECT ... FOR UPDATE), checks the version the writer read, writes
-the row and appends the event: two writers of one task, in two processes,
-never lose an update, and never leave a task without its event or an event
-without its task. A new task that ends as it begins (the common SendMessage)
+the row and appends the event (a chunk of a streamed artifact: the event
+alone, until the chunks weigh as much as the task; see a2a_min's "A streamed
+artifact"): two writers of one task, in two processes, never lose an
+update, and never leave a task without its event or an event without its
+task. A new task that ends as it begins (the common SendMessage)
 is one statement: it is inserted if it fits the bounds as they are.
 
 Bounds. The store is bounded as a2a_min's are (tasks, bytes, each caller's
@@ -46,15 +48,18 @@ go one at a time. A bound may therefore be passed by the commits that are
 in flight at the same moment; the next commit evicts back under it.
 
 Wake-ups. A stream here follows a task written elsewhere by reading its
-events from the table; it only needs to be woken when there may be news.
-A commit that changes a task others may follow sends NOTIFY (delivered at
-commit, in commit order), and one connection per process LISTENs and
-counts what it hears: changed() is that count. Notifications are lost while
-the listener reconnects (psycopg/psycopg#962), so changed() also moves on
-every reconnect and every ``poll`` seconds: a stream looks again at least
-that often. Where LISTEN cannot work (AWS Lambda, whose process is frozen
-between invocations) ``listen=False``: changed() then moves every time it
-is asked, and streams poll the table every ``store_poll`` of the Server.
+events from the table; it only needs to be woken when there may be news. A
+commit that changes a task others may follow sends NOTIFY naming the task
+(delivered at commit, in commit order), and one connection per process
+LISTENs, counts what it hears (changed() is that count) and keeps the ids
+it heard (touched()): the Server's store watch then reads the heads of
+those tasks only, in one statement, and wakes their streams alone.
+Notifications are lost while the listener reconnects (psycopg/psycopg#962),
+so changed() also moves on every reconnect and every ``poll`` seconds, and
+touched() then says None: the watch looks at every task followed here.
+Where LISTEN cannot work (AWS Lambda, whose process is frozen between
+invocations) ``listen=False``: changed() then moves every time it is asked,
+and streams poll the table every ``store_poll`` of the Server.
 Through a pooler in session mode (PgBouncer ``pool_mode = session``)
 everything works as is; transaction mode is not supported (LISTEN, and
 psycopg's prepared statements, need a session).
@@ -90,6 +95,7 @@ import threading
 import time
 
 import a2a_min
+import a2a_store
 from a2a_min import ConflictError, InternalError, ServerBusyError
 
 # The schema, one step per version: step i turns a schema of version i into
@@ -139,13 +145,17 @@ _MIGRATIONS = (
             bytes bigint NOT NULL,
             PRIMARY KEY (caller, slot))""",
     ),
+    (   # version 2: events appended alone (a2a_min's "A streamed artifact"): the
+        # task has events after next_seq, which its body lacks (a2a_min._newest)
+        "ALTER TABLE a2a_tasks ADD COLUMN appended boolean NOT NULL DEFAULT false",
+    ),
 )
 POSTGRES_SCHEMA_VERSION = len(_MIGRATIONS)
 
 _SLOTS = 64
 _FRESH = 2.0            # seconds a connection may wait idle and be lent without a look
 _TASK_COLUMNS = ("owner, state, version, next_seq, first_seq, event_bytes, size, config_bytes, "
-                 "idle_ms, caller")
+                 "idle_ms, caller, appended")
 
 # The bounds as they are: every task, the caller's share, and when the oldest
 # idle task became idle.
@@ -187,6 +197,13 @@ _SQL_INSERT_AT_ONCE = """
     )
     SELECT (SELECT count(*) FROM made), (SELECT count(*) FROM counted)"""
 
+# A task's events appended alone (see a2a_min's "A streamed artifact"), read
+# with its row in one statement: one snapshot.
+_APPENDED = ("CASE WHEN appended THEN ARRAY(SELECT body FROM a2a_events WHERE task_id = "
+             "a2a_tasks.id AND seq >= a2a_tasks.next_seq ORDER BY seq) END")
+_SQL_GET = (f"SELECT version, next_seq, body, {_APPENDED} FROM a2a_tasks WHERE id = %s "
+            "AND owner = %s")
+
 # Eviction, oldest idle first, 64 at most to a statement. SKIP LOCKED: a task
 # another transaction is changing right now is not idle for long; it is not
 # waited for.
@@ -226,6 +243,7 @@ class PostgresStore(a2a_min._Bounds):
     """
 
     shared = True                   # other processes may write the same tasks
+    appends = True                  # a streamed artifact's chunks may be written alone
 
     def __init__(self, url, *, schema="public", pool=8, pool_timeout=5.0, connect_timeout=5.0,
                  statement_timeout=10.0, write_wait=10.0, listen=None, poll=1.0, probe_every=1.0,
@@ -256,9 +274,10 @@ class PostgresStore(a2a_min._Bounds):
         self._listener = None               # this process's _Listener, once changed() was asked
         self._wakers = []                   # what wake_on() was given: called on each notification
         self._asked = 0                     # changed() without a listener: how often it was
+        self._tick = None                   # the poll tick touched() last saw
         self._keys = {}                     # owner or caller -> a2a_min._key() of it
         self._complained = 0.0
-        self._circuit = a2a_min._Circuit("the task store (PostgreSQL)", "cannot be reached right "
+        self._circuit = a2a_store._Circuit("the task store (PostgreSQL)", "cannot be reached right "
                                          "now", self._probe, probe_every)
         self._migrate()
 
@@ -291,7 +310,7 @@ class PostgresStore(a2a_min._Bounds):
 
     def _conn(self):
         """``with self._conn() as conn``: a connection of this process, lent."""
-        return a2a_min._Lent(self)          # (it calls _borrow and _give_back)
+        return a2a_store._Lent(self)          # (it calls _borrow and _give_back)
 
     def _borrow(self):
         if self._circuit.down:              # known away: refused at once (or it is back)
@@ -324,7 +343,7 @@ class PostgresStore(a2a_min._Bounds):
             raise
 
     def _probe(self):
-        """Whether the database is back (see a2a_min._Circuit): a new
+        """Whether the database is back (see a2a_store._Circuit): a new
         connection, kept idle in place of those from before the outage."""
         conn = self._connect()
         with self._lock:
@@ -392,7 +411,7 @@ class PostgresStore(a2a_min._Bounds):
             a2a_min._log().error("task store PostgreSQL %s (schema %s) %s: %s (%s)",
                                  _safe_url(self.url), self.schema, problem, fix, text)
 
-    _key = a2a_min.SQLiteStore._key     # an owner's key, remembered (self._keys)
+    _key = a2a_store.SQLiteStore._key     # an owner's key, remembered (self._keys)
 
     # -- schema --------------------------------------------------------------------
 
@@ -492,24 +511,30 @@ class PostgresStore(a2a_min._Bounds):
     def get(self, task_id, owner):
         """The task with this id if ``owner`` owns it, else None (with .json,
         .version and .next_seq)."""
-        rows = self._read("SELECT version, next_seq, body FROM a2a_tasks WHERE id = %s "
-                          "AND owner = %s", (_text(task_id), self._key(owner)))
+        rows = self._read(_SQL_GET, (_text(task_id), self._key(owner)))
         if not rows:
             return None
-        version, next_seq, body = rows[0]
-        task = a2a_min._StoredTask.decode(bytes(body))
-        task.version, task.next_seq = version, next_seq
-        return task
+        return _task_of(*rows[0])
 
-    def commit(self, task, owner, version, event=None, caller=None, holder=None):
+    def commit(self, task, owner, version, event=None, caller=None, holder=None,
+               derived=False):
         """Write ``task`` over ``version`` (0: a new task) and append ``event``
         to its log, atomically; ``holder`` (of a running task) takes its lease
         for lease_ttl, and an idle task's lease ends. Returns (JSON as stored,
-        new version, the event's sequence number or None)."""
+        new version, the event's sequence number or None); ``derived``: only
+        the event is written (a2a_min's "A streamed artifact"), and the JSON
+        returned is None."""
         task, event = a2a_min._cut_history(task, event, self.max_history)
+        if derived:
+            seq = self._transaction(self._append_in, _text(task["id"]), self._key(owner),
+                                    version, event.json if type(event) is a2a_min._StoredEvent
+                                    else a2a_min._dumps(event), wait=True)
+            return None, version + 1, seq
         body = a2a_min._dumps(task)
         if event is None:
             event_body = None
+        elif type(event) is a2a_min._StoredEvent:
+            event_body = event.json
         elif event.get("task") is task and len(event) == 1:
             event_body = b'{"task":' + body + b"}"
         else:
@@ -573,14 +598,21 @@ class PostgresStore(a2a_min._Bounds):
                 row[0] == owner_key and conn.execute(
                     "SELECT body = %s FROM a2a_tasks WHERE id = %s", (body, task_id)).fetchone()[0]:
             return None, None   # _insert_at_once's statement committed, then its connection broke
-        a2a_min._check_version(task["id"], None if new else (row[0] == owner_key, row[1], row[2]),
-                               version)
+        stored_version = None
         if new:
             next_seq = first_seq = event_bytes = old_size = config_bytes = 0
             idle_ms = None
         else:
-            _, _, _, next_seq, first_seq, event_bytes, old_size, config_bytes, idle_ms, \
-                caller_key = row
+            _, _, stored_version, next_seq, first_seq, event_bytes, old_size, config_bytes, \
+                idle_ms, caller_key, appended = row
+            if appended:                # events appended alone: now in the body
+                newest, size = conn.execute(
+                    "SELECT max(seq), sum(length(body)) FROM a2a_events WHERE task_id = %s "
+                    "AND seq >= %s", (task_id, next_seq)).fetchone()
+                stored_version, next_seq = a2a_min._newest(stored_version, next_seq, newest)
+                event_bytes += size or 0
+        a2a_min._check_version(task["id"], None if new else (row[0] == owner_key, row[1],
+                                                             stored_version), version)
         kept = first_seq
         seq = None
         if event_body is not None:
@@ -620,7 +652,7 @@ class PostgresStore(a2a_min._Bounds):
                 conn.execute(
                     "UPDATE a2a_tasks SET context_id = %s, state = %s, stamp = %s, idle_ms = %s, "
                     "version = %s, next_seq = %s, first_seq = %s, event_bytes = %s, size = %s, "
-                    "body = %s WHERE id = %s",
+                    "body = %s, appended = false WHERE id = %s",
                     (_text(task.get("contextId", "")), state, _text(status.get("timestamp", "")),
                      idle_ms,
                      version + 1, next_seq, first_seq, event_bytes, size, body, task_id))
@@ -645,6 +677,38 @@ class PostgresStore(a2a_min._Bounds):
         if not new:                     # someone elsewhere may follow it, or run its turn
             conn.execute("SELECT pg_notify(%s, %s)", (self._channel, task_id))
         return seq, None
+
+    def _append_in(self, conn, task_id, owner_key, version, event_body):
+        """commit()'s transaction for an event alone (``derived``): the task's
+        row is locked, checked and marked ``appended``, not written again
+        (a2a_store.SQLiteStore._append_in says why; the bounds count the
+        events once the task is written whole again). The event's sequence
+        number."""
+        row = conn.execute("SELECT owner, state, version, next_seq, appended FROM a2a_tasks "
+                           "WHERE id = %s FOR UPDATE", (task_id,)).fetchone()
+        stored = None
+        if row is not None:
+            newest = conn.execute("SELECT max(seq) FROM a2a_events WHERE task_id = %s",
+                                  (task_id,)).fetchone()[0] if row[4] else None
+            version_now, seq = a2a_min._newest(row[2], row[3], newest)
+            stored = (row[0] == owner_key, row[1], version_now)
+        a2a_min._check_version(_untext(task_id), stored, version)
+        if not row[4]:
+            conn.execute("UPDATE a2a_tasks SET appended = true WHERE id = %s", (task_id,))
+        conn.execute("INSERT INTO a2a_events (task_id, seq, body) VALUES (%s, %s, %s)",
+                     (task_id, seq, event_body))
+        conn.execute("SELECT pg_notify(%s, %s)", (self._channel, task_id))
+        return seq
+
+    def heads(self, task_ids):
+        """{task id: (version, state)} of those of ``task_ids`` still stored
+        (as a2a_store.SQLiteStore.heads), in one statement."""
+        rows = self._read(
+            "SELECT id, version, next_seq, CASE WHEN appended THEN (SELECT max(seq) FROM "
+            "a2a_events WHERE task_id = a2a_tasks.id) END, state FROM a2a_tasks "
+            "WHERE id = ANY(%s)", ([_text(task_id) for task_id in task_ids],))
+        return {_untext(task_id): (a2a_min._newest(version, next_seq, newest)[0], state)
+                for task_id, version, next_seq, newest, state in rows}
 
     def _kept(self, conn, task_id, next_seq, first_seq, event_bytes):
         """The log's bounds once its oldest events go while it is past one (the
@@ -766,6 +830,10 @@ class PostgresStore(a2a_min._Bounds):
         return rows[0][0], [(seq, a2a_min._StoredEvent.decode(bytes(body)))
                             for _, seq, body in rows if seq is not None]
 
+    def watch(self, server):
+        """The watch of a shared store, as SQLiteStore's (a2a_store._StoreWatch)."""
+        return a2a_store._StoreWatch(server)
+
     def changed(self):
         """A number that moves when a task others may follow changed: the
         notifications this process's listener heard (its reconnects count
@@ -788,6 +856,24 @@ class PostgresStore(a2a_min._Bounds):
         Server's watch thread then looks at the store at once: a stream here
         hears of a commit elsewhere in a few milliseconds, not store_poll)."""
         self._wakers.append(wake)
+
+    def touched(self):
+        """The ids of the tasks whose change the listener heard of since the
+        last call (each NOTIFY names its task), or None where that is not
+        known: no listener, one that (re)connected meanwhile (whatever was
+        sent while nobody listened is lost), or a new ``poll`` tick (a look
+        at every task followed here, in case). The store watch then reads
+        the heads of those tasks only."""
+        listener = self._listener
+        if listener is None or listener.pid != os.getpid():
+            return None
+        with listener.lock:
+            ids, listener.touched = listener.touched, set()
+        tick = int(time.monotonic() / self.poll)
+        if tick != self._tick:
+            self._tick = tick
+            return None
+        return ids
 
     def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
         """One page of the owner's tasks, newest status first (as
@@ -812,18 +898,19 @@ class PostgresStore(a2a_min._Bounds):
             total = conn.execute("SELECT count(*) FROM a2a_tasks WHERE " + where,
                                  args).fetchone()[0]
             page, size, more = [], 0, False
-            cursor_ = conn.execute("SELECT stamp, id, body FROM a2a_tasks WHERE " + page_where
+            cursor_ = conn.execute("SELECT stamp, id, version, next_seq, body, " + _APPENDED
+                                   + " FROM a2a_tasks WHERE " + page_where
                                    + " ORDER BY stamp DESC, id DESC LIMIT %s",
                                    page_args + [limit + 1])
-            for stamp, task_id, body in cursor_:
-                size += len(body)
+            for stamp, task_id, *row in cursor_:
+                size += len(row[2])
                 if len(page) == limit or page and size > self.max_page_bytes:
                     more = True
                     break
-                page.append((stamp, task_id, bytes(body)))
+                page.append((stamp, task_id, row))
             return total, page, more
         total, page, more = self._transaction(work)
-        tasks = [json.loads(body) for _, _, body in page]
+        tasks = [_task_of(*row) for _, _, row in page]
         return tasks, total, ((_untext(page[-1][0]), _untext(page[-1][1])) if more else None)
 
     def stats(self):
@@ -956,6 +1043,8 @@ class _Listener:
         self.circuit = store._circuit       # told when the database is away, and back
         self.connect_timeout = max(1, round(store.connect_timeout))
         self.pid, self.heard, self.connected, self.stopped = os.getpid(), 0, False, False
+        self.lock = threading.Lock()
+        self.touched = None                 # ids of the tasks notified (None: not known)
         threading.Thread(target=self._run, name="a2a-postgres-listen", daemon=True).start()
 
     def _run(self):
@@ -971,9 +1060,12 @@ class _Listener:
                 self.connected, backoff = True, 0.1
                 if self.circuit.down:
                     self.circuit.closed()
-                self.heard += 1                 # (what was sent while nobody listened)
+                self._lost()                    # (what was sent while nobody listened)
                 while not self.stopped:
-                    for _ in conn.notifies(timeout=self.poll):
+                    for notify in conn.notifies(timeout=self.poll):
+                        with self.lock:
+                            if self.touched is not None:
+                                self.touched.add(_untext(notify.payload))
                         self.heard += 1
                         for wake in self.wakers:
                             wake()
@@ -982,12 +1074,32 @@ class _Listener:
                     self.circuit.opened(f"{_safe_url(self.url)}: {str(error).strip()}; start "
                                         "it, or check the URL and the network", began)
                 self.connected = False
-                self.heard += 1
+                self._lost()
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
             finally:
                 if conn is not None and os.getpid() == self.pid:
                     conn.close()
+
+    def _lost(self):
+        """Notifications may have been lost: the next look is at everything."""
+        with self.lock:
+            self.touched = None
+        self.heard += 1
+
+
+def _task_of(version, next_seq, body, appended):
+    """The task of a row (its version, next_seq and body) and the events
+    appended alone after it (None: none), with .json, .version and .next_seq."""
+    if not appended:
+        task = a2a_min._StoredTask.decode(bytes(body))
+        task.version, task.next_seq = version, next_seq
+        return task
+    task = a2a_min._with_pending(json.loads(bytes(body)), [
+        json.loads(bytes(event))["artifactUpdate"] for event in appended])
+    task.version, task.next_seq = a2a_min._newest(version, next_seq,
+                                                  next_seq + len(appended) - 1)
+    return task
 
 
 def _text(value):

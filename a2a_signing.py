@@ -2,10 +2,11 @@
 
 A card may carry JWS signatures (RFC 7515) over its canonical form: the card
 as the proto knows it, without ``signatures``, in RFC 8785 canonical JSON.
-a2a_min.py writes that form and assembles the signature with the standard
-library alone; the keys and algorithms live here, because they need the
-``cryptography`` package (``pip install cryptography``, or the ``signing``
-extra) and because a server answers every request without them. The caller's
+This module writes that form and assembles the signature with the standard
+library alone (a2a_min calls sign_card() when a Server has a card_signer);
+the keys and algorithms need the ``cryptography`` package (``pip install
+cryptography``, or the ``signing`` extra), imported only when a key is used.
+A server answers every request without this file. The caller's
 side (verifying a card someone else signed) is here for the same reason.
 
     signer = signer_from_pem("key.pem", kid="key-1")     # ES256, RS256 or EdDSA
@@ -20,13 +21,15 @@ from an explicit allowlist; ``none`` is never accepted, HMAC only when
 named.
 """
 
-__all__ = ["canonicalize", "card_payload", "signer_from_pem", "verify_card",
+__all__ = ["canonicalize", "card_payload", "sign_card", "signer_from_pem", "verify_card",
            "CardSignatureError", "DEFAULT_ALGORITHMS"]
 
 import binascii
 import json
 
-import a2a_min
+from a2a_min import ENUMS, MESSAGES
+# The second tier (a2a_min.COMPANION_API): field names and base64.
+from a2a_min import _b64decode, _b64encode, _snake
 
 # What verify_card accepts unless told otherwise: the asymmetric algorithms a
 # card is signed with. EdDSA's newer, fully specified name (RFC 9864) is Ed25519.
@@ -38,10 +41,178 @@ class CardSignatureError(ValueError):
     """A card whose signatures cannot be made or do not hold; the message says why."""
 
 
+# The card's signature (section 8.4). A signed card carries, in ``signatures``,
+# detached JWS (RFC 7515) over one exact byte string: the card as the proto
+# knows it (section 8.4.1: fields the proto does not define dropped; REQUIRED
+# fields always there; ``optional`` ones when set; any other field left out at
+# its default), without ``signatures``, written as RFC 8785 canonical JSON
+# (JCS): no whitespace, object keys sorted by their UTF-16 code units, strings
+# escaped as ECMAScript's JSON.stringify escapes them, and numbers written as
+# ECMAScript writes an IEEE 754 double. Any two implementations that follow
+# both rules sign and verify the same bytes. The server asks its card_signer
+# (bytes -> signature bytes) to sign, through sign_card() below.
+
+# JSON.stringify's escapes: the two-character ones, \u00XX (lower case hex) for
+# the other controls, and nothing else (not even U+2028 or DEL).
+_JCS_ESCAPES = {**{i: "\\u%04x" % i for i in range(32)}, 8: "\\b", 9: "\\t", 10: "\\n",
+                12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
+_JCS_MAX_DEPTH = 64
+
+
+def _jcs_number(value):
+    """An IEEE 754 double as ECMAScript's Number.prototype.toString writes it
+    (RFC 8785 section 3.2.2.3): the shortest digits that read back as the
+    same double (Python's repr finds the same ones), placed by the
+    ECMAScript rules: plain up to 21 digits, 0.000001 and up without an
+    exponent, an exponent otherwise."""
+    if isinstance(value, int):
+        exact = float(value) if abs(value) < 2 ** 1024 else None
+        if exact != value:
+            raise ValueError(f"the integer {value} has no exact IEEE 754 double (RFC 8785 "
+                             "numbers are doubles): send it as a string")
+        value = exact
+    if value - value != 0:                               # inf - inf and nan - nan are nan
+        raise ValueError(f"{value} is not a JSON number (RFC 8785 refuses NaN and Infinity)")
+    if value == 0:
+        return "0"                                       # -0 too
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0").rstrip("0")
+    # The decimal point sits after the first ``point`` digits (value = 0.DIGITS x 10^point).
+    if whole != "0":
+        point = len(whole) + int(exponent or 0)
+    else:
+        point = int(exponent or 0) - (len(fraction) - len(fraction.lstrip("0")))
+    size = len(digits)
+    if size <= point <= 21:
+        text = digits + "0" * (point - size)
+    elif 0 < point <= 21:
+        text = digits[:point] + "." + digits[point:]
+    elif -6 < point <= 0:
+        text = "0." + "0" * -point + digits
+    else:
+        text = digits[0] + ("." + digits[1:] if size > 1 else "") + \
+            "e" + ("+" if point > 0 else "-") + str(abs(point - 1))
+    return "-" + text if value < 0 else text
+
+
+def _jcs(value, depth=0):
+    """``value`` (parsed JSON) as RFC 8785 canonical JSON text; ValueError
+    for what has no canonical form (lone surrogates, NaN, deep nesting)."""
+    if depth > _JCS_MAX_DEPTH:
+        raise ValueError(f"the JSON nests deeper than {_JCS_MAX_DEPTH} levels")
+    if value is True or value is False or value is None:
+        return "true" if value else "false" if value is False else "null"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a string holds a lone surrogate, which RFC 8785 refuses") \
+                from None
+        return '"' + value.translate(_JCS_ESCAPES) + '"'
+    if isinstance(value, (int, float)):
+        return _jcs_number(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_jcs(item, depth + 1) for item in value) + "]"
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise ValueError(f"an object key is {type(key).__name__}, not a string")
+        return "{" + ",".join(_jcs(key) + ":" + _jcs(value[key], depth + 1)
+                              for key in sorted(value, key=_utf16)) + "}"
+    raise ValueError(f"{type(value).__name__} is not JSON")
+
+
+def _utf16(key):
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _presence(value, message_type, path, depth=0):
+    """A message as section 8.4.1 has it signed: the fields MESSAGES knows,
+    each under its camelCase name; REQUIRED and ``optional`` (and oneof)
+    fields as they are, even empty; other repeated fields and maps when not
+    empty; a set message always; any other scalar unless it is its default."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} must be an object ({message_type})")
+    if depth > _JCS_MAX_DEPTH:
+        raise ValueError(f"{path} nests deeper than {_JCS_MAX_DEPTH} levels")
+    out = {}
+    for _, name, type_, labels in MESSAGES[message_type]:
+        key = name if name in value else _snake(name)
+        if name in value and _snake(name) != name and _snake(name) in value:
+            # Parsers read either spelling (the last one wins): one must not be
+            # signed while the other is used.
+            raise ValueError(f"{path} has both {name} and {_snake(name)}")
+        if key not in value or (message_type == "AgentCard" and name == "signatures"):
+            continue
+        item, words, where = value[key], labels.split(), f"{path}.{name}"
+        if "repeated" in words:
+            if item or "required" in words:
+                out[name] = [_presence_item(v, type_, f"{where}[{i}]", depth)
+                             for i, v in enumerate(_listed(item, where))]
+        elif type_.startswith("map<"):
+            if item or "required" in words:
+                kind = type_[4:-1].split(",")[1].strip()
+                if not isinstance(item, dict):
+                    raise ValueError(f"{where} must be an object (a map)")
+                out[name] = {k: _presence_item(v, kind, f"{where}.{k}", depth)
+                             for k, v in item.items()}
+        elif type_ in MESSAGES or "required" in words or "optional" in words or \
+                any(w.startswith("oneof:") for w in words):
+            out[name] = _presence_item(item, type_, where, depth)
+        elif item not in ("", 0, None) and not (type_ in ENUMS and item == ENUMS[type_][0]):
+            out[name] = item                            # (0 == False: false is left out too)
+    return out
+
+
+def _presence_item(value, type_, path, depth):
+    return _presence(value, type_, path, depth + 1) if type_ in MESSAGES else value
+
+
+def _listed(value, path):
+    if not isinstance(value, list):
+        raise ValueError(f"{path} must be a list")
+    return value
+
+
+def _card_payload(card):
+    """The bytes a card's signatures sign (section 8.4.1): the card as the proto
+    knows it, without ``signatures``, as RFC 8785 canonical JSON in UTF-8."""
+    return _jcs(_presence(card, "AgentCard", "card")).encode("utf-8")
+
+
+def _b64url(data):
+    """bytes -> base64url without padding (RFC 7515 section 2)."""
+    return _b64encode(data).rstrip("=").replace("+", "-").replace("/", "_")
+
+
+def sign_card(card, signer):
+    """``card`` with one more AgentCardSignature (section 8.4.2): a JWS
+    protected header (``signer.header``: alg, kid, maybe jku; typ JOSE) and
+    the signer's signature of header.payload, both base64url."""
+    header = {"typ": "JOSE", **signer.header}
+    missing = [name for name in ("alg", "kid") if not header.get(name)]
+    if missing:
+        raise ValueError(f"the card signer's header needs {' and '.join(missing)} (section "
+                         "8.4.2); a2a_signing.signer_from_pem() sets both")
+    protected = _b64url(json.dumps(header, separators=(",", ":")).encode())
+    signing_input = f"{protected}.{_b64url(_card_payload(card))}".encode("ascii")
+    signature = signer(signing_input)
+    if not isinstance(signature, bytes) or not signature:
+        raise ValueError("the card signer must return the signature's bytes")
+    # A signer that can check its own work (a2a_signing's do) does, so that no
+    # card is ever served with a signature that would not verify.
+    check = getattr(signer, "check", None)
+    if check is not None and not check(signing_input, signature):
+        raise ValueError("the card signer's signature does not verify with its own public key")
+    return {**card, "signatures": list(card.get("signatures") or ()) +
+            [{"protected": protected, "signature": _b64url(signature)}]}
+
+
 def canonicalize(value):
     """``value`` (parsed JSON) as RFC 8785 canonical JSON, UTF-8 bytes."""
     try:
-        return a2a_min._jcs(value).encode("utf-8")
+        return _jcs(value).encode("utf-8")
     except ValueError as error:
         raise CardSignatureError(str(error)) from None
 
@@ -49,7 +220,7 @@ def canonicalize(value):
 def card_payload(card):
     """The bytes a card's signatures sign (section 8.4.1)."""
     try:
-        return a2a_min._card_payload(card)
+        return _card_payload(card)
     except (ValueError, RecursionError) as error:
         raise CardSignatureError(f"the card has no canonical form: {error}") from None
 
@@ -198,7 +369,7 @@ def _unb64url(text, what):
     if not isinstance(text, str):
         raise CardSignatureError(f"{what} is not a string")
     try:
-        return a2a_min._b64decode(text)
+        return _b64decode(text)
     except (binascii.Error, ValueError):
         raise CardSignatureError(f"{what} is not base64url") from None
 
@@ -246,8 +417,8 @@ def _stripped(value):
 
 def _unknown_fields(card):
     """Top-level fields the proto does not define (they are not signed)."""
-    known = {name for _, name, _, _ in a2a_min.MESSAGES["AgentCard"]}
-    known |= {a2a_min._snake(name) for name in known}
+    known = {name for _, name, _, _ in MESSAGES["AgentCard"]}
+    known |= {_snake(name) for name in known}
     return sorted(set(card) - known)
 
 
@@ -277,7 +448,7 @@ def verify_card(card, keys, algorithms=DEFAULT_ALGORITHMS, *, allow_stripped=Fal
         raise CardSignatureError("keys must be a dict of kid -> key, or a callable (kid, jku)")
     allowed = {a for a in algorithms or () if isinstance(a, str)} - {"none"}
     canonical = card_payload(card)         # (CardSignatureError for a card with no canonical form)
-    signed = a2a_min._presence(card, "AgentCard", "card")
+    signed = _presence(card, "AgentCard", "card")
     stripped = _stripped(signed) or {}
     payloads = [("section 8.4.1", canonical, signed),
                 ("empty values stripped", canonicalize(stripped), stripped)]
@@ -315,7 +486,7 @@ def verify_card(card, keys, algorithms=DEFAULT_ALGORITHMS, *, allow_stripped=Fal
                 raise CardSignatureError(wrong)
             signature = _unb64url(entry.get("signature"), "its signature")
             for form, payload, content in payloads:
-                data = f"{protected}.{a2a_min._b64url(payload)}".encode("ascii")
+                data = f"{protected}.{_b64url(payload)}".encode("ascii")
                 if not _check(alg, key, data, signature):
                     continue
                 if form != "section 8.4.1" and not allow_stripped:

@@ -852,13 +852,22 @@ def speaks_rest(path, headers):
     return (path == "/v1" or path.startswith("/v1/")) and (not said or said.startswith("0."))
 
 
-def rest_response(server, verb, path, query, headers, body, base_url, peer=None, spawn=None):
-    """The Response to a 0.3 HTTP+JSON request."""
+def refusal(server, status, error):
+    """A 0.3 HTTP+JSON error answer: HTTP ``status``, and the error's message
+    and JSON-RPC code in a JSON object (0.3 had no google.rpc.Status)."""
+    server._note(error)
+    return Response(status, [("Content-Type", _JSON), *_error_headers(error)],
+                    _json_body({"message": error.message, "code": error.code}))
+
+
+def rest_response(server, request):
+    """The Response to a 0.3 HTTP+JSON ``request`` (a2a_min's _Request). (A
+    POST's body is JSON: a2a_min saw to that before, for every binding.)"""
+    verb, path, query = request.method, request.path, request.query
+    headers, body = request.headers, request.body
 
     def refuse(error):
-        server._note(error)
-        return Response(error.http_status, [("Content-Type", _JSON), *_error_headers(error)],
-                        _json_body({"message": error.message, "code": error.code}))
+        return refusal(server, error.http_status, error)
     try:
         found = _rest_route("GET" if verb == "HEAD" else verb, path)
         if found is None:
@@ -875,8 +884,8 @@ def rest_response(server, verb, path, query, headers, body, base_url, peer=None,
                 raise InvalidParamsError("the body must be a JSON object", field="body")
         query_values = _query_params(query)
         params = make_params(data, query_values, values)
-        call = _as_v10(CallContext(headers, query_values, base_url=base_url, spawn=spawn,
-                                   peer=peer))
+        call = _as_v10(CallContext(headers, query_values, base_url=request.base_url,
+                                   spawn=request.spawn, peer=request.peer))
         if query_values or "last-event-id" in headers:
             call.last_event_id = _last_event_id(headers, query_values)
 

@@ -30,8 +30,13 @@ def echo(text):
 if __name__ == "__main__":
     host = sys.argv[2] if len(sys.argv) > 2 else "threads"
     kind = sys.argv[3] if len(sys.argv) > 3 else ("async" if host == "asyncio" else "sync")
-    store = a2a_min.open_store(os.environ.get("A2A_STORE")) if hasattr(a2a_min, "open_store") \
-        else None                                  # (a checkout from before the store existed)
+    store = None
+    if os.environ.get("A2A_STORE"):                # (a checkout from before a2a_store.py: in a2a_min)
+        try:
+            import a2a_store
+        except ImportError:
+            a2a_store = a2a_min
+        store = a2a_store.open_store(os.environ["A2A_STORE"])
     compat = {"compat": os.environ["A2A_COMPAT"]} if os.environ.get("A2A_COMPAT") else {}
     server = a2a_min.Server(async_echo if kind == "async" else echo,
                             name="a2a_min echo", description="echo", store=store, **compat)

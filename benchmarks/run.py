@@ -79,6 +79,21 @@ request = function()
 end
 """
 
+STREAM_LUA = r"""
+counter = 0
+request = function()
+  counter = counter + 1
+  local body = '{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":'
+    .. '{"messageId":"s' .. counter .. '-' .. math.random(1, 1e9)
+    .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
+  return wrk.format("POST", "/", {["Content-Type"]="application/json", ["A2A-Version"]="1.0",
+                                  ["Accept"]="text/event-stream"}, body)
+end
+"""
+# (A stream's connection closes at its end: wrk counts each whole stream as a
+# request, and each close as a "read error".)
+
+
 GET_TASK_LUA = r"""
 wrk.method = "GET"
 wrk.headers["A2A-Version"] = "1.0"
@@ -231,7 +246,8 @@ def main():
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--tasks", type=int, default=10_000, help="tasks for the memory test")
     parser.add_argument("--skip", default="", help="comma-separated: throughput, sse, memory")
-    parser.add_argument("--only", default="", help="throughput scenarios to run: send, rest, get")
+    parser.add_argument("--only", default="",
+                        help="throughput scenarios to run: send, rest, get, stream")
     parser.add_argument("--host", default="threads",
                         help="a2a_min's server: threads, asyncio, or both (threads,asyncio)")
     parser.add_argument("--before", metavar="DIR",
@@ -334,13 +350,15 @@ def run(args, hosts, stores, database):
                           url, store_variable="A2A_SDK_STORE"))
     skip = set(args.skip.split(","))
     scripts = {}
-    for name, text in (("send", SEND_LUA), ("rest", REST_SEND_LUA), ("get", GET_TASK_LUA)):
+    for name, text in (("send", SEND_LUA), ("rest", REST_SEND_LUA), ("get", GET_TASK_LUA),
+                       ("stream", STREAM_LUA)):
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
             f.write(text)
             scripts[name] = f.name
     scenarios = [("JSON-RPC SendMessage", "send", (1, 16, 64)),
                  ("HTTP+JSON POST /message:send", "rest", (16,)),
-                 ("HTTP+JSON GET /tasks/{id}", "get", (16,))]
+                 ("HTTP+JSON GET /tasks/{id}", "get", (16,)),
+                 ("SSE SendStreamingMessage, whole", "stream", (16,))]
     if "throughput" not in skip:
         print(f"req/s, {args.rounds} rounds of {args.seconds} s alternating between servers")
     if args.only:

@@ -28,6 +28,14 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import a2a_min  # noqa: E402
+
+
+def open_store(location):
+    """The store named by --store or A2A_STORE (a2a_store.py); None: in memory."""
+    if not location:
+        return None
+    import a2a_store
+    return a2a_store.open_store(location)
 from a2a_min import artifact_update, file_part, data_part, status_update  # noqa: E402
 
 WORKING, COMPLETED = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"
@@ -107,7 +115,7 @@ def make_server(**options):
         skills=[{"id": "tck", "name": "TCK scenarios", "tags": ["tck"],
                  "description": "Behaviour chosen by the messageId prefix."}],
         push_notifications=True, push_allow=["localhost", "127.0.0.0/8", "::1"],
-        store=options.pop("store", None) or a2a_min.open_store(os.environ.get("A2A_STORE")),
+        store=options.pop("store", None) or open_store(os.environ.get("A2A_STORE")),
         extended_card={"description": "The extended card of the a2a_min TCK agent."},
         extensions=[{"uri": REQUIRED_EXTENSION, "required": True,
                      "description": "Required by the conformance kit's extension tests."}],
@@ -133,7 +141,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     server = make_server(required_extensions=[REQUIRED_EXTENSION] if args.strict_extension else (),
-                         store=a2a_min.open_store(args.store), compat=args.compat)
+                         store=open_store(args.store), compat=args.compat)
     if args.workers > 1 and (args.grpc_port is not None or args.server != "threads"):
         parser.error("--workers runs the threaded server only, without --grpc-port")
     if args.grpc_port is not None:

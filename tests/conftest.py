@@ -19,12 +19,52 @@ from harness import BINDINGS, Live, grpc_available, need, scenario_agent  # noqa
 if os.environ.get("A2A_TEST_STORE") == "sqlite":
     _folder = tempfile.mkdtemp(prefix="a2a-test-store-")
     _numbers = itertools.count()
-    _SQLiteStore = a2a_min.SQLiteStore
+    import a2a_store
+    _SQLiteStore = a2a_store.SQLiteStore
 
     def _sqlite_task_store(**limits):
         """An SQLiteStore in a new file, in place of the in-memory TaskStore."""
         return _SQLiteStore(os.path.join(_folder, f"{next(_numbers)}.db"), **limits)
     a2a_min.TaskStore = _sqlite_task_store
+
+
+# A suite started as a background job of a shell without job control (as
+# .ci/run's side-by-side passes are) inherits SIGINT ignored, and so would
+# every process it starts: the Ctrl-C tests would send a signal nobody takes.
+# A handler of our own is reset to the default at exec, so children get it.
+import signal  # noqa: E402
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# No test may hang the suite (CI has a deadline): a test still running after
+# A2A_TEST_TIMEOUT seconds (300) fails, the alarm's exception interrupting
+# whatever its main thread waits on; one that cannot be interrupted ends the
+# run a minute later, printing every thread's stack.
+_TEST_TIMEOUT = int(os.environ.get("A2A_TEST_TIMEOUT", "300"))
+
+
+class TestTimedOut(Exception):
+    """Raised in a test's main thread by the per-test alarm."""
+
+
+def _timed_out(signum, frame):
+    raise TestTimedOut(f"the test ran longer than {_TEST_TIMEOUT} s (A2A_TEST_TIMEOUT)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    import faulthandler
+    import signal
+    previous = signal.signal(signal.SIGALRM, _timed_out)
+    signal.alarm(_TEST_TIMEOUT)
+    faulthandler.dump_traceback_later(_TEST_TIMEOUT + 60, exit=True)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        faulthandler.cancel_dump_traceback_later()
+        signal.signal(signal.SIGALRM, previous)
 
 
 _postgres = []            # the session's PostgreSQL server, once a test asked for it

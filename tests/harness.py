@@ -435,7 +435,15 @@ _PKI = {}       # (the suite's one throw-away CA: suite_pki())
 
 
 def _tls_option(tls):
-    return {"tls": {"cert": tls["cert"], "key": tls["key"]}} if tls else {}
+    """serve()'s tls=: an ssl.SSLContext of the suite's certificate, made here
+    as an application would (a2a_min.py alone takes one; tls= as file names is
+    a2a_cli.py's, tested in test_tls.py)."""
+    if not tls:
+        return {}
+    import ssl
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls["cert"], tls["key"])
+    return {"tls": context}
 
 
 class ThreadsTlsHostClient(ThreadsHostClient):
@@ -653,8 +661,8 @@ def process_tree(pid):
         try:
             with open(f"/proc/{pid}/task/{task}/children") as f:
                 pids += [int(p) for p in f.read().split()]
-        except FileNotFoundError:
-            pass                               # a thread that just ended
+        except (FileNotFoundError, ProcessLookupError):
+            pass                               # a thread that just ended (exiting: ESRCH)
     return pids
 
 

@@ -1,5 +1,5 @@
 """The test agent on a store that several processes share, for
-test_shared_store.py: the same Server as a WSGI app (``wsgi``, for gunicorn),
+test_store_shared.py: the same Server as a WSGI app (``wsgi``, for gunicorn),
 an ASGI app (``asgi``, for uvicorn) and the threaded server with forked
 workers (``python tests/shared_app.py --port P --workers N``).
 
@@ -23,6 +23,7 @@ sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                 os.path.dirname(os.path.abspath(__file__))]
 
 import a2a_min  # noqa: E402
+import a2a_store  # noqa: E402
 from harness import scenario_agent  # noqa: E402
 
 # Where each thread is, on SIGUSR1 (to stderr): what a test that hangs reports.
@@ -79,7 +80,7 @@ class PidServer(a2a_min.Server):
 def make_server():
     # The lease lasts as long as the store says (it writes the leases, and the
     # Server renews them every third of that).
-    store = a2a_min.open_store(os.environ["A2A_STORE"], lease_ttl=LEASE_TTL)
+    store = a2a_store.open_store(os.environ["A2A_STORE"], lease_ttl=LEASE_TTL)
     return PidServer(agent, name="Shared store test agent", store=store,
                      push_notifications=True, push_allow=["127.0.0.0/8"], push_retries=0,
                      keepalive_interval=2)

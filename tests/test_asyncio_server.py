@@ -14,7 +14,7 @@ import time
 import pytest
 
 import a2a_min
-from harness import Client, exercise, rpc_body, user_message
+from harness import V1 as V1_HEADERS, Client, exercise, rpc_body, user_message
 
 
 # -- the asyncio server ------------------------------------------------------------------
@@ -65,7 +65,7 @@ def test_a_pending_answer_is_answered_at_its_deadline_on_the_loop():
 
     async def send():
         spawn = a2a_min._Spawner(asyncio.get_running_loop())
-        response = server.handle_http("POST", "/", "", {"a2a-version": "1.0"}, body, None,
+        response = server.handle_http("POST", "/", "", V1_HEADERS, body, None,
                                       None, spawn)
         assert response.pending is not None and not response.pending.done()
         started = time.monotonic()
@@ -97,7 +97,7 @@ def test_asyncio_server(asyncio_port):
 
 def test_asyncio_pipelining_and_bad_input(asyncio_port):
     body = rpc_body("GetTask", {"id": "x"})
-    one = (b"POST / HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\n"
+    one = (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\n"
            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
     with socket.create_connection(("127.0.0.1", asyncio_port), timeout=5) as sock:
         sock.sendall(one + one)                                  # two requests at once
@@ -106,10 +106,10 @@ def test_asyncio_pipelining_and_bad_input(asyncio_port):
             data += sock.recv(65536)
     assert data.count(b"HTTP/1.1 200") == 2
     with socket.create_connection(("127.0.0.1", asyncio_port), timeout=5) as sock:
-        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n")
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 50000000\r\n\r\n")
         assert sock.recv(65536).startswith(b"HTTP/1.1 413")
     with socket.create_connection(("127.0.0.1", asyncio_port), timeout=5) as sock:
-        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{}")
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n{}")
         assert sock.recv(65536).startswith(b"HTTP/1.1 408")     # after the 2 s timeout
     started = time.monotonic()
     with socket.create_connection(("127.0.0.1", asyncio_port), timeout=5) as sock:
@@ -132,7 +132,7 @@ def test_asyncio_holds_1000_idle_keep_alive_connections(asyncio_port):
     served, no thread per connection is spent, and the idle ones are closed cleanly at
     the server's timeout (2 s here)."""
     import threading
-    request = (b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\n\r\n")
+    request = (b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     threads_before = threading.active_count()
     socks = []
     try:
@@ -176,7 +176,7 @@ def test_asyncio_stops_reading_pipelined_requests_while_the_client_does_not_read
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.connect(("127.0.0.1", host.port))
-        request = (b"GET /tasks?pageSize=100&includeArtifacts=true HTTP/1.1\r\nHost: x\r\n"
+        request = (b"GET /tasks?pageSize=100&includeArtifacts=true HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                    b"A2A-Version: 1.0\r\n\r\n")
         sock.setblocking(False)
         for _ in range(300):
@@ -333,7 +333,7 @@ def test_an_eager_turn_is_answered_without_a_pending_answer():
 
     async def send():
         spawn = a2a_min._Spawner(asyncio.get_running_loop())
-        response = server.handle_http("POST", "/", "", {"a2a-version": "1.0"}, body, None,
+        response = server.handle_http("POST", "/", "", V1_HEADERS, body, None,
                                       None, spawn)
         if sys.version_info >= (3, 12):
             assert response.pending is None

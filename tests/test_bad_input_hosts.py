@@ -68,7 +68,7 @@ def message(text, **fields):
 
 def card_served(port, within=2.0):
     started = time.monotonic()
-    got = exchange(port, b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\n"
+    got = exchange(port, b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                    b"Connection: close\r\n\r\n", until=b"}", timeout=within + 3)
     return got.startswith(b"HTTP/1.1 200") and time.monotonic() - started < within
 
@@ -151,12 +151,16 @@ def test_bad_input_on_every_host(host):
     assert body_of(got)["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
     # Nothing left behind: connections (and, for our own servers, threads) come
-    # back to where they were once the hosts' keep-alive timeouts pass.
+    # back to where they were once the hosts' keep-alive timeouts pass. Threads
+    # that run sync agents are pooled and kept for the next turn (max_workers):
+    # the three turns above may have made up to three, when one turn's answer
+    # came before its worker was idle again; a thread per connection would be
+    # a dozen more (the slow client alone opened seven).
     deadline = time.monotonic() + 15
     while True:
         fds, threads = usage(pid)
         fds_ok = fds <= before[0]
-        threads_ok = threads <= before[1] + 1 or name in ("via_gunicorn", "via_uvicorn")
+        threads_ok = threads <= before[1] + 3 or name in ("via_gunicorn", "via_uvicorn")
         if fds_ok and threads_ok or time.monotonic() > deadline:
             break
         time.sleep(0.25)

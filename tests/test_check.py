@@ -16,12 +16,14 @@ import pytest
 
 from harness import ROOT, Live
 import a2a_client
+import a2a_check
+import a2a_cli
 import a2a_min
 
 
 def run_check(url, **options):
     out = io.StringIO()
-    failed = a2a_client.check(url, out=out, **options)
+    failed = a2a_check.check(url, out=out, **options)
     return failed, out.getvalue().splitlines()
 
 
@@ -44,7 +46,7 @@ def test_the_command_line_exit_status_suits_ci():
     live = Live(a2a_min.demo_server(), timeout=5)
     try:
         out, err = io.StringIO(), io.StringIO()
-        assert a2a_client.main(["check", live.url], out, err) == 0
+        assert a2a_cli.verbs_main(["check", live.url], out, err) == 0
     finally:
         live.close()
     assert "no failures" in out.getvalue()
@@ -233,7 +235,7 @@ def test_the_reference_sdk_server_is_checked_and_its_deviations_named():
 
 def test_card_interfaces_at_wildcard_local_or_plain_addresses_are_warned():
     out = io.StringIO()
-    run = a2a_client._Check("https://agent.example", out, 5, None, None)
+    run = a2a_check._Check("https://agent.example", out, 5, None, None)
     run.keys = None
     card = {"name": "n", "description": "d", "version": "1", "capabilities": {},
             "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
@@ -244,7 +246,7 @@ def test_card_interfaces_at_wildcard_local_or_plain_addresses_are_warned():
                  "protocolVersion": "1.0"},
                 {"url": "http://agent.example/rpc", "protocolBinding": "JSONRPC",
                  "protocolVersion": "1.0"}]}
-    a2a_client._check_card(run, card, "https://agent.example/.well-known/agent-card.json")
+    a2a_check._check_card(run, card, "https://agent.example/.well-known/agent-card.json")
     text = out.getvalue()
     assert re.search(r"^WARN  §8\.3\.1 +JSONRPC interface http://0\.0\.0\.0:8000/: a wildcard",
                      text, re.M), text
@@ -316,7 +318,7 @@ def test_check_without_the_credentials_an_agent_needs_says_so_once_and_skips():
     live = bearer_live()
     try:
         out, err = io.StringIO(), io.StringIO()
-        status = a2a_client.main(["check", live.url], out, err)
+        status = a2a_cli.verbs_main(["check", live.url], out, err)
     finally:
         live.close()
     lines = out.getvalue().splitlines()
@@ -351,14 +353,14 @@ def test_the_command_line_check_waits_10_seconds_as_the_readme_says(monkeypatch)
     """check's --timeout is CHECK_TIMEOUT, 10 s, unless given (the other
     verbs' is 30 s); waited for here with CHECK_TIMEOUT made 1 s, so the
     test does not sleep 10 s."""
-    assert a2a_client.CHECK_TIMEOUT == 10.0
-    monkeypatch.setattr(a2a_client, "CHECK_TIMEOUT", 1.0)
+    assert a2a_check.CHECK_TIMEOUT == 10.0
+    monkeypatch.setattr(a2a_check, "CHECK_TIMEOUT", 1.0)
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()                      # accepts (the kernel does), never answers
         out, err = io.StringIO(), io.StringIO()
         started = time.monotonic()
-        status = a2a_client.main(["check", "http://127.0.0.1:%d" % silent.getsockname()[1]],
+        status = a2a_cli.verbs_main(["check", "http://127.0.0.1:%d" % silent.getsockname()[1]],
                                  out, err)
     assert status == 1 and "did not answer within 1.0 s" in out.getvalue(), out.getvalue()
     assert time.monotonic() - started < 10

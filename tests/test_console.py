@@ -131,8 +131,12 @@ def demo():
 
 
 def wait_for(driver, condition, what, timeout=10):
+    """Until ``condition(driver)``; an element the page replaced while the
+    condition read it (the counters are redrawn whole) is read again."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
-    return WebDriverWait(driver, timeout).until(lambda d: condition(d), message=what)
+    return WebDriverWait(driver, timeout, ignored_exceptions=(
+        StaleElementReferenceException,)).until(lambda d: condition(d), message=what)
 
 
 def text_of(driver, element_id):
@@ -286,13 +290,37 @@ def test_browser_a_token_when_the_card_asks_for_one(browser):
         send(browser, "no token")
         wait_for(browser, lambda d: text_of(d, "send-error"), "sending without a token failed")
         browser.find_element("id", "token").send_keys("s3cret")
-        assert '-H "Authorization: Bearer $A2A_TOKEN"' in text_of(browser, "send-curl")
+        assert "-H 'Authorization: Bearer '\"$A2A_TOKEN\"" in text_of(browser, "send-curl")
         assert "s3cret" not in text_of(browser, "send-curl")
         send(browser, "with token")
         wait_for(browser, lambda d: "COMPLETED" in text_of(d, "task"), "the token was accepted")
         assert "Hidden" in text_of(browser, "stats")
     finally:
         live.close()
+
+
+def test_browser_the_curl_line_quotes_what_the_card_says(browser, tmp_path):
+    """A card's auth scheme is the agent's text: pasted, the curl line must run
+    nothing of it (here, with curl a shell function that prints its words)."""
+    import subprocess
+    auth = a2a_min.BearerAuth({"s3cret": "alice"})
+    auth.security_schemes = {"bearer": {"httpAuthSecurityScheme": {
+        "scheme": "Bearer $(touch PWNED) `touch PWNED2`"}}}
+    live = Live(a2a_min.demo_server(authenticate=auth), timeout=5)
+    try:
+        at_width(browser, 1280)
+        browser.get(live.url + "/")
+        wait_for(browser, lambda d: d.find_element("id", "token").is_displayed(),
+                 "the page asked for a token")
+        browser.find_element("id", "token").send_keys("tok")
+        line = browser.find_element("css selector", "#send-curl pre").text
+    finally:
+        live.close()
+    words = subprocess.run(["bash", "-c", 'curl() { printf "%s\\n" "$@"; }; ' + line],
+                           cwd=tmp_path, env={"A2A_TOKEN": "tok", "PATH": os.environ["PATH"]},
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    assert not list(tmp_path.iterdir()), "pasting the curl line ran the card's text"
+    assert "Authorization: Bearer $(touch PWNED) `touch PWNED2` tok" in words, words
 
 
 @pytest.mark.parametrize("width", [360, 375, 1280, 1600])

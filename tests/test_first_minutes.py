@@ -128,7 +128,7 @@ def test_the_access_log_on_an_event_loop_logs_the_final_status(caplog):
         await asyncio.sleep(0.2)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         body = rpc_body("SendMessage", {"message": user_message("later")})
-        writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\nContent-Type: "
+        writer.write(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\nContent-Type: "
                      b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
         head = await reader.readuntil(b"\r\n\r\n")
         writer.close()

@@ -168,7 +168,7 @@ def test_cookie_authentication_refuses_a_cross_site_simple_post():
     assert json.loads(got.body)["error"]["code"] == -32005
     got = server.handle_http("POST", "/message:send", "", headers, json.dumps(
         {"message": user_message("x")}).encode())
-    assert got.status == 400 and b"CONTENT_TYPE_NOT_SUPPORTED" in got.body
+    assert got.status == 415 and b"CONTENT_TYPE_NOT_SUPPORTED" in got.body
     ok = server.handle_http("POST", "/", "", {**headers, "content-type": "application/json"}, body)
     assert "result" in json.loads(ok.body)
 

@@ -117,7 +117,8 @@ def asgi_call(app, scope):
 
 def test_asgi_mounted_under_a_prefix_and_lifespan():
     import asyncio
-    app = a2a_min.asgi_app(a2a_min.Server(scenario_agent))
+    # (A name of a host it runs on is named: see test_who_may_call.py.)
+    app = a2a_min.asgi_app(a2a_min.Server(scenario_agent, allowed_hosts=["example.test"]))
     scope = {"type": "http", "method": "GET", "root_path": "/a2a",
              "path": "/a2a/.well-known/agent-card.json",
              "raw_path": b"/a2a/.well-known/agent-card.json", "query_string": b"",
@@ -160,7 +161,7 @@ def test_single_path_mode():
     assert card["supportedInterfaces"] == [{"url": "http://h:1/invocations",
                                             "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
     assert server.handle_http("GET", "/invocations/.well-known/agent-card.json").status == 200
-    resp = server.handle_http("POST", "/invocations", "", {"a2a-version": "1.0"}, rpc_body(
+    resp = server.handle_http("POST", "/invocations", "", {"a2a-version": "1.0", "content-type": "application/json"}, rpc_body(
         "SendMessage", {"message": user_message("hi")}))
     assert json.loads(resp.body)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     for path in ("/", "/message:send", "/.well-known/agent-card.json"):

@@ -1,4 +1,8 @@
-"""The eleven operations over the JSON-RPC binding, in-process (no sockets)."""
+"""The eleven operations on every binding and host: each test that takes
+``client`` runs once per entry of harness.BINDINGS (JSON-RPC and HTTP+JSON in
+process; gRPC; the threaded and asyncio servers, over TLS too; WSGI, ASGI and
+Lambda). It needs a2a_min.py alone (CI runs it so, in a folder without the
+companions), and gRPC's tests the a2a_grpc companion."""
 
 import asyncio
 import json
@@ -8,7 +12,8 @@ import time
 import pytest
 
 import a2a_min
-from harness import JSONRPC_CLIENTS, Client, GrpcClient, V1, scenario_agent, user_message
+from harness import (JSONRPC_CLIENTS, Client, GrpcClient, RestClient, V1, scenario_agent,
+                     user_message)
 
 
 # -- SendMessage ---------------------------------------------------------------
@@ -495,7 +500,12 @@ def test_missing_version_is_refused_with_the_fix(client):
 
 def test_version_from_query_and_patch_numbers(client):
     plain = {"content-type": "application/json"}
-    assert client.error("GetTask", {"id": "x"}, headers=plain, query="A2A-Version=1.0")["code"] == -32001
+    # The query's version counts on GET only (HTTP+JSON's GetTask): on a POST (JSON-RPC) it
+    # would let a page of another site send a 1.0 request without a preflight (a2a_min.py,
+    # "Who may call"). (gRPC has no query, and was unchanged by it.)
+    by_get = isinstance(client, (RestClient, GrpcClient))
+    assert client.error("GetTask", {"id": "x"}, headers=plain, query="A2A-Version=1.0")[
+        "code"] == (-32001 if by_get else -32009)
     assert client.error("GetTask", {"id": "x"}, headers={**plain, "a2a-version": "1.0.3"})["code"] == -32001
     wrong = client.error("GetTask", {"id": "x"}, headers={**plain, "a2a-version": "99.0"})
     assert wrong["code"] == -32009 and wrong["data"][0]["reason"] == "VERSION_NOT_SUPPORTED"

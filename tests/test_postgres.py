@@ -7,7 +7,7 @@ handler on two local runners sharing one database.
 
 The store contract itself is held against PostgreSQL in
 test_store_contract.py (its "postgres" backend), and two servers on one
-database behind a load balancer in test_shared_store.py ("postgres-pair").
+database behind a load balancer in test_store_shared.py ("postgres-pair").
 """
 
 import http.client
@@ -21,6 +21,7 @@ import time
 import pytest
 
 import a2a_min
+import a2a_store
 from conftest import postgres_server, postgres_store
 from harness import ROOT, Client, Live, free_port, scenario_agent, user_message
 
@@ -148,17 +149,20 @@ def test_processes_starting_at_once_migrate_exactly_once(url):
     outs = [p.communicate(timeout=60) for p in procs]
     assert all(out.strip() == "ok" for out, _ in outs), [err for _, err in outs]
     import psycopg
+    from a2a_postgres import POSTGRES_SCHEMA_VERSION
     with psycopg.connect(url) as conn:
-        assert conn.execute(f"SELECT value FROM {schema}.a2a_meta").fetchall() == [("1",)]
+        assert conn.execute(f"SELECT value FROM {schema}.a2a_meta").fetchall() == \
+            [(str(POSTGRES_SCHEMA_VERSION),)]
 
 
 def test_the_database_going_away_and_back_mid_stream(tmp_path):
     """A stream follows a task while its database restarts: meanwhile calls
-    are answered ServerBusyError (503, retry) naming the task store, and the
-    open stream ends with that error; the agent's turn waits for the
-    database (write_wait) and goes on once it is back; the client resumes
-    with Last-Event-ID and gets every event it missed, in order, none lost
-    and none twice, to the end."""
+    are answered ServerBusyError (503, retry) naming the task store, while
+    the open stream waits (as the README says: it was ended with that
+    error, -32603); the agent's turn waits for the database (write_wait)
+    and goes on once it is back, and the stream goes on with it: every
+    event, in order, none lost and none twice, to the end. A client that
+    resumes with Last-Event-ID meanwhile gets the same."""
     from postgres_server import PostgresServer
     database = PostgresServer(fsync=True)     # (a crash loses no commit: as in production)
     try:
@@ -170,7 +174,8 @@ def test_the_database_going_away_and_back_mid_stream(tmp_path):
             yield a2a_min.status_update("TASK_STATE_WORKING", "the database is back")
             finish.wait(30)
             yield "after"
-        server = a2a_min.Server(agent, store=a2a_min.open_store(database.url))
+        server = a2a_min.Server(agent, store=a2a_store.open_store(database.url),
+                                keepalive_interval=0.2)
         client = Client(server)
         live = Live(server, timeout=30)
         first = _sse(live, "SendStreamingMessage", {"message": user_message("x")})
@@ -181,21 +186,24 @@ def test_the_database_going_away_and_back_mid_stream(tmp_path):
         assert answer["error"]["code"] == -32603, answer
         assert "task store" in answer["error"]["message"]
         assert "try again" in answer["error"]["message"]
+        time.sleep(0.5)                                 # (keep-alives meanwhile: no error)
         go_on.set()                                     # its next commit waits for the database
         time.sleep(0.5)
         database.start()
-        seen += [event for event in first if "result" in event[1]]   # (then the error: gone)
-        _wait(lambda: "the database is back" in json.dumps(client.call(
-            "GetTask", {"id": task_id})), 30, "the turn's next commit")
-        resumed = _sse(live, "SubscribeToTask", {"id": task_id}, last_event_id=seen[-1][0])
-        rest = [next(resumed)]
+        seen.append(next(first))
+        assert "the database is back" in json.dumps(seen[-1]), seen[-1]
+        resumed = _sse(live, "SubscribeToTask", {"id": task_id}, last_event_id=seen[1][0])
+        again = [next(resumed)]
         finish.set()
-        rest += list(resumed)
-        events = seen + rest
-        ids = [i for i, _ in events]
-        assert ids == list(range(len(ids))), events
-        assert events[-1][1]["result"]["statusUpdate"]["status"]["state"] == \
-            "TASK_STATE_COMPLETED", events[-1]
+        seen += list(first)
+        again += list(resumed)
+        for events in (seen, again[1:]):
+            assert all("result" in event for _, event in events), events
+        ids = [i for i, _ in seen]
+        assert ids == list(range(len(ids))), seen
+        assert again == seen[2:], (again, seen)
+        assert seen[-1][1]["result"]["statusUpdate"]["status"]["state"] == \
+            "TASK_STATE_COMPLETED", seen[-1]
         got = client.result("GetTask", {"id": task_id})
         assert got["artifacts"][0]["parts"] == [{"text": "after"}]
         live.close()
@@ -217,7 +225,7 @@ def test_a_turn_that_ends_while_the_database_stays_away_ends_failed_once_it_is_b
             yield a2a_min.status_update("TASK_STATE_WORKING")
             go_on.wait(30)
             yield "lost"
-        server = a2a_min.Server(agent, store=a2a_min.open_store(database.url, write_wait=0.5))
+        server = a2a_min.Server(agent, store=a2a_store.open_store(database.url, write_wait=0.5))
         client = Client(server)
         task_id = client.result("SendMessage", {"message": user_message("x"), "configuration": {
             "returnImmediately": True}})["task"]["id"]
@@ -312,7 +320,7 @@ def test_lambda_runners_on_one_database_serve_each_others_tasks(tmp_path):
     """Two Lambda instances (local runners) on one database: a task made on
     one is read, listed, continued and canceled on the other; a stream on the
     other follows a task whose agent runs on the first (polling the table)."""
-    from test_shared_store import postgres_database
+    from test_store_shared import postgres_database
     url = postgres_database()
     log = str(tmp_path / "agent.log")
     first, second = Runner(url, log), Runner(url, log)

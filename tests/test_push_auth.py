@@ -306,9 +306,10 @@ def test_api_key_in_header_query_and_cookie():
 
 # -- fairness between callers ------------------------------------------------------------
 #
-# Deliveries queue per caller (CallContext.caller: here the principal) and the workers serve the callers in
-# turn, one delivery in flight per caller: a caller's tarpit holds one worker, never the
-# others' notifications. Alice's webhook stalls until the receiver closes (30 s).
+# Deliveries queue per caller (CallContext.caller: here the principal) and the workers
+# serve the callers in turn, one delivery in flight per destination and push_per_caller
+# per caller: a caller's tarpit holds one worker, never the others' notifications.
+# Alice's webhook stalls until the receiver closes (30 s).
 
 ALICE_OWNER, BOB_OWNER = ("principal", "alice"), ("principal", "bob")
 
@@ -351,9 +352,9 @@ def test_a_callers_tarpit_does_not_delay_another_callers_notifications():
         assert wait_for(lambda: server.push_stats_by_caller()[BOB_OWNER]["sent"] == 4)
         by_caller = server.push_stats_by_caller()
         assert by_caller[ALICE_OWNER] == {"queued": 10, "sent": 0, "failed": 0, "refused": 0,
-                                          "retried": 0, "dropped": 0, "waiting": 9}
+                                          "retried": 0, "dropped": 0, "paused": 0, "waiting": 9}
         assert by_caller[BOB_OWNER] == {"queued": 4, "sent": 4, "failed": 0, "refused": 0,
-                                        "retried": 0, "dropped": 0, "waiting": 0}
+                                        "retried": 0, "dropped": 0, "paused": 0, "waiting": 0}
         assert server.push_stats["delivered"] == 4
     finally:
         tarpit.close()

@@ -1,4 +1,6 @@
-"""The README's curl walkthroughs run as pasted against the demo (python a2a_min.py)."""
+"""The README's and docs/'s command lines run as pasted: the curl walkthroughs
+against the demo (python a2a_min.py), the client's verbs, signed cards
+(docs/security.md) and HTTPS (docs/deploying.md)."""
 
 import json
 import os
@@ -15,8 +17,13 @@ pytestmark = pytest.mark.skipif(not (shutil.which("bash") and shutil.which("curl
                                 reason="needs bash and curl")
 
 
-def run_walkthrough(heading):
-    text = open(f"{ROOT}/README.md", encoding="utf-8").read()
+def page(name):
+    with open(f"{ROOT}/{name}", encoding="utf-8") as f:
+        return f.read()
+
+
+def run_walkthrough(heading, name="README.md"):
+    text = page(name)
     script = re.search(r"```bash\n(.*?)```", text.split(heading)[1], re.S).group(1)
     demo = subprocess.Popen([sys.executable, "a2a_min.py", "--port", "0"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -93,7 +100,7 @@ def test_signed_cards_walkthrough(tmp_path):
     from harness import free_port, need
     need("openssl", "the walkthrough makes its key with openssl")
     need("cryptography", "signing needs the cryptography package (the test extra)")
-    text = open(f"{ROOT}/README.md", encoding="utf-8").read()
+    text = page("docs/security.md")
     block = re.search(r"```bash\n(.*?)```", text.split("## Signed cards and the API catalog")[1],
                       re.S).group(1)
     lines = [line.split("  #")[0].strip() for line in block.strip().splitlines()]
@@ -129,7 +136,7 @@ def test_tls_walkthrough(tmp_path):
     serves mutual TLS with them; curl and the client's list call it."""
     from harness import free_port, need
     need("openssl", "the walkthrough makes its certificates with openssl")
-    text = open(f"{ROOT}/README.md", encoding="utf-8").read()
+    text = page("docs/deploying.md")
     block = re.search(r"```bash\n(.*?)```", text.split("## HTTPS and mutual TLS")[1],
                       re.S).group(1)
     lines = [line.split("  #")[0].strip() for line in block.strip().splitlines()]

@@ -109,12 +109,15 @@ def test_stats_show_the_counters_behind_the_limits():
 
 
 def test_the_stats_log_line_reports_only_what_changed(caplog):
+    """a2a_cli.log_stats (the command line's --stats-interval)."""
     import logging
-    server = a2a_min.Server(lambda text: "ok", stats_interval=0.1)
+    import a2a_cli
+    server = a2a_min.Server(lambda text: "ok")
     client = Client(server)
     with caplog.at_level(logging.INFO, logger="a2a_min"):
-        client.send("x")                               # the first line: everything
-        for _ in range(3):
+        client.send("x")
+        a2a_cli.log_stats(server, 0.1)                 # the first line: everything
+        for _ in range(4):
             time.sleep(0.12)
             client.call("ListTasks", {})
         lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stats:")]

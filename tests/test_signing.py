@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa   # noqa:
 
 
 def jcs(value):
-    return a2a_min._jcs(value)
+    return a2a_signing._jcs(value)
 
 
 # -- RFC 8785 ---------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_the_specifications_presence_example():
     card = {"name": "Example Agent", "description": "",
             "capabilities": {"streaming": False, "pushNotifications": False, "extensions": []},
             "skills": []}
-    assert a2a_min._card_payload(card) == (
+    assert a2a_signing._card_payload(card) == (
         b'{"capabilities":{"pushNotifications":false,"streaming":false},"description":"",'
         b'"name":"Example Agent","skills":[]}')
 
@@ -191,7 +191,7 @@ def test_unknown_fields_and_signatures_are_not_signed_and_snake_case_reads_as_ca
                                      "protocolVersion": "1.0", "tenant": ""}],
             "protocolVersion": "0.3.0", "url": "https://a.example/", "x-anything": {"y": 1},
             "signatures": [{"protected": "e30", "signature": "AA"}]}
-    assert a2a_min._card_payload(card) == (
+    assert a2a_signing._card_payload(card) == (
         b'{"capabilities":{"extensions":[{"params":{"a":[1,{}]},"uri":"urn:x"}]},'
         b'"defaultInputModes":["text/plain"],"defaultOutputModes":[],"description":"d",'
         b'"name":"n","skills":[],"supportedInterfaces":[{"protocolBinding":"JSONRPC",'
@@ -264,7 +264,7 @@ def test_each_algorithm_signs_and_verifies(keys, alg):
 def verified(*args, **options):
     """verify_card's verdict without the signed content it also returns."""
     held = a2a_signing.verify_card(*args, **options)
-    assert held["card"] == json.loads(a2a_min._card_payload(held["card"]))
+    assert held["card"] == json.loads(a2a_signing._card_payload(held["card"]))
     return {k: v for k, v in held.items() if k != "card"}
 
 
@@ -318,9 +318,11 @@ def test_a_forged_host_changes_nothing_in_a_signed_card(keys):
     live = Live(server)
     try:
         answers = [live.request("GET", "/.well-known/agent-card.json", headers=headers)
-                   for headers in ({}, {"Host": "evil.example"},
-                                   {"Host": "evil.example", "X-Forwarded-Host": "evil.example",
-                                    "X-Forwarded-Proto": "http"})]
+                   for headers in ({}, {"X-Forwarded-Host": "evil.example",
+                                        "X-Forwarded-Proto": "http"})]
+        # A Host it does not answer to is refused before the card (see test_who_may_call).
+        forged, _ = live.request("GET", "/.well-known/agent-card.json",
+                                 headers={"Host": "evil.example"})
         tenant = live.request("GET", "/tenant-x/.well-known/agent-card.json")
     finally:
         live.close()
@@ -331,6 +333,7 @@ def test_a_forged_host_changes_nothing_in_a_signed_card(keys):
     assert all(i["url"].startswith("https://agent.example") for i in card["supportedInterfaces"])
     a2a_signing.verify_card(card, {"key-1": public_pem(keys["ES256"])})
     assert tenant[0].status == 404       # no card of a tenant's own to sign differently
+    assert forged.status == 421
 
 
 def test_the_etag_covers_the_signature(keys):
@@ -380,7 +383,7 @@ def test_bad_keys_and_bad_signatures_are_named(keys, tmp_path):
             a2a_signing.verify_card(card, trusted, algorithms)
 
     def header(**fields):
-        return a2a_min._b64url(json.dumps(fields).encode())
+        return a2a_signing._b64url(json.dumps(fields).encode())
     signature = card["signatures"][0]
     for entry, reason in [
             ({"protected": header(alg="none", kid="key-1"), "signature": ""},
@@ -488,7 +491,7 @@ def test_with_compat_the_signed_payload_is_the_1_0_card_and_both_verifiers_agree
     are proto fields, and signed."""
     card, _ = served_card(signed_server(keys["ES256"], compat="0.3"))
     assert {"url", "preferredTransport", "protocolVersion"} <= set(card)
-    payload = json.loads(a2a_min._card_payload(card))
+    payload = json.loads(a2a_signing._card_payload(card))
     assert not {"url", "preferredTransport", "protocolVersion", "additionalInterfaces"} & \
         set(payload)
     assert "0.3" in {i["protocolVersion"] for i in payload["supportedInterfaces"]}
@@ -513,7 +516,7 @@ def test_where_the_presence_rules_differ_the_field_is_named(keys):
     not verify there, and the difference is exactly those fields."""
     card, _ = served_card(make_server(public_url="https://agent.example"))
     card["description"], card["skills"] = "", []      # (a2a_min's Server refuses such a card)
-    ours = json.loads(a2a_min._card_payload(card))
+    ours = json.loads(a2a_signing._card_payload(card))
     stripped = json.loads(a2a_signing.canonicalize(a2a_signing._stripped(ours)))
     assert set(ours) - set(stripped) == {"description", "skills"}
 
@@ -528,7 +531,7 @@ def test_where_the_presence_rules_differ_the_field_is_named(keys):
         a2a_signing.verify_card(theirs, {"sdk-key": public_pem(keys["ES256"])})
     assert verified(theirs, {"sdk-key": public_pem(keys["ES256"])}, allow_stripped=True)[
         "payload"] == "empty values stripped"
-    mine = a2a_min._sign_card(card, a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="k"))
+    mine = a2a_signing.sign_card(card, a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="k"))
     assert verified(mine, {"k": public_pem(keys["ES256"])})["payload"] == \
         "section 8.4.1"
     verdict = sdk({"op": "verify", "card": mine, "key": public_pem(keys["ES256"]).decode(),
@@ -577,7 +580,8 @@ def test_the_api_catalog_lists_the_interfaces_and_the_card():
         head, empty = live.request("HEAD", "/.well-known/api-catalog")
         root, _ = live.request("GET", "/", headers={"Accept": "text/plain"})
         tenant, _ = live.request("GET", "/team-a/.well-known/api-catalog")
-        post, _ = live.request("POST", "/.well-known/api-catalog", b"{}")
+        post, _ = live.request("POST", "/.well-known/api-catalog", b"{}",
+                               {"Content-Type": "application/json"})
         card_answer, card = live.request("GET", "/.well-known/agent-card.json")
         card, card_link = json.loads(card), card_answer.getheader("Link")
     finally:
@@ -621,14 +625,14 @@ def test_the_api_catalog_of_a_single_path_mount():
 
 def test_the_client_and_check_verify_with_the_keys_they_are_given(keys, tmp_path):
     import io
-    import a2a_client
+    import a2a_client, a2a_check, a2a_cli
     public = tmp_path / "public.pem"
     public.write_bytes(public_pem(keys["ES256"]))
     other = tmp_path / "other.pem"
     other.write_bytes(public_pem(keys["EdDSA"]))
     live = Live(signed_server(keys["ES256"]))
     live.server.public_url = live.url        # (the card lists where this test reaches it)
-    live.server._card_cache = None
+    live.server.card.cache = None
     try:
         with a2a_client.Client(live.url, card_keys={"key-1": str(public)}) as client:
             assert {k: client.signature[k] for k in ("kid", "alg", "payload")} == \
@@ -641,9 +645,9 @@ def test_the_client_and_check_verify_with_the_keys_they_are_given(keys, tmp_path
         for name, given in (("right", {"key-1": str(public)}), ("wrong", {"key-1": str(other)}),
                             ("none", None)):
             out = io.StringIO()
-            results[name] = (a2a_client.check(live.url, out=out, keys=given), out.getvalue())
+            results[name] = (a2a_check.check(live.url, out=out, keys=given), out.getvalue())
         out, err = io.StringIO(), io.StringIO()
-        status = a2a_client.main(["card", live.url, "--card-key", f"key-1={public}"], out, err)
+        status = a2a_cli.verbs_main(["card", live.url, "--card-key", f"key-1={public}"], out, err)
     finally:
         live.close()
     assert results["right"][0] == 0 and \
@@ -657,7 +661,7 @@ def test_the_client_and_check_verify_with_the_keys_they_are_given(keys, tmp_path
 
 def test_check_fails_a_signature_header_without_kid(keys):
     import io
-    import a2a_client
+    import a2a_client, a2a_check, a2a_cli
 
     def signer(data):
         return a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="x")(data)
@@ -667,14 +671,14 @@ def test_check_fails_a_signature_header_without_kid(keys):
     server.public_url = live.url
     card, _ = served_card(server)
     entry = card["signatures"][0]
-    entry["protected"] = a2a_min._b64url(b'{"alg":"ES256","typ":"JWT"}')
-    server._card_fields["signatures"] = []          # (served as is: the broken header)
-    server.card_signer = None
-    server._card_cache = None
+    entry["protected"] = a2a_signing._b64url(b'{"alg":"ES256","typ":"JWT"}')
+    server.card.fields["signatures"] = []          # (served as is: the broken header)
+    server.card.signer = None
+    server.card.cache = None
     server.agent_card = lambda base_url=None: card
     try:
         out = io.StringIO()
-        failed = a2a_client.check(live.url, out=out)
+        failed = a2a_check.check(live.url, out=out)
     finally:
         live.close()
     assert failed >= 1 and "FAIL  §8.4.2   signature 0: needs kid" in out.getvalue(), \
@@ -699,9 +703,9 @@ def test_a_verified_client_uses_only_what_the_signature_covers(keys):
     """A 0.3 ``url`` (not a proto field: unsigned) added to a signed card must
     not become the interface a verified client calls, with its credentials."""
     import socket
-    import a2a_client
+    import a2a_client, a2a_check, a2a_cli
     signer = a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="k")
-    signed = a2a_min._sign_card({
+    signed = a2a_signing.sign_card({
         "name": "n", "description": "d", "version": "1", "capabilities": {},
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
         "skills": [], "supportedInterfaces": [{"url": "https://agent.example",
@@ -732,12 +736,12 @@ def test_the_older_stripped_form_only_when_asked(keys):
     card, _ = served_card(server)
     assert card["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}}]
     signer = a2a_signing.signer_from_pem(pem(keys["ES256"]), kid="old")
-    protected = a2a_min._b64url(b'{"alg":"ES256","kid":"old"}')
+    protected = a2a_signing._b64url(b'{"alg":"ES256","kid":"old"}')
     older = a2a_signing.canonicalize(a2a_signing._stripped(json.loads(
-        a2a_min._card_payload(card))))
-    signature = signer(f"{protected}.{a2a_min._b64url(older)}".encode())
+        a2a_signing._card_payload(card))))
+    signature = signer(f"{protected}.{a2a_signing._b64url(older)}".encode())
     signed_the_old_way = dict(card, signatures=[{"protected": protected,
-                                                 "signature": a2a_min._b64url(signature)}])
+                                                 "signature": a2a_signing._b64url(signature)}])
     forged = dict(signed_the_old_way, securityRequirements=[{}])
     trusted = {"old": public_pem(keys["ES256"])}
     for card_ in (signed_the_old_way, forged):
@@ -753,10 +757,10 @@ def test_a_public_keys_pem_is_never_an_hmac_secret(keys):
     import hmac
     card, _ = served_card(signed_server(keys["ES256"]))
     public = public_pem(keys["ES256"])
-    protected = a2a_min._b64url(b'{"alg":"HS256","kid":"key-1"}')
+    protected = a2a_signing._b64url(b'{"alg":"HS256","kid":"key-1"}')
     forged = dict(card, name="EVIL")
-    data = f"{protected}.{a2a_min._b64url(a2a_min._card_payload(forged))}".encode()
-    forged["signatures"] = [{"protected": protected, "signature": a2a_min._b64url(
+    data = f"{protected}.{a2a_signing._b64url(a2a_signing._card_payload(forged))}".encode()
+    forged["signatures"] = [{"protected": protected, "signature": a2a_signing._b64url(
         hmac.new(public, data, hashlib.sha256).digest())}]
     with pytest.raises(a2a_signing.CardSignatureError, match="not a PEM key"):
         a2a_signing.verify_card(forged, {"key-1": public},
@@ -769,7 +773,7 @@ def test_odd_headers_and_arguments_are_card_signature_errors_not_tracebacks(keys
     for header in (b"[" * 100000, b'{"alg":["ES256"],"kid":"key-1"}',
                    b'{"alg":"ES256","kid":{"a":1}}', b'{"alg":"ES256","kid":["key-1"]}',
                    b"\xff\xfe{}"):
-        forged = dict(card, signatures=[{"protected": a2a_min._b64url(header),
+        forged = dict(card, signatures=[{"protected": a2a_signing._b64url(header),
                                          "signature": card["signatures"][0]["signature"]}])
         with pytest.raises(a2a_signing.CardSignatureError):
             a2a_signing.verify_card(forged, good)
@@ -777,3 +781,28 @@ def test_odd_headers_and_arguments_are_card_signature_errors_not_tracebacks(keys
                               ({"key-1": "bad\0path"}, a2a_signing.DEFAULT_ALGORITHMS)):
         with pytest.raises(a2a_signing.CardSignatureError):
             a2a_signing.verify_card(card, keys_, algorithms)
+
+
+def test_card_json_after_a_verified_signature_prints_only_what_was_signed(keys, tmp_path):
+    import io
+    import a2a_client, a2a_check, a2a_cli
+    public = tmp_path / "public.pem"
+    public.write_bytes(public_pem(keys["ES256"]))
+    server = signed_server(keys["ES256"])
+    card, _ = served_card(server)
+    # An unsigned field added after signing (the signature still holds: it is not covered).
+    card = dict(card, url="http://10.77.0.2/steer-me", snake_case_twin={"evil": True})
+    server.agent_card = lambda base_url=None: card
+    server.card.cache = None
+    live = Live(server)
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        status = a2a_cli.verbs_main(["card", live.url, "--card-key", f"key-1={public}", "--json"],
+                                 out, err)
+    finally:
+        live.close()
+    assert status == 0 and "signature verified: kid key-1" in err.getvalue(), err.getvalue()
+    shown = json.loads(out.getvalue())
+    assert "url" not in shown and "snake_case_twin" not in shown and shown["name"] == card["name"]
+    assert a2a_signing.verify_card(shown, {"key-1": str(public)})["kid"] == "key-1"
+    assert "unsigned, not shown: url, snake_case_twin" in err.getvalue()

@@ -13,6 +13,7 @@ import time
 import pytest
 
 import a2a_min
+import a2a_store
 from a2a_min import artifact_update, status_update
 from harness import V1, Client, answer, rpc, scenario_agent, user_message
 
@@ -179,7 +180,7 @@ def test_the_store_refuses_to_change_a_terminal_task():
 
 
 def test_a_task_read_again_is_decoded_once_per_version():
-    """The store's cache of recently read tasks ("Speed helpers"): a second
+    """The store's cache of recently read tasks (_recently_read): a second
     read of an unchanged task is the same decoded object; a new version, a
     removal or another owner never sees a stale one; the cache is bounded."""
     store = a2a_min.TaskStore()
@@ -228,7 +229,7 @@ def test_a_resumed_stream_gets_the_frames_the_first_one_got_byte_for_byte(backen
         from conftest import postgres_store
         store = postgres_store()
     else:
-        store = a2a_min.SQLiteStore(str(tmp_path / "t.db")) if backend == "sqlite" else None
+        store = a2a_store.SQLiteStore(str(tmp_path / "t.db")) if backend == "sqlite" else None
     server = a2a_min.Server(_replay_agent, store=store)
 
     def frames(method, params, last_event_id=None, count=None):

@@ -10,6 +10,8 @@ What the contract promises:
   appends its event, as one change; a stale version, a task made twice, or
   someone else's task is a ConflictError, a terminal task an
   UnsupportedOperationError (it never changes again);
+- commit(..., derived=True) may keep an artifactUpdate alone, without the
+  task (a streamed artifact's chunk): readers see the same task either way;
 - get() answers the owner only (anyone else's task reads as missing);
 - events() numbers a task's events 0, 1, 2... for its whole life and keeps
   the newest (``replay_buffer`` of them, ``replay_buffer_bytes`` of JSON, the
@@ -47,6 +49,7 @@ import time
 import pytest
 
 import a2a_min
+import a2a_store
 from conftest import postgres_server, postgres_store
 from harness import MemoryTaskStore, need
 from a2a_min import (CallerLimitError, ConflictError, InternalError, InvalidParamsError,
@@ -95,7 +98,7 @@ def make_store(backend, tmp_path):
             return _MEMORY(**limits)
         if backend == "postgres":
             return postgres_store(**limits)
-        return a2a_min.SQLiteStore(str(tmp_path / f"tasks{next(files)}.db"), **limits)
+        return a2a_store.SQLiteStore(str(tmp_path / f"tasks{next(files)}.db"), **limits)
     return make
 
 
@@ -289,6 +292,61 @@ def test_the_replay_buffer_keeps_the_newest_events_by_bytes(make_store):
     _, _, seq = store.commit(task("t1"), ALICE, version, {"statusUpdate": {"n": 31}})
     oldest, kept = store.events("t1")
     assert [s for s, _ in kept][-1] == 31 and oldest == kept[0][0] >= 30
+
+
+def test_events_written_alone_are_read_with_their_task(make_store, backend, tmp_path):
+    """commit(..., derived=True): the task given is the stored one with the
+    event (an artifactUpdate) applied, and the store keeps the event alone,
+    without writing the task (its JSON returned is None): how a streamed
+    artifact costs what it streams, not the square of its chunks. Readers
+    see the same as if it had been written whole: get() and list() apply
+    the events, version and next_seq move as for any commit, events() has
+    them all (past replay_buffer too, while the task needs them), and a
+    stale version is refused. The next whole commit takes them in, and
+    deleting the task takes them with it."""
+    store = make_store(replay_buffer=2)
+    ids = {"taskId": "t", "contextId": "ctx"}
+
+    def appended(t, i):
+        update = {**ids, "append": i > 0, "artifact": {"artifactId": "a", "parts": [
+            {"text": str(i)}]}}
+        parts = t["artifacts"][0]["parts"] + [{"text": str(i)}] if i else [{"text": "0"}]
+        return {**t, "artifacts": [{"artifactId": "a", "parts": parts}]}, \
+            {"artifactUpdate": update}
+    t, event = appended(task("t"), 0)
+    _, version, _ = store.commit(t, ALICE, 0, event)
+    for i in range(1, 6):
+        t, event = appended(t, i)
+        stored, version, seq = store.commit(t, ALICE, version, event, derived=True)
+        assert stored is None and seq == i and version == i + 1
+    got = store.get("t", ALICE)
+    assert got == t and (got.version, got.next_seq) == (6, 6)
+    assert store.get("t", BOB) is None
+    if store.shared:                    # (what the store watch reads, in one statement)
+        assert store.heads(["t", "missing"]) == {"t": (6, WORKING)}
+    assert store.list(ALICE)[0] == [t]
+    seqs = [seq for seq, _ in store.events("t")[1]]     # (at least the newest replay_buffer)
+    assert seqs == list(range(seqs[0], 6)) and seqs[0] <= 4
+    assert store.events("t", 3)[1] == [(i, appended(t, i)[1]) for i in (4, 5)]
+    _, event = appended(t, 9)
+    with pytest.raises(ConflictError):
+        store.commit(t, ALICE, 5, event, derived=True)
+    with pytest.raises(ConflictError):
+        store.commit(t, ALICE, 5)
+    done = {**t, "status": {"state": COMPLETED, "timestamp": _stamp(1)}}
+    stored, version, seq = store.commit(done, ALICE, 6, {"statusUpdate": {"n": 6}})
+    assert stored is not None and (version, seq) == (7, 6)
+    got = store.get("t", ALICE)
+    assert got == done and (got.version, got.next_seq) == (7, 7)
+    if store.shared:
+        assert store.heads(["t"]) == {"t": (7, COMPLETED)}
+    assert store.list(ALICE)[0] == [done]
+    assert [seq for seq, _ in store.events("t")[1]] == [5, 6]        # replay_buffer again
+    store.delete("t")
+    assert store.events("t") is None and store.stats()["tasks"] == 0
+    if backend == "sqlite":
+        with sqlite3.connect(store.path) as db:
+            assert db.execute("SELECT count(*) FROM events").fetchone() == (0,)
 
 
 # -- list ----------------------------------------------------------------------------------
@@ -717,12 +775,12 @@ def test_changed_is_a_number_that_moves_when_another_process_writes(store, backe
 # the 250,000 allocations of a message, 10 times slower) and the store's stats.
 _WAITING_TASKS = r"""
 import gc, json, os, sys
-import a2a_min
+import a2a_min, a2a_store
 backend, where, count, limits = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
 if backend == "memory":
     store = None
 elif backend == "sqlite":
-    store = a2a_min.SQLiteStore(where, **limits)
+    store = a2a_store.SQLiteStore(where, **limits)
 else:
     import a2a_postgres
     url, schema = where.split(" ")
@@ -886,7 +944,7 @@ def path(tmp_path):
 
 @pytest.fixture
 def sqlite_store(path):
-    return a2a_min.SQLiteStore(path)
+    return a2a_store.SQLiteStore(path)
 
 
 def test_sqlite_a_new_file_and_its_wal_are_readable_by_their_owner_only(tmp_path):
@@ -894,7 +952,7 @@ def test_sqlite_a_new_file_and_its_wal_are_readable_by_their_owner_only(tmp_path
     mode, synchronous NORMAL, or FULL when ``durable``."""
     old = os.umask(0)
     try:
-        store = a2a_min.SQLiteStore(str(tmp_path / "a.db"))
+        store = a2a_store.SQLiteStore(str(tmp_path / "a.db"))
         store.commit(task("t1"), ALICE, 0)
     finally:
         os.umask(old)
@@ -902,7 +960,7 @@ def test_sqlite_a_new_file_and_its_wal_are_readable_by_their_owner_only(tmp_path
         assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o600, name
     assert sql(store, "PRAGMA journal_mode") == [("wal",)]
     assert sql(store, "PRAGMA synchronous") == [(1,)]                            # NORMAL
-    durable = a2a_min.SQLiteStore(str(tmp_path / "a.db"), durable=True)
+    durable = a2a_store.SQLiteStore(str(tmp_path / "a.db"), durable=True)
     assert sql(durable, "PRAGMA synchronous") == [(2,)]                          # FULL
 
 
@@ -912,31 +970,31 @@ def test_sqlite_urls_and_open_store(tmp_path, monkeypatch):
     gives None for no location and refuses schemes it has no store for
     (postgresql:// is a2a_postgres's: see test_postgres.py)."""
     monkeypatch.chdir(tmp_path)
-    assert a2a_min.SQLiteStore("sqlite:rel.db").path == "rel.db"
-    assert a2a_min.SQLiteStore("sqlite:///rel3.db").path == "rel3.db"
+    assert a2a_store.SQLiteStore("sqlite:rel.db").path == "rel.db"
+    assert a2a_store.SQLiteStore("sqlite:///rel3.db").path == "rel3.db"
     absolute = str(tmp_path / "abs.db")
-    assert a2a_min.SQLiteStore("sqlite:" + absolute).path == absolute
-    assert a2a_min.SQLiteStore("sqlite:///" + absolute).path == absolute   # sqlite:////tmp/...
+    assert a2a_store.SQLiteStore("sqlite:" + absolute).path == absolute
+    assert a2a_store.SQLiteStore("sqlite:///" + absolute).path == absolute   # sqlite:////tmp/...
     assert os.path.exists(tmp_path / "rel.db") and os.path.exists(tmp_path / "rel3.db")
     for bad in ("sqlite://host/x.db", "sqlite::memory:", ":memory:", "", "file:x.db"):
         with pytest.raises(ValueError):
-            a2a_min.SQLiteStore(bad)
-    assert a2a_min.open_store(None) is None and a2a_min.open_store("") is None
-    assert isinstance(a2a_min.open_store("sqlite:o.db", max_tasks=7), a2a_min.SQLiteStore)
-    assert a2a_min.open_store("o2.db", max_tasks=7).max_tasks == 7
+            a2a_store.SQLiteStore(bad)
+    assert a2a_store.open_store(None) is None and a2a_store.open_store("") is None
+    assert isinstance(a2a_store.open_store("sqlite:o.db", max_tasks=7), a2a_store.SQLiteStore)
+    assert a2a_store.open_store("o2.db", max_tasks=7).max_tasks == 7
     with pytest.raises(ValueError):
-        a2a_min.open_store("redis://127.0.0.1/0")
+        a2a_store.open_store("redis://127.0.0.1/0")
 
 
 def test_sqlite_tasks_outlive_the_store_that_wrote_them(path):
     """A store opened again on the file (a restart) finds the tasks, their
     versions, events, configs and leases, and goes on numbering."""
-    store = a2a_min.SQLiteStore(path, lease_ttl=0.05)
+    store = a2a_store.SQLiteStore(path, lease_ttl=0.05)
     store.commit(task("t1"), ALICE, 0, {"statusUpdate": {"n": 0}}, holder="p1")
     store.put_config("t1", {"id": "a"}, 3)
     del store
     time.sleep(0.1)
-    again = a2a_min.SQLiteStore(path)
+    again = a2a_store.SQLiteStore(path)
     got = again.get("t1", ALICE)
     assert got == task("t1") and (got.version, got.next_seq) == (1, 1)
     assert again.events("t1") == (0, [(0, {"statusUpdate": {"n": 0}})])
@@ -947,17 +1005,17 @@ def test_sqlite_tasks_outlive_the_store_that_wrote_them(path):
 def test_sqlite_the_schema_version_is_recorded_and_a_newer_one_refused(path):
     """A new file records SQLITE_SCHEMA_VERSION; a file of a newer version is
     refused with a message naming both versions."""
-    a2a_min.SQLiteStore(path)
-    version = a2a_min.SQLITE_SCHEMA_VERSION
+    a2a_store.SQLiteStore(path)
+    version = a2a_store.SQLITE_SCHEMA_VERSION
     db = sqlite3.connect(path)
     assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
         str(version),)
-    a2a_min.SQLiteStore(path)                            # opened again: nothing to do
+    a2a_store.SQLiteStore(path)                            # opened again: nothing to do
     db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version + 1),))
     db.commit()
     db.close()
     with pytest.raises(RuntimeError) as caught:
-        a2a_min.SQLiteStore(path)
+        a2a_store.SQLiteStore(path)
     assert f"schema version {version + 1}" in str(caught.value)
     assert f"version {version} of this a2a_min" in str(caught.value)
 
@@ -965,13 +1023,13 @@ def test_sqlite_the_schema_version_is_recorded_and_a_newer_one_refused(path):
 def test_sqlite_an_older_file_is_brought_forward_step_by_step(path, monkeypatch):
     """Each migration step turns version i into i + 1: a version 1 file
     opened by a version 2 store gets the step, keeps its tasks and records 2."""
-    a2a_min.SQLiteStore(path).commit(task("t1"), ALICE, 0)
+    a2a_store.SQLiteStore(path).commit(task("t1"), ALICE, 0)
     step = ("ALTER TABLE tasks ADD COLUMN extra TEXT",)
-    monkeypatch.setattr(a2a_min, "_SQLITE_MIGRATIONS", a2a_min._SQLITE_MIGRATIONS + (step,))
-    monkeypatch.setattr(a2a_min, "SQLITE_SCHEMA_VERSION", len(a2a_min._SQLITE_MIGRATIONS))
-    store = a2a_min.SQLiteStore(path)
+    monkeypatch.setattr(a2a_store, "_SQLITE_MIGRATIONS", a2a_store._SQLITE_MIGRATIONS + (step,))
+    monkeypatch.setattr(a2a_store, "SQLITE_SCHEMA_VERSION", len(a2a_store._SQLITE_MIGRATIONS))
+    store = a2a_store.SQLiteStore(path)
     assert store.get("t1", ALICE) is not None
-    assert sql(store, "SELECT value FROM meta") == [(str(a2a_min.SQLITE_SCHEMA_VERSION),)]
+    assert sql(store, "SELECT value FROM meta") == [(str(a2a_store.SQLITE_SCHEMA_VERSION),)]
     assert "extra" in [r[1] for r in sql(store, "PRAGMA table_info(tasks)")]
 
 
@@ -979,7 +1037,7 @@ def test_sqlite_a_damaged_file_is_refused_saying_what_to_do(path):
     with open(path, "wb") as f:
         f.write(b"this is not a database, just some text " * 200)
     with pytest.raises(RuntimeError) as caught:
-        a2a_min.SQLiteStore(path)
+        a2a_store.SQLiteStore(path)
     assert "not an SQLite database" in str(caught.value) and "backup" in str(caught.value)
 
 
@@ -998,13 +1056,13 @@ def _check_read_only(store):
 
 
 def test_sqlite_a_read_only_file_serves_reads(path):
-    a2a_min.SQLiteStore(path).commit(task("t1"), ALICE, 0, {"task": {}})
+    a2a_store.SQLiteStore(path).commit(task("t1"), ALICE, 0, {"task": {}})
     os.chmod(path, 0o400)
     try:
         if os.access(path, os.W_OK):
             pytest.skip("running as root: chmod 0400 does not stop root writing (the next test "
                         "covers the read-only path)")
-        _check_read_only(a2a_min.SQLiteStore(path))
+        _check_read_only(a2a_store.SQLiteStore(path))
     finally:
         os.chmod(path, 0o600)
 
@@ -1012,9 +1070,9 @@ def test_sqlite_a_read_only_file_serves_reads(path):
 def test_sqlite_a_file_opened_read_only_serves_reads(path, monkeypatch):
     """The read-only path, as root too: a store that finds the file not
     writable opens it with mode=ro, where SQLite refuses every write."""
-    a2a_min.SQLiteStore(path).commit(task("t1"), ALICE, 0, {"task": {}})
+    a2a_store.SQLiteStore(path).commit(task("t1"), ALICE, 0, {"task": {}})
     monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
-    _check_read_only(a2a_min.SQLiteStore(path))
+    _check_read_only(a2a_store.SQLiteStore(path))
 
 
 def test_sqlite_a_full_disk_is_server_busy_and_rolls_back(sqlite_store):
@@ -1035,7 +1093,7 @@ def test_sqlite_a_full_disk_is_server_busy_and_rolls_back(sqlite_store):
 def test_sqlite_a_write_lock_held_too_long_is_server_busy(path):
     """A writer waits ``busy_timeout`` for another's write lock, then gets
     ServerBusyError; readers never wait (WAL)."""
-    store = a2a_min.SQLiteStore(path, busy_timeout=0.1)
+    store = a2a_store.SQLiteStore(path, busy_timeout=0.1)
     store.commit(task("t1"), ALICE, 0)
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
@@ -1050,9 +1108,43 @@ def test_sqlite_a_write_lock_held_too_long_is_server_busy(path):
         other.close()
 
 
+def test_sqlite_writers_queued_behind_a_held_lock_each_wait_busy_timeout_in_all(path):
+    """Writes of several threads queued behind another process's write lock:
+    each gets ServerBusyError once it has waited ``busy_timeout`` since it
+    came, however many waited before it in this process (each of them
+    waited the whole timeout in turn: k writers, k times busy_timeout)."""
+    store = a2a_store.SQLiteStore(path, busy_timeout=0.5)
+    store.commit(task("t1"), ALICE, 0)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    waited = []
+
+    def write(i):
+        started = time.monotonic()
+        try:
+            if i % 2:
+                store.delete(f"gone{i}")            # (a write of its own transaction)
+            else:
+                store.commit(task(f"n{i}"), ALICE, 0)
+        except ServerBusyError:
+            waited.append(time.monotonic() - started)
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+    try:
+        for thread in threads:
+            thread.start()
+            time.sleep(0.05)
+        for thread in threads:
+            thread.join(30)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert len(waited) == 6 and max(waited) < 1.25, waited    # (it was up to 2.5 s and more)
+    store.commit(task("n9"), ALICE, 0)                       # and then it writes again
+
+
 def test_sqlite_a_task_is_counted_for_its_json_and_its_kept_events(path):
     """SQLite's bytes are those on disk: the task's JSON and its kept events'."""
-    store = a2a_min.SQLiteStore(path, replay_buffer=100, replay_buffer_bytes=300)
+    store = a2a_store.SQLiteStore(path, replay_buffer=100, replay_buffer_bytes=300)
     version = 0
     for i in range(10):
         _, version, _ = store.commit(task("t1"), ALICE, version,
@@ -1070,11 +1162,12 @@ def test_sqlite_commits_of_threads_at_once_are_one_transaction_each_with_its_out
     its own outcome: new tasks (in one statement, or the general way with an
     event), an update over the right version, and the refused ones (a stale
     version, an id that exists) refused without undoing the others."""
-    store = a2a_min.SQLiteStore(path, commit_delay=0)
+    store = a2a_store.SQLiteStore(path, commit_delay=0)
     store.commit(task("x"), ALICE, 0)
     groups = []
     run_group = store._run_group
-    store._run_group = lambda group, batch: (groups.append(len(batch)), run_group(group, batch))
+    store._run_group = lambda group, batch, **kw: (groups.append(len(batch)),
+                                                   run_group(group, batch, **kw))
     outcomes = {}
 
     def commit(name, *args, **kwargs):
@@ -1118,7 +1211,7 @@ def test_sqlite_a_group_of_new_tasks_at_a_bound_makes_room_for_all_of_them_at_on
     task at a time evicted nothing for the first few, each fitting alone,
     and the rest of the group went the general way one by one: a third of
     the tasks of a busy server, in the benchmark.)"""
-    store = a2a_min.SQLiteStore(path, max_tasks=10_000, max_tasks_per_caller=640)
+    store = a2a_store.SQLiteStore(path, max_tasks=10_000, max_tasks_per_caller=640)
     for i in range(620):
         store.commit(task("old%d" % i, COMPLETED), ALICE, 0)
     general, at_once = [], []
@@ -1141,7 +1234,7 @@ def test_sqlite_a_group_of_new_tasks_at_a_bound_makes_room_for_all_of_them_at_on
     # of 20) goes the general way, one by one, and ends as the in-memory
     # store does, given the same commits one by one: each new task fits, the
     # last two by evicting the first two (the oldest idle ones).
-    for small in (a2a_min.SQLiteStore(path + "2", max_tasks_per_caller=20),
+    for small in (a2a_store.SQLiteStore(path + "2", max_tasks_per_caller=20),
                   MemoryTaskStore(max_tasks_per_caller=20)):
         for i in range(18):
             small.commit(task("busy%d" % i), BOB, 0)
@@ -1160,7 +1253,7 @@ def test_sqlite_a_group_at_a_bound_tells_each_eviction_once_committed(path):
     works are refused: here the first, whose id is taken, which no room is
     made for. A group whose transaction fails tells of none: its evictions
     were undone."""
-    store = a2a_min.SQLiteStore(path, max_tasks_per_caller=10)
+    store = a2a_store.SQLiteStore(path, max_tasks_per_caller=10)
     gone = []
     store.on_evict = gone.append
     for i in range(10):
@@ -1187,7 +1280,7 @@ def test_sqlite_a_write_that_fails_at_commit_leaves_no_transaction_open(path):
     IntegrityError, not the OperationalError of a lock or a full disk), the
     transaction is rolled back: the file's write lock is not left held for
     other processes, and this process's next writes are made."""
-    store = a2a_min.SQLiteStore(path, busy_timeout=1)
+    store = a2a_store.SQLiteStore(path, busy_timeout=1)
     group = store._writing()
     with group.turn:
         db = store._group_db(group)
@@ -1213,7 +1306,7 @@ def test_sqlite_tidy_evicts_ahead_of_need_in_small_batches(path):
     and the oldest idle ones once the store or a caller's share is within a
     64th of its bound (down to a 32nd below), at most 64 to a transaction,
     the running ones never."""
-    store = a2a_min.SQLiteStore(path, max_tasks=1024, task_ttl=3600)
+    store = a2a_store.SQLiteStore(path, max_tasks=1024, task_ttl=3600)
     store.commit(task("running"), ALICE, 0)
     for i in range(1007):                       # 1008 tasks: not yet past 1024 - 1024/64
         store.commit(task("t%d" % i, COMPLETED), ALICE, 0)
@@ -1226,7 +1319,7 @@ def test_sqlite_tidy_evicts_ahead_of_need_in_small_batches(path):
     assert len(writes) == 1 and store.stats()["tasks"] == 1008 - 1008 // 64
     assert store.get("t15", ALICE) is None and store.get("t16", ALICE) is not None
     store._write = write
-    shares = a2a_min.SQLiteStore(path, max_tasks=10_000, max_tasks_per_caller=640)
+    shares = a2a_store.SQLiteStore(path, max_tasks=10_000, max_tasks_per_caller=640)
     assert shares.tidy() == 993 - (630 - 630 // 64)     # ALICE's share, likewise
     assert shares.get("running", ALICE) is not None and shares.get("t16", ALICE) is None
     time.sleep(0.01)
@@ -1238,7 +1331,7 @@ def test_sqlite_tidy_evicts_ahead_of_need_in_small_batches(path):
 def test_sqlite_a_lone_writer_never_waits_for_company(path):
     """commit_delay applies only while commits come together: one thread
     committing alone is never made to wait."""
-    store = a2a_min.SQLiteStore(path, commit_delay=5.0)
+    store = a2a_store.SQLiteStore(path, commit_delay=5.0)
     started = time.monotonic()
     for i in range(50):
         store.commit(task("t%d" % i, COMPLETED), ALICE, 0)
@@ -1269,7 +1362,7 @@ def test_sqlite_commit_many_commits_together_or_never_waits(path):
     own outcome (a refused one does not undo the others). With wait=False,
     a write lock held by another process gets _WouldWait at once and
     nothing is written; with wait=True it waits for the lock."""
-    store = a2a_min.SQLiteStore(path, busy_timeout=5)
+    store = a2a_store.SQLiteStore(path, busy_timeout=5)
     store.commit(task("x"), ALICE, 0)
     outcomes = store.commit_many([(task("a", COMPLETED), ALICE, 0), (task("x"), ALICE, 0),
                                   (task("b"), BOB, 0, {"statusUpdate": {}})])
@@ -1301,7 +1394,7 @@ def test_sqlite_changed_moves_when_another_connection_commits(path):
     """changed() moves for another store's (process's) commit, not for this
     one's; a task read again is decoded once per version, and never served
     from the cache once another wrote a newer one."""
-    store, other = a2a_min.SQLiteStore(path), a2a_min.SQLiteStore(path)
+    store, other = a2a_store.SQLiteStore(path), a2a_store.SQLiteStore(path)
     store.commit(task("t1"), ALICE, 0)
     cached = store.get("t1", ALICE)
     assert store.get("t1", ALICE) is cached              # decoded once per version
@@ -1314,7 +1407,7 @@ def test_sqlite_changed_moves_when_another_connection_commits(path):
 def test_sqlite_a_task_made_again_elsewhere_is_not_served_from_the_cache(path):
     """Deleted and made again by another process, a task is version 1 again:
     the cache tells the two apart (by row number), not by version alone."""
-    store, other = a2a_min.SQLiteStore(path), a2a_min.SQLiteStore(path)
+    store, other = a2a_store.SQLiteStore(path), a2a_store.SQLiteStore(path)
     store.commit(task("t1", context="first"), ALICE, 0)
     assert store.get("t1", ALICE)["contextId"] == "first"
     other.delete("t1")
@@ -1344,7 +1437,7 @@ def test_sqlite_threads_borrow_a_few_connections_not_one_each(sqlite_store):
         for t in threads:
             t.join()
     assert not errors
-    assert len(store._pool[1]) <= a2a_min._IDLE_CONNECTIONS
+    assert len(store._pool[1]) <= a2a_store._IDLE_CONNECTIONS
     files = os.listdir(f"/proc/{os.getpid()}/fd")
     opened = sum(os.path.realpath(f"/proc/{os.getpid()}/fd/{fd}") == os.path.realpath(store.path)
                  for fd in files if os.path.exists(f"/proc/{os.getpid()}/fd/{fd}"))
@@ -1429,7 +1522,7 @@ def test_sqlite_processes_writing_one_task_lose_no_update(path):
     """4 processes × 100 read-change-commit rounds on one task, retrying on
     ConflictError: 400 versions, events 0..400 without a gap, each process's
     in its order, the history its last 100 messages."""
-    store = a2a_min.SQLiteStore(path, replay_buffer=1000, busy_timeout=30)
+    store = a2a_store.SQLiteStore(path, replay_buffer=1000, busy_timeout=30)
     store.commit(task("t1", history=[]), ALICE, 0, {"task": {}})
     store.get("t1", ALICE)                               # the parent has a connection, a cache
 
@@ -1455,14 +1548,14 @@ def test_sqlite_processes_writing_one_task_lose_no_update(path):
 def test_sqlite_a_lease_is_seen_by_every_process(path):
     """Leases live in the file: another process's store sees a lease run out
     when its holder stops renewing, and not while it renews."""
-    store = a2a_min.SQLiteStore(path, lease_ttl=0.3)
+    store = a2a_store.SQLiteStore(path, lease_ttl=0.3)
     started = time.monotonic()
     store.commit(task("t1"), ALICE, 0, holder="p1")
     store.commit(task("t2"), BOB, 0, holder="p2")
     ready, renewing = os.pipe()
 
     def work():
-        other = a2a_min.SQLiteStore(path, lease_ttl=0.3)
+        other = a2a_store.SQLiteStore(path, lease_ttl=0.3)
         for i in range(5):
             other.renew("p2")
             if i == 0:
@@ -1509,19 +1602,19 @@ def test_sqlite_a_version_1_file_is_brought_to_version_2(path):
     db = sq.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("BEGIN IMMEDIATE")
-    for statement in a2a_min._SQLITE_MIGRATIONS[0]:
+    for statement in a2a_store._SQLITE_MIGRATIONS[0]:
         db.execute(statement)
     db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
     db.execute("INSERT INTO tasks (id, owner, caller, context_id, state, stamp, idle_ms, "
                "version, next_seq, first_seq, event_bytes, size, body) VALUES ('t1', ?, ?, "
                "'ctx', 'TASK_STATE_WORKING', '', NULL, 1, 0, 0, 0, 60, ?)",
-               (a2a_min._key(ALICE), a2a_min._key(ALICE), b'{"id":"t1","status":{}}'.ljust(60)))
+               (a2a_store._key(ALICE), a2a_store._key(ALICE), b'{"id":"t1","status":{}}'.ljust(60)))
     db.execute("INSERT INTO push_configs (task_id, id, body) VALUES ('t1', 'a', ?)",
                (b"x" * 500,))
     db.execute("COMMIT")
     db.close()
-    store = a2a_min.SQLiteStore(path)
-    assert sql(store, "SELECT value FROM meta") == [(str(a2a_min.SQLITE_SCHEMA_VERSION),)]
+    store = a2a_store.SQLiteStore(path)
+    assert sql(store, "SELECT value FROM meta") == [(str(a2a_store.SQLITE_SCHEMA_VERSION),)]
     assert sql(store, "SELECT config_bytes, size FROM tasks") == [(500, 560)]
     assert store.stats()["bytes"] == 560
 
@@ -1537,7 +1630,7 @@ def test_sqlite_a_version_2_file_is_brought_to_version_3(path):
     db = sq.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("BEGIN IMMEDIATE")
-    for step in a2a_min._SQLITE_MIGRATIONS[:2]:
+    for step in a2a_store._SQLITE_MIGRATIONS[:2]:
         for statement in step:
             db.execute(statement)
     db.execute("INSERT INTO meta VALUES ('schema_version', '2')")
@@ -1548,7 +1641,7 @@ def test_sqlite_a_version_2_file_is_brought_to_version_3(path):
     for task_id, who, state, idle in (("t1", ALICE, WORKING, None), ("t2", BOB, COMPLETED, now),
                                       ("t3", ALICE, COMPLETED, now)):
         body = json.dumps(task(task_id, state)).encode()
-        db.execute(insert, (task_id, a2a_min._key(who), a2a_min._key(who), state, _stamp(1),
+        db.execute(insert, (task_id, a2a_store._key(who), a2a_store._key(who), state, _stamp(1),
                             idle, 1 if task_id == "t1" else 0, 9 if task_id == "t1" else 0,
                             len(body) + (9 if task_id == "t1" else 0), body))
     db.execute("INSERT INTO events VALUES ('t1', 0, ?)", (b'{"task":{}}',))
@@ -1559,8 +1652,8 @@ def test_sqlite_a_version_2_file_is_brought_to_version_3(path):
     before = db.execute("SELECT tasks, bytes FROM totals").fetchone()
     db.execute("COMMIT")
     db.close()
-    store = a2a_min.SQLiteStore(path)
-    assert sql(store, "SELECT value FROM meta") == [(str(a2a_min.SQLITE_SCHEMA_VERSION),)]
+    store = a2a_store.SQLiteStore(path)
+    assert sql(store, "SELECT value FROM meta") == [(str(a2a_store.SQLITE_SCHEMA_VERSION),)]
     stats = store.stats()
     assert (stats["tasks"], stats["bytes"], stats["callers"]) == before + (2,)
     assert store.get("t1", ALICE)["id"] == "t1" and store.get("t2", BOB) is not None
@@ -1584,7 +1677,7 @@ def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):
     """A file whose header is sound but whose pages are damaged opens; the
     requests that meet the damage get InternalError naming the file and what
     to do, not a bare traceback."""
-    store = a2a_min.SQLiteStore(path)
+    store = a2a_store.SQLiteStore(path)
     for i in range(200):
         store.commit(task(f"t{i}", pad="x" * 2000), ALICE, 0)
     sql(store, "PRAGMA wal_checkpoint(TRUNCATE)")
@@ -1594,7 +1687,7 @@ def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):
         for at in range(size // 8192 * 4096, size, 4096):   # page headers, past the schema's
             f.seek(at)
             f.write(b"\xff" * 8)
-    damaged = a2a_min.SQLiteStore(path)
+    damaged = a2a_store.SQLiteStore(path)
     with pytest.raises(InternalError) as caught:
         for i in range(200):
             damaged.get(f"t{i}", ALICE)
@@ -1610,7 +1703,7 @@ def test_sqlite_processes_opening_a_new_file_at_once_all_start(tmp_path):
 
     def work():
         os.read(ready, 1)                      # all at once
-        store = a2a_min.SQLiteStore(path)
+        store = a2a_store.SQLiteStore(path)
         store.commit(task(f"t{os.getpid()}"), ALICE, 0)
         return True
     pids = [_in_child(work) for _ in range(6)]
@@ -1622,4 +1715,4 @@ def test_sqlite_processes_opening_a_new_file_at_once_all_start(tmp_path):
     first.execute("COMMIT")
     first.close()
     assert [_exit_code(pid) for pid in pids] == [0] * 6
-    assert a2a_min.SQLiteStore(path).stats()["tasks"] == 6
+    assert a2a_store.SQLiteStore(path).stats()["tasks"] == 6

@@ -19,7 +19,9 @@ import time
 
 import pytest
 
+import a2a_cli
 import a2a_min
+import a2a_store
 from harness import (ROOT, AsyncioHostClient, ThreadsHostClient, free_port, need,
                      scenario_agent, user_message)
 
@@ -97,8 +99,8 @@ def test_postgres_stopped_and_started_again(database, host):
     logger.addHandler(records)
     level = logger.level
     logger.setLevel(logging.INFO)           # (setLevel: it also clears what the logger cached)
-    server = a2a_min.Server(scenario_agent, store=a2a_min.open_store(database.url),
-                            stats_interval=0.2)
+    server = a2a_min.Server(scenario_agent, store=a2a_store.open_store(database.url))
+    a2a_cli.log_stats(server, 0.2)
     client = HOSTS[host](server)
     try:
         port = client.port
@@ -159,13 +161,13 @@ def test_postgres_stopped_and_started_again(database, host):
 
 _SERVE = """
 import asyncio, logging, sys
-import a2a_min
+import a2a_cli, a2a_min, a2a_store
 from harness import scenario_agent
 logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                     format="%(levelname)s %(message)s")
 host, path, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-server = a2a_min.Server(scenario_agent, store=a2a_min.SQLiteStore(path, probe_every=0.5),
-                        stats_interval=0.2)
+server = a2a_min.Server(scenario_agent, store=a2a_store.SQLiteStore(path, probe_every=0.5))
+a2a_cli.log_stats(server, 0.2)
 if host == "threads":
     a2a_min.serve(server, "127.0.0.1", port, grace=0)
 else:

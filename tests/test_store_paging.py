@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import a2a_min  # noqa: E402
+import a2a_store  # noqa: E402
 
 EXAMPLES = int(os.environ.get("A2A_STORE_EXAMPLES", "300"))
 ALICE, BOB = ("", "alice"), ("", "bob")
@@ -82,7 +83,7 @@ def test_paging_under_concurrent_change_never_repeats_nor_goes_back(
         backend, data, names, limit, page_bytes, context_id, status):
     with tempfile.TemporaryDirectory() as folder:
         store = (_MEMORY(max_page_bytes=page_bytes) if backend == "memory" else
-                 a2a_min.SQLiteStore(os.path.join(folder, "t.db"), max_page_bytes=page_bytes))
+                 a2a_store.SQLiteStore(os.path.join(folder, "t.db"), max_page_bytes=page_bytes))
         _page_through(store, data, names, limit, page_bytes, context_id, status)
 
 
@@ -150,7 +151,7 @@ def test_a_timestamp_made_older_would_be_seen(backend, tmp_path):
     """The property is not vacuous: an update that made a timestamp older
     (which the server never does) brings a task back past the cursor, a
     repeat the checks above would catch."""
-    store = _MEMORY() if backend == "memory" else a2a_min.SQLiteStore(str(tmp_path / "t.db"))
+    store = _MEMORY() if backend == "memory" else a2a_store.SQLiteStore(str(tmp_path / "t.db"))
     for i, name in enumerate("abc"):
         store.commit(_task(name, STATES[0], 5 + i, "a", ""), ALICE, 0)
     first, _, cursor = store.list(ALICE, limit=1)

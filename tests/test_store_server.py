@@ -2,7 +2,7 @@
 cannot show alone. An event loop is never held up by another process's write
 lock; a backup taken while the server runs holds its tasks; the file stops
 growing under steady load; a restart on the same file finds every task. (Real
-processes sharing a file: tests/test_shared_store.py.)"""
+processes sharing a file: tests/test_store_shared.py.)"""
 
 import http.client
 import json
@@ -14,8 +14,9 @@ import time
 import pytest
 
 import a2a_min
+import a2a_store
 from harness import (AsgiHostClient, AsyncioHostClient, Client, need, scenario_agent,
-                     user_message)
+                     user_message, V1)
 
 
 @pytest.mark.parametrize("host", ["asyncio", "asgi"])
@@ -28,7 +29,7 @@ def test_a_write_lock_held_elsewhere_never_delays_the_card_or_gettask(tmp_path, 
 
     async def agent(ctx):
         return "done: " + ctx.text
-    server = a2a_min.Server(agent, store=a2a_min.SQLiteStore(path, busy_timeout=5))
+    server = a2a_min.Server(agent, store=a2a_store.SQLiteStore(path, busy_timeout=5))
     if host == "asgi":
         need("uvicorn", "ASGI host: needs uvicorn (the test extra)")
     client = (AsgiHostClient if host == "asgi" else AsyncioHostClient)(server)
@@ -71,7 +72,7 @@ def test_on_an_event_loop_what_needs_no_write_is_answered_on_the_loop(tmp_path, 
         return "done: " + ctx.text
     # (store_poll: the watch thread's upkeep, which holds the store's writers off
     # for a moment and so may send a commit to a thread, stays out of the way.)
-    server = a2a_min.Server(agent, store=a2a_min.SQLiteStore(str(tmp_path / "tasks.db")),
+    server = a2a_min.Server(agent, store=a2a_store.SQLiteStore(str(tmp_path / "tasks.db")),
                             store_poll=3600)
     if host == "asgi":
         need("uvicorn", "ASGI host: needs uvicorn (the test extra)")
@@ -99,7 +100,7 @@ def test_an_online_backup_holds_every_task(tmp_path):
     """The README's backup, taken while the server writes: the copy opens as a
     store with every task the server had answered for."""
     path, copy = str(tmp_path / "tasks.db"), str(tmp_path / "backup.db")
-    server = a2a_min.Server(scenario_agent, store=a2a_min.SQLiteStore(path))
+    server = a2a_min.Server(scenario_agent, store=a2a_store.SQLiteStore(path))
     client = Client(server)
     ids = [client.send(f"task {i}")["task"]["id"] for i in range(20)]
     stop = threading.Event()
@@ -117,7 +118,7 @@ def test_an_online_backup_holds_every_task(tmp_path):
     finally:
         stop.set()
         writer.join(10)
-    restored = a2a_min.SQLiteStore(copy)
+    restored = a2a_store.SQLiteStore(copy)
     owner = ("", None)
     for task_id in ids:
         task = restored.get(task_id, owner)
@@ -129,7 +130,7 @@ def test_the_file_stops_growing_under_steady_load(tmp_path):
     reuses the pages they leave: after the first rounds the file (and its
     write-ahead log) stays the size it reached."""
     path = str(tmp_path / "tasks.db")
-    store = a2a_min.SQLiteStore(path, max_tasks=200)
+    store = a2a_store.SQLiteStore(path, max_tasks=200)
     server = a2a_min.Server(scenario_agent, store=store)
     client = Client(server)
 
@@ -151,19 +152,19 @@ def test_a_restart_on_the_same_file_finds_every_task_and_resumes_its_stream(tmp_
     their events for a client resuming with Last-Event-ID."""
     path = str(tmp_path / "tasks.db")
     options = {"push_notifications": True, "push_allow": ["127.0.0.0/8"]}
-    first = Client(a2a_min.Server(scenario_agent, store=a2a_min.SQLiteStore(path), **options))
+    first = Client(a2a_min.Server(scenario_agent, store=a2a_store.SQLiteStore(path), **options))
     done = first.send("hello")["task"]
     events = first.stream("SendStreamingMessage", {"message": user_message("wait")})
     waiting = events[0][1]["result"]["task"]["id"]
     first.result("CreateTaskPushNotificationConfig",
                  {"taskId": waiting, "url": "http://127.0.0.1:9/hook", "id": "hook"})
-    second = Client(a2a_min.Server(scenario_agent, store=a2a_min.SQLiteStore(path), **options))
+    second = Client(a2a_min.Server(scenario_agent, store=a2a_store.SQLiteStore(path), **options))
     assert second.result("GetTask", {"id": done["id"]}) == done
     config = second.result("GetTaskPushNotificationConfig", {"taskId": waiting, "id": "hook"})
     assert config["url"] == "http://127.0.0.1:9/hook"
     box = {}
     watcher = threading.Thread(target=lambda: box.update(out=second.stream(
-        "SubscribeToTask", {"id": waiting}, headers={"a2a-version": "1.0", "last-event-id": "0"})))
+        "SubscribeToTask", {"id": waiting}, headers={**V1, "last-event-id": "0"})))
     watcher.start()
     time.sleep(0.2)
     second.result("CancelTask", {"id": waiting})
@@ -187,8 +188,8 @@ def test_an_agent_whose_task_was_canceled_elsewhere_ends_quietly(tmp_path, caplo
         went_on.wait(5)
         yield "after the cancel"
         yield "and more"
-    here = a2a_min.Server(agent, store=a2a_min.SQLiteStore(path), store_poll=30)
-    there = a2a_min.Server(agent, store=a2a_min.SQLiteStore(path), store_poll=30)
+    here = a2a_min.Server(agent, store=a2a_store.SQLiteStore(path), store_poll=30)
+    there = a2a_min.Server(agent, store=a2a_store.SQLiteStore(path), store_poll=30)
     task = Client(here).send("go", configuration={"returnImmediately": True})["task"]
     deadline = time.monotonic() + 5
     while Client(there).result("GetTask", {"id": task["id"]})["status"]["state"] != \
@@ -209,7 +210,7 @@ def test_an_agent_whose_task_was_canceled_elsewhere_ends_quietly(tmp_path, caplo
 
 
 def test_a_push_config_id_is_bounded(tmp_path):
-    server = a2a_min.Server(scenario_agent, store=a2a_min.SQLiteStore(str(tmp_path / "t.db")),
+    server = a2a_min.Server(scenario_agent, store=a2a_store.SQLiteStore(str(tmp_path / "t.db")),
                             push_notifications=True, push_allow=["127.0.0.0/8"])
     client = Client(server)
     task = client.send("wait")["task"]

@@ -299,14 +299,11 @@ def test_plain_http_on_a_tls_port_is_told_or_closed_never_left_waiting(pki, kind
     host = TlsHost(a2a_min.demo_server(), kind, server_tls(pki), handshake_timeout=2.0)
     try:
         with socket.create_connection(("127.0.0.1", host.port), timeout=5) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             data = b""
             while chunk := sock.recv(4096):
                 data += chunk
-        if kind == "threads":
-            assert data.startswith(b"HTTP/1.1 400 Bad Request") and b"use https://" in data
-        else:
-            assert b"HTTP/1.1 200" not in data           # (asyncio's TLS: a clean close)
+        assert data.startswith(b"HTTP/1.1 400 Bad Request") and b"use https://" in data
     finally:
         host.close()
 
@@ -383,7 +380,7 @@ def test_the_reference_sdk_client_over_mutual_tls(pki, kind):
 # -- the client side -------------------------------------------------------------------
 
 def test_the_client_over_mutual_tls(mtls_host, pki):
-    import a2a_client
+    import a2a_client, a2a_check, a2a_cli
     url = f"https://127.0.0.1:{mtls_host.port}"
     tls = a2a_client.tls_context(str(pki / "ca.pem"), str(pki / "alice.pem"),
                                  str(pki / "alice.key"))
@@ -406,12 +403,12 @@ def test_the_client_over_mutual_tls(mtls_host, pki):
 
 def test_the_command_line_over_mutual_tls_and_its_curl_lines(mtls_host, pki):
     import io
-    import a2a_client
+    import a2a_client, a2a_check, a2a_cli
     url = f"https://127.0.0.1:{mtls_host.port}"
     flags = ["--cacert", str(pki / "ca.pem"), "--cert", str(pki / "alice.pem"),
              "--key", str(pki / "alice.key")]
     out, err = io.StringIO(), io.StringIO()
-    assert a2a_client.main(["send", url, "hi", "--curl", *flags], out, err) == 0
+    assert a2a_cli.verbs_main(["send", url, "hi", "--curl", *flags], out, err) == 0
     assert "COMPLETED" in out.getvalue()
     curl_lines = err.getvalue().splitlines()
     assert curl_lines and all(line.startswith("curl -sS " + " ".join(flags) + " https://")
@@ -424,7 +421,7 @@ def test_the_command_line_over_mutual_tls_and_its_curl_lines(mtls_host, pki):
                        (["card", url, "--cacert", "/nope.pem"], "/nope.pem"),
                        (["send", url, "x", "-k"], "client certificate")):
         out, err = io.StringIO(), io.StringIO()
-        assert a2a_client.main(args, out, err) == 1
+        assert a2a_cli.verbs_main(args, out, err) == 1
         assert says in err.getvalue() and err.getvalue().count("\n") == 1, err.getvalue()
 
 
@@ -433,7 +430,7 @@ def test_check_over_mutual_tls_with_and_without_a_client_certificate(pki):
     one line saying so, SKIPs, no FAIL. With --cert and --key it checks
     everything, and a FAIL's curl line carries the three files."""
     import io
-    import a2a_client
+    import a2a_client, a2a_check, a2a_cli
     server = a2a_min.demo_server(authenticate=a2a_min.MutualTlsAuth(), push_notifications=True)
     server.store.put_config = lambda task_id, config, limit: None     # (a config forgotten)
     host = TlsHost(server, "threads", server_tls(pki, client_ca=str(pki / "ca.pem")))
@@ -442,10 +439,10 @@ def test_check_over_mutual_tls_with_and_without_a_client_certificate(pki):
              "--key", str(pki / "alice.key")]
     try:
         out, err = io.StringIO(), io.StringIO()
-        status = a2a_client.main(["check", url, *files[:2]], out, err)
+        status = a2a_cli.verbs_main(["check", url, *files[:2]], out, err)
         without = out.getvalue()
         out = io.StringIO()
-        with_cert = a2a_client.main(["check", url, *files], out, err), out.getvalue()
+        with_cert = a2a_cli.verbs_main(["check", url, *files], out, err), out.getvalue()
         reproduce = [line for line in with_cert[1].splitlines() if "reproduce:" in line]
         need("curl", "running the printed curl line needs curl")
         done = subprocess.run(["bash", "-c", reproduce[-1].split("reproduce: ", 1)[1]],
@@ -481,7 +478,7 @@ def grpc_mtls(pki):
 
 
 def test_grpc_over_mutual_tls_shares_tasks_with_https_per_certificate(grpc_mtls, pki):
-    import a2a_client
+    import a2a_client, a2a_check, a2a_cli
     import a2a_grpc
     url = f"https://127.0.0.1:{grpc_mtls.port}"
 
@@ -497,13 +494,14 @@ def test_grpc_over_mutual_tls_shares_tasks_with_https_per_certificate(grpc_mtls,
     with pytest.raises(a2a_min.TaskNotFoundError):
         client("bob", "GRPC").get_task(task["id"])
     # Without a client certificate the gRPC port refuses the handshake.
+    errors = {"client_error": a2a_client.ClientError, "error_from": a2a_client.error_from}
     bare = a2a_grpc.GrpcChannel(f"127.0.0.1:{grpc_mtls.grpc_port}",
-                                tls=a2a_client.tls_context(str(pki / "ca.pem")))
+                                tls=a2a_client.tls_context(str(pki / "ca.pem")), **errors)
     with pytest.raises(a2a_client.ClientError):
         bare.call("ListTasks", {}, {"a2a-version": "1.0"})
     bare.close()
     # ... and a plaintext channel gets nowhere.
-    plain = a2a_grpc.GrpcChannel(f"http://127.0.0.1:{grpc_mtls.grpc_port}")
+    plain = a2a_grpc.GrpcChannel(f"http://127.0.0.1:{grpc_mtls.grpc_port}", **errors)
     with pytest.raises(a2a_client.ClientError):
         plain.call("ListTasks", {}, {"a2a-version": "1.0"})
     plain.close()
@@ -608,7 +606,7 @@ import http.client, resource, socket, ssl, sys, threading
 sys.path.insert(0, {ROOT!r})
 resource.setrlimit(resource.RLIMIT_NOFILE, (2048, {hard if hard != resource.RLIM_INFINITY else 2048}))
 held = [socket.socket() for _ in range(1100)]
-import a2a_min
+import a2a_min, a2a_cli
 httpd = a2a_min.make_http_server(a2a_min.demo_server(), "127.0.0.1", 0,
                                  tls={{"cert": {str(pki / "server.pem")!r}, "key": {str(pki / "server.key")!r}}})
 threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -616,9 +614,123 @@ conn = http.client.HTTPSConnection("127.0.0.1", httpd.server_address[1], timeout
                                    context=ssl.create_default_context(cafile={str(pki / "ca.pem")!r}))
 conn.request("GET", "/.well-known/agent-card.json")
 print(conn.getresponse().status)
-server = a2a_min.Server(a2a_min._exec_agent(["echo", "hi"]))
+server = a2a_min.Server(a2a_cli.exec_agent(["echo", "hi"]))
 task = server.call("SendMessage", {{"message": {{"messageId": "m", "role": "ROLE_USER", "parts": [{{"text": "x"}}]}}}})["task"]
 print(task["status"]["state"], task["artifacts"][0]["parts"][0]["text"].strip())
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["200", "TASK_STATE_COMPLETED", "hi"], done.stderr[-2000:]
+
+
+# -- whose tasks a certificate reads: one principal per certificate, on every binding ---------
+
+@pytest.fixture(scope="module")
+def lookalikes(pki):
+    """Certificates from the CA of ``pki`` whose subjects written naively look
+    like another's: a CN holding "," (alice is /O=Example/CN=alice), a CN
+    holding "+" and the multi-valued RDN it imitates (CN=alice+O=Example); and
+    certificates with an empty subject (SAN only)."""
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=pki, check=True, capture_output=True, timeout=60)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    made = {"comma": ("/CN=alice,O=Example", None), "plus": ("/CN=alice\\+O=Example", None),
+            "multi": ("/CN=alice+O=Example", None),
+            "spiffe_a": ("/", "URI:spiffe://example.org/a,DNS:a.example"),
+            "spiffe_b": ("/", "DNS:b1.example,URI:spiffe://example.org/b"),
+            "dns_only": ("/", "DNS:c.example"), "nobody": ("/", None)}
+    for name, (subject, san) in made.items():
+        run("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject,
+            *(["-multivalue-rdn"] if name == "multi" else []))
+        (pki / f"{name}.ext").write_text(
+            (f"subjectAltName=critical,{san}\n" if san else "") + "extendedKeyUsage=clientAuth\n"
+            "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n")
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext")
+    return pki
+
+
+@pytest.fixture(scope="module")
+def three_bindings(lookalikes):
+    """One Server whose agent answers with its caller's principal, on HTTPS
+    (threaded and asyncio hosts) and on gRPC over TLS, mutual TLS on all."""
+    need("grpc", "the gRPC tests need the grpc extra (grpcio)")
+    import a2a_grpc
+    server = a2a_min.Server(lambda ctx: "principal=" + ctx.caller.principal,
+                            authenticate=a2a_min.MutualTlsAuth())
+    tls = server_tls(lookalikes, client_ca=str(lookalikes / "ca.pem"))
+    hosts = [TlsHost(server, kind, tls) for kind in HOSTS]
+    grpc_server, _ = a2a_grpc.create_server(server, "127.0.0.1:0", tls=tls)
+    grpc_server.start()
+    yield hosts
+    grpc_server.stop(0)
+    for host in hosts:
+        host.close()
+
+
+def mtls_client(pki, host, who, binding):
+    import a2a_client, a2a_check, a2a_cli
+    tls = a2a_client.tls_context(str(pki / "ca.pem"), str(pki / f"{who}.pem"),
+                                 str(pki / f"{who}.key"))
+    return a2a_client.Client(f"https://127.0.0.1:{host.port}", binding=binding, tls=tls)
+
+
+def principal_seen(pki, host, who, binding):
+    task = mtls_client(pki, host, who, binding).send("who am I?")["task"]
+    text = task["artifacts"][0]["parts"][0]["text"]
+    assert text.startswith("principal="), task
+    return task["id"], text.removeprefix("principal=")
+
+
+EXPECTED_PRINCIPALS = {
+    "alice": "CN=alice,O=Example", "comma": "CN=alice\\,O=Example",
+    "plus": "CN=alice\\+O=Example", "multi": "CN=alice+O=Example",
+    "spiffe_a": "URI:spiffe://example.org/a", "spiffe_b": "URI:spiffe://example.org/b",
+    "dns_only": "DNS:c.example"}
+
+
+@pytest.mark.parametrize("binding", ["HTTP+JSON", "JSONRPC", "GRPC"])
+def test_one_certificate_is_one_principal_on_every_binding_and_lookalikes_differ(
+        lookalikes, three_bindings, binding):
+    for host in three_bindings:
+        alice_task, _ = principal_seen(lookalikes, host, "alice", binding)
+        for who, expected in EXPECTED_PRINCIPALS.items():
+            task_id, principal = principal_seen(lookalikes, host, who, binding)
+            assert principal == expected, (host.kind, binding, who)
+            if who != "alice":                      # a lookalike cannot read alice's task
+                with pytest.raises(a2a_min.TaskNotFoundError):
+                    mtls_client(lookalikes, host, who, binding).get_task(alice_task)
+                # ... nor alice the lookalike's
+                with pytest.raises(a2a_min.TaskNotFoundError):
+                    mtls_client(lookalikes, host, "alice", binding).get_task(task_id)
+
+
+@pytest.mark.parametrize("binding", ["HTTP+JSON", "GRPC"])
+def test_a_certificate_that_names_nobody_is_refused(lookalikes, three_bindings, binding):
+    for host in three_bindings:
+        with pytest.raises(a2a_min.AuthenticationRequiredError, match="names nobody"):
+            mtls_client(lookalikes, host, "nobody", binding).send("who am I?")
+
+
+def test_the_principal_hook_gets_the_same_certificate_on_every_binding(lookalikes):
+    need("grpc", "the gRPC tests need the grpc extra (grpcio)")
+    import a2a_grpc
+    seen = []
+
+    def principal(certificate):
+        seen.append(certificate)
+        return "serial:" + certificate["serialNumber"]
+    server = a2a_min.Server(lambda ctx: "principal=" + ctx.caller.principal,
+                            authenticate=a2a_min.MutualTlsAuth(principal=principal))
+    tls = server_tls(lookalikes, client_ca=str(lookalikes / "ca.pem"))
+    host = TlsHost(server, "threads", tls)
+    grpc_server, _ = a2a_grpc.create_server(server, "127.0.0.1:0", tls=tls)
+    grpc_server.start()
+    try:
+        over_http = principal_seen(lookalikes, host, "spiffe_b", "HTTP+JSON")[1]
+        over_grpc = principal_seen(lookalikes, host, "spiffe_b", "GRPC")[1]
+    finally:
+        grpc_server.stop(0)
+        host.close()
+    assert over_http == over_grpc and over_http.startswith("serial:")
+    assert seen[0] == seen[-1] and seen[0]["subjectAltName"] == (
+        ("DNS", "b1.example"), ("URI", "spiffe://example.org/b"))

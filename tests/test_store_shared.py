@@ -1,4 +1,4 @@
-"""One task store shared by several processes (SQLiteStore), with real
+"""One task store shared by several processes (a2a_store's SQLiteStore), with real
 processes on 127.0.0.1: the threaded server's forked workers, gunicorn's
 (WSGI) and uvicorn's (ASGI). A task made in one process is read, listed,
 continued, followed, resumed and canceled through another; a server killed
@@ -24,6 +24,7 @@ import time
 import pytest
 
 import a2a_min
+import a2a_store
 from harness import (ROOT, MemoryTaskStore, free_port, need, process_tree, rpc_body,
                      user_message)
 from webhook_receiver import Receiver
@@ -110,7 +111,7 @@ class Host:
     def report(self, task):
         """What a test that failed says of the host: the task as stored, its
         agent's notes, the host's processes, where their threads are."""
-        stored = a2a_min.open_store(self.store).get(task["id"], OWNER)
+        stored = a2a_store.open_store(self.store).get(task["id"], OWNER)
         pids = process_tree(self.proc.pid)
         for pid in self.workers():
             os.kill(pid, signal.SIGUSR1)       # shared_app: faulthandler dumps the threads
@@ -127,8 +128,8 @@ class Host:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     if b"resource_tracker" not in f.read():
                         pids.add(pid)
-            except FileNotFoundError:
-                pass                           # gone meanwhile
+            except (FileNotFoundError, ProcessLookupError):
+                pass                           # gone meanwhile (exiting: ESRCH)
         return pids
 
     def agent_log(self, task_id):
@@ -385,7 +386,7 @@ def wait_for(check, within, what):
 
 def stored_events(store_path, task_id):
     """The task's event log as the store keeps it: [(seq, event)]."""
-    store = a2a_min.open_store(store_path)
+    store = a2a_store.open_store(store_path)
     return store.events(task_id)[1]
 
 
@@ -705,7 +706,7 @@ def test_sigterm_stops_a_worker_that_lost_the_race_for_a_connection(tmp_path):
 
 def test_processes_committing_to_one_task_lose_no_update(tmp_path):
     path = str(tmp_path / "tasks.db")
-    store = a2a_min.SQLiteStore(path)
+    store = a2a_store.SQLiteStore(path)
     task = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"},
             "metadata": {"count": 0, "by": []}}
     store.commit(task, OWNER, 0, {"task": task}, holder="test")
@@ -717,7 +718,7 @@ def test_processes_committing_to_one_task_lose_no_update(tmp_path):
         if pid == 0:                           # a writer: read, change, commit; retry if beaten
             code = 1
             try:
-                mine = a2a_min.SQLiteStore(path)
+                mine = a2a_store.SQLiteStore(path)
                 time.sleep(max(0.0, start - time.time()))
                 conflicts, deadline = 0, time.monotonic() + 30
                 for i in range(commits):

@@ -1,0 +1,81 @@
+"""a2a_min.py copied alone, with none of its companions: what needs one says
+which file to copy, in one line, and everything else still works (the
+operations suite runs so in CI: .ci/run, "a2a_min.py alone")."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+from harness import ROOT, free_port
+
+
+def alone(tmp_path):
+    shutil.copy(os.path.join(ROOT, "a2a_min.py"), tmp_path)
+    return tmp_path
+
+
+def run(folder, *args, env=None, code=None):
+    argv = [sys.executable, "-S", "-c", code] if code else [sys.executable, "-S", "a2a_min.py",
+                                                            *args]
+    return subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": "", **(env or {})})
+
+
+def test_a_deployment_flag_verb_or_store_names_the_file_to_copy(tmp_path):
+    folder = alone(tmp_path)
+    for args, env in ((["--store", "tasks.db"], None), (["--workers", "2"], None),
+                      (["--tls-cert", "c.pem"], None), (["send", "http://127.0.0.1:1", "hi"], None),
+                      ([], {"A2A_STORE": "tasks.db"})):
+        done = run(folder, *args, env=env)
+        assert done.returncode == 1 and done.stdout == "", (args, done)
+        assert done.stderr.count("\n") == 1 and "needs a2a_cli.py beside a2a_min.py" in \
+            done.stderr, (args, done.stderr)
+    assert not os.path.exists(folder / "tasks.db")
+
+
+def test_the_demo_help_and_the_library_need_nothing_else(tmp_path):
+    folder = alone(tmp_path)
+    helped = run(folder, "--help")
+    assert helped.returncode == 0 and "--port" in helped.stdout and "--store" not in \
+        helped.stdout.split("With a2a_cli.py")[0]
+    done = run(folder, code=(
+        "import a2a_min, json\n"
+        "server = a2a_min.Server(lambda text: text.upper())\n"
+        "task = server.call('SendMessage', {'message': {'messageId': 'm', 'role': 'ROLE_USER',"
+        " 'parts': [{'text': 'hi'}]}})['task']\n"
+        "print(task['artifacts'][0]['parts'][0]['text'])\n"
+        "page = server.handle_http('GET', '/', '', {'accept': 'text/html', 'host': 'localhost'},"
+        " b'')\n"
+        "print(page.status, dict(page.headers)['Content-Type'])\n"
+        "try:\n"
+        "    a2a_min.SQLiteStore\n"
+        "except ModuleNotFoundError as error:\n"
+        "    print(error)\n"))
+    lines = done.stdout.splitlines()
+    assert lines[0] == "HI", done.stderr
+    assert lines[1] == "200 text/plain; charset=utf-8"          # the help, not the console
+    assert "a2a_min.SQLiteStore needs the companion module a2a_store.py" in lines[2]
+    assert sorted(os.listdir(folder)) in (["a2a_min.py"], ["__pycache__", "a2a_min.py"])
+
+
+def test_the_demo_serves_alone(tmp_path):
+    import http.client
+    import time
+    folder = alone(tmp_path)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-S", "a2a_min.py", "--port", str(port)], cwd=folder,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "echo agent on http://127.0.0.1:" in proc.stdout.readline()
+        for _ in range(50):
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request("GET", "/.well-known/agent-card.json")
+                assert conn.getresponse().status == 200
+                break
+            except ConnectionRefusedError:
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.wait(10)

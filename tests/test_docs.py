@@ -1,0 +1,59 @@
+"""The README is a front page, and docs/ holds the rest: each page exists,
+every link between them resolves, the README stays under 3,000 words with
+its commands, curl walkthroughs and ten-line agent in its first 200 lines,
+and docs/reference.md's table names every Server option and limit with
+the default the code has. (The command lines themselves run in
+tests/test_readme.py.)"""
+
+import inspect
+import os
+import re
+
+import a2a_min
+from harness import ROOT
+
+PAGES = ("deploying", "security", "compatibility", "performance", "reference")
+
+
+def read(name):
+    with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+        return f.read()
+
+
+def test_the_readme_is_a_front_page():
+    text = read("README.md")
+    words = len(re.sub(r"```.*?```", " ", text, flags=re.S).split()) + sum(
+        len(block.split()) for block in re.findall(r"```.*?```", text, flags=re.S))
+    assert words <= 3000, words
+    first = "\n".join(text.splitlines()[:200])
+    assert "python a2a_min.py " in first and "python -m pytest -q" in first
+    for heading in ("## Walkthrough: every JSON-RPC operation with curl",
+                    "## Walkthrough: every HTTP+JSON route with curl",
+                    "## Your agent in ten lines"):
+        assert heading in first, heading
+    for name in PAGES:
+        assert f"(docs/{name}.md)" in text, name
+
+
+def test_every_link_between_the_pages_resolves():
+    for name in ["README.md", "CONFORMANCE.md"] + [f"docs/{p}.md" for p in PAGES]:
+        folder = os.path.dirname(os.path.join(ROOT, name))
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", read(name)):
+            if "://" in target:
+                continue
+            assert os.path.exists(os.path.join(folder, target)), (name, target)
+
+
+def test_the_reference_names_every_option_and_limit_with_its_default():
+    table = {}
+    for line in read("docs/reference.md").splitlines():
+        found = re.match(r"\| `(\w+)` \| `(.*?)` \|", line)
+        if found:
+            table[found.group(1)] = found.group(2)
+    options = [p for p in inspect.signature(a2a_min.Server.__init__).parameters.values()
+               if p.name not in ("self", "agent", "limits")]
+    for option in options:
+        assert table.get(option.name) == repr(option.default), option.name
+    for limit, default in a2a_min.DEFAULT_LIMITS.items():
+        assert table.get(limit) == repr(default), limit
+    assert len(table) == len(options) + len(a2a_min.DEFAULT_LIMITS)

@@ -1,0 +1,175 @@
+"""What a streamed turn costs: linear in what it streams, on every store, and
+bounded per turn.
+
+An agent that streams a long answer produces one artifact update per chunk
+(a token, a line). If each one made the store encode and write the whole
+task again, a turn of N chunks would cost the square of N: 10,000 tokens
+took 14 s in memory, a program's 15,000 lines 39 s. The tests count work,
+never time it: the bytes of task JSON a store writes over a turn of N and
+of 2N chunks (linear: twice, give or take; the square: four times), and
+whether an append copies the parts before it. The per-turn bounds
+(max_turn_events, max_turn_bytes) fail a turn past them, saying which.
+"""
+
+import pytest
+
+import a2a_min
+import a2a_store
+from conftest import postgres_server, postgres_store
+from harness import Client, MemoryTaskStore, user_message
+
+# Chunks of the shorter turn, per store (a PostgreSQL commit is a round trip).
+CHUNKS = {"memory": 5000, "sqlite": 2000, "postgres": 2000}
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def make_store(request, tmp_path):
+    if request.param == "postgres":
+        postgres_server()               # (or a skip saying what is missing)
+    files = iter(range(100))
+
+    def make():
+        if request.param == "memory":
+            return MemoryTaskStore()
+        if request.param == "postgres":
+            return postgres_store()
+        return a2a_store.SQLiteStore(str(tmp_path / f"tasks{next(files)}.db"))
+    make.kind = request.param
+    return make
+
+
+def _counted(store):
+    """``store`` with its commits counted: [bytes of task JSON written, commits]
+    (a commit that writes only its event returns None for the JSON)."""
+    written = [0, 0]
+    commit = store.commit
+
+    def counting(*args, **kwargs):
+        result = commit(*args, **kwargs)
+        written[0] += len(result[0] or b"")
+        written[1] += 1
+        return result
+    store.commit = counting
+    return written
+
+
+def _token_agent(count):
+    def agent(ctx):
+        for i in range(count):
+            yield "tok%d " % i
+    return agent
+
+
+def _streamed(make_store, count):
+    """[bytes of task JSON written, commits] over one turn of ``count`` chunks."""
+    store = make_store()
+    written = _counted(store)
+    server = a2a_min.Server(_token_agent(count), store=store)
+    task = Client(server).result("SendMessage", {"message": user_message("go")})["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+    parts = task["artifacts"][0]["parts"]
+    assert len(parts) == count and parts[-1] == {"text": "tok%d " % (count - 1)}
+    return written
+
+
+def test_a_streamed_turn_writes_the_task_in_bytes_linear_in_its_chunks(make_store):
+    """Twice the chunks, about twice the task JSON written (it was four
+    times: the whole task at every chunk), and every chunk still committed
+    (its event stored, in order, for the streams and Last-Event-ID)."""
+    count = CHUNKS[make_store.kind]
+    once, twice = _streamed(make_store, count), _streamed(make_store, 2 * count)
+    assert twice[1] == once[1] + count            # one commit a chunk, as before
+    assert twice[0] < 2.5 * once[0], (once, twice)
+
+
+def test_readers_see_every_chunk_while_the_store_keeps_them_as_events(make_store):
+    """While a turn streams, GetTask and ListTasks (another process, for a
+    shared store) see the artifact with every chunk so far, whether the
+    store wrote it whole or keeps the newest chunks as events; a stream that
+    resumes with Last-Event-ID gets the chunks after it."""
+    store = make_store()
+    seen = {}
+
+    def agent(ctx):
+        for i in range(300):
+            yield "c%d," % i
+            if i in (10, 150, 299):
+                reader = Client(server)
+                task = reader.result("GetTask", {"id": ctx.task_id})
+                listed = reader.result("ListTasks", {"includeArtifacts": True})["tasks"][0]
+                seen[i] = (task, listed)
+    server = a2a_min.Server(agent, store=store)
+    Client(server).result("SendMessage", {"message": user_message("go")})
+    assert sorted(seen) == [10, 150, 299]
+    for i, (task, listed) in seen.items():
+        # (a chunk is held back until the next output tells whether it was the last)
+        text = "".join(p["text"] for p in task["artifacts"][0]["parts"])
+        assert text == "".join("c%d," % k for k in range(i)), i
+        assert listed["artifacts"] == task["artifacts"] and listed["id"] == task["id"]
+
+
+def test_an_append_grows_the_parts_without_copying_those_before():
+    """_Channel.change: an append adds its parts to the list the append before
+    made (copying the list at every chunk is the square again); a task
+    handed to a reader before (snapshot()) keeps its parts as they were."""
+    server = a2a_min.Server(lambda ctx: "x")
+    channel = server._new_channel(("", None))
+    ids = {"taskId": "t", "contextId": "c"}
+    task = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
+    channel.publish(task, {"task": task})
+
+    def update(i):      # (the first appends to an artifact not made yet: it makes it)
+        body = {**ids, "append": True, "artifact": {"artifactId": "a", "parts": [
+            {"text": str(i)}]}}
+        return channel.change("artifactUpdate", body, None, {"artifactUpdate": body})
+    update(0)
+    lists = [update(i)["artifacts"][0]["parts"] for i in range(1, 31)]
+    assert len({id(parts) for parts in lists}) == 1     # the first append's copy, grown
+    held = channel.snapshot()
+    lists += [update(i)["artifacts"][0]["parts"] for i in range(31, 50)]
+    assert len({id(parts) for parts in lists}) == 2     # copied once more for the reader
+    assert [p["text"] for p in held["artifacts"][0]["parts"]] == [str(i) for i in range(31)]
+    assert [p["text"] for p in server.store.get("t", ("", None))["artifacts"][0]["parts"]] == \
+        [str(i) for i in range(50)]
+    # No event was grown with the task: each still carries its own one part.
+    assert all(len(event["artifactUpdate"]["artifact"]["parts"]) == 1
+               for _, event in server.store.events("t")[1] if "artifactUpdate" in event)
+
+
+# -- a turn's bounds -------------------------------------------------------------------
+
+@pytest.mark.parametrize("limit, value", [("max_turn_events", 100), ("max_turn_bytes", 4000)])
+def test_a_turn_past_its_bound_fails_saying_which(limit, value):
+    """A turn that produces more events (or bytes of them) than the bound
+    ends FAILED with a message naming the bound; what came before stays.
+    The agent is stopped there (its generator closed), and a turn within
+    the bound completes."""
+    closed = []
+
+    def agent(ctx):
+        try:
+            for i in range(100_000):
+                yield "token %d " % i
+        finally:
+            closed.append(ctx.task_id)
+    client = Client(a2a_min.Server(agent, **{limit: value}))
+    task = client.result("SendMessage", {"message": user_message("go")})["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    said = task["status"]["message"]["parts"][0]["text"]
+    assert limit in said and str(value) in said, said
+    assert 10 < len(task["artifacts"][0]["parts"]) <= value
+    assert closed == [task["id"]]
+    client = Client(a2a_min.Server(_token_agent(8), **{limit: value}))
+    task = client.result("SendMessage", {"message": user_message("go")})["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_a_streamed_turn_past_its_bound_ends_the_stream_failed():
+    """The stream's client hears why: the last event is FAILED naming the bound."""
+    client = Client(a2a_min.Server(_token_agent(1000), max_turn_events=50))
+    events = [frame["result"] for _, frame in client.stream(
+        "SendStreamingMessage", {"message": user_message("go")})]
+    last = events[-1]["statusUpdate"]["status"]
+    assert last["state"] == "TASK_STATE_FAILED"
+    assert "max_turn_events" in last["message"]["parts"][0]["text"]
+    assert sum("artifactUpdate" in e for e in events) <= 50
