@@ -1702,18 +1702,32 @@ def serve_workers(httpd, workers, grace, serve_one):
         if again and time.monotonic() - restarted[0] < 1.0:
             time.sleep(1.0)                        # workers that die at once: not a fork storm
         restarted[0] = time.monotonic() if again else restarted[0]
-        pid = os.fork()
-        if pid == 0:                               # the worker
-            code = 1
-            try:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                serve_one(httpd, grace)
-                code = 0
-            except BaseException:
-                _log().exception("worker %d failed", os.getpid())
-            finally:
-                os._exit(code)
-        children[pid] = True
+        # A SIGTERM may come while a worker is being started: held back
+        # until the new worker is in ``children`` (so stop() reaches it), and
+        # in the worker until it has the default action (not this process's
+        # stop(), which would leave it serving).
+        term = {signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, term)
+        try:
+            if stopping:                           # (a SIGTERM came during the sleep above)
+                return
+            pid = os.fork()
+            if pid == 0:                           # the worker
+                code = 1
+                try:
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, term)
+                    serve_one(httpd, grace)
+                    code = 0
+                except BaseException:
+                    _log().exception("worker %d failed", os.getpid())
+                finally:
+                    os._exit(code)
+            children[pid] = True
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, term)
+        if stopping:                               # stop() ran before it knew this worker
+            os.kill(pid, signal.SIGTERM)
 
     def stop(*_):
         stopping.append(True)

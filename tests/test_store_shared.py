@@ -702,6 +702,26 @@ def test_sigterm_stops_a_worker_that_lost_the_race_for_a_connection(tmp_path):
         host.stop()
 
 
+@pytest.mark.parametrize("delay", [0.002, 0.005, 0.01])
+def test_sigterm_while_a_dead_worker_is_replaced_stops_the_new_one_too(tmp_path, delay):
+    """kill -9 of a worker, then SIGTERM to the server a few milliseconds
+    later, while it starts a worker in the dead one's place: the new worker
+    is stopped with the rest and the server exits. (It once forked the new
+    worker after stop() had signalled the others, and waited for it for ever:
+    this hung 20 times in 20 at these delays.)"""
+    host = Host("threads", str(tmp_path), str(tmp_path / "tasks.db"), grace=0.5)
+    try:
+        os.kill(min(host.workers()), signal.SIGKILL)
+        time.sleep(delay)
+        host.proc.send_signal(signal.SIGTERM)
+        try:
+            host.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 10 s after SIGTERM: workers {host.workers()}")
+    finally:
+        host.stop()
+
+
 # -- 4. many processes committing to one task ---------------------------------------------
 
 def test_processes_committing_to_one_task_lose_no_update(tmp_path):
