@@ -29,22 +29,25 @@ Run ``python a2a_min.py`` for a demo agent and ready-to-paste curl lines.
 Protocol: A2A 1.0 (specification v1.0.1, package ``lf.a2a.v1``). Section numbers in
 the comments below are those of that specification.
 
-How the file reads, top to bottom. The first eight sections are the
-protocol, synchronous and free of sockets and event loops; the rest is how it
-meets the world:
+How the file reads, top to bottom. Each section uses only what came before
+it (but for the hosts' hooks). The protocol is synchronous and free of
+sockets and event loops, but for the webhooks it sends; the last three
+sections are how it meets the world:
 
 1. tables: the operations, routes, task states and their transitions, and the
    limits, as data;
 2. errors: one exception class per protocol error, each knowing its code in
    every binding;
-3. the data model: ProtoJSON dictionaries, checked against a table of the proto;
+3. the data model: ProtoJSON dictionaries, checked against a table of the
+   proto, and _apply, the one function that changes a task;
 4. the task store: where tasks live, bounded, behind a small interface;
 5. agent execution: how your function becomes task updates and stream events;
-6. operations: the eleven A2A operations, free of any binding;
-7. authentication, and which webhook addresses are allowed;
-8. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card (and the
+6. authentication, and which webhook addresses are allowed;
+7. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card (and the
    RFC 9727 API catalog), bytes in and bytes out;
-9. webhook delivery: push notifications, sent from background threads;
+8. webhook delivery: push notifications, sent from background threads;
+9. operations: the eleven A2A operations, free of any binding, on the Server
+   that ties sections 4 to 8 together;
 10. running on an event loop: the core's hooks, turned into asyncio;
 11. adapters: the thin shells that put the bindings on a socket (a threaded
     HTTP/1.1 server from the standard library's socketserver, or an asyncio
@@ -116,10 +119,12 @@ COMPANION_API = (
     "_snake", "_b64encode", "_b64decode", "_dumps",
     # the store contract (section 4): the one bounds policy, and what every store shares
     "_Bounds", "_IDLE_STATES", "_StoredTask", "_StoredEvent", "_decode_stored",
-    "_decoded_size", "_RECENT", "_RECENT_BYTES", "_RECENT_DECODED", "_WouldWait",
+    "_decoded_size", "_RECENT", "_RECENT_BYTES", "_RECENT_DECODED",
     "_check_version", "_cut_history", "_newest", "_no_longer_stored", "_over_share",
     "_store_full", "_too_many_configs", "_with_pending",
-    # the bindings' pieces (section 8) that another binding or page builds on
+    # an event loop's (section 10), for a shared store's threads
+    "_call_on",
+    # the bindings' pieces (section 7) that another binding or page builds on
     "_JSON", "_LINK", "_CARD_PATH", "_answer", "_card_response", "_error_headers",
     "_json_body", "_jsonrpc_error", "_last_event_id", "_parse_json_body", "_query_params",
     "_sse_response", "_Peer", "_may_reach",
@@ -300,7 +305,7 @@ _OPEN_STATES = _WORKING_STATES | INTERRUPTED_STATES     # every state but the te
 _IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on the task
 
 # Every change to a task is one of these events, applied by one function,
-# _apply (section 5 of this file): event -> (the states it may meet, the
+# _apply (the end of section 3): event -> (the states it may meet, the
 # state it leaves). None among the states met is a task that does not exist
 # yet; "=" leaves the state as it was, "*" takes the state the event names.
 # An event that meets any other state is refused, so a terminal task stays
@@ -551,6 +556,9 @@ class VersionNotSupportedError(A2AError):
 # the card a Server is given, at start-up (_check_card); the response
 # messages (SendMessageResponse, StreamResponse, the List...Response ones) are
 # the shapes the operations answer in, named by METHODS.
+#
+# The section ends with how a task changes: _apply, the one function that
+# takes a task and an event to the next task, by the state table of section 1.
 
 MESSAGES = {
     # How a SendMessage is to be answered (section 3.2): output modes, a webhook,
@@ -1203,6 +1211,101 @@ def _json_codec():
 _encode_json, _decode_stored = _json_codec()
 
 
+# -- a task's life: the one function that changes it ----------------------------
+
+
+def _apply(task, kind, body, now, grown=None):
+    """The task after one event of TRANSITIONS (``kind``: "message",
+    "input", "statusUpdate", "artifactUpdate" or "cancel"; ``body`` the Message,
+    TaskStatusUpdateEvent or TaskArtifactUpdateEvent it carries; ``now`` the
+    timestamp of a status it sets). ``task`` is None for a new task, made from
+    the user's first message (which carries the task and context ids). Tasks
+    are copy-on-write: the old dict is left as it was. Raises the protocol's
+    error when the event may not meet the task's state.
+
+    One exception to copy-on-write keeps a streamed artifact linear: ``grown``
+    is a parts list the caller owns (made by the append before, and seen by
+    nobody else: _Channel.grown), which an append extends in place. Copying
+    the whole list at every chunk would cost the square of the chunks."""
+    state = None if task is None else task["status"]["state"]
+    meets, leaves = TRANSITIONS[kind]
+    if state not in meets:
+        raise _refusal(kind, task)
+    if kind == "artifactUpdate":
+        artifact = body["artifact"]
+        artifacts = task.get("artifacts", ())
+        i = len(artifacts) - 1              # (a streamed artifact is usually the last)
+        while i >= 0 and artifacts[i]["artifactId"] != artifact["artifactId"]:
+            i -= 1
+        if i >= 0 and body.get("append"):
+            parts = artifacts[i]["parts"]
+            if parts is grown:
+                parts += artifact["parts"]
+            else:                           # a new list, which the next append may grow
+                parts = parts + artifact["parts"]
+            artifact = {**artifacts[i], "parts": parts}
+        else:                               # (a list of its own, not the event's: the
+            artifact = {**artifact, "parts": list(artifact["parts"])}   # next append's)
+        artifacts = list(artifacts)
+        if i < 0:
+            artifacts.append(artifact)
+        else:
+            artifacts[i] = artifact
+        return {**task, "artifacts": artifacts}
+    if kind == "statusUpdate":
+        status = body["status"]                # (its timestamp set by whoever made it)
+        task = {**task, "status": status}
+        if "message" in status:                # what the agent said is part of the history
+            task["history"] = task.get("history", []) + [status["message"]]
+        return task
+    status = {"state": leaves, "timestamp": now}
+    if kind == "cancel":
+        return {**task, "status": status}
+    if task is None:                           # "message": a new task
+        return {"id": body["taskId"], "contextId": body["contextId"], "status": status,
+                "history": [body]}
+    return {**task, "history": task.get("history", []) + [body], "status": status}   # "input"
+
+
+def _parts_of(task, artifact_id):
+    """The parts list of ``task``'s artifact ``artifact_id`` (the newest one
+    is looked at first)."""
+    for artifact in reversed(task["artifacts"]):
+        if artifact["artifactId"] == artifact_id:
+            return artifact["parts"]
+    return None
+
+
+def _still_working(task_id):
+    return UnsupportedOperationError(
+        f"task {task_id} is still working on the previous message; wait for it "
+        "(SubscribeToTask) or cancel it first", metadata={"taskId": task_id})
+
+
+def _check_event(kind, task):
+    """Raise what _apply would if ``kind`` met ``task`` now (to refuse early)."""
+    if task["status"]["state"] not in TRANSITIONS[kind][0]:
+        raise _refusal(kind, task)
+
+
+def _refusal(kind, task):
+    """The error for an event that may not meet ``task``'s state (a terminal one)."""
+    task_id, state = task["id"], task["status"]["state"]
+    metadata = {"taskId": task_id, "state": state}
+    if kind == "cancel":
+        return TaskNotCancelableError(
+            f"task {task_id} is already {state} and can no longer be canceled", metadata=metadata)
+    if kind == "input" and state in _WORKING_STATES:
+        return _still_working(task_id)
+    if kind == "input":
+        return UnsupportedOperationError(
+            f"task {task_id} is {state} and accepts no new messages; send the message without "
+            "taskId to start a new task (keep contextId to stay in the conversation)",
+            metadata=metadata)
+    return UnsupportedOperationError(f"task {task_id} is {state} and never changes again",
+                                     metadata=metadata)
+
+
 # =============================================================================
 # 4. The task store
 # =============================================================================
@@ -1228,12 +1331,13 @@ _encode_json, _decode_stored = _json_codec()
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
 #   heads(task_ids)                  (a shared store's) {id: (version, state)} of those
 #                                    stored: what the store watch reads
+#   watch(server), loop_threads(server)   (a shared store's) the thread that brings the
+#                                    server other processes' news, and what a host on an
+#                                    event loop does with a store where a write may wait
 #
 # A shared store may also have (SQLiteStore does; the server uses them if so):
 #   touched()                        the ids of the tasks changed since the last call, or
 #                                    None if not known (PostgresStore's notifications say)
-#   commit_many(calls, wait)         several commits in one transaction
-#   not_waiting()                    a block in which a write that would wait refuses
 #   tidy() / checkpoint()            upkeep that the watch thread does between requests
 #   appends = True                   commit(..., derived=True) keeps the event alone (below)
 #   wake_on(wake)                    call wake() when another process committed (the
@@ -2007,11 +2111,12 @@ def _too_many_configs(task_id, count):
 # whether or not the client waits), and ``close()``, called when the server
 # shuts down, once its grace has passed (serve --exec stops its programs).
 #
-# A task's new state is computed by _apply (the state table's function, just
-# below) and written in one place, _Channel.publish: it stores the new task
-# and appends the StreamResponse event to the task's event log under one
-# lock, and wakes every stream watching the task. (_Channel.save stores
-# without an event: only for the shortcut of a turn nobody could watch.)
+# A task's new state is computed by _apply (the state table's function, at
+# the end of section 3) and written in one place, _Channel.publish: it
+# stores the new task and appends the StreamResponse event to the task's
+# event log under one lock, and wakes every stream watching the task.
+# (_Channel.save stores without an event: only for the shortcut of a turn
+# nobody could watch.)
 # A new stream takes the lock, reads the task and the log position together
 # (subscribe-then-snapshot), so it can never miss or repeat an event.
 #
@@ -2022,101 +2127,6 @@ def _too_many_configs(task_id, count):
 # CallContext.spawn to run ``async def`` agents on its loop. The section
 # "Running on an event loop", after the bindings, turns those hooks into
 # asyncio.
-
-
-# -- a task's life: the one function that changes it ----------------------------
-
-
-def _apply(task, kind, body, now, grown=None):
-    """The task after one event of TRANSITIONS (``kind``: "message",
-    "input", "statusUpdate", "artifactUpdate" or "cancel"; ``body`` the Message,
-    TaskStatusUpdateEvent or TaskArtifactUpdateEvent it carries; ``now`` the
-    timestamp of a status it sets). ``task`` is None for a new task, made from
-    the user's first message (which carries the task and context ids). Tasks
-    are copy-on-write: the old dict is left as it was. Raises the protocol's
-    error when the event may not meet the task's state.
-
-    One exception to copy-on-write keeps a streamed artifact linear: ``grown``
-    is a parts list the caller owns (made by the append before, and seen by
-    nobody else: _Channel.grown), which an append extends in place. Copying
-    the whole list at every chunk would cost the square of the chunks."""
-    state = None if task is None else task["status"]["state"]
-    meets, leaves = TRANSITIONS[kind]
-    if state not in meets:
-        raise _refusal(kind, task)
-    if kind == "artifactUpdate":
-        artifact = body["artifact"]
-        artifacts = task.get("artifacts", ())
-        i = len(artifacts) - 1              # (a streamed artifact is usually the last)
-        while i >= 0 and artifacts[i]["artifactId"] != artifact["artifactId"]:
-            i -= 1
-        if i >= 0 and body.get("append"):
-            parts = artifacts[i]["parts"]
-            if parts is grown:
-                parts += artifact["parts"]
-            else:                           # a new list, which the next append may grow
-                parts = parts + artifact["parts"]
-            artifact = {**artifacts[i], "parts": parts}
-        else:                               # (a list of its own, not the event's: the
-            artifact = {**artifact, "parts": list(artifact["parts"])}   # next append's)
-        artifacts = list(artifacts)
-        if i < 0:
-            artifacts.append(artifact)
-        else:
-            artifacts[i] = artifact
-        return {**task, "artifacts": artifacts}
-    if kind == "statusUpdate":
-        status = body["status"]                # (its timestamp set by whoever made it)
-        task = {**task, "status": status}
-        if "message" in status:                # what the agent said is part of the history
-            task["history"] = task.get("history", []) + [status["message"]]
-        return task
-    status = {"state": leaves, "timestamp": now}
-    if kind == "cancel":
-        return {**task, "status": status}
-    if task is None:                           # "message": a new task
-        return {"id": body["taskId"], "contextId": body["contextId"], "status": status,
-                "history": [body]}
-    return {**task, "history": task.get("history", []) + [body], "status": status}   # "input"
-
-
-def _parts_of(task, artifact_id):
-    """The parts list of ``task``'s artifact ``artifact_id`` (the newest one
-    is looked at first)."""
-    for artifact in reversed(task["artifacts"]):
-        if artifact["artifactId"] == artifact_id:
-            return artifact["parts"]
-    return None
-
-
-def _still_working(task_id):
-    return UnsupportedOperationError(
-        f"task {task_id} is still working on the previous message; wait for it "
-        "(SubscribeToTask) or cancel it first", metadata={"taskId": task_id})
-
-
-def _check_event(kind, task):
-    """Raise what _apply would if ``kind`` met ``task`` now (to refuse early)."""
-    if task["status"]["state"] not in TRANSITIONS[kind][0]:
-        raise _refusal(kind, task)
-
-
-def _refusal(kind, task):
-    """The error for an event that may not meet ``task``'s state (a terminal one)."""
-    task_id, state = task["id"], task["status"]["state"]
-    metadata = {"taskId": task_id, "state": state}
-    if kind == "cancel":
-        return TaskNotCancelableError(
-            f"task {task_id} is already {state} and can no longer be canceled", metadata=metadata)
-    if kind == "input" and state in _WORKING_STATES:
-        return _still_working(task_id)
-    if kind == "input":
-        return UnsupportedOperationError(
-            f"task {task_id} is {state} and accepts no new messages; send the message without "
-            "taskId to start a new task (keep contextId to stay in the conversation)",
-            metadata=metadata)
-    return UnsupportedOperationError(f"task {task_id} is {state} and never changes again",
-                                     metadata=metadata)
 
 
 class RequestContext(str):
@@ -2404,7 +2414,7 @@ class _Channel:
     def save(self, task, committed=None):
         """Store a snapshot no stream or webhook is to hear of (no event);
         ``committed``: what the store's commit of it returned, if the caller
-        committed it already (_LoopCommits)."""
+        committed it already (a2a_store's commits of an event loop's turns)."""
         with self.lock:
             stored, self.version, _ = committed or self.store.commit(
                 task, self.owner, self.version, None, self.caller, self.holder)
@@ -2910,1185 +2920,6 @@ _OUTPUT_HANDLERS = {
 }
 
 
-# =============================================================================
-# 6. Operations
-# =============================================================================
-#
-# The eleven operations of section 3.1, on canonical ProtoJSON dicts, with no
-# knowledge of the binding. Each takes the parsed request message and a
-# CallContext and returns the response message (a dict) or, for the two
-# streaming operations, an iterator of (sequence number, StreamResponse).
-# Section 5.1 of the specification asks every binding to give the same results
-# and the same errors; having one function per operation, called by every
-# binding through Server.call(), is how this file keeps that promise: a
-# binding only decodes the request and encodes the answer.
-#
-# Server.call() does what every operation shares, in the order the
-# specification gives it: authenticate the caller (section 7), check the
-# service parameters (A2A-Version and required extensions, section 3.2), parse
-# the request against the proto (MESSAGES), and take the tenant from it
-# (section 3.2.5). Then it looks the method up in OPERATIONS, the table below
-# the class.
-#
-# The operations on tasks share three ideas:
-#
-# - Ownership. A task belongs to (tenant, principal); every lookup asks the
-#   store for a task *of that owner*, so another caller's task is reported
-#   exactly as a missing one: TaskNotFoundError (section 13.1).
-# - One channel per live task. While an agent may still change a task, its
-#   writers (the agent's turn, CancelTask, a continuing message) and its
-#   readers (streams) meet on one _Channel (section 5 of this file). When
-#   the task ends, or waits for the client, the channel goes and the store
-#   alone holds the task; the next message or subscription makes a new one,
-#   and its event ids go on where the last one stopped.
-# - Turns. Each user message starts one turn of the agent on the task. A
-#   blocking SendMessage waits for the turn (up to blocking_timeout), a
-#   streaming one follows it, returnImmediately and CancelTask do not wait.
-
-
-# -- a server's clock and ids ---------------------------------------------------------
-
-class _Ids:
-    """_new_id() for one server, the random part of 64 ids to one read of the
-    OS's random source: a system call per id was 0.6 us of an in-process
-    SendMessage, which makes three ids (task, context, artifact). Each
-    random part is handed out once (list.pop() is atomic, and a thread that
-    finds the pool empty fills a new one), after the time as it is then,
-    formatted again only when the millisecond changes. A process forked
-    from this one starts with a pool of its own: the parent's copy would
-    give both processes the same ids in the same millisecond."""
-
-    __slots__ = ("pool", "memo", "__weakref__")
-
-    def __init__(self):
-        import weakref
-        self.pool = []
-        self.memo = (0, "")                 # (a millisecond, _uuid7_head of it)
-        if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
-            mine = weakref.ref(self)
-            os.register_at_fork(after_in_child=lambda: _Ids._forget(mine))
-
-    @staticmethod
-    def _forget(mine):
-        ids = mine()
-        if ids is not None:
-            ids.pool = []
-
-    def __call__(self):
-        ms = int(time.time() * 1000)
-        memo = self.memo
-        if memo[0] != ms:
-            memo = self.memo = (ms, _uuid7_head(ms))
-        try:
-            return memo[1] + self.pool.pop()
-        except IndexError:
-            digits = os.urandom(10 * 64).hex()
-            self.pool = [_uuid7_tail(digits[i:i + 20]) for i in range(20, len(digits), 20)]
-            return memo[1] + _uuid7_tail(digits[:20])
-
-
-class _Clock:
-    """A server's clock: the current time as an RFC 3339 UTC timestamp with
-    milliseconds (section 5.5: the form of every Timestamp this server
-    writes). The date and time to the second are formatted again only when
-    the second changes: 0.42 us a timestamp against 1.13 us formatting it
-    each time, and a turn writes two or three."""
-
-    __slots__ = ("memo",)
-
-    def __init__(self):
-        self.memo = (None, "")
-
-    def __call__(self):
-        t = time.time()
-        second = int(t)
-        memo = self.memo
-        if memo[0] != second:                  # one tuple, replaced whole: thread-safe
-            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d"
-                                % time.gmtime(second)[:6])
-        return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
-
-
-# -- the agent card (section 8.1) ----------------------------------------------------
-
-class _Card:
-    """A server's agent card: the fields that never change (built once from
-    Server's arguments), the interfaces added to the two the server serves
-    itself, the signer (section 8.4), and the card as served, cached
-    (_card_response). Server.agent_card() makes it for a request's URL."""
-
-    __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since")
-
-    def __init__(self, *, name, description, version, streaming, push_notifications, extended,
-                 input_modes, output_modes, skills, schemes, required_extensions, extensions,
-                 card, signer, max_age):
-        fields = {
-            "name": name,
-            "description": description,
-            "version": version,
-            "capabilities": {
-                "streaming": bool(streaming),
-                "pushNotifications": bool(push_notifications),
-                "extendedAgentCard": extended,
-            },
-            "defaultInputModes": list(input_modes),
-            "defaultOutputModes": list(output_modes),
-            "skills": skills or [{
-                "id": "chat", "name": "Chat", "description": description, "tags": ["chat"]}],
-        }
-        if schemes:
-            fields["securitySchemes"] = schemes
-            fields["securityRequirements"] = [{"schemes": {scheme: {"list": []}}}
-                                              for scheme in schemes]
-        declared = [{"uri": uri, "required": True} for uri in required_extensions]
-        declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
-        if declared:
-            fields["capabilities"]["extensions"] = declared
-        self.fields = fields | dict(card or {})
-        self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
-        self.signer = signer
-        self.max_age = max_age        # Cache-Control max-age, seconds
-        self.cache = None             # (base URL, body, ETag, Last-Modified) as last served
-        self.since = time.time()      # Last-Modified: the card is the server's since its start
-
-
-class Server:
-    """An A2A server: one agent, its card, a task store, and the operations.
-
-    ``agent`` is the callable described in section 5 of this file. The card
-    is built from ``name``, ``description``, ``version``, ``skills`` and the
-    other keyword arguments; ``card`` (a dict) overrides any of its fields.
-
-    Keyword arguments (all optional):
-      streaming             advertise and serve the streaming operations (True)
-      public_url            base URL for the card (default: the bound address)
-      rpc_path              where JSON-RPC is served ("/")
-      assume_version        A2A-Version to assume when a request sends none
-                            (None: the spec's 0.3, which is refused)
-      compat                "0.3": serve A2A 0.3 clients too, by translation
-                            (the companion a2a_v03.py; None: 1.0 only). A 0.3
-                            JSON-RPC method name is 0.3 whatever assume_version
-                            says; a 1.0 method still needs A2A-Version 1.0,
-                            or assume_version when it sends none
-      required_extensions   extension URIs the card marks required, and that
-                            every SendMessage must announce (A2A-Extensions)
-      extensions            more AgentExtension dicts for the card; one marked
-                            required there is enforced by the agent, when it
-                            needs it: RequestContext.require_extension(uri)
-      store                 a TaskStore (default: in memory with the limits)
-      extended_card         a dict, or callable(CallContext) -> dict
-      card_max_age          Cache-Control max-age of the card, seconds (300)
-      card_signer           sign the served card (section 8.4): callable(bytes)
-                            -> signature bytes, with ``header``, the JWS
-                            protected header ({"alg", "kid"}, maybe "jku");
-                            a2a_signing.signer_from_pem() makes one. Needs
-                            public_url
-      authenticate          callable(CallContext) -> principal, raising
-                            AuthenticationRequiredError to refuse (BearerAuth,
-                            ApiKeyAuth); its security_schemes go in the card
-      push_notifications    deliver task events to webhooks (False)
-      push_allow            hosts and networks webhooks may reach although
-                            not globally routable (e.g. ["127.0.0.1/32"])
-      push_tls_context      the ssl.SSLContext for https webhooks (default:
-                            ssl.create_default_context(), made on first use)
-      trust_forwarded       take the client's address (which per-caller limits
-                            count by, for anonymous callers) from the last
-                            X-Forwarded-For entry: only behind a proxy that
-                            sets it (False)
-      single_path           serve everything under this one path, for hosts that
-                            route a single path (e.g. "/invocations"): POST is
-                            JSON-RPC, GET is the card (also at
-                            <path>/.well-known/agent-card.json); no HTTP+JSON
-      access_log            log every request, a line each, to the logger
-                            "a2a_min.access" at INFO: the client, method and
-                            path, status, body bytes and milliseconds (False)
-      console               answer a browser at the JSON-RPC path with the
-                            agent console, an HTML page that sends, lists,
-                            follows and cancels tasks, when a2a_console.py
-                            is beside this file (True; False: the plain-text
-                            help, as for curl)
-      allowed_hosts         more names clients reach this server by (its Host
-                            header), besides localhost, the address it is bound
-                            to and public_url's host; "*": any (see "Who may
-                            call": a Host of another name is refused, 421)
-      cors_origins          web origins ("https://app.example") whose pages may
-                            call this server from a browser (CORS); "*": any.
-                            The public card is readable from every origin
-      and the limits of DEFAULT_LIMITS.
-    """
-
-    def __init__(self, agent, *, name="a2a_min agent", description="An A2A agent.",
-                 version="1.0.0", skills=None, streaming=True, public_url=None,
-                 rpc_path="/", assume_version=None, required_extensions=(), extensions=(),
-                 store=None, extended_card=None, card=None, card_max_age=300,
-                 input_modes=("text/plain",), output_modes=("text/plain",),
-                 authenticate=None, push_notifications=False, push_allow=(),
-                 push_tls_context=None, single_path=None, trust_forwarded=False, compat=None,
-                 console=True, access_log=False, card_signer=None, allowed_hosts=(),
-                 cors_origins=(), **limits):
-        unknown = set(limits) - set(DEFAULT_LIMITS)
-        if unknown:
-            raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
-        self.limits = {**DEFAULT_LIMITS, **limits}
-        self.agent = agent
-        self._agent_is_async = _is_async_callable(agent)
-        self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)
-        limits = self.limits
-        self.store = store if store is not None else _memory_store(limits)
-        self.store.on_evict = self._evicted
-        self.single_path = "/" + single_path.strip("/") if single_path else None
-        self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
-        self.assume_version = assume_version
-        self.public_url = public_url
-        self.extended_card = extended_card
-        self._channels = {}                 # task id -> _Channel, while the task can change
-        self._lock = threading.Lock()
-        self._closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
-        self._refusals = {}                 # limit (or error reason) -> requests refused by it
-        self._gauges = {}                   # host name -> callable: its connections, threads
-        self._own_loop = None               # runs async agents for threaded hosts
-        self._workers = None
-        self.authenticate = authenticate
-        self.trust_forwarded = trust_forwarded
-        self.push_allow = _parse_allow(push_allow)
-        self.push_tls_context = push_tls_context
-        self._pusher = None                 # the _PushDelivery, started on first use...
-        self._pusher_lock = threading.Lock()  # ...under a lock of its own (events come under
-                                            # a channel's lock, never to be nested in _lock)
-        self._holder_of = (None, None)      # (process id, this process's name in leases)
-        self._unrecorded = {}               # task id -> owner: turns whose end the store missed
-        self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
-        self.console = console              # the browser page at GET / (a2a_console.py)
-        self._named = set()                 # names of Host headers we answer to (lower case)
-        self._any_address = None            # any IP address in Host will do, unless False
-                                            # (bound to one address: see "Who may call")
-        self._hosts = {}                    # Host header -> True, for those seen and accepted
-        self.allow_hosts(("localhost",) + tuple(allowed_hosts))
-        if public_url:
-            self.allow_hosts([_url_host(public_url)])
-        self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
-        self.access_log = access_log
-        self._watch = None                  # the _StoreWatch of a shared store, in this process
-        self._offloader = None              # threads for store calls of event-loop hosts
-        import weakref
-        self._loop_commits = weakref.WeakKeyDictionary()  # loop -> _LoopCommits (shared store)
-        self.required_extensions = tuple(required_extensions)
-        self.card = _Card(
-            name=name, description=description, version=version, streaming=streaming,
-            push_notifications=push_notifications, extended=extended_card is not None,
-            input_modes=input_modes, output_modes=output_modes, skills=skills,
-            schemes=getattr(authenticate, "security_schemes", None),
-            required_extensions=required_extensions, extensions=extensions, card=card,
-            signer=card_signer, max_age=card_max_age)
-        _check_card(self.agent_card())
-        if isinstance(extended_card, dict):
-            _check_card({**self.agent_card(), **extended_card})
-        # A signed card is the same for every request (section 8.4): built from
-        # public_url alone, never from a Host or X-Forwarded-* header, so no
-        # request can have the server sign something of its choosing.
-        if card_signer is not None:
-            if not public_url:
-                raise ValueError("a signed card needs public_url (the URL clients reach this "
-                                 "server at): the card signed must not depend on the request")
-            # Signed now, once, into the card's cache: a signer that fails, fails now.
-            _card_response(self, {}, public_url)
-
-    # -- the HTTP entry point every host adapter calls -------------------------
-
-    def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None,
-                    peer=None, spawn=None, certificate=None):
-        """Answer one HTTP request: ``headers`` with lower-case names, ``body``
-        bytes, ``base_url`` how the client reached us (for the card), ``peer``
-        the client's address, ``certificate`` its verified TLS client
-        certificate (ssl's getpeercert() dict), if any. Returns a Response.
-        The bindings behind it are in section 8 of this file.
-
-        A host on an event loop passes ``spawn`` (see CallContext and
-        "Running on an event loop"): nothing here then waits, and an answer
-        still being worked on comes as ``Response.pending``."""
-        if certificate is not None:
-            peer = _Peer(peer, certificate)
-        request = _Request(method, path, query, headers if headers is not None else {}, body,
-                           base_url, peer, spawn)
-        if not self.access_log:
-            return _handle_http(self, request)
-        started = time.perf_counter()
-        response = _handle_http(self, request)
-        return _logged(response, f"{peer or '-'} \"{method} {path}{'?' if query else ''}"
-                                 f"{query}\"", started)
-
-    def error_response(self, path, status, error, media_type=None):
-        """An error answer for ``path`` in its binding's shape: a JSON-RPC error
-        object at the JSON-RPC endpoint, a google.rpc.Status anywhere else (and
-        when the path is not known, ``None``).
-        Adapters use it for problems they find before handle_http (a body too
-        large, a malformed request head). The bindings make it (section 8)."""
-        self._note(error)
-        return _error_response(self, path, status, error, media_type)
-
-    # -- the agent card (section 8) -----------------------------------------
-
-    def agent_card(self, base_url=None):
-        """The public agent card, as a dict, for a server reached at ``base_url``."""
-        base = (self.public_url or base_url or "http://127.0.0.1:8000").rstrip("/")
-        card = {
-            "name": self.card.fields["name"],
-            "description": self.card.fields["description"],
-            "supportedInterfaces": [
-                {"url": base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/",
-                 "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
-            ] + ([] if self.single_path else [
-                {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": PROTOCOL_VERSION},
-            ]) + [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
-                  for binding, url in self.card.interfaces],
-            **{k: v for k, v in self.card.fields.items() if k not in ("name", "description")},
-        }
-        return card
-
-    def add_interface(self, binding, url):
-        """Advertise one more interface in the card (e.g. "GRPC", "host:port"),
-        after the JSON-RPC and HTTP+JSON ones this server serves itself."""
-        self.card.interfaces.append((binding, url))
-        self.card.cache = None
-
-    def add_extension(self, extension):
-        """Declare one more AgentExtension (a dict with "uri") in the card's
-        capabilities, e.g. a fact about the host the server runs on."""
-        declared = self.card.fields["capabilities"].setdefault("extensions", [])
-        if all(e["uri"] != extension["uri"] for e in declared):
-            declared.append(dict(extension))
-        self.card.cache = None
-
-    def allow_hosts(self, names, bound=False):
-        """Answer requests whose Host header names one of ``names`` (host names
-        or IP addresses, without a port; "*": any). ``bound=True``: the address
-        a host adapter has bound to (see "Who may call"); an IP address other
-        than those it is bound to is then refused too, unless it listens on
-        every address (0.0.0.0, ::)."""
-        for name in names:
-            name = _host_name(str(name))
-            if bound and name in ("", "0.0.0.0", "[::]"):
-                self._any_address = True          # every address: any IP in Host will do
-                continue
-            if bound:
-                if self._any_address is None:
-                    self._any_address = False
-                if name in ("127.0.0.1", "[::1]"):
-                    self._named.update(("127.0.0.1", "[::1]"))
-            self._named.add(name)
-        self._hosts.clear()
-
-    @property
-    def capabilities(self):
-        return self.card.fields["capabilities"]
-
-    # -- checks every operation shares ---------------------------------------
-
-    def check_service_parameters(self, call, method):
-        """Version (section 3.2.1) and required extensions (section 3.2.2)."""
-        version = call.headers.get("a2a-version") or call.query.get("A2A-Version") \
-            or self.assume_version
-        if not version:
-            raise VersionNotSupportedError(
-                "this request sent no A2A-Version, which means A2A 0.3; this server speaks "
-                f"A2A {PROTOCOL_VERSION}. Add the header: -H 'A2A-Version: {PROTOCOL_VERSION}' "
-                f"(or, on a GET, the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
-                f"the metadata a2a-version: {PROTOCOL_VERSION})",
-                metadata={"supportedVersions": PROTOCOL_VERSION})
-        if version != PROTOCOL_VERSION and ".".join(
-                version.strip().split(".")[:2]) != PROTOCOL_VERSION:
-            raise VersionNotSupportedError(
-                f"A2A-Version {version.strip()!r} is not supported; this server speaks "
-                f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
-                f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})",
-                metadata={"requestedVersion": version.strip(),
-                          "supportedVersions": PROTOCOL_VERSION})
-        call.version = PROTOCOL_VERSION
-        raw = call.headers.get("a2a-extensions")
-        if raw:
-            call.extensions = tuple(u.strip() for u in raw.split(",") if u.strip())
-        if method in ("SendMessage", "SendStreamingMessage"):
-            for uri in self.required_extensions:
-                if uri not in call.extensions:
-                    raise _extension_required(uri)
-
-    def call(self, method, params, call=None):
-        """Run one operation by its JSON-RPC name on raw params (a dict).
-
-        The binding-free entry point: checks the service parameters, parses
-        ``params`` against the request message, and returns the response dict
-        (or an iterator of (seq, StreamResponse) for streaming methods).
-        """
-        call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
-        if self.store.shared and (self._watch is None or self._watch.pid != os.getpid()):
-            self._watch_store()
-        if self.authenticate is not None:
-            call.principal = self.authenticate(call)
-        self.check_service_parameters(call, method)
-        if self.compat is not None and call.translated_from is None:
-            self.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
-        request = parse(METHODS[method][0], params)
-        tenant = request.get("tenant", "")
-        if tenant:
-            call.tenant = tenant
-        return OPERATIONS[method](self, request, call)
-
-    # -- tasks -----------------------------------------------------------------
-
-    def _visible_task(self, task_id, call):
-        """The task, if the caller may see it; else TaskNotFoundError, the
-        same whether it does not exist or is someone else's (section 13.1)."""
-        task = self.store.get(task_id, call.owner)
-        if task is None:
-            raise TaskNotFoundError(
-                f"no task with id {task_id!r}; ListTasks shows the tasks you can see",
-                metadata={"taskId": task_id})
-        return task
-
-    def _watch_store(self):
-        """Start this process's watch of a shared store (see "Sharing a store
-        between processes"); again in a process forked from this one."""
-        with self._lock:
-            if self._watch is None or self._watch.pid != os.getpid():
-                self._watch = self.store.watch(self)
-
-    def _end_unfinished(self, task_id, owner, why):
-        """End FAILED a running task whose agent will not finish (its process
-        is gone, or is shutting down), with ``why`` as its status message."""
-        try:
-            with self._lock:
-                channel = self._channel(task_id, owner)
-            with channel.lock:
-                task = channel.task
-                if task["status"]["state"] in _IDLE_STATES:
-                    return
-                now = self._now()
-                body = {"taskId": task_id, "contextId": task.get("contextId", ""),
-                        "status": {"state": "TASK_STATE_FAILED", "timestamp": now,
-                                   "message": new_message(why, taskId=task_id,
-                                                          contextId=task.get("contextId", ""))}}
-                channel.change("statusUpdate", body, now, {"statusUpdate": body})
-                if channel.active is not None:
-                    channel.active._cancel()
-        except A2AError:                       # ended meanwhile, or gone: nothing to do
-            return
-        _log().warning("task %s ended FAILED: %s", task_id, why)
-        self._forget(task_id)
-
-    def _holder(self):
-        """This process, as the store's leases name it (named again after a fork)."""
-        pid = os.getpid()
-        if self._holder_of[0] != pid:
-            self._holder_of = (pid, f"{pid}-{binascii.hexlify(os.urandom(6)).decode()}")
-        return self._holder_of[1]
-
-    def _new_channel(self, owner, caller=None):
-        return _Channel(self.store, owner, self.limits,
-                        self._push_event if self.capabilities.get("pushNotifications") else None,
-                        caller, self._closing, self._holder() if self.store.shared else None)
-
-    def _channel(self, task_id, owner, caller=None):
-        """The live channel of an existing task, made (from the store) if it has
-        none: every writer and stream of a task meets on one channel. With the
-        server's lock held."""
-        channel = self._channels.get(task_id)
-        if channel is None:
-            task = self.store.get(task_id, owner)
-            if task is None:
-                raise TaskNotFoundError(f"no task with id {task_id!r}",
-                                        metadata={"taskId": task_id})
-            channel = self._channels[task_id] = self._new_channel(owner, caller)
-            channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
-        return channel
-
-    def wake_streams(self):
-        """Wake every stream waiting for events, so each one looks again at
-        whether its client is still there (hosts call this when one leaves)."""
-        with self._lock:
-            channels = list(self._channels.values())
-        for channel in channels:
-            channel.wake()
-
-    def _forget(self, task_id, unless_followed=False):
-        """Let go of a task's channel: it has ended, or it waits for the client
-        (``unless_followed``: and no SubscribeToTask stream follows it). What
-        comes next for the task starts from the store."""
-        with self._lock:
-            self._let_go(task_id, unless_followed)
-
-    def _let_go(self, task_id, unless_followed):
-        """_forget(), with the server's lock held."""
-        channel = self._channels.get(task_id)
-        # A waiting task keeps its channel while a stream follows it, or
-        # once the client's next message has begun a turn on it.
-        if channel is None or unless_followed and (channel.followers or channel.active):
-            return
-        del self._channels[task_id]
-        channel.ended = True
-
-    def _evicted(self, task_id):
-        """The store dropped an idle task: end any stream still watching it."""
-        with self._lock:
-            channel = self._channels.pop(task_id, None)
-        if channel is not None:
-            channel.publish(None, {"error": TaskNotFoundError(
-                f"task {task_id} expired and was removed from the store",
-                metadata={"taskId": task_id})})
-
-    def _view(self, task, history_length=None, include_artifacts=True):
-        """A task as a response shows it (section 3.2.4 historyLength)."""
-        out = task
-        if history_length is not None and "history" in task:
-            out = dict(task)
-            if history_length == 0:
-                del out["history"]
-            else:
-                out["history"] = task["history"][-history_length:]
-        if not include_artifacts and "artifacts" in out:
-            out = dict(out)
-            del out["artifacts"]
-        return out
-
-    # -- SendMessage, SendStreamingMessage (sections 3.1.1, 3.1.2) ------------
-
-    def _start_turn(self, request, call):
-        """Check a new user message and prepare its turn: (context, channel,
-        joined). A continuing task's ``joined`` is where a stream of this turn
-        begins: (seq, {"task": Task}), the task as the message left it, under
-        the id of the status update that told the others; a new task's is None
-        (its stream begins at its first event, the Task)."""
-        message = request["message"]
-        if message["role"] != "ROLE_USER":
-            raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
-                                     field="message.role")
-        task_id = message.get("taskId")
-        if task_id:
-            task = self._visible_task(task_id, call)
-            _check_event("input", task)
-            if message.get("contextId") and message["contextId"] != task.get("contextId"):
-                raise InvalidParamsError(
-                    f"message.contextId {message['contextId']!r} contradicts task {task_id}, whose "
-                    f"contextId is {task.get('contextId')!r}; omit contextId or send the task's",
-                    field="message.contextId")
-            context_id = task.get("contextId")
-        else:
-            circuit = getattr(self.store, "_circuit", None)   # (a store of your own may have none)
-            if circuit is not None and circuit.down:    # no agent works for a store that is away
-                circuit.check()
-            task = None
-            task_id = self._new_id()   # task ids are always the server's (section 3.1.1)
-            context_id = message.get("contextId") or self._new_id()
-        message = {**message, "contextId": context_id, "taskId": task_id}
-        ctx = RequestContext(
-            message, task=task, task_id=task_id, context_id=context_id, caller=call,
-            extensions=call.extensions, metadata=request.get("metadata", {}),
-            configuration=request.get("configuration", {}))
-        if task is None:
-            admit = getattr(self.agent, "admit", None)
-            if admit is not None:              # an agent with no room refuses here (ServerBusy)
-                admit(ctx)
-            channel = self._new_channel(call.owner, call.caller)
-            channel.active = ctx
-            return ctx, channel, None
-        while True:
-            with self._lock:
-                channel = self._channel(task_id, call.owner, call.caller)
-            try:
-                with channel.lock:
-                    if channel.ended:       # let go of meanwhile (the store's watch): anew
-                        continue
-                    if channel.active is not None:         # a turn runs here, maybe ending
-                        raise _still_working(task_id)
-                    self._add_inline_push(ctx, call.owner)
-                    # A continuing task: record the user's message, and tell the
-                    # streams that the task works again. The table refuses it if
-                    # a turn began meanwhile, here or in another process sharing
-                    # the store. A webhook is a delivery of its own, not a
-                    # stream: each turn's begins with the whole task.
-                    now = self._now()
-                    status = {"state": TRANSITIONS["input"][1], "timestamp": now}
-                    channel.change("input", message, now, {"statusUpdate": {
-                        "taskId": task_id, "contextId": context_id, "status": status}},
-                        tell=False)
-                    joined = (channel.next_seq - 1, {"task": channel.task})
-                    if channel.on_event is not None:
-                        channel.on_event(channel.caller or channel.owner, channel.task,
-                                         joined[1])
-                    channel.active = ctx
-            except BaseException:
-                # The turn never began (a limit, or the task ended meanwhile): its
-                # channel goes if unwatched.
-                state = channel.task["status"]["state"]
-                self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
-                raise
-            return ctx, channel, joined
-
-    def _create_task(self, ctx, channel):
-        """Make the task of a new conversation turn exist (store + first event),
-        unless it already does. Returns the task."""
-        with channel.lock:
-            if channel.task is None:
-                task = _apply(None, "message", ctx.message, self._now())
-                # Known as the task's channel before the store has the task, so
-                # whoever finds the task finds this channel (and waits for its
-                # lock), never makes a second one.
-                with self._lock:
-                    self._channels[ctx.task_id] = channel
-                try:
-                    channel.publish(task, {"task": task}, tell=False)
-                    # Its webhook (configuration.taskPushNotificationConfig) is
-                    # kept with the task once it exists, and told of it first.
-                    self._add_inline_push(ctx, channel.owner)
-                    if channel.on_event is not None:
-                        event = {"task": channel.task}
-                        channel.on_event(channel.caller or channel.owner, channel.task, event)
-                except BaseException:
-                    with self._lock:
-                        if self._channels.get(ctx.task_id) is channel:
-                            del self._channels[ctx.task_id]
-                    self.store.delete(ctx.task_id)
-                    raise
-            return channel.task
-
-    def send_message(self, request, call):
-        """SendMessage: returns {"task": Task} or {"message": Message}.
-
-        A blocking call (the default) waits for the turn to end, or for it to
-        be interrupted, or for blocking_timeout to pass: then it answers the
-        task as it is, and the turn goes on. returnImmediately answers at once
-        with the new task (section 3.2.2)."""
-        config = request.get("configuration", {})
-        history_length = None
-        if config:
-            history_length = _history_length(config, "configuration.historyLength")
-            self._check_inline_push(config)
-        ctx, channel, _ = self._start_turn(request, call)
-        turn = _TurnWriter(self, ctx, channel)
-        if config.get("returnImmediately"):
-            self._create_task(ctx, channel)
-            self._start(turn, call.spawn)
-            return {"task": self._view(channel.snapshot(), history_length)}
-        deadline = time.monotonic() + self.limits["blocking_timeout"]
-        if call.spawn is None:                 # a thread: it may wait for the turn
-            self._drive(turn, deadline)
-            if not turn.finished.is_set:       # async, or handed to a worker at the deadline
-                turn.finished.wait(max(0.0, deadline - time.monotonic()))
-            return self._turn_result(turn, history_length, call)
-        # A host on an event loop must not wait: the turn starts (an async agent
-        # on its loop, a sync one on a worker), and if it has not already ended
-        # the host gets a pending answer and the deadline to hold it to.
-        self._start(turn, call.spawn)
-        if turn.finished.is_set:
-            return self._turn_result(turn, history_length, call)
-        return _PendingAnswer(self, turn, history_length, call, deadline)
-
-    def _turn_result(self, turn, history_length, call):
-        """SendMessage's answer once the turn has ended, or its deadline has passed."""
-        if turn.error is not None:
-            raise turn.error
-        if turn.reply is not None:
-            return {"message": turn.reply}
-        # Done, interrupted, or still working at the deadline: the task as it is.
-        task = turn.channel.snapshot() or self._create_task(turn.ctx, turn.channel)
-        return {"task": self._view(task, history_length)}
-
-    def send_streaming_message(self, request, call):
-        """SendStreamingMessage: an iterator of (seq, StreamResponse)."""
-        self._require_streaming()
-        self._check_inline_push(request.get("configuration", {}))
-        ctx, channel, joined = self._start_turn(request, call)
-        # A new task's stream starts at its first event, the Task; a continuing
-        # task's with the Task as the user's message left it, then the events
-        # after the status update that told the task's other streams.
-        keepalive = self.limits["keepalive_interval"]
-        self._start(_TurnWriter(self, ctx, channel, watched=True), call.spawn)
-        if joined is None:
-            return _Follower(channel, 0, keepalive, _STREAM_END)
-        return _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
-
-    def _require_streaming(self):
-        if not self.capabilities.get("streaming"):
-            raise UnsupportedOperationError(
-                "this agent does not stream (capabilities.streaming is false); use SendMessage")
-
-    # -- driving the agent -----------------------------------------------------
-    #
-    # A blocking SendMessage on a threaded host runs a sync agent on the
-    # request's own thread: no hand-off between threads, which is most of the
-    # cost of a small request. The deadline (blocking_timeout) is checked
-    # between the agent's outputs; once it has passed, the rest of the
-    # generator moves to a worker thread and the client gets the task as it
-    # is. (A plain function, or one step of a generator, that runs longer holds
-    # the answer until it returns: Python cannot interrupt it.)
-    #
-    # Async agents (async def, or async generators) run on an event loop: the
-    # host's own when the request came through one (CallContext.spawn: the
-    # asyncio server, ASGI), else one the server starts on its first async
-    # turn. Sync agents never run on an event loop, since they may block it:
-    # there, and for streams and returnImmediately, they run on a bounded pool
-    # of worker threads (max_workers; further turns wait in its queue,
-    # SUBMITTED), so a client that hangs up never stops its task.
-    #
-    # A new task whose turn ends in the step it began is stored once, in its
-    # final form (_TurnWriter.at_once): nobody could have
-    # watched it meanwhile. What a turn makes is freed by reference counting
-    # as soon as it is answered: callbacks are called once and dropped, and
-    # take arguments rather than closures, so no reference cycle is left for
-    # the garbage collector (a test holds every host to that).
-
-    def _start(self, turn, spawn=None):
-        """Run a turn in the background: an async agent through ``spawn`` (the
-        host's event loop), anything else on a worker thread."""
-        if spawn is not None and self._agent_is_async:
-            self._drive(turn, None, spawn)     # only makes the coroutine: no wait
-        else:
-            self._pool().submit(self._drive, turn, None, spawn)
-
-    def _pool(self):
-        """The worker threads of sync agents, made on first use."""
-        with self._lock:
-            if self._workers is None:
-                self._workers = _Workers(self.limits["max_workers"])
-            return self._workers
-
-    def _drive(self, turn, deadline=None, spawn=None):
-        """Call the agent and feed what it produces to ``turn``."""
-        if turn.ctx._canceled:                 # canceled while it waited for a worker
-            return turn.finish()
-        try:
-            result = self.agent(turn.ctx)
-            if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
-                # An event loop runs it: the host's, or else the server's own.
-                (spawn or self._spawn_own)(self._drive_async(result, turn))
-            elif isinstance(result, GeneratorType):
-                self._drain(result, turn, deadline)
-            else:
-                turn.complete(result)
-        except Exception as exc:                       # the agent failed: fail the task
-            turn.fail(exc)
-
-    def _spawn_own(self, coroutine):
-        """Run ``coroutine`` on the server's own event loop, a thread started on
-        first use (_LoopThread, in "Running on an event loop")."""
-        with self._lock:
-            if self._own_loop is None:
-                self._own_loop = _LoopThread()
-        self._own_loop.spawn(coroutine)
-
-    def _drain(self, gen, turn, deadline):
-        """Run a generator agent to its end (or, past ``deadline``, hand it to a worker)."""
-        try:
-            for item in gen:
-                turn.emit(item, chunked=True)
-                if turn.done:
-                    break
-                if deadline is not None and time.monotonic() > deadline:
-                    self._pool().submit(self._drain, gen, turn, None)
-                    gen = None                 # now the worker's to finish and close
-                    return
-            turn.finish()
-        except Exception as exc:
-            turn.fail(exc)
-        finally:
-            if gen is not None:
-                gen.close()
-
-    async def _drive_async(self, result, turn):
-        """An async agent's turn: the same steps as _drive and _drain, awaited."""
-        if self.store.shared:
-            return await self._drive_async_off(result, turn)
-        try:
-            if isinstance(result, AsyncGeneratorType):
-                try:
-                    async for item in result:
-                        turn.emit(item, chunked=True)
-                        if turn.done:
-                            break
-                finally:
-                    await result.aclose()
-                turn.finish()
-            else:
-                turn.complete(await result)
-        except Exception as exc:
-            turn.fail(exc)
-
-    async def _drive_async_off(self, result, turn):
-        """_drive_async for a store that other processes share: a write may
-        wait there for another process's, which an event loop must not, so
-        each of the turn's writes runs on a store thread (_in_store_thread)."""
-        try:
-            if isinstance(result, AsyncGeneratorType):
-                try:
-                    async for item in result:
-                        await _in_store_thread(self, turn.emit, item, True)
-                        if turn.done:
-                            break
-                finally:
-                    await result.aclose()
-                await _in_store_thread(self, turn.finish)
-            else:
-                answer = await result
-                if not _ended_on_loop(self, turn, answer):
-                    await _in_store_thread(self, turn.complete, answer)
-        except Exception as exc:
-            await _in_store_thread(self, turn.fail, exc)
-
-    # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
-
-    def get_task(self, request, call):
-        """GetTask: the task, its history cut to historyLength."""
-        history_length = _history_length(request)
-        task = self._visible_task(request["id"], call)
-        return self._view(task, history_length)
-
-    def list_tasks(self, request, call):
-        """ListTasks: one page of the caller's tasks, newest first."""
-        history_length = _history_length(request)
-        size = request.get("pageSize", self.limits["default_page_size"])
-        if not 1 <= size <= self.limits["max_page_size"]:
-            raise InvalidParamsError(
-                f"pageSize must be between 1 and {self.limits['max_page_size']} (default "
-                f"{self.limits['default_page_size']}); got {size}", field="pageSize")
-        cursor = None
-        if request.get("pageToken"):
-            cursor = _decode_page_token(request["pageToken"])
-        after = request.get("statusTimestampAfter")
-        status = request.get("status")
-        if status == "TASK_STATE_UNSPECIFIED":
-            status = None
-        tasks, total, last = self.store.list(
-            call.owner, context_id=request.get("contextId"), status=status, after=after,
-            cursor=cursor, limit=size)
-        include = request.get("includeArtifacts", False)
-        return {
-            "tasks": [self._view(t, history_length, include) for t in tasks],
-            "nextPageToken": _encode_page_token(last) if last else "",
-            "pageSize": size,
-            "totalSize": total,
-        }
-
-    def cancel_task(self, request, call):
-        """CancelTask: the task, now CANCELED; the running agent is told."""
-        task_id = request["id"]
-        _check_event("cancel", self._visible_task(task_id, call))
-        with self._lock:
-            channel = self._channel(task_id, call.owner, call.caller)
-        now = self._now()
-        with channel.lock:                     # (the turn may have ended meanwhile)
-            event = {"statusUpdate": {"taskId": task_id,
-                                      "contextId": channel.task.get("contextId", ""),
-                                      "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}
-            task = channel.change("cancel", None, now, event)
-            if channel.active is not None:     # the agent runs here (elsewhere:
-                channel.active._cancel()       # a2a_store.py, "Sharing a store")
-        self._forget(task_id)
-        return task
-
-    # -- SubscribeToTask (section 3.1.6) -----------------------------------------
-
-    def subscribe_to_task(self, request, call):
-        """SubscribeToTask: the current Task, then every event until it ends."""
-        self._require_streaming()
-        task_id = request["id"]
-        task = self._visible_task(task_id, call)
-        state = task["status"]["state"]
-        if state in TERMINAL_STATES:
-            raise UnsupportedOperationError(
-                f"task {task_id} is {state}: a finished task has no more events to stream; "
-                "use GetTask to read it", metadata={"taskId": task_id, "state": state})
-        with self._lock:                       # (a waiting task's channel is made again)
-            channel = self._channel(task_id, call.owner, call.caller)
-            with channel.lock:                 # counted before the turn can let it go
-                channel.followers += 1
-        return self._subscription(channel, call.last_event_id)
-
-    def _subscription(self, channel, last_event_id):
-        """The stream of a subscriber. A client that comes back with the id of
-        the last event it saw (SSE Last-Event-ID), still among the events the
-        store keeps, gets what it missed and then the rest; anyone else first
-        gets the task as it is now (section 3.1.6: the stream begins with the
-        current Task), numbered as the event just before the next, so that
-        resuming from it misses nothing. (The task and the id of its next
-        event are read together, from the store: another process may be
-        writing to it.)"""
-        keepalive = self.limits["keepalive_interval"]
-        with channel.lock:
-            channel.reload()
-            task, seq = channel.task, channel.next_seq
-            oldest = (self.store.events(task["id"], seq - 1) or (seq,))[0]
-        if last_event_id is not None and oldest - 1 <= last_event_id < seq:
-            # A reconnecting client: replay what it missed, from the buffer.
-            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
-                             counted=True)
-        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, {"task": task})],
-                         ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
-
-    # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
-
-    # A push config names a webhook that receives every event of a task as a
-    # StreamResponse (section 4.3.3). Configs are kept with their task, in
-    # the store, scoped like the task (a caller only reaches configs of tasks it
-    # can see), and evicted with it. Without push_notifications the card says
-    # pushNotifications: false and all four operations answer
-    # PushNotificationNotSupportedError (section 3.1.7).
-
-    def _require_push(self):
-        """PushNotificationNotSupportedError unless the card promises push."""
-        if not self.capabilities.get("pushNotifications"):
-            raise PushNotificationNotSupportedError(
-                "this agent does not send push notifications (capabilities.pushNotifications "
-                "is false); use SendStreamingMessage or poll GetTask instead")
-
-    def create_task_push_notification_config(self, request, call):
-        """CreateTaskPushNotificationConfig: register a webhook for a task."""
-        self._require_push()
-        task = self._visible_task(request.get("taskId", ""), call)
-        return _public_config(self._add_push_config(task["id"], request, call.tenant,
-                                                    call.translated_from))
-
-    def get_task_push_notification_config(self, request, call):
-        """GetTaskPushNotificationConfig: one webhook of a task."""
-        self._require_push()
-        task = self._visible_task(request["taskId"], call)
-        config = self.store.get_config(task["id"], request["id"])
-        if config is None:                     # section 3.1.8: TaskNotFoundError
-            raise TaskNotFoundError(
-                f"task {task['id']} has no push notification config {request['id']!r}; "
-                "ListTaskPushNotificationConfigs shows its configs",
-                metadata={"taskId": task["id"], "id": request["id"]})
-        return _public_config(config)
-
-    def list_task_push_notification_configs(self, request, call):
-        """ListTaskPushNotificationConfigs: a task's webhooks, one page at a time."""
-        self._require_push()
-        task = self._visible_task(request["taskId"], call)
-        size = request.get("pageSize") or self.limits["default_page_size"]
-        if not 1 <= size <= self.limits["max_page_size"]:
-            raise InvalidParamsError(f"pageSize must be between 1 and "
-                                     f"{self.limits['max_page_size']}; got {size}", field="pageSize")
-        configs = self.store.configs(task["id"])
-        start = 0
-        if request.get("pageToken"):
-            ids = [c["id"] for c in configs]
-            token = request["pageToken"]
-            if token not in ids:
-                raise InvalidParamsError("pageToken is not one this server issued; pass the "
-                                         "nextPageToken of the previous answer unchanged",
-                                         field="pageToken")
-            start = ids.index(token) + 1
-        page = configs[start:start + size]
-        more = start + size < len(configs)
-        return {"configs": [_public_config(c) for c in page],
-                "nextPageToken": page[-1]["id"] if more else ""}
-
-    def delete_task_push_notification_config(self, request, call):
-        """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
-        self._require_push()
-        task = self._visible_task(request["taskId"], call)
-        self.store.delete_config(task["id"], request["id"])
-        return {}
-
-    def _check_push_config(self, config):
-        """Refuse what can be refused without the network (section 13.2): a scheme
-        other than http(s), userinfo, port 0, a literal address that is not
-        globally routable, header values that cannot be sent as they are.
-        Host names are resolved and checked at delivery."""
-        if len(config["url"]) > _MAX_URL:
-            raise InvalidParamsError(f"url is longer than {_MAX_URL} characters", field="url")
-        if len(config.get("id", "")) > _MAX_CONFIG_ID:
-            raise InvalidParamsError(f"id is longer than {_MAX_CONFIG_ID} characters", field="id")
-        _webhook_target(config["url"], self.push_allow, resolve=False)
-        auth = config.get("authentication", {})
-        for field, value in (("token", config.get("token", "")),
-                             ("authentication.scheme", auth.get("scheme", "")),
-                             ("authentication.credentials", auth.get("credentials", ""))):
-            if len(value) > _MAX_HEADER_VALUE:
-                raise InvalidParamsError(f"{field} is longer than {_MAX_HEADER_VALUE} characters "
-                                         "(it is sent in an HTTP header)", field=field)
-            # Each goes into an HTTP header: a control character would end it or
-            # corrupt it, and headers are latin-1 on the wire.
-            try:
-                raw = value.encode("latin-1")
-            except UnicodeEncodeError:
-                raise InvalidParamsError(f"{field} must be latin-1 text: it is sent in an HTTP "
-                                         "header", field=field) from None
-            if raw.translate(None, _HEADER_CONTROLS) != raw:
-                raise InvalidParamsError(f"{field} must not contain control characters (line "
-                                         "breaks, NUL...): it is sent in an HTTP header",
-                                         field=field)
-
-    def _add_push_config(self, task_id, config, tenant, payload_version=None):
-        """Keep a checked webhook config with its task, under a fresh id unless
-        the client chose one (then it replaces the config of that id). A
-        config registered through a translation (0.3) keeps that version:
-        its webhook is sent what a client of that version expects."""
-        # (A config is at most a few KiB: _MAX_URL and _MAX_HEADER_VALUE below,
-        # max_push_configs of them per task.)
-        self._check_push_config(config)
-        config = {**config, "taskId": task_id, "id": config.get("id") or self._new_id()}
-        if tenant:
-            config["tenant"] = tenant
-        if payload_version:
-            config["payloadVersion"] = payload_version
-        self.store.put_config(task_id, config, self.limits["max_push_configs"])
-        return config
-
-    def _check_inline_push(self, configuration):
-        """SendMessage's configuration.taskPushNotificationConfig, checked up front."""
-        config = configuration.get("taskPushNotificationConfig")
-        if config is not None:
-            self._require_push()
-            self._check_push_config(config)
-
-    def _add_inline_push(self, ctx, owner):
-        config = ctx.configuration.get("taskPushNotificationConfig")
-        if config is not None:
-            self._add_push_config(ctx.task_id, config, owner[0],
-                                  getattr(ctx.caller, "translated_from", None))
-
-    def _push_event(self, owner, task, event):
-        """Channel hook: hand a task event to each of the task's webhooks, in the
-        queue of its caller (deliveries are fair between callers: section 9 of this file)."""
-        configs = self.store.configs(task["id"])
-        if not configs:
-            return
-        pusher = self._pusher
-        if pusher is None:
-            with self._pusher_lock:
-                if self._pusher is None:
-                    self._pusher = _PushDelivery(self)
-                pusher = self._pusher
-        pusher.submit(owner, configs, event, task)
-
-    @property
-    def push_stats(self):
-        """Totals of webhook deliveries: delivered, failed, retried, refused, dropped,
-        paused (dropped because their destination was paused); and
-        paused_destinations, those the circuit breaker holds now."""
-        return self._pusher.totals() if self._pusher else {
-            **dict.fromkeys(_PUSH_TOTALS, 0), "paused_destinations": 0}
-
-    def push_stats_by_caller(self):
-        """Webhook delivery counters per caller (CallContext.caller: the
-        principal, or an anonymous client's address): {caller: {"queued",
-        "sent" (answered 2xx), "failed", "refused", "retried", "dropped",
-        "paused", "waiting" (queued now)}}. The counters of at most
-        push_callers callers are kept: past that, the caller idle the longest
-        is forgotten (push_stats still counts what it did)."""
-        return self._pusher.by_caller() if self._pusher else {}
-
-    # -- what the limits are doing, and stopping ----------------------------------
-    #
-    # Every cap and budget above refuses with an error that names it; stats()
-    # shows the counters behind them all in one dict (the command line,
-    # a2a_cli.py, logs what changed in them once a minute). shutdown() stops
-    # the server's side of the protocol gracefully; the hosts call it when
-    # they stop (SIGTERM).
-
-    def stats(self):
-        """The counters behind every cap and budget, as one dict: the store
-        (tasks, bytes with their kept events, idle, callers), the live tasks,
-        the agent threads, requests refused by each limit, the hosts'
-        connections and threads, and webhook deliveries (totals and per
-        caller)."""
-        with self._lock:
-            channels = list(self._channels.values())
-            workers = self._workers.count if self._workers else 0
-        hosts = {name: gauge() for name, gauge in list(self._gauges.items())}
-        try:
-            store = self.store.stats() if hasattr(self.store, "stats") else {}
-        except Exception as error:      # (a store that cannot say now: never the caller's error)
-            store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
-        return {
-            "store": store,
-            "live_tasks": len(channels),
-            "agent_threads": workers,
-            "refused": dict(self._refusals),
-            "hosts": hosts,
-            "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()},
-        }
-
-    def _note(self, error):
-        """Count a request refused by a limit (named in the error, if not its reason)."""
-        limit = error.metadata.get("limit")
-        if isinstance(limit, str) or isinstance(
-                error, (PayloadTooLargeError, TaskStoreFullError, ServerBusyError)):
-            key = limit if isinstance(limit, str) else error.reason
-            with self._lock:
-                self._refusals[key] = self._refusals.get(key, 0) + 1
-
-    def shutdown(self, grace=10.0):
-        """Stop gracefully, within ``grace`` seconds: open streams end with an
-        SSE ``retry:`` hint (clients come back and resume with Last-Event-ID),
-        turns still running may finish, and queued webhook deliveries may go
-        out. The hosts bundled here call it when they stop (SIGTERM, Ctrl-C);
-        a host that owns its signals (gunicorn, uvicorn, Lambda) calls it from
-        its own shutdown hook. Then the agent's ``close()``, if it has one, is
-        called. Returns what was left undone:
-        {"turns": running turns, "deliveries": queued webhook deliveries}."""
-        self._closing.set()
-        self.wake_streams()
-        deadline = time.monotonic() + grace
-        while True:
-            with self._lock:
-                turns = sum(c.active is not None for c in self._channels.values())
-            deliveries = self._pusher.pending() if self._pusher else 0
-            if not (turns or deliveries) or time.monotonic() >= deadline:
-                break
-            time.sleep(0.05)
-        if turns or deliveries:
-            _log().warning("shut down with %d turns still running and %d webhook deliveries "
-                           "queued", turns, deliveries)
-        close = getattr(self.agent, "close", None)
-        if close is not None:                  # what the agent still runs ends (serve --exec)
-            close()
-        if turns and self.store.shared:
-            # The tasks outlive this process: end them now, rather than leave
-            # them WORKING until their lease runs out.
-            with self._lock:
-                running = [(i, c.owner) for i, c in self._channels.items() if c.active]
-            for task_id, owner in running:
-                self._end_unfinished(task_id, owner, "the server shut down before the agent "
-                                     "finished; send the message again")
-        return {"turns": turns, "deliveries": deliveries}
-
-    # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
-
-    def get_extended_agent_card(self, request, call):
-        """GetExtendedAgentCard: the card for authenticated callers."""
-        if not self.capabilities.get("extendedAgentCard"):
-            raise UnsupportedOperationError(
-                "this agent has no extended card (capabilities.extendedAgentCard is false); "
-                "the public card is at /.well-known/agent-card.json")
-        if self.authenticate is not None and call.principal is None:
-            raise AuthenticationRequiredError(
-                "the extended agent card is for authenticated callers; send the credentials "
-                "the card's securitySchemes describe")
-        extended = self.extended_card
-        if callable(extended):
-            extended = extended(call)
-        if not extended:
-            raise ExtendedAgentCardNotConfiguredError(
-                "the card promises an extended card but the server has none configured")
-        return {**self.agent_card(call.base_url), **extended}
-
-
-# JSON-RPC method -> the Server method that implements it.
-OPERATIONS = {
-    "SendMessage": Server.send_message,
-    "SendStreamingMessage": Server.send_streaming_message,
-    "GetTask": Server.get_task,
-    "ListTasks": Server.list_tasks,
-    "CancelTask": Server.cancel_task,
-    "SubscribeToTask": Server.subscribe_to_task,
-    "CreateTaskPushNotificationConfig": Server.create_task_push_notification_config,
-    "GetTaskPushNotificationConfig": Server.get_task_push_notification_config,
-    "ListTaskPushNotificationConfigs": Server.list_task_push_notification_configs,
-    "DeleteTaskPushNotificationConfig": Server.delete_task_push_notification_config,
-    "GetExtendedAgentCard": Server.get_extended_agent_card,
-}
-
-
 class _PendingAnswer:
     """SendMessage's answer while its turn still runs, for a host that must not
     wait for it (a host on an event loop). It is settled when the turn ends, or
@@ -4150,44 +2981,8 @@ class _PendingAnswer:
         return self.value
 
 
-def _history_length(request, field="historyLength"):
-    """historyLength: None (unset: the whole history), 0 (none) or N > 0 (newest N)."""
-    value = request.get("historyLength")
-    if value is not None and value < 0:
-        raise InvalidParamsError(f"{field} must be 0 or more (0 omits the history); got {value}",
-                                 field=field)
-    return value
-
-
-# ListTasks page tokens (section 3.1.4: opaque to the client). A token is the
-# sort key of the last task of the page, (status timestamp, id), as URL-safe
-# base64 of its JSON: the next page is every matching task that sorts after
-# it. It holds no server state, so it never expires and survives restarts,
-# and a task added, changed or evicted between two pages moves nothing else.
-# A token this server did not make is refused as InvalidParams, naming the fix.
-
-
-def _encode_page_token(key):
-    """(status timestamp, task id) -> the opaque pageToken."""
-    return _b64encode(json.dumps(list(key)).encode()).replace("+", "-").replace("/", "_").rstrip("=")
-
-
-def _decode_page_token(token):
-    """A pageToken -> the (status timestamp, task id) it was made from."""
-    try:
-        stamp, task_id = json.loads(_b64decode(token))
-        if isinstance(stamp, str) and isinstance(task_id, str):
-            (stamp + task_id).encode()         # (UnicodeEncodeError: a lone surrogate)
-            return stamp, task_id
-    except (ValueError, TypeError, binascii.Error, RecursionError):
-        pass
-    raise InvalidParamsError(
-        "pageToken is not one this server issued; pass the nextPageToken of the previous "
-        "ListTasks answer unchanged, or omit it for the first page", field="pageToken")
-
-
 # =============================================================================
-# 7. Authentication, and which webhook addresses are allowed
+# 6. Authentication, and which webhook addresses are allowed
 # =============================================================================
 #
 # Authentication (sections 7, 13.1). A2A carries credentials in the transport:
@@ -4209,7 +3004,7 @@ def _decode_page_token(token):
 # judged by the IPv4 address it leads to, whatever the Python version thinks
 # of its prefix. push_allow, host names and networks, is the only way around
 # the check. A literal address is checked when the config is created; a host
-# name when a delivery resolves it (section 9 of this file). The header values
+# name when a delivery resolves it (section 8 of this file). The header values
 # of a config (token, authentication) are checked when it is created too: no
 # control characters, latin-1 only, since they are written as they are.
 
@@ -4484,7 +3279,7 @@ def _webhook_target(url, allow, resolve=None):
 
 
 # =============================================================================
-# 8. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
+# 7. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
 # =============================================================================
 #
 # Bytes in, bytes out. handle_http() takes the parts of an HTTP request
@@ -4493,7 +3288,8 @@ def _webhook_target(url, allow, resolve=None):
 # of byte chunks (an SSE stream). Nothing here knows about sockets; every
 # host adapter (section 11 of this file) calls this one function.
 #
-# A binding is a codec around Server.call(): it finds the operation (a
+# A binding is a codec around Server.call() (the Server and its operations
+# are section 9; a binding needs only call()): it finds the operation (a
 # JSON-RPC method name, or a REST route), turns the request into the
 # operation's params dict, and turns the result into bytes in its own shape,
 # errors included. This is the only place where answers are encoded, where
@@ -5442,7 +4238,7 @@ def _help_text(server, base_url):
 
 
 # =============================================================================
-# 9. Webhook delivery
+# 8. Webhook delivery
 # =============================================================================
 #
 # Push notifications (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is POSTed as
@@ -5484,7 +4280,7 @@ def _help_text(server, base_url):
 # most push_max_response bytes are read to find it, the rest is never read.
 #
 # DNS rebinding. The host is resolved before each attempt and every address
-# checked (section 7 of this file); the request then goes to a vetted
+# checked (section 6 of this file); the request then goes to a vetted
 # address, https too (TLS starts on the connected socket, with the URL's host
 # name for SNI and for verifying the certificate), so a second DNS answer
 # cannot send it elsewhere. Resolving the name is left to the system
@@ -5919,6 +4715,1207 @@ class _PushDelivery:
 
 
 # =============================================================================
+# 9. Operations
+# =============================================================================
+#
+# The Server comes last of the protocol because it ties the rest together:
+# it keeps the store (section 4), runs the agent's turns (5), authenticates
+# callers (6), answers through the bindings (7) and hands task events to the
+# webhooks (8).
+#
+# The eleven operations of section 3.1, on canonical ProtoJSON dicts, with no
+# knowledge of the binding. Each takes the parsed request message and a
+# CallContext and returns the response message (a dict) or, for the two
+# streaming operations, an iterator of (sequence number, StreamResponse).
+# Section 5.1 of the specification asks every binding to give the same results
+# and the same errors; having one function per operation, called by every
+# binding through Server.call(), is how this file keeps that promise: a
+# binding only decodes the request and encodes the answer.
+#
+# Server.call() does what every operation shares, in the order the
+# specification gives it: authenticate the caller (section 7), check the
+# service parameters (A2A-Version and required extensions, section 3.2), parse
+# the request against the proto (MESSAGES), and take the tenant from it
+# (section 3.2.5). Then it looks the method up in OPERATIONS, the table below
+# the class.
+#
+# The operations on tasks share three ideas:
+#
+# - Ownership. A task belongs to (tenant, principal); every lookup asks the
+#   store for a task *of that owner*, so another caller's task is reported
+#   exactly as a missing one: TaskNotFoundError (section 13.1).
+# - One channel per live task. While an agent may still change a task, its
+#   writers (the agent's turn, CancelTask, a continuing message) and its
+#   readers (streams) meet on one _Channel (section 5 of this file). When
+#   the task ends, or waits for the client, the channel goes and the store
+#   alone holds the task; the next message or subscription makes a new one,
+#   and its event ids go on where the last one stopped.
+# - Turns. Each user message starts one turn of the agent on the task. A
+#   blocking SendMessage waits for the turn (up to blocking_timeout), a
+#   streaming one follows it, returnImmediately and CancelTask do not wait.
+
+
+# -- a server's clock and ids ---------------------------------------------------------
+
+class _Ids:
+    """_new_id() for one server, the random part of 64 ids to one read of the
+    OS's random source: a system call per id was 0.6 us of an in-process
+    SendMessage, which makes three ids (task, context, artifact). Each
+    random part is handed out once (list.pop() is atomic, and a thread that
+    finds the pool empty fills a new one), after the time as it is then,
+    formatted again only when the millisecond changes. A process forked
+    from this one starts with a pool of its own: the parent's copy would
+    give both processes the same ids in the same millisecond."""
+
+    __slots__ = ("pool", "memo", "__weakref__")
+
+    def __init__(self):
+        import weakref
+        self.pool = []
+        self.memo = (0, "")                 # (a millisecond, _uuid7_head of it)
+        if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
+            mine = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: _Ids._forget(mine))
+
+    @staticmethod
+    def _forget(mine):
+        ids = mine()
+        if ids is not None:
+            ids.pool = []
+
+    def __call__(self):
+        ms = int(time.time() * 1000)
+        memo = self.memo
+        if memo[0] != ms:
+            memo = self.memo = (ms, _uuid7_head(ms))
+        try:
+            return memo[1] + self.pool.pop()
+        except IndexError:
+            digits = os.urandom(10 * 64).hex()
+            self.pool = [_uuid7_tail(digits[i:i + 20]) for i in range(20, len(digits), 20)]
+            return memo[1] + _uuid7_tail(digits[:20])
+
+
+class _Clock:
+    """A server's clock: the current time as an RFC 3339 UTC timestamp with
+    milliseconds (section 5.5: the form of every Timestamp this server
+    writes). The date and time to the second are formatted again only when
+    the second changes: 0.42 us a timestamp against 1.13 us formatting it
+    each time, and a turn writes two or three."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self):
+        self.memo = (None, "")
+
+    def __call__(self):
+        t = time.time()
+        second = int(t)
+        memo = self.memo
+        if memo[0] != second:                  # one tuple, replaced whole: thread-safe
+            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d"
+                                % time.gmtime(second)[:6])
+        return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
+
+
+# -- the agent card (section 8.1) ----------------------------------------------------
+
+class _Card:
+    """A server's agent card: the fields that never change (built once from
+    Server's arguments), the interfaces added to the two the server serves
+    itself, the signer (section 8.4), and the card as served, cached
+    (_card_response). Server.agent_card() makes it for a request's URL."""
+
+    __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since")
+
+    def __init__(self, *, name, description, version, streaming, push_notifications, extended,
+                 input_modes, output_modes, skills, schemes, required_extensions, extensions,
+                 card, signer, max_age):
+        fields = {
+            "name": name,
+            "description": description,
+            "version": version,
+            "capabilities": {
+                "streaming": bool(streaming),
+                "pushNotifications": bool(push_notifications),
+                "extendedAgentCard": extended,
+            },
+            "defaultInputModes": list(input_modes),
+            "defaultOutputModes": list(output_modes),
+            "skills": skills or [{
+                "id": "chat", "name": "Chat", "description": description, "tags": ["chat"]}],
+        }
+        if schemes:
+            fields["securitySchemes"] = schemes
+            fields["securityRequirements"] = [{"schemes": {scheme: {"list": []}}}
+                                              for scheme in schemes]
+        declared = [{"uri": uri, "required": True} for uri in required_extensions]
+        declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
+        if declared:
+            fields["capabilities"]["extensions"] = declared
+        self.fields = fields | dict(card or {})
+        self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
+        self.signer = signer
+        self.max_age = max_age        # Cache-Control max-age, seconds
+        self.cache = None             # (base URL, body, ETag, Last-Modified) as last served
+        self.since = time.time()      # Last-Modified: the card is the server's since its start
+
+
+class Server:
+    """An A2A server: one agent, its card, a task store, and the operations.
+
+    ``agent`` is the callable described in section 5 of this file. The card
+    is built from ``name``, ``description``, ``version``, ``skills`` and the
+    other keyword arguments; ``card`` (a dict) overrides any of its fields.
+
+    Keyword arguments (all optional):
+      streaming             advertise and serve the streaming operations (True)
+      public_url            base URL for the card (default: the bound address)
+      rpc_path              where JSON-RPC is served ("/")
+      assume_version        A2A-Version to assume when a request sends none
+                            (None: the spec's 0.3, which is refused)
+      compat                "0.3": serve A2A 0.3 clients too, by translation
+                            (the companion a2a_v03.py; None: 1.0 only). A 0.3
+                            JSON-RPC method name is 0.3 whatever assume_version
+                            says; a 1.0 method still needs A2A-Version 1.0,
+                            or assume_version when it sends none
+      required_extensions   extension URIs the card marks required, and that
+                            every SendMessage must announce (A2A-Extensions)
+      extensions            more AgentExtension dicts for the card; one marked
+                            required there is enforced by the agent, when it
+                            needs it: RequestContext.require_extension(uri)
+      store                 a TaskStore (default: in memory with the limits)
+      extended_card         a dict, or callable(CallContext) -> dict
+      card_max_age          Cache-Control max-age of the card, seconds (300)
+      card_signer           sign the served card (section 8.4): callable(bytes)
+                            -> signature bytes, with ``header``, the JWS
+                            protected header ({"alg", "kid"}, maybe "jku");
+                            a2a_signing.signer_from_pem() makes one. Needs
+                            public_url
+      authenticate          callable(CallContext) -> principal, raising
+                            AuthenticationRequiredError to refuse (BearerAuth,
+                            ApiKeyAuth); its security_schemes go in the card
+      push_notifications    deliver task events to webhooks (False)
+      push_allow            hosts and networks webhooks may reach although
+                            not globally routable (e.g. ["127.0.0.1/32"])
+      push_tls_context      the ssl.SSLContext for https webhooks (default:
+                            ssl.create_default_context(), made on first use)
+      trust_forwarded       take the client's address (which per-caller limits
+                            count by, for anonymous callers) from the last
+                            X-Forwarded-For entry: only behind a proxy that
+                            sets it (False)
+      single_path           serve everything under this one path, for hosts that
+                            route a single path (e.g. "/invocations"): POST is
+                            JSON-RPC, GET is the card (also at
+                            <path>/.well-known/agent-card.json); no HTTP+JSON
+      access_log            log every request, a line each, to the logger
+                            "a2a_min.access" at INFO: the client, method and
+                            path, status, body bytes and milliseconds (False)
+      console               answer a browser at the JSON-RPC path with the
+                            agent console, an HTML page that sends, lists,
+                            follows and cancels tasks, when a2a_console.py
+                            is beside this file (True; False: the plain-text
+                            help, as for curl)
+      allowed_hosts         more names clients reach this server by (its Host
+                            header), besides localhost, the address it is bound
+                            to and public_url's host; "*": any (see "Who may
+                            call": a Host of another name is refused, 421)
+      cors_origins          web origins ("https://app.example") whose pages may
+                            call this server from a browser (CORS); "*": any.
+                            The public card is readable from every origin
+      and the limits of DEFAULT_LIMITS.
+    """
+
+    def __init__(self, agent, *, name="a2a_min agent", description="An A2A agent.",
+                 version="1.0.0", skills=None, streaming=True, public_url=None,
+                 rpc_path="/", assume_version=None, required_extensions=(), extensions=(),
+                 store=None, extended_card=None, card=None, card_max_age=300,
+                 input_modes=("text/plain",), output_modes=("text/plain",),
+                 authenticate=None, push_notifications=False, push_allow=(),
+                 push_tls_context=None, single_path=None, trust_forwarded=False, compat=None,
+                 console=True, access_log=False, card_signer=None, allowed_hosts=(),
+                 cors_origins=(), **limits):
+        unknown = set(limits) - set(DEFAULT_LIMITS)
+        if unknown:
+            raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
+        self.limits = {**DEFAULT_LIMITS, **limits}
+        self.agent = agent
+        self._agent_is_async = _is_async_callable(agent)
+        self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)
+        limits = self.limits
+        self.store = store if store is not None else _memory_store(limits)
+        self.store.on_evict = self._evicted
+        self.single_path = "/" + single_path.strip("/") if single_path else None
+        self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
+        self.assume_version = assume_version
+        self.public_url = public_url
+        self.extended_card = extended_card
+        self._channels = {}                 # task id -> _Channel, while the task can change
+        self._lock = threading.Lock()
+        self._closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
+        self._refusals = {}                 # limit (or error reason) -> requests refused by it
+        self._gauges = {}                   # host name -> callable: its connections, threads
+        self._own_loop = None               # runs async agents for threaded hosts
+        self._workers = None
+        self.authenticate = authenticate
+        self.trust_forwarded = trust_forwarded
+        self.push_allow = _parse_allow(push_allow)
+        self.push_tls_context = push_tls_context
+        self._pusher = None                 # the _PushDelivery, started on first use...
+        self._pusher_lock = threading.Lock()  # ...under a lock of its own (events come under
+                                            # a channel's lock, never to be nested in _lock)
+        self._holder_of = (None, None)      # (process id, this process's name in leases)
+        self._unrecorded = {}               # task id -> owner: turns whose end the store missed
+        self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
+        self.console = console              # the browser page at GET / (a2a_console.py)
+        self._named = set()                 # names of Host headers we answer to (lower case)
+        self._any_address = None            # any IP address in Host will do, unless False
+                                            # (bound to one address: see "Who may call")
+        self._hosts = {}                    # Host header -> True, for those seen and accepted
+        self.allow_hosts(("localhost",) + tuple(allowed_hosts))
+        if public_url:
+            self.allow_hosts([_url_host(public_url)])
+        self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
+        self.access_log = access_log
+        self._watch = None                  # the _StoreWatch of a shared store, in this process
+        # (and what a host on an event loop does with such a store, where a
+        # write may wait for another process's: StoreThreads, in a2a_store)
+        self._off_loop = self.store.loop_threads(self) if self.store.shared else None
+        self.required_extensions = tuple(required_extensions)
+        self.card = _Card(
+            name=name, description=description, version=version, streaming=streaming,
+            push_notifications=push_notifications, extended=extended_card is not None,
+            input_modes=input_modes, output_modes=output_modes, skills=skills,
+            schemes=getattr(authenticate, "security_schemes", None),
+            required_extensions=required_extensions, extensions=extensions, card=card,
+            signer=card_signer, max_age=card_max_age)
+        _check_card(self.agent_card())
+        if isinstance(extended_card, dict):
+            _check_card({**self.agent_card(), **extended_card})
+        # A signed card is the same for every request (section 8.4): built from
+        # public_url alone, never from a Host or X-Forwarded-* header, so no
+        # request can have the server sign something of its choosing.
+        if card_signer is not None:
+            if not public_url:
+                raise ValueError("a signed card needs public_url (the URL clients reach this "
+                                 "server at): the card signed must not depend on the request")
+            # Signed now, once, into the card's cache: a signer that fails, fails now.
+            _card_response(self, {}, public_url)
+
+    # -- the HTTP entry point every host adapter calls -------------------------
+
+    def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None,
+                    peer=None, spawn=None, certificate=None):
+        """Answer one HTTP request: ``headers`` with lower-case names, ``body``
+        bytes, ``base_url`` how the client reached us (for the card), ``peer``
+        the client's address, ``certificate`` its verified TLS client
+        certificate (ssl's getpeercert() dict), if any. Returns a Response.
+        The bindings behind it are in section 7 of this file.
+
+        A host on an event loop passes ``spawn`` (see CallContext and
+        "Running on an event loop"): nothing here then waits, and an answer
+        still being worked on comes as ``Response.pending``."""
+        if certificate is not None:
+            peer = _Peer(peer, certificate)
+        request = _Request(method, path, query, headers if headers is not None else {}, body,
+                           base_url, peer, spawn)
+        if not self.access_log:
+            return _handle_http(self, request)
+        started = time.perf_counter()
+        response = _handle_http(self, request)
+        return _logged(response, f"{peer or '-'} \"{method} {path}{'?' if query else ''}"
+                                 f"{query}\"", started)
+
+    def error_response(self, path, status, error, media_type=None):
+        """An error answer for ``path`` in its binding's shape: a JSON-RPC error
+        object at the JSON-RPC endpoint, a google.rpc.Status anywhere else (and
+        when the path is not known, ``None``).
+        Adapters use it for problems they find before handle_http (a body too
+        large, a malformed request head). The bindings make it (section 7)."""
+        self._note(error)
+        return _error_response(self, path, status, error, media_type)
+
+    # -- the agent card (section 8) -----------------------------------------
+
+    def agent_card(self, base_url=None):
+        """The public agent card, as a dict, for a server reached at ``base_url``."""
+        base = (self.public_url or base_url or "http://127.0.0.1:8000").rstrip("/")
+        card = {
+            "name": self.card.fields["name"],
+            "description": self.card.fields["description"],
+            "supportedInterfaces": [
+                {"url": base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/",
+                 "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
+            ] + ([] if self.single_path else [
+                {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": PROTOCOL_VERSION},
+            ]) + [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
+                  for binding, url in self.card.interfaces],
+            **{k: v for k, v in self.card.fields.items() if k not in ("name", "description")},
+        }
+        return card
+
+    def add_interface(self, binding, url):
+        """Advertise one more interface in the card (e.g. "GRPC", "host:port"),
+        after the JSON-RPC and HTTP+JSON ones this server serves itself."""
+        self.card.interfaces.append((binding, url))
+        self.card.cache = None
+
+    def add_extension(self, extension):
+        """Declare one more AgentExtension (a dict with "uri") in the card's
+        capabilities, e.g. a fact about the host the server runs on."""
+        declared = self.card.fields["capabilities"].setdefault("extensions", [])
+        if all(e["uri"] != extension["uri"] for e in declared):
+            declared.append(dict(extension))
+        self.card.cache = None
+
+    def allow_hosts(self, names, bound=False):
+        """Answer requests whose Host header names one of ``names`` (host names
+        or IP addresses, without a port; "*": any). ``bound=True``: the address
+        a host adapter has bound to (see "Who may call"); an IP address other
+        than those it is bound to is then refused too, unless it listens on
+        every address (0.0.0.0, ::)."""
+        for name in names:
+            name = _host_name(str(name))
+            if bound and name in ("", "0.0.0.0", "[::]"):
+                self._any_address = True          # every address: any IP in Host will do
+                continue
+            if bound:
+                if self._any_address is None:
+                    self._any_address = False
+                if name in ("127.0.0.1", "[::1]"):
+                    self._named.update(("127.0.0.1", "[::1]"))
+            self._named.add(name)
+        self._hosts.clear()
+
+    @property
+    def capabilities(self):
+        return self.card.fields["capabilities"]
+
+    # -- checks every operation shares ---------------------------------------
+
+    def check_service_parameters(self, call, method):
+        """Version (section 3.2.1) and required extensions (section 3.2.2)."""
+        version = call.headers.get("a2a-version") or call.query.get("A2A-Version") \
+            or self.assume_version
+        if not version:
+            raise VersionNotSupportedError(
+                "this request sent no A2A-Version, which means A2A 0.3; this server speaks "
+                f"A2A {PROTOCOL_VERSION}. Add the header: -H 'A2A-Version: {PROTOCOL_VERSION}' "
+                f"(or, on a GET, the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
+                f"the metadata a2a-version: {PROTOCOL_VERSION})",
+                metadata={"supportedVersions": PROTOCOL_VERSION})
+        if version != PROTOCOL_VERSION and ".".join(
+                version.strip().split(".")[:2]) != PROTOCOL_VERSION:
+            raise VersionNotSupportedError(
+                f"A2A-Version {version.strip()!r} is not supported; this server speaks "
+                f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
+                f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})",
+                metadata={"requestedVersion": version.strip(),
+                          "supportedVersions": PROTOCOL_VERSION})
+        call.version = PROTOCOL_VERSION
+        raw = call.headers.get("a2a-extensions")
+        if raw:
+            call.extensions = tuple(u.strip() for u in raw.split(",") if u.strip())
+        if method in ("SendMessage", "SendStreamingMessage"):
+            for uri in self.required_extensions:
+                if uri not in call.extensions:
+                    raise _extension_required(uri)
+
+    def call(self, method, params, call=None):
+        """Run one operation by its JSON-RPC name on raw params (a dict).
+
+        The binding-free entry point: checks the service parameters, parses
+        ``params`` against the request message, and returns the response dict
+        (or an iterator of (seq, StreamResponse) for streaming methods).
+        """
+        call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
+        if self.store.shared and (self._watch is None or self._watch.pid != os.getpid()):
+            self._watch_store()
+        if self.authenticate is not None:
+            call.principal = self.authenticate(call)
+        self.check_service_parameters(call, method)
+        if self.compat is not None and call.translated_from is None:
+            self.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
+        request = parse(METHODS[method][0], params)
+        tenant = request.get("tenant", "")
+        if tenant:
+            call.tenant = tenant
+        return OPERATIONS[method](self, request, call)
+
+    # -- tasks -----------------------------------------------------------------
+
+    def _visible_task(self, task_id, call):
+        """The task, if the caller may see it; else TaskNotFoundError, the
+        same whether it does not exist or is someone else's (section 13.1)."""
+        task = self.store.get(task_id, call.owner)
+        if task is None:
+            raise TaskNotFoundError(
+                f"no task with id {task_id!r}; ListTasks shows the tasks you can see",
+                metadata={"taskId": task_id})
+        return task
+
+    def _watch_store(self):
+        """Start this process's watch of a shared store (see "Sharing a store
+        between processes"); again in a process forked from this one."""
+        with self._lock:
+            if self._watch is None or self._watch.pid != os.getpid():
+                self._watch = self.store.watch(self)
+
+    def _end_unfinished(self, task_id, owner, why):
+        """End FAILED a running task whose agent will not finish (its process
+        is gone, or is shutting down), with ``why`` as its status message."""
+        try:
+            with self._lock:
+                channel = self._channel(task_id, owner)
+            with channel.lock:
+                task = channel.task
+                if task["status"]["state"] in _IDLE_STATES:
+                    return
+                now = self._now()
+                body = {"taskId": task_id, "contextId": task.get("contextId", ""),
+                        "status": {"state": "TASK_STATE_FAILED", "timestamp": now,
+                                   "message": new_message(why, taskId=task_id,
+                                                          contextId=task.get("contextId", ""))}}
+                channel.change("statusUpdate", body, now, {"statusUpdate": body})
+                if channel.active is not None:
+                    channel.active._cancel()
+        except A2AError:                       # ended meanwhile, or gone: nothing to do
+            return
+        _log().warning("task %s ended FAILED: %s", task_id, why)
+        self._forget(task_id)
+
+    def _holder(self):
+        """This process, as the store's leases name it (named again after a fork)."""
+        pid = os.getpid()
+        if self._holder_of[0] != pid:
+            self._holder_of = (pid, f"{pid}-{binascii.hexlify(os.urandom(6)).decode()}")
+        return self._holder_of[1]
+
+    def _new_channel(self, owner, caller=None):
+        return _Channel(self.store, owner, self.limits,
+                        self._push_event if self.capabilities.get("pushNotifications") else None,
+                        caller, self._closing, self._holder() if self.store.shared else None)
+
+    def _channel(self, task_id, owner, caller=None):
+        """The live channel of an existing task, made (from the store) if it has
+        none: every writer and stream of a task meets on one channel. With the
+        server's lock held."""
+        channel = self._channels.get(task_id)
+        if channel is None:
+            task = self.store.get(task_id, owner)
+            if task is None:
+                raise TaskNotFoundError(f"no task with id {task_id!r}",
+                                        metadata={"taskId": task_id})
+            channel = self._channels[task_id] = self._new_channel(owner, caller)
+            channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
+        return channel
+
+    def wake_streams(self):
+        """Wake every stream waiting for events, so each one looks again at
+        whether its client is still there (hosts call this when one leaves)."""
+        with self._lock:
+            channels = list(self._channels.values())
+        for channel in channels:
+            channel.wake()
+
+    def _forget(self, task_id, unless_followed=False):
+        """Let go of a task's channel: it has ended, or it waits for the client
+        (``unless_followed``: and no SubscribeToTask stream follows it). What
+        comes next for the task starts from the store."""
+        with self._lock:
+            self._let_go(task_id, unless_followed)
+
+    def _let_go(self, task_id, unless_followed):
+        """_forget(), with the server's lock held."""
+        channel = self._channels.get(task_id)
+        # A waiting task keeps its channel while a stream follows it, or
+        # once the client's next message has begun a turn on it.
+        if channel is None or unless_followed and (channel.followers or channel.active):
+            return
+        del self._channels[task_id]
+        channel.ended = True
+
+    def _evicted(self, task_id):
+        """The store dropped an idle task: end any stream still watching it."""
+        with self._lock:
+            channel = self._channels.pop(task_id, None)
+        if channel is not None:
+            channel.publish(None, {"error": TaskNotFoundError(
+                f"task {task_id} expired and was removed from the store",
+                metadata={"taskId": task_id})})
+
+    def _view(self, task, history_length=None, include_artifacts=True):
+        """A task as a response shows it (section 3.2.4 historyLength)."""
+        out = task
+        if history_length is not None and "history" in task:
+            out = dict(task)
+            if history_length == 0:
+                del out["history"]
+            else:
+                out["history"] = task["history"][-history_length:]
+        if not include_artifacts and "artifacts" in out:
+            out = dict(out)
+            del out["artifacts"]
+        return out
+
+    # -- SendMessage, SendStreamingMessage (sections 3.1.1, 3.1.2) ------------
+
+    def _start_turn(self, request, call):
+        """Check a new user message and prepare its turn: (context, channel,
+        joined). A continuing task's ``joined`` is where a stream of this turn
+        begins: (seq, {"task": Task}), the task as the message left it, under
+        the id of the status update that told the others; a new task's is None
+        (its stream begins at its first event, the Task)."""
+        message = request["message"]
+        if message["role"] != "ROLE_USER":
+            raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
+                                     field="message.role")
+        task_id = message.get("taskId")
+        if task_id:
+            task = self._visible_task(task_id, call)
+            _check_event("input", task)
+            if message.get("contextId") and message["contextId"] != task.get("contextId"):
+                raise InvalidParamsError(
+                    f"message.contextId {message['contextId']!r} contradicts task {task_id}, whose "
+                    f"contextId is {task.get('contextId')!r}; omit contextId or send the task's",
+                    field="message.contextId")
+            context_id = task.get("contextId")
+        else:
+            circuit = getattr(self.store, "_circuit", None)   # (a store of your own may have none)
+            if circuit is not None and circuit.down:    # no agent works for a store that is away
+                circuit.check()
+            task = None
+            task_id = self._new_id()   # task ids are always the server's (section 3.1.1)
+            context_id = message.get("contextId") or self._new_id()
+        message = {**message, "contextId": context_id, "taskId": task_id}
+        ctx = RequestContext(
+            message, task=task, task_id=task_id, context_id=context_id, caller=call,
+            extensions=call.extensions, metadata=request.get("metadata", {}),
+            configuration=request.get("configuration", {}))
+        if task is None:
+            admit = getattr(self.agent, "admit", None)
+            if admit is not None:              # an agent with no room refuses here (ServerBusy)
+                admit(ctx)
+            channel = self._new_channel(call.owner, call.caller)
+            channel.active = ctx
+            return ctx, channel, None
+        while True:
+            with self._lock:
+                channel = self._channel(task_id, call.owner, call.caller)
+            try:
+                with channel.lock:
+                    if channel.ended:       # let go of meanwhile (the store's watch): anew
+                        continue
+                    if channel.active is not None:         # a turn runs here, maybe ending
+                        raise _still_working(task_id)
+                    self._add_inline_push(ctx, call.owner)
+                    # A continuing task: record the user's message, and tell the
+                    # streams that the task works again. The table refuses it if
+                    # a turn began meanwhile, here or in another process sharing
+                    # the store. A webhook is a delivery of its own, not a
+                    # stream: each turn's begins with the whole task.
+                    now = self._now()
+                    status = {"state": TRANSITIONS["input"][1], "timestamp": now}
+                    channel.change("input", message, now, {"statusUpdate": {
+                        "taskId": task_id, "contextId": context_id, "status": status}},
+                        tell=False)
+                    joined = (channel.next_seq - 1, {"task": channel.task})
+                    if channel.on_event is not None:
+                        channel.on_event(channel.caller or channel.owner, channel.task,
+                                         joined[1])
+                    channel.active = ctx
+            except BaseException:
+                # The turn never began (a limit, or the task ended meanwhile): its
+                # channel goes if unwatched.
+                state = channel.task["status"]["state"]
+                self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
+                raise
+            return ctx, channel, joined
+
+    def _create_task(self, ctx, channel):
+        """Make the task of a new conversation turn exist (store + first event),
+        unless it already does. Returns the task."""
+        with channel.lock:
+            if channel.task is None:
+                task = _apply(None, "message", ctx.message, self._now())
+                # Known as the task's channel before the store has the task, so
+                # whoever finds the task finds this channel (and waits for its
+                # lock), never makes a second one.
+                with self._lock:
+                    self._channels[ctx.task_id] = channel
+                try:
+                    channel.publish(task, {"task": task}, tell=False)
+                    # Its webhook (configuration.taskPushNotificationConfig) is
+                    # kept with the task once it exists, and told of it first.
+                    self._add_inline_push(ctx, channel.owner)
+                    if channel.on_event is not None:
+                        event = {"task": channel.task}
+                        channel.on_event(channel.caller or channel.owner, channel.task, event)
+                except BaseException:
+                    with self._lock:
+                        if self._channels.get(ctx.task_id) is channel:
+                            del self._channels[ctx.task_id]
+                    self.store.delete(ctx.task_id)
+                    raise
+            return channel.task
+
+    def send_message(self, request, call):
+        """SendMessage: returns {"task": Task} or {"message": Message}.
+
+        A blocking call (the default) waits for the turn to end, or for it to
+        be interrupted, or for blocking_timeout to pass: then it answers the
+        task as it is, and the turn goes on. returnImmediately answers at once
+        with the new task (section 3.2.2)."""
+        config = request.get("configuration", {})
+        history_length = None
+        if config:
+            history_length = _history_length(config, "configuration.historyLength")
+            self._check_inline_push(config)
+        ctx, channel, _ = self._start_turn(request, call)
+        turn = _TurnWriter(self, ctx, channel)
+        if config.get("returnImmediately"):
+            self._create_task(ctx, channel)
+            self._start(turn, call.spawn)
+            return {"task": self._view(channel.snapshot(), history_length)}
+        deadline = time.monotonic() + self.limits["blocking_timeout"]
+        if call.spawn is None:                 # a thread: it may wait for the turn
+            self._drive(turn, deadline)
+            if not turn.finished.is_set:       # async, or handed to a worker at the deadline
+                turn.finished.wait(max(0.0, deadline - time.monotonic()))
+            return self._turn_result(turn, history_length, call)
+        # A host on an event loop must not wait: the turn starts (an async agent
+        # on its loop, a sync one on a worker), and if it has not already ended
+        # the host gets a pending answer and the deadline to hold it to.
+        self._start(turn, call.spawn)
+        if turn.finished.is_set:
+            return self._turn_result(turn, history_length, call)
+        return _PendingAnswer(self, turn, history_length, call, deadline)
+
+    def _turn_result(self, turn, history_length, call):
+        """SendMessage's answer once the turn has ended, or its deadline has passed."""
+        if turn.error is not None:
+            raise turn.error
+        if turn.reply is not None:
+            return {"message": turn.reply}
+        # Done, interrupted, or still working at the deadline: the task as it is.
+        task = turn.channel.snapshot() or self._create_task(turn.ctx, turn.channel)
+        return {"task": self._view(task, history_length)}
+
+    def send_streaming_message(self, request, call):
+        """SendStreamingMessage: an iterator of (seq, StreamResponse)."""
+        self._require_streaming()
+        self._check_inline_push(request.get("configuration", {}))
+        ctx, channel, joined = self._start_turn(request, call)
+        # A new task's stream starts at its first event, the Task; a continuing
+        # task's with the Task as the user's message left it, then the events
+        # after the status update that told the task's other streams.
+        keepalive = self.limits["keepalive_interval"]
+        self._start(_TurnWriter(self, ctx, channel, watched=True), call.spawn)
+        if joined is None:
+            return _Follower(channel, 0, keepalive, _STREAM_END)
+        return _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
+
+    def _require_streaming(self):
+        if not self.capabilities.get("streaming"):
+            raise UnsupportedOperationError(
+                "this agent does not stream (capabilities.streaming is false); use SendMessage")
+
+    # -- driving the agent -----------------------------------------------------
+    #
+    # A blocking SendMessage on a threaded host runs a sync agent on the
+    # request's own thread: no hand-off between threads, which is most of the
+    # cost of a small request. The deadline (blocking_timeout) is checked
+    # between the agent's outputs; once it has passed, the rest of the
+    # generator moves to a worker thread and the client gets the task as it
+    # is. (A plain function, or one step of a generator, that runs longer holds
+    # the answer until it returns: Python cannot interrupt it.)
+    #
+    # Async agents (async def, or async generators) run on an event loop: the
+    # host's own when the request came through one (CallContext.spawn: the
+    # asyncio server, ASGI), else one the server starts on its first async
+    # turn. Sync agents never run on an event loop, since they may block it:
+    # there, and for streams and returnImmediately, they run on a bounded pool
+    # of worker threads (max_workers; further turns wait in its queue,
+    # SUBMITTED), so a client that hangs up never stops its task.
+    #
+    # A new task whose turn ends in the step it began is stored once, in its
+    # final form (_TurnWriter.at_once): nobody could have
+    # watched it meanwhile. What a turn makes is freed by reference counting
+    # as soon as it is answered: callbacks are called once and dropped, and
+    # take arguments rather than closures, so no reference cycle is left for
+    # the garbage collector (a test holds every host to that).
+
+    def _start(self, turn, spawn=None):
+        """Run a turn in the background: an async agent through ``spawn`` (the
+        host's event loop), anything else on a worker thread."""
+        if spawn is not None and self._agent_is_async:
+            self._drive(turn, None, spawn)     # only makes the coroutine: no wait
+        else:
+            self._pool().submit(self._drive, turn, None, spawn)
+
+    def _pool(self):
+        """The worker threads of sync agents, made on first use."""
+        with self._lock:
+            if self._workers is None:
+                self._workers = _Workers(self.limits["max_workers"])
+            return self._workers
+
+    def _drive(self, turn, deadline=None, spawn=None):
+        """Call the agent and feed what it produces to ``turn``."""
+        if turn.ctx._canceled:                 # canceled while it waited for a worker
+            return turn.finish()
+        try:
+            result = self.agent(turn.ctx)
+            if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
+                # An event loop runs it: the host's, or else the server's own.
+                (spawn or self._spawn_own)(self._drive_async(result, turn))
+            elif isinstance(result, GeneratorType):
+                self._drain(result, turn, deadline)
+            else:
+                turn.complete(result)
+        except Exception as exc:                       # the agent failed: fail the task
+            turn.fail(exc)
+
+    def _spawn_own(self, coroutine):
+        """Run ``coroutine`` on the server's own event loop, a thread started on
+        first use (_LoopThread, in "Running on an event loop")."""
+        with self._lock:
+            if self._own_loop is None:
+                self._own_loop = _LoopThread()
+        self._own_loop.spawn(coroutine)
+
+    def _drain(self, gen, turn, deadline):
+        """Run a generator agent to its end (or, past ``deadline``, hand it to a worker)."""
+        try:
+            for item in gen:
+                turn.emit(item, chunked=True)
+                if turn.done:
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    self._pool().submit(self._drain, gen, turn, None)
+                    gen = None                 # now the worker's to finish and close
+                    return
+            turn.finish()
+        except Exception as exc:
+            turn.fail(exc)
+        finally:
+            if gen is not None:
+                gen.close()
+
+    async def _drive_async(self, result, turn):
+        """An async agent's turn: the same steps as _drive and _drain, awaited
+        (on a store that other processes share, each write on a store thread:
+        the store's loop_threads)."""
+        if self._off_loop is not None:
+            return await self._off_loop.drive(result, turn)
+        try:
+            if isinstance(result, AsyncGeneratorType):
+                try:
+                    async for item in result:
+                        turn.emit(item, chunked=True)
+                        if turn.done:
+                            break
+                finally:
+                    await result.aclose()
+                turn.finish()
+            else:
+                turn.complete(await result)
+        except Exception as exc:
+            turn.fail(exc)
+
+    # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
+
+    def get_task(self, request, call):
+        """GetTask: the task, its history cut to historyLength."""
+        history_length = _history_length(request)
+        task = self._visible_task(request["id"], call)
+        return self._view(task, history_length)
+
+    def list_tasks(self, request, call):
+        """ListTasks: one page of the caller's tasks, newest first."""
+        history_length = _history_length(request)
+        size = request.get("pageSize", self.limits["default_page_size"])
+        if not 1 <= size <= self.limits["max_page_size"]:
+            raise InvalidParamsError(
+                f"pageSize must be between 1 and {self.limits['max_page_size']} (default "
+                f"{self.limits['default_page_size']}); got {size}", field="pageSize")
+        cursor = None
+        if request.get("pageToken"):
+            cursor = _decode_page_token(request["pageToken"])
+        after = request.get("statusTimestampAfter")
+        status = request.get("status")
+        if status == "TASK_STATE_UNSPECIFIED":
+            status = None
+        tasks, total, last = self.store.list(
+            call.owner, context_id=request.get("contextId"), status=status, after=after,
+            cursor=cursor, limit=size)
+        include = request.get("includeArtifacts", False)
+        return {
+            "tasks": [self._view(t, history_length, include) for t in tasks],
+            "nextPageToken": _encode_page_token(last) if last else "",
+            "pageSize": size,
+            "totalSize": total,
+        }
+
+    def cancel_task(self, request, call):
+        """CancelTask: the task, now CANCELED; the running agent is told."""
+        task_id = request["id"]
+        _check_event("cancel", self._visible_task(task_id, call))
+        with self._lock:
+            channel = self._channel(task_id, call.owner, call.caller)
+        now = self._now()
+        with channel.lock:                     # (the turn may have ended meanwhile)
+            event = {"statusUpdate": {"taskId": task_id,
+                                      "contextId": channel.task.get("contextId", ""),
+                                      "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}
+            task = channel.change("cancel", None, now, event)
+            if channel.active is not None:     # the agent runs here (elsewhere:
+                channel.active._cancel()       # a2a_store.py, "Sharing a store")
+        self._forget(task_id)
+        return task
+
+    # -- SubscribeToTask (section 3.1.6) -----------------------------------------
+
+    def subscribe_to_task(self, request, call):
+        """SubscribeToTask: the current Task, then every event until it ends."""
+        self._require_streaming()
+        task_id = request["id"]
+        task = self._visible_task(task_id, call)
+        state = task["status"]["state"]
+        if state in TERMINAL_STATES:
+            raise UnsupportedOperationError(
+                f"task {task_id} is {state}: a finished task has no more events to stream; "
+                "use GetTask to read it", metadata={"taskId": task_id, "state": state})
+        with self._lock:                       # (a waiting task's channel is made again)
+            channel = self._channel(task_id, call.owner, call.caller)
+            with channel.lock:                 # counted before the turn can let it go
+                channel.followers += 1
+        return self._subscription(channel, call.last_event_id)
+
+    def _subscription(self, channel, last_event_id):
+        """The stream of a subscriber. A client that comes back with the id of
+        the last event it saw (SSE Last-Event-ID), still among the events the
+        store keeps, gets what it missed and then the rest; anyone else first
+        gets the task as it is now (section 3.1.6: the stream begins with the
+        current Task), numbered as the event just before the next, so that
+        resuming from it misses nothing. (The task and the id of its next
+        event are read together, from the store: another process may be
+        writing to it.)"""
+        keepalive = self.limits["keepalive_interval"]
+        with channel.lock:
+            channel.reload()
+            task, seq = channel.task, channel.next_seq
+            oldest = (self.store.events(task["id"], seq - 1) or (seq,))[0]
+        if last_event_id is not None and oldest - 1 <= last_event_id < seq:
+            # A reconnecting client: replay what it missed, from the buffer.
+            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
+                             counted=True)
+        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, {"task": task})],
+                         ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
+
+    # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
+
+    # A push config names a webhook that receives every event of a task as a
+    # StreamResponse (section 4.3.3). Configs are kept with their task, in
+    # the store, scoped like the task (a caller only reaches configs of tasks it
+    # can see), and evicted with it. Without push_notifications the card says
+    # pushNotifications: false and all four operations answer
+    # PushNotificationNotSupportedError (section 3.1.7).
+
+    def _require_push(self):
+        """PushNotificationNotSupportedError unless the card promises push."""
+        if not self.capabilities.get("pushNotifications"):
+            raise PushNotificationNotSupportedError(
+                "this agent does not send push notifications (capabilities.pushNotifications "
+                "is false); use SendStreamingMessage or poll GetTask instead")
+
+    def create_task_push_notification_config(self, request, call):
+        """CreateTaskPushNotificationConfig: register a webhook for a task."""
+        self._require_push()
+        task = self._visible_task(request.get("taskId", ""), call)
+        return _public_config(self._add_push_config(task["id"], request, call.tenant,
+                                                    call.translated_from))
+
+    def get_task_push_notification_config(self, request, call):
+        """GetTaskPushNotificationConfig: one webhook of a task."""
+        self._require_push()
+        task = self._visible_task(request["taskId"], call)
+        config = self.store.get_config(task["id"], request["id"])
+        if config is None:                     # section 3.1.8: TaskNotFoundError
+            raise TaskNotFoundError(
+                f"task {task['id']} has no push notification config {request['id']!r}; "
+                "ListTaskPushNotificationConfigs shows its configs",
+                metadata={"taskId": task["id"], "id": request["id"]})
+        return _public_config(config)
+
+    def list_task_push_notification_configs(self, request, call):
+        """ListTaskPushNotificationConfigs: a task's webhooks, one page at a time."""
+        self._require_push()
+        task = self._visible_task(request["taskId"], call)
+        size = request.get("pageSize") or self.limits["default_page_size"]
+        if not 1 <= size <= self.limits["max_page_size"]:
+            raise InvalidParamsError(f"pageSize must be between 1 and "
+                                     f"{self.limits['max_page_size']}; got {size}", field="pageSize")
+        configs = self.store.configs(task["id"])
+        start = 0
+        if request.get("pageToken"):
+            ids = [c["id"] for c in configs]
+            token = request["pageToken"]
+            if token not in ids:
+                raise InvalidParamsError("pageToken is not one this server issued; pass the "
+                                         "nextPageToken of the previous answer unchanged",
+                                         field="pageToken")
+            start = ids.index(token) + 1
+        page = configs[start:start + size]
+        more = start + size < len(configs)
+        return {"configs": [_public_config(c) for c in page],
+                "nextPageToken": page[-1]["id"] if more else ""}
+
+    def delete_task_push_notification_config(self, request, call):
+        """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
+        self._require_push()
+        task = self._visible_task(request["taskId"], call)
+        self.store.delete_config(task["id"], request["id"])
+        return {}
+
+    def _check_push_config(self, config):
+        """Refuse what can be refused without the network (section 13.2): a scheme
+        other than http(s), userinfo, port 0, a literal address that is not
+        globally routable, header values that cannot be sent as they are.
+        Host names are resolved and checked at delivery."""
+        if len(config["url"]) > _MAX_URL:
+            raise InvalidParamsError(f"url is longer than {_MAX_URL} characters", field="url")
+        if len(config.get("id", "")) > _MAX_CONFIG_ID:
+            raise InvalidParamsError(f"id is longer than {_MAX_CONFIG_ID} characters", field="id")
+        _webhook_target(config["url"], self.push_allow, resolve=False)
+        auth = config.get("authentication", {})
+        for field, value in (("token", config.get("token", "")),
+                             ("authentication.scheme", auth.get("scheme", "")),
+                             ("authentication.credentials", auth.get("credentials", ""))):
+            if len(value) > _MAX_HEADER_VALUE:
+                raise InvalidParamsError(f"{field} is longer than {_MAX_HEADER_VALUE} characters "
+                                         "(it is sent in an HTTP header)", field=field)
+            # Each goes into an HTTP header: a control character would end it or
+            # corrupt it, and headers are latin-1 on the wire.
+            try:
+                raw = value.encode("latin-1")
+            except UnicodeEncodeError:
+                raise InvalidParamsError(f"{field} must be latin-1 text: it is sent in an HTTP "
+                                         "header", field=field) from None
+            if raw.translate(None, _HEADER_CONTROLS) != raw:
+                raise InvalidParamsError(f"{field} must not contain control characters (line "
+                                         "breaks, NUL...): it is sent in an HTTP header",
+                                         field=field)
+
+    def _add_push_config(self, task_id, config, tenant, payload_version=None):
+        """Keep a checked webhook config with its task, under a fresh id unless
+        the client chose one (then it replaces the config of that id). A
+        config registered through a translation (0.3) keeps that version:
+        its webhook is sent what a client of that version expects."""
+        # (A config is at most a few KiB: _MAX_URL and _MAX_HEADER_VALUE below,
+        # max_push_configs of them per task.)
+        self._check_push_config(config)
+        config = {**config, "taskId": task_id, "id": config.get("id") or self._new_id()}
+        if tenant:
+            config["tenant"] = tenant
+        if payload_version:
+            config["payloadVersion"] = payload_version
+        self.store.put_config(task_id, config, self.limits["max_push_configs"])
+        return config
+
+    def _check_inline_push(self, configuration):
+        """SendMessage's configuration.taskPushNotificationConfig, checked up front."""
+        config = configuration.get("taskPushNotificationConfig")
+        if config is not None:
+            self._require_push()
+            self._check_push_config(config)
+
+    def _add_inline_push(self, ctx, owner):
+        config = ctx.configuration.get("taskPushNotificationConfig")
+        if config is not None:
+            self._add_push_config(ctx.task_id, config, owner[0],
+                                  getattr(ctx.caller, "translated_from", None))
+
+    def _push_event(self, owner, task, event):
+        """Channel hook: hand a task event to each of the task's webhooks, in the
+        queue of its caller (deliveries are fair between callers: section 8 of this file)."""
+        configs = self.store.configs(task["id"])
+        if not configs:
+            return
+        pusher = self._pusher
+        if pusher is None:
+            with self._pusher_lock:
+                if self._pusher is None:
+                    self._pusher = _PushDelivery(self)
+                pusher = self._pusher
+        pusher.submit(owner, configs, event, task)
+
+    @property
+    def push_stats(self):
+        """Totals of webhook deliveries: delivered, failed, retried, refused, dropped,
+        paused (dropped because their destination was paused); and
+        paused_destinations, those the circuit breaker holds now."""
+        return self._pusher.totals() if self._pusher else {
+            **dict.fromkeys(_PUSH_TOTALS, 0), "paused_destinations": 0}
+
+    def push_stats_by_caller(self):
+        """Webhook delivery counters per caller (CallContext.caller: the
+        principal, or an anonymous client's address): {caller: {"queued",
+        "sent" (answered 2xx), "failed", "refused", "retried", "dropped",
+        "paused", "waiting" (queued now)}}. The counters of at most
+        push_callers callers are kept: past that, the caller idle the longest
+        is forgotten (push_stats still counts what it did)."""
+        return self._pusher.by_caller() if self._pusher else {}
+
+    # -- what the limits are doing, and stopping ----------------------------------
+    #
+    # Every cap and budget above refuses with an error that names it; stats()
+    # shows the counters behind them all in one dict (the command line,
+    # a2a_cli.py, logs what changed in them once a minute). shutdown() stops
+    # the server's side of the protocol gracefully; the hosts call it when
+    # they stop (SIGTERM).
+
+    def stats(self):
+        """The counters behind every cap and budget, as one dict: the store
+        (tasks, bytes with their kept events, idle, callers), the live tasks,
+        the agent threads, requests refused by each limit, the hosts'
+        connections and threads, and webhook deliveries (totals and per
+        caller)."""
+        with self._lock:
+            channels = list(self._channels.values())
+            workers = self._workers.count if self._workers else 0
+        hosts = {name: gauge() for name, gauge in list(self._gauges.items())}
+        try:
+            store = self.store.stats() if hasattr(self.store, "stats") else {}
+        except Exception as error:      # (a store that cannot say now: never the caller's error)
+            store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
+        return {
+            "store": store,
+            "live_tasks": len(channels),
+            "agent_threads": workers,
+            "refused": dict(self._refusals),
+            "hosts": hosts,
+            "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()},
+        }
+
+    def _note(self, error):
+        """Count a request refused by a limit (named in the error, if not its reason)."""
+        limit = error.metadata.get("limit")
+        if isinstance(limit, str) or isinstance(
+                error, (PayloadTooLargeError, TaskStoreFullError, ServerBusyError)):
+            key = limit if isinstance(limit, str) else error.reason
+            with self._lock:
+                self._refusals[key] = self._refusals.get(key, 0) + 1
+
+    def shutdown(self, grace=10.0):
+        """Stop gracefully, within ``grace`` seconds: open streams end with an
+        SSE ``retry:`` hint (clients come back and resume with Last-Event-ID),
+        turns still running may finish, and queued webhook deliveries may go
+        out. The hosts bundled here call it when they stop (SIGTERM, Ctrl-C);
+        a host that owns its signals (gunicorn, uvicorn, Lambda) calls it from
+        its own shutdown hook. Then the agent's ``close()``, if it has one, is
+        called. Returns what was left undone:
+        {"turns": running turns, "deliveries": queued webhook deliveries}."""
+        self._closing.set()
+        self.wake_streams()
+        deadline = time.monotonic() + grace
+        while True:
+            with self._lock:
+                turns = sum(c.active is not None for c in self._channels.values())
+            deliveries = self._pusher.pending() if self._pusher else 0
+            if not (turns or deliveries) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if turns or deliveries:
+            _log().warning("shut down with %d turns still running and %d webhook deliveries "
+                           "queued", turns, deliveries)
+        close = getattr(self.agent, "close", None)
+        if close is not None:                  # what the agent still runs ends (serve --exec)
+            close()
+        if turns and self.store.shared:
+            # The tasks outlive this process: end them now, rather than leave
+            # them WORKING until their lease runs out.
+            with self._lock:
+                running = [(i, c.owner) for i, c in self._channels.items() if c.active]
+            for task_id, owner in running:
+                self._end_unfinished(task_id, owner, "the server shut down before the agent "
+                                     "finished; send the message again")
+        return {"turns": turns, "deliveries": deliveries}
+
+    # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
+
+    def get_extended_agent_card(self, request, call):
+        """GetExtendedAgentCard: the card for authenticated callers."""
+        if not self.capabilities.get("extendedAgentCard"):
+            raise UnsupportedOperationError(
+                "this agent has no extended card (capabilities.extendedAgentCard is false); "
+                "the public card is at /.well-known/agent-card.json")
+        if self.authenticate is not None and call.principal is None:
+            raise AuthenticationRequiredError(
+                "the extended agent card is for authenticated callers; send the credentials "
+                "the card's securitySchemes describe")
+        extended = self.extended_card
+        if callable(extended):
+            extended = extended(call)
+        if not extended:
+            raise ExtendedAgentCardNotConfiguredError(
+                "the card promises an extended card but the server has none configured")
+        return {**self.agent_card(call.base_url), **extended}
+
+
+# JSON-RPC method -> the Server method that implements it.
+OPERATIONS = {
+    "SendMessage": Server.send_message,
+    "SendStreamingMessage": Server.send_streaming_message,
+    "GetTask": Server.get_task,
+    "ListTasks": Server.list_tasks,
+    "CancelTask": Server.cancel_task,
+    "SubscribeToTask": Server.subscribe_to_task,
+    "CreateTaskPushNotificationConfig": Server.create_task_push_notification_config,
+    "GetTaskPushNotificationConfig": Server.get_task_push_notification_config,
+    "ListTaskPushNotificationConfigs": Server.list_task_push_notification_configs,
+    "DeleteTaskPushNotificationConfig": Server.delete_task_push_notification_config,
+    "GetExtendedAgentCard": Server.get_extended_agent_card,
+}
+
+
+def _history_length(request, field="historyLength"):
+    """historyLength: None (unset: the whole history), 0 (none) or N > 0 (newest N)."""
+    value = request.get("historyLength")
+    if value is not None and value < 0:
+        raise InvalidParamsError(f"{field} must be 0 or more (0 omits the history); got {value}",
+                                 field=field)
+    return value
+
+
+# ListTasks page tokens (section 3.1.4: opaque to the client). A token is the
+# sort key of the last task of the page, (status timestamp, id), as URL-safe
+# base64 of its JSON: the next page is every matching task that sorts after
+# it. It holds no server state, so it never expires and survives restarts,
+# and a task added, changed or evicted between two pages moves nothing else.
+# A token this server did not make is refused as InvalidParams, naming the fix.
+
+
+def _encode_page_token(key):
+    """(status timestamp, task id) -> the opaque pageToken."""
+    return _b64encode(json.dumps(list(key)).encode()).replace("+", "-").replace("/", "_").rstrip("=")
+
+
+def _decode_page_token(token):
+    """A pageToken -> the (status timestamp, task id) it was made from."""
+    try:
+        stamp, task_id = json.loads(_b64decode(token))
+        if isinstance(stamp, str) and isinstance(task_id, str):
+            (stamp + task_id).encode()         # (UnicodeEncodeError: a lone surrogate)
+            return stamp, task_id
+    except (ValueError, TypeError, binascii.Error, RecursionError):
+        pass
+    raise InvalidParamsError(
+        "pageToken is not one this server issued; pass the nextPageToken of the previous "
+        "ListTasks answer unchanged, or omit it for the first page", field="pageToken")
+
+
+# =============================================================================
 # 10. Running on an event loop
 # =============================================================================
 #
@@ -5940,6 +5937,9 @@ class _PushDelivery:
 #
 # A threaded host meets one piece of this too: an async agent needs a loop,
 # so the server starts one of its own in a thread on first use (_LoopThread).
+# A store that other processes share may make a write wait for another
+# process's: such a store gives the server its own way (``loop_threads``, the
+# StoreThreads of a2a_store.py), which a host on a loop hands each request.
 #
 # Speed: on Python 3.12+ an agent's task starts eagerly, so a turn that never
 # waits (most do not) has ended before handle_http() returns and is answered
@@ -5993,143 +5993,6 @@ class _LoopThread:
 
     def spawn(self, coroutine):
         self.loop.call_soon_threadsafe(self.spawner, coroutine)
-
-
-def _in_store_thread(server, fn, *args):
-    """Run ``fn(*args)`` on one of the server's store threads (at most
-    ``store_threads``), for a host on an event loop whose server shares its
-    store with other processes: a write may wait there for another process's
-    to finish (reads never wait: WAL). Returns an awaitable of the result."""
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-    pool = server._offloader
-    if pool is None:
-        with server._lock:
-            if server._offloader is None:
-                server._offloader = ThreadPoolExecutor(server.limits["store_threads"],
-                                                       thread_name_prefix="a2a-store")
-            pool = server._offloader
-    return asyncio.get_running_loop().run_in_executor(pool, functools.partial(fn, *args))
-
-
-class _WouldWait(BaseException):
-    """A shared store's write, asked for inside not_waiting(): nothing was
-    written. (A BaseException: no ``except Exception`` on the way may take
-    it for the request's error.)"""
-
-
-class _LoopCommits:
-    """The commits that an event loop's turns end with during one pass of
-    the loop, for a store that other processes share: committed together
-    (SQLiteStore.commit_many) once the pass is over, on the loop itself
-    unless a write lock is held (then on a store thread). Many clients'
-    SendMessage answered by async agents end in the same pass, so one
-    transaction holds them all, and no thread is handed anything; a commit
-    with nothing else waiting to run on the loop is made at once."""
-
-    __slots__ = ("server", "loop", "waiting")
-
-    def __init__(self, server, loop):
-        self.server, self.loop, self.waiting = server, loop, []
-
-    @staticmethod
-    def of(server):
-        """The running loop's, for ``server`` (made on first use)."""
-        import asyncio
-        loop = asyncio.get_running_loop()
-        commits = server._loop_commits.get(loop)
-        if commits is None:
-            commits = server._loop_commits[loop] = _LoopCommits(server, loop)
-        return commits
-
-    def add(self, then, *args):
-        """store.commit(*args), with ``then(its result, or its error)`` after
-        it. At once if nothing else waits to run on the loop (one client: no
-        company is coming); else at the end of this pass, with the others."""
-        self.waiting.append((args, then))
-        if len(self.waiting) == 1:
-            ready = getattr(self.loop, "_ready", None)    # (asyncio's own loop has it)
-            # (Not inside not_waiting(): an eager task, Python 3.12+, may end its
-            # turn within the request that began it, where no write may be made.)
-            if ready is not None and not ready and not self.server.store._refusing():
-                self.flush()
-            else:
-                self.loop.call_soon(self.flush)
-
-    def flush(self):
-        batch, self.waiting = self.waiting, []
-        calls = [args for args, _ in batch]
-        store = self.server.store
-        try:
-            outcomes = store.commit_many(calls, wait=False)
-        except _WouldWait:                  # a write lock is held: wait on a thread
-            done = _in_store_thread(self.server, store.commit_many, calls)
-            done.add_done_callback(functools.partial(self._settle_later, batch))
-            return
-        except Exception as error:          # the store failed: each commit did
-            outcomes = [error] * len(batch)
-        self._settle(batch, outcomes)
-
-    def _settle_later(self, batch, done):
-        try:
-            outcomes = done.result()
-        except Exception as error:
-            outcomes = [error] * len(batch)
-        self._settle(batch, outcomes)
-
-    @staticmethod
-    def _settle(batch, outcomes):
-        for (_, then), outcome in zip(batch, outcomes):
-            try:
-                then(outcome)
-            except Exception:                # one turn's end must not stop the others'
-                _log().exception("ending a turn after its commit failed")
-
-
-def _ended_on_loop(server, turn, answer):
-    """End an async agent's turn on a shared store as _TurnWriter.complete
-    would store it once, if it is one that may (_TurnWriter.at_once): its task
-    committed with the others this pass of the loop ends (_LoopCommits), not
-    on a store thread. Whether it did."""
-    task = turn.at_once(answer)
-    if task is None or not hasattr(server.store, "commit_many"):
-        return False
-    channel = turn.channel
-    _LoopCommits.of(server).add(functools.partial(_saved_on_loop, server, turn, task),
-                                task, channel.owner, channel.version, None, channel.caller,
-                                channel.holder)
-    return True
-
-
-def _saved_on_loop(server, turn, task, committed):
-    """The rest of _ended_on_loop's turn, once ``task`` was committed
-    (``committed``: commit()'s result, or the error that refused it)."""
-    if isinstance(committed, BaseException):
-        _in_store_thread(server, turn.fail, committed)
-        return
-    turn.channel.save(task, committed)
-    turn._end_turn()
-
-
-def _here_unless_it_waits(server, *args):
-    """``server.handle_http(*args)`` on this thread, an event loop's, for a
-    server whose store other processes share, if answering needs no write
-    to the store (a write may wait for another process's): reads never wait
-    (SQLite's write-ahead log). None if it needs one: nothing was written,
-    and nothing begun that cannot be begun again (the first write of a
-    request comes before its agent starts: an async agent's own writes run
-    on store threads, _drive_async_off), so the host runs the request again
-    on a store thread (_in_store_thread). A SendMessage of a new task and
-    every read are answered here: a hand-off to a thread and back, about a
-    third of such a request's cost, is saved."""
-    not_waiting = getattr(server.store, "not_waiting", None)
-    if not_waiting is None:                 # a store of someone else's: always a thread
-        return None
-    try:
-        with not_waiting():
-            return server.handle_http(*args)
-    except _WouldWait:
-        return None
 
 
 def _call_on(loop, fn, *args):
@@ -7189,16 +7052,16 @@ class _LoopConnection:
             path, _, query = request.target.partition("?")
             base_url = self.scheme + (request.headers.get("host") or self.local)
             args = (method, path, query, request.headers, request.body, base_url, self.peer)
-            if server.store.shared:                # a write may wait for the store: on a thread
-                response = _here_unless_it_waits(server, *args, self.spawn)
-                if response is None:
-                    spawn = functools.partial(_call_on, self.loop, self.spawn)
-                    self.busy = _in_store_thread(server, server.handle_http, *args, spawn)
-                    self.busy.add_done_callback(
+            off_loop = server._off_loop            # (a shared store: a write may wait)
+            if off_loop is None:
+                response = server.handle_http(*args, self.spawn)
+            else:
+                response = off_loop.handle_http(self.loop, self.spawn, *args)
+                if not isinstance(response, Response):     # it runs on a store thread
+                    self.busy = response
+                    response.add_done_callback(
                         functools.partial(self.handled_off_loop, method, keep))
                     return
-            else:
-                response = server.handle_http(*args, self.spawn)
             if not self.answer(response, method, keep):
                 return
 
@@ -7418,14 +7281,13 @@ def asgi_app(server, *, grace=10.0):
         else:
             args = (scope["method"], path, scope.get("query_string", b"").decode("latin-1"),
                     headers, b"".join(chunks), base_url, (scope.get("client") or (None,))[0])
-            if server.store.shared:                # a write may wait for the store: on a thread
-                response = _here_unless_it_waits(server, *args, spawner(loop))
-                if response is None:
-                    response = await _in_store_thread(
-                        server, server.handle_http, *args,
-                        functools.partial(_call_on, loop, spawner(loop)))
-            else:
+            off_loop = server._off_loop            # (a shared store: a write may wait)
+            if off_loop is None:
                 response = server.handle_http(*args, spawner(loop))
+            else:
+                response = off_loop.handle_http(loop, spawner(loop), *args)
+                if not isinstance(response, Response):     # it runs on a store thread
+                    response = await response
             response = await _answer_async(response)
         headers = list(response.headers)
         if response.stream is None and response.status not in (204, 304):

@@ -834,6 +834,10 @@ class PostgresStore(a2a_min._Bounds):
         """The watch of a shared store, as SQLiteStore's (a2a_store._StoreWatch)."""
         return a2a_store._StoreWatch(server)
 
+    def loop_threads(self, server):
+        """As SQLiteStore's: every write of an event loop's host on a store thread."""
+        return a2a_store.StoreThreads(server)
+
     def changed(self):
         """A number that moves when a task others may follow changed: the
         notifications this process's listener heard (its reconnects count

@@ -29,17 +29,20 @@ MIT License. Copyright (c) 2026 the a2a_min authors.
 
 __all__ = ["SQLiteStore", "open_store", "serve_workers", "SQLITE_SCHEMA_VERSION"]
 
+import functools
 import json
 import os
 import threading
 import time
+import types
+import weakref
 
 import a2a_min
 from a2a_min import (A2AError, InternalError, ServerBusyError, TaskStoreFullError,
                      TERMINAL_STATES)
 # The second tier (a2a_min.COMPANION_API): the store contract's helpers.
 from a2a_min import (_IDLE_STATES, _RECENT, _RECENT_BYTES, _RECENT_DECODED, _Bounds,
-                     _StoredEvent, _StoredTask, _WouldWait, _check_version, _cut_history,
+                     _StoredEvent, _StoredTask, _call_on, _check_version, _cut_history,
                      _decode_stored, _decoded_size, _dumps, _log, _newest, _no_longer_stored,
                      _over_share, _store_full, _too_many_configs, _with_pending)
 
@@ -1254,6 +1257,11 @@ class SQLiteStore(_Bounds):
         gives the server that uses it."""
         return _StoreWatch(server)
 
+    def loop_threads(self, server):
+        """What a host on an event loop does with ``server`` on this store
+        (StoreThreads, "a shared store under an event loop" below)."""
+        return StoreThreads(server)
+
     def changed(self):
         """A number that changes when another connection (another process, or
         a thread of this one) committed: PRAGMA data_version, of a connection
@@ -1945,3 +1953,173 @@ class _StoreWatch:
                 return                          # it runs here: renewed next time
         server._end_unfinished(task_id, owner, "the server process running this task stopped "
                                "before the agent finished (its lease ran out)")
+
+
+# -- a shared store under an event loop --------------------------------------------------
+#
+# A host on an event loop (serve_asyncio, asgi_app) must never wait, and a
+# write to a store that other processes share may wait for another
+# process's to finish. The core asks a shared store for its StoreThreads
+# (store.loop_threads(server)), and such a host hands them every request:
+#
+#   - a request that needs no write (every read, and a SendMessage that
+#     starts a new task: its first write comes before the agent) is answered
+#     on the loop, inside store.not_waiting(), where a write refuses at once
+#     (_WouldWait) rather than wait; reads never wait (SQLite's write-ahead
+#     log). A store without not_waiting() (PostgresStore) skips this step;
+#   - the others run again from the start on a store thread (at most
+#     ``store_threads`` of them): nothing was written the first time;
+#   - an async agent's writes (its turn runs on the loop) run on a store
+#     thread each, except the commonest turn, a plain answer stored once:
+#     the turns that end in one pass of the loop are committed together, in
+#     one transaction (commit_many, _LoopCommits), on the loop itself unless
+#     another process holds the write lock.
+#
+# A hand-off to a thread and back is about a third of a small request's
+# cost: most requests never make one.
+
+
+class _WouldWait(BaseException):
+    """A shared store's write, asked for inside not_waiting(): nothing was
+    written. (A BaseException: no ``except Exception`` on the way may take
+    it for the request's error.)"""
+
+
+class StoreThreads:
+    """What a host on an event loop does with ``server``, whose store other
+    processes share (see above): ``handle_http(loop, spawn, *args)`` answers
+    a request, with a Response or an asyncio future of one, and ``drive``
+    runs an async agent's turn."""
+
+    def __init__(self, server):
+        self.server, self.pool = server, None
+        self.lock = threading.Lock()
+        self.commits = weakref.WeakKeyDictionary()      # loop -> its _LoopCommits
+
+    def run(self, fn, *args):
+        """``fn(*args)`` on one of the store threads: an awaitable of its result."""
+        import asyncio
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            with self.lock:
+                if self.pool is None:
+                    self.pool = ThreadPoolExecutor(self.server.limits["store_threads"],
+                                                   thread_name_prefix="a2a-store")
+        return asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(fn, *args))
+
+    def handle_http(self, loop, spawn, *args):
+        """``server.handle_http(*args, spawn)`` on the loop if it needs no write,
+        else on a store thread (a future of the Response)."""
+        server = self.server
+        not_waiting = getattr(server.store, "not_waiting", None)
+        if not_waiting is not None:
+            try:
+                with not_waiting():
+                    return server.handle_http(*args, spawn)
+            except _WouldWait:
+                pass
+        return self.run(server.handle_http, *args, functools.partial(_call_on, loop, spawn))
+
+    async def drive(self, result, turn):
+        """Server._drive_async's turn (``result``: what the async agent returned,
+        a coroutine or an async generator), each write on a store thread."""
+        try:
+            if isinstance(result, types.AsyncGeneratorType):
+                try:
+                    async for item in result:
+                        await self.run(turn.emit, item, True)
+                        if turn.done:
+                            break
+                finally:
+                    await result.aclose()
+                await self.run(turn.finish)
+            else:
+                answer = await result
+                if not self.ended_on_loop(turn, answer):
+                    await self.run(turn.complete, answer)
+        except Exception as exc:
+            await self.run(turn.fail, exc)
+
+    def ended_on_loop(self, turn, answer):
+        """End the turn as _TurnWriter.complete would store it once, if it is
+        one that may (turn.at_once): its task committed with the others this
+        pass of the loop ends (_LoopCommits), not on a store thread. Whether it did."""
+        task = turn.at_once(answer)
+        if task is None or not hasattr(self.server.store, "commit_many"):
+            return False
+        import asyncio
+        loop = asyncio.get_running_loop()
+        commits = self.commits.get(loop)
+        if commits is None:
+            commits = self.commits[loop] = _LoopCommits(self, loop)
+        channel = turn.channel
+        commits.add(functools.partial(self.saved_on_loop, turn, task),
+                    task, channel.owner, channel.version, None, channel.caller, channel.holder)
+        return True
+
+    def saved_on_loop(self, turn, task, committed):
+        """The rest of ended_on_loop's turn, once ``task`` was committed
+        (``committed``: commit()'s result, or the error that refused it)."""
+        if isinstance(committed, BaseException):
+            self.run(turn.fail, committed)
+            return
+        turn.channel.save(task, committed)
+        turn._end_turn()
+
+
+class _LoopCommits:
+    """The commits that an event loop's turns end with during one pass of
+    the loop: committed together (store.commit_many) once the pass is over,
+    on the loop itself unless a write lock is held (then on a store thread).
+    Many clients' SendMessage answered by async agents end in the same pass,
+    so one transaction holds them all, and no thread is handed anything; a
+    commit with nothing else waiting to run on the loop is made at once."""
+
+    __slots__ = ("threads", "loop", "waiting")
+
+    def __init__(self, threads, loop):
+        self.threads, self.loop, self.waiting = threads, loop, []
+
+    def add(self, then, *args):
+        """store.commit(*args), with ``then(its result, or its error)`` after
+        it. At once if nothing else waits to run on the loop (one client: no
+        company is coming); else at the end of this pass, with the others."""
+        self.waiting.append((args, then))
+        if len(self.waiting) == 1:
+            ready = getattr(self.loop, "_ready", None)    # (asyncio's own loop has it)
+            # (Not inside not_waiting(): an eager task, Python 3.12+, may end its
+            # turn within the request that began it, where no write may be made.)
+            if ready is not None and not ready and not self.threads.server.store._refusing():
+                self.flush()
+            else:
+                self.loop.call_soon(self.flush)
+
+    def flush(self):
+        batch, self.waiting = self.waiting, []
+        calls = [args for args, _ in batch]
+        store = self.threads.server.store
+        try:
+            outcomes = store.commit_many(calls, wait=False)
+        except _WouldWait:                  # a write lock is held: wait on a thread
+            done = self.threads.run(store.commit_many, calls)
+            done.add_done_callback(functools.partial(self._settle_later, batch))
+            return
+        except Exception as error:          # the store failed: each commit did
+            outcomes = [error] * len(batch)
+        self._settle(batch, outcomes)
+
+    def _settle_later(self, batch, done):
+        try:
+            outcomes = done.result()
+        except Exception as error:
+            outcomes = [error] * len(batch)
+        self._settle(batch, outcomes)
+
+    @staticmethod
+    def _settle(batch, outcomes):
+        for (_, then), outcome in zip(batch, outcomes):
+            try:
+                then(outcome)
+            except Exception:                # one turn's end must not stop the others'
+                _log().exception("ending a turn after its commit failed")
+

@@ -26,9 +26,16 @@ SOURCE = open(os.path.join(ROOT, "a2a_min.py"), encoding="utf-8").read()
 LINES = SOURCE.splitlines()
 TREE = ast.parse(SOURCE)
 
+# The sections in the order they teach; the protocol's are free of event
+# loops and sockets (webhook delivery sends HTTP, so it is not one of them:
+# the operations that come after it only hand it events).
+ORDER = ("Tables", "Errors", "The data model", "The task store", "Agent execution",
+         "Authentication", "Bindings", "Webhook delivery", "Operations",
+         "Running on an event loop", "Adapters", "The demo")
 PROTOCOL = ("Tables", "Errors", "The data model", "The task store", "Agent execution",
-            "Operations", "Authentication", "Bindings")
-AFTER = ("Webhook delivery", "Running on an event loop", "Adapters", "The demo")
+            "Authentication", "Bindings", "Operations")
+# What a protocol section may use before it is defined: the hosts' hooks.
+HOST_HOOKS = {"_LoopThread"}
 
 # Names that mean an event loop, a socket or an HTTP client: none may appear
 # in the code (not the comments) of a protocol section.
@@ -51,11 +58,37 @@ def sections():
 
 def test_the_sections_come_in_the_order_that_teaches():
     titles = [title for _, title, _, _ in sections()]
-    expected = PROTOCOL + AFTER
+    expected = ORDER
     assert len(titles) == len(expected), titles
     for title, start in zip(titles, expected):
         assert title.startswith(start), (title, start)
     assert [n for n, _, _, _ in sections()] == list(range(1, len(expected) + 1))
+
+
+def test_no_protocol_section_uses_a_name_defined_after_it():
+    """Read top to bottom, a name is met where it is defined or after: a
+    protocol section uses nothing of a later section (at run time Python
+    would not mind; a reader would), but the hosts' hooks (HOST_HOOKS)."""
+    spans = sections()
+
+    def section_of(line):
+        return next((n for n, _, first, last in spans if first <= line <= last), 0)
+    defined = {}
+    for node in TREE.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.setdefault(node.name, section_of(node.lineno))
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    defined.setdefault(target.id, section_of(node.lineno))
+    protocol = {n for n, title, _, _ in spans if title.startswith(PROTOCOL)}
+    early = sorted({(section_of(node.lineno), node.id, defined[node.id])
+                    for node in ast.walk(TREE)
+                    if isinstance(node, ast.Name) and node.id in defined
+                    and node.id not in HOST_HOOKS and node.lineno >= spans[0][2]
+                    and section_of(node.lineno) in protocol
+                    and defined[node.id] > section_of(node.lineno)})
+    assert not early, f"(section, name, the later section defining it): {early}"
 
 
 def _code_names(first, last):

@@ -83,14 +83,14 @@ def test_on_an_event_loop_what_needs_no_write_is_answered_on_the_loop(tmp_path, 
         assert client.result("GetTask", {"id": tasks[0]["id"]})["artifacts"][0]["parts"] == [
             {"text": "done: hello 0"}]
         assert len(client.result("ListTasks", {})["tasks"]) == 20
-        assert server._offloader is None                # no store thread was needed
+        assert server._off_loop.pool is None                # no store thread was needed
         waiting = client.send("wait")["task"]
         assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
         more = user_message("more")
         more["taskId"] = waiting["id"]
         continued = client.result("SendMessage", {"message": more})["task"]
         assert continued["status"]["state"] == "TASK_STATE_COMPLETED"
-        assert server._offloader is not None            # that one wrote on a store thread
+        assert server._off_loop.pool is not None            # that one wrote on a store thread
         assert client.error("CancelTask", {"id": continued["id"]})["code"] == -32002
     finally:
         client.close()
