@@ -1,0 +1,228 @@
+"""The command lines of docs/ that tests/test_readme.py does not run, run as
+pasted (a port of the test's own in place of 8000 and 50051, the suite's
+PostgreSQL in place of db.internal): the WSGI and ASGI hosts, the SQLite
+store and its workers, the PostgreSQL store, ``serve --exec`` and
+``--echo``, the gRPC companion and its Python call, and the 0.3 curl line.
+The ``pip install`` lines name extras that setup.cfg has (CI installs them);
+the grpcurl line names a proto and a method that exist (grpcurl is not a
+package this machine can install)."""
+
+import configparser
+import http.client
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness import ROOT, exercise, free_port, need, rpc_body, user_message
+
+HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+BIN = os.path.dirname(sys.executable)
+
+
+def lines_of(page, heading, nth=0):
+    """The command lines of the ``nth`` bash block after ``heading`` in docs/``page``,
+    without their comments (a line ending in a backslash joined to the next)."""
+    with open(os.path.join(ROOT, "docs", page), encoding="utf-8") as f:
+        text = f.read().split(heading, 1)[1]
+    block = re.findall(r"```bash\n(.*?)```", text, re.S)[nth]
+    block = block.replace("\\\n", " ")
+    return [line.split("  #")[0].strip() for line in block.strip().splitlines()]
+
+
+def here(line, port, grpc_port=None):
+    line = line.replace("python3 a2a_min.py", f"{sys.executable} {ROOT}/a2a_min.py")
+    line = line.replace(":8000", f":{port}")
+    line = line.replace("--port 8000", f"--port {port}")
+    if grpc_port is not None:
+        line = line.replace("50051", str(grpc_port))
+    return line
+
+
+def start(line, port, cwd=ROOT, env=None):
+    """Run ``line`` with bash (the venv's commands first on PATH), and wait
+    until it serves the card on ``port``."""
+    env = {**os.environ, **(env or {}), "PATH": BIN + os.pathsep + os.environ["PATH"]}
+    proc = subprocess.Popen(["bash", "-c", "exec " + line], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/.well-known/agent-card.json")
+            if conn.getresponse().status == 200:
+                return proc
+        except OSError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, (line, proc.stderr.read())
+        time.sleep(0.1)
+
+
+def stop(proc):
+    import signal
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def call(port, method, params):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("POST", "/", rpc_body(method, params), HEADERS)
+    answer = json.loads(conn.getresponse().read())
+    conn.close()
+    return answer
+
+
+def text_of(task):
+    return "".join(part.get("text", "") for artifact in task.get("artifacts", ())
+                   for part in artifact["parts"])
+
+
+def test_the_wsgi_and_asgi_lines():
+    for line in lines_of("deploying.md", "The same server runs under WSGI and ASGI hosts"):
+        assert line.split()[0] in ("gunicorn", "uvicorn"), line
+        need(line.split()[0], f"the {line.split()[0]} line (the test extra)")
+        port = free_port()
+        proc = start(here(line, port), port)
+        try:
+            exercise(port)
+        finally:
+            stop(proc)
+
+
+def test_the_sqlite_store_lines(tmp_path):
+    """``--store tasks.db`` keeps a task across a restart; ``--workers 4``
+    serves from four processes on one port."""
+    alone, workers = lines_of("deploying.md", "## Keeping tasks: in memory, in SQLite")
+    port = free_port()
+    proc = start(here(alone, port) + f" --port {port}", port, cwd=tmp_path)
+    try:
+        task = call(port, "SendMessage", {"message": user_message("keep me")})["result"]["task"]
+    finally:
+        stop(proc)
+    proc = start(here(alone, port) + f" --port {port}", port, cwd=tmp_path)
+    try:
+        assert call(port, "GetTask", {"id": task["id"]})["result"]["id"] == task["id"]
+    finally:
+        stop(proc)
+    assert workers.endswith("--workers 4")
+    port = free_port()
+    proc = start(here(workers, port) + f" --port {port}", port, cwd=tmp_path)
+    try:
+        exercise(port)
+        children = open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()
+        assert len(children) == 4, children
+    finally:
+        stop(proc)
+
+
+def test_the_postgres_lines():
+    from conftest import postgres_server
+    url = postgres_server().url
+    install, serve = lines_of("deploying.md", "keep the\ntasks in PostgreSQL")
+    assert install == "pip install '.[postgres]'" and "postgres" in extras()
+    line = serve.replace("postgresql://a2a@db.internal/a2a", url)
+    assert line != serve
+    port = free_port()
+    proc = start(here(line, port) + f" --port {port}", port)
+    try:
+        exercise(port)
+    finally:
+        stop(proc)
+
+
+def test_the_exec_and_echo_lines(tmp_path):
+    upper, tool, echo = lines_of("deploying.md", "## Any program as the agent: `serve --exec`")
+    (tmp_path / "my_tool").write_text(
+        "#!/bin/sh\n# the docs' ./my_tool: two JSON objects, one after the other\n"
+        "test \"$1\" = --json && printf '{\"a\": 1}{\"b\": 2}'\n")
+    (tmp_path / "my_tool").chmod(0o755)
+    for line, text, expected in ((upper, "hello", "HELLO"), (tool, "x", '{"a": 1}{"b": 2}'),
+                                 (echo, "echo me", "echo me")):
+        port = free_port()
+        proc = start(here(line, port) + f" --port {port}", port, cwd=tmp_path)
+        try:
+            answer = call(port, "SendMessage", {"message": user_message(text)})
+            task = answer["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED", answer
+            assert text_of(task).strip() == expected, (line, task)
+            if line is tool:                   # --chunk '}': one chunk per object
+                stream = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                stream.request("POST", "/message:stream",
+                               json.dumps({"message": user_message(text)}), HEADERS)
+                chunks = [json.loads(line[6:]) for line in
+                          stream.getresponse().read().decode().splitlines()
+                          if line.startswith("data: ")]
+                assert [c["artifactUpdate"]["artifact"]["parts"][0]["text"]
+                        for c in chunks if "artifactUpdate" in c] == ['{"a": 1}', '{"b": 2}']
+        finally:
+            stop(proc)
+
+
+def test_the_grpc_lines():
+    need("grpc", "the gRPC companion needs grpcio (the test extra)")
+    install, serve = lines_of("deploying.md", "## gRPC: the optional companion")
+    assert install == "pip install '.[grpc]'" and "grpc" in extras()
+    port, grpc_port = free_port(), free_port()
+    proc = start(here(serve, port, grpc_port), port)
+    try:
+        with open(os.path.join(ROOT, "docs", "deploying.md"), encoding="utf-8") as f:
+            text = f.read().split("## gRPC: the optional companion", 1)[1]
+        python = re.findall(r"```python\n(.*?)```", text, re.S)[1]
+        assert "127.0.0.1:50051" in python
+        scope = {}
+        exec(python.replace("50051", str(grpc_port)), scope)
+        reply = scope["reply"]
+        assert reply.task.status.state == scope["pb"].TASK_STATE_COMPLETED
+        scope["channel"].close()
+        # grpcurl: the proto it is given, and the method it calls, exist.
+        grpcurl = lines_of("deploying.md", "## gRPC: the optional companion", nth=1)[0]
+        words = shlex.split(grpcurl.replace('"$GOOGLEAPIS"', "GOOGLEAPIS"))
+        proto = os.path.join(ROOT, words[words.index("-import-path") + 1],
+                             words[words.index("-proto") + 1])
+        service, method = words[-1].rsplit("/", 1)
+        with open(proto, encoding="utf-8") as f:
+            source = f.read()
+        assert service == "lf.a2a.v1.A2AService" and "package lf.a2a.v1;" in source
+        assert f"rpc {method}(" in source
+    finally:
+        stop(proc)
+
+
+def test_the_0_3_curl_line():
+    """docs/compatibility.md's 0.3 message/send, against ``--compat 0.3``."""
+    with open(os.path.join(ROOT, "docs", "compatibility.md"), encoding="utf-8") as f:
+        text = f.read().split("## A2A 0.3 clients too", 1)[1]
+    line = re.findall(r"```bash\n(.*?)```", text, re.S)[0]      # (one command, over three lines)
+    assert line.startswith("curl ") and line.count("curl ") == 1
+    port = free_port()
+    proc = start(f"{sys.executable} a2a_min.py --compat 0.3 --port {port}", port)
+    try:
+        out = subprocess.run(["bash", "-c", line.replace("localhost:8000", f"localhost:{port}")],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        stop(proc)
+    result = json.loads(out.stdout)["result"]
+    assert result["kind"] == "task" and result["status"]["state"] == "completed", out.stdout
+
+
+def extras():
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    return set(config["options.extras_require"])
+
+
+def test_the_signing_pip_line_names_an_extra_there_is():
+    with open(os.path.join(ROOT, "docs", "security.md"), encoding="utf-8") as f:
+        assert "pip install '.[signing]'" in f.read()
+    assert "signing" in extras()
