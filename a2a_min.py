@@ -1415,7 +1415,8 @@ _EVENT_OVERHEAD = 160
 
 class _Bounds:
     """What every store is given: the limits (keyword arguments whose defaults
-    are DEFAULT_LIMITS'), and ``on_evict``, which the Server sets."""
+    are DEFAULT_LIMITS'), ``on_evict``, which the Server sets, and the one
+    policy that keeps a store within them (_make_room, below)."""
 
     _circuit = None             # a shared store's outage circuit (_Circuit); memory has none
 
@@ -1439,6 +1440,69 @@ class _Bounds:
         self.replay_buffer_bytes = replay_buffer_bytes
         self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
+
+    # -- the one eviction and share policy of every store ----------------------
+    #
+    # A write that would take a store past a bound makes room here, whatever
+    # keeps the tasks: expired tasks go first (idle for task_ttl), then the
+    # writing caller's oldest idle tasks while it is past its share
+    # (max_tasks_per_caller, max_bytes_per_caller), then anyone's oldest idle
+    # tasks while the store is past max_tasks or max_bytes. A running task is
+    # never evicted. If that is not enough, the write is refused
+    # (CallerLimitError, TaskStoreFullError). A full store evicts down to a
+    # 64th below the bound, so the writes that follow find room without
+    # evicting one task each. Each store gives the four steps, on ``ctx``
+    # (its transaction, or what it needs to count):
+    #
+    #   _expire(ctx, now, task_id, evicted)   remove the expired tasks (not task_id)
+    #   _held(ctx, caller)                    (tasks, bytes, the caller's tasks, its bytes)
+    #   _idle_batch(ctx, task_id, caller)     up to 64 of the oldest idle tasks, as
+    #                                         (id, size): the caller's, or anyone's (None)
+    #   _evict(ctx, task_ids, evicted)        remove those
+
+    def _make_room(self, ctx, task_id, new, grows, caller, now, evicted):
+        """Make room for ``task_id`` to be written (one task more if ``new``,
+        ``grows`` bytes more) by the policy above; ``evicted`` gets the ids
+        of the tasks removed."""
+        self._expire(ctx, now, task_id, evicted)
+        tasks, size, share_tasks, share_bytes = self._held(ctx, caller)
+        limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
+        if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
+            freed_tasks, freed_bytes = self._evict_down(
+                ctx, task_id, caller, share_tasks + new, share_bytes + grows, limit_tasks,
+                limit_bytes, evicted)
+            share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
+            tasks, size = tasks - freed_tasks, size - freed_bytes
+            if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
+                raise _over_share(share_tasks, share_bytes, new, limit_tasks, limit_bytes)
+        if tasks + new > self.max_tasks or size + grows > self.max_bytes:
+            freed_tasks, freed_bytes = self._evict_down(
+                ctx, task_id, None, tasks + new, size + grows, self.max_tasks, self.max_bytes,
+                evicted)
+            tasks, size = tasks - freed_tasks, size - freed_bytes
+            if tasks + new > self.max_tasks or size + grows > self.max_bytes:
+                raise _store_full(tasks, size, new, self.max_tasks, self.max_bytes)
+
+    def _evict_down(self, ctx, task_id, caller, held_tasks, held_bytes, max_tasks, max_bytes,
+                    evicted, batches=None):
+        """Evict the oldest idle tasks (``caller``'s, or anyone's if None) until
+        (held_tasks, held_bytes) is a 64th below (max_tasks, max_bytes), none
+        is left, or ``batches`` of 64 are gone. Returns (tasks, bytes) freed."""
+        room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
+        freed_tasks = freed_bytes = 0
+        while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
+            batch, chosen = self._idle_batch(ctx, task_id, caller), []
+            for gone, size in batch:
+                if (held_tasks - freed_tasks <= room_tasks
+                        and held_bytes - freed_bytes <= room_bytes):
+                    break
+                freed_tasks, freed_bytes = freed_tasks + 1, freed_bytes + size
+                chosen.append(gone)
+            if chosen:
+                self._evict(ctx, chosen, evicted)
+            if len(batch) < 64 or batches is not None and freed_tasks >= 64 * batches:
+                break
+        return freed_tasks, freed_bytes
 
 
 class _StoredTask(dict):
@@ -1685,7 +1749,7 @@ class TaskStore(_Bounds):
                 or share[1] + grows > self.max_bytes_per_caller
                 or idle and idle[next(iter(idle))] < now - self.task_ttl):
             try:
-                self._make_room(task_id, new, grows, caller, share, now, evicted)
+                self._make_room(share, task_id, new, grows, caller, now, evicted)
             except A2AError:
                 if not share[0]:            # a new caller refused: nothing to count
                     self._callers.pop(caller, None)
@@ -1764,7 +1828,7 @@ class TaskStore(_Bounds):
                 share = self._callers[entry.caller]
                 if (self._bytes + grows > self.max_bytes
                         or share[1] + grows > self.max_bytes_per_caller):
-                    self._make_room(task_id, 0, grows, entry.caller, share, time.monotonic(),
+                    self._make_room(share, task_id, 0, grows, entry.caller, time.monotonic(),
                                     evicted)
                 self._configs.setdefault(task_id, {})[config["id"]] = config
                 self._resize(task_id, grows)
@@ -1835,62 +1899,36 @@ class TaskStore(_Bounds):
         if not share[0]:
             del self._callers[entry.caller]
 
-    def _evict_down(self, task_id, caller, held, max_tasks, max_bytes, evicted):
-        """Evict the oldest idle tasks (``caller``'s, if given: a scan from the
-        oldest, where the caller filling up usually finds its own first) until
-        ``held()``, (tasks, bytes), is a 64th below the bounds, or none is left."""
-        room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
-        while True:
-            batch = self._oldest_idle(task_id, caller)
-            for oldest in batch:
-                count, size = held()
-                if count <= room_tasks and size <= room_bytes:
-                    return
-                self._remove(oldest)
-                evicted.append(oldest)
-            if not batch:
-                return
+    # (the steps of _Bounds._make_room: ``ctx`` is the writing caller's
+    # [tasks, bytes], counted here)
 
-    def _oldest_idle(self, task_id, caller=None, count=64):
-        """Up to ``count`` of the oldest idle tasks (of ``caller``, if given)."""
-        found = []
-        for i in self._idle:
-            if i != task_id and (caller is None or self._tasks[i].caller == caller):
-                found.append(i)
-                if len(found) == count:
-                    break
-        return found
-
-    def _make_room(self, task_id, new, grows, caller, share, now, evicted):
-        """Evict what must go for a task to be written (``grows`` bytes more,
-        one task more if ``new``): expired tasks, then the caller's oldest idle
-        ones past its share, then anyone's oldest idle ones past the store's
-        bounds. Raises CallerLimitError or TaskStoreFullError if that is not
-        enough. ``evicted`` gets the evicted ids.
-
-        A full store makes room for a while, not for one task: it evicts down
-        to a 64th below the bound (as far as idle tasks allow), so the writes
-        that follow find room without evicting one task each."""
-        deadline = now - self.task_ttl
-        tasks, idle = self._tasks, self._idle
-        for oldest, ended in idle.items():          # expired, oldest first
+    def _expire(self, share, now, task_id, evicted):
+        deadline, expired = now - self.task_ttl, []
+        for oldest, ended in self._idle.items():    # oldest first
             if ended >= deadline or oldest == task_id:
                 break
-            evicted.append(oldest)
-        for oldest in evicted:
+            expired.append(oldest)
+        for oldest in expired:
             self._remove(oldest)
-        max_tasks, max_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
-        if share[0] + new > max_tasks or share[1] + grows > max_bytes:
-            self._evict_down(task_id, caller, lambda: (share[0] + new, share[1] + grows),
-                             max_tasks, max_bytes, evicted)
-            if share[0] + new > max_tasks or share[1] + grows > max_bytes:
-                raise _over_share(share[0], share[1], new, max_tasks, max_bytes)
-        max_tasks, max_bytes = self.max_tasks, self.max_bytes
-        if len(tasks) + new > max_tasks or self._bytes + grows > max_bytes:
-            self._evict_down(task_id, None, lambda: (len(tasks) + new, self._bytes + grows),
-                             max_tasks, max_bytes, evicted)
-            if len(tasks) + new > max_tasks or self._bytes + grows > max_bytes:
-                raise _store_full(len(tasks), self._bytes, new, max_tasks, max_bytes)
+        evicted += expired
+
+    def _held(self, share, caller):
+        return len(self._tasks), self._bytes, share[0], share[1]
+
+    def _idle_batch(self, share, task_id, caller, count=64):
+        batch = []
+        for i in self._idle:
+            entry = self._tasks[i]
+            if i != task_id and (caller is None or entry.caller == caller):
+                batch.append((i, entry.size))
+                if len(batch) == count:
+                    break
+        return batch
+
+    def _evict(self, share, task_ids, evicted):
+        for task_id in task_ids:
+            self._remove(task_id)
+        evicted += task_ids
 
     def stats(self):
         """What the store holds: tasks, bytes, idle tasks and callers."""

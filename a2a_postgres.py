@@ -630,7 +630,7 @@ class PostgresStore(a2a_min._Bounds):
                 or share_bytes + grows > self.max_bytes_per_caller
                 or oldest_idle is not None and oldest_idle < now - self.task_ttl * 1000):
             try:
-                self._make_room(conn, task_id, new, grows, caller_key, now, evicted, counts)
+                self._make_room((conn, counts), task_id, new, grows, caller_key, now, evicted)
             except a2a_min.TaskStoreFullError as error:
                 self._count(conn, counts)       # what was evicted stays evicted
                 return None, error
@@ -724,12 +724,12 @@ class PostgresStore(a2a_min._Bounds):
             first_seq, event_bytes = old_seq + 1, event_bytes - old_bytes
         return first_seq, event_bytes
 
-    def _make_room(self, conn, task_id, new, grows, caller, now, evicted, counts):
-        """a2a_min.TaskStore._make_room in SQL, inside commit's transaction:
-        expired tasks go, then the caller's oldest idle ones past its share,
-        then anyone's past the store's bounds, each down to a 64th below the
-        bound. Raises CallerLimitError or TaskStoreFullError if that is not
-        enough."""
+    # (the steps of a2a_min._Bounds._make_room, in SQL inside commit's
+    # transaction: ``ctx`` is (the connection, the counts it will add:
+    # {caller: (tasks, bytes)}); times in milliseconds)
+
+    def _expire(self, ctx, now, task_id, evicted):
+        conn, counts = ctx
         deadline = now - int(self.task_ttl * 1000)
         while True:
             gone = conn.execute(_SQL_EXPIRED, (deadline, task_id)).fetchall()
@@ -738,54 +738,26 @@ class PostgresStore(a2a_min._Bounds):
                 _add(counts, gone_caller, -1, -gone_size)
             if len(gone) < 64:
                 break
+
+    def _held(self, ctx, caller):
+        conn, counts = ctx
         tasks, size, share_tasks, share_bytes, _ = conn.execute(
             _SQL_ROOM, {"caller": caller}).fetchone()
-        tasks, size = tasks + counts.get("", (0, 0))[0], size + counts.get("", (0, 0))[1]
-        share_tasks += counts.get(caller, (0, 0))[0]
-        share_bytes += counts.get(caller, (0, 0))[1]
-        limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
-        if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                conn, _SQL_CALLER_IDLE, (caller, task_id), share_tasks + new,
-                share_bytes + grows, limit_tasks, limit_bytes, evicted, counts)
-            share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
-                raise a2a_min._over_share(share_tasks, share_bytes, new, limit_tasks, limit_bytes)
-        if tasks + new > self.max_tasks or size + grows > self.max_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                conn, _SQL_IDLE, (task_id,), tasks + new, size + grows, self.max_tasks,
-                self.max_bytes, evicted, counts)
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if tasks + new > self.max_tasks or size + grows > self.max_bytes:
-                raise a2a_min._store_full(tasks, size, new, self.max_tasks, self.max_bytes)
+        everyone, mine = counts.get("", (0, 0)), counts.get(caller, (0, 0))
+        return tasks + everyone[0], size + everyone[1], share_tasks + mine[0], share_bytes + mine[1]
 
-    @staticmethod
-    def _evict_down(conn, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted,
-                    counts):
-        """Evict the oldest idle tasks ``idle`` lists (64 at a time, locked)
-        until (held_tasks, held_bytes) is a 64th below the bounds, or none is
-        left. Returns the tasks and bytes freed."""
-        room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
-        freed_tasks = freed_bytes = 0
-        while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
-            batch = conn.execute(idle, args).fetchall()
-            chosen = []
-            for gone_id, size in batch:
-                if (held_tasks - freed_tasks <= room_tasks
-                        and held_bytes - freed_bytes <= room_bytes):
-                    break
-                freed_tasks, freed_bytes = freed_tasks + 1, freed_bytes + size
-                chosen.append(gone_id)
-            if chosen:
-                for gone_id, gone_caller, gone_size in conn.execute(
-                        "DELETE FROM a2a_tasks WHERE id = ANY(%s) RETURNING id, caller, size",
-                        (chosen,)).fetchall():
-                    evicted.append(_untext(gone_id))
-                    _add(counts, gone_caller, -1, -gone_size)
-            if len(batch) < 64:
-                break
-        return freed_tasks, freed_bytes
+    def _idle_batch(self, ctx, task_id, caller):
+        if caller is None:
+            return ctx[0].execute(_SQL_IDLE, (task_id,)).fetchall()
+        return ctx[0].execute(_SQL_CALLER_IDLE, (caller, task_id)).fetchall()
+
+    def _evict(self, ctx, task_ids, evicted):
+        conn, counts = ctx
+        for gone_id, gone_caller, gone_size in conn.execute(
+                "DELETE FROM a2a_tasks WHERE id = ANY(%s) RETURNING id, caller, size",
+                (task_ids,)).fetchall():
+            evicted.append(_untext(gone_id))
+            _add(counts, gone_caller, -1, -gone_size)
 
     @staticmethod
     def _count(conn, counts):
@@ -958,8 +930,8 @@ class PostgresStore(a2a_min._Bounds):
             _, size, _, share, _ = conn.execute(_SQL_ROOM, {"caller": row[0]}).fetchone()
             if size + grows > self.max_bytes or share + grows > self.max_bytes_per_caller:
                 del evicted[:]                  # (a transaction tried again starts afresh)
-                self._make_room(conn, task_id, 0, grows, row[0], int(time.time() * 1000),
-                                evicted, counts)
+                self._make_room((conn, counts), task_id, 0, grows, row[0],
+                                int(time.time() * 1000), evicted)
                 self._count(conn, counts)
             conn.execute("INSERT INTO a2a_push_configs (task_id, id, body) VALUES (%s, %s, %s) "
                          "ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body",

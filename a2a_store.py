@@ -966,11 +966,11 @@ class SQLiteStore(_Bounds):
                     evicted = [row[0] for row in db.execute(_SQL_EXPIRED, (deadline, ""))]
                     db.execute(_SQL_DELETE_EXPIRED, (deadline, ""))
                 elif full[0] == "":
-                    self._evict_down(db, _SQL_IDLE, ("", 64), full[1], full[2],
+                    self._evict_down(db, "", None, full[1], full[2],
                                      self.max_tasks - (self.max_tasks >> 6),
                                      self.max_bytes - (self.max_bytes >> 6), evicted, batches=4)
                 else:
-                    self._evict_down(db, _SQL_CALLER_IDLE, ("", 64, full[0]), full[1], full[2],
+                    self._evict_down(db, "", full[0], full[1], full[2],
                                      self.max_tasks_per_caller - (self.max_tasks_per_caller >> 6),
                                      self.max_bytes_per_caller - (self.max_bytes_per_caller >> 6),
                                      evicted, batches=4)
@@ -1170,12 +1170,10 @@ class SQLiteStore(_Bounds):
             if self.on_evict:
                 self.on_evict(gone)
 
-    def _make_room(self, db, task_id, new, grows, caller, now, evicted):
-        """TaskStore._make_room in SQL (within commit's transaction): expired
-        tasks go, then the caller's oldest idle ones past its share, then
-        anyone's past the store's bounds, each down to a 64th below the
-        bound. Raises CallerLimitError or TaskStoreFullError if that is not
-        enough; ``evicted`` gets the ids of the tasks removed."""
+    # (the steps of _Bounds._make_room, in SQL within commit's transaction:
+    # ``db``; times in milliseconds)
+
+    def _expire(self, db, now, task_id, evicted):
         deadline = now - self.task_ttl * 1000
         while True:                                 # expired, oldest first
             batch = [row[0] for row in db.execute(_SQL_EXPIRED, (deadline, task_id))]
@@ -1184,51 +1182,21 @@ class SQLiteStore(_Bounds):
                 evicted += batch
             if len(batch) < 64:
                 break
-        tasks, size, share_tasks, share_bytes = db.execute(
+
+    def _held(self, db, caller):
+        return db.execute(
             "SELECT s.tasks, s.bytes, coalesce(c.tasks, 0), coalesce(c.bytes, 0) FROM callers AS s "
             "LEFT JOIN callers AS c ON c.caller = ? WHERE s.caller = ''", (caller,)).fetchone()
-        max_tasks, max_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
-        if share_tasks + new > max_tasks or share_bytes + grows > max_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                db, _SQL_CALLER_IDLE, (task_id, 64, caller), share_tasks + new,
-                share_bytes + grows, max_tasks, max_bytes, evicted)
-            share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if share_tasks + new > max_tasks or share_bytes + grows > max_bytes:
-                raise _over_share(share_tasks, share_bytes, new, max_tasks, max_bytes)
-        max_tasks, max_bytes = self.max_tasks, self.max_bytes
-        if tasks + new > max_tasks or size + grows > max_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                db, _SQL_IDLE, (task_id, 64), tasks + new, size + grows, max_tasks, max_bytes,
-                evicted)
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if tasks + new > max_tasks or size + grows > max_bytes:
-                raise _store_full(tasks, size, new, max_tasks, max_bytes)
 
-    @staticmethod
-    def _evict_down(db, idle, args, held_tasks, held_bytes, max_tasks, max_bytes, evicted,
-                    batches=None):
-        """Evict the oldest idle tasks ``idle`` lists (64 at a time) until
-        (held_tasks, held_bytes) is a 64th below the bounds, or none is left
-        (or ``batches`` of 64 are gone). Returns the tasks and bytes freed."""
-        room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
-        freed_tasks = freed_bytes = 0
-        select = "SELECT id, size " + idle
-        delete = f"DELETE FROM tasks WHERE id IN (SELECT id {idle})"
-        while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
-            batch = db.execute(select, args).fetchall()
-            count = 0
-            for task_id, size in batch:
-                if (held_tasks - freed_tasks <= room_tasks
-                        and held_bytes - freed_bytes <= room_bytes):
-                    break
-                freed_tasks, freed_bytes, count = freed_tasks + 1, freed_bytes + size, count + 1
-                evicted.append(task_id)
-            if count:       # the first ``count`` of the same list, as the SELECT ordered it
-                db.execute(delete, (args[0], count) + args[2:])
-            if count < 64 or batches is not None and freed_tasks >= 64 * batches:
-                break
-        return freed_tasks, freed_bytes
+    def _idle_batch(self, db, task_id, caller):
+        if caller is None:
+            return db.execute("SELECT id, size " + _SQL_IDLE, (task_id, 64)).fetchall()
+        return db.execute("SELECT id, size " + _SQL_CALLER_IDLE, (task_id, 64, caller)).fetchall()
+
+    def _evict(self, db, task_ids, evicted):
+        db.execute(f"DELETE FROM tasks WHERE id IN ({','.join('?' * len(task_ids))})",
+                   task_ids)                        # (its events go with it: a trigger)
+        evicted += task_ids
 
     def delete(self, task_id):
         """Forget a task, its events, configs and lease (no error if unknown)."""
