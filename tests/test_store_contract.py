@@ -1,8 +1,10 @@
 """The store contract (a2a_min.py section 4, "The task store"), held against
-both stores that implement it: TaskStore (in memory) and SQLiteStore (a file
-that processes share). Every test of the first part takes ``store`` or
-``make_store`` and runs once per backend, as tinydb runs its tests over its
-storages: what a Server may rely on is the same, whichever store it has.
+the three stores that implement it: TaskStore (in memory), SQLiteStore (a
+file that processes share, a2a_store.py) and PostgresStore (a2a_postgres.py),
+eviction and shares included (one policy: _Bounds._make_room). Every test of
+the first part takes ``store`` or ``make_store`` and runs once per backend, as
+tinydb runs its tests over its storages: what a Server may rely on is the
+same, whichever store it has.
 
 What the contract promises:
 
