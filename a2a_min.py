@@ -2,12 +2,10 @@
 
 A2A (Agent2Agent, https://a2a-protocol.org) lets one AI agent discover and call
 another. This module is a whole A2A 1.0 server: the JSON-RPC 2.0 and HTTP+JSON
-bindings on one port, Server-Sent Events streaming, the agent card, an
-in-memory task store and a hand-written ProtoJSON codec. It needs Python 3.10+
-and nothing else.
-
-Copy this file into your project. It is meant to be vendored, read and changed;
-nothing else is needed (the companions named below add what deployment needs).
+bindings on one port, Server-Sent Events streaming, the agent card, an in-memory
+task store and a hand-written ProtoJSON codec. It needs Python 3.10+ and nothing
+else. Copy this file into your project: it is meant to be vendored, read and
+changed (the companions named below add what deployment needs).
 
 Quick start::
 
@@ -26,20 +24,16 @@ Quick start::
 
 Run ``python a2a_min.py`` for a demo agent and ready-to-paste curl lines.
 
-Protocol: A2A 1.0 (specification v1.0.1, package ``lf.a2a.v1``). Section numbers in
-the comments below are those of that specification.
+Protocol: A2A 1.0 (specification v1.0.1, package ``lf.a2a.v1``); section numbers
+in the comments are that specification's. Each section below uses only what came
+before it (but for the hosts' hooks). The protocol is synchronous and free of
+sockets and event loops, but for the webhooks it sends; the last three sections
+are how it meets the world:
 
-How the file reads, top to bottom. Each section uses only what came before
-it (but for the hosts' hooks). The protocol is synchronous and free of
-sockets and event loops, but for the webhooks it sends; the last three
-sections are how it meets the world:
-
-1. tables: the operations, routes, task states and their transitions, and the
-   limits, as data;
-2. errors: one exception class per protocol error, each knowing its code in
-   every binding;
-3. the data model: ProtoJSON dictionaries, checked against a table of the
-   proto, and _apply, the one function that changes a task;
+1. tables: operations, routes, task states and their transitions, limits;
+2. errors: one class per protocol error, knowing its code in every binding;
+3. the data model: ProtoJSON dictionaries checked against a table of the proto,
+   and _apply, the one function that changes a task;
 4. the task store: where tasks live, bounded, behind a small interface;
 5. agent execution: how your function becomes task updates and stream events;
 6. authentication, and which webhook addresses are allowed;
@@ -49,43 +43,37 @@ sections are how it meets the world:
 9. operations: the eleven A2A operations, free of any binding, on the Server
    that ties sections 4 to 8 together;
 10. running on an event loop: the core's hooks, turned into asyncio;
-11. adapters: the thin shells that put the bindings on a socket (a threaded
-    HTTP/1.1 server from the standard library's socketserver, or an asyncio
-    one), under a WSGI or ASGI server, or behind AWS Lambda;
+11. adapters: a threaded (socketserver) or asyncio HTTP/1.1 server, WSGI, ASGI
+    and AWS Lambda;
 12. the command line demo.
 
-The rule: this file alone answers every A2A 1.0 request in one process, with
-the bounded in-memory store, on every bundled host (the threaded and asyncio
-servers, WSGI, ASGI, Lambda): all eleven operations on JSON-RPC and
-HTTP+JSON, SSE with Last-Event-ID, the card (ETag, caching, the API catalog)
-and the extended card, tenants, authentication hooks (Bearer, API key, the
-certificate subject from an ssl.SSLContext it is given), per-caller shares,
-push notification configs and their delivery with the address guard,
-graceful shutdown and stats(). What exists to deploy it lives in companion
-modules beside it, each imported only when asked for (through _companion(),
-which names the file to copy when it is missing):
+The rule: this file alone answers every A2A 1.0 request in one process, with the
+bounded in-memory store, on every bundled host (the threaded and asyncio servers,
+WSGI, ASGI, Lambda): all eleven operations on JSON-RPC and HTTP+JSON, SSE with
+Last-Event-ID, the card (ETag, caching, the API catalog) and the extended card,
+tenants, authentication hooks (Bearer, API key, the certificate subject from an
+ssl.SSLContext it is given), per-caller shares, push notification configs and
+their delivery with the address guard, graceful shutdown and stats(). What
+deployment needs lives in companion modules beside it, each imported only when
+asked for (through _companion(), which names the file to copy when missing):
 
-- a2a_store.py: tasks kept in SQLite, shared by processes (--store,
-  --workers, serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
-- a2a_cli.py: the command line's deployment flags (--store, --workers,
-  --tls-* from files and their reload, --exec, --sign-key) and the
-  client's verbs; a2a_client.py: the caller's side, for programs;
+- a2a_store.py: tasks in SQLite, shared by processes (--store, --workers,
+  serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
+- a2a_cli.py: the command line's deployment flags (--store, --workers, --tls-*
+  from files and their reload, --exec, --sign-key) and the client's verbs;
+  a2a_client.py: the caller's side, for programs;
 - a2a_console.py: the page a browser gets at GET /;
-- a2a_signing.py: signed cards (RFC 8785 canonical JSON, JWS; its keys
-  need the cryptography package);
-- a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients, by
-  translation.
+- a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
+- a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-What this file does not do (as http.server's docstring says what it does
-not): keep a task past its process, or share one between processes; read
-certificate files (give serve() an ssl.SSLContext, or use a2a_cli.py);
-speak gRPC; sign cards; run programs as agents; serve a browser page. It
-trusts the agent it is given; what it is sent is network input, held to the
-limits of section 1 (DEFAULT_LIMITS).
+What this file does not do: keep a task past its process, or share one between
+processes; read certificate files (give serve() an ssl.SSLContext, or use
+a2a_cli.py); speak gRPC; sign cards; run programs as agents; serve a browser
+page. It trusts the agent it is given; what it is sent is network input, held to
+the limits of section 1 (DEFAULT_LIMITS).
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
-LICENSE file beside it in its repository and must accompany copies of
-this file.
+LICENSE file beside it in its repository and must accompany copies of this file.
 """
 
 __all__ = [
@@ -97,8 +85,8 @@ __all__ = [
     "agent_message",
     # who is calling, and where tasks live
     "CallContext", "BearerAuth", "ApiKeyAuth", "MutualTlsAuth", "TaskStore",
-    # errors: the base of all, and those an agent, a hook or a store raises (the
-    # others of section 2 are the server's own answers)
+    # errors: the base, and those an agent, a hook or a store raises (the others
+    # of section 2 are the server's own answers)
     "A2AError", "InvalidParamsError", "TaskNotFoundError", "UnsupportedOperationError",
     "ContentTypeNotSupportedError", "InvalidAgentResponseError",
     "ExtensionSupportRequiredError", "AuthenticationRequiredError", "InternalError",
@@ -108,10 +96,10 @@ __all__ = [
     "INTERRUPTED_STATES", "MESSAGES", "ENUMS", "parse",
 ]
 
-# The second tier: the names a companion module (a2a_store.py, a2a_cli.py...)
-# may use besides __all__. They are not for applications: they change with
-# this file, and the companions change with it. tests/test_architecture.py
-# fails on any other private name a companion reaches.
+# The second tier: the private names a companion module may use besides __all__.
+# They are not for applications: they change with this file, and the companions
+# with it. tests/test_architecture.py fails on any other private name a companion
+# reaches.
 COMPANION_API = (
     # reaching companions; the log; ids; the command line that a2a_cli.py extends
     "_companion", "_log", "_new_id", "_prog", "_demo_parser", "_demo_options", "_serve_demo",
@@ -151,30 +139,21 @@ if sys.version_info < (3, 10):        # (once, here: an older Python fails later
     raise ImportError(_OLD)
 
 # Start-up time matters (serverless hosts start a process per cold request), so
-# modules needed only on some paths (logging, re, html, urllib.parse,
-# socketserver, asyncio) are imported where they are used, and base64 is done
-# with binascii (the base64 module imports re, ~12 ms).
+# modules needed only on some paths (logging, re, html, urllib.parse, socketserver,
+# asyncio) are imported where used, and base64 is done with binascii (the base64
+# module imports re, ~12 ms).
 
-
-# Companions. What exists to deploy a server rather than to answer a request
-# (stores that outlive a process, TLS from files, the command line's verbs,
-# --exec, signing keys, the browser page) lives in modules beside this file:
-# a2a_store.py, a2a_cli.py, a2a_console.py, a2a_signing.py, and others the
-# README lists. They import this module; this module reaches them only
-# through _companion(), when asked for, so the import graph stays a tree and
-# a copied a2a_min.py alone still answers every request. What they may use
-# of this module besides __all__ is the tuple COMPANION_API, at its end.
-# ``a2a_min.SQLiteStore`` and ``a2a_min.open_store`` still work beside
-# a2a_store.py, through the module's __getattr__ (PEP 562).
-
+# Companions import this module; it reaches them only through _companion(), when
+# asked for, so the import graph stays a tree and a copied a2a_min.py alone still
+# answers every request. ``a2a_min.SQLiteStore`` and ``a2a_min.open_store`` still
+# work beside a2a_store.py, through the module's __getattr__ (PEP 562).
 _FORWARDED = {"SQLiteStore": "a2a_store", "open_store": "a2a_store",
               "SQLITE_SCHEMA_VERSION": "a2a_store"}
 
 
 def _companion(name, wanted_by):
-    """The companion module ``name``, imported the first time ``wanted_by``
-    (an option, a class) asks for it. Missing, ModuleNotFoundError naming
-    the file to copy beside this one."""
+    """The companion module ``name``, imported when ``wanted_by`` (an option, a
+    class) first asks for it; if missing, ModuleNotFoundError names the file to copy."""
     module = sys.modules.get(name)
     if module is not None:
         return module
@@ -202,13 +181,9 @@ def _log():
 
 
 def _new_id():
-    """A new id, the form of every id this server makes: a version 7 UUID
-    (RFC 9562, section 5.7), the Unix time in milliseconds (48 bits), then
-    version 7 and 74 random bits. Unguessable as a random (version 4) one
-    is, but ids made one after the other sort together: a task store's
-    index of ids grows at its end, where a random id would land on a page of
-    its own (one page more to write per new task, in SQLite). It tells when
-    the id was made, which the task's own timestamps tell its owner anyway."""
+    """A new id: a version 7 UUID (RFC 9562, section 5.7), the Unix time in ms, then
+    random bits. Unguessable, yet ids made in turn sort together, so a store's index
+    grows at its end (a random id would land on a page of its own)."""
     return _uuid7_head(int(time.time() * 1000)) + _uuid7_tail(os.urandom(10).hex())
 
 
@@ -227,12 +202,11 @@ def _uuid7_tail(h):
 # 1. Tables
 # =============================================================================
 #
-# The protocol as data. A2A 1.0 defines eleven operations (section 3.1) and
-# maps each onto every binding. The JSON-RPC binding (section 9) names its
-# methods exactly like the gRPC rpcs of service lf.a2a.v1.A2AService.
-#
-# Each entry: JSON-RPC method -> (request message, response message, streams?).
-# The Server method implementing each is listed in OPERATIONS, after the class.
+# The protocol as data. A2A 1.0 defines eleven operations (section 3.1) and maps
+# each onto every binding. The JSON-RPC binding (section 9) names its methods
+# like the gRPC rpcs of service lf.a2a.v1.A2AService. Each entry: JSON-RPC method
+# -> (request message, response message, streams?); OPERATIONS, after the Server
+# class, names the method implementing each.
 
 METHODS = {
     "SendMessage": ("SendMessageRequest", "SendMessageResponse", False),
@@ -253,13 +227,11 @@ METHODS = {
 }
 
 # The HTTP+JSON binding (section 11.3): the same operations as REST routes, from
-# the google.api.http annotations of the proto. {name} is a path variable that
-# fills the request field of that name; every route is also served under a
-# tenant prefix, /{tenant}/..., which fills the request's tenant field. GET and
-# DELETE take their other fields from the query string; POST from the body.
-# SubscribeToTask is GET in the proto and POST in the specification's table:
-# both are served.
-
+# the proto's google.api.http annotations. {name} is a path variable filling the
+# request field of that name; every route is also served under /{tenant}/...,
+# which fills the request's tenant. GET and DELETE take their other fields from
+# the query string, POST from the body. SubscribeToTask is GET in the proto and
+# POST in the specification's table: both are served.
 ROUTES = (
     ("POST", "/message:send", "SendMessage"),
     ("POST", "/message:stream", "SendStreamingMessage"),
@@ -275,15 +247,12 @@ ROUTES = (
     ("GET", "/extendedAgentCard", "GetExtendedAgentCard"),
 )
 
-# A2A 0.3 spoke JSON-RPC with slash-separated names. They are the old protocol,
-# not aliases: a 0.3 client would misread 1.0 answers. We only use them to say
-# which 1.0 method the caller wants.
+# A2A 0.3's slash-separated JSON-RPC names. They are the old protocol, not
+# aliases (a 0.3 client would misread 1.0 answers): they only say which 1.0
+# method the caller wants.
 LEGACY_METHODS = {
-    "message/send": "SendMessage",
-    "message/stream": "SendStreamingMessage",
-    "tasks/get": "GetTask",
-    "tasks/list": "ListTasks",
-    "tasks/cancel": "CancelTask",
+    "message/send": "SendMessage", "message/stream": "SendStreamingMessage",
+    "tasks/get": "GetTask", "tasks/list": "ListTasks", "tasks/cancel": "CancelTask",
     "tasks/resubscribe": "SubscribeToTask",
     "tasks/pushNotificationConfig/set": "CreateTaskPushNotificationConfig",
     "tasks/pushNotificationConfig/get": "GetTaskPushNotificationConfig",
@@ -292,31 +261,25 @@ LEGACY_METHODS = {
     "agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
 }
 
-# Task states (section 4.1.3), and what changes them. A task is born
-# SUBMITTED with the user's first message; while an agent works on it, it is
-# SUBMITTED or WORKING; an interrupted task waits for the client (more input,
-# or authentication); a terminal task never changes again.
-TERMINAL_STATES = frozenset({
-    "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
-    "TASK_STATE_REJECTED"})
+# Task states (section 4.1.3). A task is born SUBMITTED with the user's first
+# message; while an agent works on it, it is SUBMITTED or WORKING; an interrupted
+# task waits for the client (more input, or authentication); a terminal task
+# never changes again.
+TERMINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
+                             "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"})
 INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
 _WORKING_STATES = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"})
 _OPEN_STATES = _WORKING_STATES | INTERRUPTED_STATES     # every state but the terminal ones
 _IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on the task
 
-# Every change to a task is one of these events, applied by one function,
-# _apply (the end of section 3): event -> (the states it may meet, the
-# state it leaves). None among the states met is a task that does not exist
-# yet; "=" leaves the state as it was, "*" takes the state the event names.
-# An event that meets any other state is refused, so a terminal task stays
-# as it ended. The agent's status updates may name any state ("*"): WORKING
-# as it goes, INPUT_REQUIRED or AUTH_REQUIRED to wait for the client,
-# COMPLETED, FAILED or REJECTED to end. A task takes one message at a time:
-# the user's next message ("input") meets only a task that waits for it (one
-# that is SUBMITTED or WORKING has a turn running, perhaps in another
-# process), and takes it on to WORKING, never back to SUBMITTED: a stream
-# hears of it as a TaskStatusUpdateEvent, since a Task comes only first
-# (section 3.1.2).
+# Every change to a task is one of these events, applied by _apply (the end of
+# section 3): event -> (the states it may meet, the state it leaves). None is a
+# task not yet made; "=" keeps the state, "*" takes the one the event names. An
+# event meeting any other state is refused, so a terminal task stays as it ended.
+# A task takes one message at a time: the user's next message ("input") meets only
+# a task waiting for it (a SUBMITTED or WORKING one has a turn running, perhaps in
+# another process) and takes it to WORKING, never back to SUBMITTED: a stream hears
+# of it as a TaskStatusUpdateEvent, since a Task comes only first (section 3.1.2).
 TRANSITIONS = {
     "message": ({None}, "TASK_STATE_SUBMITTED"),                  # the user: a new task
     "input": (INTERRUPTED_STATES, "TASK_STATE_WORKING"),          # the user: a waiting task's next turn
@@ -368,22 +331,18 @@ DEFAULT_LIMITS = {
 # 2. Errors
 # =============================================================================
 #
-# One hierarchy, one table (section 5.4). Every error knows how it looks in
-# each binding: its JSON-RPC code, its gRPC status, its HTTP status and the
-# google.rpc.ErrorInfo reason. Rendering an error for a binding is therefore a
-# pure function of the error (see _jsonrpc_error below). Messages are written
-# for the person at the other end: each says what to do next.
+# One hierarchy, one table (section 5.4). Every error knows how it looks in each
+# binding: its JSON-RPC code, gRPC status, HTTP status and google.rpc.ErrorInfo
+# reason, so rendering it is a pure function of the error (see _jsonrpc_error).
+# Messages are written for the person at the other end: each says what to do next.
 
 ERROR_DOMAIN = "a2a-protocol.org"
 
 
 class A2AError(Exception):
-    """Base of every error this server answers with.
-
-    ``message`` is shown to the client. ``metadata`` lands in the ErrorInfo
-    detail (string values), ``field`` names the offending request field and
-    becomes a google.rpc.BadRequest field violation.
-    """
+    """Base of every error this server answers with. ``message`` is shown to the
+    client; ``metadata`` lands in the ErrorInfo detail (string values); ``field``
+    names the offending request field (a google.rpc.BadRequest field violation)."""
 
     code = -32603
     grpc_status = "INTERNAL"
@@ -406,8 +365,7 @@ class A2AError(Exception):
         out = [info]
         if self.field is not None:
             out.append({"@type": "type.googleapis.com/google.rpc.BadRequest",
-                        "fieldViolations": [{"field": self.field,
-                                             "description": self.message}]})
+                        "fieldViolations": [{"field": self.field, "description": self.message}]})
         return out
 
 
@@ -498,8 +456,8 @@ class UnsupportedOperationError(A2AError):
 class ConflictError(UnsupportedOperationError):
     """The task changed since the writer read it (another request, perhaps in
     another process, wrote first): the store refused a lost update. The server
-    reads the task again and retries; one that reaches a client means two
-    requests raced to change one task."""
+    reads the task again and retries; one reaching a client means two requests
+    raced to change one task."""
 
 
 class ContentTypeNotSupportedError(A2AError):
@@ -538,27 +496,19 @@ class VersionNotSupportedError(A2AError):
 # a2a.proto). Over JSON it travels as ProtoJSON (section 5.5): lowerCamelCase
 # names, enums as their full names, bytes as base64, timestamps as RFC 3339.
 #
-# This server uses the wire form as its model: a Task *is* the dict you see
-# in the JSON. There are no classes to map to and from. The table MESSAGES
-# below mirrors the proto, field by field (number, JSON name, type, labels);
-# one small function, parse(), checks an incoming dict against it and returns
-# the canonical form: camelCase names (snake_case accepted, as ProtoJSON
-# parsers do), enum names (integers accepted), standard base64, normalized
-# timestamps, defaults dropped, unknown fields ignored.
-#
-# Labels: "required" (field_behavior REQUIRED), "optional" (proto3 optional:
-# presence is kept even at the default), "repeated", "map<K,V>" as the type,
-# and "oneof:NAME" for oneof members.
-#
-# The table is the whole proto, message for message (a test holds it to
-# proto/a2a.proto). parse() uses the request messages, and the messages an
-# agent produces (Message, the two update events); the AgentCard family checks
-# the card a Server is given, at start-up (_check_card); the response
-# messages (SendMessageResponse, StreamResponse, the List...Response ones) are
-# the shapes the operations answer in, named by METHODS.
-#
-# The section ends with how a task changes: _apply, the one function that
-# takes a task and an event to the next task, by the state table of section 1.
+# This server uses the wire form as its model: a Task *is* the dict you see in
+# the JSON; there are no classes to map to and from. MESSAGES mirrors the proto
+# field by field (number, JSON name, type, labels: "required" for field_behavior
+# REQUIRED, "optional" for proto3 optional, which keeps presence even at the
+# default, "repeated", "oneof:NAME"; a map's type is "map<K,V>"), and a test holds
+# it to proto/a2a.proto. parse() checks an incoming dict against it and returns
+# the canonical form: camelCase names (snake_case accepted, as ProtoJSON parsers
+# do), enum names (integers accepted), standard base64, normalized timestamps,
+# defaults dropped, unknown fields ignored. It checks requests and what an agent
+# produces; _check_card checks the AgentCard family at start-up; the response
+# messages are the shapes the operations answer in, named by METHODS. The
+# section ends with _apply, the one function taking a task and an event to the
+# next task, by the state table of section 1.
 
 MESSAGES = {
     # How a SendMessage is to be answered (section 3.2): output modes, a webhook,
@@ -566,75 +516,49 @@ MESSAGES = {
     "SendMessageConfiguration": (
         (1, "acceptedOutputModes", "string", "repeated"),
         (2, "taskPushNotificationConfig", "TaskPushNotificationConfig", ""),
-        (3, "historyLength", "int32", "optional"),
-        (4, "returnImmediately", "bool", "")),
+        (3, "historyLength", "int32", "optional"), (4, "returnImmediately", "bool", "")),
     # The core objects (section 4.1): the task and its status, the messages of
     # its history and their parts, and the artifacts it produced.
     "Task": (
-        (1, "id", "string", "required"),
-        (2, "contextId", "string", ""),
-        (3, "status", "TaskStatus", "required"),
-        (4, "artifacts", "Artifact", "repeated"),
-        (5, "history", "Message", "repeated"),
-        (6, "metadata", "Struct", "")),
+        (1, "id", "string", "required"), (2, "contextId", "string", ""),
+        (3, "status", "TaskStatus", "required"), (4, "artifacts", "Artifact", "repeated"),
+        (5, "history", "Message", "repeated"), (6, "metadata", "Struct", "")),
     "TaskStatus": (
-        (1, "state", "TaskState", "required"),
-        (2, "message", "Message", ""),
+        (1, "state", "TaskState", "required"), (2, "message", "Message", ""),
         (3, "timestamp", "Timestamp", "")),
     "Part": (
-        (1, "text", "string", "oneof:content"),
-        (2, "raw", "bytes", "oneof:content"),
-        (3, "url", "string", "oneof:content"),
-        (4, "data", "Value", "oneof:content"),
-        (5, "metadata", "Struct", ""),
-        (6, "filename", "string", ""),
+        (1, "text", "string", "oneof:content"), (2, "raw", "bytes", "oneof:content"),
+        (3, "url", "string", "oneof:content"), (4, "data", "Value", "oneof:content"),
+        (5, "metadata", "Struct", ""), (6, "filename", "string", ""),
         (7, "mediaType", "string", "")),
     "Message": (
-        (1, "messageId", "string", "required"),
-        (2, "contextId", "string", ""),
-        (3, "taskId", "string", ""),
-        (4, "role", "Role", "required"),
-        (5, "parts", "Part", "repeated required"),
-        (6, "metadata", "Struct", ""),
-        (7, "extensions", "string", "repeated"),
-        (8, "referenceTaskIds", "string", "repeated")),
+        (1, "messageId", "string", "required"), (2, "contextId", "string", ""),
+        (3, "taskId", "string", ""), (4, "role", "Role", "required"),
+        (5, "parts", "Part", "repeated required"), (6, "metadata", "Struct", ""),
+        (7, "extensions", "string", "repeated"), (8, "referenceTaskIds", "string", "repeated")),
     "Artifact": (
-        (1, "artifactId", "string", "required"),
-        (2, "name", "string", ""),
-        (3, "description", "string", ""),
-        (4, "parts", "Part", "repeated required"),
-        (5, "metadata", "Struct", ""),
-        (6, "extensions", "string", "repeated")),
+        (1, "artifactId", "string", "required"), (2, "name", "string", ""),
+        (3, "description", "string", ""), (4, "parts", "Part", "repeated required"),
+        (5, "metadata", "Struct", ""), (6, "extensions", "string", "repeated")),
     # The streaming events (section 4.2): what a stream or a webhook says changed.
     "TaskStatusUpdateEvent": (
-        (1, "taskId", "string", "required"),
-        (2, "contextId", "string", "required"),
-        (3, "status", "TaskStatus", "required"),
-        (4, "metadata", "Struct", "")),
+        (1, "taskId", "string", "required"), (2, "contextId", "string", "required"),
+        (3, "status", "TaskStatus", "required"), (4, "metadata", "Struct", "")),
     "TaskArtifactUpdateEvent": (
-        (1, "taskId", "string", "required"),
-        (2, "contextId", "string", "required"),
-        (3, "artifact", "Artifact", "required"),
-        (4, "append", "bool", ""),
-        (5, "lastChunk", "bool", ""),
-        (6, "metadata", "Struct", "")),
+        (1, "taskId", "string", "required"), (2, "contextId", "string", "required"),
+        (3, "artifact", "Artifact", "required"), (4, "append", "bool", ""),
+        (5, "lastChunk", "bool", ""), (6, "metadata", "Struct", "")),
     # How a webhook call authenticates itself (section 4.3.2).
-    "AuthenticationInfo": (
-        (1, "scheme", "string", "required"),
-        (2, "credentials", "string", "")),
+    "AuthenticationInfo": ((1, "scheme", "string", "required"), (2, "credentials", "string", "")),
     # The agent discovery objects (section 4.4): the card, where the agent
     # answers, who provides it, what it can do, its skills and signatures.
     "AgentInterface": (
-        (1, "url", "string", "required"),
-        (2, "protocolBinding", "string", "required"),
-        (3, "tenant", "string", ""),
-        (4, "protocolVersion", "string", "required")),
+        (1, "url", "string", "required"), (2, "protocolBinding", "string", "required"),
+        (3, "tenant", "string", ""), (4, "protocolVersion", "string", "required")),
     "AgentCard": (
-        (1, "name", "string", "required"),
-        (2, "description", "string", "required"),
+        (1, "name", "string", "required"), (2, "description", "string", "required"),
         (3, "supportedInterfaces", "AgentInterface", "repeated required"),
-        (4, "provider", "AgentProvider", ""),
-        (5, "version", "string", "required"),
+        (4, "provider", "AgentProvider", ""), (5, "version", "string", "required"),
         (6, "documentationUrl", "string", "optional"),
         (7, "capabilities", "AgentCapabilities", "required"),
         (8, "securitySchemes", "map<string,SecurityScheme>", ""),
@@ -644,46 +568,32 @@ MESSAGES = {
         (12, "skills", "AgentSkill", "repeated required"),
         (13, "signatures", "AgentCardSignature", "repeated"),
         (14, "iconUrl", "string", "optional")),
-    "AgentProvider": (
-        (1, "url", "string", "required"),
-        (2, "organization", "string", "required")),
+    "AgentProvider": ((1, "url", "string", "required"), (2, "organization", "string", "required")),
     "AgentCapabilities": (
-        (1, "streaming", "bool", "optional"),
-        (2, "pushNotifications", "bool", "optional"),
+        (1, "streaming", "bool", "optional"), (2, "pushNotifications", "bool", "optional"),
         (3, "extensions", "AgentExtension", "repeated"),
         (4, "extendedAgentCard", "bool", "optional")),
     "AgentExtension": (
-        (1, "uri", "string", ""),
-        (2, "description", "string", ""),
-        (3, "required", "bool", ""),
+        (1, "uri", "string", ""), (2, "description", "string", ""), (3, "required", "bool", ""),
         (4, "params", "Struct", "")),
     "AgentSkill": (
-        (1, "id", "string", "required"),
-        (2, "name", "string", "required"),
-        (3, "description", "string", "required"),
-        (4, "tags", "string", "repeated required"),
-        (5, "examples", "string", "repeated"),
-        (6, "inputModes", "string", "repeated"),
+        (1, "id", "string", "required"), (2, "name", "string", "required"),
+        (3, "description", "string", "required"), (4, "tags", "string", "repeated required"),
+        (5, "examples", "string", "repeated"), (6, "inputModes", "string", "repeated"),
         (7, "outputModes", "string", "repeated"),
         (8, "securityRequirements", "SecurityRequirement", "repeated")),
     "AgentCardSignature": (
-        (1, "protected", "string", "required"),
-        (2, "signature", "string", "required"),
+        (1, "protected", "string", "required"), (2, "signature", "string", "required"),
         (3, "header", "Struct", "")),
     # A webhook registered for a task (section 4.3.1), as the operations carry it.
     "TaskPushNotificationConfig": (
-        (1, "tenant", "string", ""),
-        (2, "id", "string", ""),
-        (3, "taskId", "string", ""),
-        (4, "url", "string", "required"),
-        (5, "token", "string", ""),
+        (1, "tenant", "string", ""), (2, "id", "string", ""), (3, "taskId", "string", ""),
+        (4, "url", "string", "required"), (5, "token", "string", ""),
         (6, "authentication", "AuthenticationInfo", "")),
     # The security objects (section 4.5): the schemes a card declares, and the
     # OAuth flows and scopes each requires.
-    "StringList": (
-        (1, "list", "string", "repeated"),),
-    "SecurityRequirement": (
-        (1, "schemes", "map<string,StringList>", ""),),
+    "StringList": ((1, "list", "string", "repeated"),),
+    "SecurityRequirement": ((1, "schemes", "map<string,StringList>", ""),),
     "SecurityScheme": (
         (1, "apiKeySecurityScheme", "APIKeySecurityScheme", "oneof:scheme"),
         (2, "httpAuthSecurityScheme", "HTTPAuthSecurityScheme", "oneof:scheme"),
@@ -691,22 +601,17 @@ MESSAGES = {
         (4, "openIdConnectSecurityScheme", "OpenIdConnectSecurityScheme", "oneof:scheme"),
         (5, "mtlsSecurityScheme", "MutualTlsSecurityScheme", "oneof:scheme")),
     "APIKeySecurityScheme": (
-        (1, "description", "string", ""),
-        (2, "location", "string", "required"),
+        (1, "description", "string", ""), (2, "location", "string", "required"),
         (3, "name", "string", "required")),
     "HTTPAuthSecurityScheme": (
-        (1, "description", "string", ""),
-        (2, "scheme", "string", "required"),
+        (1, "description", "string", ""), (2, "scheme", "string", "required"),
         (3, "bearerFormat", "string", "")),
     "OAuth2SecurityScheme": (
-        (1, "description", "string", ""),
-        (2, "flows", "OAuthFlows", "required"),
+        (1, "description", "string", ""), (2, "flows", "OAuthFlows", "required"),
         (3, "oauth2MetadataUrl", "string", "")),
     "OpenIdConnectSecurityScheme": (
-        (1, "description", "string", ""),
-        (2, "openIdConnectUrl", "string", "required")),
-    "MutualTlsSecurityScheme": (
-        (1, "description", "string", ""),),
+        (1, "description", "string", ""), (2, "openIdConnectUrl", "string", "required")),
+    "MutualTlsSecurityScheme": ((1, "description", "string", ""),),
     "OAuthFlows": (
         (1, "authorizationCode", "AuthorizationCodeOAuthFlow", "oneof:flow"),
         (2, "clientCredentials", "ClientCredentialsOAuthFlow", "oneof:flow"),
@@ -714,82 +619,56 @@ MESSAGES = {
         (4, "password", "PasswordOAuthFlow", "oneof:flow"),
         (5, "deviceCode", "DeviceCodeOAuthFlow", "oneof:flow")),
     "AuthorizationCodeOAuthFlow": (
-        (1, "authorizationUrl", "string", "required"),
-        (2, "tokenUrl", "string", "required"),
-        (3, "refreshUrl", "string", ""),
-        (4, "scopes", "map<string,string>", "required"),
+        (1, "authorizationUrl", "string", "required"), (2, "tokenUrl", "string", "required"),
+        (3, "refreshUrl", "string", ""), (4, "scopes", "map<string,string>", "required"),
         (5, "pkceRequired", "bool", "")),
     "ClientCredentialsOAuthFlow": (
-        (1, "tokenUrl", "string", "required"),
-        (2, "refreshUrl", "string", ""),
+        (1, "tokenUrl", "string", "required"), (2, "refreshUrl", "string", ""),
         (3, "scopes", "map<string,string>", "required")),
     "ImplicitOAuthFlow": (
-        (1, "authorizationUrl", "string", ""),
-        (2, "refreshUrl", "string", ""),
+        (1, "authorizationUrl", "string", ""), (2, "refreshUrl", "string", ""),
         (3, "scopes", "map<string,string>", "")),
     "PasswordOAuthFlow": (
-        (1, "tokenUrl", "string", ""),
-        (2, "refreshUrl", "string", ""),
+        (1, "tokenUrl", "string", ""), (2, "refreshUrl", "string", ""),
         (3, "scopes", "map<string,string>", "")),
     "DeviceCodeOAuthFlow": (
-        (1, "deviceAuthorizationUrl", "string", "required"),
-        (2, "tokenUrl", "string", "required"),
-        (3, "refreshUrl", "string", ""),
-        (4, "scopes", "map<string,string>", "required")),
+        (1, "deviceAuthorizationUrl", "string", "required"), (2, "tokenUrl", "string", "required"),
+        (3, "refreshUrl", "string", ""), (4, "scopes", "map<string,string>", "required")),
     # The operations' requests (section 3.1), and ListTasks' answer (3.1.4).
     "SendMessageRequest": (
-        (1, "tenant", "string", ""),
-        (2, "message", "Message", "required"),
-        (3, "configuration", "SendMessageConfiguration", ""),
-        (4, "metadata", "Struct", "")),
+        (1, "tenant", "string", ""), (2, "message", "Message", "required"),
+        (3, "configuration", "SendMessageConfiguration", ""), (4, "metadata", "Struct", "")),
     "GetTaskRequest": (
-        (1, "tenant", "string", ""),
-        (2, "id", "string", "required"),
+        (1, "tenant", "string", ""), (2, "id", "string", "required"),
         (3, "historyLength", "int32", "optional")),
     "ListTasksRequest": (
-        (1, "tenant", "string", ""),
-        (2, "contextId", "string", ""),
-        (3, "status", "TaskState", ""),
-        (4, "pageSize", "int32", "optional"),
-        (5, "pageToken", "string", ""),
-        (6, "historyLength", "int32", "optional"),
-        (7, "statusTimestampAfter", "Timestamp", ""),
+        (1, "tenant", "string", ""), (2, "contextId", "string", ""), (3, "status", "TaskState", ""),
+        (4, "pageSize", "int32", "optional"), (5, "pageToken", "string", ""),
+        (6, "historyLength", "int32", "optional"), (7, "statusTimestampAfter", "Timestamp", ""),
         (8, "includeArtifacts", "bool", "optional")),
     "ListTasksResponse": (
-        (1, "tasks", "Task", "repeated required"),
-        (2, "nextPageToken", "string", "required"),
-        (3, "pageSize", "int32", "required"),
-        (4, "totalSize", "int32", "required")),
+        (1, "tasks", "Task", "repeated required"), (2, "nextPageToken", "string", "required"),
+        (3, "pageSize", "int32", "required"), (4, "totalSize", "int32", "required")),
     "CancelTaskRequest": (
-        (1, "tenant", "string", ""),
-        (2, "id", "string", "required"),
+        (1, "tenant", "string", ""), (2, "id", "string", "required"),
         (3, "metadata", "Struct", "")),
     "GetTaskPushNotificationConfigRequest": (
-        (1, "tenant", "string", ""),
-        (2, "taskId", "string", "required"),
+        (1, "tenant", "string", ""), (2, "taskId", "string", "required"),
         (3, "id", "string", "required")),
     "DeleteTaskPushNotificationConfigRequest": (
-        (1, "tenant", "string", ""),
-        (2, "taskId", "string", "required"),
+        (1, "tenant", "string", ""), (2, "taskId", "string", "required"),
         (3, "id", "string", "required")),
-    "SubscribeToTaskRequest": (
-        (1, "tenant", "string", ""),
-        (2, "id", "string", "required")),
+    "SubscribeToTaskRequest": ((1, "tenant", "string", ""), (2, "id", "string", "required")),
     "ListTaskPushNotificationConfigsRequest": (
-        (4, "tenant", "string", ""),
-        (1, "taskId", "string", "required"),
-        (2, "pageSize", "int32", ""),
-        (3, "pageToken", "string", "")),
-    "GetExtendedAgentCardRequest": (
-        (1, "tenant", "string", ""),),
+        (4, "tenant", "string", ""), (1, "taskId", "string", "required"),
+        (2, "pageSize", "int32", ""), (3, "pageToken", "string", "")),
+    "GetExtendedAgentCardRequest": ((1, "tenant", "string", ""),),
     # What SendMessage, the streams (section 3.2.3) and the listing of webhook
     # configs answer.
     "SendMessageResponse": (
-        (1, "task", "Task", "oneof:payload"),
-        (2, "message", "Message", "oneof:payload")),
+        (1, "task", "Task", "oneof:payload"), (2, "message", "Message", "oneof:payload")),
     "StreamResponse": (
-        (1, "task", "Task", "oneof:payload"),
-        (2, "message", "Message", "oneof:payload"),
+        (1, "task", "Task", "oneof:payload"), (2, "message", "Message", "oneof:payload"),
         (3, "statusUpdate", "TaskStatusUpdateEvent", "oneof:payload"),
         (4, "artifactUpdate", "TaskArtifactUpdateEvent", "oneof:payload")),
     "ListTaskPushNotificationConfigsResponse": (
@@ -817,34 +696,27 @@ def _snake(name):
 
 class _Field:
     """One row of MESSAGES, prepared for parse()."""
-    __slots__ = ("name", "type", "repeated", "required", "optional", "oneof", "map_value",
-                 "plain", "names")
+    __slots__ = ("name", "type", "repeated", "optional", "oneof", "map_value", "plain", "names")
 
     def __init__(self, name, type_, labels):
         words = labels.split()
         self.name = name
         self.repeated = "repeated" in words
-        self.required = "required" in words
         self.optional = "optional" in words
         self.oneof = next((w[6:] for w in words if w.startswith("oneof:")), None)
-        self.map_value = None
-        if type_.startswith("map<"):
-            self.map_value = type_[4:-1].split(",")[1]
+        self.map_value = type_[4:-1].split(",")[1] if type_.startswith("map<") else None
         self.type = type_
-        # The commonest fields, checked first by parse(): one string, in no
-        # oneof; one enum, in no oneof, given by name (``names``).
+        # The commonest fields, checked first by parse(): one string, or one enum
+        # given by name (``names``), in no oneof.
         single = not self.repeated and self.oneof is None
         self.plain = type_ == "string" and single
         self.names = frozenset(ENUMS[type_]) if type_ in ENUMS and single else None
 
 
 # message -> {accepted JSON key: _Field}; both camelCase and snake_case keys.
-_FIELDS = {
-    msg: {key: _Field(name, type_, labels)
-          for _, name, type_, labels in rows
-          for key in {name, _snake(name)}}
-    for msg, rows in MESSAGES.items()
-}
+_FIELDS = {msg: {key: _Field(name, type_, labels)
+                 for _, name, type_, labels in rows for key in {name, _snake(name)}}
+           for msg, rows in MESSAGES.items()}
 # message -> names of its required fields; the enum zero values never count as set.
 _REQUIRED = {msg: tuple(row[1] for row in rows if "required" in row[3].split())
              for msg, rows in MESSAGES.items()}
@@ -869,12 +741,10 @@ def _parse_timestamp(text):
         offset = sign * (int(m.group(8)[1:3]) * 3600 + int(m.group(8)[4:6]) * 60)
     whole = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - offset
     millis = whole * 1000 - (-nanos // 1_000_000)   # round up: ">= after" stays exact
-    seconds = whole + nanos / 1e9
     utc = time.gmtime(millis // 1000)
     if not 1 <= utc.tm_year <= 9999:               # google.protobuf.Timestamp's range
         raise ValueError
-    canon = "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (*utc[:6], millis % 1000)
-    return seconds, canon
+    return whole + nanos / 1e9, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (*utc[:6], millis % 1000)
 
 
 def _b64encode(data):
@@ -945,10 +815,8 @@ def _scalar(type_, value, path):
     raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}")
 
 
-# Free-form JSON (google.protobuf.Struct and Value: metadata, data parts) may
-# nest at most this deep. Deeper documents are refused when the request is
-# parsed: they could be stored but never encoded again (Python's JSON encoder
-# recurses), and no agent needs them.
+# How deep free-form JSON (Struct and Value: metadata, data parts) may nest. Deeper
+# could be stored but never encoded again (json's encoder recurses); no agent needs it.
 _MAX_NESTING = 32
 
 
@@ -996,10 +864,8 @@ def _is_default(value):
 
 def parse(message_type, value, path=""):
     """Check ``value`` against the proto message ``message_type``; return it canonical.
-
-    Raises InvalidParamsError naming the field (as a google.rpc.BadRequest
-    violation) on the first problem found.
-    """
+    Raises InvalidParamsError naming the field (a google.rpc.BadRequest violation)
+    on the first problem found."""
     if type(value) is not dict:
         raise _bad(path or "the request",
                    f"must be a JSON object ({message_type}), not {_json_type(value)}")
@@ -1162,37 +1028,31 @@ def agent_message(content, **fields):
 # -- writing JSON ---------------------------------------------------------------------
 #
 # Every answer and every stored task is compact UTF-8 JSON (section 5.5: ProtoJSON
-# is plain JSON). Encoding is most of what a small request costs after parsing, so
-# the encoder is json's own C one, called directly (_json_codec says what it saves).
+# is plain JSON): no spaces, characters as they are. Encoding is most of what a small
+# request costs after parsing, so the encoder is json's own C one, called directly.
 
 def _dumps(obj):
-    """A JSON value -> compact UTF-8 JSON bytes (section 5.5: ProtoJSON is
-    plain JSON; no spaces, and characters as they are, not escaped)."""
-    text = _encode_json(obj)
+    """A JSON value -> compact UTF-8 JSON bytes."""
     try:
-        return text.encode("utf-8")
+        return _encode_json(obj).encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (from a JSON-RPC id, say, which no field check
         # covers): JSON can still carry it, as an escape.
         return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
 
-# Compact UTF-8 JSON. One encoder, configured once (json.dumps with options
-# would build a new one per call); it keeps no state between calls.
+# One encoder, configured once (json.dumps with options builds one per call).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _json_codec():
-    """(encode, decode_stored): json's own C encoder and scanner, called
-    directly. JSONEncoder.encode checks its options and builds a new C
-    encoder on every call, and json.loads looks for the text's encoding,
-    skips white space and checks for trailing data: 1.1 us of the 3 us that
-    encoding a 200-byte event takes, and 1.8 us of the 3 us that decoding it
-    takes. decode_stored is only for JSON this process wrote (compact,
-    valid UTF-8): what the stores keep. The encoder is built without a
-    check for circular references, which no JSON document has (an agent's
-    object that contains itself raises RecursionError, not ValueError).
-    Where the interpreter has no C accelerator (PyPy), the plain calls."""
+    """(encode, decode_stored): json's own C encoder and scanner, called directly.
+    JSONEncoder.encode builds a new C encoder per call, and json.loads checks the
+    encoding, white space and trailing data: 1.1 of the 3 us of encoding a 200-byte
+    event, 1.8 of the 3 us of decoding it. decode_stored is only for JSON this
+    process wrote (compact, valid UTF-8): what the stores keep. No check for
+    circular references (an object holding itself raises RecursionError, not
+    ValueError). Without the C accelerator (PyPy), the plain calls."""
     from json import encoder, scanner
     if encoder.c_make_encoder is None or scanner.c_make_scanner is None:
         return _ENCODER.encode, json.loads
@@ -1213,20 +1073,16 @@ _encode_json, _decode_stored = _json_codec()
 
 # -- a task's life: the one function that changes it ----------------------------
 
-
 def _apply(task, kind, body, now, grown=None):
-    """The task after one event of TRANSITIONS (``kind``: "message",
-    "input", "statusUpdate", "artifactUpdate" or "cancel"; ``body`` the Message,
-    TaskStatusUpdateEvent or TaskArtifactUpdateEvent it carries; ``now`` the
-    timestamp of a status it sets). ``task`` is None for a new task, made from
-    the user's first message (which carries the task and context ids). Tasks
-    are copy-on-write: the old dict is left as it was. Raises the protocol's
-    error when the event may not meet the task's state.
-
-    One exception to copy-on-write keeps a streamed artifact linear: ``grown``
-    is a parts list the caller owns (made by the append before, and seen by
-    nobody else: _Channel.grown), which an append extends in place. Copying
-    the whole list at every chunk would cost the square of the chunks."""
+    """The task after one event of TRANSITIONS: ``kind`` names it, ``body`` is the
+    Message, TaskStatusUpdateEvent or TaskArtifactUpdateEvent it carries, ``now``
+    the timestamp of a status it sets. ``task`` is None for a new task, made from
+    the user's first message (which carries the task and context ids). Tasks are
+    copy-on-write; raises the protocol's error when the event may not meet the
+    task's state. One exception keeps a streamed artifact linear: ``grown`` is a
+    parts list the caller owns (made by the append before, seen by nobody else:
+    _Channel.grown), which an append extends in place rather than copy it whole
+    at every chunk (the square of the chunks)."""
     state = None if task is None else task["status"]["state"]
     meets, leaves = TRANSITIONS[kind]
     if state not in meets:
@@ -1268,8 +1124,7 @@ def _apply(task, kind, body, now, grown=None):
 
 
 def _parts_of(task, artifact_id):
-    """The parts list of ``task``'s artifact ``artifact_id`` (the newest one
-    is looked at first)."""
+    """The parts list of ``task``'s artifact ``artifact_id`` (newest first)."""
     for artifact in reversed(task["artifacts"]):
         if artifact["artifactId"] == artifact_id:
             return artifact["parts"]
