@@ -454,10 +454,9 @@ class UnsupportedOperationError(A2AError):
 
 
 class ConflictError(UnsupportedOperationError):
-    """The task changed since the writer read it (another request, perhaps in
-    another process, wrote first): the store refused a lost update. The server
-    reads the task again and retries; one reaching a client means two requests
-    raced to change one task."""
+    """The task changed since the writer read it (another request or process wrote
+    first): the store refused a lost update. The server reads the task again and
+    retries; one reaching a client means two requests raced to change one task."""
 
 
 class ContentTypeNotSupportedError(A2AError):
@@ -735,10 +734,8 @@ def _parse_timestamp(text):
     if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 61):
         raise ValueError
     nanos = int((m.group(7) or "0").ljust(9, "0"))
-    offset = 0
-    if m.group(8) not in "Zz":
-        sign = 1 if m.group(8)[0] == "+" else -1
-        offset = sign * (int(m.group(8)[1:3]) * 3600 + int(m.group(8)[4:6]) * 60)
+    zone = m.group(8)
+    offset = 0 if zone in "Zz" else int(zone[:3]) * 3600 + int(zone[0] + zone[4:6]) * 60  # signed
     whole = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - offset
     millis = whole * 1000 - (-nanos // 1_000_000)   # round up: ">= after" stays exact
     utc = time.gmtime(millis // 1000)
