@@ -25,10 +25,9 @@ Quick start::
 Run ``python a2a_min.py`` for a demo agent and ready-to-paste curl lines.
 
 Protocol: A2A 1.0 (specification v1.0.1, package ``lf.a2a.v1``); section numbers
-in the comments are that specification's. Each section below uses only what came
-before it (but for the hosts' hooks). The protocol is synchronous and free of
-sockets and event loops, but for the webhooks it sends; the last three sections
-are how it meets the world:
+in the comments are that specification's. Each section uses only what came before
+it (but for the hosts' hooks). The protocol is synchronous and free of sockets and
+event loops, but for the webhooks it sends; the last three sections meet the world:
 
 1. tables: operations, routes, task states and their transitions, limits;
 2. errors: one class per protocol error, knowing its code in every binding;
@@ -37,31 +36,27 @@ are how it meets the world:
 4. the task store: where tasks live, bounded, behind a small interface;
 5. agent execution: how your function becomes task updates and stream events;
 6. authentication, and which webhook addresses are allowed;
-7. bindings: JSON-RPC, HTTP+JSON, SSE framing and the agent card (and the
-   RFC 9727 API catalog), bytes in and bytes out;
+7. bindings: JSON-RPC, HTTP+JSON, SSE and the agent card (and the RFC 9727 API
+   catalog), bytes in and bytes out;
 8. webhook delivery: push notifications, sent from background threads;
-9. operations: the eleven A2A operations, free of any binding, on the Server
-   that ties sections 4 to 8 together;
+9. operations: the eleven A2A operations, free of any binding, on the Server;
 10. running on an event loop: the core's hooks, turned into asyncio;
-11. adapters: a threaded (socketserver) or asyncio HTTP/1.1 server, WSGI, ASGI
-    and AWS Lambda;
+11. adapters: threaded or asyncio HTTP/1.1 servers, WSGI, ASGI, AWS Lambda;
 12. the command line demo.
 
 The rule: this file alone answers every A2A 1.0 request in one process, with the
-bounded in-memory store, on every bundled host (the threaded and asyncio servers,
-WSGI, ASGI, Lambda): all eleven operations on JSON-RPC and HTTP+JSON, SSE with
-Last-Event-ID, the card (ETag, caching, the API catalog) and the extended card,
-tenants, authentication hooks (Bearer, API key, the certificate subject from an
-ssl.SSLContext it is given), per-caller shares, push notification configs and
-their delivery with the address guard, graceful shutdown and stats(). What
-deployment needs lives in companion modules beside it, each imported only when
-asked for (through _companion(), which names the file to copy when missing):
+bounded in-memory store, on every bundled host: all eleven operations on JSON-RPC
+and HTTP+JSON, SSE with Last-Event-ID, the card (ETag, caching, the API catalog)
+and the extended card, tenants, authentication hooks (Bearer, API key, the
+certificate subject from an ssl.SSLContext it is given), per-caller shares, push
+notification configs and their delivery with the address guard, graceful shutdown
+and stats(). What deployment needs lives in companion modules beside it, each
+imported only when asked for (through _companion(), which names the file to copy):
 
 - a2a_store.py: tasks in SQLite, shared by processes (--store, --workers,
   serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
-- a2a_cli.py: the command line's deployment flags (--store, --workers, --tls-*
-  from files and their reload, --exec, --sign-key) and the client's verbs;
-  a2a_client.py: the caller's side, for programs;
+- a2a_cli.py: the command line's deployment flags (--tls-* from files and their
+  reload, --exec, --sign-key) and the client's verbs; a2a_client.py: for programs;
 - a2a_console.py: the page a browser gets at GET /;
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
@@ -147,8 +142,7 @@ if sys.version_info < (3, 10):        # (once, here: an older Python fails later
 # asked for, so the import graph stays a tree and a copied a2a_min.py alone still
 # answers every request. ``a2a_min.SQLiteStore`` and ``a2a_min.open_store`` still
 # work beside a2a_store.py, through the module's __getattr__ (PEP 562).
-_FORWARDED = {"SQLiteStore": "a2a_store", "open_store": "a2a_store",
-              "SQLITE_SCHEMA_VERSION": "a2a_store"}
+_FORWARDED = dict.fromkeys(("SQLiteStore", "open_store", "SQLITE_SCHEMA_VERSION"), "a2a_store")
 
 
 def _companion(name, wanted_by):
@@ -343,11 +337,7 @@ class A2AError(Exception):
     """Base of every error this server answers with. ``message`` is shown to the
     client; ``metadata`` lands in the ErrorInfo detail (string values); ``field``
     names the offending request field (a google.rpc.BadRequest field violation)."""
-
-    code = -32603
-    grpc_status = "INTERNAL"
-    http_status = 500
-    reason = "INTERNAL_ERROR"
+    code, grpc_status, http_status, reason = -32603, "INTERNAL", 500, "INTERNAL_ERROR"
     retry_after = None            # seconds, for errors a client should try again after
 
     def __init__(self, message, *, field=None, metadata=None):
