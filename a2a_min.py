@@ -138,9 +138,8 @@ if sys.version_info < (3, 10):        # (once, here: an older Python fails later
 # asyncio) are imported where used, and base64 is done with binascii (the base64
 # module imports re, ~12 ms).
 
-# Companions import this module; it reaches them only through _companion(), when
-# asked for, so the import graph stays a tree and a copied a2a_min.py alone still
-# answers every request. ``a2a_min.SQLiteStore`` and ``a2a_min.open_store`` still
+# Companions import this module; it reaches them only through _companion(), so the
+# import graph stays a tree. ``a2a_min.SQLiteStore`` and ``a2a_min.open_store`` still
 # work beside a2a_store.py, through the module's __getattr__ (PEP 562).
 _FORWARDED = dict.fromkeys(("SQLiteStore", "open_store", "SQLITE_SCHEMA_VERSION"), "a2a_store")
 
@@ -365,43 +364,35 @@ class ParseError(A2AError):
     """The body is not valid JSON (or not UTF-8)."""
     code, grpc_status, http_status, reason = -32700, "INVALID_ARGUMENT", 400, "PARSE_ERROR"
 
-
 class InvalidRequestError(A2AError):
     """The JSON is not a single JSON-RPC 2.0 Request object."""
     code, grpc_status, http_status, reason = -32600, "INVALID_ARGUMENT", 400, "INVALID_REQUEST"
-
 
 class MethodNotFoundError(A2AError):
     """The method is not one of the eleven A2A 1.0 methods."""
     code, grpc_status, http_status, reason = -32601, "UNIMPLEMENTED", 404, "METHOD_NOT_FOUND"
 
-
 class InvalidParamsError(A2AError):
     """The params do not match the request message of the proto."""
     code, grpc_status, http_status, reason = -32602, "INVALID_ARGUMENT", 400, "INVALID_PARAMS"
-
 
 class InternalError(A2AError):
     """Something failed inside the server; details are in the server log."""
     code, grpc_status, http_status, reason = -32603, "INTERNAL", 500, "INTERNAL_ERROR"
 
-
 class PayloadTooLargeError(InvalidRequestError):
     """The request body is larger than the server accepts (max_body_bytes)."""
     code, grpc_status, http_status, reason = -32600, "RESOURCE_EXHAUSTED", 413, "PAYLOAD_TOO_LARGE"
-
 
 class TaskStoreFullError(InternalError):
     """Every slot of the task store holds an unfinished task."""
     code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 503, "TASK_STORE_FULL"
     retry_after = 5
 
-
 class CallerLimitError(TaskStoreFullError):
     """One caller reached a limit of its own (the ErrorInfo metadata names the
     limit and its value); HTTP answers carry Retry-After."""
     code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 429, "CALLER_LIMIT"
-
 
 class ServerBusyError(A2AError):
     """The server is at its connection limit; try again shortly."""
@@ -426,51 +417,42 @@ class TaskNotFoundError(A2AError):
     """No task with that id, or none the caller may see."""
     code, grpc_status, http_status, reason = -32001, "NOT_FOUND", 404, "TASK_NOT_FOUND"
 
-
 class TaskNotCancelableError(A2AError):
     """The task is in a state that cannot be canceled (it already ended)."""
     code, grpc_status, http_status, reason = -32002, "FAILED_PRECONDITION", 400, "TASK_NOT_CANCELABLE"
-
 
 class PushNotificationNotSupportedError(A2AError):
     """The agent card says pushNotifications: false."""
     code, grpc_status, http_status, reason = (
         -32003, "FAILED_PRECONDITION", 400, "PUSH_NOTIFICATION_NOT_SUPPORTED")
 
-
 class UnsupportedOperationError(A2AError):
     """The operation is not supported here, or not in the task's state."""
     code, grpc_status, http_status, reason = -32004, "FAILED_PRECONDITION", 400, "UNSUPPORTED_OPERATION"
-
 
 class ConflictError(UnsupportedOperationError):
     """The task changed since the writer read it (another request or process wrote
     first): the store refused a lost update. The server reads the task again and
     retries; one reaching a client means two requests raced to change one task."""
 
-
 class ContentTypeNotSupportedError(A2AError):
     """A media type the agent (or this binding) does not accept."""
     code, grpc_status, http_status, reason = (
         -32005, "INVALID_ARGUMENT", 400, "CONTENT_TYPE_NOT_SUPPORTED")
 
-
 class InvalidAgentResponseError(A2AError):
     """The agent produced something that is not valid A2A."""
     code, grpc_status, http_status, reason = -32006, "INTERNAL", 500, "INVALID_AGENT_RESPONSE"
-
 
 class ExtendedAgentCardNotConfiguredError(A2AError):
     """The card promises an extended card but none is configured."""
     code, grpc_status, http_status, reason = (
         -32007, "FAILED_PRECONDITION", 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
 
-
 class ExtensionSupportRequiredError(A2AError):
     """The card marks an extension required and the request did not announce it."""
     code, grpc_status, http_status, reason = (
         -32008, "FAILED_PRECONDITION", 400, "EXTENSION_SUPPORT_REQUIRED")
-
 
 class VersionNotSupportedError(A2AError):
     """The A2A-Version asked for is not one this server speaks."""
