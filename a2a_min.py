@@ -3023,28 +3023,25 @@ class _PendingAnswer:
 # 6. Authentication, and which webhook addresses are allowed
 # =============================================================================
 #
-# Authentication (sections 7, 13.1). A2A carries credentials in the transport:
-# HTTP headers or gRPC metadata, as the card's securitySchemes describe. The
-# Server takes one hook, authenticate(CallContext) -> principal; it raises
+# Authentication (sections 7, 13.1). A2A carries credentials in the transport
+# (HTTP headers, gRPC metadata), as the card's securitySchemes describe. The
+# Server takes one hook, authenticate(CallContext) -> principal, which raises
 # AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
-# UNAUTHENTICATED, JSON-RPC error -31401). The principal owns the tasks it
-# creates: every read goes through the store with (tenant, principal), so a
-# task of someone else is reported exactly like a task that does not exist.
-# Two helpers cover the common schemes; secrets are compared in constant time.
+# UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks it creates:
+# the store is read with (tenant, principal), so another's task is reported
+# exactly like one that does not exist. Secrets are compared in constant time.
 #
-# Webhook addresses (section 13.2). A push notification config names a URL
-# that this server will POST to, so a caller could aim the server at what
-# only the server can reach: its own loopback, the cloud's metadata address,
-# the private network behind it (server-side request forgery). A webhook may
-# reach only globally routable unicast addresses (ipaddress's is_global, plus
-# a table of ranges that Python 3.10 still counts as global), and an IPv6
-# address that stands for an IPv4 one (IPv4-mapped, 6to4, Teredo, NAT64) is
-# judged by the IPv4 address it leads to, whatever the Python version thinks
-# of its prefix. push_allow, host names and networks, is the only way around
-# the check. A literal address is checked when the config is created; a host
-# name when a delivery resolves it (section 8 of this file). The header values
-# of a config (token, authentication) are checked when it is created too: no
-# control characters, latin-1 only, since they are written as they are.
+# Webhook addresses (section 13.2). A push config names a URL this server
+# will POST to, so a caller could aim it at what only the server can reach:
+# its loopback, the cloud's metadata address, the private network behind it
+# (server-side request forgery). A webhook may reach only globally routable
+# unicast addresses (is_global, less the ranges Python 3.10 still counts as
+# global); an IPv6 address that stands for an IPv4 one (IPv4-mapped, 6to4,
+# Teredo, NAT64) is judged by that IPv4 address. push_allow (host names and
+# networks) is the only way around the check. A literal address is checked
+# when the config is created, a host name when a delivery resolves it
+# (section 8 of this file). A config's header values (token, authentication)
+# are checked when it is created too: they are written as they are.
 
 
 class BearerAuth:
@@ -3093,16 +3090,11 @@ class ApiKeyAuth:
 
 
 class MutualTlsAuth:
-    """Mutual TLS (the card's MutualTlsSecurityScheme): the caller is who
-    the client certificate its connection presented says, once the server has
-    verified it against the client CA it was given (tls={"client_ca": ...}).
-
-    ``principal(certificate)`` names the principal; it gets the verified
-    certificate as ssl's getpeercert() gives it, on every binding (gRPC
-    included), and returns a string (or raises an A2AError to refuse). By
-    default it is ``certificate_principal``: the subject as escaped RFC 4514
-    text, or for a certificate with an empty subject its first URI or DNS
-    subjectAltName. ``principal_of`` is the older name of ``principal``."""
+    """Mutual TLS (MutualTlsSecurityScheme): the caller is who the client
+    certificate says, once verified against the server's client CA
+    (tls={"client_ca": ...}). ``principal(certificate)`` (getpeercert()'s
+    dict, on every binding) names it, by default ``certificate_principal``;
+    ``principal_of`` is its older name."""
 
     def __init__(self, *, principal=None, principal_of=None, scheme_name="mtls"):
         self.principal_of = principal or principal_of or certificate_principal
@@ -3110,25 +3102,20 @@ class MutualTlsAuth:
             "description": "a client certificate issued by the CA this agent trusts"}}}
 
     def __call__(self, call):
-        certificate = call.certificate
-        if not certificate:
+        if not call.certificate:
             raise AuthenticationRequiredError(
                 "this agent needs a client certificate (mutual TLS): connect over https with "
                 "one its CA issued (curl --cert client.pem --key client.key ...)",
                 challenge='Certificate realm="a2a"')
-        return self.principal_of(certificate)
+        return self.principal_of(call.certificate)
 
 
-# A certificate's principal. A subject is a sequence of RDNs, each a set of
-# type=value pairs (RFC 5280 section 4.1.2.4). Written as RFC 4514 text (most
-# specific RDN first, "," between RDNs, "+" inside one) with every character
-# RFC 4514 section 2.4 names escaped, two subjects never give one string:
-# a CN "alice,O=Example" is "CN=alice\,O=Example", not the two RDNs
-# "CN=alice,O=Example". A subject may be empty (SPIFFE and much current PKI
-# name the holder only in the subjectAltName): the principal is then its first
-# URI ("URI:spiffe://example.org/alice"), else its first DNS name ("DNS:..."),
-# which no subject's text can be (it starts with "type=", and ssl's type names
-# hold no ":"). A certificate with neither is refused, never one shared "".
+# A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280
+# section 4.1.2.4). As RFC 4514 text, with every character its section 2.4
+# names escaped, two subjects never give one string: a CN "alice,O=Example"
+# is "CN=alice\,O=Example". An empty subject (SPIFFE, much current PKI)
+# gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's
+# text can be (ssl's type names hold no ":"); neither is refused, never "".
 _SUBJECT_SHORT_NAMES = {
     "commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
     "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
@@ -3136,9 +3123,7 @@ _SUBJECT_SHORT_NAMES = {
 
 
 def _rfc4514_value(value):
-    """An attribute value escaped as RFC 4514 section 2.4 says: the separators
-    and quoting characters anywhere, a leading space or "#", a trailing space,
-    and NUL as "\\00"."""
+    """An attribute value escaped as RFC 4514 section 2.4 says."""
     def escaped(i, c):
         if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1) or c == "#" and i == 0:
             return "\\" + c
@@ -3147,9 +3132,8 @@ def _rfc4514_value(value):
 
 
 def certificate_principal(certificate):
-    """The principal of a verified client certificate (ssl's getpeercert()
-    dict): its subject as RFC 4514 text ("CN=alice,O=Example"), or, when the
-    subject is empty, "URI:<first URI SAN>" or "DNS:<first DNS SAN>"."""
+    """The principal of a verified client certificate: its subject as RFC 4514
+    text ("CN=alice,O=Example"), else "URI:<first URI SAN>" or "DNS:<first DNS SAN>"."""
     rdns = certificate.get("subject", ())
     if rdns:
         return ",".join("+".join(f"{_SUBJECT_SHORT_NAMES.get(k, k)}={_rfc4514_value(v)}"
@@ -3166,8 +3150,7 @@ def certificate_principal(certificate):
 
 
 class _Peer(str):
-    """The client's address (a str, as ``peer`` always is), carrying the
-    verified client certificate of its TLS connection."""
+    """The client's address (a str), carrying its TLS connection's verified certificate."""
 
     __slots__ = ("certificate",)
 
@@ -3178,8 +3161,8 @@ class _Peer(str):
 
 
 def _match_secret(known, given, hint, challenge):
-    """The principal of ``given`` among ``known`` (bytes, principal) pairs.
-    Every candidate is compared, in constant time, whatever matches."""
+    """The principal of ``given`` among ``known`` (bytes, principal) pairs;
+    every candidate is compared, whatever matches."""
     import hmac
     given = given.encode()
     found = None
@@ -3193,24 +3176,16 @@ def _match_secret(known, given, hint, challenge):
     return found[0]
 
 
-# Ranges no webhook may reach that Python 3.10's is_global still counts as
-# global (newer versions agree about some of them): IETF protocol assignments,
-# IPv6 site-local (deprecated, but routed inside some networks), local-use
-# NAT64, IPv6 documentation.
+# Ranges Python 3.10's is_global still counts as global: IETF protocol
+# assignments, IPv6 site-local, local-use NAT64, IPv6 documentation.
 _NOT_GLOBAL = ("192.0.0.0/24", "fec0::/10", "64:ff9b:1::/48", "3fff::/20")
-
-# The NAT64 well-known prefix 64:ff9b::/96, as the top 96 bits of an address.
-_NAT64 = 0x0064_ff9b << 64
-
-# What a host name may hold once in its IDNA (ASCII) form.
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")
-
-# Bytes no header value may hold: the C0 controls but HTAB, and DEL.
-_HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"
-# The largest webhook URL, id and header value (token, scheme, credentials) a
-# push config may hold. It is kept with its task, and counts in its size.
+_NAT64 = 0x0064_ff9b << 64          # 64:ff9b::/96, as the top 96 bits of an address
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")   # an IDNA host name's
+_HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"  # C0 but HTAB, and DEL
+# The largest webhook URL, config id (when the client chooses it) and header
+# value a push config may hold: it is kept with its task, and counts in its size.
 _MAX_URL = 2048
-_MAX_CONFIG_ID = 256        # a push config's id, when the client chooses it
+_MAX_CONFIG_ID = 256
 _MAX_HEADER_VALUE = 4096
 
 
@@ -3226,46 +3201,36 @@ def _parse_allow(entries):
     return names, networks
 
 
-def _embedded_ipv4(address):
-    """The IPv4 addresses an IPv6 address leads to: the address of an
-    IPv4-mapped, 6to4 or NAT64 (64:ff9b::/96) address, the server and the
-    client of a Teredo one. Empty for any other address."""
-    import ipaddress
-    if address.version == 4:
-        return []
-    found = (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
-             ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
-             if int(address) >> 32 == _NAT64 else None)
-    return [a for a in found if a is not None]
-
-
 def _may_reach(address, networks):
     """Whether webhooks may be sent to ``address``: push_allow names its
-    network, or it is a globally routable unicast address. An IPv6 form of an
-    IPv4 address is judged by the IPv4 address (all of them, for Teredo)."""
+    network, or it is a globally routable unicast address. An IPv6 address
+    that leads to IPv4 ones (IPv4-mapped, 6to4, NAT64, Teredo's server and
+    client) is judged by all of those."""
     import ipaddress
     if any(address in network for network in networks):
         return True
-    embedded = _embedded_ipv4(address)
-    if embedded:
-        return all(_may_reach(a, networks) for a in embedded)
+    if address.version == 6:
+        nat64 = int(address) >> 32 == _NAT64
+        embedded = [a for a in (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
+                                ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF) if nat64
+                                else None) if a is not None]
+        if embedded:
+            return all(_may_reach(a, networks) for a in embedded)
     return (address.is_global and not address.is_multicast and not address.is_reserved
             and not any(address in ipaddress.ip_network(n) for n in _NOT_GLOBAL))
 
 
 def _public_config(config):
-    """A stored push config as the protocol shows it: without the version
-    of the payloads its webhook is sent (kept for configs made in 0.3)."""
+    """A stored push config as the protocol shows it: without payloadVersion (0.3's)."""
     if "payloadVersion" not in config:
         return config
     return {k: v for k, v in config.items() if k != "payloadVersion"}
 
 
 def _webhook_target(url, allow, resolve=None):
-    """Check a webhook URL; with ``resolve`` (a callable(host, port) -> the
-    host's addresses: _resolve_host, at delivery), also resolve its host and
-    return (scheme, host, port, path, vetted addresses). A literal address is
-    checked and returned even without ``resolve``. Raises InvalidParamsError."""
+    """Check a webhook URL, or raise InvalidParamsError. With ``resolve``
+    (host, port -> addresses: _resolve_host, at delivery), or for a literal
+    address, return (scheme, host, port, path, vetted addresses)."""
     import ipaddress
     from urllib.parse import quote, urlsplit
     try:
@@ -3301,14 +3266,13 @@ def _webhook_target(url, allow, resolve=None):
         return None                        # names are resolved when a delivery is made
     else:
         addresses = [ipaddress.ip_address(a) for a in resolve(host, port)]
-    if host not in names:
-        for address in addresses:
-            if not _may_reach(address, networks):
-                raise InvalidParamsError(
-                    f"the webhook address {address} of {host} is not globally routable "
-                    "(loopback, private, shared, link-local, multicast, reserved...); start "
-                    "the server with push_allow=[...] (the demo: --push-allow) to allow it",
-                    field="url")
+    for address in addresses:
+        if host not in names and not _may_reach(address, networks):
+            raise InvalidParamsError(
+                f"the webhook address {address} of {host} is not globally routable "
+                "(loopback, private, shared, link-local, multicast, reserved...); start "
+                "the server with push_allow=[...] (the demo: --push-allow) to allow it",
+                field="url")
     # The request line takes the path as it is: escape what may not stand there.
     path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")
     if parts.query:
