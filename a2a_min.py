@@ -3286,28 +3286,25 @@ def _webhook_target(url, allow, resolve=None):
 #
 # Bytes in, bytes out. handle_http() takes the parts of an HTTP request
 # (method, path, query string, headers with lower-case names, body bytes)
-# and returns a Response: status, headers and either a body or an iterator
-# of byte chunks (an SSE stream). Nothing here knows about sockets; every
-# host adapter (section 11 of this file) calls this one function.
+# and returns a Response: status, headers and a body or an iterator of byte
+# chunks (an SSE stream). Nothing here knows about sockets; every host
+# adapter (section 11 of this file) calls this one function.
 #
-# A binding is a codec around Server.call() (the Server and its operations
-# are section 9; a binding needs only call()): it finds the operation (a
-# JSON-RPC method name, or a REST route), turns the request into the
-# operation's params dict, and turns the result into bytes in its own shape,
-# errors included. This is the only place where answers are encoded, where
-# HTTP statuses and headers are chosen, and where the Link header to the card
-# (RFC 8288) is added. The operations never see a binding, so the same task
-# looks the same through JSON-RPC, HTTP+JSON and gRPC (section 5.1).
+# A binding is a codec around Server.call() (section 9): it finds the
+# operation (a JSON-RPC method name, or a REST route), turns the request into
+# its params dict, and the result into bytes in its own shape, errors
+# included. Only here are answers encoded, HTTP statuses and headers chosen,
+# and the Link header to the card (RFC 8288) added. The operations never see
+# a binding, so a task looks the same through every binding (section 5.1).
 #
 # JSON-RPC (section 9): one Request object per HTTP POST; batches are not part
-# of A2A. Every answer is HTTP 200 with a JSON-RPC Response (except where
-# HTTP itself has something to say: 413, 401, 429), whose error codes
-# come from the error table; data is an array of typed details (ErrorInfo,
-# BadRequest). Streaming methods answer text/event-stream where every event's
-# data is a whole JSON-RPC Response carrying one StreamResponse (section
-# 9.4); an error raised before the first event is an ordinary JSON answer.
-#
-# HTTP+JSON (section 11) follows JSON-RPC below, on the same operations.
+# of A2A. Every answer is HTTP 200 with a JSON-RPC Response (but where HTTP
+# itself has something to say: 413, 401, 429), whose error codes come from
+# the error table; data is an array of typed details (ErrorInfo, BadRequest).
+# Streaming methods answer text/event-stream, each event's data a whole
+# JSON-RPC Response carrying one StreamResponse (section 9.4); an error
+# raised before the first event is an ordinary JSON answer. HTTP+JSON
+# (section 11) follows JSON-RPC below, on the same operations.
 #
 # SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
 # and a blank line. A comment line ": keep-alive" is sent when nothing has
@@ -3317,21 +3314,16 @@ def _webhook_target(url, allow, resolve=None):
 class Response:
     """What a binding answers: ``status`` (int), ``headers`` (list of pairs),
     ``body`` (bytes) or ``stream`` (an _SSEStream of bytes chunks, read by
-    ``for``; the adapter close()s it when the client goes away).
-
-    For a host on an event loop (handle_http(..., spawn=...)) an answer still
-    being worked on is ``pending``: a _PendingAnswer. Once it is done,
+    ``for``; the adapter close()s it when the client goes away). From a host
+    on an event loop (handle_http(..., spawn=...)), an answer still being
+    worked on is ``pending`` (a _PendingAnswer); once it is done,
     ``render(pending)`` is the real Response."""
 
     __slots__ = ("status", "headers", "body", "stream", "pending", "render")
 
     def __init__(self, status, headers, body=b"", stream=None, pending=None, render=None):
-        self.status = status
-        self.headers = headers
-        self.body = body
-        self.stream = stream
-        self.pending = pending
-        self.render = render
+        self.status, self.headers, self.body = status, headers, body
+        self.stream, self.pending, self.render = stream, pending, render
 
 
 _JSON = "application/json"
@@ -3342,20 +3334,20 @@ _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json", 
 # The reason phrase of every registered status (RFC 9110 section 15, and the
 # RFCs it names), as a literal: the standard library's http.HTTPStatus costs
 # a millisecond to import.
-_HTTP_REASONS = {100: "Continue", 101: "Switching Protocols", 102: "Processing",
-    103: "Early Hints", 200: "OK", 201: "Created", 202: "Accepted",
-    203: "Non-Authoritative Information", 204: "No Content", 205: "Reset Content",
-    206: "Partial Content", 207: "Multi-Status", 208: "Already Reported", 226: "IM Used",
-    300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other",
-    304: "Not Modified", 305: "Use Proxy", 307: "Temporary Redirect",
-    308: "Permanent Redirect", 400: "Bad Request", 401: "Unauthorized",
-    402: "Payment Required", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-    406: "Not Acceptable", 407: "Proxy Authentication Required", 408: "Request Timeout",
-    409: "Conflict", 410: "Gone", 411: "Length Required", 412: "Precondition Failed",
-    413: "Content Too Large", 414: "URI Too Long", 415: "Unsupported Media Type",
-    416: "Range Not Satisfiable", 417: "Expectation Failed", 418: "I'm a Teapot",
-    421: "Misdirected Request", 422: "Unprocessable Content", 423: "Locked",
-    424: "Failed Dependency", 425: "Too Early", 426: "Upgrade Required",
+_HTTP_REASONS = {
+    100: "Continue", 101: "Switching Protocols", 102: "Processing", 103: "Early Hints",
+    200: "OK", 201: "Created", 202: "Accepted", 203: "Non-Authoritative Information",
+    204: "No Content", 205: "Reset Content", 206: "Partial Content", 207: "Multi-Status",
+    208: "Already Reported", 226: "IM Used", 300: "Multiple Choices", 301: "Moved Permanently",
+    302: "Found", 303: "See Other", 304: "Not Modified", 305: "Use Proxy",
+    307: "Temporary Redirect", 308: "Permanent Redirect", 400: "Bad Request",
+    401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 406: "Not Acceptable", 407: "Proxy Authentication Required",
+    408: "Request Timeout", 409: "Conflict", 410: "Gone", 411: "Length Required",
+    412: "Precondition Failed", 413: "Content Too Large", 414: "URI Too Long",
+    415: "Unsupported Media Type", 416: "Range Not Satisfiable", 417: "Expectation Failed",
+    418: "I'm a Teapot", 421: "Misdirected Request", 422: "Unprocessable Content",
+    423: "Locked", 424: "Failed Dependency", 425: "Too Early", 426: "Upgrade Required",
     428: "Precondition Required", 429: "Too Many Requests",
     431: "Request Header Fields Too Large", 451: "Unavailable For Legal Reasons",
     500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
@@ -3365,15 +3357,13 @@ _HTTP_REASONS = {100: "Continue", 101: "Switching Protocols", 102: "Processing",
 
 
 def _json_body(obj):
-    """A JSON value as a response body: compact JSON and a newline, so that
-    a shell prompt after curl starts on a line of its own."""
+    """Compact JSON and a newline (a shell prompt after curl starts on its own line)."""
     return _dumps(obj) + b"\n"
 
 
 def _jsonrpc_result(request_id, result):
-    """The JSON-RPC Response object of a result, as a body. A task the store
-    gave with its JSON (a _StoredTask: see "The task store") is spliced in as
-    it is, not encoded again."""
+    """The JSON-RPC Response of a result, as a body; a task the store gave
+    with its JSON (a _StoredTask) is spliced in, not encoded again."""
     encoded = _encoded_result(result)
     if encoded is not None:
         rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
@@ -3388,9 +3378,8 @@ def _jsonrpc_error(request_id, error):
 
 
 def _sse_frame(seq, data):
-    """One Server-Sent Event (WHATWG HTML 9.2): ``id: seq`` when the event is
-    one of the task's (a client resumes from it with Last-Event-ID), then the
-    JSON as one ``data:`` line, then the blank line that ends the event."""
+    """One Server-Sent Event (WHATWG HTML 9.2): ``id: seq`` for a task's event
+    (a client resumes from it with Last-Event-ID), one ``data:`` line, a blank line."""
     head = b"" if seq is None else b"id: %d\n" % seq
     return head + b"data: " + _dumps(data) + b"\n\n"
 
@@ -3398,6 +3387,7 @@ def _sse_frame(seq, data):
 def _as_it_is(body):
     """HTTP+JSON's stream envelope: none (the StreamResponse as it is)."""
     return body
+
 
 
 _KEEPALIVE = b": keep-alive\n\n"
@@ -3515,11 +3505,12 @@ def _preflight(server, path, headers):
     origin may read them. Anything else: only the origins the user named
     (cors_origins), with the headers A2A uses."""
     if path == _CATALOG_PATH or path.endswith(_CARD_PATH):
-        return Response(204, [("Access-Control-Allow-Origin", "*"),
-                              ("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
-                              ("Access-Control-Allow-Headers",
-                               "A2A-Version, A2A-Extensions, If-None-Match"),
-                              ("Access-Control-Max-Age", "600")])
+        return Response(204, [
+            ("Access-Control-Allow-Origin", "*"),
+            ("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
+            ("Access-Control-Allow-Headers", "A2A-Version, A2A-Extensions, If-None-Match"),
+            ("Access-Control-Max-Age", "600")])
+
     origin = headers.get("origin")
     if origin is None:                            # not from a browser
         return Response(204, [("Allow", "GET, POST, DELETE, OPTIONS")])
@@ -3528,11 +3519,12 @@ def _preflight(server, path, headers):
             f"pages of {origin[:100]} may not call this server: the origins allowed are named "
             f"when it starts: --cors-origin {origin[:100]} (Server(cors_origins=[...]))",
             metadata={"origin": origin[:100]}))
-    return Response(204, [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-                          ("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"),
-                          ("Access-Control-Allow-Headers", "Content-Type, A2A-Version, "
-                           "A2A-Extensions, Authorization, Last-Event-ID"),
-                          ("Access-Control-Max-Age", "600")])
+    return Response(204, [
+        ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+        ("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"),
+        ("Access-Control-Allow-Headers",
+         "Content-Type, A2A-Version, A2A-Extensions, Authorization, Last-Event-ID"),
+        ("Access-Control-Max-Age", "600")])
 
 
 def _cors_allowed(server, origin):
@@ -3606,14 +3598,12 @@ def _routed(server, request):
     try:
         if server.single_path:
             return _single_path_response(server, request)
-        if path == _CARD_PATH:
-            if method in ("GET", "HEAD"):
+        if path == _CARD_PATH or path == _CATALOG_PATH:
+            if method not in ("GET", "HEAD"):
+                raise _MethodNotAllowed("GET")
+            if path == _CARD_PATH:
                 return _card_response(server, headers, request.base_url)
-            raise _MethodNotAllowed("GET")
-        if path == _CATALOG_PATH:
-            if method in ("GET", "HEAD"):
-                return _catalog_response(server, request.base_url)
-            raise _MethodNotAllowed("GET")
+            return _catalog_response(server, request.base_url)
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
                 return _jsonrpc_response(server, request)
@@ -3645,7 +3635,7 @@ def _routed(server, request):
 
 
 class _MethodNotAllowed(Exception):
-    pass
+    """The method is not one the path takes; args[0] names those it does (Allow)."""
 
 
 def _logged(response, request, started):
@@ -3653,10 +3643,7 @@ def _logged(response, request, started):
     status is known (an answer an event loop finishes later, when it is)."""
     if response.pending is not None:
         render = response.render
-
-        def logged_render(pending):
-            return _logged(render(pending), request, started)
-        response.render = logged_render
+        response.render = lambda pending: _logged(render(pending), request, started)
         return response
     size = "-" if response.stream is not None else len(response.body)
     _log().getChild("access").info(
@@ -3743,26 +3730,21 @@ def _jsonrpc_response(server, request):
         if not isinstance(params, dict):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
-        if name not in METHODS:
-            if name in LEGACY_METHODS and server.compat is not None:    # A2A 0.3 (a2a_v03)
-                call = CallContext(headers, _post_query(query), base_url=request.base_url,
-                                   spawn=request.spawn, peer=request.peer)
-                if call.query or "last-event-id" in headers:
-                    call.last_event_id = _last_event_id(headers, call.query)
-                return server.compat.jsonrpc_response(server, name, params, request_id, call)
-            if name in LEGACY_METHODS:
-                raise MethodNotFoundError(
-                    f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
-                    f"{LEGACY_METHODS[name]!r} (or serve 0.3 clients too: "
-                    "Server(compat='0.3'), --compat 0.3)", metadata={"method": name})
-            raise MethodNotFoundError(
-                f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
-                + ", ".join(METHODS), metadata={"method": name})
         call = CallContext(headers, _post_query(query), base_url=request.base_url,
                            spawn=request.spawn, peer=request.peer)
         if call.query or "last-event-id" in headers:
             call.last_event_id = _last_event_id(headers, call.query)
-        return _answer(server.call(name, params, call), answer, refuse)
+        if name in METHODS:
+            return _answer(server.call(name, params, call), answer, refuse)
+        if name in LEGACY_METHODS and server.compat is not None:        # A2A 0.3 (a2a_v03)
+            return server.compat.jsonrpc_response(server, name, params, request_id, call)
+        if name in LEGACY_METHODS:
+            raise MethodNotFoundError(
+                f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
+                f"{LEGACY_METHODS[name]!r} (or serve 0.3 clients too: "
+                "Server(compat='0.3'), --compat 0.3)", metadata={"method": name})
+        raise MethodNotFoundError(f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
+                                  + ", ".join(METHODS), metadata={"method": name})
     except A2AError as error:
         return refuse(error)
     except Exception:
@@ -3774,10 +3756,8 @@ def _jsonrpc_response(server, request):
 def _error_response(server, path, status, error, media_type=None):
     """Server.error_response: the JSON-RPC shape at the JSON-RPC endpoint, the
     HTTP+JSON one (google.rpc.Status) anywhere else."""
-    if path is not None and path.rstrip("/") == server.rpc_path.rstrip("/"):
-        body = _jsonrpc_error(None, error)
-    else:
-        body = _status_error(error, status)
+    at_rpc = path is not None and path.rstrip("/") == server.rpc_path.rstrip("/")
+    body = _jsonrpc_error(None, error) if at_rpc else _status_error(error, status)
     return Response(status, [("Content-Type", media_type or _JSON), _LINK,
                              *_error_headers(error)], _json_body(body))
 
@@ -3786,9 +3766,9 @@ def _post_query(query):
     """The query parameters of a POST (or a DELETE): all but A2A-Version,
     which counts on GET alone (see "Who may call")."""
     params = _query_params(query)
-    if "A2A-Version" in params:
-        del params["A2A-Version"]
+    params.pop("A2A-Version", None)
     return params
+
 
 
 def _error_headers(error):
@@ -3859,11 +3839,8 @@ class _SSEStream:
     event the store gave with its JSON (a _StoredEvent) is not encoded again."""
 
     def __init__(self, events, wrap, wrap_error, splice=None):
-        self.events = events
-        self.wrap = wrap
-        self.wrap_error = wrap_error
-        self.splice = splice
-        self.done = False
+        self.events, self.wrap, self.wrap_error = events, wrap, wrap_error
+        self.splice, self.done = splice, False
         self.keepalive = getattr(events, "keepalive", None)
 
     def __iter__(self):
@@ -4106,7 +4083,7 @@ def _rest_response(server, request):
                 body = _encoded_result(result)
                 body = _json_body(result) if body is None else body + b"\n"
                 return Response(200, [("Content-Type", media), _LINK], body)
-            return _sse_response(result, lambda event: event, _status_error, _as_it_is)
+            return _sse_response(result, _as_it_is, _status_error, _as_it_is)
         return _answer(server.call(method, params, call), answer, refuse)
     except A2AError as error:
         return refuse(error)
@@ -4243,59 +4220,48 @@ def _help_text(server, base_url):
 # 8. Webhook delivery
 # =============================================================================
 #
-# Push notifications (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is POSTed as
-# a StreamResponse to every config of the task, from background threads, so a
-# slow webhook never holds a request. Connection errors and 5xx answers are
-# retried with exponential backoff and jitter; redirects are not followed.
+# Push notifications (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is
+# POSTed as a StreamResponse to every config of the task, from background
+# threads, so a slow webhook never holds a request. Connection errors and 5xx
+# answers are retried with exponential backoff and jitter; redirects are not
+# followed.
 #
-# Fairness. Callers choose the webhooks, and a caller may choose a tarpit: a
-# receiver that accepts and never answers, or answers a byte a second, or a
-# port where nothing listens. So deliveries wait in one lane per caller
-# (CallContext.caller: the principal, or an anonymous client's address),
-# never in a shared one, and within it in one queue per destination (scheme,
-# host, port). The push_workers threads serve the callers in turn (round
-# robin), one attempt per turn; a caller has at most push_per_caller
-# attempts in flight, each to another destination, so its tarpits hold that
-# many threads for at most push_timeout while the others serve everyone else.
-# A destination has one delivery in flight at a time, which keeps each
-# webhook's events in order without bookkeeping per webhook.
+# Fairness. Callers choose the webhooks, and a caller may choose a tarpit (a
+# receiver that never answers, or answers a byte a second). So deliveries
+# wait in one lane per caller (CallContext.caller), and within it in one
+# queue per destination (scheme, host, port). The push_workers threads serve
+# the callers in turn, one attempt per turn; a caller has at most
+# push_per_caller attempts in flight, each to another destination, so its
+# tarpits hold that many threads for at most push_timeout. A destination has
+# one delivery in flight at a time, which keeps each webhook's events in order.
 #
 # Retries and the circuit breaker. A retry waits out its backoff on a timer
-# (a heap the workers look at), never in a thread, at the head of its
-# destination's queue: that destination waits, the caller's others go on.
-# A destination whose attempts failed push_breaker times in a row (no answer,
-# or 5xx) is paused for push_pause seconds: what waits for it and what comes
-# for it meanwhile is dropped and counted ("paused", in stats()), rather
-# than fill the caller's queue. After the pause one delivery may try again;
-# any answer below 500 closes the breaker, another failure opens it again.
-# Each caller's lane holds push_queue deliveries and push_queue_bytes of
-# bodies; what overflows is dropped and counted for that caller, and the
+# (a heap), never in a thread, at the head of its destination's queue. A
+# destination that failed push_breaker times in a row (no answer, or 5xx) is
+# paused for push_pause seconds: what waits or comes for it meanwhile is
+# dropped and counted ("paused"). Then one delivery may try again; an answer
+# below 500 closes the breaker. A lane holds push_queue deliveries and
+# push_queue_bytes of bodies; what overflows is dropped and counted, and the
 # log gets one warning per push_log_interval summing up what was dropped,
-# failed or refused since the last one, never one line per event. Shutdown
-# waits for what may go now, never for a backoff or a paused destination.
+# failed or refused, never one line per event. Shutdown waits for what may
+# go now, never for a backoff or a paused destination.
 #
-# Deadline. An attempt (connect, TLS handshake, sending the request, reading
-# the status line of the answer) has push_timeout seconds in all, however
-# slowly the receiver trickles. http.client's timeout applies afresh to every
-# read, so the small POST is written here, on a socket, and every wait gets
-# what is left of the attempt's deadline. Only the status code matters: at
-# most push_max_response bytes are read to find it, the rest is never read.
+# Deadline. An attempt (connect, TLS handshake, request, the answer's status
+# line) has push_timeout seconds in all, however slowly the receiver
+# trickles: http.client's timeout applies afresh to every read, so the POST is
+# written here on a socket, each wait getting what is left. At most
+# push_max_response bytes are read to find the status; the rest never is.
 #
 # DNS rebinding. The host is resolved before each attempt and every address
 # checked (section 6 of this file); the request then goes to a vetted
 # address, https too (TLS starts on the connected socket, with the URL's host
-# name for SNI and for verifying the certificate), so a second DNS answer
-# cannot send it elsewhere. Resolving the name is left to the system
-# resolver, with its own timeouts, outside the attempt's deadline.
+# for SNI and the certificate), so a second DNS answer cannot send it
+# elsewhere. The system resolver's timeouts are outside the deadline.
 
 
 # Delivery counters: the totals (Server.push_stats), and each caller's.
 _PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped", "paused")
 _CALLER_COUNTS = ("queued", "sent", "failed", "refused", "retried", "dropped", "paused")
-
-# An outcome -> the caller's counter it adds to.
-_CALLER_COUNTER = {"delivered": "sent", "failed": "failed", "refused": "refused",
-                   "retried": "retried", "dropped": "dropped", "paused": "paused"}
 
 
 def _resolve_host(host, port):
@@ -4310,7 +4276,7 @@ def _resolve_host(host, port):
 
 
 def _time_left(deadline):
-    """Seconds to ``deadline``, for the next wait; TimeoutError once it has passed."""
+    """Seconds to ``deadline``; TimeoutError once it has passed."""
     left = deadline - time.monotonic()
     if left <= 0:
         raise TimeoutError("no answer within push_timeout")
@@ -4343,9 +4309,8 @@ def _send_all(sock, data, deadline):
 
 
 def _read_status(sock, deadline, limit):
-    """The status code of the final answer on ``sock``, read within ``limit``
-    bytes and the deadline. Interim (1xx) answers are skipped, as HTTP/1.1
-    asks of every client; nothing after the status line is read."""
+    """The status code of the final answer, within ``limit`` bytes and the
+    deadline. Interim (1xx) answers are skipped, as HTTP/1.1 asks."""
     data, received = b"", 0
     while True:
         line_end = data.find(b"\n")
@@ -4371,9 +4336,8 @@ def _read_status(sock, deadline, limit):
 
 
 class _PushDestination:
-    """A caller's deliveries to one destination (scheme, host, port), oldest
-    first. At most one is in flight or backing off, so each webhook's events
-    arrive in order; ``failures`` and ``paused_until`` are its circuit breaker."""
+    """A caller's deliveries to one destination, oldest first; ``failures``
+    and ``paused_until`` are its circuit breaker."""
 
     __slots__ = ("jobs", "busy", "backing_off", "failures", "paused_until")
 
@@ -4386,18 +4350,16 @@ class _PushDestination:
 
 
 class _PushLane:
-    """One caller's deliveries, by destination, and the caller's counters.
-    ``ready``: destinations whose next delivery may go now, in turn order;
-    ``queued``: the caller is in line for a turn."""
+    """One caller's deliveries, by destination, and the caller's counters."""
 
     __slots__ = ("dests", "ready", "bytes", "in_flight", "queued", "counts")
 
     def __init__(self):
         self.dests = {}                   # (scheme, host, port) -> _PushDestination
-        self.ready = deque()
+        self.ready = deque()              # destinations whose next delivery may go, in turn
         self.bytes = 0                    # of the bodies waiting in ``dests``
-        self.in_flight = 0
-        self.queued = False
+        self.in_flight = 0                # attempts under way (at most push_per_caller)
+        self.queued = False               # the caller is in line for a turn
         self.counts = dict.fromkeys(_CALLER_COUNTS, 0)
 
     def waiting(self):
@@ -4423,11 +4385,11 @@ def _destination(url):
 
 class _PushDelivery:
     """Background POSTs of task events to webhooks, fair between callers and
-    between a caller's destinations (see the section comment). Everything
-    below is guarded by ``ready``'s lock."""
+    their destinations (see the section comment). ``ready``'s lock guards all."""
 
     def __init__(self, server):
         import itertools
+        import random
         self.server = server
         self.limits = server.limits
         self.stats = dict.fromkeys(_PUSH_TOTALS, 0)
@@ -4439,7 +4401,6 @@ class _PushDelivery:
         self.unlogged = {}                # caller -> counts and last reason, since the last warning
         self.log_at = 0.0                 # when the next warning may be written
         self.tls = None                   # the SSLContext for https, made on first use
-        import random
         self.jitter = random.Random()     # its own: the random module's state is the program's
         for _ in range(self.limits["push_workers"]):
             threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
@@ -4447,11 +4408,10 @@ class _PushDelivery:
     # -- the callers' side: queue, count ------------------------------------------------
 
     def submit(self, caller, configs, event, task=None):
-        """Queue ``event`` (a StreamResponse, sent as its JSON) for each webhook
-        in ``configs`` on ``caller``'s lane. Never blocks: what does not fit,
-        or goes to a paused destination, is dropped and counted. A webhook
-        registered through 0.3 is sent what 0.3 sends, the task as it is now
-        (the server's translation makes it)."""
+        """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on
+        ``caller``'s lane, never blocking: what does not fit, or goes to a paused
+        destination, is dropped and counted. A webhook registered through 0.3 is
+        sent what 0.3 sends (the server's translation makes it)."""
         bodies = {None: _dumps(event)}
         now = time.monotonic()
         with self.ready:
@@ -4489,8 +4449,7 @@ class _PushDelivery:
         return _PushLane()
 
     def _new_destination(self, lane, key):
-        """A destination's queue; past push_destinations, an idle one is forgotten
-        (with its failure count) to make room."""
+        """Past push_destinations, an idle one is forgotten (with its failures)."""
         if len(lane.dests) >= self.limits["push_destinations"]:
             idle = next((k for k, d in lane.dests.items() if not (d.jobs or d.busy)), None)
             if idle is not None:
@@ -4513,13 +4472,12 @@ class _PushDelivery:
     def _note(self, caller, lane, outcome, why=""):
         """Count an outcome; keep what went wrong for the next warning."""
         self.stats[outcome] += 1
-        lane.counts[_CALLER_COUNTER[outcome]] += 1
+        lane.counts["sent" if outcome == "delivered" else outcome] += 1
         if outcome in ("dropped", "failed", "refused", "paused"):
             if caller not in self.unlogged and len(self.unlogged) >= self.limits["push_callers"]:
                 caller = "(more callers)"
             noted = self.unlogged.setdefault(caller, {"dropped": 0, "failed": 0, "refused": 0})
-            outcome = "dropped" if outcome == "paused" else outcome
-            noted[outcome] += 1
+            noted["dropped" if outcome == "paused" else outcome] += 1
             noted["last"] = why
 
     def totals(self):
@@ -4534,8 +4492,7 @@ class _PushDelivery:
                     for caller, lane in self.lanes.items()}
 
     def pending(self):
-        """Deliveries that may go out now or are going: what shutdown waits for
-        (never those backing off, nor those a paused destination holds)."""
+        """Deliveries that may go out now or are going: what shutdown waits for."""
         with self.ready:
             return sum(len(dest.jobs) + dest.busy for lane in self.lanes.values()
                        for dest in lane.dests.values() if not dest.backing_off)
@@ -4559,8 +4516,8 @@ class _PushDelivery:
                 self._settle(caller, key, job, (outcome, why, status))
 
     def _next(self):
-        """Wait until there is a turn to take or a warning to write:
-        (caller, destination, job, warning), the job None when there is none."""
+        """Wait for a turn to take or a warning to write: (caller, destination,
+        job, warning), the job None when there is no turn."""
         import heapq
         while True:
             now = time.monotonic()
@@ -4594,8 +4551,8 @@ class _PushDelivery:
         return caller, key, job, warning
 
     def _settle(self, caller, key, job, result):
-        """Count an attempt's outcome; feed the destination's circuit breaker; put
-        the retry on the timer, or the destination's next delivery in line."""
+        """Count an attempt's outcome, feed the circuit breaker; put the retry
+        on the timer, or the destination's next delivery in line."""
         import heapq
         config, body, attempt = job
         outcome, why, status = result
@@ -4604,8 +4561,8 @@ class _PushDelivery:
         dest.busy = False
         lane.in_flight -= 1
         now = time.monotonic()
-        if status is not None and status < 500:         # it answered
-            dest.failures, dest.paused_until = 0, 0.0     # it is alive
+        if status is not None and status < 500:         # it answered: it is alive
+            dest.failures, dest.paused_until = 0, 0.0
         elif outcome != "refused":
             dest.failures += 1
             if dest.failures >= self.limits["push_breaker"]:
@@ -4634,8 +4591,8 @@ class _PushDelivery:
         self.ready.notify()
 
     def _warning(self, now):
-        """The warning that sums up the failures since the last one, if one is due
-        (at most one every push_log_interval seconds): logging arguments, or None."""
+        """The warning summing up the failures since the last one, if one is due
+        (one per push_log_interval): logging arguments, or None."""
         if not self.unlogged or now < self.log_at:
             return None
         noted, self.unlogged = self.unlogged, {}
@@ -4652,9 +4609,8 @@ class _PushDelivery:
                 callers, more)
 
     def _attempt(self, config, body):
-        """One POST of ``body`` to the webhook of ``config``: (outcome, why,
-        HTTP status or None), the outcome one of delivered, failed (final),
-        refused (SSRF) and retry."""
+        """One POST: (outcome, why, HTTP status or None), the outcome one of
+        delivered, failed (final), refused (SSRF) and retry."""
         try:
             target = _webhook_target(config["url"], self.server.push_allow, _resolve_host)
         except InvalidParamsError as refused:
@@ -4674,30 +4630,25 @@ class _PushDelivery:
             status
 
     def _post(self, config, target, body):
-        """POST ``body`` to a vetted address of ``target`` and return the status
-        code, all within one deadline of push_timeout seconds."""
+        """POST to a vetted address of ``target``: the status, within push_timeout."""
         scheme, host, port, path, addresses = target
         deadline = time.monotonic() + self.limits["push_timeout"]
         sock = _connect_any(addresses, port, deadline)
         try:
             if scheme == "https":              # the socket is connected: TLS cannot re-resolve
                 sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
-                sock = self._tls_context().wrap_socket(sock, server_hostname=host)
+                if self.tls is None:
+                    import ssl
+                    self.tls = self.server.push_tls_context or ssl.create_default_context()
+                sock = self.tls.wrap_socket(sock, server_hostname=host)
             _send_all(sock, self._request(config, scheme, host, port, path, body), deadline)
             return _read_status(sock, deadline, self.limits["push_max_response"])
         finally:
             sock.close()
 
-    def _tls_context(self):
-        if self.tls is None:
-            import ssl
-            self.tls = self.server.push_tls_context or ssl.create_default_context()
-        return self.tls
-
     @staticmethod
     def _request(config, scheme, host, port, path, body):
-        """The bytes of the POST. Header values were checked when the config was
-        made (no control characters, latin-1), so they are written as they are."""
+        """The bytes of the POST; header values were checked when the config was made."""
         authority = f"[{host}]" if ":" in host else host
         if port != (443 if scheme == "https" else 80):
             authority += f":{port}"
@@ -4712,8 +4663,6 @@ class _PushDelivery:
         if config.get("token"):
             lines.append(f"X-A2A-Notification-Token: {config['token']}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
 
 
 # =============================================================================
