@@ -3389,7 +3389,6 @@ def _as_it_is(body):
     return body
 
 
-
 _KEEPALIVE = b": keep-alive\n\n"
 # The last frame of a stream the server ends as it shuts down: come back in a
 # second, and send Last-Event-ID to resume where this stream stopped.
@@ -3510,7 +3509,6 @@ def _preflight(server, path, headers):
             ("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
             ("Access-Control-Allow-Headers", "A2A-Version, A2A-Extensions, If-None-Match"),
             ("Access-Control-Max-Age", "600")])
-
     origin = headers.get("origin")
     if origin is None:                            # not from a browser
         return Response(204, [("Allow", "GET, POST, DELETE, OPTIONS")])
@@ -3768,7 +3766,6 @@ def _post_query(query):
     params = _query_params(query)
     params.pop("A2A-Version", None)
     return params
-
 
 
 def _error_headers(error):
