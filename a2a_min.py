@@ -3366,7 +3366,7 @@ def _jsonrpc_result(request_id, result):
     with its JSON (a _StoredTask) is spliced in, not encoded again."""
     encoded = _encoded_result(result)
     if encoded is not None:
-        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
+        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)  # (faster)
         return b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n"
     return _json_body({"jsonrpc": "2.0", "id": request_id, "result": result})
 
@@ -3396,32 +3396,27 @@ _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000
 
 
 # Who may call. A server on 127.0.0.1 is reachable by every web page its
-# user visits: the browser is on the same machine, and it sends what a page
-# asks it to. Three rules keep pages of other sites out, with or without
+# user visits: the browser is on the same machine and sends what a page asks
+# it to. Three rules keep pages of other sites out, with or without
 # authentication (Fetch standard, "CORS protocol"; RFC 9110 section 7.2):
 #
-# - Every POST's body is JSON (Content-Type application/json, or any +json).
-#   A page may send a "simple" request to any origin without asking first:
-#   a form post, or a fetch() whose body is text or a Blob without a type.
-#   None of those can say JSON, so none of them reaches an operation. A page
-#   that sets a JSON Content-Type makes its browser ask first (a preflight,
-#   OPTIONS), and the server says no to origins it was not told of. A POST
-#   with no body may instead carry the A2A-Version header (clients send
-#   :subscribe and :cancel so), which a page cannot set without a preflight
-#   either.
-#   A2A-Version in the query (for EventSource, which cannot set headers)
-#   counts on GET only: on a POST it would make a simple request a 1.0 one.
-# - Cross-origin reading (CORS) is granted only to the origins the user names
-#   (Server(cors_origins=...), --cors-origin); the public card and the API
-#   catalog stay readable from anywhere ("*"), as discovery expects.
-# - The Host header names this server (RFC 9110 section 7.2): localhost, the
-#   address it is bound to (a server bound to every address, 0.0.0.0 or ::,
-#   and one whose host does not say, takes any IP address), public_url's
-#   host, and what the user adds (allowed_hosts, --allow-host); else 421.
-#   This is what stops DNS rebinding: a page of rebind.attacker.example whose
-#   name the attacker points at 127.0.0.1 is same-origin with its own name,
-#   so the browser lets it read every answer; only the Host header tells.
-#   An IP address in Host cannot come from rebinding, which needs a name.
+# - Every POST's body is JSON (application/json, or any +json). A page may
+#   send a "simple" request (a form post, a fetch() of text or of an untyped
+#   Blob) to any origin without asking first; none can say JSON. A JSON
+#   Content-Type makes the browser ask first (an OPTIONS preflight), and the
+#   server says no to origins it was not told of. A POST with no body may
+#   carry the A2A-Version header instead (:subscribe, :cancel), which needs a
+#   preflight too. A2A-Version in the query (for EventSource, which cannot
+#   set headers) counts on GET only, or a simple POST would pass for 1.0.
+# - Cross-origin reading (CORS) only for the origins the user names
+#   (cors_origins, --cors-origin); the card and the API catalog are readable
+#   from anywhere ("*"), as discovery expects.
+# - The Host header names this server: localhost, its address (bound to
+#   0.0.0.0 or ::, or not saying, any IP address), public_url's host, and
+#   allowed_hosts (--allow-host); else 421. This stops DNS rebinding: a page
+#   of rebind.attacker.example, a name pointed at 127.0.0.1, is same-origin
+#   with its own name, so it may read every answer; only Host tells. An IP
+#   address in Host cannot come from rebinding, which needs a name.
 #
 # Each is a dict or set lookup per request. gRPC has no browser surface (no
 # browser speaks HTTP/2 gRPC framing), so none of this applies there.
@@ -3461,7 +3456,7 @@ def _answers_to(server, host):
     name = _host_name(host)
     named = server._named
     if not (name in named or "*" in named or name and server._any_address is not False and (
-            name[0] == "[" or not name.strip("0123456789."))):
+            name[0] == "[" or not name.strip("0123456789."))):      # (any IP address)
         return False
     if len(server._hosts) < 256:                  # (remembered, up to a bound)
         server._hosts[host] = True
@@ -3545,11 +3540,10 @@ def _with_cors(response, origin):
 
 
 class _Request:
-    """One HTTP request as the bindings see it (Server.handle_http's
-    arguments): the ``method``, the ``path`` and ``query`` of its target, its
-    ``headers`` (lower-case names), its ``body`` bytes, the ``base_url`` the
-    client reached us at, the client (``peer``: its address, and certificate)
-    and, from a host on an event loop, its ``spawn`` hook."""
+    """One HTTP request as the bindings see it (Server.handle_http's arguments):
+    ``method``, ``path``, ``query``, ``headers`` (lower-case names), ``body``
+    bytes, the ``base_url`` the client reached, the client (``peer``: its
+    address and certificate) and an event-loop host's ``spawn`` hook."""
 
     __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn")
 
@@ -3582,7 +3576,7 @@ def _routed(server, request):
     """_handle_http, once the request may be answered."""
     method, path, headers, body = request.method, request.path, request.headers, request.body
     if server.trust_forwarded and "x-forwarded-for" in headers:
-        forwarded = headers["x-forwarded-for"].rpartition(",")[2].strip()
+        forwarded = headers["x-forwarded-for"].rpartition(",")[2].strip()  # the proxy's peer
         if forwarded:
             request.peer = _Peer(forwarded, getattr(request.peer, "certificate", None))
     limit = server.limits["max_body_bytes"]
@@ -3783,7 +3777,7 @@ def _last_event_id(headers, query):
     last = headers.get("last-event-id") or query.get("lastEventId") or query.get("Last-Event-ID")
     if last is not None:
         last = last.strip()
-        if last.isascii() and last.isdigit() and len(last) < 19:
+        if last.isascii() and last.isdigit() and len(last) < 19:      # (an int64)
             return int(last)
     return None
 
@@ -3801,10 +3795,9 @@ def _encoded_result(result):
 
 
 def _answer(result, answer, refuse):
-    """The Response to an operation's result: ``answer(result)``. A result
-    still to come (a _PendingAnswer: SendMessage on an event-loop host) gives
-    a Response whose ``pending`` it is; ``render(pending)`` then makes the
-    real one, by ``answer``, or ``refuse`` for an error."""
+    """The Response to an operation's result: ``answer(result)``. For one still
+    to come (a _PendingAnswer), a Response whose ``pending`` it is, and whose
+    ``render(pending)`` makes the real one (by ``answer``, or ``refuse``)."""
     if type(result) is not _PendingAnswer:
         return answer(result)
     return Response(200, [], pending=result, render=functools.partial(_respond, answer, refuse))
@@ -3828,12 +3821,10 @@ def _sse_response(events, wrap, wrap_error, splice=None):
 
 
 class _SSEStream:
-    """The SSE frames (bytes) of a stream of events (a _Follower), each event
-    wrapped in its binding's envelope by ``wrap``; an error ends the stream
-    with one frame made by ``wrap_error``, a shutdown with the _RETRY frame.
-    Read by ``for``, or by poll() and watch() like the follower itself.
-    ``splice``, if given, puts an event's JSON in the envelope as bytes: an
-    event the store gave with its JSON (a _StoredEvent) is not encoded again."""
+    """The SSE frames (bytes) of a _Follower's events, each in its binding's
+    envelope: by ``wrap``, or by ``splice`` as bytes for a _StoredEvent's JSON.
+    An error ends the stream with one ``wrap_error`` frame, a shutdown with
+    _RETRY. Read by ``for``, or by poll() and watch() like the follower itself."""
 
     def __init__(self, events, wrap, wrap_error, splice=None):
         self.events, self.wrap, self.wrap_error = events, wrap, wrap_error
@@ -3867,25 +3858,20 @@ class _SSEStream:
             if getattr(self.events, "retry", False):
                 return _RETRY
             raise
-        except Exception as exc:
-            return self._failed(exc)
-        if item is None:
+        except Exception as exc:                 # the last frame: an A2AError as it is,
+            self.close()                         # anything else as InternalError (logged)
+            if not isinstance(exc, A2AError):
+                _log().error("unexpected error in a stream", exc_info=exc)
+                exc = InternalError("internal error; see the server log")
+            return _sse_frame(None, self.wrap_error(exc))
+        if item is None:                         # nothing yet (poll)
             return None
         seq, event = item
-        if event is None:
+        if event is None:                        # nothing for keepalive_interval seconds
             return _KEEPALIVE
         if type(event) is _StoredEvent and self.splice is not None:
             return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event.json))
         return _sse_frame(seq, self.wrap(event))
-
-    def _failed(self, exc):
-        """The stream's last frame, an error: the agent's A2AError as it is,
-        anything else as InternalError (its traceback goes to the log)."""
-        self.close()
-        if not isinstance(exc, A2AError):
-            _log().error("unexpected error in a stream", exc_info=exc)
-            exc = InternalError("internal error; see the server log")
-        return _sse_frame(None, self.wrap_error(exc))
 
     def close(self):
         self.done = True
@@ -3896,18 +3882,16 @@ class _SSEStream:
 
 # -- HTTP+JSON (section 11) ------------------------------------------------------
 #
-# The same operations as REST routes (the ROUTES table). Bodies are the request
-# message itself, answers the response message itself, stream events the
-# StreamResponse itself. Errors are the JSON form of google.rpc.Status (section
-# 11.6) with the HTTP status of the error table:
+# The same operations as REST routes (the ROUTES table). Bodies, answers and
+# stream events are the request message, the response message and the
+# StreamResponse themselves. Errors are google.rpc.Status as JSON (section
+# 11.6), with the HTTP status of the error table:
 #
 #   {"error": {"code": 404, "status": "NOT_FOUND", "message": "...",
 #              "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", ...}]}}
 #
-# Requests may be application/a2a+json or application/json, and the answer uses
-# the type the request used (application/json by default). A body in any other
-# media type is refused with 415 Unsupported Media Type (RFC 9110): a problem
-# of the HTTP message, not of the A2A content inside it.
+# An answer has the media type of its request: application/a2a+json, or
+# application/json (the default); any other is refused with 415 (RFC 9110).
 
 _A2A_JSON = "application/a2a+json"
 _CUSTOM_VERBS = frozenset(p.rsplit(":", 1)[1] for _, p, _ in ROUTES if ":" in p)
@@ -4004,7 +3988,7 @@ def _query_to_params(message_type, query):
             continue
         name = field.name
         if field.repeated:
-            params.setdefault(name, []).extend(v for v in value.split(",") if v)
+            params.setdefault(name, []).extend(v for v in value.split(",") if v)   # a,b or a&b
             continue
         if name in params:
             raise InvalidParamsError(f"query parameter {name} is given more than once",
@@ -4109,13 +4093,9 @@ def _query_params(query):
     return {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
 
 
-# The card's signature (section 8.4): a signed card carries, in
-# ``signatures``, detached JWS (RFC 7515) over the card's canonical form (RFC
-# 8785 JSON of the card as the proto knows it). Making that form and the JWS
-# is a2a_signing.py's (sign_card): the server only calls it when it was
-# given a card_signer.
-
-
+# The card's signature (section 8.4): detached JWS (RFC 7515) in ``signatures``,
+# over the card's canonical form (RFC 8785 JSON of the card as the proto knows
+# it), made by a2a_signing.py's sign_card when the server has a card_signer.
 def _card_response(server, headers, base_url):
     """GET /.well-known/agent-card.json (section 8.2), cacheable (ETag, max-age)."""
     key = server.public_url or base_url
@@ -4125,11 +4105,9 @@ def _card_response(server, headers, base_url):
         card = card if server.compat is None else server.compat.card(card)
         if server.card.signer is not None:
             # What is signed is the card as served, as the proto knows it: with
-            # compat on, its 0.3 interfaces are in supportedInterfaces (so
-            # signed); url, preferredTransport and the other 0.3-only fields
-            # are not proto fields, so both verifiers leave them out.
-            card = _companion("a2a_signing", "card_signer=").sign_card(
-                card, server.card.signer)
+            # compat on, its 0.3 interfaces too; the 0.3-only fields (url,
+            # preferredTransport...) are not proto fields, so verifiers leave them out.
+            card = _companion("a2a_signing", "card_signer=").sign_card(card, server.card.signer)
         body = _json_body(card)
         # A strong validator: it changes whenever a byte of the card does.
         etag = '"%08x-%x"' % (binascii.crc32(body), len(body))
