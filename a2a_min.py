@@ -4173,7 +4173,7 @@ def _help_text(server, base_url):
     """The JSON-RPC endpoint's help page: the card, then one curl line for
     each of the commonest operations, ready to paste."""
     base = (server.public_url or base_url).rstrip("/")
-    rpc = base + (server.rpc_path if server.rpc_path != "/" else "/")
+    rpc = base + server.rpc_path
     head = f"curl -s {rpc} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' -d "
     send = ('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":'
             '{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}')
