@@ -3032,16 +3032,12 @@ class _PendingAnswer:
 # exactly like one that does not exist. Secrets are compared in constant time.
 #
 # Webhook addresses (section 13.2). A push config names a URL this server
-# will POST to, so a caller could aim it at what only the server can reach:
-# its loopback, the cloud's metadata address, the private network behind it
-# (server-side request forgery). A webhook may reach only globally routable
-# unicast addresses (is_global, less the ranges Python 3.10 still counts as
-# global); an IPv6 address that stands for an IPv4 one (IPv4-mapped, 6to4,
-# Teredo, NAT64) is judged by that IPv4 address. push_allow (host names and
-# networks) is the only way around the check. A literal address is checked
-# when the config is created, a host name when a delivery resolves it
-# (section 8 of this file). A config's header values (token, authentication)
-# are checked when it is created too: they are written as they are.
+# will POST to, so a caller could aim it at what only the server can reach
+# (its loopback, the cloud's metadata address, its private network: request
+# forgery). So a webhook may reach only globally routable unicast addresses;
+# push_allow (host names and networks) is the only way around the check. A
+# literal address is checked when the config is created, a host name when a
+# delivery resolves it (section 8 of this file).
 
 
 class BearerAuth:
@@ -3092,9 +3088,9 @@ class ApiKeyAuth:
 class MutualTlsAuth:
     """Mutual TLS (MutualTlsSecurityScheme): the caller is who the client
     certificate says, once verified against the server's client CA
-    (tls={"client_ca": ...}). ``principal(certificate)`` (getpeercert()'s
-    dict, on every binding) names it, by default ``certificate_principal``;
-    ``principal_of`` is its older name."""
+    (tls={"client_ca": ...}). ``principal(certificate)`` (getpeercert()'s dict,
+    on every binding) returns a string or raises an A2AError to refuse; by
+    default ``certificate_principal``. ``principal_of`` is its older name."""
 
     def __init__(self, *, principal=None, principal_of=None, scheme_name="mtls"):
         self.principal_of = principal or principal_of or certificate_principal
