@@ -3166,9 +3166,8 @@ def _match_secret(known, given, hint, challenge):
         if hmac.compare_digest(secret, given) and given:
             found = (principal,)
     if found is None:
-        raise AuthenticationRequiredError(
-            ("missing credentials: " if not given else "invalid credentials: ") + hint,
-            challenge=challenge)
+        raise AuthenticationRequiredError(("missing credentials: " if not given else
+                                           "invalid credentials: ") + hint, challenge=challenge)
     return found[0]
 
 
@@ -3423,9 +3422,7 @@ _JSON_TYPES = frozenset({"application/json", "application/a2a+json",
 
 
 def _is_json_type(ctype):
-    """Is this Content-Type JSON: application/json, or a +json type?"""
-    if ctype in _JSON_TYPES:
-        return True
+    """Is this Content-Type (not one of _JSON_TYPES) JSON: application/json, or +json?"""
     media = ctype.partition(";")[0].strip().lower()
     return media == _JSON or "/" in media and media.endswith("+json")
 
@@ -3508,12 +3505,11 @@ def _preflight(server, path, headers):
             f"pages of {origin[:100]} may not call this server: the origins allowed are named "
             f"when it starts: --cors-origin {origin[:100]} (Server(cors_origins=[...]))",
             metadata={"origin": origin[:100]}))
-    return Response(204, [
-        ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-        ("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"),
-        ("Access-Control-Allow-Headers",
-         "Content-Type, A2A-Version, A2A-Extensions, Authorization, Last-Event-ID"),
-        ("Access-Control-Max-Age", "600")])
+    return Response(204, [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                          ("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"),
+                          ("Access-Control-Allow-Headers", "Content-Type, A2A-Version, "
+                           "A2A-Extensions, Authorization, Last-Event-ID"),
+                          ("Access-Control-Max-Age", "600")])
 
 
 def _cors_allowed(server, origin):
@@ -3987,12 +3983,10 @@ def _query_to_params(message_type, query):
             params.setdefault(name, []).extend(v for v in value.split(",") if v)   # a,b or a&b
             continue
         if name in params:
-            raise InvalidParamsError(f"query parameter {name} is given more than once",
-                                     field=name)
+            raise InvalidParamsError(f"query parameter {name} is given more than once", field=name)
         if field.type == "bool":
             if value not in ("true", "false"):
-                raise InvalidParamsError(f"{name} must be true or false, not {value!r}",
-                                         field=name)
+                raise InvalidParamsError(f"{name} must be true or false, not {value!r}", field=name)
             value = value == "true"
         elif field.type in ENUMS and value.isascii() and value.isdigit():
             value = int(value)
@@ -4037,9 +4031,8 @@ def _rest_response(server, request):
         else:                                    # (a POST: its body is JSON, if any)
             params = _parse_json_body(body) if body.strip() else {}
             if not isinstance(params, dict):
-                raise InvalidParamsError(
-                    f"the body must be a JSON object ({request_type}), not "
-                    f"{_json_type(params)}", field="body")
+                raise InvalidParamsError(f"the body must be a JSON object ({request_type}), "
+                                         f"not {_json_type(params)}", field="body")
         for name, value in values.items():       # the path's values fill the request
             alias = _snake(name) if not name.islower() else name
             given = params.pop(alias, None) if alias != name else None
