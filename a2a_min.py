@@ -3513,8 +3513,7 @@ def _preflight(server, path, headers):
 
 
 def _cors_allowed(server, origin):
-    """Whether pages of ``origin`` may call (Server(cors_origins=...): named
-    ones, or "*"); origins compare without case."""
+    """Whether pages of ``origin`` may call: cors_origins names it (any case), or "*"."""
     origins = server.cors_origins
     return origin in origins or "*" in origins or origin.lower() in origins
 
@@ -3920,9 +3919,7 @@ del _verb, _pattern, _method, _compiled
 
 
 def _match_segments(pattern, segments):
-    """The path variables if ``segments`` fit ``pattern``, else None."""
-    if len(pattern) != len(segments):
-        return None
+    """The path variables if ``segments`` fit ``pattern`` (of their length), else None."""
     values = {}
     for (name, text), segment in zip(pattern, segments):
         if name is None:
@@ -3970,8 +3967,7 @@ def _query_to_params(message_type, query):
     fields = _FIELDS[message_type]
     params = {}
     try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query),
-                          max_num_fields=100)
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True, max_num_fields=100)
     except ValueError as exc:
         raise InvalidParamsError(f"the query string is malformed: {exc}", field="query") from None
     for key, value in pairs:
@@ -4159,8 +4155,7 @@ def _help_response(server, headers, base_url):
 
 
 def _help_text(server, base_url):
-    """The JSON-RPC endpoint's help page: the card, then one curl line for
-    each of the commonest operations, ready to paste."""
+    """The JSON-RPC endpoint's help page: a curl line for each common call, to paste."""
     base = (server.public_url or base_url).rstrip("/")
     rpc = base + server.rpc_path
     head = f"curl -s {rpc} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' -d "
@@ -4252,8 +4247,7 @@ def _connect_any(addresses, port, deadline):
     import socket
     error = OSError("no address to connect to")
     for address in addresses:
-        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET,
-                             socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)  # TCP
         try:
             sock.settimeout(_time_left(deadline))
             sock.connect((address, port))
