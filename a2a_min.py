@@ -3098,12 +3098,13 @@ class MutualTlsAuth:
             "description": "a client certificate issued by the CA this agent trusts"}}}
 
     def __call__(self, call):
-        if not call.certificate:
+        certificate = call.certificate
+        if not certificate:
             raise AuthenticationRequiredError(
                 "this agent needs a client certificate (mutual TLS): connect over https with "
                 "one its CA issued (curl --cert client.pem --key client.key ...)",
                 challenge='Certificate realm="a2a"')
-        return self.principal_of(call.certificate)
+        return self.principal_of(certificate)
 
 
 # A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280
@@ -3361,7 +3362,7 @@ def _jsonrpc_result(request_id, result):
     with its JSON (a _StoredTask) is spliced in, not encoded again."""
     encoded = _encoded_result(result)
     if encoded is not None:
-        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)  # (faster)
+        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)  # ints: no _dumps
         return b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n"
     return _json_body({"jsonrpc": "2.0", "id": request_id, "result": result})
 
