@@ -3362,7 +3362,7 @@ def _jsonrpc_result(request_id, result):
     with its JSON (a _StoredTask) is spliced in, not encoded again."""
     encoded = _encoded_result(result)
     if encoded is not None:
-        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)  # ints: no _dumps
+        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)  # fast for ints
         return b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n"
     return _json_body({"jsonrpc": "2.0", "id": request_id, "result": result})
 
