@@ -4756,61 +4756,49 @@ class _PushDelivery:
 # 9. Operations
 # =============================================================================
 #
-# The Server comes last of the protocol because it ties the rest together:
-# it keeps the store (section 4), runs the agent's turns (5), authenticates
-# callers (6), answers through the bindings (7) and hands task events to the
-# webhooks (8).
+# The Server ties the protocol together: it keeps the store (section 4), runs
+# the agent's turns (5), authenticates callers (6), answers through the
+# bindings (7) and hands task events to the webhooks (8).
 #
-# The eleven operations of section 3.1, on canonical ProtoJSON dicts, with no
-# knowledge of the binding. Each takes the parsed request message and a
-# CallContext and returns the response message (a dict) or, for the two
-# streaming operations, an iterator of (sequence number, StreamResponse).
-# Section 5.1 of the specification asks every binding to give the same results
-# and the same errors; having one function per operation, called by every
-# binding through Server.call(), is how this file keeps that promise: a
-# binding only decodes the request and encodes the answer.
-#
-# Server.call() does what every operation shares, in the order the
-# specification gives it: authenticate the caller (section 7), check the
-# service parameters (A2A-Version and required extensions, section 3.2), parse
-# the request against the proto (MESSAGES), and take the tenant from it
-# (section 3.2.5). Then it looks the method up in OPERATIONS, the table below
-# the class.
+# It implements the eleven operations of section 3.1 on canonical ProtoJSON
+# dicts, knowing nothing of the binding: each takes the parsed request and a
+# CallContext and returns the response dict or, for the two streaming ones, an
+# iterator of (sequence number, StreamResponse). Section 5.1 asks every binding
+# to give the same results and errors; one method per operation, called by
+# every binding through Server.call(), keeps that promise. call() first does
+# what they all share, in the specification's order: authenticate (section
+# 7), check the service parameters (section 3.2), parse the request against
+# the proto (MESSAGES), take the tenant (section 3.2.5).
 #
 # The operations on tasks share three ideas:
 #
-# - Ownership. A task belongs to (tenant, principal); every lookup asks the
-#   store for a task *of that owner*, so another caller's task is reported
-#   exactly as a missing one: TaskNotFoundError (section 13.1).
+# - Ownership. A task belongs to (tenant, principal); another caller's task is
+#   reported exactly as a missing one: TaskNotFoundError (section 13.1).
 # - One channel per live task. While an agent may still change a task, its
-#   writers (the agent's turn, CancelTask, a continuing message) and its
-#   readers (streams) meet on one _Channel (section 5 of this file). When
-#   the task ends, or waits for the client, the channel goes and the store
-#   alone holds the task; the next message or subscription makes a new one,
-#   and its event ids go on where the last one stopped.
-# - Turns. Each user message starts one turn of the agent on the task. A
-#   blocking SendMessage waits for the turn (up to blocking_timeout), a
-#   streaming one follows it, returnImmediately and CancelTask do not wait.
+#   writers (the turn, CancelTask, a continuing message) and its readers
+#   (streams) meet on one _Channel (section 5). When the task ends, or waits
+#   for the client, the channel goes and the store alone holds the task; the
+#   next message or subscription makes a new one, its event ids going on.
+# - Turns. Each user message starts one turn of the agent. A blocking
+#   SendMessage waits for it (up to blocking_timeout), a streaming one follows
+#   it, returnImmediately and CancelTask do not wait.
 
 
 # -- a server's clock and ids ---------------------------------------------------------
 
 class _Ids:
-    """_new_id() for one server, the random part of 64 ids to one read of the
-    OS's random source: a system call per id was 0.6 us of an in-process
-    SendMessage, which makes three ids (task, context, artifact). Each
-    random part is handed out once (list.pop() is atomic, and a thread that
-    finds the pool empty fills a new one), after the time as it is then,
-    formatted again only when the millisecond changes. A process forked
-    from this one starts with a pool of its own: the parent's copy would
-    give both processes the same ids in the same millisecond."""
+    """_new_id() for one server: one read of the OS's random source makes the
+    random part of 64 ids (a system call each was 0.6 us of a SendMessage,
+    which makes three). list.pop() is atomic, and a thread that finds the
+    pool empty fills a new one. A forked child starts a pool of its own, or
+    both processes would give the same ids in the same millisecond."""
 
     __slots__ = ("pool", "memo", "__weakref__")
 
     def __init__(self):
         import weakref
         self.pool = []
-        self.memo = (0, "")                 # (a millisecond, _uuid7_head of it)
+        self.memo = (0, "")                     # (a millisecond, _uuid7_head of it)
         if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
             mine = weakref.ref(self)
             os.register_at_fork(after_in_child=lambda: _Ids._forget(mine))
@@ -4824,7 +4812,7 @@ class _Ids:
     def __call__(self):
         ms = int(time.time() * 1000)
         memo = self.memo
-        if memo[0] != ms:
+        if memo[0] != ms:                       # the time part, formatted once a millisecond
             memo = self.memo = (ms, _uuid7_head(ms))
         try:
             return memo[1] + self.pool.pop()
@@ -4835,11 +4823,9 @@ class _Ids:
 
 
 class _Clock:
-    """A server's clock: the current time as an RFC 3339 UTC timestamp with
-    milliseconds (section 5.5: the form of every Timestamp this server
-    writes). The date and time to the second are formatted again only when
-    the second changes: 0.42 us a timestamp against 1.13 us formatting it
-    each time, and a turn writes two or three."""
+    """A server's clock: now as an RFC 3339 UTC timestamp with milliseconds
+    (section 5.5). The part to the second is formatted again only when the
+    second changes: 0.42 us a timestamp against 1.13 us, and a turn writes three."""
 
     __slots__ = ("memo",)
 
@@ -4859,10 +4845,9 @@ class _Clock:
 # -- the agent card (section 8.1) ----------------------------------------------------
 
 class _Card:
-    """A server's agent card: the fields that never change (built once from
-    Server's arguments), the interfaces added to the two the server serves
-    itself, the signer (section 8.4), and the card as served, cached
-    (_card_response). Server.agent_card() makes it for a request's URL."""
+    """A server's agent card: the fields that never change, the interfaces
+    added to the server's own two, the signer (section 8.4), and the card as
+    last served (_card_response). Server.agent_card() makes it for a URL."""
 
     __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since")
 
@@ -4870,23 +4855,17 @@ class _Card:
                  input_modes, output_modes, skills, schemes, required_extensions, extensions,
                  card, signer, max_age):
         fields = {
-            "name": name,
-            "description": description,
-            "version": version,
-            "capabilities": {
-                "streaming": bool(streaming),
-                "pushNotifications": bool(push_notifications),
-                "extendedAgentCard": extended,
-            },
-            "defaultInputModes": list(input_modes),
-            "defaultOutputModes": list(output_modes),
+            "name": name, "description": description, "version": version,
+            "capabilities": {"streaming": bool(streaming),
+                             "pushNotifications": bool(push_notifications),
+                             "extendedAgentCard": extended},
+            "defaultInputModes": list(input_modes), "defaultOutputModes": list(output_modes),
             "skills": skills or [{
                 "id": "chat", "name": "Chat", "description": description, "tags": ["chat"]}],
         }
         if schemes:
             fields["securitySchemes"] = schemes
-            fields["securityRequirements"] = [{"schemes": {scheme: {"list": []}}}
-                                              for scheme in schemes]
+            fields["securityRequirements"] = [{"schemes": {s: {"list": []}}} for s in schemes]
         declared = [{"uri": uri, "required": True} for uri in required_extensions]
         declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
         if declared:
@@ -4913,23 +4892,19 @@ class Server:
       assume_version        A2A-Version to assume when a request sends none
                             (None: the spec's 0.3, which is refused)
       compat                "0.3": serve A2A 0.3 clients too, by translation
-                            (the companion a2a_v03.py; None: 1.0 only). A 0.3
-                            JSON-RPC method name is 0.3 whatever assume_version
-                            says; a 1.0 method still needs A2A-Version 1.0,
-                            or assume_version when it sends none
+                            (a2a_v03.py). A 0.3 JSON-RPC method name is 0.3
+                            whatever assume_version says
       required_extensions   extension URIs the card marks required, and that
                             every SendMessage must announce (A2A-Extensions)
-      extensions            more AgentExtension dicts for the card; one marked
-                            required there is enforced by the agent, when it
-                            needs it: RequestContext.require_extension(uri)
+      extensions            more AgentExtension dicts for the card (the agent
+                            enforces a required one: ctx.require_extension)
       store                 a TaskStore (default: in memory with the limits)
       extended_card         a dict, or callable(CallContext) -> dict
       card_max_age          Cache-Control max-age of the card, seconds (300)
       card_signer           sign the served card (section 8.4): callable(bytes)
-                            -> signature bytes, with ``header``, the JWS
-                            protected header ({"alg", "kid"}, maybe "jku");
-                            a2a_signing.signer_from_pem() makes one. Needs
-                            public_url
+                            -> signature, with ``header``, the JWS protected
+                            header; a2a_signing.signer_from_pem() makes one.
+                            Needs public_url
       authenticate          callable(CallContext) -> principal, raising
                             AuthenticationRequiredError to refuse (BearerAuth,
                             ApiKeyAuth); its security_schemes go in the card
@@ -4938,29 +4913,21 @@ class Server:
                             not globally routable (e.g. ["127.0.0.1/32"])
       push_tls_context      the ssl.SSLContext for https webhooks (default:
                             ssl.create_default_context(), made on first use)
-      trust_forwarded       take the client's address (which per-caller limits
-                            count by, for anonymous callers) from the last
-                            X-Forwarded-For entry: only behind a proxy that
-                            sets it (False)
-      single_path           serve everything under this one path, for hosts that
-                            route a single path (e.g. "/invocations"): POST is
-                            JSON-RPC, GET is the card (also at
-                            <path>/.well-known/agent-card.json); no HTTP+JSON
-      access_log            log every request, a line each, to the logger
-                            "a2a_min.access" at INFO: the client, method and
-                            path, status, body bytes and milliseconds (False)
+      trust_forwarded       take the client's address from the last
+                            X-Forwarded-For entry: only behind a proxy (False)
+      single_path           serve everything under this one path (e.g.
+                            "/invocations"): POST is JSON-RPC, GET the card;
+                            no HTTP+JSON
+      access_log            log a line per request to "a2a_min.access" at
+                            INFO: client, method, path, status, bytes, ms
       console               answer a browser at the JSON-RPC path with the
-                            agent console, an HTML page that sends, lists,
-                            follows and cancels tasks, when a2a_console.py
-                            is beside this file (True; False: the plain-text
-                            help, as for curl)
-      allowed_hosts         more names clients reach this server by (its Host
-                            header), besides localhost, the address it is bound
-                            to and public_url's host; "*": any (see "Who may
-                            call": a Host of another name is refused, 421)
-      cors_origins          web origins ("https://app.example") whose pages may
-                            call this server from a browser (CORS); "*": any.
-                            The public card is readable from every origin
+                            agent console of a2a_console.py (True; False: the
+                            plain-text help)
+      allowed_hosts         more names clients reach this server by (Host),
+                            besides localhost, the bound address and
+                            public_url's host; "*": any (else 421)
+      cors_origins          web origins whose pages may call this server
+                            (CORS); "*": any. The public card is open to all
       and the limits of DEFAULT_LIMITS.
     """
 
@@ -4976,11 +4943,10 @@ class Server:
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
-        self.limits = {**DEFAULT_LIMITS, **limits}
+        self.limits = limits = {**DEFAULT_LIMITS, **limits}
         self.agent = agent
         self._agent_is_async = _is_async_callable(agent)
         self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)
-        limits = self.limits
         self.store = store if store is not None else _memory_store(limits)
         self.store.on_evict = self._evicted
         self.single_path = "/" + single_path.strip("/") if single_path else None
@@ -4999,16 +4965,14 @@ class Server:
         self.trust_forwarded = trust_forwarded
         self.push_allow = _parse_allow(push_allow)
         self.push_tls_context = push_tls_context
-        self._pusher = None                 # the _PushDelivery, started on first use...
-        self._pusher_lock = threading.Lock()  # ...under a lock of its own (events come under
-                                            # a channel's lock, never to be nested in _lock)
+        self._pusher = None                 # the _PushDelivery, started on first use under
+        self._pusher_lock = threading.Lock()  # its own lock (never nested in _lock)
         self._holder_of = (None, None)      # (process id, this process's name in leases)
         self._unrecorded = {}               # task id -> owner: turns whose end the store missed
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
         self.console = console              # the browser page at GET / (a2a_console.py)
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
-                                            # (bound to one address: see "Who may call")
         self._hosts = {}                    # Host header -> True, for those seen and accepted
         self.allow_hosts(("localhost",) + tuple(allowed_hosts))
         if public_url:
@@ -5016,8 +4980,8 @@ class Server:
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
         self.access_log = access_log
         self._watch = None                  # the _StoreWatch of a shared store, in this process
-        # (and what a host on an event loop does with such a store, where a
-        # write may wait for another process's: StoreThreads, in a2a_store)
+        # A shared store may make a write wait for another process's: a host on
+        # an event loop then writes through the store's threads (a2a_store).
         self._off_loop = self.store.loop_threads(self) if self.store.shared else None
         self.required_extensions = tuple(required_extensions)
         self.card = _Card(
@@ -5031,28 +4995,23 @@ class Server:
         if isinstance(extended_card, dict):
             _check_card({**self.agent_card(), **extended_card})
         # A signed card is the same for every request (section 8.4): built from
-        # public_url alone, never from a Host or X-Forwarded-* header, so no
-        # request can have the server sign something of its choosing.
+        # public_url alone, never from a request's headers, so no request can
+        # have the server sign something of its choosing.
         if card_signer is not None:
             if not public_url:
                 raise ValueError("a signed card needs public_url (the URL clients reach this "
                                  "server at): the card signed must not depend on the request")
-            # Signed now, once, into the card's cache: a signer that fails, fails now.
-            _card_response(self, {}, public_url)
+            _card_response(self, {}, public_url)   # signed now: a failing signer fails now
 
     # -- the HTTP entry point every host adapter calls -------------------------
 
     def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None,
                     peer=None, spawn=None, certificate=None):
-        """Answer one HTTP request: ``headers`` with lower-case names, ``body``
-        bytes, ``base_url`` how the client reached us (for the card), ``peer``
-        the client's address, ``certificate`` its verified TLS client
-        certificate (ssl's getpeercert() dict), if any. Returns a Response.
-        The bindings behind it are in section 7 of this file.
-
-        A host on an event loop passes ``spawn`` (see CallContext and
-        "Running on an event loop"): nothing here then waits, and an answer
-        still being worked on comes as ``Response.pending``."""
+        """Answer one HTTP request (section 7's bindings): ``headers`` with
+        lower-case names, ``base_url`` how the client reached us, ``peer`` its
+        address, ``certificate`` its verified TLS certificate (getpeercert()).
+        A host on an event loop passes ``spawn`` (section 10): nothing here
+        then waits, and an answer still being worked on is Response.pending."""
         if certificate is not None:
             peer = _Peer(peer, certificate)
         request = _Request(method, path, query, headers if headers is not None else {}, body,
@@ -5065,11 +5024,8 @@ class Server:
                                  f"{query}\"", started)
 
     def error_response(self, path, status, error, media_type=None):
-        """An error answer for ``path`` in its binding's shape: a JSON-RPC error
-        object at the JSON-RPC endpoint, a google.rpc.Status anywhere else (and
-        when the path is not known, ``None``).
-        Adapters use it for problems they find before handle_http (a body too
-        large, a malformed request head). The bindings make it (section 7)."""
+        """An error answer for ``path`` in its binding's shape (section 7), or
+        None for an unknown path: for problems adapters find before handle_http."""
         self._note(error)
         return _error_response(self, path, status, error, media_type)
 
@@ -5078,40 +5034,32 @@ class Server:
     def agent_card(self, base_url=None):
         """The public agent card, as a dict, for a server reached at ``base_url``."""
         base = (self.public_url or base_url or "http://127.0.0.1:8000").rstrip("/")
-        card = {
-            "name": self.card.fields["name"],
-            "description": self.card.fields["description"],
+        rpc = base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/"
+        ours = [("JSONRPC", rpc)] + ([] if self.single_path else [("HTTP+JSON", base)])
+        return {
+            "name": self.card.fields["name"], "description": self.card.fields["description"],
             "supportedInterfaces": [
-                {"url": base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/",
-                 "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
-            ] + ([] if self.single_path else [
-                {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": PROTOCOL_VERSION},
-            ]) + [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
-                  for binding, url in self.card.interfaces],
+                {"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
+                for binding, url in ours + self.card.interfaces],
             **{k: v for k, v in self.card.fields.items() if k not in ("name", "description")},
         }
-        return card
 
     def add_interface(self, binding, url):
-        """Advertise one more interface in the card (e.g. "GRPC", "host:port"),
-        after the JSON-RPC and HTTP+JSON ones this server serves itself."""
+        """Advertise one more interface in the card (e.g. "GRPC", "host:port")."""
         self.card.interfaces.append((binding, url))
         self.card.cache = None
 
     def add_extension(self, extension):
-        """Declare one more AgentExtension (a dict with "uri") in the card's
-        capabilities, e.g. a fact about the host the server runs on."""
+        """Declare one more AgentExtension (a dict with "uri") in the card."""
         declared = self.card.fields["capabilities"].setdefault("extensions", [])
         if all(e["uri"] != extension["uri"] for e in declared):
             declared.append(dict(extension))
         self.card.cache = None
 
     def allow_hosts(self, names, bound=False):
-        """Answer requests whose Host header names one of ``names`` (host names
-        or IP addresses, without a port; "*": any). ``bound=True``: the address
-        a host adapter has bound to (see "Who may call"); an IP address other
-        than those it is bound to is then refused too, unless it listens on
-        every address (0.0.0.0, ::)."""
+        """Answer requests whose Host header names one of ``names`` (no port;
+        "*": any). ``bound=True``: the address a host adapter bound to; another
+        IP address is then refused, unless it listens on all (see "Who may call")."""
         for name in names:
             name = _host_name(str(name))
             if bound and name in ("", "0.0.0.0", "[::]"):
@@ -5160,12 +5108,8 @@ class Server:
                     raise _extension_required(uri)
 
     def call(self, method, params, call=None):
-        """Run one operation by its JSON-RPC name on raw params (a dict).
-
-        The binding-free entry point: checks the service parameters, parses
-        ``params`` against the request message, and returns the response dict
-        (or an iterator of (seq, StreamResponse) for streaming methods).
-        """
+        """Run one operation by its JSON-RPC name on raw params (a dict): the
+        response dict, or an iterator of (seq, StreamResponse) for a stream."""
         call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
         if self.store.shared and (self._watch is None or self._watch.pid != os.getpid()):
             self._watch_store()
@@ -5193,8 +5137,7 @@ class Server:
         return task
 
     def _watch_store(self):
-        """Start this process's watch of a shared store (see "Sharing a store
-        between processes"); again in a process forked from this one."""
+        """Start this process's watch of a shared store (again after a fork)."""
         with self._lock:
             if self._watch is None or self._watch.pid != os.getpid():
                 self._watch = self.store.watch(self)
@@ -5235,9 +5178,8 @@ class Server:
                         caller, self._closing, self._holder() if self.store.shared else None)
 
     def _channel(self, task_id, owner, caller=None):
-        """The live channel of an existing task, made (from the store) if it has
-        none: every writer and stream of a task meets on one channel. With the
-        server's lock held."""
+        """The live channel of an existing task, made from the store if it has
+        none. With the server's lock held."""
         channel = self._channels.get(task_id)
         if channel is None:
             task = self.store.get(task_id, owner)
@@ -5249,8 +5191,8 @@ class Server:
         return channel
 
     def wake_streams(self):
-        """Wake every stream waiting for events, so each one looks again at
-        whether its client is still there (hosts call this when one leaves)."""
+        """Wake every waiting stream to check that its client is still there
+        (hosts call this when one leaves)."""
         with self._lock:
             channels = list(self._channels.values())
         for channel in channels:
@@ -5258,16 +5200,13 @@ class Server:
 
     def _forget(self, task_id, unless_followed=False):
         """Let go of a task's channel: it has ended, or it waits for the client
-        (``unless_followed``: and no SubscribeToTask stream follows it). What
-        comes next for the task starts from the store."""
+        (``unless_followed``: and no stream follows it, nor has a turn begun)."""
         with self._lock:
             self._let_go(task_id, unless_followed)
 
     def _let_go(self, task_id, unless_followed):
         """_forget(), with the server's lock held."""
         channel = self._channels.get(task_id)
-        # A waiting task keeps its channel while a stream follows it, or
-        # once the client's next message has begun a turn on it.
         if channel is None or unless_followed and (channel.followers or channel.active):
             return
         del self._channels[task_id]
@@ -5300,10 +5239,9 @@ class Server:
 
     def _start_turn(self, request, call):
         """Check a new user message and prepare its turn: (context, channel,
-        joined). A continuing task's ``joined`` is where a stream of this turn
-        begins: (seq, {"task": Task}), the task as the message left it, under
-        the id of the status update that told the others; a new task's is None
-        (its stream begins at its first event, the Task)."""
+        joined). ``joined`` is where a continuing task's stream begins: (seq,
+        {"task": Task}) as the message left it, under the id of the status
+        update that told the others; None for a new task."""
         message = request["message"]
         if message["role"] != "ROLE_USER":
             raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
@@ -5347,11 +5285,9 @@ class Server:
                     if channel.active is not None:         # a turn runs here, maybe ending
                         raise _still_working(task_id)
                     self._add_inline_push(ctx, call.owner)
-                    # A continuing task: record the user's message, and tell the
-                    # streams that the task works again. The table refuses it if
-                    # a turn began meanwhile, here or in another process sharing
-                    # the store. A webhook is a delivery of its own, not a
-                    # stream: each turn's begins with the whole task.
+                    # Record the message and tell the streams the task works
+                    # again: refused if a turn began meanwhile, in any process.
+                    # A webhook's delivery begins each turn with the whole task.
                     now = self._now()
                     status = {"state": TRANSITIONS["input"][1], "timestamp": now}
                     channel.change("input", message, now, {"statusUpdate": {
@@ -5362,30 +5298,24 @@ class Server:
                         channel.on_event(channel.caller or channel.owner, channel.task,
                                          joined[1])
                     channel.active = ctx
-            except BaseException:
-                # The turn never began (a limit, or the task ended meanwhile): its
-                # channel goes if unwatched.
+            except BaseException:              # the turn never began: unwatched, it goes
                 state = channel.task["status"]["state"]
                 self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
                 raise
             return ctx, channel, joined
 
     def _create_task(self, ctx, channel):
-        """Make the task of a new conversation turn exist (store + first event),
-        unless it already does. Returns the task."""
+        """Make a new turn's task exist (store and first event), unless it does."""
         with channel.lock:
             if channel.task is None:
                 task = _apply(None, "message", ctx.message, self._now())
-                # Known as the task's channel before the store has the task, so
-                # whoever finds the task finds this channel (and waits for its
-                # lock), never makes a second one.
+                # The task's channel before the store has the task: whoever
+                # finds the task waits for this channel, never makes a second.
                 with self._lock:
                     self._channels[ctx.task_id] = channel
                 try:
                     channel.publish(task, {"task": task}, tell=False)
-                    # Its webhook (configuration.taskPushNotificationConfig) is
-                    # kept with the task once it exists, and told of it first.
-                    self._add_inline_push(ctx, channel.owner)
+                    self._add_inline_push(ctx, channel.owner)   # its webhook, told first
                     if channel.on_event is not None:
                         event = {"task": channel.task}
                         channel.on_event(channel.caller or channel.owner, channel.task, event)
@@ -5398,12 +5328,9 @@ class Server:
             return channel.task
 
     def send_message(self, request, call):
-        """SendMessage: returns {"task": Task} or {"message": Message}.
-
-        A blocking call (the default) waits for the turn to end, or for it to
-        be interrupted, or for blocking_timeout to pass: then it answers the
-        task as it is, and the turn goes on. returnImmediately answers at once
-        with the new task (section 3.2.2)."""
+        """SendMessage: {"task": Task} or {"message": Message}. A blocking call
+        waits for the turn to end or be interrupted, or for blocking_timeout:
+        then it answers the task as it is. returnImmediately answers at once."""
         config = request.get("configuration", {})
         history_length = None
         if config:
@@ -5421,32 +5348,28 @@ class Server:
             if not turn.finished.is_set:       # async, or handed to a worker at the deadline
                 turn.finished.wait(max(0.0, deadline - time.monotonic()))
             return self._turn_result(turn, history_length, call)
-        # A host on an event loop must not wait: the turn starts (an async agent
-        # on its loop, a sync one on a worker), and if it has not already ended
-        # the host gets a pending answer and the deadline to hold it to.
+        # A host on an event loop must not wait: the turn starts, and if it has
+        # not ended yet the host gets a pending answer and its deadline.
         self._start(turn, call.spawn)
         if turn.finished.is_set:
             return self._turn_result(turn, history_length, call)
         return _PendingAnswer(self, turn, history_length, call, deadline)
 
     def _turn_result(self, turn, history_length, call):
-        """SendMessage's answer once the turn has ended, or its deadline has passed."""
+        """SendMessage's answer once the turn has ended, or its deadline passed."""
         if turn.error is not None:
             raise turn.error
         if turn.reply is not None:
             return {"message": turn.reply}
-        # Done, interrupted, or still working at the deadline: the task as it is.
         task = turn.channel.snapshot() or self._create_task(turn.ctx, turn.channel)
         return {"task": self._view(task, history_length)}
 
     def send_streaming_message(self, request, call):
-        """SendStreamingMessage: an iterator of (seq, StreamResponse)."""
+        """SendStreamingMessage: an iterator of (seq, StreamResponse), from the
+        new task's first event, or from the continuing task as ``joined``."""
         self._require_streaming()
         self._check_inline_push(request.get("configuration", {}))
         ctx, channel, joined = self._start_turn(request, call)
-        # A new task's stream starts at its first event, the Task; a continuing
-        # task's with the Task as the user's message left it, then the events
-        # after the status update that told the task's other streams.
         keepalive = self.limits["keepalive_interval"]
         self._start(_TurnWriter(self, ctx, channel, watched=True), call.spawn)
         if joined is None:
@@ -5461,27 +5384,15 @@ class Server:
     # -- driving the agent -----------------------------------------------------
     #
     # A blocking SendMessage on a threaded host runs a sync agent on the
-    # request's own thread: no hand-off between threads, which is most of the
-    # cost of a small request. The deadline (blocking_timeout) is checked
-    # between the agent's outputs; once it has passed, the rest of the
-    # generator moves to a worker thread and the client gets the task as it
-    # is. (A plain function, or one step of a generator, that runs longer holds
-    # the answer until it returns: Python cannot interrupt it.)
-    #
-    # Async agents (async def, or async generators) run on an event loop: the
-    # host's own when the request came through one (CallContext.spawn: the
-    # asyncio server, ASGI), else one the server starts on its first async
-    # turn. Sync agents never run on an event loop, since they may block it:
-    # there, and for streams and returnImmediately, they run on a bounded pool
-    # of worker threads (max_workers; further turns wait in its queue,
+    # request's own thread: no hand-off between threads, most of a small
+    # request's cost. Between the agent's outputs the deadline is checked;
+    # past it, the rest of the generator moves to a worker thread and the
+    # client gets the task as it is (one step that runs longer holds the
+    # answer: Python cannot interrupt it). Async agents run on an event loop:
+    # the host's (CallContext.spawn), else one the server starts. Sync agents
+    # never run on a loop: there, and for streams and returnImmediately, they
+    # run on a bounded pool of workers (max_workers; further turns wait,
     # SUBMITTED), so a client that hangs up never stops its task.
-    #
-    # A new task whose turn ends in the step it began is stored once, in its
-    # final form (_TurnWriter.at_once): nobody could have
-    # watched it meanwhile. What a turn makes is freed by reference counting
-    # as soon as it is answered: callbacks are called once and dropped, and
-    # take arguments rather than closures, so no reference cycle is left for
-    # the garbage collector (a test holds every host to that).
 
     def _start(self, turn, spawn=None):
         """Run a turn in the background: an async agent through ``spawn`` (the
@@ -5505,7 +5416,6 @@ class Server:
         try:
             result = self.agent(turn.ctx)
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
-                # An event loop runs it: the host's, or else the server's own.
                 (spawn or self._spawn_own)(self._drive_async(result, turn))
             elif isinstance(result, GeneratorType):
                 self._drain(result, turn, deadline)
@@ -5515,8 +5425,7 @@ class Server:
             turn.fail(exc)
 
     def _spawn_own(self, coroutine):
-        """Run ``coroutine`` on the server's own event loop, a thread started on
-        first use (_LoopThread, in "Running on an event loop")."""
+        """Run ``coroutine`` on the server's own event loop (_LoopThread)."""
         with self._lock:
             if self._own_loop is None:
                 self._own_loop = _LoopThread()
@@ -5541,9 +5450,8 @@ class Server:
                 gen.close()
 
     async def _drive_async(self, result, turn):
-        """An async agent's turn: the same steps as _drive and _drain, awaited
-        (on a store that other processes share, each write on a store thread:
-        the store's loop_threads)."""
+        """_drive and _drain for an async agent (on a shared store, through the
+        store's threads: loop_threads)."""
         if self._off_loop is not None:
             return await self._off_loop.drive(result, turn)
         try:
@@ -5577,23 +5485,17 @@ class Server:
             raise InvalidParamsError(
                 f"pageSize must be between 1 and {self.limits['max_page_size']} (default "
                 f"{self.limits['default_page_size']}); got {size}", field="pageSize")
-        cursor = None
-        if request.get("pageToken"):
-            cursor = _decode_page_token(request["pageToken"])
-        after = request.get("statusTimestampAfter")
+        cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
         status = request.get("status")
         if status == "TASK_STATE_UNSPECIFIED":
             status = None
         tasks, total, last = self.store.list(
-            call.owner, context_id=request.get("contextId"), status=status, after=after,
-            cursor=cursor, limit=size)
+            call.owner, context_id=request.get("contextId"), status=status,
+            after=request.get("statusTimestampAfter"), cursor=cursor, limit=size)
         include = request.get("includeArtifacts", False)
-        return {
-            "tasks": [self._view(t, history_length, include) for t in tasks],
-            "nextPageToken": _encode_page_token(last) if last else "",
-            "pageSize": size,
-            "totalSize": total,
-        }
+        return {"tasks": [self._view(t, history_length, include) for t in tasks],
+                "nextPageToken": _encode_page_token(last) if last else "",
+                "pageSize": size, "totalSize": total}
 
     def cancel_task(self, request, call):
         """CancelTask: the task, now CANCELED; the running agent is told."""
@@ -5631,21 +5533,16 @@ class Server:
         return self._subscription(channel, call.last_event_id)
 
     def _subscription(self, channel, last_event_id):
-        """The stream of a subscriber. A client that comes back with the id of
-        the last event it saw (SSE Last-Event-ID), still among the events the
-        store keeps, gets what it missed and then the rest; anyone else first
-        gets the task as it is now (section 3.1.6: the stream begins with the
-        current Task), numbered as the event just before the next, so that
-        resuming from it misses nothing. (The task and the id of its next
-        event are read together, from the store: another process may be
-        writing to it.)"""
+        """A subscriber's stream. A client back with the id of the last event it
+        saw (SSE Last-Event-ID), still kept, gets what it missed; anyone else
+        first gets the current Task (section 3.1.6), numbered as the event just
+        before the next. Task and next id are read together, from the store."""
         keepalive = self.limits["keepalive_interval"]
         with channel.lock:
             channel.reload()
             task, seq = channel.task, channel.next_seq
             oldest = (self.store.events(task["id"], seq - 1) or (seq,))[0]
         if last_event_id is not None and oldest - 1 <= last_event_id < seq:
-            # A reconnecting client: replay what it missed, from the buffer.
             return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
                              counted=True)
         return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, {"task": task})],
@@ -5654,14 +5551,11 @@ class Server:
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
 
     # A push config names a webhook that receives every event of a task as a
-    # StreamResponse (section 4.3.3). Configs are kept with their task, in
-    # the store, scoped like the task (a caller only reaches configs of tasks it
-    # can see), and evicted with it. Without push_notifications the card says
-    # pushNotifications: false and all four operations answer
-    # PushNotificationNotSupportedError (section 3.1.7).
+    # StreamResponse (section 4.3.3). Configs are kept with their task in the
+    # store, scoped like it, and evicted with it. Without push_notifications
+    # all four operations answer PushNotificationNotSupportedError (3.1.7).
 
     def _require_push(self):
-        """PushNotificationNotSupportedError unless the card promises push."""
         if not self.capabilities.get("pushNotifications"):
             raise PushNotificationNotSupportedError(
                 "this agent does not send push notifications (capabilities.pushNotifications "
@@ -5695,19 +5589,16 @@ class Server:
             raise InvalidParamsError(f"pageSize must be between 1 and "
                                      f"{self.limits['max_page_size']}; got {size}", field="pageSize")
         configs = self.store.configs(task["id"])
-        start = 0
-        if request.get("pageToken"):
-            ids = [c["id"] for c in configs]
-            token = request["pageToken"]
-            if token not in ids:
-                raise InvalidParamsError("pageToken is not one this server issued; pass the "
-                                         "nextPageToken of the previous answer unchanged",
-                                         field="pageToken")
-            start = ids.index(token) + 1
+        ids = [c["id"] for c in configs]
+        token = request.get("pageToken")
+        if token and token not in ids:
+            raise InvalidParamsError("pageToken is not one this server issued; pass the "
+                                     "nextPageToken of the previous answer unchanged",
+                                     field="pageToken")
+        start = ids.index(token) + 1 if token else 0
         page = configs[start:start + size]
-        more = start + size < len(configs)
         return {"configs": [_public_config(c) for c in page],
-                "nextPageToken": page[-1]["id"] if more else ""}
+                "nextPageToken": page[-1]["id"] if start + size < len(configs) else ""}
 
     def delete_task_push_notification_config(self, request, call):
         """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
@@ -5733,25 +5624,20 @@ class Server:
             if len(value) > _MAX_HEADER_VALUE:
                 raise InvalidParamsError(f"{field} is longer than {_MAX_HEADER_VALUE} characters "
                                          "(it is sent in an HTTP header)", field=field)
-            # Each goes into an HTTP header: a control character would end it or
-            # corrupt it, and headers are latin-1 on the wire.
-            try:
+            try:                               # headers are latin-1 on the wire
                 raw = value.encode("latin-1")
             except UnicodeEncodeError:
                 raise InvalidParamsError(f"{field} must be latin-1 text: it is sent in an HTTP "
                                          "header", field=field) from None
-            if raw.translate(None, _HEADER_CONTROLS) != raw:
+            if raw.translate(None, _HEADER_CONTROLS) != raw:   # would end or corrupt it
                 raise InvalidParamsError(f"{field} must not contain control characters (line "
                                          "breaks, NUL...): it is sent in an HTTP header",
                                          field=field)
 
     def _add_push_config(self, task_id, config, tenant, payload_version=None):
-        """Keep a checked webhook config with its task, under a fresh id unless
-        the client chose one (then it replaces the config of that id). A
-        config registered through a translation (0.3) keeps that version:
-        its webhook is sent what a client of that version expects."""
-        # (A config is at most a few KiB: _MAX_URL and _MAX_HEADER_VALUE below,
-        # max_push_configs of them per task.)
+        """Keep a checked webhook config (a few KiB at most) with its task, under
+        a fresh id unless the client chose one, which it replaces. A config
+        registered through 0.3 keeps that version for what its webhook is sent."""
         self._check_push_config(config)
         config = {**config, "taskId": task_id, "id": config.get("id") or self._new_id()}
         if tenant:
@@ -5775,8 +5661,8 @@ class Server:
                                   getattr(ctx.caller, "translated_from", None))
 
     def _push_event(self, owner, task, event):
-        """Channel hook: hand a task event to each of the task's webhooks, in the
-        queue of its caller (deliveries are fair between callers: section 8 of this file)."""
+        """Channel hook: hand a task event to the task's webhooks, in its
+        caller's queue (deliveries are fair between callers: section 8)."""
         configs = self.store.configs(task["id"])
         if not configs:
             return
@@ -5790,51 +5676,40 @@ class Server:
 
     @property
     def push_stats(self):
-        """Totals of webhook deliveries: delivered, failed, retried, refused, dropped,
-        paused (dropped because their destination was paused); and
+        """Totals of webhook deliveries: delivered, failed, retried, refused,
+        dropped, paused (dropped, their destination paused); and
         paused_destinations, those the circuit breaker holds now."""
         return self._pusher.totals() if self._pusher else {
             **dict.fromkeys(_PUSH_TOTALS, 0), "paused_destinations": 0}
 
     def push_stats_by_caller(self):
-        """Webhook delivery counters per caller (CallContext.caller: the
-        principal, or an anonymous client's address): {caller: {"queued",
-        "sent" (answered 2xx), "failed", "refused", "retried", "dropped",
-        "paused", "waiting" (queued now)}}. The counters of at most
-        push_callers callers are kept: past that, the caller idle the longest
-        is forgotten (push_stats still counts what it did)."""
+        """Webhook delivery counters per caller (the principal, or an anonymous
+        client's address): {caller: {"queued", "sent" (2xx), "failed",
+        "refused", "retried", "dropped", "paused", "waiting" (queued now)}}, for
+        the push_callers callers most recently active."""
         return self._pusher.by_caller() if self._pusher else {}
 
     # -- what the limits are doing, and stopping ----------------------------------
     #
     # Every cap and budget above refuses with an error that names it; stats()
-    # shows the counters behind them all in one dict (the command line,
-    # a2a_cli.py, logs what changed in them once a minute). shutdown() stops
-    # the server's side of the protocol gracefully; the hosts call it when
-    # they stop (SIGTERM).
+    # shows the counters behind them all (a2a_cli.py logs what changed in them
+    # once a minute). shutdown() stops the server's side gracefully.
 
     def stats(self):
-        """The counters behind every cap and budget, as one dict: the store
-        (tasks, bytes with their kept events, idle, callers), the live tasks,
-        the agent threads, requests refused by each limit, the hosts'
-        connections and threads, and webhook deliveries (totals and per
-        caller)."""
+        """The counters behind every cap and budget, as one dict: the store,
+        the live tasks, the agent threads, requests refused by each limit, the
+        hosts' connections and threads, and webhook deliveries."""
         with self._lock:
-            channels = list(self._channels.values())
+            live = len(self._channels)
             workers = self._workers.count if self._workers else 0
         hosts = {name: gauge() for name, gauge in list(self._gauges.items())}
         try:
             store = self.store.stats() if hasattr(self.store, "stats") else {}
         except Exception as error:      # (a store that cannot say now: never the caller's error)
             store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
-        return {
-            "store": store,
-            "live_tasks": len(channels),
-            "agent_threads": workers,
-            "refused": dict(self._refusals),
-            "hosts": hosts,
-            "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()},
-        }
+        return {"store": store, "live_tasks": live, "agent_threads": workers,
+                "refused": dict(self._refusals), "hosts": hosts,
+                "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()}}
 
     def _note(self, error):
         """Count a request refused by a limit (named in the error, if not its reason)."""
@@ -5847,13 +5722,11 @@ class Server:
 
     def shutdown(self, grace=10.0):
         """Stop gracefully, within ``grace`` seconds: open streams end with an
-        SSE ``retry:`` hint (clients come back and resume with Last-Event-ID),
-        turns still running may finish, and queued webhook deliveries may go
-        out. The hosts bundled here call it when they stop (SIGTERM, Ctrl-C);
-        a host that owns its signals (gunicorn, uvicorn, Lambda) calls it from
-        its own shutdown hook. Then the agent's ``close()``, if it has one, is
-        called. Returns what was left undone:
-        {"turns": running turns, "deliveries": queued webhook deliveries}."""
+        SSE ``retry:`` hint (clients resume with Last-Event-ID), running turns
+        and queued webhook deliveries may finish. The bundled hosts call it when
+        they stop; a host that owns its signals (gunicorn, uvicorn, Lambda), from
+        its shutdown hook. Then the agent's ``close()``, if any. Returns what was
+        left undone: {"turns": running turns, "deliveries": queued deliveries}."""
         self._closing.set()
         self.wake_streams()
         deadline = time.monotonic() + grace
@@ -5870,9 +5743,7 @@ class Server:
         close = getattr(self.agent, "close", None)
         if close is not None:                  # what the agent still runs ends (serve --exec)
             close()
-        if turns and self.store.shared:
-            # The tasks outlive this process: end them now, rather than leave
-            # them WORKING until their lease runs out.
+        if turns and self.store.shared:        # the tasks outlive us: end them, not at lease end
             with self._lock:
                 running = [(i, c.owner) for i, c in self._channels.items() if c.active]
             for task_id, owner in running:
@@ -5926,21 +5797,17 @@ def _history_length(request, field="historyLength"):
     return value
 
 
-# ListTasks page tokens (section 3.1.4: opaque to the client). A token is the
-# sort key of the last task of the page, (status timestamp, id), as URL-safe
-# base64 of its JSON: the next page is every matching task that sorts after
-# it. It holds no server state, so it never expires and survives restarts,
-# and a task added, changed or evicted between two pages moves nothing else.
-# A token this server did not make is refused as InvalidParams, naming the fix.
-
+# ListTasks page tokens (section 3.1.4: opaque to the client): the sort key of
+# the page's last task, (status timestamp, id), as URL-safe base64 JSON; the
+# next page is every matching task after it. Holding no server state, a token
+# never expires, survives restarts, and is not moved by changes between pages.
 
 def _encode_page_token(key):
-    """(status timestamp, task id) -> the opaque pageToken."""
     return _b64encode(json.dumps(list(key)).encode()).replace("+", "-").replace("/", "_").rstrip("=")
 
 
 def _decode_page_token(token):
-    """A pageToken -> the (status timestamp, task id) it was made from."""
+    """A pageToken -> (status timestamp, task id); one not ours is InvalidParams."""
     try:
         stamp, task_id = json.loads(_b64decode(token))
         if isinstance(stamp, str) and isinstance(task_id, str):
@@ -5958,45 +5825,36 @@ def _decode_page_token(token):
 # =============================================================================
 #
 # Everything above is synchronous: a thread calls handle_http() and may wait
-# in it (for an agent's turn, for a stream's next event). A host on an asyncio
-# event loop must never wait: one blocked call stops every connection. The
-# core gives such a host three hooks, and this section turns them into
-# asyncio:
+# in it (for a turn, for a stream's next event). A host on an asyncio event
+# loop must never wait: one blocked call stops every connection. The core
+# gives such a host three hooks, which this section turns into asyncio:
 #
-#   CallContext.spawn      the host runs ``async def`` agents on its loop
-#                          (_Spawner); a sync agent runs on a worker thread,
-#                          since it may block
-#   Response.pending       SendMessage's answer while the turn still runs: a
-#                          _PendingAnswer, told when it is done, from whichever
-#                          thread ended the turn (_LoopAnswer brings that news
-#                          back to the loop, and holds the deadline)
-#   stream.poll()/watch()  a stream read without waiting (_LoopStream: await
-#                          news, or the keep-alive interval)
+#   CallContext.spawn      runs ``async def`` agents on the host's loop
+#                          (_Spawner); a sync agent, which may block, runs on
+#                          a worker thread
+#   Response.pending       SendMessage's answer while the turn runs: told when
+#                          it is done, from whichever thread ended it
+#                          (_LoopAnswer brings that back to the loop, and holds
+#                          the deadline)
+#   stream.poll()/watch()  a stream read without waiting (_LoopStream)
 #
-# A threaded host meets one piece of this too: an async agent needs a loop,
-# so the server starts one of its own in a thread on first use (_LoopThread).
-# A store that other processes share may make a write wait for another
-# process's: such a store gives the server its own way (``loop_threads``, the
-# StoreThreads of a2a_store.py), which a host on a loop hands each request.
+# A threaded host needs a loop for async agents: the server starts its own
+# (_LoopThread). A store shared between processes, where a write may wait for
+# another process's, gives a host on a loop its threads (``loop_threads``).
 #
 # Speed: on Python 3.12+ an agent's task starts eagerly, so a turn that never
-# waits (most do not) has ended before handle_http() returns and is answered
-# at once, with no pending answer and no timer. Callbacks take arguments
-# rather than closures, so that nothing a request makes is left in a
-# reference cycle for the garbage collector (a test holds every host to it).
+# waits (most) has ended before handle_http() returns: no pending answer, no
+# timer. Callbacks take arguments rather than closures, so nothing a request
+# makes is left in a reference cycle (a test holds every host to that).
 
 _EAGER_TASKS = sys.version_info >= (3, 12)      # asyncio.Task(..., eager_start=True)
 
 
 class _Spawner:
     """CallContext.spawn for a host on ``loop``: runs a coroutine there as a
-    task. On Python 3.12+ the task starts eagerly, running until it first
-    waits: an agent that never waits has finished its turn when this returns.
-
-    asyncio holds a waiting task only weakly, so the tasks are kept here
-    until they end. They are let go of now and then (when their number has
-    doubled), not by a done-callback each: that would cost every turn one
-    more pass of the loop's callbacks, measured at about 1 us a SendMessage."""
+    task, eagerly on Python 3.12+. asyncio holds a waiting task only weakly,
+    so they are kept here, and let go of when their number has doubled (a
+    done-callback each costs about 1 us a SendMessage)."""
 
     __slots__ = ("loop", "tasks", "prune_at")
 
@@ -6020,8 +5878,7 @@ class _Spawner:
 
 
 class _LoopThread:
-    """An event loop in a daemon thread, for the async agents of a server
-    whose host is threaded (Server._spawn_own)."""
+    """An event loop in a daemon thread, for the async agents of a threaded host."""
 
     def __init__(self):
         import asyncio
@@ -6053,9 +5910,9 @@ def _resolve(future):
 
 class _LoopAnswer:
     """Follows a Response.pending on ``loop``: ``fn(response, *args)`` is
-    called there with the real Response once the turn has ended, or its
-    deadline has passed (the timer for it is armed after the loop's next
-    pass, by which time most turns have ended)."""
+    called there with the real Response once the turn has ended or its
+    deadline passed (a timer armed after the loop's next pass, by which time
+    most turns have ended)."""
 
     __slots__ = ("loop", "thread", "response", "fn", "args", "timer")
 
@@ -6106,8 +5963,7 @@ def _settle_future(response, future):
 
 class _LoopStream:
     """A Response.stream read on an event loop: ``async for`` gives its byte
-    chunks. When nothing is new it waits, without blocking the loop, for the
-    stream's news or its keep-alive interval, whichever comes first."""
+    chunks, waiting without blocking for news or the keep-alive interval."""
 
     def __init__(self, stream, loop):
         self.stream = stream
@@ -6142,9 +5998,8 @@ class _LoopStream:
                 pass
         finally:
             stream.unwatch(wake)
-        # News, or a keep-alive tick: woken without news (Server.wake_streams)
-        # or after the interval, the host writes something to find out
-        # whether its client is still there.
+        # Woken without news (Server.wake_streams) or after the interval: the
+        # host writes a keep-alive to find out whether its client is still there.
         return stream.poll(idle=True)
 
 
