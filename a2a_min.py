@@ -4760,38 +4760,28 @@ class _PushDelivery:
 # the agent's turns (5), authenticates callers (6), answers through the
 # bindings (7) and hands task events to the webhooks (8).
 #
-# It implements the eleven operations of section 3.1 on canonical ProtoJSON
-# dicts, knowing nothing of the binding: each takes the parsed request and a
-# CallContext and returns the response dict or, for the two streaming ones, an
-# iterator of (sequence number, StreamResponse). Section 5.1 asks every binding
-# to give the same results and errors; one method per operation, called by
-# every binding through Server.call(), keeps that promise. call() first does
-# what they all share, in the specification's order: authenticate (section
-# 7), check the service parameters (section 3.2), parse the request against
-# the proto (MESSAGES), take the tenant (section 3.2.5).
-#
-# The operations on tasks share three ideas:
+# Section 5.1 asks every binding to give the same results and errors: each of
+# the eleven operations of section 3.1 is one method on ProtoJSON dicts, which
+# every binding calls through Server.call(). call() first authenticates
+# (section 7), checks the service parameters (section 3.2), parses the request
+# (MESSAGES) and takes the tenant (section 3.2.5). The operations on tasks
+# share three ideas:
 #
 # - Ownership. A task belongs to (tenant, principal); another caller's task is
 #   reported exactly as a missing one: TaskNotFoundError (section 13.1).
-# - One channel per live task. While an agent may still change a task, its
-#   writers (the turn, CancelTask, a continuing message) and its readers
-#   (streams) meet on one _Channel (section 5). When the task ends, or waits
-#   for the client, the channel goes and the store alone holds the task; the
-#   next message or subscription makes a new one, its event ids going on.
+# - One channel per live task. Its writers (the turn, CancelTask, a new
+#   message) and readers (streams) meet on one _Channel (section 5); when the
+#   task ends or waits for the client, the store alone holds it.
 # - Turns. Each user message starts one turn of the agent. A blocking
-#   SendMessage waits for it (up to blocking_timeout), a streaming one follows
-#   it, returnImmediately and CancelTask do not wait.
+#   SendMessage waits for it (up to blocking_timeout), a stream follows it.
 
 
 # -- a server's clock and ids ---------------------------------------------------------
 
 class _Ids:
     """_new_id() for one server: one read of the OS's random source makes the
-    random part of 64 ids (a system call each was 0.6 us of a SendMessage,
-    which makes three). list.pop() is atomic, and a thread that finds the
-    pool empty fills a new one. A forked child starts a pool of its own, or
-    both processes would give the same ids in the same millisecond."""
+    random part of 64 ids (a system call each cost 0.6 us). list.pop() is
+    atomic; a forked child starts a pool of its own, or its ids would repeat."""
 
     __slots__ = ("pool", "memo", "__weakref__")
 
@@ -4845,9 +4835,8 @@ class _Clock:
 # -- the agent card (section 8.1) ----------------------------------------------------
 
 class _Card:
-    """A server's agent card: the fields that never change, the interfaces
-    added to the server's own two, the signer (section 8.4), and the card as
-    last served (_card_response). Server.agent_card() makes it for a URL."""
+    """A server's agent card: fixed fields, added interfaces, the signer
+    (section 8.4), and the card as last served (_card_response)."""
 
     __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since")
 
@@ -4881,53 +4870,33 @@ class _Card:
 class Server:
     """An A2A server: one agent, its card, a task store, and the operations.
 
-    ``agent`` is the callable described in section 5 of this file. The card
-    is built from ``name``, ``description``, ``version``, ``skills`` and the
-    other keyword arguments; ``card`` (a dict) overrides any of its fields.
-
-    Keyword arguments (all optional):
-      streaming             advertise and serve the streaming operations (True)
+    ``agent`` is the callable of section 5. The card is built from ``name``,
+    ``description``, ``version``, ``skills`` and the other keyword arguments;
+    ``card`` (a dict) overrides any of its fields. Keyword arguments:
+      streaming             serve the streaming operations (True)
       public_url            base URL for the card (default: the bound address)
       rpc_path              where JSON-RPC is served ("/")
-      assume_version        A2A-Version to assume when a request sends none
-                            (None: the spec's 0.3, which is refused)
-      compat                "0.3": serve A2A 0.3 clients too, by translation
-                            (a2a_v03.py). A 0.3 JSON-RPC method name is 0.3
-                            whatever assume_version says
-      required_extensions   extension URIs the card marks required, and that
-                            every SendMessage must announce (A2A-Extensions)
-      extensions            more AgentExtension dicts for the card (the agent
-                            enforces a required one: ctx.require_extension)
+      assume_version        A2A-Version when a request sends none (None: 0.3, refused)
+      compat                "0.3": serve A2A 0.3 clients too (a2a_v03.py)
+      required_extensions   extension URIs every SendMessage must announce
+      extensions            more AgentExtension dicts for the card
       store                 a TaskStore (default: in memory with the limits)
       extended_card         a dict, or callable(CallContext) -> dict
       card_max_age          Cache-Control max-age of the card, seconds (300)
-      card_signer           sign the served card (section 8.4): callable(bytes)
-                            -> signature, with ``header``, the JWS protected
-                            header; a2a_signing.signer_from_pem() makes one.
-                            Needs public_url
+      card_signer           sign the card (section 8.4; needs public_url):
+                            a2a_signing.signer_from_pem() makes one
       authenticate          callable(CallContext) -> principal, raising
-                            AuthenticationRequiredError to refuse (BearerAuth,
-                            ApiKeyAuth); its security_schemes go in the card
+                            AuthenticationRequiredError (BearerAuth, ApiKeyAuth)
       push_notifications    deliver task events to webhooks (False)
-      push_allow            hosts and networks webhooks may reach although
-                            not globally routable (e.g. ["127.0.0.1/32"])
-      push_tls_context      the ssl.SSLContext for https webhooks (default:
-                            ssl.create_default_context(), made on first use)
-      trust_forwarded       take the client's address from the last
-                            X-Forwarded-For entry: only behind a proxy (False)
-      single_path           serve everything under this one path (e.g.
-                            "/invocations"): POST is JSON-RPC, GET the card;
-                            no HTTP+JSON
-      access_log            log a line per request to "a2a_min.access" at
-                            INFO: client, method, path, status, bytes, ms
-      console               answer a browser at the JSON-RPC path with the
-                            agent console of a2a_console.py (True; False: the
-                            plain-text help)
-      allowed_hosts         more names clients reach this server by (Host),
-                            besides localhost, the bound address and
-                            public_url's host; "*": any (else 421)
-      cors_origins          web origins whose pages may call this server
-                            (CORS); "*": any. The public card is open to all
+      push_allow            non-global hosts webhooks may reach ("127.0.0.1/32")
+      push_tls_context      the ssl.SSLContext for https webhooks
+      trust_forwarded       the client is the last X-Forwarded-For (False)
+      single_path           serve all under one path: POST JSON-RPC, GET card
+      access_log            a line per request to "a2a_min.access" (False)
+      console               the browser console of a2a_console.py (True)
+      allowed_hosts         more Host names than localhost, the bound address
+                            and public_url's ("*": any; others get 421)
+      cors_origins          web origins allowed to call it (CORS; "*": any)
       and the limits of DEFAULT_LIMITS.
     """
 
@@ -4948,7 +4917,7 @@ class Server:
         self._agent_is_async = _is_async_callable(agent)
         self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)
         self.store = store if store is not None else _memory_store(limits)
-        self.store.on_evict = self._evicted
+        self.store.on_evict = self._evicted     # its streams end when the store drops a task
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
         self.assume_version = assume_version
@@ -4960,7 +4929,7 @@ class Server:
         self._refusals = {}                 # limit (or error reason) -> requests refused by it
         self._gauges = {}                   # host name -> callable: its connections, threads
         self._own_loop = None               # runs async agents for threaded hosts
-        self._workers = None
+        self._workers = None                # the worker threads of sync agents (_pool)
         self.authenticate = authenticate
         self.trust_forwarded = trust_forwarded
         self.push_allow = _parse_allow(push_allow)
@@ -4980,8 +4949,7 @@ class Server:
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
         self.access_log = access_log
         self._watch = None                  # the _StoreWatch of a shared store, in this process
-        # A shared store may make a write wait for another process's: a host on
-        # an event loop then writes through the store's threads (a2a_store).
+        # (a shared store's write may wait for another's: a loop uses its threads)
         self._off_loop = self.store.loop_threads(self) if self.store.shared else None
         self.required_extensions = tuple(required_extensions)
         self.card = _Card(
@@ -4994,9 +4962,8 @@ class Server:
         _check_card(self.agent_card())
         if isinstance(extended_card, dict):
             _check_card({**self.agent_card(), **extended_card})
-        # A signed card is the same for every request (section 8.4): built from
-        # public_url alone, never from a request's headers, so no request can
-        # have the server sign something of its choosing.
+        # A signed card is built from public_url alone (section 8.4), never from
+        # a request's headers: no request can have the server sign what it chose.
         if card_signer is not None:
             if not public_url:
                 raise ValueError("a signed card needs public_url (the URL clients reach this "
@@ -5007,11 +4974,9 @@ class Server:
 
     def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None,
                     peer=None, spawn=None, certificate=None):
-        """Answer one HTTP request (section 7's bindings): ``headers`` with
-        lower-case names, ``base_url`` how the client reached us, ``peer`` its
-        address, ``certificate`` its verified TLS certificate (getpeercert()).
-        A host on an event loop passes ``spawn`` (section 10): nothing here
-        then waits, and an answer still being worked on is Response.pending."""
+        """Answer one HTTP request (section 7): ``headers`` with lower-case names,
+        ``certificate`` the client's verified one (getpeercert()). A host on an
+        event loop passes ``spawn`` (section 10): an unready answer is pending."""
         if certificate is not None:
             peer = _Peer(peer, certificate)
         request = _Request(method, path, query, headers if headers is not None else {}, body,
@@ -5119,7 +5084,7 @@ class Server:
         if self.compat is not None and call.translated_from is None:
             self.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
         request = parse(METHODS[method][0], params)
-        tenant = request.get("tenant", "")
+        tenant = request.get("tenant", "")     # section 3.2.5
         if tenant:
             call.tenant = tenant
         return OPERATIONS[method](self, request, call)
@@ -5225,7 +5190,7 @@ class Server:
         """A task as a response shows it (section 3.2.4 historyLength)."""
         out = task
         if history_length is not None and "history" in task:
-            out = dict(task)
+            out = dict(task)                   # a copy: the store's task stays whole
             if history_length == 0:
                 del out["history"]
             else:
@@ -5239,9 +5204,8 @@ class Server:
 
     def _start_turn(self, request, call):
         """Check a new user message and prepare its turn: (context, channel,
-        joined). ``joined`` is where a continuing task's stream begins: (seq,
-        {"task": Task}) as the message left it, under the id of the status
-        update that told the others; None for a new task."""
+        joined), ``joined`` where a continuing task's stream begins: (seq of the
+        status update that told the others, {"task": Task}); None for a new task."""
         message = request["message"]
         if message["role"] != "ROLE_USER":
             raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
@@ -5274,7 +5238,7 @@ class Server:
                 admit(ctx)
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
-            return ctx, channel, None
+            return ctx, channel, None          # its stream begins at its first event
         while True:
             with self._lock:
                 channel = self._channel(task_id, call.owner, call.caller)
@@ -5285,9 +5249,8 @@ class Server:
                     if channel.active is not None:         # a turn runs here, maybe ending
                         raise _still_working(task_id)
                     self._add_inline_push(ctx, call.owner)
-                    # Record the message and tell the streams the task works
-                    # again: refused if a turn began meanwhile, in any process.
-                    # A webhook's delivery begins each turn with the whole task.
+                    # Record the message; refused if a turn began meanwhile, in
+                    # any process. A webhook is sent the whole task each turn.
                     now = self._now()
                     status = {"state": TRANSITIONS["input"][1], "timestamp": now}
                     channel.change("input", message, now, {"statusUpdate": {
@@ -5309,8 +5272,7 @@ class Server:
         with channel.lock:
             if channel.task is None:
                 task = _apply(None, "message", ctx.message, self._now())
-                # The task's channel before the store has the task: whoever
-                # finds the task waits for this channel, never makes a second.
+                # Known before the store has the task: none makes a second channel.
                 with self._lock:
                     self._channels[ctx.task_id] = channel
                 try:
@@ -5328,9 +5290,8 @@ class Server:
             return channel.task
 
     def send_message(self, request, call):
-        """SendMessage: {"task": Task} or {"message": Message}. A blocking call
-        waits for the turn to end or be interrupted, or for blocking_timeout:
-        then it answers the task as it is. returnImmediately answers at once."""
+        """SendMessage: {"task": Task} or {"message": Message}, once the turn ends
+        or is interrupted, or after blocking_timeout; returnImmediately: at once."""
         config = request.get("configuration", {})
         history_length = None
         if config:
@@ -5370,7 +5331,7 @@ class Server:
         self._require_streaming()
         self._check_inline_push(request.get("configuration", {}))
         ctx, channel, joined = self._start_turn(request, call)
-        keepalive = self.limits["keepalive_interval"]
+        keepalive = self.limits["keepalive_interval"]   # (seconds between SSE comments)
         self._start(_TurnWriter(self, ctx, channel, watched=True), call.spawn)
         if joined is None:
             return _Follower(channel, 0, keepalive, _STREAM_END)
@@ -5383,16 +5344,11 @@ class Server:
 
     # -- driving the agent -----------------------------------------------------
     #
-    # A blocking SendMessage on a threaded host runs a sync agent on the
-    # request's own thread: no hand-off between threads, most of a small
-    # request's cost. Between the agent's outputs the deadline is checked;
-    # past it, the rest of the generator moves to a worker thread and the
-    # client gets the task as it is (one step that runs longer holds the
-    # answer: Python cannot interrupt it). Async agents run on an event loop:
-    # the host's (CallContext.spawn), else one the server starts. Sync agents
-    # never run on a loop: there, and for streams and returnImmediately, they
-    # run on a bounded pool of workers (max_workers; further turns wait,
-    # SUBMITTED), so a client that hangs up never stops its task.
+    # A blocking SendMessage on a threaded host runs a sync agent on its own
+    # thread: a hand-off is most of a small request's cost. Past the deadline,
+    # the rest of a generator moves to a worker thread. Async agents run on an
+    # event loop (CallContext.spawn, or the server's own); otherwise sync ones
+    # run on a bounded pool (max_workers), so a client that leaves stops nothing.
 
     def _start(self, turn, spawn=None):
         """Run a turn in the background: an async agent through ``spawn`` (the
@@ -5474,8 +5430,7 @@ class Server:
     def get_task(self, request, call):
         """GetTask: the task, its history cut to historyLength."""
         history_length = _history_length(request)
-        task = self._visible_task(request["id"], call)
-        return self._view(task, history_length)
+        return self._view(self._visible_task(request["id"], call), history_length)
 
     def list_tasks(self, request, call):
         """ListTasks: one page of the caller's tasks, newest first."""
@@ -5533,9 +5488,8 @@ class Server:
         return self._subscription(channel, call.last_event_id)
 
     def _subscription(self, channel, last_event_id):
-        """A subscriber's stream. A client back with the id of the last event it
-        saw (SSE Last-Event-ID), still kept, gets what it missed; anyone else
-        first gets the current Task (section 3.1.6), numbered as the event just
+        """A subscriber's stream: from after Last-Event-ID if that event is still
+        kept, else from the current Task (section 3.1.6), numbered as the event
         before the next. Task and next id are read together, from the store."""
         keepalive = self.limits["keepalive_interval"]
         with channel.lock:
@@ -5550,10 +5504,9 @@ class Server:
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
 
-    # A push config names a webhook that receives every event of a task as a
-    # StreamResponse (section 4.3.3). Configs are kept with their task in the
-    # store, scoped like it, and evicted with it. Without push_notifications
-    # all four operations answer PushNotificationNotSupportedError (3.1.7).
+    # A push config names a webhook sent every event of a task as a
+    # StreamResponse (section 4.3.3). Configs are kept, scoped and evicted with
+    # their task. Without push_notifications, PushNotificationNotSupported (3.1.7).
 
     def _require_push(self):
         if not self.capabilities.get("pushNotifications"):
@@ -5595,7 +5548,7 @@ class Server:
             raise InvalidParamsError("pageToken is not one this server issued; pass the "
                                      "nextPageToken of the previous answer unchanged",
                                      field="pageToken")
-        start = ids.index(token) + 1 if token else 0
+        start = ids.index(token) + 1 if token else 0     # after the token's config
         page = configs[start:start + size]
         return {"configs": [_public_config(c) for c in page],
                 "nextPageToken": page[-1]["id"] if start + size < len(configs) else ""}
@@ -5690,10 +5643,6 @@ class Server:
         return self._pusher.by_caller() if self._pusher else {}
 
     # -- what the limits are doing, and stopping ----------------------------------
-    #
-    # Every cap and budget above refuses with an error that names it; stats()
-    # shows the counters behind them all (a2a_cli.py logs what changed in them
-    # once a minute). shutdown() stops the server's side gracefully.
 
     def stats(self):
         """The counters behind every cap and budget, as one dict: the store,
@@ -5702,7 +5651,7 @@ class Server:
         with self._lock:
             live = len(self._channels)
             workers = self._workers.count if self._workers else 0
-        hosts = {name: gauge() for name, gauge in list(self._gauges.items())}
+        hosts = {name: gauge() for name, gauge in list(self._gauges.items())}   # (a copy)
         try:
             store = self.store.stats() if hasattr(self.store, "stats") else {}
         except Exception as error:      # (a store that cannot say now: never the caller's error)
@@ -5721,12 +5670,9 @@ class Server:
                 self._refusals[key] = self._refusals.get(key, 0) + 1
 
     def shutdown(self, grace=10.0):
-        """Stop gracefully, within ``grace`` seconds: open streams end with an
-        SSE ``retry:`` hint (clients resume with Last-Event-ID), running turns
-        and queued webhook deliveries may finish. The bundled hosts call it when
-        they stop; a host that owns its signals (gunicorn, uvicorn, Lambda), from
-        its shutdown hook. Then the agent's ``close()``, if any. Returns what was
-        left undone: {"turns": running turns, "deliveries": queued deliveries}."""
+        """Stop within ``grace`` seconds: streams end with a ``retry:`` hint, turns
+        and webhook deliveries may finish; then the agent's ``close()``, if any.
+        Hosts call it when they stop. Returns {"turns", "deliveries"} left undone."""
         self._closing.set()
         self.wake_streams()
         deadline = time.monotonic() + grace
@@ -5772,20 +5718,9 @@ class Server:
         return {**self.agent_card(call.base_url), **extended}
 
 
-# JSON-RPC method -> the Server method that implements it.
-OPERATIONS = {
-    "SendMessage": Server.send_message,
-    "SendStreamingMessage": Server.send_streaming_message,
-    "GetTask": Server.get_task,
-    "ListTasks": Server.list_tasks,
-    "CancelTask": Server.cancel_task,
-    "SubscribeToTask": Server.subscribe_to_task,
-    "CreateTaskPushNotificationConfig": Server.create_task_push_notification_config,
-    "GetTaskPushNotificationConfig": Server.get_task_push_notification_config,
-    "ListTaskPushNotificationConfigs": Server.list_task_push_notification_configs,
-    "DeleteTaskPushNotificationConfig": Server.delete_task_push_notification_config,
-    "GetExtendedAgentCard": Server.get_extended_agent_card,
-}
+# JSON-RPC method -> the Server method that implements it, named as the
+# method in snake case: SendMessage -> Server.send_message.
+OPERATIONS = {method: getattr(Server, _snake(method)[1:]) for method in METHODS}
 
 
 def _history_length(request, field="historyLength"):
@@ -5825,27 +5760,18 @@ def _decode_page_token(token):
 # =============================================================================
 #
 # Everything above is synchronous: a thread calls handle_http() and may wait
-# in it (for a turn, for a stream's next event). A host on an asyncio event
-# loop must never wait: one blocked call stops every connection. The core
-# gives such a host three hooks, which this section turns into asyncio:
+# in it. A host on an asyncio event loop must never wait: one blocked call
+# stops every connection. The core gives it three hooks, made asyncio here:
 #
-#   CallContext.spawn      runs ``async def`` agents on the host's loop
-#                          (_Spawner); a sync agent, which may block, runs on
-#                          a worker thread
-#   Response.pending       SendMessage's answer while the turn runs: told when
-#                          it is done, from whichever thread ended it
-#                          (_LoopAnswer brings that back to the loop, and holds
-#                          the deadline)
+#   CallContext.spawn      runs ``async def`` agents on the loop (_Spawner)
+#   Response.pending       SendMessage's answer while the turn runs, told when
+#                          it ends (_LoopAnswer brings that back to the loop)
 #   stream.poll()/watch()  a stream read without waiting (_LoopStream)
 #
-# A threaded host needs a loop for async agents: the server starts its own
-# (_LoopThread). A store shared between processes, where a write may wait for
-# another process's, gives a host on a loop its threads (``loop_threads``).
-#
-# Speed: on Python 3.12+ an agent's task starts eagerly, so a turn that never
-# waits (most) has ended before handle_http() returns: no pending answer, no
-# timer. Callbacks take arguments rather than closures, so nothing a request
-# makes is left in a reference cycle (a test holds every host to that).
+# A threaded host's async agents run on the server's own loop (_LoopThread).
+# On Python 3.12+ an agent's task starts eagerly, so a turn that never waits
+# has ended before handle_http() returns. Callbacks take arguments, not
+# closures: nothing a request makes is left in a reference cycle.
 
 _EAGER_TASKS = sys.version_info >= (3, 12)      # asyncio.Task(..., eager_start=True)
 
@@ -5861,7 +5787,7 @@ class _Spawner:
     def __init__(self, loop):
         self.loop = loop
         self.tasks = set()
-        self.prune_at = 64
+        self.prune_at = 64                      # prune the ended tasks at this many
 
     def __call__(self, coroutine):
         if _EAGER_TASKS:
@@ -5903,11 +5829,6 @@ def _call_on(loop, fn, *args):
         loop.call_soon_threadsafe(fn, *args)
 
 
-def _resolve(future):
-    if not future.done():
-        future.set_result(None)
-
-
 class _LoopAnswer:
     """Follows a Response.pending on ``loop``: ``fn(response, *args)`` is
     called there with the real Response once the turn has ended or its
@@ -5922,7 +5843,7 @@ class _LoopAnswer:
         self.response = response
         self.fn = fn
         self.args = args
-        self.timer = None
+        self.timer = None                      # the deadline's, once armed
         response.pending.add_done_callback(self._done)
         loop.call_soon(self._arm)
 
@@ -5985,8 +5906,8 @@ class _LoopStream:
     async def _wait(self):
         import asyncio
         stream, loop = self.stream, self.loop
-        future = loop.create_future()
-        wake = functools.partial(_call_on, loop, _resolve, future)
+        future = loop.create_future()          # set by the stream's news, on the loop
+        wake = functools.partial(_call_on, loop, _settle_future, None, future)
         stream.watch(wake)
         try:
             chunk = stream.poll()              # news that came before we watched
