@@ -4827,8 +4827,7 @@ class _Clock:
         second = int(t)
         memo = self.memo
         if memo[0] != second:                  # one tuple, replaced whole: thread-safe
-            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d"
-                                % time.gmtime(second)[:6])
+            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(second)[:6])
         return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
 
 
@@ -5258,8 +5257,7 @@ class Server:
                         tell=False)
                     joined = (channel.next_seq - 1, {"task": channel.task})
                     if channel.on_event is not None:
-                        channel.on_event(channel.caller or channel.owner, channel.task,
-                                         joined[1])
+                        channel.on_event(channel.caller or channel.owner, channel.task, joined[1])
                     channel.active = ctx
             except BaseException:              # the turn never began: unwatched, it goes
                 state = channel.task["status"]["state"]
@@ -5497,8 +5495,7 @@ class Server:
             task, seq = channel.task, channel.next_seq
             oldest = (self.store.events(task["id"], seq - 1) or (seq,))[0]
         if last_event_id is not None and oldest - 1 <= last_event_id < seq:
-            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
-                             counted=True)
+            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES, counted=True)
         return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, {"task": task})],
                          ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
 
