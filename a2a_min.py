@@ -2847,28 +2847,21 @@ class _PendingAnswer:
 # 6. Authentication, and which webhook addresses are allowed
 # =============================================================================
 #
-# Authentication (sections 7, 13.1). A2A carries credentials in the transport:
-# HTTP headers or gRPC metadata, as the card's securitySchemes describe. The
-# Server takes one hook, authenticate(CallContext) -> principal; it raises
+# Authentication (sections 7, 13.1). A2A carries credentials in the transport
+# (HTTP headers, gRPC metadata), as the card's securitySchemes describe. The
+# Server takes one hook, authenticate(CallContext) -> principal, which raises
 # AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
-# UNAUTHENTICATED, JSON-RPC error -31401). The principal owns the tasks it
-# creates: every read goes through the store with (tenant, principal), so a
-# task of someone else is reported exactly like a task that does not exist.
-# Two helpers cover the common schemes; secrets are compared in constant time.
+# UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks it creates:
+# the store is read with (tenant, principal), so another's task is reported
+# exactly like one that does not exist. Secrets are compared in constant time.
 #
-# Webhook addresses (section 13.2). A push notification config names a URL
-# that this server will POST to, so a caller could aim the server at what
-# only the server can reach: its own loopback, the cloud's metadata address,
-# the private network behind it (server-side request forgery). A webhook may
-# reach only globally routable unicast addresses (ipaddress's is_global, plus
-# a table of ranges that Python 3.10 still counts as global), and an IPv6
-# address that stands for an IPv4 one (IPv4-mapped, 6to4, Teredo, NAT64) is
-# judged by the IPv4 address it leads to, whatever the Python version thinks
-# of its prefix. push_allow, host names and networks, is the only way around
-# the check. A literal address is checked when the config is created; a host
-# name when a delivery resolves it (section 8 of this file). The header values
-# of a config (token, authentication) are checked when it is created too: no
-# control characters, latin-1 only, since they are written as they are.
+# Webhook addresses (section 13.2). A push config names a URL this server
+# will POST to, so a caller could aim it at what only the server can reach
+# (its loopback, the cloud's metadata address, its private network: request
+# forgery). So a webhook may reach only globally routable unicast addresses;
+# push_allow (host names and networks) is the only way around the check. A
+# literal address is checked when the config is created, a host name when a
+# delivery resolves it (section 8 of this file).
 
 
 class BearerAuth:
@@ -2917,16 +2910,11 @@ class ApiKeyAuth:
 
 
 class MutualTlsAuth:
-    """Mutual TLS (the card's MutualTlsSecurityScheme): the caller is who
-    the client certificate its connection presented says, once the server has
-    verified it against the client CA it was given (tls={"client_ca": ...}).
-
-    ``principal(certificate)`` names the principal; it gets the verified
-    certificate as ssl's getpeercert() gives it, on every binding (gRPC
-    included), and returns a string (or raises an A2AError to refuse). By
-    default it is ``certificate_principal``: the subject as escaped RFC 4514
-    text, or for a certificate with an empty subject its first URI or DNS
-    subjectAltName. ``principal_of`` is the older name of ``principal``."""
+    """Mutual TLS (MutualTlsSecurityScheme): the caller is who the client
+    certificate says, once verified against the server's client CA
+    (tls={"client_ca": ...}). ``principal(certificate)`` (getpeercert()'s dict,
+    on every binding) returns a string or raises an A2AError to refuse; by
+    default ``certificate_principal``. ``principal_of`` is its older name."""
 
     def __init__(self, *, principal=None, principal_of=None, scheme_name="mtls"):
         self.principal_of = principal or principal_of or certificate_principal
@@ -2943,16 +2931,12 @@ class MutualTlsAuth:
         return self.principal_of(certificate)
 
 
-# A certificate's principal. A subject is a sequence of RDNs, each a set of
-# type=value pairs (RFC 5280 section 4.1.2.4). Written as RFC 4514 text (most
-# specific RDN first, "," between RDNs, "+" inside one) with every character
-# RFC 4514 section 2.4 names escaped, two subjects never give one string:
-# a CN "alice,O=Example" is "CN=alice\,O=Example", not the two RDNs
-# "CN=alice,O=Example". A subject may be empty (SPIFFE and much current PKI
-# name the holder only in the subjectAltName): the principal is then its first
-# URI ("URI:spiffe://example.org/alice"), else its first DNS name ("DNS:..."),
-# which no subject's text can be (it starts with "type=", and ssl's type names
-# hold no ":"). A certificate with neither is refused, never one shared "".
+# A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280
+# section 4.1.2.4). As RFC 4514 text, with every character its section 2.4
+# names escaped, two subjects never give one string: a CN "alice,O=Example"
+# is "CN=alice\,O=Example". An empty subject (SPIFFE, much current PKI)
+# gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's
+# text can be (ssl's type names hold no ":"); neither is refused, never "".
 _SUBJECT_SHORT_NAMES = {
     "commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
     "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
@@ -2960,9 +2944,7 @@ _SUBJECT_SHORT_NAMES = {
 
 
 def _rfc4514_value(value):
-    """An attribute value escaped as RFC 4514 section 2.4 says: the separators
-    and quoting characters anywhere, a leading space or "#", a trailing space,
-    and NUL as "\\00"."""
+    """An attribute value escaped as RFC 4514 section 2.4 says."""
     def escaped(i, c):
         if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1) or c == "#" and i == 0:
             return "\\" + c
@@ -2971,9 +2953,8 @@ def _rfc4514_value(value):
 
 
 def certificate_principal(certificate):
-    """The principal of a verified client certificate (ssl's getpeercert()
-    dict): its subject as RFC 4514 text ("CN=alice,O=Example"), or, when the
-    subject is empty, "URI:<first URI SAN>" or "DNS:<first DNS SAN>"."""
+    """The principal of a verified client certificate: its subject as RFC 4514
+    text ("CN=alice,O=Example"), else "URI:<first URI SAN>" or "DNS:<first DNS SAN>"."""
     rdns = certificate.get("subject", ())
     if rdns:
         return ",".join("+".join(f"{_SUBJECT_SHORT_NAMES.get(k, k)}={_rfc4514_value(v)}"
@@ -2990,8 +2971,7 @@ def certificate_principal(certificate):
 
 
 class _Peer(str):
-    """The client's address (a str, as ``peer`` always is), carrying the
-    verified client certificate of its TLS connection."""
+    """The client's address (a str), carrying its TLS connection's verified certificate."""
 
     __slots__ = ("certificate",)
 
@@ -3002,8 +2982,8 @@ class _Peer(str):
 
 
 def _match_secret(known, given, hint, challenge):
-    """The principal of ``given`` among ``known`` (bytes, principal) pairs.
-    Every candidate is compared, in constant time, whatever matches."""
+    """The principal of ``given`` among ``known`` (bytes, principal) pairs;
+    every candidate is compared, whatever matches."""
     import hmac
     given = given.encode()
     found = None
@@ -3011,30 +2991,21 @@ def _match_secret(known, given, hint, challenge):
         if hmac.compare_digest(secret, given) and given:
             found = (principal,)
     if found is None:
-        raise AuthenticationRequiredError(
-            ("missing credentials: " if not given else "invalid credentials: ") + hint,
-            challenge=challenge)
+        raise AuthenticationRequiredError(("missing credentials: " if not given else
+                                           "invalid credentials: ") + hint, challenge=challenge)
     return found[0]
 
 
-# Ranges no webhook may reach that Python 3.10's is_global still counts as
-# global (newer versions agree about some of them): IETF protocol assignments,
-# IPv6 site-local (deprecated, but routed inside some networks), local-use
-# NAT64, IPv6 documentation.
+# Ranges Python 3.10's is_global still counts as global: IETF protocol
+# assignments, IPv6 site-local, local-use NAT64, IPv6 documentation.
 _NOT_GLOBAL = ("192.0.0.0/24", "fec0::/10", "64:ff9b:1::/48", "3fff::/20")
-
-# The NAT64 well-known prefix 64:ff9b::/96, as the top 96 bits of an address.
-_NAT64 = 0x0064_ff9b << 64
-
-# What a host name may hold once in its IDNA (ASCII) form.
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")
-
-# Bytes no header value may hold: the C0 controls but HTAB, and DEL.
-_HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"
-# The largest webhook URL, id and header value (token, scheme, credentials) a
-# push config may hold. It is kept with its task, and counts in its size.
+_NAT64 = 0x0064_ff9b << 64          # 64:ff9b::/96, as the top 96 bits of an address
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")   # an IDNA host name's
+_HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"  # C0 but HTAB, and DEL
+# The largest webhook URL, config id (when the client chooses it) and header
+# value a push config may hold: it is kept with its task, and counts in its size.
 _MAX_URL = 2048
-_MAX_CONFIG_ID = 256        # a push config's id, when the client chooses it
+_MAX_CONFIG_ID = 256
 _MAX_HEADER_VALUE = 4096
 
 
@@ -3050,46 +3021,36 @@ def _parse_allow(entries):
     return names, networks
 
 
-def _embedded_ipv4(address):
-    """The IPv4 addresses an IPv6 address leads to: the address of an
-    IPv4-mapped, 6to4 or NAT64 (64:ff9b::/96) address, the server and the
-    client of a Teredo one. Empty for any other address."""
-    import ipaddress
-    if address.version == 4:
-        return []
-    found = (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
-             ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
-             if int(address) >> 32 == _NAT64 else None)
-    return [a for a in found if a is not None]
-
-
 def _may_reach(address, networks):
     """Whether webhooks may be sent to ``address``: push_allow names its
-    network, or it is a globally routable unicast address. An IPv6 form of an
-    IPv4 address is judged by the IPv4 address (all of them, for Teredo)."""
+    network, or it is a globally routable unicast address. An IPv6 address
+    that leads to IPv4 ones (IPv4-mapped, 6to4, NAT64, Teredo's server and
+    client) is judged by all of those."""
     import ipaddress
     if any(address in network for network in networks):
         return True
-    embedded = _embedded_ipv4(address)
-    if embedded:
-        return all(_may_reach(a, networks) for a in embedded)
+    if address.version == 6:
+        nat64 = int(address) >> 32 == _NAT64
+        embedded = [a for a in (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
+                                ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF) if nat64
+                                else None) if a is not None]
+        if embedded:
+            return all(_may_reach(a, networks) for a in embedded)
     return (address.is_global and not address.is_multicast and not address.is_reserved
             and not any(address in ipaddress.ip_network(n) for n in _NOT_GLOBAL))
 
 
 def _public_config(config):
-    """A stored push config as the protocol shows it: without the version
-    of the payloads its webhook is sent (kept for configs made in 0.3)."""
+    """A stored push config as the protocol shows it: without payloadVersion (0.3's)."""
     if "payloadVersion" not in config:
         return config
     return {k: v for k, v in config.items() if k != "payloadVersion"}
 
 
 def _webhook_target(url, allow, resolve=None):
-    """Check a webhook URL; with ``resolve`` (a callable(host, port) -> the
-    host's addresses: _resolve_host, at delivery), also resolve its host and
-    return (scheme, host, port, path, vetted addresses). A literal address is
-    checked and returned even without ``resolve``. Raises InvalidParamsError."""
+    """Check a webhook URL, or raise InvalidParamsError. With ``resolve``
+    (host, port -> addresses: _resolve_host, at delivery), or for a literal
+    address, return (scheme, host, port, path, vetted addresses)."""
     import ipaddress
     from urllib.parse import quote, urlsplit
     try:
@@ -3125,14 +3086,13 @@ def _webhook_target(url, allow, resolve=None):
         return None                        # names are resolved when a delivery is made
     else:
         addresses = [ipaddress.ip_address(a) for a in resolve(host, port)]
-    if host not in names:
-        for address in addresses:
-            if not _may_reach(address, networks):
-                raise InvalidParamsError(
-                    f"the webhook address {address} of {host} is not globally routable "
-                    "(loopback, private, shared, link-local, multicast, reserved...); start "
-                    "the server with push_allow=[...] (the demo: --push-allow) to allow it",
-                    field="url")
+    for address in addresses:
+        if host not in names and not _may_reach(address, networks):
+            raise InvalidParamsError(
+                f"the webhook address {address} of {host} is not globally routable "
+                "(loopback, private, shared, link-local, multicast, reserved...); start "
+                "the server with push_allow=[...] (the demo: --push-allow) to allow it",
+                field="url")
     # The request line takes the path as it is: escape what may not stand there.
     path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")
     if parts.query:
@@ -3146,28 +3106,25 @@ def _webhook_target(url, allow, resolve=None):
 #
 # Bytes in, bytes out. handle_http() takes the parts of an HTTP request
 # (method, path, query string, headers with lower-case names, body bytes)
-# and returns a Response: status, headers and either a body or an iterator
-# of byte chunks (an SSE stream). Nothing here knows about sockets; every
-# host adapter (section 11 of this file) calls this one function.
+# and returns a Response: status, headers and a body or an iterator of byte
+# chunks (an SSE stream). Nothing here knows about sockets; every host
+# adapter (section 11 of this file) calls this one function.
 #
-# A binding is a codec around Server.call() (the Server and its operations
-# are section 9; a binding needs only call()): it finds the operation (a
-# JSON-RPC method name, or a REST route), turns the request into the
-# operation's params dict, and turns the result into bytes in its own shape,
-# errors included. This is the only place where answers are encoded, where
-# HTTP statuses and headers are chosen, and where the Link header to the card
-# (RFC 8288) is added. The operations never see a binding, so the same task
-# looks the same through JSON-RPC, HTTP+JSON and gRPC (section 5.1).
+# A binding is a codec around Server.call() (section 9): it finds the
+# operation (a JSON-RPC method name, or a REST route), turns the request into
+# its params dict, and the result into bytes in its own shape, errors
+# included. Only here are answers encoded, HTTP statuses and headers chosen,
+# and the Link header to the card (RFC 8288) added. The operations never see
+# a binding, so a task looks the same through every binding (section 5.1).
 #
 # JSON-RPC (section 9): one Request object per HTTP POST; batches are not part
-# of A2A. Every answer is HTTP 200 with a JSON-RPC Response (except where
-# HTTP itself has something to say: 413, 401, 429), whose error codes
-# come from the error table; data is an array of typed details (ErrorInfo,
-# BadRequest). Streaming methods answer text/event-stream where every event's
-# data is a whole JSON-RPC Response carrying one StreamResponse (section
-# 9.4); an error raised before the first event is an ordinary JSON answer.
-#
-# HTTP+JSON (section 11) follows JSON-RPC below, on the same operations.
+# of A2A. Every answer is HTTP 200 with a JSON-RPC Response (but where HTTP
+# itself has something to say: 413, 401, 429), whose error codes come from
+# the error table; data is an array of typed details (ErrorInfo, BadRequest).
+# Streaming methods answer text/event-stream, each event's data a whole
+# JSON-RPC Response carrying one StreamResponse (section 9.4); an error
+# raised before the first event is an ordinary JSON answer. HTTP+JSON
+# (section 11) follows JSON-RPC below, on the same operations.
 #
 # SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
 # and a blank line. A comment line ": keep-alive" is sent when nothing has
@@ -3177,21 +3134,16 @@ def _webhook_target(url, allow, resolve=None):
 class Response:
     """What a binding answers: ``status`` (int), ``headers`` (list of pairs),
     ``body`` (bytes) or ``stream`` (an _SSEStream of bytes chunks, read by
-    ``for``; the adapter close()s it when the client goes away).
-
-    For a host on an event loop (handle_http(..., spawn=...)) an answer still
-    being worked on is ``pending``: a _PendingAnswer. Once it is done,
+    ``for``; the adapter close()s it when the client goes away). From a host
+    on an event loop (handle_http(..., spawn=...)), an answer still being
+    worked on is ``pending`` (a _PendingAnswer); once it is done,
     ``render(pending)`` is the real Response."""
 
     __slots__ = ("status", "headers", "body", "stream", "pending", "render")
 
     def __init__(self, status, headers, body=b"", stream=None, pending=None, render=None):
-        self.status = status
-        self.headers = headers
-        self.body = body
-        self.stream = stream
-        self.pending = pending
-        self.render = render
+        self.status, self.headers, self.body = status, headers, body
+        self.stream, self.pending, self.render = stream, pending, render
 
 
 _JSON = "application/json"
@@ -3202,20 +3154,20 @@ _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json", 
 # The reason phrase of every registered status (RFC 9110 section 15, and the
 # RFCs it names), as a literal: the standard library's http.HTTPStatus costs
 # a millisecond to import.
-_HTTP_REASONS = {100: "Continue", 101: "Switching Protocols", 102: "Processing",
-    103: "Early Hints", 200: "OK", 201: "Created", 202: "Accepted",
-    203: "Non-Authoritative Information", 204: "No Content", 205: "Reset Content",
-    206: "Partial Content", 207: "Multi-Status", 208: "Already Reported", 226: "IM Used",
-    300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other",
-    304: "Not Modified", 305: "Use Proxy", 307: "Temporary Redirect",
-    308: "Permanent Redirect", 400: "Bad Request", 401: "Unauthorized",
-    402: "Payment Required", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-    406: "Not Acceptable", 407: "Proxy Authentication Required", 408: "Request Timeout",
-    409: "Conflict", 410: "Gone", 411: "Length Required", 412: "Precondition Failed",
-    413: "Content Too Large", 414: "URI Too Long", 415: "Unsupported Media Type",
-    416: "Range Not Satisfiable", 417: "Expectation Failed", 418: "I'm a Teapot",
-    421: "Misdirected Request", 422: "Unprocessable Content", 423: "Locked",
-    424: "Failed Dependency", 425: "Too Early", 426: "Upgrade Required",
+_HTTP_REASONS = {
+    100: "Continue", 101: "Switching Protocols", 102: "Processing", 103: "Early Hints",
+    200: "OK", 201: "Created", 202: "Accepted", 203: "Non-Authoritative Information",
+    204: "No Content", 205: "Reset Content", 206: "Partial Content", 207: "Multi-Status",
+    208: "Already Reported", 226: "IM Used", 300: "Multiple Choices", 301: "Moved Permanently",
+    302: "Found", 303: "See Other", 304: "Not Modified", 305: "Use Proxy",
+    307: "Temporary Redirect", 308: "Permanent Redirect", 400: "Bad Request",
+    401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 406: "Not Acceptable", 407: "Proxy Authentication Required",
+    408: "Request Timeout", 409: "Conflict", 410: "Gone", 411: "Length Required",
+    412: "Precondition Failed", 413: "Content Too Large", 414: "URI Too Long",
+    415: "Unsupported Media Type", 416: "Range Not Satisfiable", 417: "Expectation Failed",
+    418: "I'm a Teapot", 421: "Misdirected Request", 422: "Unprocessable Content",
+    423: "Locked", 424: "Failed Dependency", 425: "Too Early", 426: "Upgrade Required",
     428: "Precondition Required", 429: "Too Many Requests",
     431: "Request Header Fields Too Large", 451: "Unavailable For Legal Reasons",
     500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
@@ -3225,18 +3177,16 @@ _HTTP_REASONS = {100: "Continue", 101: "Switching Protocols", 102: "Processing",
 
 
 def _json_body(obj):
-    """A JSON value as a response body: compact JSON and a newline, so that
-    a shell prompt after curl starts on a line of its own."""
+    """Compact JSON and a newline (a shell prompt after curl starts on its own line)."""
     return _dumps(obj) + b"\n"
 
 
 def _jsonrpc_result(request_id, result):
-    """The JSON-RPC Response object of a result, as a body. A task the store
-    gave with its JSON (a _StoredTask: see "The task store") is spliced in as
-    it is, not encoded again."""
+    """The JSON-RPC Response of a result, as a body; a task the store gave
+    with its JSON (a _StoredTask) is spliced in, not encoded again."""
     encoded = _encoded_result(result)
     if encoded is not None:
-        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
+        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)  # fast for ints
         return b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n"
     return _json_body({"jsonrpc": "2.0", "id": request_id, "result": result})
 
@@ -3248,9 +3198,8 @@ def _jsonrpc_error(request_id, error):
 
 
 def _sse_frame(seq, data):
-    """One Server-Sent Event (WHATWG HTML 9.2): ``id: seq`` when the event is
-    one of the task's (a client resumes from it with Last-Event-ID), then the
-    JSON as one ``data:`` line, then the blank line that ends the event."""
+    """One Server-Sent Event (WHATWG HTML 9.2): ``id: seq`` for a task's event
+    (a client resumes from it with Last-Event-ID), one ``data:`` line, a blank line."""
     head = b"" if seq is None else b"id: %d\n" % seq
     return head + b"data: " + _dumps(data) + b"\n\n"
 
@@ -3267,32 +3216,27 @@ _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000
 
 
 # Who may call. A server on 127.0.0.1 is reachable by every web page its
-# user visits: the browser is on the same machine, and it sends what a page
-# asks it to. Three rules keep pages of other sites out, with or without
+# user visits: the browser is on the same machine and sends what a page asks
+# it to. Three rules keep pages of other sites out, with or without
 # authentication (Fetch standard, "CORS protocol"; RFC 9110 section 7.2):
 #
-# - Every POST's body is JSON (Content-Type application/json, or any +json).
-#   A page may send a "simple" request to any origin without asking first:
-#   a form post, or a fetch() whose body is text or a Blob without a type.
-#   None of those can say JSON, so none of them reaches an operation. A page
-#   that sets a JSON Content-Type makes its browser ask first (a preflight,
-#   OPTIONS), and the server says no to origins it was not told of. A POST
-#   with no body may instead carry the A2A-Version header (clients send
-#   :subscribe and :cancel so), which a page cannot set without a preflight
-#   either.
-#   A2A-Version in the query (for EventSource, which cannot set headers)
-#   counts on GET only: on a POST it would make a simple request a 1.0 one.
-# - Cross-origin reading (CORS) is granted only to the origins the user names
-#   (Server(cors_origins=...), --cors-origin); the public card and the API
-#   catalog stay readable from anywhere ("*"), as discovery expects.
-# - The Host header names this server (RFC 9110 section 7.2): localhost, the
-#   address it is bound to (a server bound to every address, 0.0.0.0 or ::,
-#   and one whose host does not say, takes any IP address), public_url's
-#   host, and what the user adds (allowed_hosts, --allow-host); else 421.
-#   This is what stops DNS rebinding: a page of rebind.attacker.example whose
-#   name the attacker points at 127.0.0.1 is same-origin with its own name,
-#   so the browser lets it read every answer; only the Host header tells.
-#   An IP address in Host cannot come from rebinding, which needs a name.
+# - Every POST's body is JSON (application/json, or any +json). A page may
+#   send a "simple" request (a form post, a fetch() of text or of an untyped
+#   Blob) to any origin without asking first; none can say JSON. A JSON
+#   Content-Type makes the browser ask first (an OPTIONS preflight), and the
+#   server says no to origins it was not told of. A POST with no body may
+#   carry the A2A-Version header instead (:subscribe, :cancel), which needs a
+#   preflight too. A2A-Version in the query (for EventSource, which cannot
+#   set headers) counts on GET only, or a simple POST would pass for 1.0.
+# - Cross-origin reading (CORS) only for the origins the user names
+#   (cors_origins, --cors-origin); the card and the API catalog are readable
+#   from anywhere ("*"), as discovery expects.
+# - The Host header names this server: localhost, its address (bound to
+#   0.0.0.0 or ::, or not saying, any IP address), public_url's host, and
+#   allowed_hosts (--allow-host); else 421. This stops DNS rebinding: a page
+#   of rebind.attacker.example, a name pointed at 127.0.0.1, is same-origin
+#   with its own name, so it may read every answer; only Host tells. An IP
+#   address in Host cannot come from rebinding, which needs a name.
 #
 # Each is a dict or set lookup per request. gRPC has no browser surface (no
 # browser speaks HTTP/2 gRPC framing), so none of this applies there.
@@ -3303,9 +3247,7 @@ _JSON_TYPES = frozenset({"application/json", "application/a2a+json",
 
 
 def _is_json_type(ctype):
-    """Is this Content-Type JSON: application/json, or a +json type?"""
-    if ctype in _JSON_TYPES:
-        return True
+    """Is this Content-Type (not one of _JSON_TYPES) JSON: application/json, or +json?"""
     media = ctype.partition(";")[0].strip().lower()
     return media == _JSON or "/" in media and media.endswith("+json")
 
@@ -3332,7 +3274,7 @@ def _answers_to(server, host):
     name = _host_name(host)
     named = server._named
     if not (name in named or "*" in named or name and server._any_address is not False and (
-            name[0] == "[" or not name.strip("0123456789."))):
+            name[0] == "[" or not name.strip("0123456789."))):      # (any IP address)
         return False
     if len(server._hosts) < 256:                  # (remembered, up to a bound)
         server._hosts[host] = True
@@ -3375,11 +3317,11 @@ def _preflight(server, path, headers):
     origin may read them. Anything else: only the origins the user named
     (cors_origins), with the headers A2A uses."""
     if path == _CATALOG_PATH or path.endswith(_CARD_PATH):
-        return Response(204, [("Access-Control-Allow-Origin", "*"),
-                              ("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
-                              ("Access-Control-Allow-Headers",
-                               "A2A-Version, A2A-Extensions, If-None-Match"),
-                              ("Access-Control-Max-Age", "600")])
+        return Response(204, [
+            ("Access-Control-Allow-Origin", "*"),
+            ("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
+            ("Access-Control-Allow-Headers", "A2A-Version, A2A-Extensions, If-None-Match"),
+            ("Access-Control-Max-Age", "600")])
     origin = headers.get("origin")
     if origin is None:                            # not from a browser
         return Response(204, [("Allow", "GET, POST, DELETE, OPTIONS")])
@@ -3396,8 +3338,7 @@ def _preflight(server, path, headers):
 
 
 def _cors_allowed(server, origin):
-    """Whether pages of ``origin`` may call (Server(cors_origins=...): named
-    ones, or "*"); origins compare without case."""
+    """Whether pages of ``origin`` may call: cors_origins names it (any case), or "*"."""
     origins = server.cors_origins
     return origin in origins or "*" in origins or origin.lower() in origins
 
@@ -3415,11 +3356,10 @@ def _with_cors(response, origin):
 
 
 class _Request:
-    """One HTTP request as the bindings see it (Server.handle_http's
-    arguments): the ``method``, the ``path`` and ``query`` of its target, its
-    ``headers`` (lower-case names), its ``body`` bytes, the ``base_url`` the
-    client reached us at, the client (``peer``: its address, and certificate)
-    and, from a host on an event loop, its ``spawn`` hook."""
+    """One HTTP request as the bindings see it (Server.handle_http's arguments):
+    ``method``, ``path``, ``query``, ``headers`` (lower-case names), ``body``
+    bytes, the ``base_url`` the client reached, the client (``peer``: its
+    address and certificate) and an event-loop host's ``spawn`` hook."""
 
     __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn")
 
@@ -3452,7 +3392,7 @@ def _routed(server, request):
     """_handle_http, once the request may be answered."""
     method, path, headers, body = request.method, request.path, request.headers, request.body
     if server.trust_forwarded and "x-forwarded-for" in headers:
-        forwarded = headers["x-forwarded-for"].rpartition(",")[2].strip()
+        forwarded = headers["x-forwarded-for"].rpartition(",")[2].strip()  # the proxy's peer
         if forwarded:
             request.peer = _Peer(forwarded, getattr(request.peer, "certificate", None))
     limit = server.limits["max_body_bytes"]
@@ -3466,14 +3406,12 @@ def _routed(server, request):
     try:
         if server.single_path:
             return _single_path_response(server, request)
-        if path == _CARD_PATH:
-            if method in ("GET", "HEAD"):
+        if path == _CARD_PATH or path == _CATALOG_PATH:
+            if method not in ("GET", "HEAD"):
+                raise _MethodNotAllowed("GET")
+            if path == _CARD_PATH:
                 return _card_response(server, headers, request.base_url)
-            raise _MethodNotAllowed("GET")
-        if path == _CATALOG_PATH:
-            if method in ("GET", "HEAD"):
-                return _catalog_response(server, request.base_url)
-            raise _MethodNotAllowed("GET")
+            return _catalog_response(server, request.base_url)
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
                 return _jsonrpc_response(server, request)
@@ -3505,7 +3443,7 @@ def _routed(server, request):
 
 
 class _MethodNotAllowed(Exception):
-    pass
+    """The method is not one the path takes; args[0] names those it does (Allow)."""
 
 
 def _logged(response, request, started):
@@ -3513,10 +3451,7 @@ def _logged(response, request, started):
     status is known (an answer an event loop finishes later, when it is)."""
     if response.pending is not None:
         render = response.render
-
-        def logged_render(pending):
-            return _logged(render(pending), request, started)
-        response.render = logged_render
+        response.render = lambda pending: _logged(render(pending), request, started)
         return response
     size = "-" if response.stream is not None else len(response.body)
     _log().getChild("access").info(
@@ -3603,26 +3538,21 @@ def _jsonrpc_response(server, request):
         if not isinstance(params, dict):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
-        if name not in METHODS:
-            if name in LEGACY_METHODS and server.compat is not None:    # A2A 0.3 (a2a_v03)
-                call = CallContext(headers, _post_query(query), base_url=request.base_url,
-                                   spawn=request.spawn, peer=request.peer)
-                if call.query or "last-event-id" in headers:
-                    call.last_event_id = _last_event_id(headers, call.query)
-                return server.compat.jsonrpc_response(server, name, params, request_id, call)
-            if name in LEGACY_METHODS:
-                raise MethodNotFoundError(
-                    f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
-                    f"{LEGACY_METHODS[name]!r} (or serve 0.3 clients too: "
-                    "Server(compat='0.3'), --compat 0.3)", metadata={"method": name})
-            raise MethodNotFoundError(
-                f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
-                + ", ".join(METHODS), metadata={"method": name})
         call = CallContext(headers, _post_query(query), base_url=request.base_url,
                            spawn=request.spawn, peer=request.peer)
         if call.query or "last-event-id" in headers:
             call.last_event_id = _last_event_id(headers, call.query)
-        return _answer(server.call(name, params, call), answer, refuse)
+        if name in METHODS:
+            return _answer(server.call(name, params, call), answer, refuse)
+        if name in LEGACY_METHODS and server.compat is not None:        # A2A 0.3 (a2a_v03)
+            return server.compat.jsonrpc_response(server, name, params, request_id, call)
+        if name in LEGACY_METHODS:
+            raise MethodNotFoundError(
+                f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
+                f"{LEGACY_METHODS[name]!r} (or serve 0.3 clients too: "
+                "Server(compat='0.3'), --compat 0.3)", metadata={"method": name})
+        raise MethodNotFoundError(f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
+                                  + ", ".join(METHODS), metadata={"method": name})
     except A2AError as error:
         return refuse(error)
     except Exception:
@@ -3634,10 +3564,8 @@ def _jsonrpc_response(server, request):
 def _error_response(server, path, status, error, media_type=None):
     """Server.error_response: the JSON-RPC shape at the JSON-RPC endpoint, the
     HTTP+JSON one (google.rpc.Status) anywhere else."""
-    if path is not None and path.rstrip("/") == server.rpc_path.rstrip("/"):
-        body = _jsonrpc_error(None, error)
-    else:
-        body = _status_error(error, status)
+    at_rpc = path is not None and path.rstrip("/") == server.rpc_path.rstrip("/")
+    body = _jsonrpc_error(None, error) if at_rpc else _status_error(error, status)
     return Response(status, [("Content-Type", media_type or _JSON), _LINK,
                              *_error_headers(error)], _json_body(body))
 
@@ -3646,8 +3574,7 @@ def _post_query(query):
     """The query parameters of a POST (or a DELETE): all but A2A-Version,
     which counts on GET alone (see "Who may call")."""
     params = _query_params(query)
-    if "A2A-Version" in params:
-        del params["A2A-Version"]
+    params.pop("A2A-Version", None)
     return params
 
 
@@ -3666,7 +3593,7 @@ def _last_event_id(headers, query):
     last = headers.get("last-event-id") or query.get("lastEventId") or query.get("Last-Event-ID")
     if last is not None:
         last = last.strip()
-        if last.isascii() and last.isdigit() and len(last) < 19:
+        if last.isascii() and last.isdigit() and len(last) < 19:      # (an int64)
             return int(last)
     return None
 
@@ -3684,10 +3611,9 @@ def _encoded_result(result):
 
 
 def _answer(result, answer, refuse):
-    """The Response to an operation's result: ``answer(result)``. A result
-    still to come (a _PendingAnswer: SendMessage on an event-loop host) gives
-    a Response whose ``pending`` it is; ``render(pending)`` then makes the
-    real one, by ``answer``, or ``refuse`` for an error."""
+    """The Response to an operation's result: ``answer(result)``. For one still
+    to come (a _PendingAnswer), a Response whose ``pending`` it is, and whose
+    ``render(pending)`` makes the real one (by ``answer``, or ``refuse``)."""
     if type(result) is not _PendingAnswer:
         return answer(result)
     return Response(200, [], pending=result, render=functools.partial(_respond, answer, refuse))
@@ -3711,19 +3637,14 @@ def _sse_response(events, wrap, wrap_error, splice=None):
 
 
 class _SSEStream:
-    """The SSE frames (bytes) of a stream of events (a _Follower), each event
-    wrapped in its binding's envelope by ``wrap``; an error ends the stream
-    with one frame made by ``wrap_error``, a shutdown with the _RETRY frame.
-    Read by ``for``, or by poll() and watch() like the follower itself.
-    ``splice``, if given, puts an event's JSON in the envelope as bytes: an
-    event the store gave with its JSON (a _StoredEvent) is not encoded again."""
+    """The SSE frames (bytes) of a _Follower's events, each in its binding's
+    envelope: by ``wrap``, or by ``splice`` as bytes for a _StoredEvent's JSON.
+    An error ends the stream with one ``wrap_error`` frame, a shutdown with
+    _RETRY. Read by ``for``, or by poll() and watch() like the follower itself."""
 
     def __init__(self, events, wrap, wrap_error, splice=None):
-        self.events = events
-        self.wrap = wrap
-        self.wrap_error = wrap_error
-        self.splice = splice
-        self.done = False
+        self.events, self.wrap, self.wrap_error = events, wrap, wrap_error
+        self.splice, self.done = splice, False
         self.keepalive = getattr(events, "keepalive", None)
 
     def __iter__(self):
@@ -3753,25 +3674,20 @@ class _SSEStream:
             if getattr(self.events, "retry", False):
                 return _RETRY
             raise
-        except Exception as exc:
-            return self._failed(exc)
-        if item is None:
+        except Exception as exc:                 # the last frame: an A2AError as it is,
+            self.close()                         # anything else as InternalError (logged)
+            if not isinstance(exc, A2AError):
+                _log().error("unexpected error in a stream", exc_info=exc)
+                exc = InternalError("internal error; see the server log")
+            return _sse_frame(None, self.wrap_error(exc))
+        if item is None:                         # nothing yet (poll)
             return None
         seq, event = item
-        if event is None:
+        if event is None:                        # nothing for keepalive_interval seconds
             return _KEEPALIVE
         if type(event) is _StoredEvent and self.splice is not None:
             return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event.json))
         return _sse_frame(seq, self.wrap(event))
-
-    def _failed(self, exc):
-        """The stream's last frame, an error: the agent's A2AError as it is,
-        anything else as InternalError (its traceback goes to the log)."""
-        self.close()
-        if not isinstance(exc, A2AError):
-            _log().error("unexpected error in a stream", exc_info=exc)
-            exc = InternalError("internal error; see the server log")
-        return _sse_frame(None, self.wrap_error(exc))
 
     def close(self):
         self.done = True
@@ -3782,18 +3698,16 @@ class _SSEStream:
 
 # -- HTTP+JSON (section 11) ------------------------------------------------------
 #
-# The same operations as REST routes (the ROUTES table). Bodies are the request
-# message itself, answers the response message itself, stream events the
-# StreamResponse itself. Errors are the JSON form of google.rpc.Status (section
-# 11.6) with the HTTP status of the error table:
+# The same operations as REST routes (the ROUTES table). Bodies, answers and
+# stream events are the request message, the response message and the
+# StreamResponse themselves. Errors are google.rpc.Status as JSON (section
+# 11.6), with the HTTP status of the error table:
 #
 #   {"error": {"code": 404, "status": "NOT_FOUND", "message": "...",
 #              "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", ...}]}}
 #
-# Requests may be application/a2a+json or application/json, and the answer uses
-# the type the request used (application/json by default). A body in any other
-# media type is refused with 415 Unsupported Media Type (RFC 9110): a problem
-# of the HTTP message, not of the A2A content inside it.
+# An answer has the media type of its request: application/a2a+json, or
+# application/json (the default); any other is refused with 415 (RFC 9110).
 
 _A2A_JSON = "application/a2a+json"
 _CUSTOM_VERBS = frozenset(p.rsplit(":", 1)[1] for _, p, _ in ROUTES if ":" in p)
@@ -3830,9 +3744,7 @@ del _verb, _pattern, _method, _compiled
 
 
 def _match_segments(pattern, segments):
-    """The path variables if ``segments`` fit ``pattern``, else None."""
-    if len(pattern) != len(segments):
-        return None
+    """The path variables if ``segments`` fit ``pattern`` (of their length), else None."""
     values = {}
     for (name, text), segment in zip(pattern, segments):
         if name is None:
@@ -3880,8 +3792,7 @@ def _query_to_params(message_type, query):
     fields = _FIELDS[message_type]
     params = {}
     try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query),
-                          max_num_fields=100)
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True, max_num_fields=100)
     except ValueError as exc:
         raise InvalidParamsError(f"the query string is malformed: {exc}", field="query") from None
     for key, value in pairs:
@@ -3890,15 +3801,13 @@ def _query_to_params(message_type, query):
             continue
         name = field.name
         if field.repeated:
-            params.setdefault(name, []).extend(v for v in value.split(",") if v)
+            params.setdefault(name, []).extend(v for v in value.split(",") if v)   # a,b or a&b
             continue
         if name in params:
-            raise InvalidParamsError(f"query parameter {name} is given more than once",
-                                     field=name)
+            raise InvalidParamsError(f"query parameter {name} is given more than once", field=name)
         if field.type == "bool":
             if value not in ("true", "false"):
-                raise InvalidParamsError(f"{name} must be true or false, not {value!r}",
-                                         field=name)
+                raise InvalidParamsError(f"{name} must be true or false, not {value!r}", field=name)
             value = value == "true"
         elif field.type in ENUMS and value.isascii() and value.isdigit():
             value = int(value)
@@ -3943,9 +3852,8 @@ def _rest_response(server, request):
         else:                                    # (a POST: its body is JSON, if any)
             params = _parse_json_body(body) if body.strip() else {}
             if not isinstance(params, dict):
-                raise InvalidParamsError(
-                    f"the body must be a JSON object ({request_type}), not "
-                    f"{_json_type(params)}", field="body")
+                raise InvalidParamsError(f"the body must be a JSON object ({request_type}), "
+                                         f"not {_json_type(params)}", field="body")
         for name, value in values.items():       # the path's values fill the request
             alias = _snake(name) if not name.islower() else name
             given = params.pop(alias, None) if alias != name else None
@@ -3966,7 +3874,7 @@ def _rest_response(server, request):
                 body = _encoded_result(result)
                 body = _json_body(result) if body is None else body + b"\n"
                 return Response(200, [("Content-Type", media), _LINK], body)
-            return _sse_response(result, lambda event: event, _status_error, _as_it_is)
+            return _sse_response(result, _as_it_is, _status_error, _as_it_is)
         return _answer(server.call(method, params, call), answer, refuse)
     except A2AError as error:
         return refuse(error)
@@ -3995,13 +3903,9 @@ def _query_params(query):
     return {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
 
 
-# The card's signature (section 8.4): a signed card carries, in
-# ``signatures``, detached JWS (RFC 7515) over the card's canonical form (RFC
-# 8785 JSON of the card as the proto knows it). Making that form and the JWS
-# is a2a_signing.py's (sign_card): the server only calls it when it was
-# given a card_signer.
-
-
+# The card's signature (section 8.4): detached JWS (RFC 7515) in ``signatures``,
+# over the card's canonical form (RFC 8785 JSON of the card as the proto knows
+# it), made by a2a_signing.py's sign_card when the server has a card_signer.
 def _card_response(server, headers, base_url):
     """GET /.well-known/agent-card.json (section 8.2), cacheable (ETag, max-age)."""
     key = server.public_url or base_url
@@ -4011,11 +3915,9 @@ def _card_response(server, headers, base_url):
         card = card if server.compat is None else server.compat.card(card)
         if server.card.signer is not None:
             # What is signed is the card as served, as the proto knows it: with
-            # compat on, its 0.3 interfaces are in supportedInterfaces (so
-            # signed); url, preferredTransport and the other 0.3-only fields
-            # are not proto fields, so both verifiers leave them out.
-            card = _companion("a2a_signing", "card_signer=").sign_card(
-                card, server.card.signer)
+            # compat on, its 0.3 interfaces too; the 0.3-only fields (url,
+            # preferredTransport...) are not proto fields, so verifiers leave them out.
+            card = _companion("a2a_signing", "card_signer=").sign_card(card, server.card.signer)
         body = _json_body(card)
         # A strong validator: it changes whenever a byte of the card does.
         etag = '"%08x-%x"' % (binascii.crc32(body), len(body))
@@ -4078,10 +3980,9 @@ def _help_response(server, headers, base_url):
 
 
 def _help_text(server, base_url):
-    """The JSON-RPC endpoint's help page: the card, then one curl line for
-    each of the commonest operations, ready to paste."""
+    """The JSON-RPC endpoint's help page: a curl line for each common call, to paste."""
     base = (server.public_url or base_url).rstrip("/")
-    rpc = base + (server.rpc_path if server.rpc_path != "/" else "/")
+    rpc = base + server.rpc_path
     head = f"curl -s {rpc} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' -d "
     send = ('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":'
             '{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}')
@@ -4103,59 +4004,48 @@ def _help_text(server, base_url):
 # 8. Webhook delivery
 # =============================================================================
 #
-# Push notifications (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is POSTed as
-# a StreamResponse to every config of the task, from background threads, so a
-# slow webhook never holds a request. Connection errors and 5xx answers are
-# retried with exponential backoff and jitter; redirects are not followed.
+# Push notifications (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is
+# POSTed as a StreamResponse to every config of the task, from background
+# threads, so a slow webhook never holds a request. Connection errors and 5xx
+# answers are retried with exponential backoff and jitter; redirects are not
+# followed.
 #
-# Fairness. Callers choose the webhooks, and a caller may choose a tarpit: a
-# receiver that accepts and never answers, or answers a byte a second, or a
-# port where nothing listens. So deliveries wait in one lane per caller
-# (CallContext.caller: the principal, or an anonymous client's address),
-# never in a shared one, and within it in one queue per destination (scheme,
-# host, port). The push_workers threads serve the callers in turn (round
-# robin), one attempt per turn; a caller has at most push_per_caller
-# attempts in flight, each to another destination, so its tarpits hold that
-# many threads for at most push_timeout while the others serve everyone else.
-# A destination has one delivery in flight at a time, which keeps each
-# webhook's events in order without bookkeeping per webhook.
+# Fairness. Callers choose the webhooks, and a caller may choose a tarpit (a
+# receiver that never answers, or answers a byte a second). So deliveries
+# wait in one lane per caller (CallContext.caller), and within it in one
+# queue per destination (scheme, host, port). The push_workers threads serve
+# the callers in turn, one attempt per turn; a caller has at most
+# push_per_caller attempts in flight, each to another destination, so its
+# tarpits hold that many threads for at most push_timeout. A destination has
+# one delivery in flight at a time, which keeps each webhook's events in order.
 #
 # Retries and the circuit breaker. A retry waits out its backoff on a timer
-# (a heap the workers look at), never in a thread, at the head of its
-# destination's queue: that destination waits, the caller's others go on.
-# A destination whose attempts failed push_breaker times in a row (no answer,
-# or 5xx) is paused for push_pause seconds: what waits for it and what comes
-# for it meanwhile is dropped and counted ("paused", in stats()), rather
-# than fill the caller's queue. After the pause one delivery may try again;
-# any answer below 500 closes the breaker, another failure opens it again.
-# Each caller's lane holds push_queue deliveries and push_queue_bytes of
-# bodies; what overflows is dropped and counted for that caller, and the
+# (a heap), never in a thread, at the head of its destination's queue. A
+# destination that failed push_breaker times in a row (no answer, or 5xx) is
+# paused for push_pause seconds: what waits or comes for it meanwhile is
+# dropped and counted ("paused"). Then one delivery may try again; an answer
+# below 500 closes the breaker. A lane holds push_queue deliveries and
+# push_queue_bytes of bodies; what overflows is dropped and counted, and the
 # log gets one warning per push_log_interval summing up what was dropped,
-# failed or refused since the last one, never one line per event. Shutdown
-# waits for what may go now, never for a backoff or a paused destination.
+# failed or refused, never one line per event. Shutdown waits for what may
+# go now, never for a backoff or a paused destination.
 #
-# Deadline. An attempt (connect, TLS handshake, sending the request, reading
-# the status line of the answer) has push_timeout seconds in all, however
-# slowly the receiver trickles. http.client's timeout applies afresh to every
-# read, so the small POST is written here, on a socket, and every wait gets
-# what is left of the attempt's deadline. Only the status code matters: at
-# most push_max_response bytes are read to find it, the rest is never read.
+# Deadline. An attempt (connect, TLS handshake, request, the answer's status
+# line) has push_timeout seconds in all, however slowly the receiver
+# trickles: http.client's timeout applies afresh to every read, so the POST is
+# written here on a socket, each wait getting what is left. At most
+# push_max_response bytes are read to find the status; the rest never is.
 #
 # DNS rebinding. The host is resolved before each attempt and every address
 # checked (section 6 of this file); the request then goes to a vetted
 # address, https too (TLS starts on the connected socket, with the URL's host
-# name for SNI and for verifying the certificate), so a second DNS answer
-# cannot send it elsewhere. Resolving the name is left to the system
-# resolver, with its own timeouts, outside the attempt's deadline.
+# for SNI and the certificate), so a second DNS answer cannot send it
+# elsewhere. The system resolver's timeouts are outside the deadline.
 
 
 # Delivery counters: the totals (Server.push_stats), and each caller's.
 _PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped", "paused")
 _CALLER_COUNTS = ("queued", "sent", "failed", "refused", "retried", "dropped", "paused")
-
-# An outcome -> the caller's counter it adds to.
-_CALLER_COUNTER = {"delivered": "sent", "failed": "failed", "refused": "refused",
-                   "retried": "retried", "dropped": "dropped", "paused": "paused"}
 
 
 def _resolve_host(host, port):
@@ -4170,7 +4060,7 @@ def _resolve_host(host, port):
 
 
 def _time_left(deadline):
-    """Seconds to ``deadline``, for the next wait; TimeoutError once it has passed."""
+    """Seconds to ``deadline``; TimeoutError once it has passed."""
     left = deadline - time.monotonic()
     if left <= 0:
         raise TimeoutError("no answer within push_timeout")
@@ -4182,8 +4072,7 @@ def _connect_any(addresses, port, deadline):
     import socket
     error = OSError("no address to connect to")
     for address in addresses:
-        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET,
-                             socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)  # TCP
         try:
             sock.settimeout(_time_left(deadline))
             sock.connect((address, port))
@@ -4203,9 +4092,8 @@ def _send_all(sock, data, deadline):
 
 
 def _read_status(sock, deadline, limit):
-    """The status code of the final answer on ``sock``, read within ``limit``
-    bytes and the deadline. Interim (1xx) answers are skipped, as HTTP/1.1
-    asks of every client; nothing after the status line is read."""
+    """The status code of the final answer, within ``limit`` bytes and the
+    deadline. Interim (1xx) answers are skipped, as HTTP/1.1 asks."""
     data, received = b"", 0
     while True:
         line_end = data.find(b"\n")
@@ -4231,9 +4119,8 @@ def _read_status(sock, deadline, limit):
 
 
 class _PushDestination:
-    """A caller's deliveries to one destination (scheme, host, port), oldest
-    first. At most one is in flight or backing off, so each webhook's events
-    arrive in order; ``failures`` and ``paused_until`` are its circuit breaker."""
+    """A caller's deliveries to one destination, oldest first; ``failures``
+    and ``paused_until`` are its circuit breaker."""
 
     __slots__ = ("jobs", "busy", "backing_off", "failures", "paused_until")
 
@@ -4246,18 +4133,16 @@ class _PushDestination:
 
 
 class _PushLane:
-    """One caller's deliveries, by destination, and the caller's counters.
-    ``ready``: destinations whose next delivery may go now, in turn order;
-    ``queued``: the caller is in line for a turn."""
+    """One caller's deliveries, by destination, and the caller's counters."""
 
     __slots__ = ("dests", "ready", "bytes", "in_flight", "queued", "counts")
 
     def __init__(self):
         self.dests = {}                   # (scheme, host, port) -> _PushDestination
-        self.ready = deque()
+        self.ready = deque()              # destinations whose next delivery may go, in turn
         self.bytes = 0                    # of the bodies waiting in ``dests``
-        self.in_flight = 0
-        self.queued = False
+        self.in_flight = 0                # attempts under way (at most push_per_caller)
+        self.queued = False               # the caller is in line for a turn
         self.counts = dict.fromkeys(_CALLER_COUNTS, 0)
 
     def waiting(self):
@@ -4283,11 +4168,11 @@ def _destination(url):
 
 class _PushDelivery:
     """Background POSTs of task events to webhooks, fair between callers and
-    between a caller's destinations (see the section comment). Everything
-    below is guarded by ``ready``'s lock."""
+    their destinations (see the section comment). ``ready``'s lock guards all."""
 
     def __init__(self, server):
         import itertools
+        import random
         self.server = server
         self.limits = server.limits
         self.stats = dict.fromkeys(_PUSH_TOTALS, 0)
@@ -4299,7 +4184,6 @@ class _PushDelivery:
         self.unlogged = {}                # caller -> counts and last reason, since the last warning
         self.log_at = 0.0                 # when the next warning may be written
         self.tls = None                   # the SSLContext for https, made on first use
-        import random
         self.jitter = random.Random()     # its own: the random module's state is the program's
         for _ in range(self.limits["push_workers"]):
             threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
@@ -4307,11 +4191,10 @@ class _PushDelivery:
     # -- the callers' side: queue, count ------------------------------------------------
 
     def submit(self, caller, configs, event, task=None):
-        """Queue ``event`` (a StreamResponse, sent as its JSON) for each webhook
-        in ``configs`` on ``caller``'s lane. Never blocks: what does not fit,
-        or goes to a paused destination, is dropped and counted. A webhook
-        registered through 0.3 is sent what 0.3 sends, the task as it is now
-        (the server's translation makes it)."""
+        """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on
+        ``caller``'s lane, never blocking: what does not fit, or goes to a paused
+        destination, is dropped and counted. A webhook registered through 0.3 is
+        sent what 0.3 sends (the server's translation makes it)."""
         bodies = {None: _dumps(event)}
         now = time.monotonic()
         with self.ready:
@@ -4349,8 +4232,7 @@ class _PushDelivery:
         return _PushLane()
 
     def _new_destination(self, lane, key):
-        """A destination's queue; past push_destinations, an idle one is forgotten
-        (with its failure count) to make room."""
+        """Past push_destinations, an idle one is forgotten (with its failures)."""
         if len(lane.dests) >= self.limits["push_destinations"]:
             idle = next((k for k, d in lane.dests.items() if not (d.jobs or d.busy)), None)
             if idle is not None:
@@ -4373,13 +4255,12 @@ class _PushDelivery:
     def _note(self, caller, lane, outcome, why=""):
         """Count an outcome; keep what went wrong for the next warning."""
         self.stats[outcome] += 1
-        lane.counts[_CALLER_COUNTER[outcome]] += 1
+        lane.counts["sent" if outcome == "delivered" else outcome] += 1
         if outcome in ("dropped", "failed", "refused", "paused"):
             if caller not in self.unlogged and len(self.unlogged) >= self.limits["push_callers"]:
                 caller = "(more callers)"
             noted = self.unlogged.setdefault(caller, {"dropped": 0, "failed": 0, "refused": 0})
-            outcome = "dropped" if outcome == "paused" else outcome
-            noted[outcome] += 1
+            noted["dropped" if outcome == "paused" else outcome] += 1
             noted["last"] = why
 
     def totals(self):
@@ -4394,8 +4275,7 @@ class _PushDelivery:
                     for caller, lane in self.lanes.items()}
 
     def pending(self):
-        """Deliveries that may go out now or are going: what shutdown waits for
-        (never those backing off, nor those a paused destination holds)."""
+        """Deliveries that may go out now or are going: what shutdown waits for."""
         with self.ready:
             return sum(len(dest.jobs) + dest.busy for lane in self.lanes.values()
                        for dest in lane.dests.values() if not dest.backing_off)
@@ -4419,8 +4299,8 @@ class _PushDelivery:
                 self._settle(caller, key, job, (outcome, why, status))
 
     def _next(self):
-        """Wait until there is a turn to take or a warning to write:
-        (caller, destination, job, warning), the job None when there is none."""
+        """Wait for a turn to take or a warning to write: (caller, destination,
+        job, warning), the job None when there is no turn."""
         import heapq
         while True:
             now = time.monotonic()
@@ -4454,8 +4334,8 @@ class _PushDelivery:
         return caller, key, job, warning
 
     def _settle(self, caller, key, job, result):
-        """Count an attempt's outcome; feed the destination's circuit breaker; put
-        the retry on the timer, or the destination's next delivery in line."""
+        """Count an attempt's outcome, feed the circuit breaker; put the retry
+        on the timer, or the destination's next delivery in line."""
         import heapq
         config, body, attempt = job
         outcome, why, status = result
@@ -4464,8 +4344,8 @@ class _PushDelivery:
         dest.busy = False
         lane.in_flight -= 1
         now = time.monotonic()
-        if status is not None and status < 500:         # it answered
-            dest.failures, dest.paused_until = 0, 0.0     # it is alive
+        if status is not None and status < 500:         # it answered: it is alive
+            dest.failures, dest.paused_until = 0, 0.0
         elif outcome != "refused":
             dest.failures += 1
             if dest.failures >= self.limits["push_breaker"]:
@@ -4494,8 +4374,8 @@ class _PushDelivery:
         self.ready.notify()
 
     def _warning(self, now):
-        """The warning that sums up the failures since the last one, if one is due
-        (at most one every push_log_interval seconds): logging arguments, or None."""
+        """The warning summing up the failures since the last one, if one is due
+        (one per push_log_interval): logging arguments, or None."""
         if not self.unlogged or now < self.log_at:
             return None
         noted, self.unlogged = self.unlogged, {}
@@ -4512,9 +4392,8 @@ class _PushDelivery:
                 callers, more)
 
     def _attempt(self, config, body):
-        """One POST of ``body`` to the webhook of ``config``: (outcome, why,
-        HTTP status or None), the outcome one of delivered, failed (final),
-        refused (SSRF) and retry."""
+        """One POST: (outcome, why, HTTP status or None), the outcome one of
+        delivered, failed (final), refused (SSRF) and retry."""
         try:
             target = _webhook_target(config["url"], self.server.push_allow, _resolve_host)
         except InvalidParamsError as refused:
@@ -4534,30 +4413,25 @@ class _PushDelivery:
             status
 
     def _post(self, config, target, body):
-        """POST ``body`` to a vetted address of ``target`` and return the status
-        code, all within one deadline of push_timeout seconds."""
+        """POST to a vetted address of ``target``: the status, within push_timeout."""
         scheme, host, port, path, addresses = target
         deadline = time.monotonic() + self.limits["push_timeout"]
         sock = _connect_any(addresses, port, deadline)
         try:
             if scheme == "https":              # the socket is connected: TLS cannot re-resolve
                 sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
-                sock = self._tls_context().wrap_socket(sock, server_hostname=host)
+                if self.tls is None:
+                    import ssl
+                    self.tls = self.server.push_tls_context or ssl.create_default_context()
+                sock = self.tls.wrap_socket(sock, server_hostname=host)
             _send_all(sock, self._request(config, scheme, host, port, path, body), deadline)
             return _read_status(sock, deadline, self.limits["push_max_response"])
         finally:
             sock.close()
 
-    def _tls_context(self):
-        if self.tls is None:
-            import ssl
-            self.tls = self.server.push_tls_context or ssl.create_default_context()
-        return self.tls
-
     @staticmethod
     def _request(config, scheme, host, port, path, body):
-        """The bytes of the POST. Header values were checked when the config was
-        made (no control characters, latin-1), so they are written as they are."""
+        """The bytes of the POST; header values were checked when the config was made."""
         authority = f"[{host}]" if ":" in host else host
         if port != (443 if scheme == "https" else 80):
             authority += f":{port}"
@@ -4574,67 +4448,43 @@ class _PushDelivery:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
-
-
 # =============================================================================
 # 9. Operations
 # =============================================================================
 #
-# The Server comes last of the protocol because it ties the rest together:
-# it keeps the store (section 4), runs the agent's turns (5), authenticates
-# callers (6), answers through the bindings (7) and hands task events to the
-# webhooks (8).
+# The Server ties the protocol together: it keeps the store (section 4), runs
+# the agent's turns (5), authenticates callers (6), answers through the
+# bindings (7) and hands task events to the webhooks (8).
 #
-# The eleven operations of section 3.1, on canonical ProtoJSON dicts, with no
-# knowledge of the binding. Each takes the parsed request message and a
-# CallContext and returns the response message (a dict) or, for the two
-# streaming operations, an iterator of (sequence number, StreamResponse).
-# Section 5.1 of the specification asks every binding to give the same results
-# and the same errors; having one function per operation, called by every
-# binding through Server.call(), is how this file keeps that promise: a
-# binding only decodes the request and encodes the answer.
+# Section 5.1 asks every binding to give the same results and errors: each of
+# the eleven operations of section 3.1 is one method on ProtoJSON dicts, which
+# every binding calls through Server.call(). call() first authenticates
+# (section 7), checks the service parameters (section 3.2), parses the request
+# (MESSAGES) and takes the tenant (section 3.2.5). The operations on tasks
+# share three ideas:
 #
-# Server.call() does what every operation shares, in the order the
-# specification gives it: authenticate the caller (section 7), check the
-# service parameters (A2A-Version and required extensions, section 3.2), parse
-# the request against the proto (MESSAGES), and take the tenant from it
-# (section 3.2.5). Then it looks the method up in OPERATIONS, the table below
-# the class.
-#
-# The operations on tasks share three ideas:
-#
-# - Ownership. A task belongs to (tenant, principal); every lookup asks the
-#   store for a task *of that owner*, so another caller's task is reported
-#   exactly as a missing one: TaskNotFoundError (section 13.1).
-# - One channel per live task. While an agent may still change a task, its
-#   writers (the agent's turn, CancelTask, a continuing message) and its
-#   readers (streams) meet on one _Channel (section 5 of this file). When
-#   the task ends, or waits for the client, the channel goes and the store
-#   alone holds the task; the next message or subscription makes a new one,
-#   and its event ids go on where the last one stopped.
-# - Turns. Each user message starts one turn of the agent on the task. A
-#   blocking SendMessage waits for the turn (up to blocking_timeout), a
-#   streaming one follows it, returnImmediately and CancelTask do not wait.
+# - Ownership. A task belongs to (tenant, principal); another caller's task is
+#   reported exactly as a missing one: TaskNotFoundError (section 13.1).
+# - One channel per live task. Its writers (the turn, CancelTask, a new
+#   message) and readers (streams) meet on one _Channel (section 5); when the
+#   task ends or waits for the client, the store alone holds it.
+# - Turns. Each user message starts one turn of the agent. A blocking
+#   SendMessage waits for it (up to blocking_timeout), a stream follows it.
 
 
 # -- a server's clock and ids ---------------------------------------------------------
 
 class _Ids:
-    """_new_id() for one server, the random part of 64 ids to one read of the
-    OS's random source: a system call per id was 0.6 us of an in-process
-    SendMessage, which makes three ids (task, context, artifact). Each
-    random part is handed out once (list.pop() is atomic, and a thread that
-    finds the pool empty fills a new one), after the time as it is then,
-    formatted again only when the millisecond changes. A process forked
-    from this one starts with a pool of its own: the parent's copy would
-    give both processes the same ids in the same millisecond."""
+    """_new_id() for one server: one read of the OS's random source makes the
+    random part of 64 ids (a system call each cost 0.6 us). list.pop() is
+    atomic; a forked child starts a pool of its own, or its ids would repeat."""
 
     __slots__ = ("pool", "memo", "__weakref__")
 
     def __init__(self):
         import weakref
         self.pool = []
-        self.memo = (0, "")                 # (a millisecond, _uuid7_head of it)
+        self.memo = (0, "")                     # (a millisecond, _uuid7_head of it)
         if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
             mine = weakref.ref(self)
             os.register_at_fork(after_in_child=lambda: _Ids._forget(mine))
@@ -4648,7 +4498,7 @@ class _Ids:
     def __call__(self):
         ms = int(time.time() * 1000)
         memo = self.memo
-        if memo[0] != ms:
+        if memo[0] != ms:                       # the time part, formatted once a millisecond
             memo = self.memo = (ms, _uuid7_head(ms))
         try:
             return memo[1] + self.pool.pop()
@@ -4659,11 +4509,9 @@ class _Ids:
 
 
 class _Clock:
-    """A server's clock: the current time as an RFC 3339 UTC timestamp with
-    milliseconds (section 5.5: the form of every Timestamp this server
-    writes). The date and time to the second are formatted again only when
-    the second changes: 0.42 us a timestamp against 1.13 us formatting it
-    each time, and a turn writes two or three."""
+    """A server's clock: now as an RFC 3339 UTC timestamp with milliseconds
+    (section 5.5). The part to the second is formatted again only when the
+    second changes: 0.42 us a timestamp against 1.13 us, and a turn writes three."""
 
     __slots__ = ("memo",)
 
@@ -4675,18 +4523,15 @@ class _Clock:
         second = int(t)
         memo = self.memo
         if memo[0] != second:                  # one tuple, replaced whole: thread-safe
-            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d"
-                                % time.gmtime(second)[:6])
+            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(second)[:6])
         return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
 
 
 # -- the agent card (section 8.1) ----------------------------------------------------
 
 class _Card:
-    """A server's agent card: the fields that never change (built once from
-    Server's arguments), the interfaces added to the two the server serves
-    itself, the signer (section 8.4), and the card as served, cached
-    (_card_response). Server.agent_card() makes it for a request's URL."""
+    """A server's agent card: fixed fields, added interfaces, the signer
+    (section 8.4), and the card as last served (_card_response)."""
 
     __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since")
 
@@ -4694,23 +4539,17 @@ class _Card:
                  input_modes, output_modes, skills, schemes, required_extensions, extensions,
                  card, signer, max_age):
         fields = {
-            "name": name,
-            "description": description,
-            "version": version,
-            "capabilities": {
-                "streaming": bool(streaming),
-                "pushNotifications": bool(push_notifications),
-                "extendedAgentCard": extended,
-            },
-            "defaultInputModes": list(input_modes),
-            "defaultOutputModes": list(output_modes),
+            "name": name, "description": description, "version": version,
+            "capabilities": {"streaming": bool(streaming),
+                             "pushNotifications": bool(push_notifications),
+                             "extendedAgentCard": extended},
+            "defaultInputModes": list(input_modes), "defaultOutputModes": list(output_modes),
             "skills": skills or [{
                 "id": "chat", "name": "Chat", "description": description, "tags": ["chat"]}],
         }
         if schemes:
             fields["securitySchemes"] = schemes
-            fields["securityRequirements"] = [{"schemes": {scheme: {"list": []}}}
-                                              for scheme in schemes]
+            fields["securityRequirements"] = [{"schemes": {s: {"list": []}}} for s in schemes]
         declared = [{"uri": uri, "required": True} for uri in required_extensions]
         declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
         if declared:
@@ -4726,65 +4565,33 @@ class _Card:
 class Server:
     """An A2A server: one agent, its card, a task store, and the operations.
 
-    ``agent`` is the callable described in section 5 of this file. The card
-    is built from ``name``, ``description``, ``version``, ``skills`` and the
-    other keyword arguments; ``card`` (a dict) overrides any of its fields.
-
-    Keyword arguments (all optional):
-      streaming             advertise and serve the streaming operations (True)
+    ``agent`` is the callable of section 5. The card is built from ``name``,
+    ``description``, ``version``, ``skills`` and the other keyword arguments;
+    ``card`` (a dict) overrides any of its fields. Keyword arguments:
+      streaming             serve the streaming operations (True)
       public_url            base URL for the card (default: the bound address)
       rpc_path              where JSON-RPC is served ("/")
-      assume_version        A2A-Version to assume when a request sends none
-                            (None: the spec's 0.3, which is refused)
-      compat                "0.3": serve A2A 0.3 clients too, by translation
-                            (the companion a2a_v03.py; None: 1.0 only). A 0.3
-                            JSON-RPC method name is 0.3 whatever assume_version
-                            says; a 1.0 method still needs A2A-Version 1.0,
-                            or assume_version when it sends none
-      required_extensions   extension URIs the card marks required, and that
-                            every SendMessage must announce (A2A-Extensions)
-      extensions            more AgentExtension dicts for the card; one marked
-                            required there is enforced by the agent, when it
-                            needs it: RequestContext.require_extension(uri)
+      assume_version        A2A-Version when a request sends none (None: 0.3, refused)
+      compat                "0.3": serve A2A 0.3 clients too (a2a_v03.py)
+      required_extensions   extension URIs every SendMessage must announce
+      extensions            more AgentExtension dicts for the card
       store                 a TaskStore (default: in memory with the limits)
       extended_card         a dict, or callable(CallContext) -> dict
       card_max_age          Cache-Control max-age of the card, seconds (300)
-      card_signer           sign the served card (section 8.4): callable(bytes)
-                            -> signature bytes, with ``header``, the JWS
-                            protected header ({"alg", "kid"}, maybe "jku");
-                            a2a_signing.signer_from_pem() makes one. Needs
-                            public_url
+      card_signer           sign the card (section 8.4; needs public_url):
+                            a2a_signing.signer_from_pem() makes one
       authenticate          callable(CallContext) -> principal, raising
-                            AuthenticationRequiredError to refuse (BearerAuth,
-                            ApiKeyAuth); its security_schemes go in the card
+                            AuthenticationRequiredError (BearerAuth, ApiKeyAuth)
       push_notifications    deliver task events to webhooks (False)
-      push_allow            hosts and networks webhooks may reach although
-                            not globally routable (e.g. ["127.0.0.1/32"])
-      push_tls_context      the ssl.SSLContext for https webhooks (default:
-                            ssl.create_default_context(), made on first use)
-      trust_forwarded       take the client's address (which per-caller limits
-                            count by, for anonymous callers) from the last
-                            X-Forwarded-For entry: only behind a proxy that
-                            sets it (False)
-      single_path           serve everything under this one path, for hosts that
-                            route a single path (e.g. "/invocations"): POST is
-                            JSON-RPC, GET is the card (also at
-                            <path>/.well-known/agent-card.json); no HTTP+JSON
-      access_log            log every request, a line each, to the logger
-                            "a2a_min.access" at INFO: the client, method and
-                            path, status, body bytes and milliseconds (False)
-      console               answer a browser at the JSON-RPC path with the
-                            agent console, an HTML page that sends, lists,
-                            follows and cancels tasks, when a2a_console.py
-                            is beside this file (True; False: the plain-text
-                            help, as for curl)
-      allowed_hosts         more names clients reach this server by (its Host
-                            header), besides localhost, the address it is bound
-                            to and public_url's host; "*": any (see "Who may
-                            call": a Host of another name is refused, 421)
-      cors_origins          web origins ("https://app.example") whose pages may
-                            call this server from a browser (CORS); "*": any.
-                            The public card is readable from every origin
+      push_allow            non-global hosts webhooks may reach ("127.0.0.1/32")
+      push_tls_context      the ssl.SSLContext for https webhooks
+      trust_forwarded       the client is the last X-Forwarded-For (False)
+      single_path           serve all under one path: POST JSON-RPC, GET card
+      access_log            a line per request to "a2a_min.access" (False)
+      console               the browser console of a2a_console.py (True)
+      allowed_hosts         more Host names than localhost, the bound address
+                            and public_url's ("*": any; others get 421)
+      cors_origins          web origins allowed to call it (CORS; "*": any)
       and the limits of DEFAULT_LIMITS.
     """
 
@@ -4800,13 +4607,12 @@ class Server:
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
-        self.limits = {**DEFAULT_LIMITS, **limits}
+        self.limits = limits = {**DEFAULT_LIMITS, **limits}
         self.agent = agent
         self._agent_is_async = _is_async_callable(agent)
         self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)
-        limits = self.limits
         self.store = store if store is not None else _memory_store(limits)
-        self.store.on_evict = self._evicted
+        self.store.on_evict = self._evicted     # its streams end when the store drops a task
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
         self.assume_version = assume_version
@@ -4818,21 +4624,19 @@ class Server:
         self._refusals = {}                 # limit (or error reason) -> requests refused by it
         self._gauges = {}                   # host name -> callable: its connections, threads
         self._own_loop = None               # runs async agents for threaded hosts
-        self._workers = None
+        self._workers = None                # the worker threads of sync agents (_pool)
         self.authenticate = authenticate
         self.trust_forwarded = trust_forwarded
         self.push_allow = _parse_allow(push_allow)
         self.push_tls_context = push_tls_context
-        self._pusher = None                 # the _PushDelivery, started on first use...
-        self._pusher_lock = threading.Lock()  # ...under a lock of its own (events come under
-                                            # a channel's lock, never to be nested in _lock)
+        self._pusher = None                 # the _PushDelivery, started on first use under
+        self._pusher_lock = threading.Lock()  # its own lock (never nested in _lock)
         self._holder_of = (None, None)      # (process id, this process's name in leases)
         self._unrecorded = {}               # task id -> owner: turns whose end the store missed
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
         self.console = console              # the browser page at GET / (a2a_console.py)
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
-                                            # (bound to one address: see "Who may call")
         self._hosts = {}                    # Host header -> True, for those seen and accepted
         self.allow_hosts(("localhost",) + tuple(allowed_hosts))
         if public_url:
@@ -4840,8 +4644,7 @@ class Server:
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
         self.access_log = access_log
         self._watch = None                  # the _StoreWatch of a shared store, in this process
-        # (and what a host on an event loop does with such a store, where a
-        # write may wait for another process's: StoreThreads, in a2a_store)
+        # (a shared store's write may wait for another's: a loop uses its threads)
         self._off_loop = self.store.loop_threads(self) if self.store.shared else None
         self.required_extensions = tuple(required_extensions)
         self.card = _Card(
@@ -4854,29 +4657,21 @@ class Server:
         _check_card(self.agent_card())
         if isinstance(extended_card, dict):
             _check_card({**self.agent_card(), **extended_card})
-        # A signed card is the same for every request (section 8.4): built from
-        # public_url alone, never from a Host or X-Forwarded-* header, so no
-        # request can have the server sign something of its choosing.
+        # A signed card is built from public_url alone (section 8.4), never from
+        # a request's headers: no request can have the server sign what it chose.
         if card_signer is not None:
             if not public_url:
                 raise ValueError("a signed card needs public_url (the URL clients reach this "
                                  "server at): the card signed must not depend on the request")
-            # Signed now, once, into the card's cache: a signer that fails, fails now.
-            _card_response(self, {}, public_url)
+            _card_response(self, {}, public_url)   # signed now: a failing signer fails now
 
     # -- the HTTP entry point every host adapter calls -------------------------
 
     def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None,
                     peer=None, spawn=None, certificate=None):
-        """Answer one HTTP request: ``headers`` with lower-case names, ``body``
-        bytes, ``base_url`` how the client reached us (for the card), ``peer``
-        the client's address, ``certificate`` its verified TLS client
-        certificate (ssl's getpeercert() dict), if any. Returns a Response.
-        The bindings behind it are in section 7 of this file.
-
-        A host on an event loop passes ``spawn`` (see CallContext and
-        "Running on an event loop"): nothing here then waits, and an answer
-        still being worked on comes as ``Response.pending``."""
+        """Answer one HTTP request (section 7): ``headers`` with lower-case names,
+        ``certificate`` the client's verified one (getpeercert()). A host on an
+        event loop passes ``spawn`` (section 10): an unready answer is pending."""
         if certificate is not None:
             peer = _Peer(peer, certificate)
         request = _Request(method, path, query, headers if headers is not None else {}, body,
@@ -4889,11 +4684,8 @@ class Server:
                                  f"{query}\"", started)
 
     def error_response(self, path, status, error, media_type=None):
-        """An error answer for ``path`` in its binding's shape: a JSON-RPC error
-        object at the JSON-RPC endpoint, a google.rpc.Status anywhere else (and
-        when the path is not known, ``None``).
-        Adapters use it for problems they find before handle_http (a body too
-        large, a malformed request head). The bindings make it (section 7)."""
+        """An error answer for ``path`` in its binding's shape (section 7), or
+        None for an unknown path: for problems adapters find before handle_http."""
         self._note(error)
         return _error_response(self, path, status, error, media_type)
 
@@ -4902,40 +4694,32 @@ class Server:
     def agent_card(self, base_url=None):
         """The public agent card, as a dict, for a server reached at ``base_url``."""
         base = (self.public_url or base_url or "http://127.0.0.1:8000").rstrip("/")
-        card = {
-            "name": self.card.fields["name"],
-            "description": self.card.fields["description"],
+        rpc = base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/"
+        ours = [("JSONRPC", rpc)] + ([] if self.single_path else [("HTTP+JSON", base)])
+        return {
+            "name": self.card.fields["name"], "description": self.card.fields["description"],
             "supportedInterfaces": [
-                {"url": base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/",
-                 "protocolBinding": "JSONRPC", "protocolVersion": PROTOCOL_VERSION},
-            ] + ([] if self.single_path else [
-                {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": PROTOCOL_VERSION},
-            ]) + [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
-                  for binding, url in self.card.interfaces],
+                {"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
+                for binding, url in ours + self.card.interfaces],
             **{k: v for k, v in self.card.fields.items() if k not in ("name", "description")},
         }
-        return card
 
     def add_interface(self, binding, url):
-        """Advertise one more interface in the card (e.g. "GRPC", "host:port"),
-        after the JSON-RPC and HTTP+JSON ones this server serves itself."""
+        """Advertise one more interface in the card (e.g. "GRPC", "host:port")."""
         self.card.interfaces.append((binding, url))
         self.card.cache = None
 
     def add_extension(self, extension):
-        """Declare one more AgentExtension (a dict with "uri") in the card's
-        capabilities, e.g. a fact about the host the server runs on."""
+        """Declare one more AgentExtension (a dict with "uri") in the card."""
         declared = self.card.fields["capabilities"].setdefault("extensions", [])
         if all(e["uri"] != extension["uri"] for e in declared):
             declared.append(dict(extension))
         self.card.cache = None
 
     def allow_hosts(self, names, bound=False):
-        """Answer requests whose Host header names one of ``names`` (host names
-        or IP addresses, without a port; "*": any). ``bound=True``: the address
-        a host adapter has bound to (see "Who may call"); an IP address other
-        than those it is bound to is then refused too, unless it listens on
-        every address (0.0.0.0, ::)."""
+        """Answer requests whose Host header names one of ``names`` (no port;
+        "*": any). ``bound=True``: the address a host adapter bound to; another
+        IP address is then refused, unless it listens on all (see "Who may call")."""
         for name in names:
             name = _host_name(str(name))
             if bound and name in ("", "0.0.0.0", "[::]"):
@@ -4984,12 +4768,8 @@ class Server:
                     raise _extension_required(uri)
 
     def call(self, method, params, call=None):
-        """Run one operation by its JSON-RPC name on raw params (a dict).
-
-        The binding-free entry point: checks the service parameters, parses
-        ``params`` against the request message, and returns the response dict
-        (or an iterator of (seq, StreamResponse) for streaming methods).
-        """
+        """Run one operation by its JSON-RPC name on raw params (a dict): the
+        response dict, or an iterator of (seq, StreamResponse) for a stream."""
         call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
         if self.store.shared and (self._watch is None or self._watch.pid != os.getpid()):
             self._watch_store()
@@ -4999,7 +4779,7 @@ class Server:
         if self.compat is not None and call.translated_from is None:
             self.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
         request = parse(METHODS[method][0], params)
-        tenant = request.get("tenant", "")
+        tenant = request.get("tenant", "")     # section 3.2.5
         if tenant:
             call.tenant = tenant
         return OPERATIONS[method](self, request, call)
@@ -5017,8 +4797,7 @@ class Server:
         return task
 
     def _watch_store(self):
-        """Start this process's watch of a shared store (see "Sharing a store
-        between processes"); again in a process forked from this one."""
+        """Start this process's watch of a shared store (again after a fork)."""
         with self._lock:
             if self._watch is None or self._watch.pid != os.getpid():
                 self._watch = self.store.watch(self)
@@ -5059,9 +4838,8 @@ class Server:
                         caller, self._closing, self._holder() if self.store.shared else None)
 
     def _channel(self, task_id, owner, caller=None):
-        """The live channel of an existing task, made (from the store) if it has
-        none: every writer and stream of a task meets on one channel. With the
-        server's lock held."""
+        """The live channel of an existing task, made from the store if it has
+        none. With the server's lock held."""
         channel = self._channels.get(task_id)
         if channel is None:
             task = self.store.get(task_id, owner)
@@ -5073,8 +4851,8 @@ class Server:
         return channel
 
     def wake_streams(self):
-        """Wake every stream waiting for events, so each one looks again at
-        whether its client is still there (hosts call this when one leaves)."""
+        """Wake every waiting stream to check that its client is still there
+        (hosts call this when one leaves)."""
         with self._lock:
             channels = list(self._channels.values())
         for channel in channels:
@@ -5082,16 +4860,13 @@ class Server:
 
     def _forget(self, task_id, unless_followed=False):
         """Let go of a task's channel: it has ended, or it waits for the client
-        (``unless_followed``: and no SubscribeToTask stream follows it). What
-        comes next for the task starts from the store."""
+        (``unless_followed``: and no stream follows it, nor has a turn begun)."""
         with self._lock:
             self._let_go(task_id, unless_followed)
 
     def _let_go(self, task_id, unless_followed):
         """_forget(), with the server's lock held."""
         channel = self._channels.get(task_id)
-        # A waiting task keeps its channel while a stream follows it, or
-        # once the client's next message has begun a turn on it.
         if channel is None or unless_followed and (channel.followers or channel.active):
             return
         del self._channels[task_id]
@@ -5110,7 +4885,7 @@ class Server:
         """A task as a response shows it (section 3.2.4 historyLength)."""
         out = task
         if history_length is not None and "history" in task:
-            out = dict(task)
+            out = dict(task)                   # a copy: the store's task stays whole
             if history_length == 0:
                 del out["history"]
             else:
@@ -5124,10 +4899,8 @@ class Server:
 
     def _start_turn(self, request, call):
         """Check a new user message and prepare its turn: (context, channel,
-        joined). A continuing task's ``joined`` is where a stream of this turn
-        begins: (seq, {"task": Task}), the task as the message left it, under
-        the id of the status update that told the others; a new task's is None
-        (its stream begins at its first event, the Task)."""
+        joined), ``joined`` where a continuing task's stream begins: (seq of the
+        status update that told the others, {"task": Task}); None for a new task."""
         message = request["message"]
         if message["role"] != "ROLE_USER":
             raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
@@ -5160,7 +4933,7 @@ class Server:
                 admit(ctx)
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
-            return ctx, channel, None
+            return ctx, channel, None          # its stream begins at its first event
         while True:
             with self._lock:
                 channel = self._channel(task_id, call.owner, call.caller)
@@ -5171,11 +4944,8 @@ class Server:
                     if channel.active is not None:         # a turn runs here, maybe ending
                         raise _still_working(task_id)
                     self._add_inline_push(ctx, call.owner)
-                    # A continuing task: record the user's message, and tell the
-                    # streams that the task works again. The table refuses it if
-                    # a turn began meanwhile, here or in another process sharing
-                    # the store. A webhook is a delivery of its own, not a
-                    # stream: each turn's begins with the whole task.
+                    # Record the message; refused if a turn began meanwhile, in
+                    # any process. A webhook is sent the whole task each turn.
                     now = self._now()
                     status = {"state": TRANSITIONS["input"][1], "timestamp": now}
                     channel.change("input", message, now, {"statusUpdate": {
@@ -5183,33 +4953,25 @@ class Server:
                         tell=False)
                     joined = (channel.next_seq - 1, {"task": channel.task})
                     if channel.on_event is not None:
-                        channel.on_event(channel.caller or channel.owner, channel.task,
-                                         joined[1])
+                        channel.on_event(channel.caller or channel.owner, channel.task, joined[1])
                     channel.active = ctx
-            except BaseException:
-                # The turn never began (a limit, or the task ended meanwhile): its
-                # channel goes if unwatched.
+            except BaseException:              # the turn never began: unwatched, it goes
                 state = channel.task["status"]["state"]
                 self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
                 raise
             return ctx, channel, joined
 
     def _create_task(self, ctx, channel):
-        """Make the task of a new conversation turn exist (store + first event),
-        unless it already does. Returns the task."""
+        """Make a new turn's task exist (store and first event), unless it does."""
         with channel.lock:
             if channel.task is None:
                 task = _apply(None, "message", ctx.message, self._now())
-                # Known as the task's channel before the store has the task, so
-                # whoever finds the task finds this channel (and waits for its
-                # lock), never makes a second one.
+                # Known before the store has the task: none makes a second channel.
                 with self._lock:
                     self._channels[ctx.task_id] = channel
                 try:
                     channel.publish(task, {"task": task}, tell=False)
-                    # Its webhook (configuration.taskPushNotificationConfig) is
-                    # kept with the task once it exists, and told of it first.
-                    self._add_inline_push(ctx, channel.owner)
+                    self._add_inline_push(ctx, channel.owner)   # its webhook, told first
                     if channel.on_event is not None:
                         event = {"task": channel.task}
                         channel.on_event(channel.caller or channel.owner, channel.task, event)
@@ -5222,12 +4984,8 @@ class Server:
             return channel.task
 
     def send_message(self, request, call):
-        """SendMessage: returns {"task": Task} or {"message": Message}.
-
-        A blocking call (the default) waits for the turn to end, or for it to
-        be interrupted, or for blocking_timeout to pass: then it answers the
-        task as it is, and the turn goes on. returnImmediately answers at once
-        with the new task (section 3.2.2)."""
+        """SendMessage: {"task": Task} or {"message": Message}, once the turn ends
+        or is interrupted, or after blocking_timeout; returnImmediately: at once."""
         config = request.get("configuration", {})
         history_length = None
         if config:
@@ -5245,33 +5003,29 @@ class Server:
             if not turn.finished.is_set:       # async, or handed to a worker at the deadline
                 turn.finished.wait(max(0.0, deadline - time.monotonic()))
             return self._turn_result(turn, history_length, call)
-        # A host on an event loop must not wait: the turn starts (an async agent
-        # on its loop, a sync one on a worker), and if it has not already ended
-        # the host gets a pending answer and the deadline to hold it to.
+        # A host on an event loop must not wait: the turn starts, and if it has
+        # not ended yet the host gets a pending answer and its deadline.
         self._start(turn, call.spawn)
         if turn.finished.is_set:
             return self._turn_result(turn, history_length, call)
         return _PendingAnswer(self, turn, history_length, call, deadline)
 
     def _turn_result(self, turn, history_length, call):
-        """SendMessage's answer once the turn has ended, or its deadline has passed."""
+        """SendMessage's answer once the turn has ended, or its deadline passed."""
         if turn.error is not None:
             raise turn.error
         if turn.reply is not None:
             return {"message": turn.reply}
-        # Done, interrupted, or still working at the deadline: the task as it is.
         task = turn.channel.snapshot() or self._create_task(turn.ctx, turn.channel)
         return {"task": self._view(task, history_length)}
 
     def send_streaming_message(self, request, call):
-        """SendStreamingMessage: an iterator of (seq, StreamResponse)."""
+        """SendStreamingMessage: an iterator of (seq, StreamResponse), from the
+        new task's first event, or from the continuing task as ``joined``."""
         self._require_streaming()
         self._check_inline_push(request.get("configuration", {}))
         ctx, channel, joined = self._start_turn(request, call)
-        # A new task's stream starts at its first event, the Task; a continuing
-        # task's with the Task as the user's message left it, then the events
-        # after the status update that told the task's other streams.
-        keepalive = self.limits["keepalive_interval"]
+        keepalive = self.limits["keepalive_interval"]   # (seconds between SSE comments)
         self._start(_TurnWriter(self, ctx, channel, watched=True), call.spawn)
         if joined is None:
             return _Follower(channel, 0, keepalive, _STREAM_END)
@@ -5284,28 +5038,11 @@ class Server:
 
     # -- driving the agent -----------------------------------------------------
     #
-    # A blocking SendMessage on a threaded host runs a sync agent on the
-    # request's own thread: no hand-off between threads, which is most of the
-    # cost of a small request. The deadline (blocking_timeout) is checked
-    # between the agent's outputs; once it has passed, the rest of the
-    # generator moves to a worker thread and the client gets the task as it
-    # is. (A plain function, or one step of a generator, that runs longer holds
-    # the answer until it returns: Python cannot interrupt it.)
-    #
-    # Async agents (async def, or async generators) run on an event loop: the
-    # host's own when the request came through one (CallContext.spawn: the
-    # asyncio server, ASGI), else one the server starts on its first async
-    # turn. Sync agents never run on an event loop, since they may block it:
-    # there, and for streams and returnImmediately, they run on a bounded pool
-    # of worker threads (max_workers; further turns wait in its queue,
-    # SUBMITTED), so a client that hangs up never stops its task.
-    #
-    # A new task whose turn ends in the step it began is stored once, in its
-    # final form (_TurnWriter.at_once): nobody could have
-    # watched it meanwhile. What a turn makes is freed by reference counting
-    # as soon as it is answered: callbacks are called once and dropped, and
-    # take arguments rather than closures, so no reference cycle is left for
-    # the garbage collector (a test holds every host to that).
+    # A blocking SendMessage on a threaded host runs a sync agent on its own
+    # thread: a hand-off is most of a small request's cost. Past the deadline,
+    # the rest of a generator moves to a worker thread. Async agents run on an
+    # event loop (CallContext.spawn, or the server's own); otherwise sync ones
+    # run on a bounded pool (max_workers), so a client that leaves stops nothing.
 
     def _start(self, turn, spawn=None):
         """Run a turn in the background: an async agent through ``spawn`` (the
@@ -5329,7 +5066,6 @@ class Server:
         try:
             result = self.agent(turn.ctx)
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
-                # An event loop runs it: the host's, or else the server's own.
                 (spawn or self._spawn_own)(self._drive_async(result, turn))
             elif isinstance(result, GeneratorType):
                 self._drain(result, turn, deadline)
@@ -5339,8 +5075,7 @@ class Server:
             turn.fail(exc)
 
     def _spawn_own(self, coroutine):
-        """Run ``coroutine`` on the server's own event loop, a thread started on
-        first use (_LoopThread, in "Running on an event loop")."""
+        """Run ``coroutine`` on the server's own event loop (_LoopThread)."""
         with self._lock:
             if self._own_loop is None:
                 self._own_loop = _LoopThread()
@@ -5365,9 +5100,8 @@ class Server:
                 gen.close()
 
     async def _drive_async(self, result, turn):
-        """An async agent's turn: the same steps as _drive and _drain, awaited
-        (on a store that other processes share, each write on a store thread:
-        the store's loop_threads)."""
+        """_drive and _drain for an async agent (on a shared store, through the
+        store's threads: loop_threads)."""
         if self._off_loop is not None:
             return await self._off_loop.drive(result, turn)
         try:
@@ -5390,8 +5124,7 @@ class Server:
     def get_task(self, request, call):
         """GetTask: the task, its history cut to historyLength."""
         history_length = _history_length(request)
-        task = self._visible_task(request["id"], call)
-        return self._view(task, history_length)
+        return self._view(self._visible_task(request["id"], call), history_length)
 
     def list_tasks(self, request, call):
         """ListTasks: one page of the caller's tasks, newest first."""
@@ -5401,23 +5134,17 @@ class Server:
             raise InvalidParamsError(
                 f"pageSize must be between 1 and {self.limits['max_page_size']} (default "
                 f"{self.limits['default_page_size']}); got {size}", field="pageSize")
-        cursor = None
-        if request.get("pageToken"):
-            cursor = _decode_page_token(request["pageToken"])
-        after = request.get("statusTimestampAfter")
+        cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
         status = request.get("status")
         if status == "TASK_STATE_UNSPECIFIED":
             status = None
         tasks, total, last = self.store.list(
-            call.owner, context_id=request.get("contextId"), status=status, after=after,
-            cursor=cursor, limit=size)
+            call.owner, context_id=request.get("contextId"), status=status,
+            after=request.get("statusTimestampAfter"), cursor=cursor, limit=size)
         include = request.get("includeArtifacts", False)
-        return {
-            "tasks": [self._view(t, history_length, include) for t in tasks],
-            "nextPageToken": _encode_page_token(last) if last else "",
-            "pageSize": size,
-            "totalSize": total,
-        }
+        return {"tasks": [self._view(t, history_length, include) for t in tasks],
+                "nextPageToken": _encode_page_token(last) if last else "",
+                "pageSize": size, "totalSize": total}
 
     def cancel_task(self, request, call):
         """CancelTask: the task, now CANCELED; the running agent is told."""
@@ -5455,37 +5182,26 @@ class Server:
         return self._subscription(channel, call.last_event_id)
 
     def _subscription(self, channel, last_event_id):
-        """The stream of a subscriber. A client that comes back with the id of
-        the last event it saw (SSE Last-Event-ID), still among the events the
-        store keeps, gets what it missed and then the rest; anyone else first
-        gets the task as it is now (section 3.1.6: the stream begins with the
-        current Task), numbered as the event just before the next, so that
-        resuming from it misses nothing. (The task and the id of its next
-        event are read together, from the store: another process may be
-        writing to it.)"""
+        """A subscriber's stream: from after Last-Event-ID if that event is still
+        kept, else from the current Task (section 3.1.6), numbered as the event
+        before the next. Task and next id are read together, from the store."""
         keepalive = self.limits["keepalive_interval"]
         with channel.lock:
             channel.reload()
             task, seq = channel.task, channel.next_seq
             oldest = (self.store.events(task["id"], seq - 1) or (seq,))[0]
         if last_event_id is not None and oldest - 1 <= last_event_id < seq:
-            # A reconnecting client: replay what it missed, from the buffer.
-            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
-                             counted=True)
+            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES, counted=True)
         return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, {"task": task})],
                          ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
 
-    # A push config names a webhook that receives every event of a task as a
-    # StreamResponse (section 4.3.3). Configs are kept with their task, in
-    # the store, scoped like the task (a caller only reaches configs of tasks it
-    # can see), and evicted with it. Without push_notifications the card says
-    # pushNotifications: false and all four operations answer
-    # PushNotificationNotSupportedError (section 3.1.7).
+    # A push config names a webhook sent every event of a task as a
+    # StreamResponse (section 4.3.3). Configs are kept, scoped and evicted with
+    # their task. Without push_notifications, PushNotificationNotSupported (3.1.7).
 
     def _require_push(self):
-        """PushNotificationNotSupportedError unless the card promises push."""
         if not self.capabilities.get("pushNotifications"):
             raise PushNotificationNotSupportedError(
                 "this agent does not send push notifications (capabilities.pushNotifications "
@@ -5519,19 +5235,16 @@ class Server:
             raise InvalidParamsError(f"pageSize must be between 1 and "
                                      f"{self.limits['max_page_size']}; got {size}", field="pageSize")
         configs = self.store.configs(task["id"])
-        start = 0
-        if request.get("pageToken"):
-            ids = [c["id"] for c in configs]
-            token = request["pageToken"]
-            if token not in ids:
-                raise InvalidParamsError("pageToken is not one this server issued; pass the "
-                                         "nextPageToken of the previous answer unchanged",
-                                         field="pageToken")
-            start = ids.index(token) + 1
+        ids = [c["id"] for c in configs]
+        token = request.get("pageToken")
+        if token and token not in ids:
+            raise InvalidParamsError("pageToken is not one this server issued; pass the "
+                                     "nextPageToken of the previous answer unchanged",
+                                     field="pageToken")
+        start = ids.index(token) + 1 if token else 0     # after the token's config
         page = configs[start:start + size]
-        more = start + size < len(configs)
         return {"configs": [_public_config(c) for c in page],
-                "nextPageToken": page[-1]["id"] if more else ""}
+                "nextPageToken": page[-1]["id"] if start + size < len(configs) else ""}
 
     def delete_task_push_notification_config(self, request, call):
         """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
@@ -5557,25 +5270,20 @@ class Server:
             if len(value) > _MAX_HEADER_VALUE:
                 raise InvalidParamsError(f"{field} is longer than {_MAX_HEADER_VALUE} characters "
                                          "(it is sent in an HTTP header)", field=field)
-            # Each goes into an HTTP header: a control character would end it or
-            # corrupt it, and headers are latin-1 on the wire.
-            try:
+            try:                               # headers are latin-1 on the wire
                 raw = value.encode("latin-1")
             except UnicodeEncodeError:
                 raise InvalidParamsError(f"{field} must be latin-1 text: it is sent in an HTTP "
                                          "header", field=field) from None
-            if raw.translate(None, _HEADER_CONTROLS) != raw:
+            if raw.translate(None, _HEADER_CONTROLS) != raw:   # would end or corrupt it
                 raise InvalidParamsError(f"{field} must not contain control characters (line "
                                          "breaks, NUL...): it is sent in an HTTP header",
                                          field=field)
 
     def _add_push_config(self, task_id, config, tenant, payload_version=None):
-        """Keep a checked webhook config with its task, under a fresh id unless
-        the client chose one (then it replaces the config of that id). A
-        config registered through a translation (0.3) keeps that version:
-        its webhook is sent what a client of that version expects."""
-        # (A config is at most a few KiB: _MAX_URL and _MAX_HEADER_VALUE below,
-        # max_push_configs of them per task.)
+        """Keep a checked webhook config (a few KiB at most) with its task, under
+        a fresh id unless the client chose one, which it replaces. A config
+        registered through 0.3 keeps that version for what its webhook is sent."""
         self._check_push_config(config)
         config = {**config, "taskId": task_id, "id": config.get("id") or self._new_id()}
         if tenant:
@@ -5599,8 +5307,8 @@ class Server:
                                   getattr(ctx.caller, "translated_from", None))
 
     def _push_event(self, owner, task, event):
-        """Channel hook: hand a task event to each of the task's webhooks, in the
-        queue of its caller (deliveries are fair between callers: section 8 of this file)."""
+        """Channel hook: hand a task event to the task's webhooks, in its
+        caller's queue (deliveries are fair between callers: section 8)."""
         configs = self.store.configs(task["id"])
         if not configs:
             return
@@ -5614,51 +5322,36 @@ class Server:
 
     @property
     def push_stats(self):
-        """Totals of webhook deliveries: delivered, failed, retried, refused, dropped,
-        paused (dropped because their destination was paused); and
+        """Totals of webhook deliveries: delivered, failed, retried, refused,
+        dropped, paused (dropped, their destination paused); and
         paused_destinations, those the circuit breaker holds now."""
         return self._pusher.totals() if self._pusher else {
             **dict.fromkeys(_PUSH_TOTALS, 0), "paused_destinations": 0}
 
     def push_stats_by_caller(self):
-        """Webhook delivery counters per caller (CallContext.caller: the
-        principal, or an anonymous client's address): {caller: {"queued",
-        "sent" (answered 2xx), "failed", "refused", "retried", "dropped",
-        "paused", "waiting" (queued now)}}. The counters of at most
-        push_callers callers are kept: past that, the caller idle the longest
-        is forgotten (push_stats still counts what it did)."""
+        """Webhook delivery counters per caller (the principal, or an anonymous
+        client's address): {caller: {"queued", "sent" (2xx), "failed",
+        "refused", "retried", "dropped", "paused", "waiting" (queued now)}}, for
+        the push_callers callers most recently active."""
         return self._pusher.by_caller() if self._pusher else {}
 
     # -- what the limits are doing, and stopping ----------------------------------
-    #
-    # Every cap and budget above refuses with an error that names it; stats()
-    # shows the counters behind them all in one dict (the command line,
-    # a2a_cli.py, logs what changed in them once a minute). shutdown() stops
-    # the server's side of the protocol gracefully; the hosts call it when
-    # they stop (SIGTERM).
 
     def stats(self):
-        """The counters behind every cap and budget, as one dict: the store
-        (tasks, bytes with their kept events, idle, callers), the live tasks,
-        the agent threads, requests refused by each limit, the hosts'
-        connections and threads, and webhook deliveries (totals and per
-        caller)."""
+        """The counters behind every cap and budget, as one dict: the store,
+        the live tasks, the agent threads, requests refused by each limit, the
+        hosts' connections and threads, and webhook deliveries."""
         with self._lock:
-            channels = list(self._channels.values())
+            live = len(self._channels)
             workers = self._workers.count if self._workers else 0
-        hosts = {name: gauge() for name, gauge in list(self._gauges.items())}
+        hosts = {name: gauge() for name, gauge in list(self._gauges.items())}   # (a copy)
         try:
             store = self.store.stats() if hasattr(self.store, "stats") else {}
         except Exception as error:      # (a store that cannot say now: never the caller's error)
             store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
-        return {
-            "store": store,
-            "live_tasks": len(channels),
-            "agent_threads": workers,
-            "refused": dict(self._refusals),
-            "hosts": hosts,
-            "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()},
-        }
+        return {"store": store, "live_tasks": live, "agent_threads": workers,
+                "refused": dict(self._refusals), "hosts": hosts,
+                "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()}}
 
     def _note(self, error):
         """Count a request refused by a limit (named in the error, if not its reason)."""
@@ -5670,14 +5363,9 @@ class Server:
                 self._refusals[key] = self._refusals.get(key, 0) + 1
 
     def shutdown(self, grace=10.0):
-        """Stop gracefully, within ``grace`` seconds: open streams end with an
-        SSE ``retry:`` hint (clients come back and resume with Last-Event-ID),
-        turns still running may finish, and queued webhook deliveries may go
-        out. The hosts bundled here call it when they stop (SIGTERM, Ctrl-C);
-        a host that owns its signals (gunicorn, uvicorn, Lambda) calls it from
-        its own shutdown hook. Then the agent's ``close()``, if it has one, is
-        called. Returns what was left undone:
-        {"turns": running turns, "deliveries": queued webhook deliveries}."""
+        """Stop within ``grace`` seconds: streams end with a ``retry:`` hint, turns
+        and webhook deliveries may finish; then the agent's ``close()``, if any.
+        Hosts call it when they stop. Returns {"turns", "deliveries"} left undone."""
         self._closing.set()
         self.wake_streams()
         deadline = time.monotonic() + grace
@@ -5694,9 +5382,7 @@ class Server:
         close = getattr(self.agent, "close", None)
         if close is not None:                  # what the agent still runs ends (serve --exec)
             close()
-        if turns and self.store.shared:
-            # The tasks outlive this process: end them now, rather than leave
-            # them WORKING until their lease runs out.
+        if turns and self.store.shared:        # the tasks outlive us: end them, not at lease end
             with self._lock:
                 running = [(i, c.owner) for i, c in self._channels.items() if c.active]
             for task_id, owner in running:
@@ -5725,20 +5411,9 @@ class Server:
         return {**self.agent_card(call.base_url), **extended}
 
 
-# JSON-RPC method -> the Server method that implements it.
-OPERATIONS = {
-    "SendMessage": Server.send_message,
-    "SendStreamingMessage": Server.send_streaming_message,
-    "GetTask": Server.get_task,
-    "ListTasks": Server.list_tasks,
-    "CancelTask": Server.cancel_task,
-    "SubscribeToTask": Server.subscribe_to_task,
-    "CreateTaskPushNotificationConfig": Server.create_task_push_notification_config,
-    "GetTaskPushNotificationConfig": Server.get_task_push_notification_config,
-    "ListTaskPushNotificationConfigs": Server.list_task_push_notification_configs,
-    "DeleteTaskPushNotificationConfig": Server.delete_task_push_notification_config,
-    "GetExtendedAgentCard": Server.get_extended_agent_card,
-}
+# JSON-RPC method -> the Server method that implements it, named as the
+# method in snake case: SendMessage -> Server.send_message.
+OPERATIONS = {method: getattr(Server, _snake(method)[1:]) for method in METHODS}
 
 
 def _history_length(request, field="historyLength"):
@@ -5750,21 +5425,17 @@ def _history_length(request, field="historyLength"):
     return value
 
 
-# ListTasks page tokens (section 3.1.4: opaque to the client). A token is the
-# sort key of the last task of the page, (status timestamp, id), as URL-safe
-# base64 of its JSON: the next page is every matching task that sorts after
-# it. It holds no server state, so it never expires and survives restarts,
-# and a task added, changed or evicted between two pages moves nothing else.
-# A token this server did not make is refused as InvalidParams, naming the fix.
-
+# ListTasks page tokens (section 3.1.4: opaque to the client): the sort key of
+# the page's last task, (status timestamp, id), as URL-safe base64 JSON; the
+# next page is every matching task after it. Holding no server state, a token
+# never expires, survives restarts, and is not moved by changes between pages.
 
 def _encode_page_token(key):
-    """(status timestamp, task id) -> the opaque pageToken."""
     return _b64encode(json.dumps(list(key)).encode()).replace("+", "-").replace("/", "_").rstrip("=")
 
 
 def _decode_page_token(token):
-    """A pageToken -> the (status timestamp, task id) it was made from."""
+    """A pageToken -> (status timestamp, task id); one not ours is InvalidParams."""
     try:
         stamp, task_id = json.loads(_b64decode(token))
         if isinstance(stamp, str) and isinstance(task_id, str):
@@ -5782,52 +5453,34 @@ def _decode_page_token(token):
 # =============================================================================
 #
 # Everything above is synchronous: a thread calls handle_http() and may wait
-# in it (for an agent's turn, for a stream's next event). A host on an asyncio
-# event loop must never wait: one blocked call stops every connection. The
-# core gives such a host three hooks, and this section turns them into
-# asyncio:
+# in it. A host on an asyncio event loop must never wait: one blocked call
+# stops every connection. The core gives it three hooks, made asyncio here:
 #
-#   CallContext.spawn      the host runs ``async def`` agents on its loop
-#                          (_Spawner); a sync agent runs on a worker thread,
-#                          since it may block
-#   Response.pending       SendMessage's answer while the turn still runs: a
-#                          _PendingAnswer, told when it is done, from whichever
-#                          thread ended the turn (_LoopAnswer brings that news
-#                          back to the loop, and holds the deadline)
-#   stream.poll()/watch()  a stream read without waiting (_LoopStream: await
-#                          news, or the keep-alive interval)
+#   CallContext.spawn      runs ``async def`` agents on the loop (_Spawner)
+#   Response.pending       SendMessage's answer while the turn runs, told when
+#                          it ends (_LoopAnswer brings that back to the loop)
+#   stream.poll()/watch()  a stream read without waiting (_LoopStream)
 #
-# A threaded host meets one piece of this too: an async agent needs a loop,
-# so the server starts one of its own in a thread on first use (_LoopThread).
-# A store that other processes share may make a write wait for another
-# process's: such a store gives the server its own way (``loop_threads``, the
-# StoreThreads of a2a_store.py), which a host on a loop hands each request.
-#
-# Speed: on Python 3.12+ an agent's task starts eagerly, so a turn that never
-# waits (most do not) has ended before handle_http() returns and is answered
-# at once, with no pending answer and no timer. Callbacks take arguments
-# rather than closures, so that nothing a request makes is left in a
-# reference cycle for the garbage collector (a test holds every host to it).
+# A threaded host's async agents run on the server's own loop (_LoopThread).
+# On Python 3.12+ an agent's task starts eagerly, so a turn that never waits
+# has ended before handle_http() returns. Callbacks take arguments, not
+# closures: nothing a request makes is left in a reference cycle.
 
 _EAGER_TASKS = sys.version_info >= (3, 12)      # asyncio.Task(..., eager_start=True)
 
 
 class _Spawner:
     """CallContext.spawn for a host on ``loop``: runs a coroutine there as a
-    task. On Python 3.12+ the task starts eagerly, running until it first
-    waits: an agent that never waits has finished its turn when this returns.
-
-    asyncio holds a waiting task only weakly, so the tasks are kept here
-    until they end. They are let go of now and then (when their number has
-    doubled), not by a done-callback each: that would cost every turn one
-    more pass of the loop's callbacks, measured at about 1 us a SendMessage."""
+    task, eagerly on Python 3.12+. asyncio holds a waiting task only weakly,
+    so they are kept here, and let go of when their number has doubled (a
+    done-callback each costs about 1 us a SendMessage)."""
 
     __slots__ = ("loop", "tasks", "prune_at")
 
     def __init__(self, loop):
         self.loop = loop
         self.tasks = set()
-        self.prune_at = 64
+        self.prune_at = 64                      # prune the ended tasks at this many
 
     def __call__(self, coroutine):
         if _EAGER_TASKS:
@@ -5844,8 +5497,7 @@ class _Spawner:
 
 
 class _LoopThread:
-    """An event loop in a daemon thread, for the async agents of a server
-    whose host is threaded (Server._spawn_own)."""
+    """An event loop in a daemon thread, for the async agents of a threaded host."""
 
     def __init__(self):
         import asyncio
@@ -5870,16 +5522,11 @@ def _call_on(loop, fn, *args):
         loop.call_soon_threadsafe(fn, *args)
 
 
-def _resolve(future):
-    if not future.done():
-        future.set_result(None)
-
-
 class _LoopAnswer:
     """Follows a Response.pending on ``loop``: ``fn(response, *args)`` is
-    called there with the real Response once the turn has ended, or its
-    deadline has passed (the timer for it is armed after the loop's next
-    pass, by which time most turns have ended)."""
+    called there with the real Response once the turn has ended or its
+    deadline passed (a timer armed after the loop's next pass, by which time
+    most turns have ended)."""
 
     __slots__ = ("loop", "thread", "response", "fn", "args", "timer")
 
@@ -5889,7 +5536,7 @@ class _LoopAnswer:
         self.response = response
         self.fn = fn
         self.args = args
-        self.timer = None
+        self.timer = None                      # the deadline's, once armed
         response.pending.add_done_callback(self._done)
         loop.call_soon(self._arm)
 
@@ -5930,8 +5577,7 @@ def _settle_future(response, future):
 
 class _LoopStream:
     """A Response.stream read on an event loop: ``async for`` gives its byte
-    chunks. When nothing is new it waits, without blocking the loop, for the
-    stream's news or its keep-alive interval, whichever comes first."""
+    chunks, waiting without blocking for news or the keep-alive interval."""
 
     def __init__(self, stream, loop):
         self.stream = stream
@@ -5953,8 +5599,8 @@ class _LoopStream:
     async def _wait(self):
         import asyncio
         stream, loop = self.stream, self.loop
-        future = loop.create_future()
-        wake = functools.partial(_call_on, loop, _resolve, future)
+        future = loop.create_future()          # set by the stream's news, on the loop
+        wake = functools.partial(_call_on, loop, _settle_future, None, future)
         stream.watch(wake)
         try:
             chunk = stream.poll()              # news that came before we watched
@@ -5966,9 +5612,8 @@ class _LoopStream:
                 pass
         finally:
             stream.unwatch(wake)
-        # News, or a keep-alive tick: woken without news (Server.wake_streams)
-        # or after the interval, the host writes something to find out
-        # whether its client is still there.
+        # Woken without news (Server.wake_streams) or after the interval: the
+        # host writes a keep-alive to find out whether its client is still there.
         return stream.poll(idle=True)
 
 
