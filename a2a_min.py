@@ -5411,9 +5411,21 @@ class Server:
         return {**self.agent_card(call.base_url), **extended}
 
 
-# JSON-RPC method -> the Server method that implements it, named as the
-# method in snake case: SendMessage -> Server.send_message.
-OPERATIONS = {method: getattr(Server, _snake(method)[1:]) for method in METHODS}
+# JSON-RPC method -> the Server method that implements it (a table, not a
+# getattr on the name: a reader finds each operation's code from here).
+OPERATIONS = {
+    "SendMessage": Server.send_message,
+    "SendStreamingMessage": Server.send_streaming_message,
+    "GetTask": Server.get_task,
+    "ListTasks": Server.list_tasks,
+    "CancelTask": Server.cancel_task,
+    "SubscribeToTask": Server.subscribe_to_task,
+    "CreateTaskPushNotificationConfig": Server.create_task_push_notification_config,
+    "GetTaskPushNotificationConfig": Server.get_task_push_notification_config,
+    "ListTaskPushNotificationConfigs": Server.list_task_push_notification_configs,
+    "DeleteTaskPushNotificationConfig": Server.delete_task_push_notification_config,
+    "GetExtendedAgentCard": Server.get_extended_agent_card,
+}
 
 
 def _history_length(request, field="historyLength"):
