@@ -6227,8 +6227,7 @@ def _threaded_server(server, max_connections, date):
                     self.active -= 1
 
         def handle_error(self, request, client_address):
-            _log().debug("connection from %s ended with an error", client_address,
-                         exc_info=True)
+            _log().debug("connection from %s ended with an error", client_address, exc_info=True)
 
     return HTTPServer
 
@@ -6742,8 +6741,7 @@ def wsgi_app(server):
         headers = list(response.headers)
         if response.stream is None and response.status not in (204, 304):
             headers.append(("Content-Length", str(len(response.body))))
-        start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Status')}",
-                       headers)
+        start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Status')}", headers)
         if response.stream is None:
             return [response.body]
         return response.stream                     # the server close()s it at the end
@@ -7021,8 +7019,7 @@ def _stop_on_ctrl_c(server, grace, stop_now=None):
         turns = _running_turns(server)
         waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
             if turns else ""
-        print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr,
-              flush=True)
+        print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
         raise KeyboardInterrupt
     signal.signal(signal.SIGINT, on_sigint)
 
