@@ -1134,18 +1134,17 @@ def _refusal(kind, task):
 # 4. The task store
 # =============================================================================
 #
-# Where tasks live between requests, and everything that hangs off them. One
-# contract: TaskStore, here, keeps tasks in this process's memory; the
-# companion a2a_store.py keeps them in an SQLite file that processes share and
-# that outlives them (and a2a_postgres.py in PostgreSQL).
+# Where tasks live between requests, and what hangs off them. One contract:
+# TaskStore, here, keeps tasks in this process's memory; a2a_store.py keeps
+# them in an SQLite file that processes share and that outlives them, and
+# a2a_postgres.py in PostgreSQL.
 #
 #   get(task_id, owner)              the task (with .version, .next_seq), or None
 #   commit(task, owner, version, event=None, caller=None, holder=None)
-#                                    one atomic change: the task, and the stream
-#                                    event it produced appended to its log under
-#                                    the next id; refused (ConflictError) unless
-#                                    the stored version is ``version`` (0: a new
-#                                    task), and always if the task is terminal
+#                                    one atomic change: the task, and its stream event
+#                                    appended to its log under the next id; refused
+#                                    (ConflictError) unless the stored version is
+#                                    ``version`` (0: new), and always once terminal
 #                                    -> (JSON bytes, new version, event id)
 #   events(task_id, after)           (oldest id kept, [(id, event) after ``after``])
 #   changed()                        a number that moves when another process commits
@@ -1153,80 +1152,62 @@ def _refusal(kind, task):
 #   put_config / get_config / configs / delete_config         push configs
 #   renew(holder) / expired()        leases: which process runs a task's agent
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
-#   heads(task_ids)                  (a shared store's) {id: (version, state)} of those
-#                                    stored: what the store watch reads
-#   watch(server), loop_threads(server)   (a shared store's) the thread that brings the
-#                                    server other processes' news, and what a host on an
-#                                    event loop does with a store where a write may wait
+#   heads(task_ids)                  (shared) {id: (version, state)}: what the watch reads
+#   watch(server), loop_threads(server)   (shared) the thread that brings other
+#                                    processes' news, and what an event loop does
+#                                    with a store where a write may wait
 #
-# A shared store may also have (SQLiteStore does; the server uses them if so):
-#   touched()                        the ids of the tasks changed since the last call, or
-#                                    None if not known (PostgresStore's notifications say)
-#   tidy() / checkpoint()            upkeep that the watch thread does between requests
-#   appends = True                   commit(..., derived=True) keeps the event alone (below)
-#   wake_on(wake)                    call wake() when another process committed (the
-#                                    watch then looks at once, not at its next store_poll)
-#   _circuit                         whether its database is known to be down (_Circuit:
-#                                    refused at once meanwhile; no new turn starts)
+# A shared store may also have (the server uses them if so):
+#   touched()                        ids changed since the last call (None: unknown)
+#   tidy() / checkpoint()            upkeep the watch thread does between requests
+#   appends = True                   commit(..., derived=True) keeps the event alone
+#   wake_on(wake)                    call wake() when another process committed
+#   _circuit                         its database is known to be down (_Circuit)
 #
-# Versions are how two writers of one task (two requests, perhaps in two
-# processes) never lose an update: each commits the version it read, and the
-# one that comes second is refused, reads the task again, and lets the state
-# table decide again (_Channel.change). The event log is how a stream follows
-# a task, and how a client that lost its connection resumes it with
-# Last-Event-ID (section 3.1.6): a task's events are kept with it, numbered
-# from 0 for its life, at most ``replay_buffer`` of them and
-# ``replay_buffer_bytes`` of JSON (the newest always). A running task's lease
-# names the process whose agent runs it (``holder``); see "Sharing a store
-# between processes" for what that is for.
+# Versions keep two writers of one task (two requests, perhaps two processes)
+# from losing an update: each commits the version it read; the second is
+# refused, reads the task again, and the state table decides again
+# (_Channel.change). The event log is how a stream follows a task and how a
+# client resumes one with Last-Event-ID (section 3.1.6): events are numbered
+# from 0 for the task's life, the newest ``replay_buffer`` of them (and
+# ``replay_buffer_bytes`` of JSON) kept. A running task's lease names the
+# process whose agent runs it (``holder``).
 #
-# A streamed artifact comes as many small appends (artifactUpdate events with
-# append), and writing the whole task again at each would cost the square of
-# the chunks: 10,000 tokens took 14 s in memory, and a program's 15,000
-# lines 39 s. So the writer of a turn (_Channel.publish) may tell a store
-# that says ``appends`` that the task it commits is the stored one with the
-# event, an artifactUpdate, applied (commit(..., derived=True)); the store
-# then keeps the event alone, as a pending change of the task, and returns
-# None for its JSON. The writer does so while the events kept alone weigh
-# less than the task did when it was last written whole (at least
-# _APPEND_FLOOR): the task is written whole again as they reach it, or at
-# its next other change, so each byte streamed is encoded and written a
-# bounded number of times (a geometric series). Readers (get, list, another
-# process) get the task as written with its pending updates applied
-# (_with_pending): what they see is the same either way.
+# A streamed artifact is many small appends, and writing the whole task at
+# each would cost the square of the chunks (10,000 tokens took 14 s). So a
+# turn's writer may commit with derived=True to a store that says
+# ``appends``: the store keeps the event alone as a pending change and
+# returns None for the JSON, until the pending events weigh as much as the
+# task did when last written whole (at least _APPEND_FLOOR), or the task
+# changes otherwise: each byte streamed is written a bounded number of times.
+# Readers get the task with its pending updates applied (_with_pending).
 #
-# Tasks are written copy-on-write (a new dict for every change), so a reader
-# holding a task never sees it change under it. Each task is stored with its
-# owner, an opaque hashable value (here the tenant and the caller's
-# principal); get() and list() only return tasks of the owner asked for, and
-# a task of someone else is reported exactly like a missing one (section 13.1).
+# Tasks are copy-on-write (a new dict for every change): a reader never sees
+# one change under it. Each is stored with its owner (tenant, principal); get()
+# and list() return only the owner's, and someone else's task is reported
+# exactly like a missing one (section 13.1).
 #
 # The in-memory store is bounded in tasks and in bytes. Every task is kept as
-# its JSON bytes, whatever its state: a fifth of the memory of the dict, its
-# size known exactly, and a task that could not be encoded is refused when it
-# is written, not when someone reads it. A task weighs its JSON, its kept
-# events (their JSON: _EventLog), its push configs and, while it runs, its
-# live copy (what its JSON decodes to: _decoded_size). Each history keeps
-# the newest ``max_history`` messages. Idle tasks (finished, or waiting for
-# the client) expire ``task_ttl`` seconds after they became idle. When the store is full (``max_tasks`` tasks or ``max_bytes``
-# bytes), the oldest idle task is evicted; if every task is still running, a
-# new one is refused (TaskStoreFullError, HTTP 503) rather than losing one.
-# ``on_evict`` is told of every eviction so the server can free what hangs
-# off the task.
+# its JSON (a fifth of the dict's memory, its size exact, and a task that
+# cannot be encoded is refused when written). A task weighs its JSON, its kept
+# events, its push configs and, while it runs, its live copy (_decoded_size).
+# Histories keep the newest ``max_history`` messages; idle tasks (ended, or
+# waiting for the client) expire ``task_ttl`` seconds after they became idle.
+# When full (``max_tasks`` or ``max_bytes``) the oldest idle task is evicted;
+# if every task still runs, a new one is refused (TaskStoreFullError, 503)
+# rather than losing one. ``on_evict`` is told of every eviction.
 #
-# One caller may not take the store from everyone else: each caller (an
-# authenticated principal, or an anonymous client's address) holds at most
-# ``max_tasks_per_caller`` tasks and ``max_bytes_per_caller`` bytes. Past its
-# share its own oldest idle task is evicted; if all of its tasks are still
-# running, its new task is refused with CallerLimitError (HTTP 429 with
-# Retry-After). So tasks that never finish, say of a stuck agent, cost their
-# caller its share and nobody else anything.
+# No caller may take the store from everyone else: each (an authenticated
+# principal, or an anonymous client's address) holds at most
+# ``max_tasks_per_caller`` tasks and ``max_bytes_per_caller`` bytes; past its
+# share its own oldest idle task is evicted, or, all of them running, its new
+# one refused (CallerLimitError, 429 with Retry-After). A stuck agent's tasks
+# cost their caller its share and nobody else anything.
 #
-# ListTasks (section 3.1.4) sorts by status timestamp, newest first. Its page
-# token is the (timestamp, id) of the last task returned, so it stays valid
-# whatever is added, changed or evicted in between. A page holds at most
-# ``max_page_bytes`` of tasks (at least one): past it the page ends early
-# and its nextPageToken continues where it stopped.
+# ListTasks (section 3.1.4) sorts by status timestamp, newest first; its page
+# token is the (timestamp, id) of the last task returned, valid whatever
+# changes in between. A page holds at most ``max_page_bytes`` (at least one
+# task); past it, nextPageToken continues where it stopped.
 
 # What an entry costs beyond its JSON: the entry tuple, its dict slots and the
 # bytes object (about 270 bytes, measured with tracemalloc over 10,000
