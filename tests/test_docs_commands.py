@@ -5,7 +5,8 @@ store and its workers, the PostgreSQL store, ``serve --exec`` and
 ``--echo``, the gRPC companion and its Python call, and the 0.3 curl line.
 The ``pip install`` lines name extras that setup.cfg has (CI installs them);
 the grpcurl line names a proto and a method that exist (grpcurl is not a
-package this machine can install)."""
+package this machine can install). The performance page's counting and start-up
+lines run too (run.py needs wrk and the SDK's venv: a benchmark, not a test)."""
 
 import configparser
 import http.client
@@ -226,3 +227,39 @@ def test_the_signing_pip_line_names_an_extra_there_is():
     with open(os.path.join(ROOT, "docs", "security.md"), encoding="utf-8") as f:
         assert "pip install '.[signing]'" in f.read()
     assert "signing" in extras()
+
+
+def _performance_lines():
+    """The performance page's first block (```text): its command lines."""
+    with open(os.path.join(ROOT, "docs", "performance.md"), encoding="utf-8") as f:
+        block = re.findall(r"```text\n(.*?)```", f.read(), re.S)[0]
+    return [line.split("  #")[0].strip() for line in block.strip().splitlines()]
+
+
+def test_the_performance_page_counts_work_as_it_says(tmp_path):
+    """work_per_request.py, as pasted (fewer requests, and this checkout as the
+    other): both columns are counted, and a tree against itself counts the same
+    (to a line or two)."""
+    line = next(l for l in _performance_lines() if "work_per_request.py" in l)
+    argv = shlex.split(line.replace("../other-checkout", ROOT).replace("python3", sys.executable))
+    done = subprocess.run(argv + ["--requests", "50", "--top", "5"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-800:]
+    counts = re.findall(r"^(a2a_min|before): (\d+) lines, (\d+) Python calls", done.stdout, re.M)
+    assert [c[0] for c in counts] == ["a2a_min", "before"], done.stdout
+    # (the same tree, but each run meets the store's batched eviction at its
+    # own point: a line or two apart in 50 requests)
+    ours, again = int(counts[0][1]), int(counts[1][1])
+    assert ours > 100 and abs(ours - again) <= ours * 0.02, done.stdout
+    assert "a2a_min.py:parse" in done.stdout        # the functions, by the lines they run
+
+
+def test_the_performance_page_times_a_start_as_it_says():
+    """startup.py's line, once: a start to the first card, and the RSS."""
+    line = next(l for l in _performance_lines() if "startup.py" in l)
+    argv = shlex.split(line.replace("python3", sys.executable))
+    argv[argv.index("--"):argv.index("--")] = ["--runs", "1"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert re.search(r"start to first card: median [\d.]+ ms .*RSS after start: [\d.]+ MiB",
+                     done.stdout), done.stdout
