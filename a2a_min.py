@@ -1150,8 +1150,8 @@ def _refusal(kind, task):
 #   changed()                        a number that moves when another process commits
 #   list(owner, *, context_id, status, after, cursor, limit)   ListTasks' page
 #   put_config / get_config / configs / delete_config         push configs
-#   renew(holder) / expired()        leases: which process runs a task's agent
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
+#   renew(holder) / expired()        (shared) leases: which process runs a task's agent
 #   heads(task_ids)                  (shared) {id: (version, state)}: what the watch reads
 #   watch(server), loop_threads(server)   (shared) the thread that brings other
 #                                    processes' news, and what an event loop does
@@ -1170,8 +1170,9 @@ def _refusal(kind, task):
 # (_Channel.change). The event log is how a stream follows a task and how a
 # client resumes one with Last-Event-ID (section 3.1.6): events are numbered
 # from 0 for the task's life, the newest ``replay_buffer`` of them (and
-# ``replay_buffer_bytes`` of JSON) kept. A running task's lease names the
-# process whose agent runs it (``holder``).
+# ``replay_buffer_bytes`` of JSON) kept. In a shared store, a running task's
+# lease names the process whose agent runs it (``holder``); in memory, this
+# process runs them all, and ``holder`` is ignored.
 #
 # A streamed artifact is many small appends, and writing the whole task at
 # each would cost the square of the chunks (10,000 tokens took 14 s). So a
@@ -1461,7 +1462,6 @@ class TaskStore(_Bounds):
         self._logs = {}                     # id -> _EventLog, the task's newest events
         self._configs = {}                  # id -> {config id: push config}, in order made
         self._config_bytes = {}             # id -> the size of its configs (_decoded_size)
-        self._leases = {}                   # id -> (holder, expires: time.time()), running tasks
         self._bytes = 0
         self._idle = OrderedDict()          # id -> when it ended or began to wait, oldest first
         self._callers = {}                  # caller -> [tasks, bytes]
@@ -1506,16 +1506,14 @@ class TaskStore(_Bounds):
         evicted = []
         try:
             with self._lock:
-                seq = self._write(task, owner, version, event, caller, holder, body, size,
-                                  evicted, pending)
+                seq = self._write(task, owner, version, event, caller, body, size, evicted, pending)
         finally:
             for gone in evicted:                # (told even if the write was refused)
                 if self.on_evict:
                     self.on_evict(gone)
         return (None if pending else body), version + 1, seq
 
-    def _write(self, task, owner, version, event, caller, holder, body, size, evicted,
-               pending=None):
+    def _write(self, task, owner, version, event, caller, body, size, evicted, pending=None):
         """commit(), with the store's lock held: returns the event's id."""
         task_id, status = task["id"], task["status"]
         state = status["state"]
@@ -1581,15 +1579,10 @@ class TaskStore(_Bounds):
         share[0] += new
         share[1] += size - old_size
         if state in _IDLE_STATES:
-            if self._leases:
-                self._leases.pop(task_id, None)
             if new or task_id not in idle:
                 idle[task_id] = now
-        else:
-            if holder is not None:
-                self._leases[task_id] = (holder, time.time() + self.lease_ttl)
-            if not new:
-                idle.pop(task_id, None)
+        elif not new:
+            idle.pop(task_id, None)
         return seq
 
     def events(self, task_id, after=-1):
@@ -1662,23 +1655,6 @@ class TaskStore(_Bounds):
         self._bytes += grows
         self._callers[entry.caller][1] += grows
 
-    # -- leases: which process runs a task's agent -------------------------------
-
-    def renew(self, holder):
-        """Extend every lease ``holder`` has by ``lease_ttl`` from now."""
-        until = time.time() + self.lease_ttl
-        with self._lock:
-            for task_id, lease in self._leases.items():
-                if lease[0] == holder:
-                    self._leases[task_id] = (holder, until)
-
-    def expired(self):
-        """[(task id, owner)] of running tasks whose lease ran out."""
-        now = time.time()
-        with self._lock:
-            return [(task_id, self._tasks[task_id].owner)
-                    for task_id, (_, until) in self._leases.items() if until < now]
-
     # -- bounds -------------------------------------------------------------------
 
     def delete(self, task_id):
@@ -1693,7 +1669,6 @@ class TaskStore(_Bounds):
         self._logs.pop(task_id, None)
         self._configs.pop(task_id, None)
         self._config_bytes.pop(task_id, None)
-        self._leases.pop(task_id, None)
         if entry is None:
             return
         self._bytes -= entry.size
