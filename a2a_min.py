@@ -2833,16 +2833,14 @@ class _PendingAnswer:
 # Server takes one hook, authenticate(CallContext) -> principal, which raises
 # AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
 # UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks it creates:
-# the store is read with (tenant, principal), so another's task is reported
-# exactly like one that does not exist. Secrets are compared in constant time.
+# another's task is reported exactly like one that does not exist. Secrets
+# are compared in constant time.
 #
-# Webhook addresses (section 13.2). A push config names a URL this server
-# will POST to, so a caller could aim it at what only the server can reach
-# (its loopback, the cloud's metadata address, its private network: request
-# forgery). So a webhook may reach only globally routable unicast addresses;
-# push_allow (host names and networks) is the only way around the check. A
-# literal address is checked when the config is created, a host name when a
-# delivery resolves it (section 8 of this file).
+# Webhook addresses (section 13.2). A caller could aim a webhook at what only
+# the server can reach (its loopback, the cloud's metadata address, its
+# private network: request forgery), so a webhook may reach only globally
+# routable unicast addresses, or what push_allow names. A literal address is
+# checked when the config is created, a host name at each delivery (section 8).
 
 
 class BearerAuth:
@@ -2903,13 +2901,12 @@ class MutualTlsAuth:
             "description": "a client certificate issued by the CA this agent trusts"}}}
 
     def __call__(self, call):
-        certificate = call.certificate
-        if not certificate:
+        if not call.certificate:
             raise AuthenticationRequiredError(
                 "this agent needs a client certificate (mutual TLS): connect over https with "
                 "one its CA issued (curl --cert client.pem --key client.key ...)",
                 challenge='Certificate realm="a2a"')
-        return self.principal_of(certificate)
+        return self.principal_of(call.certificate)
 
 
 # A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280
@@ -2940,9 +2937,8 @@ def certificate_principal(certificate):
     if rdns:
         return ",".join("+".join(f"{_SUBJECT_SHORT_NAMES.get(k, k)}={_rfc4514_value(v)}"
                                  for k, v in rdn) for rdn in reversed(rdns))
-    names = certificate.get("subjectAltName", ())
     for wanted in ("URI", "DNS"):
-        for kind, value in names:
+        for kind, value in certificate.get("subjectAltName", ()):
             if kind == wanted and value:
                 return f"{kind}:{value}"
     raise AuthenticationRequiredError(
@@ -2953,7 +2949,6 @@ def certificate_principal(certificate):
 
 class _Peer(str):
     """The client's address (a str), carrying its TLS connection's verified certificate."""
-
     __slots__ = ("certificate",)
 
     def __new__(cls, address, certificate):
@@ -2967,11 +2962,8 @@ def _match_secret(known, given, hint, challenge):
     every candidate is compared, whatever matches."""
     import hmac
     given = given.encode()
-    found = None
-    for secret, principal in known:
-        if hmac.compare_digest(secret, given) and given:
-            found = (principal,)
-    if found is None:
+    found = [principal for secret, principal in known if hmac.compare_digest(secret, given)]
+    if not (given and found):
         raise AuthenticationRequiredError(("missing credentials: " if not given else
                                            "invalid credentials: ") + hint, challenge=challenge)
     return found[0]
@@ -3023,9 +3015,8 @@ def _may_reach(address, networks):
 
 def _public_config(config):
     """A stored push config as the protocol shows it: without payloadVersion (0.3's)."""
-    if "payloadVersion" not in config:
-        return config
-    return {k: v for k, v in config.items() if k != "payloadVersion"}
+    return config if "payloadVersion" not in config else {
+        k: v for k, v in config.items() if k != "payloadVersion"}
 
 
 def _webhook_target(url, allow, resolve=None):
@@ -3060,13 +3051,11 @@ def _webhook_target(url, allow, resolve=None):
     if literal is None and not (host and set(host) <= _NAME_CHARS) or port == 0:
         raise InvalidParamsError(f"the webhook URL needs a host (a name or an address) and a "
                                  f"port other than 0: {url[:60]!r}", field="url")
-    names, networks = allow
-    if literal is not None:
-        addresses = [literal]
-    elif not resolve:
+    if literal is None and not resolve:
         return None                        # names are resolved when a delivery is made
-    else:
-        addresses = [ipaddress.ip_address(a) for a in resolve(host, port)]
+    names, networks = allow
+    addresses = [literal] if literal is not None else [
+        ipaddress.ip_address(a) for a in resolve(host, port)]
     for address in addresses:
         if host not in names and not _may_reach(address, networks):
             raise InvalidParamsError(
@@ -3085,41 +3074,35 @@ def _webhook_target(url, allow, resolve=None):
 # 7. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
 # =============================================================================
 #
-# Bytes in, bytes out. handle_http() takes the parts of an HTTP request
-# (method, path, query string, headers with lower-case names, body bytes)
-# and returns a Response: status, headers and a body or an iterator of byte
-# chunks (an SSE stream). Nothing here knows about sockets; every host
-# adapter (section 11 of this file) calls this one function.
+# Bytes in, bytes out. handle_http() takes an HTTP request's parts (method,
+# path, query string, headers with lower-case names, body bytes) and returns
+# a Response: status, headers and a body or a stream of SSE chunks. Nothing
+# here knows about sockets; every host adapter (section 11) calls it.
 #
 # A binding is a codec around Server.call() (section 9): it finds the
-# operation (a JSON-RPC method name, or a REST route), turns the request into
-# its params dict, and the result into bytes in its own shape, errors
-# included. Only here are answers encoded, HTTP statuses and headers chosen,
-# and the Link header to the card (RFC 8288) added. The operations never see
-# a binding, so a task looks the same through every binding (section 5.1).
+# operation (a JSON-RPC method, or a REST route), turns the request into its
+# params, and the result, errors included, into bytes in its own shape, with
+# a Link header to the card (RFC 8288). The operations never see a binding,
+# so a task looks the same through every binding (section 5.1).
 #
-# JSON-RPC (section 9): one Request object per HTTP POST; batches are not part
-# of A2A. Every answer is HTTP 200 with a JSON-RPC Response (but where HTTP
-# itself has something to say: 413, 401, 429), whose error codes come from
-# the error table; data is an array of typed details (ErrorInfo, BadRequest).
-# Streaming methods answer text/event-stream, each event's data a whole
-# JSON-RPC Response carrying one StreamResponse (section 9.4); an error
-# raised before the first event is an ordinary JSON answer. HTTP+JSON
-# (section 11) follows JSON-RPC below, on the same operations.
+# JSON-RPC (section 9): one Request object per HTTP POST (A2A has no batches).
+# Every answer is HTTP 200 with a JSON-RPC Response (but where HTTP itself has
+# something to say: 413, 401, 429); error data is an array of typed details
+# (ErrorInfo, BadRequest). A streaming method answers text/event-stream, each
+# event's data a JSON-RPC Response carrying one StreamResponse (section 9.4);
+# an error raised before the first event is an ordinary JSON answer.
 #
 # SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
-# and a blank line. A comment line ": keep-alive" is sent when nothing has
-# happened for keepalive_interval seconds, so proxies keep the stream open.
+# and a blank line; ": keep-alive" is sent after keepalive_interval seconds
+# of silence, so proxies keep the stream open.
 
 
 class Response:
     """What a binding answers: ``status`` (int), ``headers`` (list of pairs),
     ``body`` (bytes) or ``stream`` (an _SSEStream of bytes chunks, read by
-    ``for``; the adapter close()s it when the client goes away). From a host
-    on an event loop (handle_http(..., spawn=...)), an answer still being
-    worked on is ``pending`` (a _PendingAnswer); once it is done,
-    ``render(pending)`` is the real Response."""
-
+    ``for``; the adapter close()s it when the client goes away). On an event
+    loop (handle_http(..., spawn=...)), an answer still being worked on is
+    ``pending`` (a _PendingAnswer), and ``render(pending)`` is the real one."""
     __slots__ = ("status", "headers", "body", "stream", "pending", "render")
 
     def __init__(self, status, headers, body=b"", stream=None, pending=None, render=None):
@@ -3197,40 +3180,31 @@ _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000
 
 
 # Who may call. A server on 127.0.0.1 is reachable by every web page its
-# user visits: the browser is on the same machine and sends what a page asks
-# it to. Three rules keep pages of other sites out, with or without
-# authentication (Fetch standard, "CORS protocol"; RFC 9110 section 7.2):
+# user visits, through the browser. Three rules keep pages of other sites
+# out, with or without authentication (Fetch standard, "CORS protocol"; RFC
+# 9110 section 7.2), each a dict or set lookup per request (gRPC has no
+# browser surface, so none of this applies there):
 #
 # - Every POST's body is JSON (application/json, or any +json). A page may
-#   send a "simple" request (a form post, a fetch() of text or of an untyped
-#   Blob) to any origin without asking first; none can say JSON. A JSON
-#   Content-Type makes the browser ask first (an OPTIONS preflight), and the
-#   server says no to origins it was not told of. A POST with no body may
-#   carry the A2A-Version header instead (:subscribe, :cancel), which needs a
-#   preflight too. A2A-Version in the query (for EventSource, which cannot
-#   set headers) counts on GET only, or a simple POST would pass for 1.0.
+#   send a "simple" request (a form post, a fetch() of text) to any origin
+#   without asking first, but none can say JSON: that makes the browser ask
+#   first (an OPTIONS preflight), and the server refuses origins it was not
+#   told of. A POST with no body may carry the A2A-Version header instead
+#   (:subscribe, :cancel), which needs a preflight too; in the query (for
+#   EventSource, which cannot set headers) it counts on GET only.
 # - Cross-origin reading (CORS) only for the origins the user names
 #   (cors_origins, --cors-origin); the card and the API catalog are readable
 #   from anywhere ("*"), as discovery expects.
 # - The Host header names this server: localhost, its address (bound to
 #   0.0.0.0 or ::, or not saying, any IP address), public_url's host, and
 #   allowed_hosts (--allow-host); else 421. This stops DNS rebinding: a page
-#   of rebind.attacker.example, a name pointed at 127.0.0.1, is same-origin
-#   with its own name, so it may read every answer; only Host tells. An IP
-#   address in Host cannot come from rebinding, which needs a name.
-#
-# Each is a dict or set lookup per request. gRPC has no browser surface (no
-# browser speaks HTTP/2 gRPC framing), so none of this applies there.
+#   of rebind.attacker.example, a name pointed at 127.0.0.1, may read every
+#   answer; only Host tells. Rebinding needs a name, so an IP address passes.
 
 _JSON_TYPES = frozenset({"application/json", "application/a2a+json",
                          "application/json; charset=utf-8", "application/json;charset=utf-8",
                          "application/json; charset=UTF-8", "application/a2a+json; charset=utf-8"})
 
-
-def _is_json_type(ctype):
-    """Is this Content-Type (not one of _JSON_TYPES) JSON: application/json, or +json?"""
-    media = ctype.partition(";")[0].strip().lower()
-    return media == _JSON or "/" in media and media.endswith("+json")
 
 
 def _host_name(host):
@@ -3341,7 +3315,6 @@ class _Request:
     ``method``, ``path``, ``query``, ``headers`` (lower-case names), ``body``
     bytes, the ``base_url`` the client reached, the client (``peer``: its
     address and certificate) and an event-loop host's ``spawn`` hook."""
-
     __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn")
 
     def __init__(self, method, path, query, headers, body, base_url, peer, spawn):
@@ -3359,9 +3332,10 @@ def _handle_http(server, request):
         return _misdirected(server, path, headers, host)
     if method == "POST":
         ctype = headers.get("content-type", "")
-        if ctype not in _JSON_TYPES and not _is_json_type(ctype) and (
-                body or "a2a-version" not in headers):
-            return _not_json(server, path, headers, ctype)
+        if ctype not in _JSON_TYPES and (body or "a2a-version" not in headers):
+            media = ctype.partition(";")[0].strip().lower()    # any JSON: application/json, +json
+            if not (media == _JSON or "/" in media and media.endswith("+json")):
+                return _not_json(server, path, headers, ctype)
     elif method == "OPTIONS":
         return _preflight(server, path, headers)
     if server.cors_origins and "origin" in headers and _cors_allowed(server, headers["origin"]):
@@ -3415,7 +3389,7 @@ def _routed(server, request):
         return _rest_response(server, request)
     except _MethodNotAllowed as exc:
         resp = server.error_response(path, 405, UnsupportedOperationError(
-            f"{method} is not allowed on {path}; use {exc.args[0]}"))
+            f"{method} is not allowed on {path}; use {exc.args[0]}"), *exc.args[1:])
         resp.headers.append(("Allow", exc.args[0]))
         return resp
     except Exception:                          # the last line of defence: never a traceback
@@ -3424,7 +3398,8 @@ def _routed(server, request):
 
 
 class _MethodNotAllowed(Exception):
-    """The method is not one the path takes; args[0] names those it does (Allow)."""
+    """The method is not one the path takes; args: those it does (Allow), and
+    the answer's media type when it is not application/json."""
 
 
 def _logged(response, request, started):
@@ -3496,8 +3471,7 @@ def _jsonrpc_response(server, request):
                         _json_body(_jsonrpc_error(request_id, error)))
 
     try:
-        # (Its Content-Type is JSON: _handle_http saw to that, as for every POST.)
-        envelope = _parse_json_body(body)
+        envelope = _parse_json_body(body)        # (its Content-Type is JSON: _handle_http)
         if isinstance(envelope, list):
             raise InvalidRequestError(
                 "JSON-RPC batches are not supported by A2A; send one request object per HTTP POST")
@@ -3572,10 +3546,9 @@ def _last_event_id(headers, query):
     """The SSE Last-Event-ID a client resumes from (header, or query
     parameter), or None: only a plain decimal number counts."""
     last = headers.get("last-event-id") or query.get("lastEventId") or query.get("Last-Event-ID")
-    if last is not None:
-        last = last.strip()
-        if last.isascii() and last.isdigit() and len(last) < 19:      # (an int64)
-            return int(last)
+    last = (last or "").strip()
+    if last.isascii() and last.isdigit() and len(last) < 19:      # (an int64)
+        return int(last)
     return None
 
 
@@ -3706,11 +3679,8 @@ def _compile_route(pattern):
     None for a literal, then the literal or the variable's literal suffix)."""
     out = []
     for segment in pattern.strip("/").split("/"):
-        if segment.startswith("{"):
-            name, _, suffix = segment[1:].partition("}")
-            out.append((name, suffix))
-        else:
-            out.append((None, segment))
+        name, _, suffix = segment[1:].partition("}")
+        out.append((name, suffix) if segment.startswith("{") else (None, segment))
     return out
 
 
@@ -3770,8 +3740,7 @@ def _query_to_params(message_type, query):
     if not query:
         return {}
     from urllib.parse import parse_qsl
-    fields = _FIELDS[message_type]
-    params = {}
+    fields, params = _FIELDS[message_type], {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True, max_num_fields=100)
     except ValueError as exc:
@@ -3816,11 +3785,7 @@ def _rest_response(server, request):
                 f"and the agent card at {_CARD_PATH}", metadata={"path": path})
         chosen = [m for m in matches if m[0] == verb or verb == "HEAD" and m[0] == "GET"]
         if not chosen:
-            allow = ", ".join(sorted({m[0] for m in matches}))
-            resp = server.error_response(path, 405, UnsupportedOperationError(
-                f"{verb} is not allowed on {path}; use {allow}"), media)
-            resp.headers.append(("Allow", allow))
-            return resp
+            raise _MethodNotAllowed(", ".join(sorted({m[0] for m in matches})), media)
         _, method, values = chosen[0]
         if verb == "HEAD" and METHODS[method][2]:
             raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
@@ -3900,8 +3865,7 @@ def _card_response(server, headers, base_url):
             # preferredTransport...) are not proto fields, so verifiers leave them out.
             card = _companion("a2a_signing", "card_signer=").sign_card(card, server.card.signer)
         body = _json_body(card)
-        # A strong validator: it changes whenever a byte of the card does.
-        etag = '"%08x-%x"' % (binascii.crc32(body), len(body))
+        etag = '"%08x-%x"' % (binascii.crc32(body), len(body))   # strong: any byte changes it
         modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server.card.since))
         cached = server.card.cache = (key, body, etag, modified)
     _, body, etag, modified = cached
@@ -4102,7 +4066,6 @@ def _read_status(sock, deadline, limit):
 class _PushDestination:
     """A caller's deliveries to one destination, oldest first; ``failures``
     and ``paused_until`` are its circuit breaker."""
-
     __slots__ = ("jobs", "busy", "backing_off", "failures", "paused_until")
 
     def __init__(self):
@@ -4115,7 +4078,6 @@ class _PushDestination:
 
 class _PushLane:
     """One caller's deliveries, by destination, and the caller's counters."""
-
     __slots__ = ("dests", "ready", "bytes", "in_flight", "queued", "counts")
 
     def __init__(self):
@@ -4218,8 +4180,7 @@ class _PushDelivery:
             idle = next((k for k, d in lane.dests.items() if not (d.jobs or d.busy)), None)
             if idle is not None:
                 del lane.dests[idle]
-        dest = lane.dests[key] = _PushDestination()
-        return dest
+        return lane.dests.setdefault(key, _PushDestination())
 
     def _enqueue(self, caller, lane):
         """Put the caller in line if it has a delivery that may go and room in its share."""
@@ -4277,7 +4238,7 @@ class _PushDelivery:
                 _log().exception("unexpected error delivering to %s", job[0].get("url"))
                 outcome, why, status = "failed", "an unexpected error (logged)", None
             with self.ready:
-                self._settle(caller, key, job, (outcome, why, status))
+                self._settle(caller, key, job, outcome, why, status)
 
     def _next(self):
         """Wait for a turn to take or a warning to write: (caller, destination,
@@ -4314,12 +4275,11 @@ class _PushDelivery:
             self.ready.notify()                  # more turns than this thread: wake another
         return caller, key, job, warning
 
-    def _settle(self, caller, key, job, result):
+    def _settle(self, caller, key, job, outcome, why, status):
         """Count an attempt's outcome, feed the circuit breaker; put the retry
         on the timer, or the destination's next delivery in line."""
         import heapq
         config, body, attempt = job
-        outcome, why, status = result
         lane = self.lanes[caller]
         dest = lane.dests[key]
         dest.busy = False
@@ -4389,9 +4349,8 @@ class _PushDelivery:
                 why, None
         if 200 <= status < 300:
             return "delivered", "", status
-        # 3xx (redirects are never followed) and 4xx are final; 5xx may pass.
-        return ("retry" if status >= 500 else "failed"), f"{config['url'][:80]}: HTTP {status}", \
-            status
+        why = f"{config['url'][:80]}: HTTP {status}"     # 3xx (never followed), 4xx: final
+        return ("retry" if status >= 500 else "failed"), why, status
 
     def _post(self, config, target, body):
         """POST to a vetted address of ``target``: the status, within push_timeout."""
