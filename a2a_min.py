@@ -2915,10 +2915,9 @@ class MutualTlsAuth:
 # is "CN=alice\,O=Example". An empty subject (SPIFFE, much current PKI)
 # gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's
 # text can be (ssl's type names hold no ":"); neither is refused, never "".
-_SUBJECT_SHORT_NAMES = {
-    "commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
-    "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
-    "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
+_SUBJECT_SHORT_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+                        "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
+                        "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
 
 
 def _rfc4514_value(value):
@@ -2958,8 +2957,7 @@ class _Peer(str):
 
 
 def _match_secret(known, given, hint, challenge):
-    """The principal of ``given`` among ``known`` (bytes, principal) pairs;
-    every candidate is compared, whatever matches."""
+    """The principal of ``given`` among ``known`` (bytes, principal), all compared."""
     import hmac
     given = given.encode()
     found = [principal for secret, principal in known if hmac.compare_digest(secret, given)]
@@ -3119,20 +3117,19 @@ _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json", 
 # RFCs it names), as a literal: the standard library's http.HTTPStatus costs
 # a millisecond to import.
 _HTTP_REASONS = {
-    100: "Continue", 101: "Switching Protocols", 102: "Processing", 103: "Early Hints",
-    200: "OK", 201: "Created", 202: "Accepted", 203: "Non-Authoritative Information",
-    204: "No Content", 205: "Reset Content", 206: "Partial Content", 207: "Multi-Status",
-    208: "Already Reported", 226: "IM Used", 300: "Multiple Choices", 301: "Moved Permanently",
-    302: "Found", 303: "See Other", 304: "Not Modified", 305: "Use Proxy",
-    307: "Temporary Redirect", 308: "Permanent Redirect", 400: "Bad Request",
-    401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 406: "Not Acceptable", 407: "Proxy Authentication Required",
-    408: "Request Timeout", 409: "Conflict", 410: "Gone", 411: "Length Required",
-    412: "Precondition Failed", 413: "Content Too Large", 414: "URI Too Long",
-    415: "Unsupported Media Type", 416: "Range Not Satisfiable", 417: "Expectation Failed",
-    418: "I'm a Teapot", 421: "Misdirected Request", 422: "Unprocessable Content",
-    423: "Locked", 424: "Failed Dependency", 425: "Too Early", 426: "Upgrade Required",
-    428: "Precondition Required", 429: "Too Many Requests",
+    100: "Continue", 101: "Switching Protocols", 102: "Processing", 103: "Early Hints", 200: "OK",
+    201: "Created", 202: "Accepted", 203: "Non-Authoritative Information", 204: "No Content",
+    205: "Reset Content", 206: "Partial Content", 207: "Multi-Status", 208: "Already Reported",
+    226: "IM Used", 300: "Multiple Choices", 301: "Moved Permanently", 302: "Found",
+    303: "See Other", 304: "Not Modified", 305: "Use Proxy", 307: "Temporary Redirect",
+    308: "Permanent Redirect", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required",
+    403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
+    407: "Proxy Authentication Required", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
+    411: "Length Required", 412: "Precondition Failed", 413: "Content Too Large",
+    414: "URI Too Long", 415: "Unsupported Media Type", 416: "Range Not Satisfiable",
+    417: "Expectation Failed", 418: "I'm a Teapot", 421: "Misdirected Request",
+    422: "Unprocessable Content", 423: "Locked", 424: "Failed Dependency", 425: "Too Early",
+    426: "Upgrade Required", 428: "Precondition Required", 429: "Too Many Requests",
     431: "Request Header Fields Too Large", 451: "Unavailable For Legal Reasons",
     500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
     503: "Service Unavailable", 504: "Gateway Timeout", 505: "HTTP Version Not Supported",
@@ -3144,15 +3141,6 @@ def _json_body(obj):
     """Compact JSON and a newline (a shell prompt after curl starts on its own line)."""
     return _dumps(obj) + b"\n"
 
-
-def _jsonrpc_result(request_id, result):
-    """The JSON-RPC Response of a result, as a body; a task the store gave
-    with its JSON (a _StoredTask) is spliced in, not encoded again."""
-    encoded = _encoded_result(result)
-    if encoded is not None:
-        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)  # fast for ints
-        return b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n"
-    return _json_body({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 def _jsonrpc_error(request_id, error):
@@ -3244,28 +3232,6 @@ def _refused(server, path, headers, status, error):
     return server.error_response(path, status, error)
 
 
-def _misdirected(server, path, headers, host):
-    """421 for a Host this server does not answer to, with the options that
-    would name it (the defence against DNS rebinding: "Who may call")."""
-    name = _host_name(host) or host[:80]
-    return _refused(server, path, headers, 421, InvalidRequestError(
-        f"this server does not answer to the name {name!r} (the request's Host header): a "
-        "page of another site can reach a local server by a name it points at it (DNS "
-        f"rebinding). If {name!r} is how clients reach this server, say so: --allow-host "
-        f"{name} (Server(allowed_hosts=[{name!r}])), or --public-url",
-        metadata={"host": name}))
-
-
-def _not_json(server, path, headers, ctype):
-    """415 for a POST that does not say JSON: what a page of another site
-    could send without a CORS preflight ("Who may call")."""
-    return _refused(server, path, headers, 415, ContentTypeNotSupportedError(
-        (f"a POST's body must be JSON, not {ctype[:80]}" if ctype else
-         "a POST must say that its body is JSON, and this one has no Content-Type")
-        + ": send -H 'Content-Type: application/json' (or, with no body, the A2A-Version "
-        "header); a page of another site can do neither, which keeps it from calling this "
-        "server", metadata={"contentType": ctype[:80]}))
-
 
 def _preflight(server, path, headers):
     """OPTIONS (a browser's CORS preflight). The card and the catalog: any
@@ -3329,13 +3295,24 @@ def _handle_http(server, request):
     method, path, headers, body = request.method, request.path, request.headers, request.body
     host = headers.get("host")
     if host is not None and host not in server._hosts and not _answers_to(server, host):
-        return _misdirected(server, path, headers, host)
+        name = _host_name(host) or host[:80]      # 421, and the options that would name it
+        return _refused(server, path, headers, 421, InvalidRequestError(
+            f"this server does not answer to the name {name!r} (the request's Host header): a "
+            "page of another site can reach a local server by a name it points at it (DNS "
+            f"rebinding). If {name!r} is how clients reach this server, say so: --allow-host "
+            f"{name} (Server(allowed_hosts=[{name!r}])), or --public-url",
+            metadata={"host": name}))
     if method == "POST":
         ctype = headers.get("content-type", "")
         if ctype not in _JSON_TYPES and (body or "a2a-version" not in headers):
-            media = ctype.partition(";")[0].strip().lower()    # any JSON: application/json, +json
-            if not (media == _JSON or "/" in media and media.endswith("+json")):
-                return _not_json(server, path, headers, ctype)
+            media = ctype.partition(";")[0].strip().lower()  # pages send others unasked: 415
+            if not (media == _JSON or "/" in media and media.endswith("+json")):  # or any +json
+                return _refused(server, path, headers, 415, ContentTypeNotSupportedError(
+                    (f"a POST's body must be JSON, not {ctype[:80]}" if ctype else
+                     "a POST must say that its body is JSON, and this one has no Content-Type")
+                    + ": send -H 'Content-Type: application/json' (or, with no body, the "
+                    "A2A-Version header); a page of another site can do neither, which keeps "
+                    "it from calling this server", metadata={"contentType": ctype[:80]}))
     elif method == "OPTIONS":
         return _preflight(server, path, headers)
     if server.cors_origins and "origin" in headers and _cors_allowed(server, headers["origin"]):
@@ -3419,14 +3396,13 @@ def _logged(response, request, started):
 def _single_path_response(server, request):
     """Single-path mode: the card and JSON-RPC on one path, nothing else."""
     prefix, method, path = server.single_path, request.method, request.path
-    if path.rstrip("/") == prefix.rstrip("/"):
-        if method == "POST":
-            return _jsonrpc_response(server, request)
-        if method in ("GET", "HEAD"):
-            return _card_response(server, request.headers, request.base_url)
-        raise _MethodNotAllowed("GET, POST")
-    if path == prefix.rstrip("/") + _CARD_PATH and method in ("GET", "HEAD"):
+    at_prefix = path.rstrip("/") == prefix.rstrip("/")
+    if at_prefix and method == "POST":
+        return _jsonrpc_response(server, request)
+    if method in ("GET", "HEAD") and (at_prefix or path == prefix.rstrip("/") + _CARD_PATH):
         return _card_response(server, request.headers, request.base_url)
+    if at_prefix:
+        raise _MethodNotAllowed("GET, POST")
     if path == _CATALOG_PATH and method in ("GET", "HEAD"):     # if the host lets it reach us
         return _catalog_response(server, request.base_url)
     return server.error_response(prefix, 404, MethodNotFoundError(
@@ -3448,12 +3424,17 @@ def _compat(version):
 
 def _jsonrpc_response(server, request):
     """POST to the JSON-RPC endpoint."""
-    query, headers, body, request_id = request.query, request.headers, request.body, None
+    headers, body, request_id = request.headers, request.body, None
 
     def answer(result):
         if not METHODS[name][2]:
+            encoded = _encoded_result(result)    # a task the store gave with its JSON
+            if encoded is None:                  # is spliced in, not encoded again
+                return Response(200, [("Content-Type", _JSON), _LINK], _json_body(
+                    {"jsonrpc": "2.0", "id": request_id, "result": result}))
+            rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
             return Response(200, [("Content-Type", _JSON), _LINK],
-                            _jsonrpc_result(request_id, result))
+                            b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n")
         rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
         return _sse_response(result, lambda event: {
             "jsonrpc": "2.0", "id": request_id, "result": event},
@@ -3493,10 +3474,12 @@ def _jsonrpc_response(server, request):
         if not isinstance(params, dict):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
-        call = CallContext(headers, _post_query(query), base_url=request.base_url,
-                           spawn=request.spawn, peer=request.peer)
-        if call.query or "last-event-id" in headers:
-            call.last_event_id = _last_event_id(headers, call.query)
+        query = _query_params(request.query)
+        query.pop("A2A-Version", None)           # it counts on GET alone ("Who may call")
+        call = CallContext(headers, query, base_url=request.base_url, spawn=request.spawn,
+                           peer=request.peer)
+        if query or "last-event-id" in headers:
+            call.last_event_id = _last_event_id(headers, query)
         if name in METHODS:
             return _answer(server.call(name, params, call), answer, refuse)
         if name in LEGACY_METHODS and server.compat is not None:        # A2A 0.3 (a2a_v03)
@@ -3524,13 +3507,6 @@ def _error_response(server, path, status, error, media_type=None):
     return Response(status, [("Content-Type", media_type or _JSON), _LINK,
                              *_error_headers(error)], _json_body(body))
 
-
-def _post_query(query):
-    """The query parameters of a POST (or a DELETE): all but A2A-Version,
-    which counts on GET alone (see "Who may call")."""
-    params = _query_params(query)
-    params.pop("A2A-Version", None)
-    return params
 
 
 def _error_headers(error):
@@ -3767,8 +3743,7 @@ def _query_to_params(message_type, query):
 
 def _rest_response(server, request):
     """An HTTP+JSON route: match, build the request message, call, answer."""
-    verb, path, query = request.method, request.path, request.query
-    headers, body = request.headers, request.body
+    verb, path, headers, body = request.method, request.path, request.headers, request.body
     ctype = headers.get("content-type", "").split(";")[0].strip().lower()
     accept = headers.get("accept", "")
     media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
@@ -3794,7 +3769,7 @@ def _rest_response(server, request):
             if body.strip():
                 raise InvalidRequestError(
                     f"{verb} {path} takes no body; send its parameters in the query string")
-            params = _query_to_params(request_type, query)
+            params = _query_to_params(request_type, request.query)
         else:                                    # (a POST: its body is JSON, if any)
             params = _parse_json_body(body) if body.strip() else {}
             if not isinstance(params, dict):
@@ -3809,11 +3784,13 @@ def _rest_response(server, request):
                     f"{name} {given!r} in the request contradicts {value!r} in the path; "
                     "send it once, in the path", field=name)
             params[name] = value
-        call = CallContext(headers, _query_params(query) if verb in ("GET", "HEAD") else
-                           _post_query(query), base_url=request.base_url, spawn=request.spawn,
+        query = _query_params(request.query)
+        if verb not in ("GET", "HEAD"):
+            query.pop("A2A-Version", None)       # it counts on GET alone ("Who may call")
+        call = CallContext(headers, query, base_url=request.base_url, spawn=request.spawn,
                            peer=request.peer)
-        if call.query or "last-event-id" in headers:
-            call.last_event_id = _last_event_id(headers, call.query)
+        if query or "last-event-id" in headers:
+            call.last_event_id = _last_event_id(headers, query)
 
         def answer(result):
             if not METHODS[method][2]:
@@ -3952,8 +3929,7 @@ def _help_text(server, base_url):
 # Push notifications (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is
 # POSTed as a StreamResponse to every config of the task, from background
 # threads, so a slow webhook never holds a request. Connection errors and 5xx
-# answers are retried with exponential backoff and jitter; redirects are not
-# followed.
+# are retried with exponential backoff and jitter; redirects are not followed.
 #
 # Fairness. Callers choose the webhooks, and a caller may choose a tarpit (a
 # receiver that never answers, or answers a byte a second). So deliveries
@@ -3976,9 +3952,8 @@ def _help_text(server, base_url):
 # go now, never for a backoff or a paused destination.
 #
 # Deadline. An attempt (connect, TLS handshake, request, the answer's status
-# line) has push_timeout seconds in all, however slowly the receiver
-# trickles: http.client's timeout applies afresh to every read, so the POST is
-# written here on a socket, each wait getting what is left. At most
+# line) has push_timeout seconds in all, however slowly the receiver trickles
+# (http.client's timeout would apply afresh to every read). At most
 # push_max_response bytes are read to find the status; the rest never is.
 #
 # DNS rebinding. The host is resolved before each attempt and every address
@@ -4378,11 +4353,10 @@ class _PushDelivery:
         lines = [f"POST {path} HTTP/1.1", f"Host: {authority}",
                  "Content-Type: application/a2a+json", f"Content-Length: {len(body)}",
                  f"User-Agent: a2a_min/{__version__}", "Connection: close"]
-        auth = config.get("authentication")
-        if auth:
-            value = f"{auth.get('scheme', '')} {auth.get('credentials', '')}".strip()
-            if value:
-                lines.append(f"Authorization: {value}")
+        auth = config.get("authentication") or {}
+        value = f"{auth.get('scheme', '')} {auth.get('credentials', '')}".strip()
+        if value:
+            lines.append(f"Authorization: {value}")
         if config.get("token"):
             lines.append(f"X-A2A-Notification-Token: {config['token']}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
