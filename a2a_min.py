@@ -3061,8 +3061,7 @@ def _webhook_target(url, allow, resolve=None):
                 "(loopback, private, shared, link-local, multicast, reserved...); start "
                 "the server with push_allow=[...] (the demo: --push-allow) to allow it",
                 field="url")
-    # The request line takes the path as it is: escape what may not stand there.
-    path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")
+    path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")   # as the request line may hold it
     if parts.query:
         path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")
     return parts.scheme, host, port, path, [str(a) for a in dict.fromkeys(addresses)]
@@ -3142,7 +3141,6 @@ def _json_body(obj):
     return _dumps(obj) + b"\n"
 
 
-
 def _jsonrpc_error(request_id, error):
     """The JSON-RPC Response object for an error (a pure function of the error)."""
     return {"jsonrpc": "2.0", "id": request_id,
@@ -3194,7 +3192,6 @@ _JSON_TYPES = frozenset({"application/json", "application/a2a+json",
                          "application/json; charset=UTF-8", "application/a2a+json; charset=utf-8"})
 
 
-
 def _host_name(host):
     """The name in a Host header (or a host name or address on its own):
     lower case, without the port or a trailing dot; IPv6 in brackets."""
@@ -3230,7 +3227,6 @@ def _refused(server, path, headers, status, error):
     if server.compat is not None and server.compat.speaks_rest(path, headers):
         return server.compat.refusal(server, status, error)
     return server.error_response(path, status, error)
-
 
 
 def _preflight(server, path, headers):
@@ -3506,7 +3502,6 @@ def _error_response(server, path, status, error, media_type=None):
     body = _jsonrpc_error(None, error) if at_rpc else _status_error(error, status)
     return Response(status, [("Content-Type", media_type or _JSON), _LINK,
                              *_error_headers(error)], _json_body(body))
-
 
 
 def _error_headers(error):
@@ -3953,7 +3948,7 @@ def _help_text(server, base_url):
 #
 # Deadline. An attempt (connect, TLS handshake, request, the answer's status
 # line) has push_timeout seconds in all, however slowly the receiver trickles
-# (http.client's timeout would apply afresh to every read). At most
+# (http.client cannot: its timeout applies afresh to every read). At most
 # push_max_response bytes are read to find the status; the rest never is.
 #
 # DNS rebinding. The host is resolved before each attempt and every address
@@ -4107,7 +4102,6 @@ class _PushDelivery:
             threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
 
     # -- the callers' side: queue, count ------------------------------------------------
-
     def submit(self, caller, configs, event, task=None):
         """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on
         ``caller``'s lane, never blocking: what does not fit, or goes to a paused
@@ -4198,7 +4192,6 @@ class _PushDelivery:
                        for dest in lane.dests.values() if not dest.backing_off)
 
     # -- the workers' side: take turns, deliver ---------------------------------------
-
     def _work(self):
         while True:
             with self.ready:
