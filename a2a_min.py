@@ -2889,11 +2889,10 @@ class ApiKeyAuth:
 
 
 class MutualTlsAuth:
-    """Mutual TLS (MutualTlsSecurityScheme): the caller is who the client
-    certificate says, once verified against the server's client CA
-    (tls={"client_ca": ...}). ``principal(certificate)`` (getpeercert()'s dict,
-    on every binding) returns a string or raises an A2AError to refuse; by
-    default ``certificate_principal``. ``principal_of`` is its older name."""
+    """Mutual TLS (MutualTlsSecurityScheme): the caller is who the client certificate says,
+    once verified against the server's client CA (tls={"client_ca": ...}). ``principal``
+    (older name ``principal_of``) maps getpeercert()'s dict (on every binding) to a string,
+    or raises an A2AError to refuse; by default it is ``certificate_principal``."""
 
     def __init__(self, *, principal=None, principal_of=None, scheme_name="mtls"):
         self.principal_of = principal or principal_of or certificate_principal
@@ -2993,10 +2992,9 @@ def _parse_allow(entries):
 
 
 def _may_reach(address, networks):
-    """Whether webhooks may be sent to ``address``: push_allow names its
-    network, or it is a globally routable unicast address. An IPv6 address
-    that leads to IPv4 ones (IPv4-mapped, 6to4, NAT64, Teredo's server and
-    client) is judged by all of those."""
+    """Whether webhooks may be sent to ``address``: push_allow names its network, or it
+    is a globally routable unicast address. An IPv6 address that leads to IPv4 ones
+    (IPv4-mapped, 6to4, NAT64, Teredo's server and client) is judged by all of those."""
     import ipaddress
     if any(address in network for network in networks):
         return True
@@ -3057,10 +3055,9 @@ def _webhook_target(url, allow, resolve=None):
     for address in addresses:
         if host not in names and not _may_reach(address, networks):
             raise InvalidParamsError(
-                f"the webhook address {address} of {host} is not globally routable "
-                "(loopback, private, shared, link-local, multicast, reserved...); start "
-                "the server with push_allow=[...] (the demo: --push-allow) to allow it",
-                field="url")
+                f"the webhook address {address} of {host} is not globally routable (loopback, "
+                "private, shared, link-local, multicast, reserved...); start the server with "
+                "push_allow=[...] (the demo: --push-allow) to allow it", field="url")
     path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")   # as the request line may hold it
     if parts.query:
         path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")
@@ -3568,9 +3565,8 @@ class _SSEStream:
     _RETRY. Read by ``for``, or by poll() and watch() like the follower itself."""
 
     def __init__(self, events, wrap, wrap_error, splice=None):
-        self.events, self.wrap, self.wrap_error = events, wrap, wrap_error
-        self.splice, self.done = splice, False
-        self.keepalive = getattr(events, "keepalive", None)
+        self.events, self.wrap, self.wrap_error, self.splice = events, wrap, wrap_error, splice
+        self.done, self.keepalive = False, getattr(events, "keepalive", None)
 
     def __iter__(self):
         return self
@@ -3645,24 +3641,22 @@ def _status_error(error, http_status=None):
                       "message": error.message, "details": error.details()}}
 
 
-def _compile_route(pattern):
-    """'/tasks/{id}:cancel' -> [(None, 'tasks'), ('id', ':cancel')]: (variable or
-    None for a literal, then the literal or the variable's literal suffix)."""
-    out = []
-    for segment in pattern.strip("/").split("/"):
-        name, _, suffix = segment[1:].partition("}")
-        out.append((name, suffix) if segment.startswith("{") else (None, segment))
-    return out
+def _route_index():
+    """(number of segments, first segment) -> [(verb, pattern, method)] of the routes that
+    can match: every pattern starts with a literal, so a lookup leaves one or two to try.
+    '/tasks/{id}:cancel' is [(None, 'tasks'), ('id', ':cancel')]: (variable, or None for a
+    literal; then the literal, or the variable's literal suffix)."""
+    index = {}
+    for verb, route, method in ROUTES:
+        pattern = []
+        for segment in route.strip("/").split("/"):
+            name, _, suffix = segment[1:].partition("}")
+            pattern.append((name, suffix) if segment.startswith("{") else (None, segment))
+        index.setdefault((len(pattern), pattern[0][1]), []).append((verb, pattern, method))
+    return index
 
 
-# (number of segments, first segment) -> the routes that can match: every
-# pattern starts with a literal, so a lookup leaves one or two to try.
-_ROUTE_INDEX = {}
-for _verb, _pattern, _method in ROUTES:
-    _compiled = _compile_route(_pattern)
-    _ROUTE_INDEX.setdefault((len(_compiled), _compiled[0][1]), []).append(
-        (_verb, _compiled, _method))
-del _verb, _pattern, _method, _compiled
+_ROUTE_INDEX = _route_index()
 
 
 def _match_segments(pattern, segments):
@@ -4086,8 +4080,7 @@ class _PushDelivery:
     def __init__(self, server):
         import itertools
         import random
-        self.server = server
-        self.limits = server.limits
+        self.server, self.limits = server, server.limits
         self.stats = dict.fromkeys(_PUSH_TOTALS, 0)
         self.lanes = {}                   # caller -> _PushLane, least recently used first
         self.turns = deque()              # callers with a delivery that may go, in turn order
@@ -4292,9 +4285,8 @@ class _PushDelivery:
         total = {what: sum(n[what] for n in noted.values())
                  for what in ("dropped", "failed", "refused")}
         worst = sorted(noted.items(), key=lambda item: -sum(item[1][w] for w in total))[:5]
-        callers = "; ".join(
-            f"{caller!r:.80}: " + ", ".join(f"{n[w]} {w}" for w in total if n[w])
-            + f" (last: {n['last'][:160]})" for caller, n in worst)
+        callers = "; ".join(f"{caller!r:.80}: " + ", ".join(f"{n[w]} {w}" for w in total if n[w])
+                            + f" (last: {n['last'][:160]})" for caller, n in worst)
         more = f"; and {len(noted) - len(worst)} more callers" if len(noted) > len(worst) else ""
         return ("webhook deliveries since the last report: %d dropped, %d failed, %d refused; "
                 "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
@@ -4312,9 +4304,8 @@ class _PushDelivery:
         except OSError as exc:
             import ssl
             why = f"{config['url'][:80]}: {str(exc) or type(exc).__name__}"
-            # A certificate that does not verify will not verify a second later.
-            return ("failed" if isinstance(exc, ssl.SSLCertVerificationError) else "retry"), \
-                why, None
+            final = isinstance(exc, ssl.SSLCertVerificationError)   # would fail again: no retry
+            return ("failed" if final else "retry"), why, None
         if 200 <= status < 300:
             return "delivered", "", status
         why = f"{config['url'][:80]}: HTTP {status}"     # 3xx (never followed), 4xx: final
