@@ -3435,9 +3435,8 @@ def _jsonrpc_response(server, request):
             lambda event: b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + event + b"}")
 
     def refuse(error):
-        # JSON-RPC answers errors with HTTP 200, except where HTTP itself has
-        # something to say: a body too large (413), credentials needed (401),
-        # a caller over its limits (429, with Retry-After).
+        # JSON-RPC answers errors with HTTP 200, except where HTTP itself has something
+        # to say: a body too large (413), credentials needed (401), a caller over its limits (429).
         server._note(error)
         status = error.http_status if isinstance(
             error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
