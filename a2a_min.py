@@ -3951,8 +3951,7 @@ def _help_text(server, base_url):
 # elsewhere. The system resolver's timeouts are outside the deadline.
 
 
-# Delivery counters: the totals (Server.push_stats), and each caller's.
-_PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped", "paused")
+_PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped", "paused")  # push_stats
 _CALLER_COUNTS = ("queued", "sent", "failed", "refused", "retried", "dropped", "paused")
 
 
