@@ -2808,16 +2808,14 @@ class _PendingAnswer:
 # Server takes one hook, authenticate(CallContext) -> principal, which raises
 # AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
 # UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks it creates:
-# the store is read with (tenant, principal), so another's task is reported
-# exactly like one that does not exist. Secrets are compared in constant time.
+# another's task is reported exactly like one that does not exist. Secrets
+# are compared in constant time.
 #
-# Webhook addresses (section 13.2). A push config names a URL this server
-# will POST to, so a caller could aim it at what only the server can reach
-# (its loopback, the cloud's metadata address, its private network: request
-# forgery). So a webhook may reach only globally routable unicast addresses;
-# push_allow (host names and networks) is the only way around the check. A
-# literal address is checked when the config is created, a host name when a
-# delivery resolves it (section 8 of this file).
+# Webhook addresses (section 13.2). A caller could aim a webhook at what only
+# the server can reach (its loopback, the cloud's metadata address, its
+# private network: request forgery), so a webhook may reach only globally
+# routable unicast addresses, or what push_allow names. A literal address is
+# checked when the config is created, a host name at each delivery (section 8).
 
 
 class BearerAuth:
@@ -2866,11 +2864,10 @@ class ApiKeyAuth:
 
 
 class MutualTlsAuth:
-    """Mutual TLS (MutualTlsSecurityScheme): the caller is who the client
-    certificate says, once verified against the server's client CA
-    (tls={"client_ca": ...}). ``principal(certificate)`` (getpeercert()'s dict,
-    on every binding) returns a string or raises an A2AError to refuse; by
-    default ``certificate_principal``. ``principal_of`` is its older name."""
+    """Mutual TLS (MutualTlsSecurityScheme): the caller is who the client certificate says,
+    once verified against the server's client CA (tls={"client_ca": ...}). ``principal``
+    (older name ``principal_of``) maps getpeercert()'s dict (on every binding) to a string,
+    or raises an A2AError to refuse; by default it is ``certificate_principal``."""
 
     def __init__(self, *, principal=None, principal_of=None, scheme_name="mtls"):
         self.principal_of = principal or principal_of or certificate_principal
@@ -2878,13 +2875,12 @@ class MutualTlsAuth:
             "description": "a client certificate issued by the CA this agent trusts"}}}
 
     def __call__(self, call):
-        certificate = call.certificate
-        if not certificate:
+        if not call.certificate:
             raise AuthenticationRequiredError(
                 "this agent needs a client certificate (mutual TLS): connect over https with "
                 "one its CA issued (curl --cert client.pem --key client.key ...)",
                 challenge='Certificate realm="a2a"')
-        return self.principal_of(certificate)
+        return self.principal_of(call.certificate)
 
 
 # A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280
@@ -2893,10 +2889,9 @@ class MutualTlsAuth:
 # is "CN=alice\,O=Example". An empty subject (SPIFFE, much current PKI)
 # gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's
 # text can be (ssl's type names hold no ":"); neither is refused, never "".
-_SUBJECT_SHORT_NAMES = {
-    "commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
-    "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
-    "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
+_SUBJECT_SHORT_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+                        "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
+                        "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
 
 
 def _rfc4514_value(value):
@@ -2915,9 +2910,8 @@ def certificate_principal(certificate):
     if rdns:
         return ",".join("+".join(f"{_SUBJECT_SHORT_NAMES.get(k, k)}={_rfc4514_value(v)}"
                                  for k, v in rdn) for rdn in reversed(rdns))
-    names = certificate.get("subjectAltName", ())
     for wanted in ("URI", "DNS"):
-        for kind, value in names:
+        for kind, value in certificate.get("subjectAltName", ()):
             if kind == wanted and value:
                 return f"{kind}:{value}"
     raise AuthenticationRequiredError(
@@ -2928,7 +2922,6 @@ def certificate_principal(certificate):
 
 class _Peer(str):
     """The client's address (a str), carrying its TLS connection's verified certificate."""
-
     __slots__ = ("certificate",)
 
     def __new__(cls, address, certificate):
@@ -2938,15 +2931,11 @@ class _Peer(str):
 
 
 def _match_secret(known, given, hint, challenge):
-    """The principal of ``given`` among ``known`` (bytes, principal) pairs;
-    every candidate is compared, whatever matches."""
+    """The principal of ``given`` among ``known`` (bytes, principal), all compared."""
     import hmac
     given = given.encode()
-    found = None
-    for secret, principal in known:
-        if hmac.compare_digest(secret, given) and given:
-            found = (principal,)
-    if found is None:
+    found = [principal for secret, principal in known if hmac.compare_digest(secret, given)]
+    if not (given and found):
         raise AuthenticationRequiredError(("missing credentials: " if not given else
                                            "invalid credentials: ") + hint, challenge=challenge)
     return found[0]
@@ -2978,10 +2967,9 @@ def _parse_allow(entries):
 
 
 def _may_reach(address, networks):
-    """Whether webhooks may be sent to ``address``: push_allow names its
-    network, or it is a globally routable unicast address. An IPv6 address
-    that leads to IPv4 ones (IPv4-mapped, 6to4, NAT64, Teredo's server and
-    client) is judged by all of those."""
+    """Whether webhooks may be sent to ``address``: push_allow names its network, or it
+    is a globally routable unicast address. An IPv6 address that leads to IPv4 ones
+    (IPv4-mapped, 6to4, NAT64, Teredo's server and client) is judged by all of those."""
     import ipaddress
     if any(address in network for network in networks):
         return True
@@ -2998,9 +2986,8 @@ def _may_reach(address, networks):
 
 def _public_config(config):
     """A stored push config as the protocol shows it: without payloadVersion (0.3's)."""
-    if "payloadVersion" not in config:
-        return config
-    return {k: v for k, v in config.items() if k != "payloadVersion"}
+    return config if "payloadVersion" not in config else {
+        k: v for k, v in config.items() if k != "payloadVersion"}
 
 
 def _webhook_target(url, allow, resolve=None):
@@ -3035,22 +3022,18 @@ def _webhook_target(url, allow, resolve=None):
     if literal is None and not (host and set(host) <= _NAME_CHARS) or port == 0:
         raise InvalidParamsError(f"the webhook URL needs a host (a name or an address) and a "
                                  f"port other than 0: {url[:60]!r}", field="url")
-    names, networks = allow
-    if literal is not None:
-        addresses = [literal]
-    elif not resolve:
+    if literal is None and not resolve:
         return None                        # names are resolved when a delivery is made
-    else:
-        addresses = [ipaddress.ip_address(a) for a in resolve(host, port)]
+    names, networks = allow
+    addresses = [literal] if literal is not None else [
+        ipaddress.ip_address(a) for a in resolve(host, port)]
     for address in addresses:
         if host not in names and not _may_reach(address, networks):
             raise InvalidParamsError(
-                f"the webhook address {address} of {host} is not globally routable "
-                "(loopback, private, shared, link-local, multicast, reserved...); start "
-                "the server with push_allow=[...] (the demo: --push-allow) to allow it",
-                field="url")
-    # The request line takes the path as it is: escape what may not stand there.
-    path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")
+                f"the webhook address {address} of {host} is not globally routable (loopback, "
+                "private, shared, link-local, multicast, reserved...); start the server with "
+                "push_allow=[...] (the demo: --push-allow) to allow it", field="url")
+    path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")   # as the request line may hold it
     if parts.query:
         path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")
     return parts.scheme, host, port, path, [str(a) for a in dict.fromkeys(addresses)]
@@ -3060,41 +3043,35 @@ def _webhook_target(url, allow, resolve=None):
 # 7. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
 # =============================================================================
 #
-# Bytes in, bytes out. handle_http() takes the parts of an HTTP request
-# (method, path, query string, headers with lower-case names, body bytes)
-# and returns a Response: status, headers and a body or an iterator of byte
-# chunks (an SSE stream). Nothing here knows about sockets; every host
-# adapter (section 11 of this file) calls this one function.
+# Bytes in, bytes out. handle_http() takes an HTTP request's parts (method,
+# path, query string, headers with lower-case names, body bytes) and returns
+# a Response: status, headers and a body or a stream of SSE chunks. Nothing
+# here knows about sockets; every host adapter (section 11) calls it.
 #
 # A binding is a codec around Server.call() (section 9): it finds the
-# operation (a JSON-RPC method name, or a REST route), turns the request into
-# its params dict, and the result into bytes in its own shape, errors
-# included. Only here are answers encoded, HTTP statuses and headers chosen,
-# and the Link header to the card (RFC 8288) added. The operations never see
-# a binding, so a task looks the same through every binding (section 5.1).
+# operation (a JSON-RPC method, or a REST route), turns the request into its
+# params, and the result, errors included, into bytes in its own shape, with
+# a Link header to the card (RFC 8288). The operations never see a binding,
+# so a task looks the same through every binding (section 5.1).
 #
-# JSON-RPC (section 9): one Request object per HTTP POST; batches are not part
-# of A2A. Every answer is HTTP 200 with a JSON-RPC Response (but where HTTP
-# itself has something to say: 413, 401, 429), whose error codes come from
-# the error table; data is an array of typed details (ErrorInfo, BadRequest).
-# Streaming methods answer text/event-stream, each event's data a whole
-# JSON-RPC Response carrying one StreamResponse (section 9.4); an error
-# raised before the first event is an ordinary JSON answer. HTTP+JSON
-# (section 11) follows JSON-RPC below, on the same operations.
+# JSON-RPC (section 9): one Request object per HTTP POST (A2A has no batches).
+# Every answer is HTTP 200 with a JSON-RPC Response (but where HTTP itself has
+# something to say: 413, 401, 429); error data is an array of typed details
+# (ErrorInfo, BadRequest). A streaming method answers text/event-stream, each
+# event's data a JSON-RPC Response carrying one StreamResponse (section 9.4);
+# an error raised before the first event is an ordinary JSON answer.
 #
 # SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
-# and a blank line. A comment line ": keep-alive" is sent when nothing has
-# happened for keepalive_interval seconds, so proxies keep the stream open.
+# and a blank line; ": keep-alive" is sent after keepalive_interval seconds
+# of silence, so proxies keep the stream open.
 
 
 class Response:
     """What a binding answers: ``status`` (int), ``headers`` (list of pairs),
     ``body`` (bytes) or ``stream`` (an _SSEStream of bytes chunks, read by
-    ``for``; the adapter close()s it when the client goes away). From a host
-    on an event loop (handle_http(..., spawn=...)), an answer still being
-    worked on is ``pending`` (a _PendingAnswer); once it is done,
-    ``render(pending)`` is the real Response."""
-
+    ``for``; the adapter close()s it when the client goes away). On an event
+    loop (handle_http(..., spawn=...)), an answer still being worked on is
+    ``pending`` (a _PendingAnswer), and ``render(pending)`` is the real one."""
     __slots__ = ("status", "headers", "body", "stream", "pending", "render")
 
     def __init__(self, status, headers, body=b"", stream=None, pending=None, render=None):
@@ -3111,20 +3088,19 @@ _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json", 
 # RFCs it names), as a literal: the standard library's http.HTTPStatus costs
 # a millisecond to import.
 _HTTP_REASONS = {
-    100: "Continue", 101: "Switching Protocols", 102: "Processing", 103: "Early Hints",
-    200: "OK", 201: "Created", 202: "Accepted", 203: "Non-Authoritative Information",
-    204: "No Content", 205: "Reset Content", 206: "Partial Content", 207: "Multi-Status",
-    208: "Already Reported", 226: "IM Used", 300: "Multiple Choices", 301: "Moved Permanently",
-    302: "Found", 303: "See Other", 304: "Not Modified", 305: "Use Proxy",
-    307: "Temporary Redirect", 308: "Permanent Redirect", 400: "Bad Request",
-    401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 406: "Not Acceptable", 407: "Proxy Authentication Required",
-    408: "Request Timeout", 409: "Conflict", 410: "Gone", 411: "Length Required",
-    412: "Precondition Failed", 413: "Content Too Large", 414: "URI Too Long",
-    415: "Unsupported Media Type", 416: "Range Not Satisfiable", 417: "Expectation Failed",
-    418: "I'm a Teapot", 421: "Misdirected Request", 422: "Unprocessable Content",
-    423: "Locked", 424: "Failed Dependency", 425: "Too Early", 426: "Upgrade Required",
-    428: "Precondition Required", 429: "Too Many Requests",
+    100: "Continue", 101: "Switching Protocols", 102: "Processing", 103: "Early Hints", 200: "OK",
+    201: "Created", 202: "Accepted", 203: "Non-Authoritative Information", 204: "No Content",
+    205: "Reset Content", 206: "Partial Content", 207: "Multi-Status", 208: "Already Reported",
+    226: "IM Used", 300: "Multiple Choices", 301: "Moved Permanently", 302: "Found",
+    303: "See Other", 304: "Not Modified", 305: "Use Proxy", 307: "Temporary Redirect",
+    308: "Permanent Redirect", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required",
+    403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
+    407: "Proxy Authentication Required", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
+    411: "Length Required", 412: "Precondition Failed", 413: "Content Too Large",
+    414: "URI Too Long", 415: "Unsupported Media Type", 416: "Range Not Satisfiable",
+    417: "Expectation Failed", 418: "I'm a Teapot", 421: "Misdirected Request",
+    422: "Unprocessable Content", 423: "Locked", 424: "Failed Dependency", 425: "Too Early",
+    426: "Upgrade Required", 428: "Precondition Required", 429: "Too Many Requests",
     431: "Request Header Fields Too Large", 451: "Unavailable For Legal Reasons",
     500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
     503: "Service Unavailable", 504: "Gateway Timeout", 505: "HTTP Version Not Supported",
@@ -3135,16 +3111,6 @@ _HTTP_REASONS = {
 def _json_body(obj):
     """Compact JSON and a newline (a shell prompt after curl starts on its own line)."""
     return _dumps(obj) + b"\n"
-
-
-def _jsonrpc_result(request_id, result):
-    """The JSON-RPC Response of a result, as a body; a task the store gave
-    with its JSON (a _StoredTask) is spliced in, not encoded again."""
-    encoded = _encoded_result(result)
-    if encoded is not None:
-        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)  # fast for ints
-        return b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n"
-    return _json_body({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 def _jsonrpc_error(request_id, error):
@@ -3172,40 +3138,30 @@ _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000
 
 
 # Who may call. A server on 127.0.0.1 is reachable by every web page its
-# user visits: the browser is on the same machine and sends what a page asks
-# it to. Three rules keep pages of other sites out, with or without
-# authentication (Fetch standard, "CORS protocol"; RFC 9110 section 7.2):
+# user visits, through the browser. Three rules keep pages of other sites
+# out, with or without authentication (Fetch standard, "CORS protocol"; RFC
+# 9110 section 7.2), each a dict or set lookup per request (gRPC has no
+# browser surface, so none of this applies there):
 #
 # - Every POST's body is JSON (application/json, or any +json). A page may
-#   send a "simple" request (a form post, a fetch() of text or of an untyped
-#   Blob) to any origin without asking first; none can say JSON. A JSON
-#   Content-Type makes the browser ask first (an OPTIONS preflight), and the
-#   server says no to origins it was not told of. A POST with no body may
-#   carry the A2A-Version header instead (:subscribe, :cancel), which needs a
-#   preflight too. A2A-Version in the query (for EventSource, which cannot
-#   set headers) counts on GET only, or a simple POST would pass for 1.0.
+#   send a "simple" request (a form post, a fetch() of text) to any origin
+#   without asking first, but none can say JSON: that makes the browser ask
+#   first (an OPTIONS preflight), and the server refuses origins it was not
+#   told of. A POST with no body may carry the A2A-Version header instead
+#   (:subscribe, :cancel), which needs a preflight too; in the query (for
+#   EventSource, which cannot set headers) it counts on GET only.
 # - Cross-origin reading (CORS) only for the origins the user names
 #   (cors_origins, --cors-origin); the card and the API catalog are readable
 #   from anywhere ("*"), as discovery expects.
 # - The Host header names this server: localhost, its address (bound to
 #   0.0.0.0 or ::, or not saying, any IP address), public_url's host, and
 #   allowed_hosts (--allow-host); else 421. This stops DNS rebinding: a page
-#   of rebind.attacker.example, a name pointed at 127.0.0.1, is same-origin
-#   with its own name, so it may read every answer; only Host tells. An IP
-#   address in Host cannot come from rebinding, which needs a name.
-#
-# Each is a dict or set lookup per request. gRPC has no browser surface (no
-# browser speaks HTTP/2 gRPC framing), so none of this applies there.
+#   of rebind.attacker.example, a name pointed at 127.0.0.1, may read every
+#   answer; only Host tells. Rebinding needs a name, so an IP address passes.
 
 _JSON_TYPES = frozenset({"application/json", "application/a2a+json",
                          "application/json; charset=utf-8", "application/json;charset=utf-8",
                          "application/json; charset=UTF-8", "application/a2a+json; charset=utf-8"})
-
-
-def _is_json_type(ctype):
-    """Is this Content-Type (not one of _JSON_TYPES) JSON: application/json, or +json?"""
-    media = ctype.partition(";")[0].strip().lower()
-    return media == _JSON or "/" in media and media.endswith("+json")
 
 
 def _host_name(host):
@@ -3243,29 +3199,6 @@ def _refused(server, path, headers, status, error):
     if server.compat is not None and server.compat.speaks_rest(path, headers):
         return server.compat.refusal(server, status, error)
     return server.error_response(path, status, error)
-
-
-def _misdirected(server, path, headers, host):
-    """421 for a Host this server does not answer to, with the options that
-    would name it (the defence against DNS rebinding: "Who may call")."""
-    name = _host_name(host) or host[:80]
-    return _refused(server, path, headers, 421, InvalidRequestError(
-        f"this server does not answer to the name {name!r} (the request's Host header): a "
-        "page of another site can reach a local server by a name it points at it (DNS "
-        f"rebinding). If {name!r} is how clients reach this server, say so: --allow-host "
-        f"{name} (Server(allowed_hosts=[{name!r}])), or --public-url",
-        metadata={"host": name}))
-
-
-def _not_json(server, path, headers, ctype):
-    """415 for a POST that does not say JSON: what a page of another site
-    could send without a CORS preflight ("Who may call")."""
-    return _refused(server, path, headers, 415, ContentTypeNotSupportedError(
-        (f"a POST's body must be JSON, not {ctype[:80]}" if ctype else
-         "a POST must say that its body is JSON, and this one has no Content-Type")
-        + ": send -H 'Content-Type: application/json' (or, with no body, the A2A-Version "
-        "header); a page of another site can do neither, which keeps it from calling this "
-        "server", metadata={"contentType": ctype[:80]}))
 
 
 def _preflight(server, path, headers):
@@ -3316,7 +3249,6 @@ class _Request:
     ``method``, ``path``, ``query``, ``headers`` (lower-case names), ``body``
     bytes, the ``base_url`` the client reached, the client (``peer``: its
     address and certificate) and an event-loop host's ``spawn`` hook."""
-
     __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn")
 
     def __init__(self, method, path, query, headers, body, base_url, peer, spawn):
@@ -3331,12 +3263,24 @@ def _handle_http(server, request):
     method, path, headers, body = request.method, request.path, request.headers, request.body
     host = headers.get("host")
     if host is not None and host not in server._hosts and not _answers_to(server, host):
-        return _misdirected(server, path, headers, host)
+        name = _host_name(host) or host[:80]      # 421, and the options that would name it
+        return _refused(server, path, headers, 421, InvalidRequestError(
+            f"this server does not answer to the name {name!r} (the request's Host header): a "
+            "page of another site can reach a local server by a name it points at it (DNS "
+            f"rebinding). If {name!r} is how clients reach this server, say so: --allow-host "
+            f"{name} (Server(allowed_hosts=[{name!r}])), or --public-url",
+            metadata={"host": name}))
     if method == "POST":
         ctype = headers.get("content-type", "")
-        if ctype not in _JSON_TYPES and not _is_json_type(ctype) and (
-                body or "a2a-version" not in headers):
-            return _not_json(server, path, headers, ctype)
+        if ctype not in _JSON_TYPES and (body or "a2a-version" not in headers):
+            media = ctype.partition(";")[0].strip().lower()  # pages send others unasked: 415
+            if not (media == _JSON or "/" in media and media.endswith("+json")):  # or any +json
+                return _refused(server, path, headers, 415, ContentTypeNotSupportedError(
+                    (f"a POST's body must be JSON, not {ctype[:80]}" if ctype else
+                     "a POST must say that its body is JSON, and this one has no Content-Type")
+                    + ": send -H 'Content-Type: application/json' (or, with no body, the "
+                    "A2A-Version header); a page of another site can do neither, which keeps "
+                    "it from calling this server", metadata={"contentType": ctype[:80]}))
     elif method == "OPTIONS":
         return _preflight(server, path, headers)
     if server.cors_origins and "origin" in headers and _cors_allowed(server, headers["origin"]):
@@ -3390,7 +3334,7 @@ def _routed(server, request):
         return _rest_response(server, request)
     except _MethodNotAllowed as exc:
         resp = server.error_response(path, 405, UnsupportedOperationError(
-            f"{method} is not allowed on {path}; use {exc.args[0]}"))
+            f"{method} is not allowed on {path}; use {exc.args[0]}"), *exc.args[1:])
         resp.headers.append(("Allow", exc.args[0]))
         return resp
     except Exception:                          # the last line of defence: never a traceback
@@ -3399,7 +3343,8 @@ def _routed(server, request):
 
 
 class _MethodNotAllowed(Exception):
-    """The method is not one the path takes; args[0] names those it does (Allow)."""
+    """The method is not one the path takes; args: those it does (Allow), and
+    the answer's media type when it is not application/json."""
 
 
 def _logged(response, request, started):
@@ -3419,14 +3364,13 @@ def _logged(response, request, started):
 def _single_path_response(server, request):
     """Single-path mode: the card and JSON-RPC on one path, nothing else."""
     prefix, method, path = server.single_path, request.method, request.path
-    if path.rstrip("/") == prefix.rstrip("/"):
-        if method == "POST":
-            return _jsonrpc_response(server, request)
-        if method in ("GET", "HEAD"):
-            return _card_response(server, request.headers, request.base_url)
-        raise _MethodNotAllowed("GET, POST")
-    if path == prefix.rstrip("/") + _CARD_PATH and method in ("GET", "HEAD"):
+    at_prefix = path.rstrip("/") == prefix.rstrip("/")
+    if at_prefix and method == "POST":
+        return _jsonrpc_response(server, request)
+    if method in ("GET", "HEAD") and (at_prefix or path == prefix.rstrip("/") + _CARD_PATH):
         return _card_response(server, request.headers, request.base_url)
+    if at_prefix:
+        raise _MethodNotAllowed("GET, POST")
     if path == _CATALOG_PATH and method in ("GET", "HEAD"):     # if the host lets it reach us
         return _catalog_response(server, request.base_url)
     return server.error_response(prefix, 404, MethodNotFoundError(
@@ -3448,12 +3392,17 @@ def _compat(version):
 
 def _jsonrpc_response(server, request):
     """POST to the JSON-RPC endpoint."""
-    query, headers, body, request_id = request.query, request.headers, request.body, None
+    headers, body, request_id = request.headers, request.body, None
 
     def answer(result):
         if not METHODS[name][2]:
+            encoded = _encoded_result(result)    # a task the store gave with its JSON
+            if encoded is None:                  # is spliced in, not encoded again
+                return Response(200, [("Content-Type", _JSON), _LINK], _json_body(
+                    {"jsonrpc": "2.0", "id": request_id, "result": result}))
+            rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
             return Response(200, [("Content-Type", _JSON), _LINK],
-                            _jsonrpc_result(request_id, result))
+                            b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n")
         rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
         return _sse_response(result, lambda event: {
             "jsonrpc": "2.0", "id": request_id, "result": event},
@@ -3461,9 +3410,8 @@ def _jsonrpc_response(server, request):
             lambda event: b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + event + b"}")
 
     def refuse(error):
-        # JSON-RPC answers errors with HTTP 200, except where HTTP itself has
-        # something to say: a body too large (413), credentials needed (401),
-        # a caller over its limits (429, with Retry-After).
+        # JSON-RPC answers errors with HTTP 200, except where HTTP itself has something
+        # to say: a body too large (413), credentials needed (401), a caller over its limits (429).
         server._note(error)
         status = error.http_status if isinstance(
             error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
@@ -3471,8 +3419,7 @@ def _jsonrpc_response(server, request):
                         _json_body(_jsonrpc_error(request_id, error)))
 
     try:
-        # (Its Content-Type is JSON: _handle_http saw to that, as for every POST.)
-        envelope = _parse_json_body(body)
+        envelope = _parse_json_body(body)        # (its Content-Type is JSON: _handle_http)
         if isinstance(envelope, list):
             raise InvalidRequestError(
                 "JSON-RPC batches are not supported by A2A; send one request object per HTTP POST")
@@ -3494,10 +3441,12 @@ def _jsonrpc_response(server, request):
         if not isinstance(params, dict):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
-        call = CallContext(headers, _post_query(query), base_url=request.base_url,
-                           spawn=request.spawn, peer=request.peer)
-        if call.query or "last-event-id" in headers:
-            call.last_event_id = _last_event_id(headers, call.query)
+        query = _query_params(request.query)
+        query.pop("A2A-Version", None)           # it counts on GET alone ("Who may call")
+        call = CallContext(headers, query, base_url=request.base_url, spawn=request.spawn,
+                           peer=request.peer)
+        if query or "last-event-id" in headers:
+            call.last_event_id = _last_event_id(headers, query)
         if name in METHODS:
             return _answer(server.call(name, params, call), answer, refuse)
         if name in LEGACY_METHODS and server.compat is not None:        # A2A 0.3 (a2a_v03)
@@ -3526,14 +3475,6 @@ def _error_response(server, path, status, error, media_type=None):
                              *_error_headers(error)], _json_body(body))
 
 
-def _post_query(query):
-    """The query parameters of a POST (or a DELETE): all but A2A-Version,
-    which counts on GET alone (see "Who may call")."""
-    params = _query_params(query)
-    params.pop("A2A-Version", None)
-    return params
-
-
 def _error_headers(error):
     """The HTTP headers an error brings: a challenge (401), when to retry (429, 503)."""
     if isinstance(error, AuthenticationRequiredError):
@@ -3547,10 +3488,9 @@ def _last_event_id(headers, query):
     """The SSE Last-Event-ID a client resumes from (header, or query
     parameter), or None: only a plain decimal number counts."""
     last = headers.get("last-event-id") or query.get("lastEventId") or query.get("Last-Event-ID")
-    if last is not None:
-        last = last.strip()
-        if last.isascii() and last.isdigit() and len(last) < 19:      # (an int64)
-            return int(last)
+    last = (last or "").strip()
+    if last.isascii() and last.isdigit() and len(last) < 19:      # (an int64)
+        return int(last)
     return None
 
 
@@ -3599,9 +3539,8 @@ class _SSEStream:
     _RETRY. Read by ``for``, or by poll() and watch() like the follower itself."""
 
     def __init__(self, events, wrap, wrap_error, splice=None):
-        self.events, self.wrap, self.wrap_error = events, wrap, wrap_error
-        self.splice, self.done = splice, False
-        self.keepalive = getattr(events, "keepalive", None)
+        self.events, self.wrap, self.wrap_error, self.splice = events, wrap, wrap_error, splice
+        self.done, self.keepalive = False, getattr(events, "keepalive", None)
 
     def __iter__(self):
         return self
@@ -3676,27 +3615,22 @@ def _status_error(error, http_status=None):
                       "message": error.message, "details": error.details()}}
 
 
-def _compile_route(pattern):
-    """'/tasks/{id}:cancel' -> [(None, 'tasks'), ('id', ':cancel')]: (variable or
-    None for a literal, then the literal or the variable's literal suffix)."""
-    out = []
-    for segment in pattern.strip("/").split("/"):
-        if segment.startswith("{"):
+def _route_index():
+    """(number of segments, first segment) -> [(verb, pattern, method)] of the routes that
+    can match: every pattern starts with a literal, so a lookup leaves one or two to try.
+    '/tasks/{id}:cancel' is [(None, 'tasks'), ('id', ':cancel')]: (variable, or None for a
+    literal; then the literal, or the variable's literal suffix)."""
+    index = {}
+    for verb, route, method in ROUTES:
+        pattern = []
+        for segment in route.strip("/").split("/"):
             name, _, suffix = segment[1:].partition("}")
-            out.append((name, suffix))
-        else:
-            out.append((None, segment))
-    return out
+            pattern.append((name, suffix) if segment.startswith("{") else (None, segment))
+        index.setdefault((len(pattern), pattern[0][1]), []).append((verb, pattern, method))
+    return index
 
 
-# (number of segments, first segment) -> the routes that can match: every
-# pattern starts with a literal, so a lookup leaves one or two to try.
-_ROUTE_INDEX = {}
-for _verb, _pattern, _method in ROUTES:
-    _compiled = _compile_route(_pattern)
-    _ROUTE_INDEX.setdefault((len(_compiled), _compiled[0][1]), []).append(
-        (_verb, _compiled, _method))
-del _verb, _pattern, _method, _compiled
+_ROUTE_INDEX = _route_index()
 
 
 def _match_segments(pattern, segments):
@@ -3745,8 +3679,7 @@ def _query_to_params(message_type, query):
     if not query:
         return {}
     from urllib.parse import parse_qsl
-    fields = _FIELDS[message_type]
-    params = {}
+    fields, params = _FIELDS[message_type], {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True, max_num_fields=100)
     except ValueError as exc:
@@ -3773,8 +3706,7 @@ def _query_to_params(message_type, query):
 
 def _rest_response(server, request):
     """An HTTP+JSON route: match, build the request message, call, answer."""
-    verb, path, query = request.method, request.path, request.query
-    headers, body = request.headers, request.body
+    verb, path, headers, body = request.method, request.path, request.headers, request.body
     ctype = headers.get("content-type", "").split(";")[0].strip().lower()
     accept = headers.get("accept", "")
     media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
@@ -3791,11 +3723,7 @@ def _rest_response(server, request):
                 f"and the agent card at {_CARD_PATH}", metadata={"path": path})
         chosen = [m for m in matches if m[0] == verb or verb == "HEAD" and m[0] == "GET"]
         if not chosen:
-            allow = ", ".join(sorted({m[0] for m in matches}))
-            resp = server.error_response(path, 405, UnsupportedOperationError(
-                f"{verb} is not allowed on {path}; use {allow}"), media)
-            resp.headers.append(("Allow", allow))
-            return resp
+            raise _MethodNotAllowed(", ".join(sorted({m[0] for m in matches})), media)
         _, method, values = chosen[0]
         if verb == "HEAD" and METHODS[method][2]:
             raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
@@ -3804,7 +3732,7 @@ def _rest_response(server, request):
             if body.strip():
                 raise InvalidRequestError(
                     f"{verb} {path} takes no body; send its parameters in the query string")
-            params = _query_to_params(request_type, query)
+            params = _query_to_params(request_type, request.query)
         else:                                    # (a POST: its body is JSON, if any)
             params = _parse_json_body(body) if body.strip() else {}
             if not isinstance(params, dict):
@@ -3819,11 +3747,13 @@ def _rest_response(server, request):
                     f"{name} {given!r} in the request contradicts {value!r} in the path; "
                     "send it once, in the path", field=name)
             params[name] = value
-        call = CallContext(headers, _query_params(query) if verb in ("GET", "HEAD") else
-                           _post_query(query), base_url=request.base_url, spawn=request.spawn,
+        query = _query_params(request.query)
+        if verb not in ("GET", "HEAD"):
+            query.pop("A2A-Version", None)       # it counts on GET alone ("Who may call")
+        call = CallContext(headers, query, base_url=request.base_url, spawn=request.spawn,
                            peer=request.peer)
-        if call.query or "last-event-id" in headers:
-            call.last_event_id = _last_event_id(headers, call.query)
+        if query or "last-event-id" in headers:
+            call.last_event_id = _last_event_id(headers, query)
 
         def answer(result):
             if not METHODS[method][2]:
@@ -3875,8 +3805,7 @@ def _card_response(server, headers, base_url):
             # preferredTransport...) are not proto fields, so verifiers leave them out.
             card = _companion("a2a_signing", "card_signer=").sign_card(card, server.card.signer)
         body = _json_body(card)
-        # A strong validator: it changes whenever a byte of the card does.
-        etag = '"%08x-%x"' % (binascii.crc32(body), len(body))
+        etag = '"%08x-%x"' % (binascii.crc32(body), len(body))   # strong: any byte changes it
         modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server.card.since))
         cached = server.card.cache = (key, body, etag, modified)
     _, body, etag, modified = cached
@@ -3963,8 +3892,7 @@ def _help_text(server, base_url):
 # Push notifications (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is
 # POSTed as a StreamResponse to every config of the task, from background
 # threads, so a slow webhook never holds a request. Connection errors and 5xx
-# answers are retried with exponential backoff and jitter; redirects are not
-# followed.
+# are retried with exponential backoff and jitter; redirects are not followed.
 #
 # Fairness. Callers choose the webhooks, and a caller may choose a tarpit (a
 # receiver that never answers, or answers a byte a second). So deliveries
@@ -3987,9 +3915,8 @@ def _help_text(server, base_url):
 # go now, never for a backoff or a paused destination.
 #
 # Deadline. An attempt (connect, TLS handshake, request, the answer's status
-# line) has push_timeout seconds in all, however slowly the receiver
-# trickles: http.client's timeout applies afresh to every read, so the POST is
-# written here on a socket, each wait getting what is left. At most
+# line) has push_timeout seconds in all, however slowly the receiver trickles
+# (http.client cannot: its timeout applies afresh to every read). At most
 # push_max_response bytes are read to find the status; the rest never is.
 #
 # DNS rebinding. The host is resolved before each attempt and every address
@@ -3999,8 +3926,7 @@ def _help_text(server, base_url):
 # elsewhere. The system resolver's timeouts are outside the deadline.
 
 
-# Delivery counters: the totals (Server.push_stats), and each caller's.
-_PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped", "paused")
+_PUSH_TOTALS = ("delivered", "failed", "retried", "refused", "dropped", "paused")  # push_stats
 _CALLER_COUNTS = ("queued", "sent", "failed", "refused", "retried", "dropped", "paused")
 
 
@@ -4077,7 +4003,6 @@ def _read_status(sock, deadline, limit):
 class _PushDestination:
     """A caller's deliveries to one destination, oldest first; ``failures``
     and ``paused_until`` are its circuit breaker."""
-
     __slots__ = ("jobs", "busy", "backing_off", "failures", "paused_until")
 
     def __init__(self):
@@ -4090,7 +4015,6 @@ class _PushDestination:
 
 class _PushLane:
     """One caller's deliveries, by destination, and the caller's counters."""
-
     __slots__ = ("dests", "ready", "bytes", "in_flight", "queued", "counts")
 
     def __init__(self):
@@ -4129,8 +4053,7 @@ class _PushDelivery:
     def __init__(self, server):
         import itertools
         import random
-        self.server = server
-        self.limits = server.limits
+        self.server, self.limits = server, server.limits
         self.stats = dict.fromkeys(_PUSH_TOTALS, 0)
         self.lanes = {}                   # caller -> _PushLane, least recently used first
         self.turns = deque()              # callers with a delivery that may go, in turn order
@@ -4145,7 +4068,6 @@ class _PushDelivery:
             threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
 
     # -- the callers' side: queue, count ------------------------------------------------
-
     def submit(self, caller, configs, event, task=None):
         """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on
         ``caller``'s lane, never blocking: what does not fit, or goes to a paused
@@ -4193,8 +4115,7 @@ class _PushDelivery:
             idle = next((k for k, d in lane.dests.items() if not (d.jobs or d.busy)), None)
             if idle is not None:
                 del lane.dests[idle]
-        dest = lane.dests[key] = _PushDestination()
-        return dest
+        return lane.dests.setdefault(key, _PushDestination())
 
     def _enqueue(self, caller, lane):
         """Put the caller in line if it has a delivery that may go and room in its share."""
@@ -4237,7 +4158,6 @@ class _PushDelivery:
                        for dest in lane.dests.values() if not dest.backing_off)
 
     # -- the workers' side: take turns, deliver ---------------------------------------
-
     def _work(self):
         while True:
             with self.ready:
@@ -4252,7 +4172,7 @@ class _PushDelivery:
                 _log().exception("unexpected error delivering to %s", job[0].get("url"))
                 outcome, why, status = "failed", "an unexpected error (logged)", None
             with self.ready:
-                self._settle(caller, key, job, (outcome, why, status))
+                self._settle(caller, key, job, outcome, why, status)
 
     def _next(self):
         """Wait for a turn to take or a warning to write: (caller, destination,
@@ -4289,12 +4209,11 @@ class _PushDelivery:
             self.ready.notify()                  # more turns than this thread: wake another
         return caller, key, job, warning
 
-    def _settle(self, caller, key, job, result):
+    def _settle(self, caller, key, job, outcome, why, status):
         """Count an attempt's outcome, feed the circuit breaker; put the retry
         on the timer, or the destination's next delivery in line."""
         import heapq
         config, body, attempt = job
-        outcome, why, status = result
         lane = self.lanes[caller]
         dest = lane.dests[key]
         dest.busy = False
@@ -4339,9 +4258,8 @@ class _PushDelivery:
         total = {what: sum(n[what] for n in noted.values())
                  for what in ("dropped", "failed", "refused")}
         worst = sorted(noted.items(), key=lambda item: -sum(item[1][w] for w in total))[:5]
-        callers = "; ".join(
-            f"{caller!r:.80}: " + ", ".join(f"{n[w]} {w}" for w in total if n[w])
-            + f" (last: {n['last'][:160]})" for caller, n in worst)
+        callers = "; ".join(f"{caller!r:.80}: " + ", ".join(f"{n[w]} {w}" for w in total if n[w])
+                            + f" (last: {n['last'][:160]})" for caller, n in worst)
         more = f"; and {len(noted) - len(worst)} more callers" if len(noted) > len(worst) else ""
         return ("webhook deliveries since the last report: %d dropped, %d failed, %d refused; "
                 "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
@@ -4359,14 +4277,12 @@ class _PushDelivery:
         except OSError as exc:
             import ssl
             why = f"{config['url'][:80]}: {str(exc) or type(exc).__name__}"
-            # A certificate that does not verify will not verify a second later.
-            return ("failed" if isinstance(exc, ssl.SSLCertVerificationError) else "retry"), \
-                why, None
+            final = isinstance(exc, ssl.SSLCertVerificationError)   # would fail again: no retry
+            return ("failed" if final else "retry"), why, None
         if 200 <= status < 300:
             return "delivered", "", status
-        # 3xx (redirects are never followed) and 4xx are final; 5xx may pass.
-        return ("retry" if status >= 500 else "failed"), f"{config['url'][:80]}: HTTP {status}", \
-            status
+        why = f"{config['url'][:80]}: HTTP {status}"     # 3xx (never followed), 4xx: final
+        return ("retry" if status >= 500 else "failed"), why, status
 
     def _post(self, config, target, body):
         """POST to a vetted address of ``target``: the status, within push_timeout."""
@@ -4394,11 +4310,10 @@ class _PushDelivery:
         lines = [f"POST {path} HTTP/1.1", f"Host: {authority}",
                  "Content-Type: application/a2a+json", f"Content-Length: {len(body)}",
                  f"User-Agent: a2a_min/{__version__}", "Connection: close"]
-        auth = config.get("authentication")
-        if auth:
-            value = f"{auth.get('scheme', '')} {auth.get('credentials', '')}".strip()
-            if value:
-                lines.append(f"Authorization: {value}")
+        auth = config.get("authentication") or {}
+        value = f"{auth.get('scheme', '')} {auth.get('credentials', '')}".strip()
+        if value:
+            lines.append(f"Authorization: {value}")
         if config.get("token"):
             lines.append(f"X-A2A-Notification-Token: {config['token']}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
