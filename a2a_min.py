@@ -28,30 +28,17 @@ Protocol: A2A 1.0 (specification v1.0.1, package ``lf.a2a.v1``); section numbers
 in the comments are that specification's. Each section uses only what came before
 it (but for the hosts' hooks). The protocol is synchronous and free of sockets and
 event loops, but for the webhooks it sends; the last three sections meet the world:
+1. tables; 2. errors; 3. the data model (ProtoJSON dictionaries, and _apply, the one
+function that changes a task); 4. the task store; 5. agent execution; 6. authentication
+and the webhook address guard; 7. bindings (JSON-RPC, HTTP+JSON, SSE, the agent card);
+8. webhook delivery; 9. the eleven operations, on the Server; 10. running on an event
+loop; 11. adapters (HTTP/1.1 servers, WSGI, ASGI, AWS Lambda); 12. the demo.
 
-1. tables: operations, routes, task states and their transitions, limits;
-2. errors: one class per protocol error, knowing its code in every binding;
-3. the data model: ProtoJSON dictionaries checked against a table of the proto,
-   and _apply, the one function that changes a task;
-4. the task store: where tasks live, bounded, behind a small interface;
-5. agent execution: how your function becomes task updates and stream events;
-6. authentication, and which webhook addresses are allowed;
-7. bindings: JSON-RPC, HTTP+JSON, SSE and the agent card (and the RFC 9727 API
-   catalog), bytes in and bytes out;
-8. webhook delivery: push notifications, sent from background threads;
-9. operations: the eleven A2A operations, free of any binding, on the Server;
-10. running on an event loop: the core's hooks, turned into asyncio;
-11. adapters: threaded or asyncio HTTP/1.1 servers, WSGI, ASGI, AWS Lambda;
-12. the command line demo.
-
-The rule: this file alone answers every A2A 1.0 request in one process, with the
-bounded in-memory store, on every bundled host: all eleven operations on JSON-RPC
-and HTTP+JSON, SSE with Last-Event-ID, the card (ETag, caching, the API catalog)
-and the extended card, tenants, authentication hooks (Bearer, API key, the
-certificate subject from an ssl.SSLContext it is given), per-caller shares, push
-notification configs and their delivery with the address guard, graceful shutdown
-and stats(). What deployment needs lives in companion modules beside it, each
-imported only when asked for (through _companion(), which names the file to copy):
+This file alone answers every A2A 1.0 request in one process, on every bundled host:
+both bindings, SSE with Last-Event-ID, the card and the extended card, tenants,
+authentication hooks, per-caller shares, push notifications with the address guard,
+graceful shutdown and stats(). What deployment needs lives in companion modules beside
+it, each imported only when asked for (through _companion(), which names the file to copy):
 
 - a2a_store.py: tasks in SQLite, shared by processes (--store, --workers,
   serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
@@ -91,10 +78,8 @@ __all__ = [
     "INTERRUPTED_STATES", "MESSAGES", "ENUMS", "parse",
 ]
 
-# The second tier: the private names a companion module may use besides __all__.
-# They are not for applications: they change with this file, and the companions
-# with it. tests/test_architecture.py fails on any other private name a companion
-# reaches.
+# The private names a companion module may use besides __all__ (not for applications:
+# they change with this file). tests/test_architecture.py fails on any other one.
 COMPANION_API = (
     # reaching companions; the log; ids; the command line that a2a_cli.py extends
     "_companion", "_log", "_new_id", "_prog", "_demo_parser", "_demo_options", "_serve_demo",
@@ -139,8 +124,7 @@ if sys.version_info < (3, 10):        # (once, here: an older Python fails later
 # module imports re, ~12 ms).
 
 # Companions import this module; it reaches them only through _companion(), so the
-# import graph stays a tree. ``a2a_min.SQLiteStore`` and ``a2a_min.open_store`` still
-# work beside a2a_store.py, through the module's __getattr__ (PEP 562).
+# import graph stays a tree. ``a2a_min.SQLiteStore`` works through __getattr__ (PEP 562).
 _FORWARDED = dict.fromkeys(("SQLiteStore", "open_store", "SQLITE_SCHEMA_VERSION"), "a2a_store")
 
 
@@ -174,9 +158,8 @@ def _log():
 
 
 def _new_id():
-    """A new id: a version 7 UUID (RFC 9562, section 5.7), the Unix time in ms, then
-    random bits. Unguessable, yet ids made in turn sort together, so a store's index
-    grows at its end (a random id would land on a page of its own)."""
+    """A new id: a version 7 UUID (RFC 9562, section 5.7): the Unix time in ms, then
+    random bits, so ids made in turn sort together and a store's index grows at its end."""
     return _uuid7_head(int(time.time() * 1000)) + _uuid7_tail(os.urandom(10).hex())
 
 
@@ -431,9 +414,8 @@ class UnsupportedOperationError(A2AError):
     code, grpc_status, http_status, reason = -32004, "FAILED_PRECONDITION", 400, "UNSUPPORTED_OPERATION"
 
 class ConflictError(UnsupportedOperationError):
-    """The task changed since the writer read it (another request or process wrote
-    first): the store refused a lost update. The server reads the task again and
-    retries; one reaching a client means two requests raced to change one task."""
+    """The task changed since the writer read it: the store refused a lost update. The
+    server reads again and retries; one reaching a client means two requests raced."""
 
 class ContentTypeNotSupportedError(A2AError):
     """A media type the agent (or this binding) does not accept."""
@@ -468,18 +450,14 @@ class VersionNotSupportedError(A2AError):
 # names, enums as their full names, bytes as base64, timestamps as RFC 3339.
 #
 # This server uses the wire form as its model: a Task *is* the dict you see in
-# the JSON; there are no classes to map to and from. MESSAGES mirrors the proto
-# field by field (number, JSON name, type, labels: "required" for field_behavior
-# REQUIRED, "optional" for proto3 optional, which keeps presence even at the
-# default, "repeated", "oneof:NAME"; a map's type is "map<K,V>"), and a test holds
-# it to proto/a2a.proto. parse() checks an incoming dict against it and returns
-# the canonical form: camelCase names (snake_case accepted, as ProtoJSON parsers
-# do), enum names (integers accepted), standard base64, normalized timestamps,
-# defaults dropped, unknown fields ignored. It checks requests and what an agent
-# produces; _check_card checks the AgentCard family at start-up; the response
-# messages are the shapes the operations answer in, named by METHODS. The
-# section ends with _apply, the one function taking a task and an event to the
-# next task, by the state table of section 1.
+# the JSON. MESSAGES mirrors the proto field by field (number, JSON name, type,
+# labels: "required" for field_behavior REQUIRED, "optional" for proto3 optional,
+# which keeps presence even at the default, "repeated", "oneof:NAME"; a map's type
+# is "map<K,V>"); a test holds it to proto/a2a.proto. parse() checks a request, or
+# what an agent produces, against it and returns the canonical form: camelCase names
+# (snake_case accepted), enum names (integers accepted), standard base64, normalized
+# timestamps, defaults dropped, unknown fields ignored. The section ends with _apply,
+# the one function taking a task and an event to the next task.
 
 MESSAGES = {
     # How a SendMessage is to be answered (section 3.2): output modes, a webhook,
@@ -827,10 +805,6 @@ def _json_type(value):
             int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
 
 
-def _is_default(value):
-    return value is False or value == "" or value == 0 and not isinstance(value, bool) or value == []
-
-
 def parse(message_type, value, path=""):
     """Check ``value`` against the proto message ``message_type``; return it canonical.
     Raises InvalidParamsError naming the field (a google.rpc.BadRequest violation)
@@ -885,7 +859,8 @@ def parse(message_type, value, path=""):
                 raise _bad(path or message_type, f"may set only one of its '{field.oneof}' "
                            f"fields; got both {oneofs[field.oneof]} and {name}")
             oneofs[field.oneof] = name
-        elif not field.optional and type_ not in _FIELDS and _is_default(item):
+        elif not field.optional and type_ not in _FIELDS and (item is False or item == ""
+                or item == 0 and not isinstance(item, bool) or item == []):
             continue                           # defaults are not sent in ProtoJSON
         out[name] = item
     for name in _REQUIRED[message_type]:
@@ -900,9 +875,8 @@ def parse(message_type, value, path=""):
 
 
 def _check_card(value, message_type="AgentCard", path="card"):
-    """Check an agent card a Server is given, at start-up: every key must be
-    a field of the proto's message, by its JSON name (a typo, or a field of
-    A2A 0.3, is an error that names it), and the whole card must parse."""
+    """Check a Server's agent card at start-up: it must parse, and every key must be a
+    field's JSON name (a typo, or a field of A2A 0.3, is an error that names it)."""
     if message_type == "AgentCard":
         try:
             parse("AgentCard", value)
@@ -996,17 +970,15 @@ def agent_message(content, **fields):
 
 # -- writing JSON ---------------------------------------------------------------------
 #
-# Every answer and every stored task is compact UTF-8 JSON (section 5.5: ProtoJSON
-# is plain JSON): no spaces, characters as they are. Encoding is most of what a small
-# request costs after parsing, so the encoder is json's own C one, called directly.
+# Every answer and every stored task is compact UTF-8 JSON (section 5.5). Encoding is
+# most of what a small request costs after parsing, so json's C encoder is called directly.
 
 def _dumps(obj):
     """A JSON value -> compact UTF-8 JSON bytes."""
     try:
         return _encode_json(obj).encode("utf-8")
     except UnicodeEncodeError:
-        # A lone surrogate (from a JSON-RPC id, say, which no field check
-        # covers): JSON can still carry it, as an escape.
+        # A lone surrogate (from a JSON-RPC id, say): JSON can carry it as an escape.
         return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
 
@@ -1015,13 +987,10 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _json_codec():
-    """(encode, decode_stored): json's own C encoder and scanner, called directly.
-    JSONEncoder.encode builds a new C encoder per call, and json.loads checks the
-    encoding, white space and trailing data: 1.1 of the 3 us of encoding a 200-byte
-    event, 1.8 of the 3 us of decoding it. decode_stored is only for JSON this
-    process wrote (compact, valid UTF-8): what the stores keep. No check for
-    circular references (an object holding itself raises RecursionError, not
-    ValueError). Without the C accelerator (PyPy), the plain calls."""
+    """(encode, decode_stored): json's C encoder and scanner, called directly, which
+    skips JSONEncoder.encode's new encoder per call and json.loads' checks (over half
+    the cost of a 200-byte event). decode_stored is only for JSON this process wrote.
+    No circular reference check (RecursionError). Without the C accelerator, the plain calls."""
     from json import encoder, scanner
     if encoder.c_make_encoder is None or scanner.c_make_scanner is None:
         return _ENCODER.encode, json.loads
@@ -1044,14 +1013,11 @@ _encode_json, _decode_stored = _json_codec()
 
 def _apply(task, kind, body, now, grown=None):
     """The task after one event of TRANSITIONS: ``kind`` names it, ``body`` is the
-    Message, TaskStatusUpdateEvent or TaskArtifactUpdateEvent it carries, ``now``
-    the timestamp of a status it sets. ``task`` is None for a new task, made from
-    the user's first message (which carries the task and context ids). Tasks are
-    copy-on-write; raises the protocol's error when the event may not meet the
-    task's state. One exception keeps a streamed artifact linear: ``grown`` is a
-    parts list the caller owns (made by the append before, seen by nobody else:
-    _Channel.grown), which an append extends in place rather than copy it whole
-    at every chunk (the square of the chunks)."""
+    Message or update event it carries, ``now`` the timestamp of a status it sets;
+    ``task`` is None for a new task. Tasks are copy-on-write; raises the protocol's
+    error when the event may not meet the task's state. ``grown`` is a parts list the
+    caller owns (_Channel.grown), which an append extends in place rather than copy
+    it at every chunk (the square of the chunks)."""
     state = None if task is None else task["status"]["state"]
     meets, leaves = TRANSITIONS[kind]
     if state not in meets:
