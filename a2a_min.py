@@ -48,11 +48,9 @@ it, each imported only when asked for (through _companion(), which names the fil
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-What this file does not do: keep a task past its process, or share one between
-processes; read certificate files (give serve() an ssl.SSLContext, or use
-a2a_cli.py); speak gRPC; sign cards; run programs as agents; serve a browser
-page. It trusts the agent it is given; what it is sent is network input, held to
-the limits of section 1 (DEFAULT_LIMITS).
+This file alone keeps no task past its process, reads no certificate files (give
+serve() an ssl.SSLContext), speaks no gRPC and signs no cards. It trusts its agent;
+what it is sent is network input, held to the limits of section 1 (DEFAULT_LIMITS).
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file beside it in its repository and must accompany copies of this file.
@@ -118,10 +116,9 @@ if sys.version_info < (3, 10):        # (once, here: an older Python fails later
         sys.exit(_OLD)
     raise ImportError(_OLD)
 
-# Start-up time matters (serverless hosts start a process per cold request), so
-# modules needed only on some paths (logging, re, html, urllib.parse, socketserver,
-# asyncio) are imported where used, and base64 is done with binascii (the base64
-# module imports re, ~12 ms).
+# Start-up time matters (serverless hosts start a process per cold request), so modules
+# needed only on some paths (logging, re, asyncio, ...) are imported where used, and
+# base64 is done with binascii (the base64 module imports re, ~12 ms).
 
 # Companions import this module; it reaches them only through _companion(), so the
 # import graph stays a tree. ``a2a_min.SQLiteStore`` works through __getattr__ (PEP 562).
@@ -248,14 +245,13 @@ _WORKING_STATES = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"})
 _OPEN_STATES = _WORKING_STATES | INTERRUPTED_STATES     # every state but the terminal ones
 _IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on the task
 
-# Every change to a task is one of these events, applied by _apply (the end of
-# section 3): event -> (the states it may meet, the state it leaves). None is a
-# task not yet made; "=" keeps the state, "*" takes the one the event names. An
-# event meeting any other state is refused, so a terminal task stays as it ended.
-# A task takes one message at a time: the user's next message ("input") meets only
-# a task waiting for it (a SUBMITTED or WORKING one has a turn running, perhaps in
-# another process) and takes it to WORKING, never back to SUBMITTED: a stream hears
-# of it as a TaskStatusUpdateEvent, since a Task comes only first (section 3.1.2).
+# Every change to a task is one of these events, applied by _apply (section 3):
+# event -> (the states it may meet, the state it leaves). None is a task not yet made;
+# "=" keeps the state, "*" takes the one the event names; any other state refuses the
+# event. A task takes one message at a time: "input" meets only a task waiting for it
+# (a working one has a turn running, perhaps in another process) and takes it to WORKING,
+# never back to SUBMITTED: a stream hears of it as a TaskStatusUpdateEvent, since a Task
+# comes only first (section 3.1.2).
 TRANSITIONS = {
     "message": ({None}, "TASK_STATE_SUBMITTED"),                  # the user: a new task
     "input": (INTERRUPTED_STATES, "TASK_STATE_WORKING"),          # the user: a waiting task's next turn
@@ -384,9 +380,8 @@ class ServerBusyError(A2AError):
 
 
 class AuthenticationRequiredError(A2AError):
-    """Missing or invalid credentials (section 3.3.2). ``challenge`` is the
-    WWW-Authenticate value HTTP answers carry. JSON-RPC has no code for it in
-    the specification; -31401 stays outside JSON-RPC's reserved range."""
+    """Missing or invalid credentials (section 3.3.2); ``challenge`` is the HTTP
+    WWW-Authenticate value. -31401: the specification gives JSON-RPC no code for it."""
     code, grpc_status, http_status, reason = -31401, "UNAUTHENTICATED", 401, "UNAUTHENTICATED"
 
     def __init__(self, message, *, challenge="Bearer", **kw):
@@ -762,14 +757,13 @@ def _scalar(type_, value, path):
     raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}")
 
 
-# How deep free-form JSON (Struct and Value: metadata, data parts) may nest. Deeper
-# could be stored but never encoded again (json's encoder recurses); no agent needs it.
+# How deep free-form JSON (metadata, data parts) may nest: deeper could be stored but
+# never encoded again (json's encoder recurses).
 _MAX_NESTING = 32
 
 
 def _check_text(text, path):
-    """Text that UTF-8 can encode (JSON's \\ud800 escapes can make lone
-    surrogates, which no task can be stored or sent with), else InvalidParams."""
+    """Text UTF-8 can encode (JSON's \\ud800 escapes make lone surrogates), else InvalidParams."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -807,8 +801,7 @@ def _json_type(value):
 
 def parse(message_type, value, path=""):
     """Check ``value`` against the proto message ``message_type``; return it canonical.
-    Raises InvalidParamsError naming the field (a google.rpc.BadRequest violation)
-    on the first problem found."""
+    The first problem raises InvalidParamsError naming the field."""
     if type(value) is not dict:
         raise _bad(path or "the request",
                    f"must be a JSON object ({message_type}), not {_json_type(value)}")
