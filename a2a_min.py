@@ -828,23 +828,20 @@ def parse(message_type, value, path=""):
                 _check_text(item, f"{path}.{name}" if path else name)
         else:
             where = f"{path}.{name}" if path else name
-            if field.map_value:
+            vt = field.map_value
+            if vt:
                 if type(item) is not dict:
                     raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
-                vt = field.map_value
-                item = {k: (parse(vt, v, f"{where}.{k}") if vt in _FIELDS
-                            else _scalar(vt, v, f"{where}.{k}")) for k, v in item.items()}
-            elif field.repeated:
-                if type(item) is not list:
-                    raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
-                if type_ in _FIELDS:
-                    item = [parse(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
-                else:
-                    item = [_scalar(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
-            elif type_ in _FIELDS:
-                item = parse(type_, item, where)
+                check = parse if vt in _FIELDS else _scalar
+                item = {k: check(vt, v, f"{where}.{k}") for k, v in item.items()}
             else:
-                item = _scalar(type_, item, where)
+                check = parse if type_ in _FIELDS else _scalar      # (the same arguments)
+                if not field.repeated:
+                    item = check(type_, item, where)
+                elif type(item) is not list:
+                    raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
+                else:
+                    item = [check(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
         if field.oneof:
             if oneofs is None:
                 oneofs = {}
