@@ -455,14 +455,12 @@ class VersionNotSupportedError(A2AError):
 # the one function taking a task and an event to the next task.
 
 MESSAGES = {
-    # How a SendMessage is to be answered (section 3.2): output modes, a webhook,
-    # how much history, and whether to wait for the turn.
+    # How a SendMessage is to be answered (section 3.2).
     "SendMessageConfiguration": (
         (1, "acceptedOutputModes", "string", "repeated"),
         (2, "taskPushNotificationConfig", "TaskPushNotificationConfig", ""),
         (3, "historyLength", "int32", "optional"), (4, "returnImmediately", "bool", "")),
-    # The core objects (section 4.1): the task and its status, the messages of
-    # its history and their parts, and the artifacts it produced.
+    # The core objects (section 4.1): a task, its status, history and artifacts.
     "Task": (
         (1, "id", "string", "required"), (2, "contextId", "string", ""),
         (3, "status", "TaskStatus", "required"), (4, "artifacts", "Artifact", "repeated"),
@@ -494,8 +492,7 @@ MESSAGES = {
         (5, "lastChunk", "bool", ""), (6, "metadata", "Struct", "")),
     # How a webhook call authenticates itself (section 4.3.2).
     "AuthenticationInfo": ((1, "scheme", "string", "required"), (2, "credentials", "string", "")),
-    # The agent discovery objects (section 4.4): the card, where the agent
-    # answers, who provides it, what it can do, its skills and signatures.
+    # The agent discovery objects (section 4.4): the card and what it holds.
     "AgentInterface": (
         (1, "url", "string", "required"), (2, "protocolBinding", "string", "required"),
         (3, "tenant", "string", ""), (4, "protocolVersion", "string", "required")),
@@ -534,8 +531,7 @@ MESSAGES = {
         (1, "tenant", "string", ""), (2, "id", "string", ""), (3, "taskId", "string", ""),
         (4, "url", "string", "required"), (5, "token", "string", ""),
         (6, "authentication", "AuthenticationInfo", "")),
-    # The security objects (section 4.5): the schemes a card declares, and the
-    # OAuth flows and scopes each requires.
+    # The security objects (section 4.5): a card's schemes and their OAuth flows.
     "StringList": ((1, "list", "string", "repeated"),),
     "SecurityRequirement": ((1, "schemes", "map<string,StringList>", ""),),
     "SecurityScheme": (
@@ -607,8 +603,7 @@ MESSAGES = {
         (4, "tenant", "string", ""), (1, "taskId", "string", "required"),
         (2, "pageSize", "int32", ""), (3, "pageToken", "string", "")),
     "GetExtendedAgentCardRequest": ((1, "tenant", "string", ""),),
-    # What SendMessage, the streams (section 3.2.3) and the listing of webhook
-    # configs answer.
+    # What SendMessage, the streams (section 3.2.3) and ListTaskPushNotificationConfigs answer.
     "SendMessageResponse": (
         (1, "task", "Task", "oneof:payload"), (2, "message", "Message", "oneof:payload")),
     "StreamResponse": (
