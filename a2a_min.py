@@ -28,30 +28,17 @@ Protocol: A2A 1.0 (specification v1.0.1, package ``lf.a2a.v1``); section numbers
 in the comments are that specification's. Each section uses only what came before
 it (but for the hosts' hooks). The protocol is synchronous and free of sockets and
 event loops, but for the webhooks it sends; the last three sections meet the world:
+1. tables; 2. errors; 3. the data model (ProtoJSON dictionaries, and _apply, the one
+function that changes a task); 4. the task store; 5. agent execution; 6. authentication
+and the webhook address guard; 7. bindings (JSON-RPC, HTTP+JSON, SSE, the agent card);
+8. webhook delivery; 9. the eleven operations, on the Server; 10. running on an event
+loop; 11. adapters (HTTP/1.1 servers, WSGI, ASGI, AWS Lambda); 12. the demo.
 
-1. tables: operations, routes, task states and their transitions, limits;
-2. errors: one class per protocol error, knowing its code in every binding;
-3. the data model: ProtoJSON dictionaries checked against a table of the proto,
-   and _apply, the one function that changes a task;
-4. the task store: where tasks live, bounded, behind a small interface;
-5. agent execution: how your function becomes task updates and stream events;
-6. authentication, and which webhook addresses are allowed;
-7. bindings: JSON-RPC, HTTP+JSON, SSE and the agent card (and the RFC 9727 API
-   catalog), bytes in and bytes out;
-8. webhook delivery: push notifications, sent from background threads;
-9. operations: the eleven A2A operations, free of any binding, on the Server;
-10. running on an event loop: the core's hooks, turned into asyncio;
-11. adapters: threaded or asyncio HTTP/1.1 servers, WSGI, ASGI, AWS Lambda;
-12. the command line demo.
-
-The rule: this file alone answers every A2A 1.0 request in one process, with the
-bounded in-memory store, on every bundled host: all eleven operations on JSON-RPC
-and HTTP+JSON, SSE with Last-Event-ID, the card (ETag, caching, the API catalog)
-and the extended card, tenants, authentication hooks (Bearer, API key, the
-certificate subject from an ssl.SSLContext it is given), per-caller shares, push
-notification configs and their delivery with the address guard, graceful shutdown
-and stats(). What deployment needs lives in companion modules beside it, each
-imported only when asked for (through _companion(), which names the file to copy):
+This file alone answers every A2A 1.0 request in one process, on every bundled host:
+both bindings, SSE with Last-Event-ID, the card and the extended card, tenants,
+authentication hooks, per-caller shares, push notifications with the address guard,
+graceful shutdown and stats(). What deployment needs lives in companion modules beside
+it, each imported only when asked for (through _companion(), which names the file to copy):
 
 - a2a_store.py: tasks in SQLite, shared by processes (--store, --workers,
   serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
@@ -61,11 +48,9 @@ imported only when asked for (through _companion(), which names the file to copy
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-What this file does not do: keep a task past its process, or share one between
-processes; read certificate files (give serve() an ssl.SSLContext, or use
-a2a_cli.py); speak gRPC; sign cards; run programs as agents; serve a browser
-page. It trusts the agent it is given; what it is sent is network input, held to
-the limits of section 1 (DEFAULT_LIMITS).
+This file alone keeps no task past its process, reads no certificate files (give
+serve() an ssl.SSLContext), speaks no gRPC and signs no cards. It trusts its agent;
+what it is sent is network input, held to the limits of section 1 (DEFAULT_LIMITS).
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file beside it in its repository and must accompany copies of this file.
@@ -91,10 +76,8 @@ __all__ = [
     "INTERRUPTED_STATES", "MESSAGES", "ENUMS", "parse",
 ]
 
-# The second tier: the private names a companion module may use besides __all__.
-# They are not for applications: they change with this file, and the companions
-# with it. tests/test_architecture.py fails on any other private name a companion
-# reaches.
+# The private names a companion module may use besides __all__ (not for applications:
+# they change with this file). tests/test_architecture.py fails on any other one.
 COMPANION_API = (
     # reaching companions; the log; ids; the command line that a2a_cli.py extends
     "_companion", "_log", "_new_id", "_prog", "_demo_parser", "_demo_options", "_serve_demo",
@@ -133,14 +116,12 @@ if sys.version_info < (3, 10):        # (once, here: an older Python fails later
         sys.exit(_OLD)
     raise ImportError(_OLD)
 
-# Start-up time matters (serverless hosts start a process per cold request), so
-# modules needed only on some paths (logging, re, html, urllib.parse, socketserver,
-# asyncio) are imported where used, and base64 is done with binascii (the base64
-# module imports re, ~12 ms).
+# Start-up time matters (serverless hosts start a process per cold request), so modules
+# needed only on some paths (logging, re, asyncio, ...) are imported where used, and
+# base64 is done with binascii (the base64 module imports re, ~12 ms).
 
 # Companions import this module; it reaches them only through _companion(), so the
-# import graph stays a tree. ``a2a_min.SQLiteStore`` and ``a2a_min.open_store`` still
-# work beside a2a_store.py, through the module's __getattr__ (PEP 562).
+# import graph stays a tree. ``a2a_min.SQLiteStore`` works through __getattr__ (PEP 562).
 _FORWARDED = dict.fromkeys(("SQLiteStore", "open_store", "SQLITE_SCHEMA_VERSION"), "a2a_store")
 
 
@@ -174,9 +155,8 @@ def _log():
 
 
 def _new_id():
-    """A new id: a version 7 UUID (RFC 9562, section 5.7), the Unix time in ms, then
-    random bits. Unguessable, yet ids made in turn sort together, so a store's index
-    grows at its end (a random id would land on a page of its own)."""
+    """A new id: a version 7 UUID (RFC 9562, section 5.7): the Unix time in ms, then
+    random bits, so ids made in turn sort together and a store's index grows at its end."""
     return _uuid7_head(int(time.time() * 1000)) + _uuid7_tail(os.urandom(10).hex())
 
 
@@ -265,14 +245,13 @@ _WORKING_STATES = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"})
 _OPEN_STATES = _WORKING_STATES | INTERRUPTED_STATES     # every state but the terminal ones
 _IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on the task
 
-# Every change to a task is one of these events, applied by _apply (the end of
-# section 3): event -> (the states it may meet, the state it leaves). None is a
-# task not yet made; "=" keeps the state, "*" takes the one the event names. An
-# event meeting any other state is refused, so a terminal task stays as it ended.
-# A task takes one message at a time: the user's next message ("input") meets only
-# a task waiting for it (a SUBMITTED or WORKING one has a turn running, perhaps in
-# another process) and takes it to WORKING, never back to SUBMITTED: a stream hears
-# of it as a TaskStatusUpdateEvent, since a Task comes only first (section 3.1.2).
+# Every change to a task is one of these events, applied by _apply (section 3):
+# event -> (the states it may meet, the state it leaves). None is a task not yet made;
+# "=" keeps the state, "*" takes the one the event names; any other state refuses the
+# event. A task takes one message at a time: "input" meets only a task waiting for it
+# (a working one has a turn running, perhaps in another process) and takes it to WORKING,
+# never back to SUBMITTED: a stream hears of it as a TaskStatusUpdateEvent, since a Task
+# comes only first (section 3.1.2).
 TRANSITIONS = {
     "message": ({None}, "TASK_STATE_SUBMITTED"),                  # the user: a new task
     "input": (INTERRUPTED_STATES, "TASK_STATE_WORKING"),          # the user: a waiting task's next turn
@@ -401,9 +380,8 @@ class ServerBusyError(A2AError):
 
 
 class AuthenticationRequiredError(A2AError):
-    """Missing or invalid credentials (section 3.3.2). ``challenge`` is the
-    WWW-Authenticate value HTTP answers carry. JSON-RPC has no code for it in
-    the specification; -31401 stays outside JSON-RPC's reserved range."""
+    """Missing or invalid credentials (section 3.3.2); ``challenge`` is the HTTP
+    WWW-Authenticate value. -31401: the specification gives JSON-RPC no code for it."""
     code, grpc_status, http_status, reason = -31401, "UNAUTHENTICATED", 401, "UNAUTHENTICATED"
 
     def __init__(self, message, *, challenge="Bearer", **kw):
@@ -431,9 +409,8 @@ class UnsupportedOperationError(A2AError):
     code, grpc_status, http_status, reason = -32004, "FAILED_PRECONDITION", 400, "UNSUPPORTED_OPERATION"
 
 class ConflictError(UnsupportedOperationError):
-    """The task changed since the writer read it (another request or process wrote
-    first): the store refused a lost update. The server reads the task again and
-    retries; one reaching a client means two requests raced to change one task."""
+    """The task changed since the writer read it: the store refused a lost update. The
+    server reads again and retries; one reaching a client means two requests raced."""
 
 class ContentTypeNotSupportedError(A2AError):
     """A media type the agent (or this binding) does not accept."""
@@ -468,28 +445,22 @@ class VersionNotSupportedError(A2AError):
 # names, enums as their full names, bytes as base64, timestamps as RFC 3339.
 #
 # This server uses the wire form as its model: a Task *is* the dict you see in
-# the JSON; there are no classes to map to and from. MESSAGES mirrors the proto
-# field by field (number, JSON name, type, labels: "required" for field_behavior
-# REQUIRED, "optional" for proto3 optional, which keeps presence even at the
-# default, "repeated", "oneof:NAME"; a map's type is "map<K,V>"), and a test holds
-# it to proto/a2a.proto. parse() checks an incoming dict against it and returns
-# the canonical form: camelCase names (snake_case accepted, as ProtoJSON parsers
-# do), enum names (integers accepted), standard base64, normalized timestamps,
-# defaults dropped, unknown fields ignored. It checks requests and what an agent
-# produces; _check_card checks the AgentCard family at start-up; the response
-# messages are the shapes the operations answer in, named by METHODS. The
-# section ends with _apply, the one function taking a task and an event to the
-# next task, by the state table of section 1.
+# the JSON. MESSAGES mirrors the proto field by field (number, JSON name, type,
+# labels: "required" for field_behavior REQUIRED, "optional" for proto3 optional,
+# which keeps presence even at the default, "repeated", "oneof:NAME"; a map's type
+# is "map<K,V>"); a test holds it to proto/a2a.proto. parse() checks a request, or
+# what an agent produces, against it and returns the canonical form: camelCase names
+# (snake_case accepted), enum names (integers accepted), standard base64, normalized
+# timestamps, defaults dropped, unknown fields ignored. The section ends with _apply,
+# the one function taking a task and an event to the next task.
 
 MESSAGES = {
-    # How a SendMessage is to be answered (section 3.2): output modes, a webhook,
-    # how much history, and whether to wait for the turn.
+    # How a SendMessage is to be answered (section 3.2).
     "SendMessageConfiguration": (
         (1, "acceptedOutputModes", "string", "repeated"),
         (2, "taskPushNotificationConfig", "TaskPushNotificationConfig", ""),
         (3, "historyLength", "int32", "optional"), (4, "returnImmediately", "bool", "")),
-    # The core objects (section 4.1): the task and its status, the messages of
-    # its history and their parts, and the artifacts it produced.
+    # The core objects (section 4.1): a task, its status, history and artifacts.
     "Task": (
         (1, "id", "string", "required"), (2, "contextId", "string", ""),
         (3, "status", "TaskStatus", "required"), (4, "artifacts", "Artifact", "repeated"),
@@ -521,8 +492,7 @@ MESSAGES = {
         (5, "lastChunk", "bool", ""), (6, "metadata", "Struct", "")),
     # How a webhook call authenticates itself (section 4.3.2).
     "AuthenticationInfo": ((1, "scheme", "string", "required"), (2, "credentials", "string", "")),
-    # The agent discovery objects (section 4.4): the card, where the agent
-    # answers, who provides it, what it can do, its skills and signatures.
+    # The agent discovery objects (section 4.4): the card and what it holds.
     "AgentInterface": (
         (1, "url", "string", "required"), (2, "protocolBinding", "string", "required"),
         (3, "tenant", "string", ""), (4, "protocolVersion", "string", "required")),
@@ -561,8 +531,7 @@ MESSAGES = {
         (1, "tenant", "string", ""), (2, "id", "string", ""), (3, "taskId", "string", ""),
         (4, "url", "string", "required"), (5, "token", "string", ""),
         (6, "authentication", "AuthenticationInfo", "")),
-    # The security objects (section 4.5): the schemes a card declares, and the
-    # OAuth flows and scopes each requires.
+    # The security objects (section 4.5): a card's schemes and their OAuth flows.
     "StringList": ((1, "list", "string", "repeated"),),
     "SecurityRequirement": ((1, "schemes", "map<string,StringList>", ""),),
     "SecurityScheme": (
@@ -634,8 +603,7 @@ MESSAGES = {
         (4, "tenant", "string", ""), (1, "taskId", "string", "required"),
         (2, "pageSize", "int32", ""), (3, "pageToken", "string", "")),
     "GetExtendedAgentCardRequest": ((1, "tenant", "string", ""),),
-    # What SendMessage, the streams (section 3.2.3) and the listing of webhook
-    # configs answer.
+    # What SendMessage, the streams (section 3.2.3) and ListTaskPushNotificationConfigs answer.
     "SendMessageResponse": (
         (1, "task", "Task", "oneof:payload"), (2, "message", "Message", "oneof:payload")),
     "StreamResponse": (
@@ -784,14 +752,13 @@ def _scalar(type_, value, path):
     raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}")
 
 
-# How deep free-form JSON (Struct and Value: metadata, data parts) may nest. Deeper
-# could be stored but never encoded again (json's encoder recurses); no agent needs it.
+# How deep free-form JSON (metadata, data parts) may nest: deeper could be stored but
+# never encoded again (json's encoder recurses).
 _MAX_NESTING = 32
 
 
 def _check_text(text, path):
-    """Text that UTF-8 can encode (JSON's \\ud800 escapes can make lone
-    surrogates, which no task can be stored or sent with), else InvalidParams."""
+    """Text UTF-8 can encode (JSON's \\ud800 escapes make lone surrogates), else InvalidParams."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -827,14 +794,9 @@ def _json_type(value):
             int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
 
 
-def _is_default(value):
-    return value is False or value == "" or value == 0 and not isinstance(value, bool) or value == []
-
-
 def parse(message_type, value, path=""):
     """Check ``value`` against the proto message ``message_type``; return it canonical.
-    Raises InvalidParamsError naming the field (a google.rpc.BadRequest violation)
-    on the first problem found."""
+    The first problem raises InvalidParamsError naming the field."""
     if type(value) is not dict:
         raise _bad(path or "the request",
                    f"must be a JSON object ({message_type}), not {_json_type(value)}")
@@ -861,23 +823,20 @@ def parse(message_type, value, path=""):
                 _check_text(item, f"{path}.{name}" if path else name)
         else:
             where = f"{path}.{name}" if path else name
-            if field.map_value:
+            vt = field.map_value
+            if vt:
                 if type(item) is not dict:
                     raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
-                vt = field.map_value
-                item = {k: (parse(vt, v, f"{where}.{k}") if vt in _FIELDS
-                            else _scalar(vt, v, f"{where}.{k}")) for k, v in item.items()}
-            elif field.repeated:
-                if type(item) is not list:
-                    raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
-                if type_ in _FIELDS:
-                    item = [parse(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
-                else:
-                    item = [_scalar(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
-            elif type_ in _FIELDS:
-                item = parse(type_, item, where)
+                check = parse if vt in _FIELDS else _scalar
+                item = {k: check(vt, v, f"{where}.{k}") for k, v in item.items()}
             else:
-                item = _scalar(type_, item, where)
+                check = parse if type_ in _FIELDS else _scalar      # (the same arguments)
+                if not field.repeated:
+                    item = check(type_, item, where)
+                elif type(item) is not list:
+                    raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
+                else:
+                    item = [check(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
         if field.oneof:
             if oneofs is None:
                 oneofs = {}
@@ -885,7 +844,8 @@ def parse(message_type, value, path=""):
                 raise _bad(path or message_type, f"may set only one of its '{field.oneof}' "
                            f"fields; got both {oneofs[field.oneof]} and {name}")
             oneofs[field.oneof] = name
-        elif not field.optional and type_ not in _FIELDS and _is_default(item):
+        elif not field.optional and type_ not in _FIELDS and (item is False or item == ""
+                or item == 0 and not isinstance(item, bool) or item == []):
             continue                           # defaults are not sent in ProtoJSON
         out[name] = item
     for name in _REQUIRED[message_type]:
@@ -900,9 +860,8 @@ def parse(message_type, value, path=""):
 
 
 def _check_card(value, message_type="AgentCard", path="card"):
-    """Check an agent card a Server is given, at start-up: every key must be
-    a field of the proto's message, by its JSON name (a typo, or a field of
-    A2A 0.3, is an error that names it), and the whole card must parse."""
+    """Check a Server's agent card at start-up: it must parse, and every key must be a
+    field's JSON name (a typo, or a field of A2A 0.3, is an error that names it)."""
     if message_type == "AgentCard":
         try:
             parse("AgentCard", value)
@@ -996,17 +955,15 @@ def agent_message(content, **fields):
 
 # -- writing JSON ---------------------------------------------------------------------
 #
-# Every answer and every stored task is compact UTF-8 JSON (section 5.5: ProtoJSON
-# is plain JSON): no spaces, characters as they are. Encoding is most of what a small
-# request costs after parsing, so the encoder is json's own C one, called directly.
+# Every answer and every stored task is compact UTF-8 JSON (section 5.5). Encoding is
+# most of what a small request costs after parsing, so json's C encoder is called directly.
 
 def _dumps(obj):
     """A JSON value -> compact UTF-8 JSON bytes."""
     try:
         return _encode_json(obj).encode("utf-8")
     except UnicodeEncodeError:
-        # A lone surrogate (from a JSON-RPC id, say, which no field check
-        # covers): JSON can still carry it, as an escape.
+        # A lone surrogate (from a JSON-RPC id, say): JSON can carry it as an escape.
         return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
 
@@ -1015,13 +972,10 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _json_codec():
-    """(encode, decode_stored): json's own C encoder and scanner, called directly.
-    JSONEncoder.encode builds a new C encoder per call, and json.loads checks the
-    encoding, white space and trailing data: 1.1 of the 3 us of encoding a 200-byte
-    event, 1.8 of the 3 us of decoding it. decode_stored is only for JSON this
-    process wrote (compact, valid UTF-8): what the stores keep. No check for
-    circular references (an object holding itself raises RecursionError, not
-    ValueError). Without the C accelerator (PyPy), the plain calls."""
+    """(encode, decode_stored): json's C encoder and scanner, called directly, which
+    skips JSONEncoder.encode's new encoder per call and json.loads' checks (over half
+    the cost of a 200-byte event). decode_stored is only for JSON this process wrote.
+    No circular reference check (RecursionError). Without the C accelerator, the plain calls."""
     from json import encoder, scanner
     if encoder.c_make_encoder is None or scanner.c_make_scanner is None:
         return _ENCODER.encode, json.loads
@@ -1044,14 +998,11 @@ _encode_json, _decode_stored = _json_codec()
 
 def _apply(task, kind, body, now, grown=None):
     """The task after one event of TRANSITIONS: ``kind`` names it, ``body`` is the
-    Message, TaskStatusUpdateEvent or TaskArtifactUpdateEvent it carries, ``now``
-    the timestamp of a status it sets. ``task`` is None for a new task, made from
-    the user's first message (which carries the task and context ids). Tasks are
-    copy-on-write; raises the protocol's error when the event may not meet the
-    task's state. One exception keeps a streamed artifact linear: ``grown`` is a
-    parts list the caller owns (made by the append before, seen by nobody else:
-    _Channel.grown), which an append extends in place rather than copy it whole
-    at every chunk (the square of the chunks)."""
+    Message or update event it carries, ``now`` the timestamp of a status it sets;
+    ``task`` is None for a new task. Tasks are copy-on-write; raises the protocol's
+    error when the event may not meet the task's state. ``grown`` is a parts list the
+    caller owns (_Channel.grown), which an append extends in place rather than copy
+    it at every chunk (the square of the chunks)."""
     state = None if task is None else task["status"]["state"]
     meets, leaves = TRANSITIONS[kind]
     if state not in meets:
