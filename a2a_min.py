@@ -28,17 +28,30 @@ Protocol: A2A 1.0 (specification v1.0.1, package ``lf.a2a.v1``); section numbers
 in the comments are that specification's. Each section uses only what came before
 it (but for the hosts' hooks). The protocol is synchronous and free of sockets and
 event loops, but for the webhooks it sends; the last three sections meet the world:
-1. tables; 2. errors; 3. the data model (ProtoJSON dictionaries, and _apply, the one
-function that changes a task); 4. the task store; 5. agent execution; 6. authentication
-and the webhook address guard; 7. bindings (JSON-RPC, HTTP+JSON, SSE, the agent card);
-8. webhook delivery; 9. the eleven operations, on the Server; 10. running on an event
-loop; 11. adapters (HTTP/1.1 servers, WSGI, ASGI, AWS Lambda); 12. the demo.
 
-This file alone answers every A2A 1.0 request in one process, on every bundled host:
-both bindings, SSE with Last-Event-ID, the card and the extended card, tenants,
-authentication hooks, per-caller shares, push notifications with the address guard,
-graceful shutdown and stats(). What deployment needs lives in companion modules beside
-it, each imported only when asked for (through _companion(), which names the file to copy):
+1. tables: operations, routes, task states and their transitions, limits;
+2. errors: one class per protocol error, knowing its code in every binding;
+3. the data model: ProtoJSON dictionaries checked against a table of the proto,
+   and _apply, the one function that changes a task;
+4. the task store: where tasks live, bounded, behind a small interface;
+5. agent execution: how your function becomes task updates and stream events;
+6. authentication, and which webhook addresses are allowed;
+7. bindings: JSON-RPC, HTTP+JSON, SSE and the agent card (and the RFC 9727 API
+   catalog), bytes in and bytes out;
+8. webhook delivery: push notifications, sent from background threads;
+9. operations: the eleven A2A operations, free of any binding, on the Server;
+10. running on an event loop: the core's hooks, turned into asyncio;
+11. adapters: threaded or asyncio HTTP/1.1 servers, WSGI, ASGI, AWS Lambda;
+12. the command line demo.
+
+The rule: this file alone answers every A2A 1.0 request in one process, with the
+bounded in-memory store, on every bundled host: all eleven operations on JSON-RPC
+and HTTP+JSON, SSE with Last-Event-ID, the card (ETag, caching, the API catalog)
+and the extended card, tenants, authentication hooks (Bearer, API key, the
+certificate subject from an ssl.SSLContext it is given), per-caller shares, push
+notification configs and their delivery with the address guard, graceful shutdown
+and stats(). What deployment needs lives in companion modules beside it, each
+imported only when asked for (through _companion(), which names the file to copy):
 
 - a2a_store.py: tasks in SQLite, shared by processes (--store, --workers,
   serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
@@ -48,9 +61,11 @@ it, each imported only when asked for (through _companion(), which names the fil
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-This file alone keeps no task past its process, reads no certificate files (give
-serve() an ssl.SSLContext), speaks no gRPC and signs no cards. It trusts its agent;
-what it is sent is network input, held to the limits of section 1 (DEFAULT_LIMITS).
+What this file does not do: keep a task past its process, or share one between
+processes; read certificate files (give serve() an ssl.SSLContext, or use
+a2a_cli.py); speak gRPC; sign cards; run programs as agents; serve a browser
+page. It trusts the agent it is given; what it is sent is network input, held to
+the limits of section 1 (DEFAULT_LIMITS).
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file beside it in its repository and must accompany copies of this file.
