@@ -5994,17 +5994,6 @@ def _tls_handshake(sock, context, deadline_after):
         return None
 
 
-def _secured(sock, tls, handshake_timeout):
-    """(socket, scheme, client certificate) for an accepted connection: as it
-    is without ``tls``; else its TLS socket (None if the handshake failed) and
-    the client's verified certificate (ssl's dict: subject, issuer,
-    subjectAltName, notAfter...), if it sent one."""
-    if tls is None:
-        return sock, "http://", None
-    sock = _tls_handshake(sock, tls, handshake_timeout)
-    return sock, "https://", (sock.getpeercert() or None) if sock is not None else None
-
-
 # -- the threaded server ---------------------------------------------------------
 #
 # The standard library's threaded TCP server (socketserver's TCPServer with
@@ -6055,9 +6044,12 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
 
         def handle(self):
             self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock, self.scheme, self.certificate = _secured(self.request, tls, handshake_timeout)
-            if sock is None:
-                return                             # (a TLS handshake that failed)
+            sock, self.scheme, self.certificate = self.request, "http://", None
+            if tls is not None:
+                sock, self.scheme = _tls_handshake(sock, tls, handshake_timeout), "https://"
+                if sock is None:
+                    return                         # (a TLS handshake that failed)
+                self.certificate = sock.getpeercert() or None   # ssl's dict, if it sent one
             self.wait = timeout                    # the socket's timeout now
             sock.settimeout(timeout)
             self.peer = self.client_address[0]
@@ -6251,7 +6243,6 @@ def _serve_until_stopped(httpd, grace):
         httpd.drain(grace)
 
 
-
 def _busy(server, max_connections):
     """The answer to a connection past ``max_connections`` (503, Retry-After)."""
     return server.error_response(None, 503, ServerBusyError(
@@ -6292,8 +6283,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     idle connections close.
 
     ``on_ready(asyncio_server)`` is called once listening (by default, a
-    line saying where). ``timeout`` bounds
-    how long a request may take to arrive, and an idle keep-alive connection.
+    line saying where). ``timeout`` bounds how long a request may take to
+    arrive, and an idle keep-alive connection.
     ``tls``: serve HTTPS (see "TLS"), each handshake done within
     ``handshake_timeout`` seconds."""
     import asyncio
@@ -6450,17 +6441,9 @@ class _LoopConnection:
         """A client connected: start its clock, or refuse it past the cap."""
         self.transport = transport
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
-        if len(self.connections) >= self.max_connections:
-            # Refused: answer 503 and stop sending, but close only once the
-            # client has (or a second has passed): a request it sends meanwhile
-            # would otherwise turn the close into a reset, losing the answer.
-            self.closed = True
+        if len(self.connections) >= self.max_connections:    # refused: 503, and close
             self.write(_busy(self.server, self.max_connections), close=True)
-            if transport.can_write_eof():          # (a TLS transport cannot half-close)
-                transport.write_eof()
-            self.timer.cancel()
-            self.timer = self.loop.call_later(1.0, transport.abort)
-            return
+            return self.close_after_answer()
         self.connections.add(self)
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
@@ -6540,7 +6523,8 @@ class _LoopConnection:
             try:
                 request = self.reader.read(self.buffer)
             except _BadRequest as bad:
-                return self.refuse(bad.path, bad.status, bad.error)
+                self.write(self.server.error_response(bad.path, bad.status, bad.error), close=True)
+                return self.close_after_answer()
             if request is None:
                 if self.reader.expects_continue and not self.continued:
                     self.continued = True          # curl waits for this before a large body
@@ -6590,10 +6574,6 @@ class _LoopConnection:
             return
         if self.answer(future.result(), method, keep) and self.buffer:
             self.loop.call_soon(self.serve_buffered)
-
-    def refuse(self, path, status, error):
-        self.write(self.server.error_response(path, status, error), close=True)
-        self.close_after_answer()
 
     def close_after_answer(self):
         """Stop sending, and close once the client has (or after a second),
@@ -6877,10 +6857,10 @@ def lambda_handler(server, *, margin=1.0):
 
     def handler(event, context):
         v2 = event.get("version") == "2.0"
+        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         if v2:
             method = event["requestContext"]["http"]["method"]
             path, query = event.get("rawPath") or "/", event.get("rawQueryString", "")
-            headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
             if event.get("cookies"):
                 headers["cookie"] = "; ".join(event["cookies"])
         else:
@@ -6889,7 +6869,7 @@ def lambda_handler(server, *, margin=1.0):
             multi = event.get("multiValueQueryStringParameters")
             single = event.get("queryStringParameters") or {}
             query = urlencode(multi, doseq=True) if multi else urlencode(single)
-            headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+
         body = event.get("body") or ""
         body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
         stage = event.get("requestContext", {}).get("stage", "$default")
@@ -7000,6 +6980,7 @@ def _stop_on_ctrl_c(server, grace, stop_now=None):
         turns = _running_turns(server)
         waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
             if turns else ""
+
         print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
         raise KeyboardInterrupt
     signal.signal(signal.SIGINT, on_sigint)
@@ -7050,20 +7031,18 @@ def _demo_parser(allow_abbrev=True):
                         help="the host: a thread per connection (default) or one asyncio loop")
     parser.add_argument("--single-path", metavar="PATH",
                         help="serve JSON-RPC (POST) and the card (GET) on this one path only")
-    parser.add_argument("--compat", choices=("0.3",),
-                        help="serve A2A 0.3 clients too (JSON-RPC, and HTTP+JSON's /v1 routes), "
-                             "by translation (a2a_v03.py)")
-    parser.add_argument("--push-allow", action="append", default=[], metavar="HOST|NET",
-                        help="send push notifications (webhooks), to this host or network "
-                             "too although it is not public, e.g. 127.0.0.1 for "
-                             "examples/webhook_receiver.py (repeatable)")
-    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                        help="answer requests whose Host header names this too (repeatable; "
-                             "localhost, the bound address and --public-url's host always "
-                             "are; '*' for any): a name this machine is reached by")
-    parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
-                        help="let web pages from this origin (https://app.example) call the "
-                             "API from a browser (repeatable; none may by default)")
+    parser.add_argument("--compat", choices=("0.3",), help="serve A2A 0.3 clients too (JSON-RPC, "
+                        "and HTTP+JSON's /v1 routes), by translation (a2a_v03.py)")
+    parser.add_argument("--push-allow", action="append", default=[], metavar="HOST|NET", help=(
+        "send push notifications (webhooks), to this host or network too although it is not "
+        "public, e.g. 127.0.0.1 for examples/webhook_receiver.py (repeatable)"))
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME", help=(
+        "answer requests whose Host header names this too (repeatable; localhost, the bound "
+        "address and --public-url's host always are; '*' for any): a name this machine is "
+        "reached by"))
+    parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN", help=(
+        "let web pages from this origin (https://app.example) call the API from a browser "
+        "(repeatable; none may by default)"))
     parser.add_argument("--access-log", action="store_true",
                         help="print a line for every request to stderr")
     parser.add_argument("--echo", action="store_true",
@@ -7108,6 +7087,7 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
         else:
             serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls,
                   grace=grace)
+
     except OSError as error:
         # A port in use, an address not here, a port below 1024: one line that
         # says which and what to do, not a traceback.
