@@ -4753,7 +4753,9 @@ class Server:
         response dict, or an iterator of (seq, StreamResponse) for a stream."""
         call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
         if self.store.shared and (self._watch is None or self._watch.pid != os.getpid()):
-            self._watch_store()
+            with self._lock:          # this process's watch of a shared store (again after a fork)
+                if self._watch is None or self._watch.pid != os.getpid():
+                    self._watch = self.store.watch(self)
         if self.authenticate is not None:
             call.principal = self.authenticate(call)
         self.check_service_parameters(call, method)
@@ -4777,11 +4779,6 @@ class Server:
                 metadata={"taskId": task_id})
         return task
 
-    def _watch_store(self):
-        """Start this process's watch of a shared store (again after a fork)."""
-        with self._lock:
-            if self._watch is None or self._watch.pid != os.getpid():
-                self._watch = self.store.watch(self)
 
     def _end_unfinished(self, task_id, owner, why):
         """End FAILED a running task whose agent will not finish (its process
@@ -5619,19 +5616,13 @@ class _LoopStream:
 #
 # Both servers bundled here read requests with one reader, _RequestReader: a
 # pure object (no sockets) that takes the bytes received so far and says
-# whether they hold a whole request yet (RFC 9112). It is strict wherever two
-# HTTP parsers could disagree about where a request ends, since that is how
-# a request is smuggled past a proxy (RFC 9112 section 11.2): a request with
-# both Content-Length and Transfer-Encoding is refused, so are differing
-# Content-Lengths, a chunked coding that is not the last one (400), codings
-# this server does not know (501), chunk sizes that are not plain hex
-# digits, chunk data not followed by CRLF, whitespace before a header's
-# colon, obsolete folded lines and control bytes. Every refusal closes the
-# connection: after a framing error nobody knows where the next request
-# starts. Limits are counted in bytes as they arrive: the head
+# whether they hold a whole request yet (RFC 9112). It refuses whatever two
+# HTTP parsers could read as ending in different places, since that is how
+# a request is smuggled past a proxy (RFC 9112 section 11.2), and every
+# refusal closes the connection: after a framing error nobody knows where the
+# next request starts. Limits are counted in bytes as they arrive: the head
 # (max_header_bytes, max_headers), the body (max_body_bytes, checked against
-# Content-Length before the body is read), a chunk-size line and the
-# trailers.
+# Content-Length before the body is read), a chunk-size line and the trailers.
 #
 # Time is bounded per request, not per read: a request must arrive whole
 # within ``timeout`` seconds of the connection being ready for it, or it gets
@@ -5701,9 +5692,6 @@ class _RequestReader:
         self.max_header_bytes = max_header_bytes
         self.max_headers = max_headers
         self.max_body_bytes = max_body_bytes
-        self._reset()
-
-    def _reset(self):
         self._head = None        # (method, target, version, headers, path) once read
         self._scan = 0           # where to look again for the end of the head
         self._length = None      # Content-Length, or None for a chunked body
@@ -5711,8 +5699,6 @@ class _RequestReader:
         self.expects_continue = False
 
     def read(self, buffer):
-        # What is read is taken off the buffer at once (the head, then each
-        # chunk), so a body is held once, whatever its framing.
         if self._head is None:
             if not self._read_head(buffer):
                 return None
@@ -5928,11 +5914,9 @@ class _RequestReader:
 # the client has it; otherwise the standard library's defaults (its ciphers,
 # no compression), and no renegotiation.
 #
-# A handshake happens on its connection, never on the accept loop: the
-# threaded server does it on the connection's own thread with a deadline for
-# the whole handshake (a client that sends one byte a second is cut off like
-# one that sends none); the asyncio server lets asyncio's SSL protocol do it,
-# a step each time bytes arrive, with the same deadline. A verified client
+# A handshake happens on its connection, never on the accept loop, within a
+# deadline for the whole of it: on the connection's own thread (threaded), or
+# a step each time bytes arrive (asyncio's SSL protocol). A verified client
 # certificate reaches the operations as CallContext.certificate.
 
 _TLS_RECORD = b"\x16"                 # the first byte of a TLS handshake record
@@ -6234,7 +6218,12 @@ def _say_where(listener):
 
 
 def _serve_until_stopped(httpd, grace):
-    _on_sigterm(lambda: threading.Thread(target=httpd.shutdown, daemon=True).start())
+    # SIGTERM (what a container, systemd or a platform sends) stops as Ctrl-C
+    # does, where this thread may set signal handlers.
+    if threading.current_thread() is threading.main_thread():
+        import signal
+        signal.signal(signal.SIGTERM, lambda signum, frame: threading.Thread(
+            target=httpd.shutdown, daemon=True).start())
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:
@@ -6248,14 +6237,6 @@ def _busy(server, max_connections):
     return server.error_response(None, 503, ServerBusyError(
         f"the server is serving {max_connections} connections, its most; try again shortly",
         metadata={"limit": "max_connections", "value": max_connections}))
-
-
-def _on_sigterm(stop):
-    """Call ``stop()`` on SIGTERM (what a container, systemd or a platform
-    sends to stop a process), where this thread may set signal handlers."""
-    import signal
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda signum, frame: stop())
 
 
 # -- an asyncio server ---------------------------------------------------------------
@@ -6664,8 +6645,8 @@ class _DateHeader:
 # Response back. A stream is an iterator of byte chunks: WSGI servers send
 # each one as it comes and close() it when the client leaves; the ASGI adapter
 # awaits each chunk (no thread per stream) and sends it with more_body,
-# watching for the client's disconnect meanwhile. A mount prefix (SCRIPT_NAME, root_path) is stripped from the
-# path and kept in the base URL the card shows.
+# watching for the client's disconnect meanwhile. A mount prefix (SCRIPT_NAME,
+# root_path) is stripped from the path and kept in the base URL the card shows.
 
 
 def wsgi_app(server):
@@ -6726,8 +6707,14 @@ def asgi_app(server, *, grace=10.0):
 
     async def app(scope, receive, send):
         import asyncio
-        if scope["type"] == "lifespan":
-            return await _asgi_lifespan(server, grace, receive, send)
+        while scope["type"] == "lifespan":     # started at once; Server.shutdown off the loop
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
+                await send({"type": "lifespan.shutdown.complete"})
+                return
         if scope["type"] != "http":
             return
         from urllib.parse import quote
@@ -6779,20 +6766,6 @@ def asgi_app(server, *, grace=10.0):
         await _asgi_stream(response.stream, loop, receive, send)
 
     return app
-
-
-async def _asgi_lifespan(server, grace, receive, send):
-    """ASGI's lifespan: started at once; at shutdown, Server.shutdown within
-    ``grace`` seconds, off the event loop."""
-    import asyncio
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 async def _asgi_stream(stream, loop, receive, send):
@@ -6956,12 +6929,6 @@ def demo_server(**options):
                            "tags": ["echo", "demo"], "examples": ["hello"]}], **options)
 
 
-def _running_turns(server):
-    """How many agent turns are running in ``server`` (what Ctrl-C waits for)."""
-    with server._lock:
-        return sum(c.active is not None for c in server._channels.values())
-
-
 def _stop_on_ctrl_c(server, grace, stop_now=None):
     """The demo's Ctrl-C: the first stops gracefully, saying what it waits
     for (the host's KeyboardInterrupt path: Server.shutdown within
@@ -6977,23 +6944,14 @@ def _stop_on_ctrl_c(server, grace, stop_now=None):
             print("a2a_min: stopped now", file=sys.stderr, flush=True)
             os._exit(130)
         pressed.append(True)
-        turns = _running_turns(server)
+        with server._lock:                     # the running turns Ctrl-C waits for
+            turns = sum(c.active is not None for c in server._channels.values())
         waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
             if turns else ""
 
         print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
         raise KeyboardInterrupt
     signal.signal(signal.SIGINT, on_sigint)
-
-
-def _log_access_to_stderr():
-    """--access-log: the "a2a_min.access" lines, with their time, to stderr."""
-    import logging
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    access = logging.getLogger("a2a_min.access")
-    access.addHandler(handler)
-    access.setLevel(logging.INFO)
 
 
 def _demo_banner(server, what, kept, tls, listener):
@@ -7063,8 +7021,13 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
                 workers=1, stop_now=None):
     """Serve ``server`` as the command line does: the banner, Ctrl-C, and a
     port that is taken said in one line."""
-    if args.access_log:
-        _log_access_to_stderr()
+    if args.access_log:                        # the "a2a_min.access" lines, timed, to stderr
+        import logging
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        access = logging.getLogger("a2a_min.access")
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
     if args.compat:
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
