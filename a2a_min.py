@@ -4596,8 +4596,7 @@ class Server:
         self.store.on_evict = self._evicted     # its streams end when the store drops a task
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
-        self.assume_version = assume_version
-        self.public_url = public_url
+        self.assume_version, self.public_url = assume_version, public_url
         self.extended_card = extended_card
         self._channels = {}                 # task id -> _Channel, while the task can change
         self._lock = threading.Lock()
@@ -4606,10 +4605,9 @@ class Server:
         self._gauges = {}                   # host name -> callable: its connections, threads
         self._own_loop = None               # runs async agents for threaded hosts
         self._workers = None                # the worker threads of sync agents (_pool)
-        self.authenticate = authenticate
-        self.trust_forwarded = trust_forwarded
-        self.push_allow = _parse_allow(push_allow)
-        self.push_tls_context = push_tls_context
+        self.authenticate, self.trust_forwarded = authenticate, trust_forwarded
+        self.push_allow, self.push_tls_context = _parse_allow(push_allow), push_tls_context
+
         self._pusher = None                 # the _PushDelivery, started on first use under
         self._pusher_lock = threading.Lock()  # its own lock (never nested in _lock)
         self._holder_of = (None, None)      # (process id, this process's name in leases)
@@ -5157,12 +5155,10 @@ class Server:
             channel = self._channel(task_id, call.owner, call.caller)
             with channel.lock:                 # counted before the turn can let it go
                 channel.followers += 1
-        return self._subscription(channel, call.last_event_id)
-
-    def _subscription(self, channel, last_event_id):
-        """A subscriber's stream: from after Last-Event-ID if that event is still
-        kept, else from the current Task (section 3.1.6), numbered as the event
-        before the next. Task and next id are read together, from the store."""
+        # The stream: from after Last-Event-ID if that event is still kept, else
+        # from the current Task (section 3.1.6), numbered as the event before the
+        # next. Task and next id are read together, from the store.
+        last_event_id = call.last_event_id
         keepalive = self.limits["keepalive_interval"]
         with channel.lock:
             channel.reload()
@@ -5300,9 +5296,8 @@ class Server:
 
     @property
     def push_stats(self):
-        """Totals of webhook deliveries: delivered, failed, retried, refused,
-        dropped, paused (dropped, their destination paused); and
-        paused_destinations, those the circuit breaker holds now."""
+        """Totals of webhook deliveries: delivered, failed, retried, refused, dropped,
+        paused (dropped, their destination paused); and paused_destinations (held now)."""
         return self._pusher.totals() if self._pusher else {
             **dict.fromkeys(_PUSH_TOTALS, 0), "paused_destinations": 0}
 
@@ -5316,9 +5311,8 @@ class Server:
     # -- what the limits are doing, and stopping ----------------------------------
 
     def stats(self):
-        """The counters behind every cap and budget, as one dict: the store,
-        the live tasks, the agent threads, requests refused by each limit, the
-        hosts' connections and threads, and webhook deliveries."""
+        """The counters behind every cap and budget, as one dict: the store, the
+        live tasks, agent threads, refusals per limit, hosts' connections, webhooks."""
         with self._lock:
             live = len(self._channels)
             workers = self._workers.count if self._workers else 0
@@ -5521,11 +5515,9 @@ class _LoopAnswer:
     __slots__ = ("loop", "thread", "response", "fn", "args", "timer")
 
     def __init__(self, loop, response, fn, *args):
-        self.loop = loop
-        self.thread = threading.get_ident()    # the loop's: this runs on it
-        self.response = response
-        self.fn = fn
+        self.loop, self.response, self.fn = loop, response, fn
         self.args = args
+        self.thread = threading.get_ident()    # the loop's: this runs on it
         self.timer = None                      # the deadline's, once armed
         response.pending.add_done_callback(self._done)
         loop.call_soon(self._arm)
@@ -5570,8 +5562,7 @@ class _LoopStream:
     chunks, waiting without blocking for news or the keep-alive interval."""
 
     def __init__(self, stream, loop):
-        self.stream = stream
-        self.loop = loop
+        self.stream, self.loop = stream, loop
 
     def __aiter__(self):
         return self
@@ -5637,9 +5628,7 @@ class _BadRequest(Exception):
 
     def __init__(self, status, error, path=None):
         super().__init__(error.message)
-        self.status = status
-        self.error = error
-        self.path = path
+        self.status, self.error, self.path = status, error, path
 
 
 class _HTTPRequest:
@@ -6242,17 +6231,12 @@ def _busy(server, max_connections):
 # -- an asyncio server ---------------------------------------------------------------
 #
 # One event loop, no thread per connection and none per stream. Each
-# connection is an asyncio protocol (_LoopConnection): bytes arrive in
-# data_received and go to the connection's _RequestReader, which says whether
-# they hold a whole request yet; bytes after one request (a pipelined second
-# one) stay in the buffer for the next. A request is answered right there, on
-# the loop, by handle_http(..., spawn): lookups answer at once, an agent's turn
-# comes back as Response.pending (an async agent runs on this loop, a sync one
-# on a worker thread), and a stream is read through _LoopStream. One clock per
-# connection: a request must arrive whole within ``timeout`` of the connection
-# being ready for it (slow headers and short bodies get 408, idle keep-alives
-# a close). Past ``max_connections`` open connections, a new one is answered
-# 503 and closed.
+# connection is an asyncio protocol (_LoopConnection) whose bytes go to its
+# _RequestReader; bytes after one request (a pipelined second one) wait for
+# the next. A request is answered on the loop by handle_http(..., spawn), with
+# the hooks of section 10. One clock per connection: a request must arrive
+# whole within ``timeout`` of the connection being ready for it (else 408, or
+# a close when idle). Past ``max_connections``, a new connection gets 503.
 
 
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
@@ -6286,14 +6270,11 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
     def connection():
         return _LoopConnection(server, loop, connections, limits, date, spawn)
-    listener = await loop.create_server(
-        connection if tls is None else lambda: _TlsSniffer(loop, connection, tls,
-                                                           handshake_timeout),
-        host, port, reuse_address=True, backlog=1024)
+    listener = await loop.create_server(connection if tls is None else lambda: _TlsSniffer(
+        loop, connection, tls, handshake_timeout), host, port, reuse_address=True, backlog=1024)
     listener.tls = tls                             # (the SSLContext, or None: plain HTTP)
-    named = list(host) if isinstance(host, (list, tuple)) else [host or ""]
-    server.allow_hosts(named + [s.getsockname()[0] for s in listener.sockets],
-                       bound=True)                 # (see "Who may call")
+    named = list(host) if isinstance(host, (list, tuple)) else [host or ""]  # "Who may call"
+    server.allow_hosts(named + [s.getsockname()[0] for s in listener.sockets], bound=True)
     (on_ready or _say_where)(listener)
     try:
         await stop                                 # serving, until SIGTERM or cancelled
@@ -6397,14 +6378,11 @@ class _TlsSniffer:
 
 
 class _LoopConnection:
-    """One HTTP/1.1 connection of serve_asyncio: an asyncio protocol (the
-    methods asyncio calls: connection_made, data_received, eof_received,
-    connection_lost, pause_writing, resume_writing)."""
+    """One HTTP/1.1 connection of serve_asyncio, as an asyncio protocol."""
+
 
     def __init__(self, server, loop, connections, limits, date, spawn):
-        self.server = server
-        self.loop = loop
-        self.connections = connections
+        self.server, self.loop, self.connections = server, loop, connections
         self.date = date           # the host's Date header
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
         self.timeout, reader_limits, self.max_connections = limits
@@ -6816,9 +6794,8 @@ def lambda_handler(server, *, margin=1.0):
     """An AWS Lambda handler: ``handler = a2a_min.lambda_handler(server)``.
 
     ``margin``: seconds before the invocation's deadline at which a buffered
-    stream is cut and returned. The card says that streams come whole here
-    (the extension BUFFERED_STREAMS): they still work, and clients that need
-    each event as it happens can tell, before they rely on it.
+    stream is cut and returned. The card says streams come whole here
+    (BUFFERED_STREAMS), so clients that need each event as it happens can tell.
     """
     import base64
     if server.capabilities.get("streaming"):
@@ -6893,16 +6870,13 @@ def lambda_handler(server, *, margin=1.0):
 # (threads or asyncio), the address, and the options that are Server's own
 # (--public-url, --compat, --push-allow, --allow-host, --cors-origin...).
 #
-# What a deployment adds lives in a2a_cli.py: a store that outlives the
-# process (--store, A2A_STORE), several worker processes (--workers), HTTPS
-# from certificate files (--tls-*), a program as the agent (--exec), a signed
-# card (--sign-key), and the client's verbs (send, get, list, watch, check...).
-# main() reads its own options first, without abbreviations; anything left
-# over goes to a2a_cli.main() whole, which builds its parser on this one
-# (_demo_parser) and serves through the same _serve_demo. Without that file,
-# what needs it is answered with one line naming it. So ``python a2a_min.py``
-# alone never imports more than it uses, and a copied file still starts in
-# the time the demo takes to compile.
+# What a deployment adds lives in a2a_cli.py: --store (A2A_STORE), --workers,
+# --tls-*, --exec, --sign-key and the client's verbs. main() reads its own
+# options first, without abbreviations; anything left over goes to
+# a2a_cli.main() whole, which builds on _demo_parser and serves through
+# _serve_demo (without that file, one line names it). So this file alone never
+# imports more than it uses, and starts in the time the demo takes to compile.
+
 
 
 def _demo_agent(ctx):
