@@ -4607,7 +4607,6 @@ class Server:
         self._workers = None                # the worker threads of sync agents (_pool)
         self.authenticate, self.trust_forwarded = authenticate, trust_forwarded
         self.push_allow, self.push_tls_context = _parse_allow(push_allow), push_tls_context
-
         self._pusher = None                 # the _PushDelivery, started on first use under
         self._pusher_lock = threading.Lock()  # its own lock (never nested in _lock)
         self._holder_of = (None, None)      # (process id, this process's name in leases)
@@ -5445,7 +5444,6 @@ def _decode_page_token(token):
 #                          it ends (_LoopAnswer brings that back to the loop)
 #   stream.poll()/watch()  a stream read without waiting (_LoopStream)
 #
-# A threaded host's async agents run on the server's own loop (_LoopThread).
 # On Python 3.12+ an agent's task starts eagerly, so a turn that never waits
 # has ended before handle_http() returns. Callbacks take arguments, not
 # closures: nothing a request makes is left in a reference cycle.
@@ -5507,10 +5505,9 @@ def _call_on(loop, fn, *args):
 
 
 class _LoopAnswer:
-    """Follows a Response.pending on ``loop``: ``fn(response, *args)`` is
-    called there with the real Response once the turn has ended or its
-    deadline passed (a timer armed after the loop's next pass, by which time
-    most turns have ended)."""
+    """Follows a Response.pending on ``loop``: ``fn(response, *args)`` is called
+    there with the real Response once the turn has ended or its deadline passed
+    (a timer armed after the loop's next pass, when most turns have ended)."""
 
     __slots__ = ("loop", "thread", "response", "fn", "args", "timer")
 
@@ -5568,9 +5565,8 @@ class _LoopStream:
         return self
 
     async def __anext__(self):
-        stream = self.stream
         try:
-            chunk = stream.poll()
+            chunk = self.stream.poll()
             if chunk is None:
                 chunk = await self._wait()
         except StopIteration:
@@ -6380,7 +6376,6 @@ class _TlsSniffer:
 class _LoopConnection:
     """One HTTP/1.1 connection of serve_asyncio, as an asyncio protocol."""
 
-
     def __init__(self, server, loop, connections, limits, date, spawn):
         self.server, self.loop, self.connections = server, loop, connections
         self.date = date           # the host's Date header
@@ -6470,8 +6465,7 @@ class _LoopConnection:
                     "head and the body its Content-Length announces",
                     metadata={"limit": "timeout", "value": self.timeout})), close=True)
                 return self.close_after_answer()
-            self.transport.close()
-            return
+            return self.transport.close()
         wait = self.timeout - waited if self.busy is None else self.timeout
         self.timer = self.loop.call_later(max(wait, 0.01), self.check_timeout)
 
@@ -6819,7 +6813,6 @@ def lambda_handler(server, *, margin=1.0):
             multi = event.get("multiValueQueryStringParameters")
             single = event.get("queryStringParameters") or {}
             query = urlencode(multi, doseq=True) if multi else urlencode(single)
-
         body = event.get("body") or ""
         body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
         stage = event.get("requestContext", {}).get("stage", "$default")
@@ -6878,7 +6871,6 @@ def lambda_handler(server, *, margin=1.0):
 # imports more than it uses, and starts in the time the demo takes to compile.
 
 
-
 def _demo_agent(ctx):
     """Echo the user's text back in a few streamed chunks.
 
@@ -6922,7 +6914,6 @@ def _stop_on_ctrl_c(server, grace, stop_now=None):
             turns = sum(c.active is not None for c in server._channels.values())
         waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
             if turns else ""
-
         print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
         raise KeyboardInterrupt
     signal.signal(signal.SIGINT, on_sigint)
@@ -7024,7 +7015,6 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
         else:
             serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls,
                   grace=grace)
-
     except OSError as error:
         # A port in use, an address not here, a port below 1024: one line that
         # says which and what to do, not a traceback.
