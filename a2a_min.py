@@ -5020,8 +5020,7 @@ class Server:
     # run on a bounded pool (max_workers), so a client that leaves stops nothing.
 
     def _start(self, turn, spawn=None):
-        """Run a turn in the background: an async agent through ``spawn`` (the
-        host's event loop), anything else on a worker thread."""
+        """Run a turn in the background: an async agent through ``spawn``, else a worker."""
         if spawn is not None and self._agent_is_async:
             self._drive(turn, None, spawn)     # only makes the coroutine: no wait
         else:
@@ -5075,8 +5074,7 @@ class Server:
                 gen.close()
 
     async def _drive_async(self, result, turn):
-        """_drive and _drain for an async agent (on a shared store, through the
-        store's threads: loop_threads)."""
+        """_drive and _drain for an async agent (a shared store's: via loop_threads)."""
         if self._off_loop is not None:
             return await self._off_loop.drive(result, turn)
         try:
@@ -6002,8 +6000,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
 
 def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout=10.0):
-    """make_http_server's handler class: one thread per connection, reading
-    requests with a _RequestReader and answering each with handle_http()."""
+    """make_http_server's handler class, reading requests with a _RequestReader."""
     import socket
     import socketserver
 
@@ -6086,9 +6083,8 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
             continued = True
             sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
         try:
-            # Each wait ends at the request's deadline. (The socket's
-            # timeout is changed only once it must be: a system call.
-            # Before a request's first byte it is the whole timeout.)
+            # Each wait ends at the request's deadline; the timeout is changed only
+            # when it must be (a system call), and is whole before a request's first byte.
             if buffer or reader.reading:
                 left = deadline - time.monotonic()
                 if left < handler.wait - 1.0 or left <= 0:
@@ -6110,8 +6106,7 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
 
 
 def _threaded_server(server, max_connections, date):
-    """make_http_server's server class: socketserver's threads, counted, with
-    a connection cap (503 past it) and a graceful drain()."""
+    """make_http_server's server class: a connection cap (503 past it), drain()."""
     import socket
     import socketserver
 
@@ -6243,11 +6238,10 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     within ``grace`` seconds: Server.shutdown, requests in flight finish,
     idle connections close.
 
-    ``on_ready(asyncio_server)`` is called once listening (by default, a
-    line saying where). ``timeout`` bounds how long a request may take to
-    arrive, and an idle keep-alive connection.
-    ``tls``: serve HTTPS (see "TLS"), each handshake done within
-    ``handshake_timeout`` seconds."""
+    ``on_ready(asyncio_server)`` is called once listening (by default, a line
+    saying where). ``timeout`` bounds how long a request may take to arrive,
+    and an idle keep-alive connection. ``tls``: serve HTTPS (see "TLS"), each
+    handshake done within ``handshake_timeout`` seconds."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
