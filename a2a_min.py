@@ -4452,8 +4452,7 @@ class Server:
         self.store.on_evict = self._evicted     # its streams end when the store drops a task
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
-        self.assume_version = assume_version
-        self.public_url = public_url
+        self.assume_version, self.public_url = assume_version, public_url
         self.extended_card = extended_card
         self._channels = {}                 # task id -> _Channel, while the task can change
         self._lock = threading.Lock()
@@ -4462,10 +4461,8 @@ class Server:
         self._gauges = {}                   # host name -> callable: its connections, threads
         self._own_loop = None               # runs async agents for threaded hosts
         self._workers = None                # the worker threads of sync agents (_pool)
-        self.authenticate = authenticate
-        self.trust_forwarded = trust_forwarded
-        self.push_allow = _parse_allow(push_allow)
-        self.push_tls_context = push_tls_context
+        self.authenticate, self.trust_forwarded = authenticate, trust_forwarded
+        self.push_allow, self.push_tls_context = _parse_allow(push_allow), push_tls_context
         self._pusher = None                 # the _PushDelivery, started on first use under
         self._pusher_lock = threading.Lock()  # its own lock (never nested in _lock)
         self._holder_of = (None, None)      # (process id, this process's name in leases)
@@ -4609,7 +4606,9 @@ class Server:
         response dict, or an iterator of (seq, StreamResponse) for a stream."""
         call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
         if self.store.shared and (self._watch is None or self._watch.pid != os.getpid()):
-            self._watch_store()
+            with self._lock:          # this process's watch of a shared store (again after a fork)
+                if self._watch is None or self._watch.pid != os.getpid():
+                    self._watch = self.store.watch(self)
         if self.authenticate is not None:
             call.principal = self.authenticate(call)
         self.check_service_parameters(call, method)
@@ -4633,11 +4632,6 @@ class Server:
                 metadata={"taskId": task_id})
         return task
 
-    def _watch_store(self):
-        """Start this process's watch of a shared store (again after a fork)."""
-        with self._lock:
-            if self._watch is None or self._watch.pid != os.getpid():
-                self._watch = self.store.watch(self)
 
     def _end_unfinished(self, task_id, owner, why):
         """End FAILED a running task whose agent will not finish (its process
@@ -4882,8 +4876,7 @@ class Server:
     # run on a bounded pool (max_workers), so a client that leaves stops nothing.
 
     def _start(self, turn, spawn=None):
-        """Run a turn in the background: an async agent through ``spawn`` (the
-        host's event loop), anything else on a worker thread."""
+        """Run a turn in the background: an async agent through ``spawn``, else a worker."""
         if spawn is not None and self._agent_is_async:
             self._drive(turn, None, spawn)     # only makes the coroutine: no wait
         else:
@@ -4937,8 +4930,7 @@ class Server:
                 gen.close()
 
     async def _drive_async(self, result, turn):
-        """_drive and _drain for an async agent (on a shared store, through the
-        store's threads: loop_threads)."""
+        """_drive and _drain for an async agent (a shared store's: via loop_threads)."""
         if self._off_loop is not None:
             return await self._off_loop.drive(result, turn)
         try:
@@ -5016,12 +5008,10 @@ class Server:
             channel = self._channel(task_id, call.owner, call.caller)
             with channel.lock:                 # counted before the turn can let it go
                 channel.followers += 1
-        return self._subscription(channel, call.last_event_id)
-
-    def _subscription(self, channel, last_event_id):
-        """A subscriber's stream: from after Last-Event-ID if that event is still
-        kept, else from the current Task (section 3.1.6), numbered as the event
-        before the next. Task and next id are read together, from the store."""
+        # The stream: from after Last-Event-ID if that event is still kept, else
+        # from the current Task (section 3.1.6), numbered as the event before the
+        # next. Task and next id are read together, from the store.
+        last_event_id = call.last_event_id
         keepalive = self.limits["keepalive_interval"]
         with channel.lock:
             channel.reload()
@@ -5159,9 +5149,8 @@ class Server:
 
     @property
     def push_stats(self):
-        """Totals of webhook deliveries: delivered, failed, retried, refused,
-        dropped, paused (dropped, their destination paused); and
-        paused_destinations, those the circuit breaker holds now."""
+        """Totals of webhook deliveries: delivered, failed, retried, refused, dropped,
+        paused (dropped, their destination paused); and paused_destinations (held now)."""
         return self._pusher.totals() if self._pusher else {
             **dict.fromkeys(_PUSH_TOTALS, 0), "paused_destinations": 0}
 
@@ -5175,9 +5164,8 @@ class Server:
     # -- what the limits are doing, and stopping ----------------------------------
 
     def stats(self):
-        """The counters behind every cap and budget, as one dict: the store,
-        the live tasks, the agent threads, requests refused by each limit, the
-        hosts' connections and threads, and webhook deliveries."""
+        """The counters behind every cap and budget, as one dict: the store, the
+        live tasks, agent threads, refusals per limit, hosts' connections, webhooks."""
         with self._lock:
             live = len(self._channels)
             workers = self._workers.count if self._workers else 0
@@ -5310,7 +5298,6 @@ def _decode_page_token(token):
 #                          it ends (_LoopAnswer brings that back to the loop)
 #   stream.poll()/watch()  a stream read without waiting (_LoopStream)
 #
-# A threaded host's async agents run on the server's own loop (_LoopThread).
 # On Python 3.12+ an agent's task starts eagerly, so a turn that never waits
 # has ended before handle_http() returns. Callbacks take arguments, not
 # closures: nothing a request makes is left in a reference cycle.
@@ -5372,19 +5359,16 @@ def _call_on(loop, fn, *args):
 
 
 class _LoopAnswer:
-    """Follows a Response.pending on ``loop``: ``fn(response, *args)`` is
-    called there with the real Response once the turn has ended or its
-    deadline passed (a timer armed after the loop's next pass, by which time
-    most turns have ended)."""
+    """Follows a Response.pending on ``loop``: ``fn(response, *args)`` is called
+    there with the real Response once the turn has ended or its deadline passed
+    (a timer armed after the loop's next pass, when most turns have ended)."""
 
     __slots__ = ("loop", "thread", "response", "fn", "args", "timer")
 
     def __init__(self, loop, response, fn, *args):
-        self.loop = loop
-        self.thread = threading.get_ident()    # the loop's: this runs on it
-        self.response = response
-        self.fn = fn
+        self.loop, self.response, self.fn = loop, response, fn
         self.args = args
+        self.thread = threading.get_ident()    # the loop's: this runs on it
         self.timer = None                      # the deadline's, once armed
         response.pending.add_done_callback(self._done)
         loop.call_soon(self._arm)
@@ -5429,16 +5413,14 @@ class _LoopStream:
     chunks, waiting without blocking for news or the keep-alive interval."""
 
     def __init__(self, stream, loop):
-        self.stream = stream
-        self.loop = loop
+        self.stream, self.loop = stream, loop
 
     def __aiter__(self):
         return self
 
     async def __anext__(self):
-        stream = self.stream
         try:
-            chunk = stream.poll()
+            chunk = self.stream.poll()
             if chunk is None:
                 chunk = await self._wait()
         except StopIteration:
@@ -5475,19 +5457,13 @@ class _LoopStream:
 #
 # Both servers bundled here read requests with one reader, _RequestReader: a
 # pure object (no sockets) that takes the bytes received so far and says
-# whether they hold a whole request yet (RFC 9112). It is strict wherever two
-# HTTP parsers could disagree about where a request ends, since that is how
-# a request is smuggled past a proxy (RFC 9112 section 11.2): a request with
-# both Content-Length and Transfer-Encoding is refused, so are differing
-# Content-Lengths, a chunked coding that is not the last one (400), codings
-# this server does not know (501), chunk sizes that are not plain hex
-# digits, chunk data not followed by CRLF, whitespace before a header's
-# colon, obsolete folded lines and control bytes. Every refusal closes the
-# connection: after a framing error nobody knows where the next request
-# starts. Limits are counted in bytes as they arrive: the head
+# whether they hold a whole request yet (RFC 9112). It refuses whatever two
+# HTTP parsers could read as ending in different places, since that is how
+# a request is smuggled past a proxy (RFC 9112 section 11.2), and every
+# refusal closes the connection: after a framing error nobody knows where the
+# next request starts. Limits are counted in bytes as they arrive: the head
 # (max_header_bytes, max_headers), the body (max_body_bytes, checked against
-# Content-Length before the body is read), a chunk-size line and the
-# trailers.
+# Content-Length before the body is read), a chunk-size line and the trailers.
 #
 # Time is bounded per request, not per read: a request must arrive whole
 # within ``timeout`` seconds of the connection being ready for it, or it gets
@@ -5502,9 +5478,7 @@ class _BadRequest(Exception):
 
     def __init__(self, status, error, path=None):
         super().__init__(error.message)
-        self.status = status
-        self.error = error
-        self.path = path
+        self.status, self.error, self.path = status, error, path
 
 
 class _HTTPRequest:
@@ -5557,9 +5531,6 @@ class _RequestReader:
         self.max_header_bytes = max_header_bytes
         self.max_headers = max_headers
         self.max_body_bytes = max_body_bytes
-        self._reset()
-
-    def _reset(self):
         self._head = None        # (method, target, version, headers, path) once read
         self._scan = 0           # where to look again for the end of the head
         self._length = None      # Content-Length, or None for a chunked body
@@ -5567,8 +5538,6 @@ class _RequestReader:
         self.expects_continue = False
 
     def read(self, buffer):
-        # What is read is taken off the buffer at once (the head, then each
-        # chunk), so a body is held once, whatever its framing.
         if self._head is None:
             if not self._read_head(buffer):
                 return None
@@ -5784,11 +5753,9 @@ class _RequestReader:
 # the client has it; otherwise the standard library's defaults (its ciphers,
 # no compression), and no renegotiation.
 #
-# A handshake happens on its connection, never on the accept loop: the
-# threaded server does it on the connection's own thread with a deadline for
-# the whole handshake (a client that sends one byte a second is cut off like
-# one that sends none); the asyncio server lets asyncio's SSL protocol do it,
-# a step each time bytes arrive, with the same deadline. A verified client
+# A handshake happens on its connection, never on the accept loop, within a
+# deadline for the whole of it: on the connection's own thread (threaded), or
+# a step each time bytes arrive (asyncio's SSL protocol). A verified client
 # certificate reaches the operations as CallContext.certificate.
 
 _TLS_RECORD = b"\x16"                 # the first byte of a TLS handshake record
@@ -5850,17 +5817,6 @@ def _tls_handshake(sock, context, deadline_after):
         return None
 
 
-def _secured(sock, tls, handshake_timeout):
-    """(socket, scheme, client certificate) for an accepted connection: as it
-    is without ``tls``; else its TLS socket (None if the handshake failed) and
-    the client's verified certificate (ssl's dict: subject, issuer,
-    subjectAltName, notAfter...), if it sent one."""
-    if tls is None:
-        return sock, "http://", None
-    sock = _tls_handshake(sock, tls, handshake_timeout)
-    return sock, "https://", (sock.getpeercert() or None) if sock is not None else None
-
-
 # -- the threaded server ---------------------------------------------------------
 #
 # The standard library's threaded TCP server (socketserver's TCPServer with
@@ -5900,8 +5856,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
 
 def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout=10.0):
-    """make_http_server's handler class: one thread per connection, reading
-    requests with a _RequestReader and answering each with handle_http()."""
+    """make_http_server's handler class, reading requests with a _RequestReader."""
     import socket
     import socketserver
 
@@ -5911,9 +5866,12 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
 
         def handle(self):
             self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock, self.scheme, self.certificate = _secured(self.request, tls, handshake_timeout)
-            if sock is None:
-                return                             # (a TLS handshake that failed)
+            sock, self.scheme, self.certificate = self.request, "http://", None
+            if tls is not None:
+                sock, self.scheme = _tls_handshake(sock, tls, handshake_timeout), "https://"
+                if sock is None:
+                    return                         # (a TLS handshake that failed)
+                self.certificate = sock.getpeercert() or None   # ssl's dict, if it sent one
             self.wait = timeout                    # the socket's timeout now
             sock.settimeout(timeout)
             self.peer = self.client_address[0]
@@ -5981,9 +5939,8 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
             continued = True
             sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
         try:
-            # Each wait ends at the request's deadline. (The socket's
-            # timeout is changed only once it must be: a system call.
-            # Before a request's first byte it is the whole timeout.)
+            # Each wait ends at the request's deadline; the timeout is changed only
+            # when it must be (a system call), and is whole before a request's first byte.
             if buffer or reader.reading:
                 left = deadline - time.monotonic()
                 if left < handler.wait - 1.0 or left <= 0:
@@ -6005,8 +5962,7 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
 
 
 def _threaded_server(server, max_connections, date):
-    """make_http_server's server class: socketserver's threads, counted, with
-    a connection cap (503 past it) and a graceful drain()."""
+    """make_http_server's server class: a connection cap (503 past it), drain()."""
     import socket
     import socketserver
 
@@ -6098,14 +6054,18 @@ def _say_where(listener):
 
 
 def _serve_until_stopped(httpd, grace):
-    _on_sigterm(lambda: threading.Thread(target=httpd.shutdown, daemon=True).start())
+    # SIGTERM (what a container, systemd or a platform sends) stops as Ctrl-C
+    # does, where this thread may set signal handlers.
+    if threading.current_thread() is threading.main_thread():
+        import signal
+        signal.signal(signal.SIGTERM, lambda signum, frame: threading.Thread(
+            target=httpd.shutdown, daemon=True).start())
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         httpd.drain(grace)
-
 
 
 def _busy(server, max_connections):
@@ -6115,28 +6075,15 @@ def _busy(server, max_connections):
         metadata={"limit": "max_connections", "value": max_connections}))
 
 
-def _on_sigterm(stop):
-    """Call ``stop()`` on SIGTERM (what a container, systemd or a platform
-    sends to stop a process), where this thread may set signal handlers."""
-    import signal
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda signum, frame: stop())
-
-
 # -- an asyncio server ---------------------------------------------------------------
 #
 # One event loop, no thread per connection and none per stream. Each
-# connection is an asyncio protocol (_LoopConnection): bytes arrive in
-# data_received and go to the connection's _RequestReader, which says whether
-# they hold a whole request yet; bytes after one request (a pipelined second
-# one) stay in the buffer for the next. A request is answered right there, on
-# the loop, by handle_http(..., spawn): lookups answer at once, an agent's turn
-# comes back as Response.pending (an async agent runs on this loop, a sync one
-# on a worker thread), and a stream is read through _LoopStream. One clock per
-# connection: a request must arrive whole within ``timeout`` of the connection
-# being ready for it (slow headers and short bodies get 408, idle keep-alives
-# a close). Past ``max_connections`` open connections, a new one is answered
-# 503 and closed.
+# connection is an asyncio protocol (_LoopConnection) whose bytes go to its
+# _RequestReader; bytes after one request (a pipelined second one) wait for
+# the next. A request is answered on the loop by handle_http(..., spawn), with
+# the hooks of section 10. One clock per connection: a request must arrive
+# whole within ``timeout`` of the connection being ready for it (else 408, or
+# a close when idle). Past ``max_connections``, a new connection gets 503.
 
 
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
@@ -6147,11 +6094,10 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     within ``grace`` seconds: Server.shutdown, requests in flight finish,
     idle connections close.
 
-    ``on_ready(asyncio_server)`` is called once listening (by default, a
-    line saying where). ``timeout`` bounds
-    how long a request may take to arrive, and an idle keep-alive connection.
-    ``tls``: serve HTTPS (see "TLS"), each handshake done within
-    ``handshake_timeout`` seconds."""
+    ``on_ready(asyncio_server)`` is called once listening (by default, a line
+    saying where). ``timeout`` bounds how long a request may take to arrive,
+    and an idle keep-alive connection. ``tls``: serve HTTPS (see "TLS"), each
+    handshake done within ``handshake_timeout`` seconds."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
@@ -6170,14 +6116,11 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
     def connection():
         return _LoopConnection(server, loop, connections, limits, date, spawn)
-    listener = await loop.create_server(
-        connection if tls is None else lambda: _TlsSniffer(loop, connection, tls,
-                                                           handshake_timeout),
-        host, port, reuse_address=True, backlog=1024)
+    listener = await loop.create_server(connection if tls is None else lambda: _TlsSniffer(
+        loop, connection, tls, handshake_timeout), host, port, reuse_address=True, backlog=1024)
     listener.tls = tls                             # (the SSLContext, or None: plain HTTP)
-    named = list(host) if isinstance(host, (list, tuple)) else [host or ""]
-    server.allow_hosts(named + [s.getsockname()[0] for s in listener.sockets],
-                       bound=True)                 # (see "Who may call")
+    named = list(host) if isinstance(host, (list, tuple)) else [host or ""]  # "Who may call"
+    server.allow_hosts(named + [s.getsockname()[0] for s in listener.sockets], bound=True)
     (on_ready or _say_where)(listener)
     try:
         await stop                                 # serving, until SIGTERM or cancelled
@@ -6281,14 +6224,10 @@ class _TlsSniffer:
 
 
 class _LoopConnection:
-    """One HTTP/1.1 connection of serve_asyncio: an asyncio protocol (the
-    methods asyncio calls: connection_made, data_received, eof_received,
-    connection_lost, pause_writing, resume_writing)."""
+    """One HTTP/1.1 connection of serve_asyncio, as an asyncio protocol."""
 
     def __init__(self, server, loop, connections, limits, date, spawn):
-        self.server = server
-        self.loop = loop
-        self.connections = connections
+        self.server, self.loop, self.connections = server, loop, connections
         self.date = date           # the host's Date header
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
         self.timeout, reader_limits, self.max_connections = limits
@@ -6306,17 +6245,9 @@ class _LoopConnection:
         """A client connected: start its clock, or refuse it past the cap."""
         self.transport = transport
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
-        if len(self.connections) >= self.max_connections:
-            # Refused: answer 503 and stop sending, but close only once the
-            # client has (or a second has passed): a request it sends meanwhile
-            # would otherwise turn the close into a reset, losing the answer.
-            self.closed = True
+        if len(self.connections) >= self.max_connections:    # refused: 503, and close
             self.write(_busy(self.server, self.max_connections), close=True)
-            if transport.can_write_eof():          # (a TLS transport cannot half-close)
-                transport.write_eof()
-            self.timer.cancel()
-            self.timer = self.loop.call_later(1.0, transport.abort)
-            return
+            return self.close_after_answer()
         self.connections.add(self)
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
@@ -6384,8 +6315,7 @@ class _LoopConnection:
                     "head and the body its Content-Length announces",
                     metadata={"limit": "timeout", "value": self.timeout})), close=True)
                 return self.close_after_answer()
-            self.transport.close()
-            return
+            return self.transport.close()
         wait = self.timeout - waited if self.busy is None else self.timeout
         self.timer = self.loop.call_later(max(wait, 0.01), self.check_timeout)
 
@@ -6396,7 +6326,8 @@ class _LoopConnection:
             try:
                 request = self.reader.read(self.buffer)
             except _BadRequest as bad:
-                return self.refuse(bad.path, bad.status, bad.error)
+                self.write(self.server.error_response(bad.path, bad.status, bad.error), close=True)
+                return self.close_after_answer()
             if request is None:
                 if self.reader.expects_continue and not self.continued:
                     self.continued = True          # curl waits for this before a large body
@@ -6446,10 +6377,6 @@ class _LoopConnection:
             return
         if self.answer(future.result(), method, keep) and self.buffer:
             self.loop.call_soon(self.serve_buffered)
-
-    def refuse(self, path, status, error):
-        self.write(self.server.error_response(path, status, error), close=True)
-        self.close_after_answer()
 
     def close_after_answer(self):
         """Stop sending, and close once the client has (or after a second),
@@ -6540,8 +6467,8 @@ class _DateHeader:
 # Response back. A stream is an iterator of byte chunks: WSGI servers send
 # each one as it comes and close() it when the client leaves; the ASGI adapter
 # awaits each chunk (no thread per stream) and sends it with more_body,
-# watching for the client's disconnect meanwhile. A mount prefix (SCRIPT_NAME, root_path) is stripped from the
-# path and kept in the base URL the card shows.
+# watching for the client's disconnect meanwhile. A mount prefix (SCRIPT_NAME,
+# root_path) is stripped from the path and kept in the base URL the card shows.
 
 
 def wsgi_app(server):
@@ -6602,8 +6529,14 @@ def asgi_app(server, *, grace=10.0):
 
     async def app(scope, receive, send):
         import asyncio
-        if scope["type"] == "lifespan":
-            return await _asgi_lifespan(server, grace, receive, send)
+        while scope["type"] == "lifespan":     # started at once; Server.shutdown off the loop
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
+                await send({"type": "lifespan.shutdown.complete"})
+                return
         if scope["type"] != "http":
             return
         from urllib.parse import quote
@@ -6657,20 +6590,6 @@ def asgi_app(server, *, grace=10.0):
     return app
 
 
-async def _asgi_lifespan(server, grace, receive, send):
-    """ASGI's lifespan: started at once; at shutdown, Server.shutdown within
-    ``grace`` seconds, off the event loop."""
-    import asyncio
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
 async def _asgi_stream(stream, loop, receive, send):
     """Send each chunk of an SSE ``stream`` as it comes, until it ends or
     the client leaves (then the stream is closed: its task goes on)."""
@@ -6719,9 +6638,8 @@ def lambda_handler(server, *, margin=1.0):
     """An AWS Lambda handler: ``handler = a2a_min.lambda_handler(server)``.
 
     ``margin``: seconds before the invocation's deadline at which a buffered
-    stream is cut and returned. The card says that streams come whole here
-    (the extension BUFFERED_STREAMS): they still work, and clients that need
-    each event as it happens can tell, before they rely on it.
+    stream is cut and returned. The card says streams come whole here
+    (BUFFERED_STREAMS), so clients that need each event as it happens can tell.
     """
     import base64
     if server.capabilities.get("streaming"):
@@ -6733,10 +6651,10 @@ def lambda_handler(server, *, margin=1.0):
 
     def handler(event, context):
         v2 = event.get("version") == "2.0"
+        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         if v2:
             method = event["requestContext"]["http"]["method"]
             path, query = event.get("rawPath") or "/", event.get("rawQueryString", "")
-            headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
             if event.get("cookies"):
                 headers["cookie"] = "; ".join(event["cookies"])
         else:
@@ -6745,7 +6663,6 @@ def lambda_handler(server, *, margin=1.0):
             multi = event.get("multiValueQueryStringParameters")
             single = event.get("queryStringParameters") or {}
             query = urlencode(multi, doseq=True) if multi else urlencode(single)
-            headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         body = event.get("body") or ""
         body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
         stage = event.get("requestContext", {}).get("stage", "$default")
@@ -6796,16 +6713,12 @@ def lambda_handler(server, *, margin=1.0):
 # (threads or asyncio), the address, and the options that are Server's own
 # (--public-url, --compat, --push-allow, --allow-host, --cors-origin...).
 #
-# What a deployment adds lives in a2a_cli.py: a store that outlives the
-# process (--store, A2A_STORE), several worker processes (--workers), HTTPS
-# from certificate files (--tls-*), a program as the agent (--exec), a signed
-# card (--sign-key), and the client's verbs (send, get, list, watch, check...).
-# main() reads its own options first, without abbreviations; anything left
-# over goes to a2a_cli.main() whole, which builds its parser on this one
-# (_demo_parser) and serves through the same _serve_demo. Without that file,
-# what needs it is answered with one line naming it. So ``python a2a_min.py``
-# alone never imports more than it uses, and a copied file still starts in
-# the time the demo takes to compile.
+# What a deployment adds lives in a2a_cli.py: --store (A2A_STORE), --workers,
+# --tls-*, --exec, --sign-key and the client's verbs. main() reads its own
+# options first, without abbreviations; anything left over goes to
+# a2a_cli.main() whole, which builds on _demo_parser and serves through
+# _serve_demo (without that file, one line names it). So this file alone never
+# imports more than it uses, and starts in the time the demo takes to compile.
 
 
 def _demo_agent(ctx):
@@ -6832,12 +6745,6 @@ def demo_server(**options):
                            "tags": ["echo", "demo"], "examples": ["hello"]}], **options)
 
 
-def _running_turns(server):
-    """How many agent turns are running in ``server`` (what Ctrl-C waits for)."""
-    with server._lock:
-        return sum(c.active is not None for c in server._channels.values())
-
-
 def _stop_on_ctrl_c(server, grace, stop_now=None):
     """The demo's Ctrl-C: the first stops gracefully, saying what it waits
     for (the host's KeyboardInterrupt path: Server.shutdown within
@@ -6853,22 +6760,13 @@ def _stop_on_ctrl_c(server, grace, stop_now=None):
             print("a2a_min: stopped now", file=sys.stderr, flush=True)
             os._exit(130)
         pressed.append(True)
-        turns = _running_turns(server)
+        with server._lock:                     # the running turns Ctrl-C waits for
+            turns = sum(c.active is not None for c in server._channels.values())
         waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
             if turns else ""
         print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
         raise KeyboardInterrupt
     signal.signal(signal.SIGINT, on_sigint)
-
-
-def _log_access_to_stderr():
-    """--access-log: the "a2a_min.access" lines, with their time, to stderr."""
-    import logging
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-    access = logging.getLogger("a2a_min.access")
-    access.addHandler(handler)
-    access.setLevel(logging.INFO)
 
 
 def _demo_banner(server, what, kept, tls, listener):
@@ -6906,20 +6804,18 @@ def _demo_parser(allow_abbrev=True):
                         help="the host: a thread per connection (default) or one asyncio loop")
     parser.add_argument("--single-path", metavar="PATH",
                         help="serve JSON-RPC (POST) and the card (GET) on this one path only")
-    parser.add_argument("--compat", choices=("0.3",),
-                        help="serve A2A 0.3 clients too (JSON-RPC, and HTTP+JSON's /v1 routes), "
-                             "by translation (a2a_v03.py)")
-    parser.add_argument("--push-allow", action="append", default=[], metavar="HOST|NET",
-                        help="send push notifications (webhooks), to this host or network "
-                             "too although it is not public, e.g. 127.0.0.1 for "
-                             "examples/webhook_receiver.py (repeatable)")
-    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                        help="answer requests whose Host header names this too (repeatable; "
-                             "localhost, the bound address and --public-url's host always "
-                             "are; '*' for any): a name this machine is reached by")
-    parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
-                        help="let web pages from this origin (https://app.example) call the "
-                             "API from a browser (repeatable; none may by default)")
+    parser.add_argument("--compat", choices=("0.3",), help="serve A2A 0.3 clients too (JSON-RPC, "
+                        "and HTTP+JSON's /v1 routes), by translation (a2a_v03.py)")
+    parser.add_argument("--push-allow", action="append", default=[], metavar="HOST|NET", help=(
+        "send push notifications (webhooks), to this host or network too although it is not "
+        "public, e.g. 127.0.0.1 for examples/webhook_receiver.py (repeatable)"))
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME", help=(
+        "answer requests whose Host header names this too (repeatable; localhost, the bound "
+        "address and --public-url's host always are; '*' for any): a name this machine is "
+        "reached by"))
+    parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN", help=(
+        "let web pages from this origin (https://app.example) call the API from a browser "
+        "(repeatable; none may by default)"))
     parser.add_argument("--access-log", action="store_true",
                         help="print a line for every request to stderr")
     parser.add_argument("--echo", action="store_true",
@@ -6940,8 +6836,13 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
                 workers=1, stop_now=None):
     """Serve ``server`` as the command line does: the banner, Ctrl-C, and a
     port that is taken said in one line."""
-    if args.access_log:
-        _log_access_to_stderr()
+    if args.access_log:                        # the "a2a_min.access" lines, timed, to stderr
+        import logging
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        access = logging.getLogger("a2a_min.access")
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
     if args.compat:
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
