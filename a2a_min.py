@@ -1136,15 +1136,14 @@ def _refusal(kind, task):
 #
 # Where tasks live between requests, and what hangs off them. One contract:
 # TaskStore, here, keeps tasks in this process's memory; a2a_store.py keeps
-# them in an SQLite file that processes share and that outlives them, and
-# a2a_postgres.py in PostgreSQL.
+# them in an SQLite file that processes share, a2a_postgres.py in PostgreSQL.
 #
 #   get(task_id, owner)              the task (with .version, .next_seq), or None
 #   commit(task, owner, version, event=None, caller=None, holder=None)
-#                                    one atomic change: the task, and its stream event
-#                                    appended to its log under the next id; refused
-#                                    (ConflictError) unless the stored version is
-#                                    ``version`` (0: new), and always once terminal
+#                                    one atomic change: the task, and its event
+#                                    appended to its log; refused (ConflictError)
+#                                    unless the stored version is ``version``
+#                                    (0: new), and always once terminal
 #                                    -> (JSON bytes, new version, event id)
 #   events(task_id, after)           (oldest id kept, [(id, event) after ``after``])
 #   changed()                        a number that moves when another process commits
@@ -1164,65 +1163,50 @@ def _refusal(kind, task):
 #   wake_on(wake)                    call wake() when another process committed
 #   _circuit                         its database is known to be down (_Circuit)
 #
-# Versions keep two writers of one task (two requests, perhaps two processes)
-# from losing an update: each commits the version it read; the second is
-# refused, reads the task again, and the state table decides again
-# (_Channel.change). The event log is how a stream follows a task and how a
-# client resumes one with Last-Event-ID (section 3.1.6): events are numbered
-# from 0 for the task's life, the newest ``replay_buffer`` of them (and
-# ``replay_buffer_bytes`` of JSON) kept. In a shared store, a running task's
-# lease names the process whose agent runs it (``holder``); in memory, this
-# process runs them all, and ``holder`` is ignored.
+# Versions keep two writers of one task from losing an update: each commits
+# the version it read; the second is refused, reads the task again, and the
+# state table decides again (_Channel.change). The event log is how a stream
+# follows a task and how a client resumes one with Last-Event-ID (section
+# 3.1.6): events are numbered from 0 for the task's life, the newest
+# ``replay_buffer`` of them (and ``replay_buffer_bytes`` of JSON) kept.
 #
-# A streamed artifact is many small appends, and writing the whole task at
-# each would cost the square of the chunks (10,000 tokens took 14 s). So a
-# turn's writer may commit with derived=True to a store that says
-# ``appends``: the store keeps the event alone as a pending change and
-# returns None for the JSON, until the pending events weigh as much as the
-# task did when last written whole (at least _APPEND_FLOOR), or the task
-# changes otherwise: each byte streamed is written a bounded number of times.
-# Readers get the task with its pending updates applied (_with_pending).
+# Writing the whole task at each chunk of a streamed artifact would cost the
+# square of the chunks (10,000 tokens took 14 s). So with derived=True a store
+# that says ``appends`` keeps the event alone as a pending change, until the
+# pending events weigh as much as the task did when last written whole (at
+# least _APPEND_FLOOR): each byte streamed is written a bounded number of times.
 #
-# Tasks are copy-on-write (a new dict for every change): a reader never sees
-# one change under it. Each is stored with its owner (tenant, principal); get()
-# and list() return only the owner's, and someone else's task is reported
-# exactly like a missing one (section 13.1).
+# Tasks are copy-on-write: a reader never sees one change under it. Each is
+# stored with its owner (tenant, principal), and someone else's task is
+# reported exactly like a missing one (section 13.1).
 #
-# The in-memory store is bounded in tasks and in bytes. Every task is kept as
-# its JSON (a fifth of the dict's memory, its size exact, and a task that
-# cannot be encoded is refused when written). A task weighs its JSON, its kept
-# events, its push configs and, while it runs, its live copy (_decoded_size).
-# Histories keep the newest ``max_history`` messages; idle tasks (ended, or
-# waiting for the client) expire ``task_ttl`` seconds after they became idle.
-# When full (``max_tasks`` or ``max_bytes``) the oldest idle task is evicted;
-# if every task still runs, a new one is refused (TaskStoreFullError, 503)
-# rather than losing one. ``on_evict`` is told of every eviction.
-#
-# No caller may take the store from everyone else: each (an authenticated
-# principal, or an anonymous client's address) holds at most
-# ``max_tasks_per_caller`` tasks and ``max_bytes_per_caller`` bytes; past its
-# share its own oldest idle task is evicted, or, all of them running, its new
-# one refused (CallerLimitError, 429 with Retry-After). A stuck agent's tasks
-# cost their caller its share and nobody else anything.
+# The in-memory store keeps every task as its JSON (a fifth of the dict's
+# memory, its size exact, and a task that cannot be encoded is refused when
+# written), bounded in tasks and bytes. Histories keep the newest
+# ``max_history`` messages; idle tasks (ended, or waiting for the client)
+# expire ``task_ttl`` seconds after they became idle. When full, the oldest
+# idle task is evicted (``on_evict`` is told); if every task still runs, a
+# new one is refused (TaskStoreFullError, 503) rather than losing one. Each
+# caller (a principal, or an anonymous client's address) holds at most
+# ``max_tasks_per_caller`` tasks and ``max_bytes_per_caller`` bytes, so a
+# stuck agent's tasks cost their caller its share and nobody else anything
+# (CallerLimitError, 429 with Retry-After).
 #
 # ListTasks (section 3.1.4) sorts by status timestamp, newest first; its page
 # token is the (timestamp, id) of the last task returned, valid whatever
-# changes in between. A page holds at most ``max_page_bytes`` (at least one
-# task); past it, nextPageToken continues where it stopped.
+# changes in between. A page holds at most ``max_page_bytes`` (at least one task).
 
-# What an entry costs beyond its JSON: the entry tuple, its dict slots and the
-# bytes object (about 270 bytes, measured with tracemalloc over 10,000
-# entries), and the id, context id and timestamp strings it keeps (about 85
-# bytes each). A kept event costs its JSON and its (id, bytes) pair, the
-# bytes object, the id and its size in the lists (about 160 bytes).
+# What an entry costs beyond its JSON (tracemalloc, 10,000 entries): the
+# entry, its slots, the bytes object and its strings; a kept event, its
+# (id, bytes) pair, the bytes object and its list slots.
 _ENTRY_OVERHEAD = 512
 _EVENT_OVERHEAD = 160
 
 
 class _Bounds:
-    """What every store is given: the limits (keyword arguments whose defaults
-    are DEFAULT_LIMITS'), ``on_evict``, which the Server sets, and the one
-    policy that keeps a store within them (_make_room, below)."""
+    """What every store is given: the limits (DEFAULT_LIMITS' by default),
+    ``on_evict``, which the Server sets, and the policy that keeps a store
+    within them (_make_room)."""
 
     _circuit = None             # a shared store's outage circuit (_Circuit); memory has none
 
@@ -1248,17 +1232,7 @@ class _Bounds:
         self.on_evict = None                # callable(task_id), set by the Server
 
     # -- the one eviction and share policy of every store ----------------------
-    #
-    # A write that would take a store past a bound makes room here, whatever
-    # keeps the tasks: expired tasks go first (idle for task_ttl), then the
-    # writing caller's oldest idle tasks while it is past its share
-    # (max_tasks_per_caller, max_bytes_per_caller), then anyone's oldest idle
-    # tasks while the store is past max_tasks or max_bytes. A running task is
-    # never evicted. If that is not enough, the write is refused
-    # (CallerLimitError, TaskStoreFullError). A full store evicts down to a
-    # 64th below the bound, so the writes that follow find room without
-    # evicting one task each. Each store gives the four steps, on ``ctx``
-    # (its transaction, or what it needs to count):
+    # Each store gives four steps, on ``ctx`` (its transaction, or what it counts):
     #
     #   _expire(ctx, now, task_id, evicted)   remove the expired tasks (not task_id)
     #   _held(ctx, caller)                    (tasks, bytes, the caller's tasks, its bytes)
@@ -1268,8 +1242,11 @@ class _Bounds:
 
     def _make_room(self, ctx, task_id, new, grows, caller, now, evicted):
         """Make room for ``task_id`` to be written (one task more if ``new``,
-        ``grows`` bytes more) by the policy above; ``evicted`` gets the ids
-        of the tasks removed."""
+        ``grows`` bytes more); ``evicted`` gets the ids removed. Expired tasks
+        go first, then the caller's oldest idle tasks while it is past its
+        share, then anyone's while the store is past its bounds; a running
+        task never goes, and if that is not enough the write is refused
+        (CallerLimitError, TaskStoreFullError)."""
         self._expire(ctx, now, task_id, evicted)
         tasks, size, share_tasks, share_bytes = self._held(ctx, caller)
         limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
@@ -1292,8 +1269,9 @@ class _Bounds:
     def _evict_down(self, ctx, task_id, caller, held_tasks, held_bytes, max_tasks, max_bytes,
                     evicted, batches=None):
         """Evict the oldest idle tasks (``caller``'s, or anyone's if None) until
-        (held_tasks, held_bytes) is a 64th below (max_tasks, max_bytes), none
-        is left, or ``batches`` of 64 are gone. Returns (tasks, bytes) freed."""
+        (held_tasks, held_bytes) is a 64th below (max_tasks, max_bytes), so the
+        writes that follow find room without evicting one each; or none is
+        left, or ``batches`` of 64 are gone. Returns (tasks, bytes) freed."""
         room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
         freed_tasks = freed_bytes = 0
         while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
@@ -1312,13 +1290,11 @@ class _Bounds:
 
 
 class _StoredTask(dict):
-    """A Task dict that remembers the JSON it was stored as (``json``): a
-    cached encoding. The store keeps every task as JSON bytes (section 4 of
-    this file); GetTask, and SendMessage for a turn that ended at once, answer
-    with a task just read or written there, and the bindings splice its bytes
-    into their answer (_encoded_result) instead of encoding it again: 3.6 us
-    saved for a 450-byte task, more for larger ones. Tasks are copy-on-write,
-    so the dict never drifts from its JSON: a change makes a new, plain dict."""
+    """A Task dict that remembers the JSON it was stored as (``json``): GetTask,
+    and SendMessage for a turn that ended at once, splice these bytes into
+    their answer (_encoded_result) instead of encoding the task again (3.6 us
+    saved for a 450-byte task). Tasks are copy-on-write, so the dict never
+    drifts from its JSON: a change makes a new, plain dict."""
 
     __slots__ = ("json", "version", "next_seq")
 
@@ -1332,10 +1308,9 @@ class _StoredTask(dict):
 
 class _StoredEvent(dict):
     """A StreamResponse that remembers the JSON the store keeps it as
-    (``json``): a stream's frame splices these bytes into its envelope
-    (_SSEStream) instead of encoding the event again, so an event is encoded
-    once, when it is committed, however many streams carry it, and a
-    replayed event is the very bytes the first stream got."""
+    (``json``): every stream splices these bytes into its frames (_SSEStream),
+    so an event is encoded once, when committed, and a replayed event is the
+    very bytes the first stream got."""
 
     __slots__ = ("json",)
 
@@ -1359,27 +1334,20 @@ class _StoredEvent(dict):
 
 def _decoded_size(body):
     """About the bytes json.loads(body) takes in memory (CPython, 64 bits):
-    the text, and for each object or array its container (64 bytes empty,
-    about 100 more with keys), for each key its string and slot, for each
-    further element its slot and value. Within a factor of two of what
-    tracemalloc measures, for shapes from plain text (1x the JSON) to lists
-    of small objects (25x). Counting four bytes takes 1 us for a small task
-    (0.3 KB), 1 ms a MB."""
+    the text, a container per object or array, a string and slot per key, a
+    slot and value per element. Within a factor of two of tracemalloc, from
+    plain text (1x the JSON) to lists of small objects (25x); 1 us for a
+    small task, 1 ms a MB."""
     return (len(body) + 64 * (body.count(b"{") + body.count(b"[")) + 96 * body.count(b":")
             + 32 * body.count(b","))
 
 
-
 # A task read again and again (a client polling GetTask until its task ends)
-# is decoded once per version, not once per read: the store keeps the decoded
-# form of the last _RECENT tasks it decoded, if their JSON is at most
-# _RECENT_BYTES. A hit costs a dict lookup and an identity check (a new
-# version is a new bytes object); a miss, json.loads. Measured in process, a
-# GetTask takes 5.0 us with a hit and 8.0 us without; through the threaded
-# server that is 49,000 against 42,000 requests a second. A task is kept
-# only if its JSON is at most _RECENT_BYTES and it decodes to at most
-# _RECENT_DECODED bytes (_decoded_size: 4 KiB of JSON may be 100 KiB parsed),
-# so the cache holds at most 256 x 32 KiB, 8 MiB.
+# is decoded once per version, not once per read: the store keeps the last
+# _RECENT tasks it decoded. A hit costs a dict lookup and an identity check (a
+# new version is a new bytes object): GetTask takes 5.0 us instead of 8.0 us.
+# Only tasks of at most _RECENT_BYTES of JSON and _RECENT_DECODED bytes parsed
+# are kept (4 KiB of JSON may be 100 KiB parsed), so at most 8 MiB in all.
 _RECENT = 256
 _RECENT_BYTES = 4096
 _RECENT_DECODED = 32768
@@ -1416,16 +1384,15 @@ def _memory_store(limits):
 
 
 class _Entry:
-    """What TaskStore keeps of one task: its JSON (``body``, the task as last
-    written whole), and beside it what the store needs without decoding it:
-    ``owner``, ``context_id``, ``state`` and ``stamp`` (its status timestamp)
-    for ListTasks, ``caller`` (whose share it counts in), ``size`` (its bytes,
-    with its kept events, configs and live copy), ``version`` and
-    ``next_seq`` (the id of its next event), ``live`` (the parsed copy its
-    running turn holds, counted in size) and ``pending`` (a streamed
-    artifact's chunks kept as events, not yet in the JSON: (updates, count,
-    bytes)). An entry is never changed once stored: a write stores a new one,
-    so a reader takes it whole without the store's lock."""
+    """What TaskStore keeps of one task: its JSON (``body``, as last written
+    whole), and what the store needs without decoding it: ``owner``,
+    ``context_id``, ``state`` and ``stamp`` (status timestamp) for ListTasks,
+    ``caller`` (whose share it counts in), ``size`` (with its kept events,
+    configs and live copy), ``version``, ``next_seq`` (its next event's id),
+    ``live`` (the size of the parsed copy its running turn holds) and
+    ``pending`` (a streamed artifact's chunks not yet in the JSON: ([update,
+    ...], how many are this version's, their bytes)). An entry never changes
+    once stored, so a reader takes it whole without the store's lock."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
                  "next_seq", "live", "pending")
@@ -1436,17 +1403,10 @@ class _Entry:
         self.stamp, self.caller, self.size, self.version = stamp, caller, size, version
         self.next_seq, self.live, self.pending = next_seq, live, pending
 
-    def resized(self, grows):
-        """The same entry, ``grows`` bytes bigger (a push config added or removed)."""
-        return _Entry(self.body, self.owner, self.context_id, self.state, self.stamp,
-                      self.caller, self.size + grows, self.version, self.next_seq, self.live,
-                      self.pending)
-
 
 class TaskStore(_Bounds):
     """Thread-safe, bounded, in-memory task store: the store contract, kept
-    in this process's memory (every task is lost when it exits; SQLiteStore,
-    below, keeps them in a file that processes share)."""
+    in this process's memory (every task is lost when it exits)."""
 
     shared = False          # only this process writes its tasks
     appends = True          # a streamed artifact's chunks are kept as events a while
@@ -1454,11 +1414,7 @@ class TaskStore(_Bounds):
     def __init__(self, **limits):
         super().__init__(**limits)
         self._lock = threading.Lock()
-        # id -> (JSON bytes, owner, contextId, state, status timestamp, caller, size,
-        #        version, the id of its next event, the size of its live copy,
-        #        pending: None, or ([artifactUpdate, ...] not yet in the JSON, how many
-        #        of them are this version's, their bytes): see "A streamed artifact")
-        self._tasks = {}
+        self._tasks = {}                    # id -> _Entry
         self._logs = {}                     # id -> _EventLog, the task's newest events
         self._configs = {}                  # id -> {config id: push config}, in order made
         self._config_bytes = {}             # id -> the size of its configs (_decoded_size)
@@ -1468,26 +1424,22 @@ class TaskStore(_Bounds):
         self._recent = {}                   # id -> _StoredTask, decoded (_recently_read)
 
     def get(self, task_id, owner):
-        """The task with this id if ``owner`` owns it, else None. It comes with
-        the JSON it was read from, its version and the id its next event will
-        get (see _StoredTask): one entry, read whole without the lock."""
+        """The task with this id if ``owner`` owns it, else None: a _StoredTask,
+        with its version and its next event's id, read without the lock."""
         entry = self._tasks.get(task_id)
         if entry is None or entry.owner != owner:
             return None
+        task = _recently_read(self._recent, task_id, entry.body)
         pending = entry.pending
         if pending is not None:             # a streamed artifact's chunks, not yet in the JSON
-            task = _with_pending(_recently_read(self._recent, task_id, entry.body),
-                                 pending[0][:pending[1]])
-        else:
-            task = _recently_read(self._recent, task_id, entry.body)
+            task = _with_pending(task, pending[0][:pending[1]])
         task.version, task.next_seq = entry.version, entry.next_seq
         return task
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None,
                derived=False):
-        """Write ``task`` and append ``event`` to its log, as one change. See
-        the contract above; returns (JSON bytes, new version, event id); the
-        JSON is None when only the event was kept (``derived``)."""
+        """Write ``task`` and append ``event`` to its log, as one change (see
+        the contract above); the JSON is None when only the event was kept."""
         task, event = _cut_history(task, event, self.max_history)
         old = self._tasks.get(task["id"]) if derived else None
         if old is not None and old.version == version:      # (else refused by _write)
@@ -1533,11 +1485,9 @@ class TaskStore(_Bounds):
         elif live and event is not None and "task" not in event:
             live += _decoded_size(event.json)
         else:
-            # A running task has a live copy: the parsed task its channel
-            # holds (which its kept events share), as big as it decodes to;
-            # counted whole as its turn begins, then by what each event adds
-            # (the event's size, not the task's again: a turn of many events
-            # would cost the square of their count).
+            # A running task's channel holds it parsed: counted whole as its
+            # turn begins, then by each event's size (not the task's again: a
+            # turn of many events would cost the square of their count).
             live = _decoded_size(body)
         size += live
         kept = 0 if log is None else log.weight
@@ -1558,15 +1508,12 @@ class TaskStore(_Bounds):
                     self._callers.pop(caller, None)
                 raise
             self._callers[caller] = share   # (back, if its last task was just evicted)
-        if pending is not None:
-            # (The list is shared from version to version, each reading only
-            # its first ``count``: appended to here, by the one writer the
-            # version check let in.)
+        if pending is not None:     # (shared by versions, each reading its first ``count``)
             pending[0].append(event["artifactUpdate"])
         seq = None
         if event is not None:
-            if log is None:                   # (made with its first event: most tasks of a
-                log = self._logs[task_id] = _EventLog()    # plain answer have none)
+            if log is None:                   # (most tasks of a plain answer have none)
+                log = self._logs[task_id] = _EventLog()
             seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
         if log is not None:
             if state in _IDLE_STATES:
@@ -1607,10 +1554,9 @@ class TaskStore(_Bounds):
     # -- push notification configs, kept with their task --------------------------
 
     def put_config(self, task_id, config, max_configs):
-        """Keep ``config`` with its task (TaskNotFoundError if the task is gone:
-        it may have been evicted since it was read), counted in its size and
-        so within the bounds: past one, idle tasks are evicted as for a
-        commit, or the config is refused (CallerLimitError, TaskStoreFullError)."""
+        """Keep ``config`` with its task (TaskNotFoundError if it was evicted
+        since it was read), counted in its size and so within the bounds, as
+        for a commit."""
         size = _decoded_size(_dumps(config))   # (kept as the dict it is)
         evicted = []
         try:
@@ -1650,7 +1596,9 @@ class TaskStore(_Bounds):
     def _resize(self, task_id, grows):
         """A task's configs grew by ``grows`` bytes: so did it (lock held)."""
         entry = self._tasks[task_id]
-        self._tasks[task_id] = entry.resized(grows)
+        self._tasks[task_id] = _Entry(entry.body, entry.owner, entry.context_id, entry.state,
+                                      entry.stamp, entry.caller, entry.size + grows,
+                                      entry.version, entry.next_seq, entry.live, entry.pending)
         self._config_bytes[task_id] = self._config_bytes.get(task_id, 0) + grows
         self._bytes += grows
         self._callers[entry.caller][1] += grows
@@ -1679,8 +1627,7 @@ class TaskStore(_Bounds):
         if not share[0]:
             del self._callers[entry.caller]
 
-    # (the steps of _Bounds._make_room: ``ctx`` is the writing caller's
-    # [tasks, bytes], counted here)
+    # (_Bounds._make_room's steps: ``ctx`` is the writing caller's [tasks, bytes])
 
     def _expire(self, share, now, task_id, evicted):
         deadline, expired = now - self.task_ttl, []
@@ -1719,13 +1666,10 @@ class TaskStore(_Bounds):
 
     def list(self, owner, *, context_id=None, status=None, after=None, cursor=None,
              limit=50):
-        """One page of the owner's tasks, newest status first.
-
-        ``after`` is a canonical timestamp (tasks at or after it match);
-        ``cursor`` the (timestamp, id) of the previous page's last task.
-        Returns (tasks, total matches, cursor of the last task or None). The
-        page holds at most ``limit`` tasks and ``max_page_bytes`` of them.
-        """
+        """One page of the owner's tasks, newest status first: (tasks, total
+        matches, cursor of the last task or None). ``after`` is a canonical
+        timestamp (tasks at or after it match); ``cursor`` the (timestamp, id)
+        of the previous page's last task."""
         with self._lock:
             entries = list(self._tasks.items())
         matches = sorted(
@@ -1754,15 +1698,11 @@ class _EventLog:
     of them and ``limit`` bytes of JSON (the newest one always). Ids count
     from 0 for the task's life and go on whatever is dropped.
 
-    Each event is kept with its JSON (a _StoredEvent), encoded once when it
-    is committed: the streams that follow the task splice those bytes into
-    their frames. While the task runs, the event's dict is kept too, for
-    the streams reading it as it happens (it shares its parts with the task's
-    live copy, counted in the task's size). Once the task ends or waits
-    (settle()), only the bytes stay: a dict of a JSON document can take 25
-    times its bytes (a list of 250,000 empty objects, 750 KB of JSON, is 18
-    MB parsed), and a waiting task may wait for an hour. A stream that comes
-    back with Last-Event-ID gets them decoded again, the same bytes."""
+    While the task runs, each event is kept as a _StoredEvent, for the
+    streams reading it as it happens (it shares its parts with the task's
+    live copy). Once the task ends or waits (settle()), only its JSON stays:
+    a parsed document can take 25 times its bytes, and a waiting task may
+    wait for an hour."""
 
     __slots__ = ("events", "sizes", "size", "next_seq", "live")
 
@@ -1775,8 +1715,7 @@ class _EventLog:
 
     @property
     def weight(self):
-        """What the log counts for in its task's size: the JSON and the
-        entries that hold it."""
+        """What the log counts for in its task's size."""
         return self.size + len(self.events) * _EVENT_OVERHEAD
 
     def settle(self):
@@ -1804,8 +1743,7 @@ class _EventLog:
 
 
 # What a streamed task's events kept alone may weigh, at least, before the
-# task is written whole again (see "The task store"): a small task is not
-# written at every chunk either.
+# task is written whole again: a small task is not written at every chunk either.
 _APPEND_FLOOR = 16384
 
 
@@ -1821,10 +1759,9 @@ def _with_pending(task, updates):
 
 
 def _newest(version, next_seq, newest):
-    """The version of a task, and the id of its next event, from its row in
-    a database (its ``version`` and ``next_seq`` as last written whole) and
-    the id of its newest event, ``newest`` (None if it has no events
-    appended alone): each event appended alone is a version more."""
+    """A task's (version, next event id) from its database row (as last
+    written whole) and its newest event's id (None: none appended alone):
+    each event appended alone is a version more."""
     if newest is None or newest < next_seq:
         return version, next_seq
     return version + newest + 1 - next_seq, newest + 1
@@ -1841,9 +1778,7 @@ def _check_version(task_id, stored, version):
     if stored is None or not stored[0]:
         raise ConflictError(f"task {task_id} is no longer stored", metadata={"taskId": task_id})
     if stored[1] in TERMINAL_STATES:
-        # _apply refuses every event on a terminal task (section 4.1.3); this
-        # is the store's own guard of the same rule, for a writer that raced
-        # past it with an older snapshot.
+        # _apply's rule (section 4.1.3), for a writer that raced past it.
         raise UnsupportedOperationError(
             f"task {task_id} is {stored[1]} and never changes again",
             metadata={"taskId": task_id, "state": stored[1]})
@@ -1853,9 +1788,8 @@ def _check_version(task_id, stored, version):
 
 
 def _cut_history(task, event, keep):
-    """``task`` with the newest ``keep`` messages of its history (a new dict
-    only if it had more), and ``event`` showing that task if it showed the
-    old one: (task, event)."""
+    """(``task`` with the newest ``keep`` messages of its history, ``event``
+    showing that task if it showed the old one): new dicts only if cut."""
     history = task.get("history")
     if history and len(history) > keep:
         cut = {**task, "history": history[-keep:]}
