@@ -1854,31 +1854,25 @@ def _too_many_configs(task_id, count):
 #                            yield None now and then: a blocking SendMessage
 #                            past its blocking_timeout then answers at once)
 #
-# When the agent finishes without saying so, the task is COMPLETED. An
-# exception FAILS the task (the traceback goes to the log, not the client).
+# When the agent finishes without saying so, the task is COMPLETED; an
+# exception FAILS it (the traceback goes to the log, not the client).
 # CancelTask marks the task CANCELED at once; the agent sees
 # ``context.cancelled`` set and its further output is dropped. An agent may
 # have two methods more: ``admit(context)``, called before a new task exists
-# (what it raises refuses the request: ServerBusyError when it has no room,
-# whether or not the client waits), and ``close()``, called when the server
-# shuts down, once its grace has passed (serve --exec stops its programs).
+# (what it raises refuses the request, e.g. ServerBusyError), and
+# ``close()``, called when the server shuts down, once its grace has passed.
 #
-# A task's new state is computed by _apply (the state table's function, at
-# the end of section 3) and written in one place, _Channel.publish: it
-# stores the new task and appends the StreamResponse event to the task's
-# event log under one lock, and wakes every stream watching the task.
-# (_Channel.save stores without an event: only for the shortcut of a turn
-# nobody could watch.)
-# A new stream takes the lock, reads the task and the log position together
-# (subscribe-then-snapshot), so it can never miss or repeat an event.
+# A task's new state is computed by _apply (the state table, section 3) and
+# written in one place, _Channel.publish: under one lock it stores the task,
+# appends the event to its log, and wakes every stream watching it. A new
+# stream reads the task and the log position under that lock too, so it
+# never misses or repeats an event.
 #
-# Nothing here waits on an event loop. A threaded host lets the agent's turn
-# run on the request's thread (or a worker) and waits on a threading
-# condition; a host on an event loop gets small hooks instead: a stream it
-# can poll() and watch(), a pending answer it can add_done_callback() to, and
-# CallContext.spawn to run ``async def`` agents on its loop. The section
-# "Running on an event loop", after the bindings, turns those hooks into
-# asyncio.
+# Nothing here waits on an event loop. A threaded host runs the agent's turn
+# on the request's thread (or a worker) and waits on a threading condition;
+# a host on an event loop gets hooks instead: a stream it can poll() and
+# watch(), a pending answer it can add_done_callback() to, and
+# CallContext.spawn to run ``async def`` agents ("Running on an event loop").
 
 
 class RequestContext(str):
@@ -1887,9 +1881,8 @@ class RequestContext(str):
 
     Attributes: ``message`` (the Message dict), ``task`` (the Task dict so far,
     None for a new task), ``task_id``, ``context_id``, ``caller`` (the
-    CallContext: principal, headers, tenant), ``extensions`` (URIs the client
-    announced), ``metadata`` (the request's metadata), ``configuration``, and
-    ``cancelled`` (a threading.Event set when the task is canceled).
+    CallContext), ``extensions`` (URIs the client announced), ``metadata``,
+    ``configuration``, and ``cancelled`` (a threading.Event).
     """
 
     def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
@@ -1934,15 +1927,14 @@ class RequestContext(str):
 
     def require_extension(self, uri):
         """Raise ExtensionSupportRequiredError unless the client announced ``uri``
-        (section 3.3.2: the agent asks for a required extension the client did not
-        declare). Raised before any output, it fails the request."""
+        (section 3.3.2). Raised before any output, it fails the request."""
         if uri not in self.extensions:
             raise _extension_required(uri)
 
 
 def _is_async_callable(fn):
-    """Is ``fn`` an ``async def`` function (or async generator function), or an
-    object whose __call__ is one? (Read from its code flags: no inspect import.)"""
+    """Is ``fn``, or its __call__, an ``async def`` (generator) function?
+    (Read from its code flags: no inspect import.)"""
     code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
     return code is not None and bool(code.co_flags & 0x280)   # CO_COROUTINE | CO_ASYNC_GENERATOR
 
@@ -1970,17 +1962,14 @@ class CallContext:
     ``tenant`` the tenant the request addresses, ``principal`` whoever the
     authentication hook said the caller is (None: anonymous), ``extensions``
     the URIs of A2A-Extensions, ``version`` the A2A-Version served,
-    ``base_url`` how the client reached the server (for cards it is shown),
-    ``peer`` the address of the client's connection (for a server behind a
-    proxy it trusts, the address the proxy saw: see Server(trust_forwarded=)),
-    ``certificate`` the client certificate its TLS connection presented and
-    the server verified (mutual TLS), if any.
+    ``base_url`` how the client reached the server, ``peer`` the client's
+    address (behind a trusted proxy, the one the proxy saw: see
+    Server(trust_forwarded=)).
 
-    ``spawn`` is set by a host that runs on an event loop (see "Running on an
-    event loop"): a callable that runs a coroutine there. Its presence also
-    says that this thread must never wait: an ``async def`` agent runs
-    through it, and SendMessage answers a turn still running with a
-    _PendingAnswer instead of waiting for it.
+    ``spawn`` is set by a host on an event loop: a callable that runs a
+    coroutine there. It also says this thread must never wait: an ``async
+    def`` agent runs through it, and SendMessage answers a turn still running
+    with a _PendingAnswer.
     """
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
@@ -2014,9 +2003,8 @@ class CallContext:
     @property
     def caller(self):
         """Whom the per-caller limits count this request against: the
-        authenticated principal, or else the client's address. (Not the
-        tenant: an anonymous client picks that in the path, and would get a
-        share per tenant it names.)"""
+        principal, or else the client's address (not the tenant: an anonymous
+        client picks that, and would get a share per tenant it names)."""
         if self.principal is not None:
             return ("principal", self.principal)
         return ("peer", self.peer)
@@ -2024,8 +2012,8 @@ class CallContext:
 
 def _is_final(event, end_states):
     """Does this StreamResponse end a stream? (a Message, or a status in
-    ``end_states``: an update's, or a whole task's when a reader that fell
-    behind the replay buffer is given the task as it is now)"""
+    ``end_states``: an update's, or a whole task's, given to a reader that
+    fell behind the replay buffer)"""
     if "message" in event:
         return True
     update = event.get("statusUpdate") or event.get("task")
@@ -2041,16 +2029,13 @@ class _Channel:
     """The live side of one task in this process: where its writers and the
     streams following it meet.
 
-    The task's events are kept by the store (its log, with ids counting from
-    0 for the task's life: the SSE ``id:`` of each event, so a client can
-    resume with Last-Event-ID). The channel holds the newest snapshot and its
-    version (what a writer read, so the store can refuse a lost update), the
-    running turn (``active``) and the wake-ups: streams read by threads wait
-    on ``cond``; streams read on an event loop put a callable in ``wakers``,
-    called on every event (as wake() calls them all). ``tail`` holds what is
-    not stored but ends the streams: a direct reply of a turn that made no
-    task, or an error. The task snapshot keeps the newest ``max_history``
-    messages, as the store does.
+    The task's events are kept by the store (their ids are the SSE ``id:``).
+    The channel holds the newest snapshot and its version (what a writer
+    read, so the store can refuse a lost update), the running turn
+    (``active``) and the wake-ups: threads wait on ``cond``; streams on an
+    event loop put a callable in ``wakers``. ``tail`` holds what is not
+    stored but ends the streams: a direct reply of a turn that made no task,
+    or an error.
     """
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
@@ -2084,12 +2069,8 @@ class _Channel:
     def publish(self, task, event, tell=True, derived=False):
         """Commit the new task snapshot with its event; wake the streams, and
         (``tell``) the webhooks. ``task`` None: an event that is not stored
-        (see ``tail``). ``derived``: ``task`` is the stored task with
-        ``event``, an artifactUpdate, applied: the store is asked to keep
-        the event alone while the events it kept so since it last wrote the
-        task whole weigh less than that task did (at least _APPEND_FLOOR),
-        and else to write the task whole (see "A streamed artifact" in "The
-        task store")."""
+        (see ``tail``). ``derived``: ``event`` is an artifactUpdate applied to
+        the stored task, which the store may keep alone (see "The task store")."""
         with self.lock:
             if task is None:
                 self.tail.append((self.next_seq, event))
@@ -2119,11 +2100,10 @@ class _Channel:
     def change(self, kind, body, now, event=None, tell=True):
         """Apply one event of TRANSITIONS to the task and publish it (as
         ``event``, or else as the whole task). If another writer committed
-        first, read the task again and apply the event to that: the table
-        decides again whether it may meet the task as it now is."""
+        first, read the task again: the table decides again."""
         with self.lock:
             for _ in range(16):
-                # An append grows the list of the append before in place (_apply),
+                # An append grows the last append's list in place (_apply),
                 # taken back if the store refuses the change.
                 grown, self.grown = self.grown, None
                 mark = 0 if grown is None else len(grown)
@@ -2164,9 +2144,9 @@ class _Channel:
             self.grown = self.appended = None       # (what the store keeps is not known)
 
     def save(self, task, committed=None):
-        """Store a snapshot no stream or webhook is to hear of (no event);
-        ``committed``: what the store's commit of it returned, if the caller
-        committed it already (a2a_store's commits of an event loop's turns)."""
+        """Store a snapshot no stream or webhook hears of (the shortcut of a
+        turn nobody could watch); ``committed``: what the store's commit
+        returned, if the caller committed it already (a2a_store)."""
         with self.lock:
             stored, self.version, _ = committed or self.store.commit(
                 task, self.owner, self.version, None, self.caller, self.holder)
@@ -2186,13 +2166,10 @@ class _Channel:
 
 class _Follower:
     """One stream's reading of a channel: (seq, StreamResponse) pairs from
-    sequence ``start`` on, until a final event (a Message, or a status in
-    ``end_states``); (None, None) is a keep-alive tick after ``keepalive``
-    seconds without news. ``first`` are events to give before the channel's.
-
-    Read it blocking (``for``: threads, WSGI, gRPC), or without waiting
-    (poll(), and watch() to be told of news: how a host on an event loop
-    follows a stream without a thread per stream).
+    ``start`` on, until a final event; (None, None) is a keep-alive tick
+    after ``keepalive`` seconds without news. ``first`` are events to give
+    before the channel's. Read it blocking (``for``: threads, WSGI, gRPC),
+    or with poll() and watch() (a host on an event loop).
     """
 
     def __init__(self, channel, start, keepalive, end_states, first=(), ended=False,
@@ -2209,8 +2186,8 @@ class _Follower:
 
     def _take(self):
         """Move the task's new events (from the store) to ``ready``, with the
-        channel's lock held. Another process may write to a shared store, so
-        then the store is asked whatever this process knows."""
+        channel's lock held; a shared store is asked whatever this process
+        knows, as another process may write to it."""
         channel = self.channel
         if self.ended:
             return False
@@ -2220,14 +2197,11 @@ class _Follower:
             try:
                 found = channel.store.events(task["id"], self.seq - 1)
                 if found is not None and found[0] > self.seq:
-                    # The reader fell behind the kept events: resynchronize with
-                    # the whole task, then go on from the oldest event kept.
+                    # Fell behind the kept events: the whole task, then the oldest kept.
                     now = channel.store.get(task["id"], channel.owner) or channel.snapshot()
                     self.ready.append((found[0] - 1, {"task": now}))
                     self.seq, news = found[0], True
-            except ServerBusyError:
-                # A shared store that is away (an outage, or its connections all
-                # in use): the stream waits, and reads on once it is back.
+            except ServerBusyError:     # a shared store is away: read on once it is back
                 found = None
             if found is not None and found[1]:
                 self.ready.extend(found[1])
@@ -2251,8 +2225,7 @@ class _Follower:
         return self
 
     def __next__(self):
-        """The next event, waiting for it (a thread may wait) up to the
-        keep-alive interval: then the tick (None, None)."""
+        """The next event, waiting for it up to ``keepalive``: then the tick (None, None)."""
         if not self.ready:
             if self.ended:
                 raise StopIteration
@@ -2284,15 +2257,12 @@ class _Follower:
         self.close()
         return True
 
-    # -- for a host on an event loop ("Running on an event loop", below) ----------
-    # A thread may block in __next__; an event loop must not. It polls instead,
-    # and asks to be woken (from whichever thread publishes) when there is news.
+    # -- for a host on an event loop, which must not block in __next__ ------------
 
     def poll(self, idle=False):
         """The next (seq, StreamResponse) without waiting, or None if nothing
-        is new; ``idle`` (the host has waited ``keepalive`` seconds, or was
-        woken without news): the keep-alive tick (None, None) instead of None.
-        Raises StopIteration at the end, as __next__ does."""
+        is new (with ``idle``, the host waited ``keepalive`` seconds: the tick
+        (None, None) instead). Raises StopIteration at the end."""
         if not self.ready:
             if self.ended:
                 raise StopIteration
@@ -2334,8 +2304,8 @@ class _Done:
 
     def set(self):
         self.is_set = True
-        wakers, self.wakers = self.wakers, []   # each is called once; dropping them
-        for wake in wakers:                     # also frees what their closures hold
+        wakers, self.wakers = self.wakers, []   # (dropped: frees what their closures hold)
+        for wake in wakers:
             wake()
 
     def wait(self, timeout):
@@ -2375,14 +2345,10 @@ class _TurnWriter:
         self.bytes = 0             # (max_turn_events, max_turn_bytes)
 
     def emit(self, item, chunked):
-        """One output of the agent (see the table at the top of this section):
-        a str is text for an artifact, a dict is one StreamResponse member
-        (statusUpdate, artifactUpdate or message) or a bare Message.
-
-        A generator's strs are chunks of one artifact (``chunked``). The last
-        chunk must carry lastChunk (section 4.2.3), and only the next output
-        tells which chunk was the last, so each chunk is held back until the
-        next output (or the end of the turn) lets it go."""
+        """One output of the agent (the table at the top of this section).
+        A generator's strs are chunks of one artifact (``chunked``); the last
+        must carry lastChunk (section 4.2.3), and only the next output tells
+        which was the last, so each chunk is held back until then."""
         if self.done or item is None:
             return
         if self.ctx._canceled:
@@ -2429,14 +2395,11 @@ class _TurnWriter:
         self.finish()
 
     def at_once(self, result):
-        """The task this turn leaves, made here, if nobody could see it on its
-        way: a new task whose agent returned a str, which no stream follows,
-        no webhook hears of and whose id nobody knows yet. (Else None.) The
-        snapshots it would pass through, SUBMITTED and with its artifact, are
-        made by _apply as always, but only the last is stored, once: a plain
-        function's SendMessage, the commonest request, writes the store once
-        instead of three times, which halves its cost in process (callgrind:
-        329,000 instructions a request against 627,000 the general way)."""
+        """The task this turn leaves, if nobody could see it on its way (else
+        None): a new task whose agent returned a str, which no stream follows,
+        no webhook hears of and whose id nobody knows yet. _apply makes its
+        snapshots as always, but only the last is stored: the commonest
+        request writes the store once instead of three times, half its cost."""
         channel = self.channel
         if not (isinstance(result, str) and channel.task is None and not self.watched
                 and channel.on_event is None and not self.ctx._canceled):
@@ -2492,7 +2455,7 @@ class _TurnWriter:
     def _publish(self, kind, body, now):
         """Apply the update to the task (made now, if this is its first event)
         and publish it; False if the task was canceled meanwhile (the update is
-        dropped, and the turn is done)."""
+        dropped)."""
         event = {kind: body}
         if kind == "artifactUpdate" or body["status"]["state"] not in _STREAM_END:
             event = self._counted(event)
@@ -2514,12 +2477,9 @@ class _TurnWriter:
         return True
 
     def _counted(self, event):
-        """``event`` encoded (a _StoredEvent: the store keeps its JSON), and
-        counted against the turn's bounds: past max_turn_events events or
-        max_turn_bytes bytes of them the turn fails, saying which (the status
-        that ends it is not counted). Each event costs its bytes to encode,
-        store and send to every stream and webhook: a turn without a bound
-        would cost without one."""
+        """``event`` encoded (a _StoredEvent), and counted against the turn's
+        bounds (max_turn_events, max_turn_bytes): past one the turn fails. A
+        status that ends it is not counted."""
         event = _StoredEvent.encode(event, None, None)
         self.events += 1
         self.bytes += len(event.json)
@@ -2535,19 +2495,16 @@ class _TurnWriter:
 
     def _message(self, body):
         """A Message from the agent. Before any task exists it is the whole
-        answer, and no task is made (section 3.1.1: an agent may answer with a
-        Message alone); within a task it completes the turn, as the status
-        message of COMPLETED."""
+        answer, and no task is made (section 3.1.1); within a task it
+        completes the turn, as the status message of COMPLETED."""
         message = parse("Message", {"role": "ROLE_AGENT", **body,
                                     "contextId": self.ctx.context_id}, "agent message")
         if self.channel.task is None:
-            # A direct reply: no task is created (section 3.1.1).
             message.pop("taskId", None)
             self.reply = message
             self.done = True
             self.channel.publish(None, {"message": message})
             return
-        # Within a task, a message is the agent's final word on this turn.
         self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}}, True)
 
     def finish(self):
@@ -2559,10 +2516,8 @@ class _TurnWriter:
         self._end_turn()
 
     def fail(self, exc):
-        """The agent raised: FAILED, with a message that names the error, not the traceback.
-
-        An A2AError raised before any task exists fails the request instead.
-        """
+        """The agent raised: FAILED, with a message that names the error, not
+        the traceback. An A2AError raised before any task fails the request."""
         self.chunk = None
         if self.channel.task is None and isinstance(exc, A2AError):
             _log().info("agent refused the request: %s", exc.message)
@@ -2584,9 +2539,9 @@ class _TurnWriter:
         self._end_turn()
 
     def _fail_plainly(self, exc):
-        """Recording the failure failed too, so what the agent made is the
-        problem (or the store refused the task): the task still ends FAILED,
-        as a plain task that can be stored, and every stream is told."""
+        """Recording the failure failed too (what the agent made cannot be
+        stored): the task still ends FAILED, as a plain task that can be,
+        with nothing of the agent's, and every stream is told."""
         _log().error("could not record the failure of task %s", self.ctx.task_id, exc_info=exc)
         channel, ctx = self.channel, self.ctx
         with channel.lock:
@@ -2596,7 +2551,6 @@ class _TurnWriter:
                           "message": new_message("the agent failed, and what it produced could "
                                                  "not be stored; see the server log",
                                                  taskId=ctx.task_id, contextId=ctx.context_id)}
-                # A plain task, as it began, that ends FAILED: nothing of the agent's.
                 task = _apply(_apply(None, "message", ctx.message, now), "statusUpdate",
                               {"status": status}, now)
                 try:
@@ -2612,8 +2566,7 @@ class _TurnWriter:
 
     def _end_turn(self):
         """The turn is over: the task takes messages again, and a task that
-        ended or waits for the client lets go of its channel (Server._forget),
-        so that nothing but the store holds it until the client comes back."""
+        ended or waits for the client lets go of its channel (Server._forget)."""
         self.done = True
         self.channel.active = None
         task = self.channel.task
@@ -2622,20 +2575,18 @@ class _TurnWriter:
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
                 self.server._forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
             elif self.server.store.shared:
-                # The turn is over but the store never heard how it ended (it
-                # could not be written): the store watch ends the task FAILED
-                # once it can, or this process's leases would keep it WORKING.
+                # Its end could not be written: the store watch ends the task
+                # FAILED once it can, or this process's leases keep it WORKING.
                 self.server._unrecorded[self.ctx.task_id] = self.channel.owner
         self.finished.set()
 
 
 class _Workers:
-    """A bounded pool of daemon threads (daemon: a stuck agent never blocks exit).
+    """A bounded pool of daemon threads (a stuck agent never blocks exit).
 
     Sync agents of streams, of returnImmediately and of every request on an
     event loop run here: at most ``limit`` at once, the rest wait in the
-    queue (their tasks SUBMITTED). Threads are made as turns need them and
-    then kept, idle, for the next."""
+    queue (their tasks SUBMITTED). Threads are made as needed, then kept."""
 
     def __init__(self, limit):
         self.limit = limit
@@ -2673,19 +2624,16 @@ _OUTPUT_HANDLERS = {
 
 
 class _PendingAnswer:
-    """SendMessage's answer while its turn still runs, for a host that must not
-    wait for it (a host on an event loop). It is settled when the turn ends, or
-    at ``deadline`` (a time.monotonic() value: blocking_timeout), whichever
-    comes first: the host calls expire() then. ``add_done_callback(fn,
-    *args)`` has ``fn(self, *args)`` called once it is settled (at once if it
-    is), in the thread that settled it; ``result()`` is the answer dict, or
-    raises its error.
+    """SendMessage's answer while its turn still runs, for a host on an event
+    loop, which must not wait. It is settled when the turn ends, or at
+    ``deadline`` (time.monotonic(): blocking_timeout), when the host calls
+    expire(). ``add_done_callback(fn, *args)`` has ``fn(self, *args)`` called
+    once settled, in the thread that settled it; ``result()`` is the answer
+    dict, or raises its error.
 
-    (The standard library's concurrent.futures.Future has the same shape;
-    measured here, making one, adding a callback and settling it takes 2.4 us
-    against 0.7 us for this class, and importing it costs 4 ms: a request
-    makes one, so it stays hand-written. Its methods take arguments rather
-    than closures: a closure holding what holds it is a reference cycle.)"""
+    (concurrent.futures.Future has the same shape, but costs 2.4 us against
+    0.7 us, and 4 ms to import. Callbacks take arguments, not closures: a
+    closure holding what holds it is a reference cycle.)"""
 
     __slots__ = ("server", "turn", "history_length", "call", "deadline", "lock", "settled",
                  "value", "error", "callbacks")
