@@ -1140,11 +1140,9 @@ def _refusal(kind, task):
 #
 #   get(task_id, owner)              the task (with .version, .next_seq), or None
 #   commit(task, owner, version, event=None, caller=None, holder=None)
-#                                    one atomic change: the task, and its event
-#                                    appended to its log; refused (ConflictError)
-#                                    unless the stored version is ``version``
-#                                    (0: new), and always once terminal
-#                                    -> (JSON bytes, new version, event id)
+#                                    -> (JSON bytes, new version, event id): the task
+#                                    and its event, at once; refused (ConflictError)
+#                                    unless the stored version is ``version`` (0: new)
 #   events(task_id, after)           (oldest id kept, [(id, event) after ``after``])
 #   changed()                        a number that moves when another process commits
 #   list(owner, *, context_id, status, after, cursor, limit)   ListTasks' page
@@ -1153,8 +1151,7 @@ def _refusal(kind, task):
 #   renew(holder) / expired()        (shared) leases: which process runs a task's agent
 #   heads(task_ids)                  (shared) {id: (version, state)}: what the watch reads
 #   watch(server), loop_threads(server)   (shared) the thread that brings other
-#                                    processes' news, and what an event loop does
-#                                    with a store where a write may wait
+#                                    processes' news; how a loop's writes may wait
 #
 # A shared store may also have (the server uses them if so):
 #   touched()                        ids changed since the last call (None: unknown)
@@ -1163,12 +1160,11 @@ def _refusal(kind, task):
 #   wake_on(wake)                    call wake() when another process committed
 #   _circuit                         its database is known to be down (_Circuit)
 #
-# Versions keep two writers of one task from losing an update: each commits
-# the version it read; the second is refused, reads the task again, and the
+# Versions keep two writers of one task from losing an update: the second
+# to commit the version it read is refused, reads the task again, and the
 # state table decides again (_Channel.change). The event log is how a stream
 # follows a task and how a client resumes one with Last-Event-ID (section
-# 3.1.6): events are numbered from 0 for the task's life, the newest
-# ``replay_buffer`` of them (and ``replay_buffer_bytes`` of JSON) kept.
+# 3.1.6): the newest ``replay_buffer`` events (``replay_buffer_bytes``) kept.
 #
 # Writing the whole task at each chunk of a streamed artifact would cost the
 # square of the chunks (10,000 tokens took 14 s). So with derived=True a store
@@ -1181,20 +1177,15 @@ def _refusal(kind, task):
 # reported exactly like a missing one (section 13.1).
 #
 # The in-memory store keeps every task as its JSON (a fifth of the dict's
-# memory, its size exact, and a task that cannot be encoded is refused when
-# written), bounded in tasks and bytes. Histories keep the newest
-# ``max_history`` messages; idle tasks (ended, or waiting for the client)
-# expire ``task_ttl`` seconds after they became idle. When full, the oldest
-# idle task is evicted (``on_evict`` is told); if every task still runs, a
-# new one is refused (TaskStoreFullError, 503) rather than losing one. Each
-# caller (a principal, or an anonymous client's address) holds at most
-# ``max_tasks_per_caller`` tasks and ``max_bytes_per_caller`` bytes, so a
-# stuck agent's tasks cost their caller its share and nobody else anything
-# (CallerLimitError, 429 with Retry-After).
+# memory, and a task that cannot be encoded is refused when written),
+# bounded in tasks and bytes, in all and per caller (_make_room). Idle tasks
+# (ended, or waiting for the client) expire ``task_ttl`` seconds after they
+# became idle; a running one is never evicted, so a stuck agent's tasks cost
+# their caller its share and nobody else anything.
 #
 # ListTasks (section 3.1.4) sorts by status timestamp, newest first; its page
-# token is the (timestamp, id) of the last task returned, valid whatever
-# changes in between. A page holds at most ``max_page_bytes`` (at least one task).
+# token, the (timestamp, id) of the last task returned, stays valid whatever
+# changes in between.
 
 # What an entry costs beyond its JSON (tracemalloc, 10,000 entries): the
 # entry, its slots, the bytes object and its strings; a kept event, its
@@ -1219,15 +1210,11 @@ class _Bounds:
                  replay_buffer=DEFAULT_LIMITS["replay_buffer"],
                  replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
                  lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
-        self.max_tasks = max_tasks
-        self.task_ttl = task_ttl
-        self.max_history = max_history
-        self.max_bytes = max_bytes
+        self.max_tasks, self.max_bytes, self.task_ttl = max_tasks, max_bytes, task_ttl
         self.max_tasks_per_caller = max_tasks_per_caller
         self.max_bytes_per_caller = max_bytes_per_caller
-        self.max_page_bytes = max_page_bytes
-        self.replay_buffer = replay_buffer
-        self.replay_buffer_bytes = replay_buffer_bytes
+        self.max_history, self.max_page_bytes = max_history, max_page_bytes
+        self.replay_buffer, self.replay_buffer_bytes = replay_buffer, replay_buffer_bytes
         self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
 
@@ -1372,15 +1359,11 @@ def _recently_read(recent, task_id, body):
 
 def _memory_store(limits):
     """The store a Server keeps when it is given none: a TaskStore bounded by
-    the server's limits (DEFAULT_LIMITS' names)."""
-    return TaskStore(max_tasks=limits["max_tasks"], task_ttl=limits["task_ttl"],
-                     max_history=limits["max_history"], max_bytes=limits["max_store_bytes"],
-                     max_tasks_per_caller=limits["max_tasks_per_caller"],
-                     max_bytes_per_caller=limits["max_bytes_per_caller"],
-                     max_page_bytes=limits["max_page_bytes"],
-                     replay_buffer=limits["replay_buffer"],
-                     replay_buffer_bytes=limits["replay_buffer_bytes"],
-                     lease_ttl=limits["lease_ttl"])
+    the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
+    names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller",
+             "max_bytes_per_caller", "max_page_bytes", "replay_buffer", "replay_buffer_bytes",
+             "lease_ttl")
+    return TaskStore(max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in names})
 
 
 class _Entry:
@@ -1753,8 +1736,7 @@ def _with_pending(task, updates):
     grown = None
     for update in updates:
         task = _apply(task, "artifactUpdate", update, None, grown)
-        grown = _parts_of(task, update["artifact"]["artifactId"]) if update.get("append") \
-            else None
+        grown = _parts_of(task, update["artifact"]["artifactId"]) if update.get("append") else None
     return _StoredTask(task)
 
 
@@ -2010,16 +1992,6 @@ class CallContext:
         return ("peer", self.peer)
 
 
-def _is_final(event, end_states):
-    """Does this StreamResponse end a stream? (a Message, or a status in
-    ``end_states``: an update's, or a whole task's, given to a reader that
-    fell behind the replay buffer)"""
-    if "message" in event:
-        return True
-    update = event.get("statusUpdate") or event.get("task")
-    return bool(update) and update["status"]["state"] in end_states
-
-
 # SendStreamingMessage ends when the task ends or waits for the client
 # (section 3.1.2); SubscribeToTask only when the task ends (section 3.1.6).
 _STREAM_END = TERMINAL_STATES | INTERRUPTED_STATES
@@ -2212,12 +2184,15 @@ class _Follower:
         return news
 
     def _give(self):
-        """The next ready event; a final one (or an error) ends the stream."""
+        """The next ready event. An error ends the stream, and so does a final
+        event: a Message, or a status in ``end_states`` (an update's, or a
+        whole task's, given to a reader that fell behind the replay buffer)."""
         seq, event = self.ready.popleft()
         if "error" in event:
             self.close()
             raise event["error"]
-        if _is_final(event, self.end_states):
+        update = event.get("statusUpdate") or event.get("task")
+        if "message" in event or update and update["status"]["state"] in self.end_states:
             self.close()
         return seq, event
 
@@ -2527,10 +2502,8 @@ class _TurnWriter:
             return
         _log().error("agent failed on task %s", self.ctx.task_id, exc_info=exc)
         if not self.done:
-            if isinstance(exc, A2AError):
-                text = exc.message
-            else:
-                text = f"the agent failed ({type(exc).__name__}); see the server log"
+            text = (exc.message if isinstance(exc, A2AError)
+                    else f"the agent failed ({type(exc).__name__}); see the server log")
             try:
                 self._status({"status": {"state": "TASK_STATE_FAILED",
                                          "message": new_message(text)}}, trusted=True)
@@ -2557,8 +2530,7 @@ class _TurnWriter:
                     return channel.publish(task, {"statusUpdate": {
                         "taskId": ctx.task_id, "contextId": ctx.context_id, "status": status}})
                 except Exception as again:
-                    _log().error("task %s could not be stored at all", ctx.task_id,
-                                 exc_info=again)
+                    _log().error("task %s could not be stored at all", ctx.task_id, exc_info=again)
             # Nothing could be stored: end the waiting streams with the error.
             self.error = exc if isinstance(exc, A2AError) else InternalError(
                 "the task could not be stored; see the server log")
