@@ -1218,9 +1218,7 @@ class _Bounds:
         self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
 
-    # -- the one eviction and share policy of every store ----------------------
-    # Each store gives four steps, on ``ctx`` (its transaction, or what it counts):
-    #
+    # -- the one eviction policy; each store gives its steps, on ``ctx`` (its transaction):
     #   _expire(ctx, now, task_id, evicted)   remove the expired tasks (not task_id)
     #   _held(ctx, caller)                    (tasks, bytes, the caller's tasks, its bytes)
     #   _idle_batch(ctx, task_id, caller)     up to 64 of the oldest idle tasks, as
@@ -1228,12 +1226,11 @@ class _Bounds:
     #   _evict(ctx, task_ids, evicted)        remove those
 
     def _make_room(self, ctx, task_id, new, grows, caller, now, evicted):
-        """Make room for ``task_id`` to be written (one task more if ``new``,
-        ``grows`` bytes more); ``evicted`` gets the ids removed. Expired tasks
-        go first, then the caller's oldest idle tasks while it is past its
-        share, then anyone's while the store is past its bounds; a running
-        task never goes, and if that is not enough the write is refused
-        (CallerLimitError, TaskStoreFullError)."""
+        """Make room for ``task_id`` (one task more if ``new``, ``grows`` bytes
+        more); ``evicted`` gets the ids removed: the expired tasks, the caller's
+        oldest idle ones while it is past its share, then anyone's while the
+        store is full; else the write is refused (CallerLimitError, 429;
+        TaskStoreFullError, 503)."""
         self._expire(ctx, now, task_id, evicted)
         tasks, size, share_tasks, share_bytes = self._held(ctx, caller)
         limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
@@ -1320,29 +1317,24 @@ class _StoredEvent(dict):
 
 
 def _decoded_size(body):
-    """About the bytes json.loads(body) takes in memory (CPython, 64 bits):
-    the text, a container per object or array, a string and slot per key, a
-    slot and value per element. Within a factor of two of tracemalloc, from
-    plain text (1x the JSON) to lists of small objects (25x); 1 us for a
-    small task, 1 ms a MB."""
+    """About the bytes json.loads(body) takes in memory (CPython, 64 bits), to
+    within a factor of two: from 1x the JSON (plain text) to 25x (lists of
+    small objects). 1 us for a small task, 1 ms a MB."""
     return (len(body) + 64 * (body.count(b"{") + body.count(b"[")) + 96 * body.count(b":")
             + 32 * body.count(b","))
 
 
-# A task read again and again (a client polling GetTask until its task ends)
-# is decoded once per version, not once per read: the store keeps the last
-# _RECENT tasks it decoded. A hit costs a dict lookup and an identity check (a
-# new version is a new bytes object): GetTask takes 5.0 us instead of 8.0 us.
-# Only tasks of at most _RECENT_BYTES of JSON and _RECENT_DECODED bytes parsed
-# are kept (4 KiB of JSON may be 100 KiB parsed), so at most 8 MiB in all.
+# A task polled with GetTask until it ends is decoded once per version: the
+# store keeps the last _RECENT tasks it decoded (GetTask: 5.0 us, not 8.0 us),
+# if small (4 KiB of JSON may be 100 KiB parsed): at most 8 MiB in all.
 _RECENT = 256
 _RECENT_BYTES = 4096
 _RECENT_DECODED = 32768
 
 
 def _recently_read(recent, task_id, body):
-    """The task whose stored JSON is ``body``, decoded (from ``recent``, a
-    store's cache, if it was read since it last changed)."""
+    """The task whose stored JSON is ``body``, decoded, or from ``recent``
+    (a new version is a new bytes object)."""
     task = recent.get(task_id)
     if task is not None and task.json is body:
         return task
@@ -1368,14 +1360,12 @@ def _memory_store(limits):
 
 class _Entry:
     """What TaskStore keeps of one task: its JSON (``body``, as last written
-    whole), and what the store needs without decoding it: ``owner``,
-    ``context_id``, ``state`` and ``stamp`` (status timestamp) for ListTasks,
-    ``caller`` (whose share it counts in), ``size`` (with its kept events,
-    configs and live copy), ``version``, ``next_seq`` (its next event's id),
-    ``live`` (the size of the parsed copy its running turn holds) and
-    ``pending`` (a streamed artifact's chunks not yet in the JSON: ([update,
-    ...], how many are this version's, their bytes)). An entry never changes
-    once stored, so a reader takes it whole without the store's lock."""
+    whole), and what it needs without decoding it: ``stamp`` is the status
+    timestamp, ``size`` counts the kept events, configs and ``live`` (the
+    parsed copy its running turn holds), ``pending`` a streamed artifact's
+    chunks not yet in the JSON ([update, ...], how many are this version's,
+    their bytes). An entry never changes once stored, so a reader takes it
+    whole without the store's lock."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
                  "next_seq", "live", "pending")
@@ -1534,12 +1524,11 @@ class TaskStore(_Bounds):
         """Nobody else writes to memory: nothing changes behind this process."""
         return 0
 
-    # -- push notification configs, kept with their task --------------------------
+    # -- push notification configs, kept with their task and counted in its size --
 
     def put_config(self, task_id, config, max_configs):
         """Keep ``config`` with its task (TaskNotFoundError if it was evicted
-        since it was read), counted in its size and so within the bounds, as
-        for a commit."""
+        since it was read), within the bounds as for a commit."""
         size = _decoded_size(_dumps(config))   # (kept as the dict it is)
         evicted = []
         try:
@@ -1649,10 +1638,9 @@ class TaskStore(_Bounds):
 
     def list(self, owner, *, context_id=None, status=None, after=None, cursor=None,
              limit=50):
-        """One page of the owner's tasks, newest status first: (tasks, total
-        matches, cursor of the last task or None). ``after`` is a canonical
-        timestamp (tasks at or after it match); ``cursor`` the (timestamp, id)
-        of the previous page's last task."""
+        """One page of the owner's tasks, newest status first, at most
+        ``max_page_bytes`` (one task at least): (tasks, total matches, the
+        last task's cursor or None). ``after`` is a canonical timestamp."""
         with self._lock:
             entries = list(self._tasks.items())
         matches = sorted(
@@ -1679,13 +1667,10 @@ class TaskStore(_Bounds):
 class _EventLog:
     """A task's newest events: (id, StreamResponse) pairs, at most ``count``
     of them and ``limit`` bytes of JSON (the newest one always). Ids count
-    from 0 for the task's life and go on whatever is dropped.
-
-    While the task runs, each event is kept as a _StoredEvent, for the
-    streams reading it as it happens (it shares its parts with the task's
-    live copy). Once the task ends or waits (settle()), only its JSON stays:
-    a parsed document can take 25 times its bytes, and a waiting task may
-    wait for an hour."""
+    from 0 for the task's life. While the task runs, each is kept as a
+    _StoredEvent, for the streams reading it as it happens; once the task
+    ends or waits (settle()), only its JSON stays: parsed, it may take 25
+    times its bytes, and a waiting task may wait for an hour."""
 
     __slots__ = ("events", "sizes", "size", "next_seq", "live")
 
@@ -2588,11 +2573,8 @@ class _Workers:
             self.idle.release()
 
 
-_OUTPUT_HANDLERS = {
-    "statusUpdate": _TurnWriter._status,
-    "artifactUpdate": _TurnWriter._artifact,
-    "message": _TurnWriter._message,
-}
+_OUTPUT_HANDLERS = {"statusUpdate": _TurnWriter._status,
+                    "artifactUpdate": _TurnWriter._artifact, "message": _TurnWriter._message}
 
 
 class _PendingAnswer:
