@@ -1177,19 +1177,16 @@ def _refusal(kind, task):
 # reported exactly like a missing one (section 13.1).
 #
 # The in-memory store keeps every task as its JSON (a fifth of the dict's
-# memory, and a task that cannot be encoded is refused when written),
-# bounded in tasks and bytes, in all and per caller (_make_room). Idle tasks
-# (ended, or waiting for the client) expire ``task_ttl`` seconds after they
-# became idle; a running one is never evicted, so a stuck agent's tasks cost
-# their caller its share and nobody else anything.
+# memory), bounded in tasks and bytes, in all and per caller (_make_room).
+# Idle tasks (ended, or waiting for the client) expire after ``task_ttl``; a
+# running one is never evicted, so a stuck agent's tasks cost their caller
+# its share and nobody else anything.
 #
 # ListTasks (section 3.1.4) sorts by status timestamp, newest first; its page
 # token, the (timestamp, id) of the last task returned, stays valid whatever
 # changes in between.
 
-# What an entry costs beyond its JSON (tracemalloc, 10,000 entries): the
-# entry, its slots, the bytes object and its strings; a kept event, its
-# (id, bytes) pair, the bytes object and its list slots.
+# What an entry, and a kept event, cost beyond their JSON (tracemalloc).
 _ENTRY_OVERHEAD = 512
 _EVENT_OVERHEAD = 160
 
@@ -1274,11 +1271,9 @@ class _Bounds:
 
 
 class _StoredTask(dict):
-    """A Task dict that remembers the JSON it was stored as (``json``): GetTask,
-    and SendMessage for a turn that ended at once, splice these bytes into
-    their answer (_encoded_result) instead of encoding the task again (3.6 us
-    saved for a 450-byte task). Tasks are copy-on-write, so the dict never
-    drifts from its JSON: a change makes a new, plain dict."""
+    """A Task dict that remembers the JSON it was stored as (``json``), which
+    an answer splices in (_encoded_result) instead of encoding the task again.
+    Tasks are copy-on-write: a change makes a new, plain dict."""
 
     __slots__ = ("json", "version", "next_seq")
 
@@ -1292,9 +1287,8 @@ class _StoredTask(dict):
 
 class _StoredEvent(dict):
     """A StreamResponse that remembers the JSON the store keeps it as
-    (``json``): every stream splices these bytes into its frames (_SSEStream),
-    so an event is encoded once, when committed, and a replayed event is the
-    very bytes the first stream got."""
+    (``json``), which every stream splices into its frames (_SSEStream):
+    encoded once, when committed, and replayed as the very same bytes."""
 
     __slots__ = ("json",)
 
@@ -1458,9 +1452,8 @@ class TaskStore(_Bounds):
         elif live and event is not None and "task" not in event:
             live += _decoded_size(event.json)
         else:
-            # A running task's channel holds it parsed: counted whole as its
-            # turn begins, then by each event's size (not the task's again: a
-            # turn of many events would cost the square of their count).
+            # A running task's channel holds it parsed: counted whole as its turn
+            # begins, then by each event's size (a turn's cost is not a square).
             live = _decoded_size(body)
         size += live
         kept = 0 if log is None else log.weight
@@ -1726,18 +1719,16 @@ def _with_pending(task, updates):
 
 
 def _newest(version, next_seq, newest):
-    """A task's (version, next event id) from its database row (as last
-    written whole) and its newest event's id (None: none appended alone):
-    each event appended alone is a version more."""
+    """A task's (version, next event id) from its database row and its newest
+    event's id (None: none appended alone, each of which is a version more)."""
     if newest is None or newest < next_seq:
         return version, next_seq
     return version + newest + 1 - next_seq, newest + 1
 
 
 def _check_version(task_id, stored, version):
-    """The store's guard of a commit: ``stored`` is (owned by the writer,
-    state, version) of the task as stored, or None if it is not; ``version``
-    the version the writer read (0: it makes the task)."""
+    """The store's guard of a commit: ``stored`` is the stored task's (owned
+    by the writer, state, version), or None; ``version`` is what the writer read."""
     if version == 0:
         if stored is not None:
             raise ConflictError(f"task {task_id} exists already", metadata={"taskId": task_id})
@@ -1767,8 +1758,7 @@ def _cut_history(task, event, keep):
 
 
 def _over_share(tasks, size, new, max_tasks, max_bytes):
-    """The error for a caller whose share (``tasks`` tasks in ``size`` bytes,
-    one more if ``new``) stays past its limits once its idle tasks are gone."""
+    """The error for a caller still past its share once its idle tasks are gone."""
     limit, value = (("max_tasks_per_caller", max_tasks) if tasks + new > max_tasks
                     else ("max_bytes_per_caller", max_bytes))
     return CallerLimitError(
@@ -1817,9 +1807,8 @@ def _too_many_configs(task_id, count):
 #   agent_message(...)    -> a direct Message reply and no task, as the first
 #                            output of a new conversation; within a task, the
 #                            agent's last word: the task completes with it
-#   None                  -> nothing (a generator that waits a long time may
-#                            yield None now and then: a blocking SendMessage
-#                            past its blocking_timeout then answers at once)
+#   None                  -> nothing (yielded now and then, it lets a blocking
+#                            SendMessage past its blocking_timeout answer)
 #
 # When the agent finishes without saying so, the task is COMPLETED; an
 # exception FAILS it (the traceback goes to the log, not the client).
@@ -1835,11 +1824,10 @@ def _too_many_configs(task_id, count):
 # stream reads the task and the log position under that lock too, so it
 # never misses or repeats an event.
 #
-# Nothing here waits on an event loop. A threaded host runs the agent's turn
-# on the request's thread (or a worker) and waits on a threading condition;
-# a host on an event loop gets hooks instead: a stream it can poll() and
-# watch(), a pending answer it can add_done_callback() to, and
-# CallContext.spawn to run ``async def`` agents ("Running on an event loop").
+# A threaded host runs the agent's turn on the request's thread (or a worker)
+# and waits on a threading condition; a host on an event loop gets hooks: a
+# stream to poll() and watch(), a pending answer to add_done_callback() to,
+# and CallContext.spawn to run ``async def`` agents.
 
 
 class RequestContext(str):
@@ -2060,10 +2048,8 @@ class _Channel:
         first, read the task again: the table decides again."""
         with self.lock:
             for _ in range(16):
-                # An append grows the last append's list in place (_apply),
-                # taken back if the store refuses the change.
-                grown, self.grown = self.grown, None
-                mark = 0 if grown is None else len(grown)
+                grown, self.grown = self.grown, None    # an append grows it in place (_apply)
+                mark = 0 if grown is None else len(grown)   # taken back if the store refuses
                 task = _apply(self.task, kind, body, now,
                               grown if kind == "artifactUpdate" else None)
                 try:
@@ -2072,10 +2058,9 @@ class _Channel:
                 except BaseException as error:
                     if grown is not None and self.task is not task:    # (not committed)
                         del grown[mark:]
-                    # A conflict, or the task ended meanwhile: read it again.
                     if not isinstance(error, UnsupportedOperationError) or self.task is None:
                         raise
-                    self.reload()
+                    self.reload()           # a conflict, or the task ended meanwhile
                     continue
                 if kind == "artifactUpdate" and body.get("append"):
                     self.grown = _parts_of(task, body["artifact"]["artifactId"])
@@ -2153,10 +2138,9 @@ class _Follower:
         if task is not None and (channel.next_seq > self.seq or channel.store.shared):
             try:
                 found = channel.store.events(task["id"], self.seq - 1)
-                if found is not None and found[0] > self.seq:
-                    # Fell behind the kept events: the whole task, then the oldest kept.
+                if found is not None and found[0] > self.seq:     # fell behind the kept events:
                     now = channel.store.get(task["id"], channel.owner) or channel.snapshot()
-                    self.ready.append((found[0] - 1, {"task": now}))
+                    self.ready.append((found[0] - 1, {"task": now}))    # the whole task first
                     self.seq, news = found[0], True
             except ServerBusyError:     # a shared store is away: read on once it is back
                 found = None
@@ -2430,8 +2414,7 @@ class _TurnWriter:
             except UnsupportedOperationError:
                 if channel.task["status"]["state"] not in TERMINAL_STATES:
                     raise
-                # Canceled meanwhile by another process sharing the store.
-                self.ctx._cancel()
+                self.ctx._cancel()          # canceled meanwhile by another process
                 self.done = True
                 return False
         return True
