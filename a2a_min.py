@@ -1578,10 +1578,8 @@ class TaskStore(_Bounds):
     def _remove(self, task_id):
         """Forget a task and what it counted for (with the store's lock held)."""
         entry = self._tasks.pop(task_id, None)
-        self._recent.pop(task_id, None)
-        self._logs.pop(task_id, None)
-        self._configs.pop(task_id, None)
-        self._config_bytes.pop(task_id, None)
+        for kept in (self._recent, self._logs, self._configs, self._config_bytes):
+            kept.pop(task_id, None)
         if entry is None:
             return
         self._bytes -= entry.size
@@ -1735,8 +1733,7 @@ def _check_version(task_id, stored, version):
         return
     if stored is None or not stored[0]:
         raise ConflictError(f"task {task_id} is no longer stored", metadata={"taskId": task_id})
-    if stored[1] in TERMINAL_STATES:
-        # _apply's rule (section 4.1.3), for a writer that raced past it.
+    if stored[1] in TERMINAL_STATES:      # _apply's rule (section 4.1.3), for a racing writer
         raise UnsupportedOperationError(
             f"task {task_id} is {stored[1]} and never changes again",
             metadata={"taskId": task_id, "state": stored[1]})
@@ -2176,8 +2173,7 @@ class _Follower:
             channel = self.channel
             with channel.lock:
                 if not self._take():
-                    if self._closing():
-                        raise StopIteration
+                    self._end_if_closing()
                     if channel.cond is None:
                         channel.cond = threading.Condition(channel.lock)
                     channel.waiting += 1
@@ -2186,20 +2182,18 @@ class _Follower:
                     finally:
                         channel.waiting -= 1
                     if not self._take():
-                        if self._closing():
-                            raise StopIteration
+                        self._end_if_closing()
                         return None, None
         return self._give()
 
-    def _closing(self):
-        """The server is shutting down: end here, telling the client to come
-        back (``retry``) and resume with Last-Event-ID."""
+    def _end_if_closing(self):
+        """If the server is shutting down, end here (StopIteration), telling the
+        client to come back (``retry``) and resume with Last-Event-ID."""
         closing = self.channel.closing
-        if closing is None or not closing.is_set():
-            return False
-        self.retry = True
-        self.close()
-        return True
+        if closing is not None and closing.is_set():
+            self.retry = True
+            self.close()
+            raise StopIteration
 
     # -- for a host on an event loop, which must not block in __next__ ------------
 
@@ -2213,8 +2207,7 @@ class _Follower:
             with self.channel.lock:
                 news = self._take()
             if not news:
-                if self._closing():
-                    raise StopIteration
+                self._end_if_closing()
                 return (None, None) if idle else None
         return self._give()
 
