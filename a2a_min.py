@@ -1507,9 +1507,8 @@ class TaskStore(_Bounds):
             if log.next_seq <= after + 1:
                 return oldest, []
             found = [e for e in log.events if e[0] > after]
-        # (an idle task's events are bytes: decoded here, outside the lock)
         return oldest, [(seq, _StoredEvent.decode(event) if type(event) is bytes else event)
-                        for seq, event in found]
+                        for seq, event in found]    # (bytes if idle: decoded outside the lock)
 
     def changed(self):
         """Nobody else writes to memory: nothing changes behind this process."""
@@ -1565,7 +1564,7 @@ class TaskStore(_Bounds):
         self._bytes += grows
         self._callers[entry.caller][1] += grows
 
-    # -- bounds -------------------------------------------------------------------
+    # -- forgetting tasks, and _make_room's steps (``ctx``: the caller's [tasks, bytes]) --
 
     def delete(self, task_id):
         """Forget a task (no error if it is unknown)."""
@@ -1586,8 +1585,6 @@ class TaskStore(_Bounds):
         share[1] -= entry.size
         if not share[0]:
             del self._callers[entry.caller]
-
-    # (_Bounds._make_room's steps: ``ctx`` is the writing caller's [tasks, bytes])
 
     def _expire(self, share, now, task_id, evicted):
         deadline, expired = now - self.task_ttl, []
