@@ -1311,8 +1311,7 @@ class _StoredEvent(dict):
 
 def _decoded_size(body):
     """About the bytes json.loads(body) takes in memory (CPython, 64 bits), to
-    within a factor of two: from 1x the JSON (plain text) to 25x (lists of
-    small objects). 1 us for a small task, 1 ms a MB."""
+    within a factor of two: from 1x the JSON (plain text) to 25x. 1 ms a MB."""
     return (len(body) + 64 * (body.count(b"{") + body.count(b"[")) + 96 * body.count(b":")
             + 32 * body.count(b","))
 
@@ -1449,9 +1448,7 @@ class TaskStore(_Bounds):
             live = 0
         elif live and event is not None and "task" not in event:
             live += _decoded_size(event.json)
-        else:
-            # A running task's channel holds it parsed: counted whole as its turn
-            # begins, then by each event's size (a turn's cost is not a square).
+        else:   # its channel holds it parsed: counted whole as its turn begins, then per event
             live = _decoded_size(body)
         size += live
         kept = 0 if log is None else log.weight
@@ -2268,10 +2265,9 @@ class _TurnWriter:
         self.bytes = 0             # (max_turn_events, max_turn_bytes)
 
     def emit(self, item, chunked):
-        """One output of the agent (the table at the top of this section).
-        A generator's strs are chunks of one artifact (``chunked``); the last
-        must carry lastChunk (section 4.2.3), and only the next output tells
-        which was the last, so each chunk is held back until then."""
+        """One output of the agent (the table above). A generator's strs are
+        chunks of one artifact (``chunked``), each held back until the next
+        output tells whether it is the last (lastChunk, section 4.2.3)."""
         if self.done or item is None:
             return
         if self.ctx._canceled:
@@ -2319,9 +2315,8 @@ class _TurnWriter:
 
     def at_once(self, result):
         """The task this turn leaves, if nobody could see it on its way (else
-        None): a new task whose agent returned a str, which no stream follows,
-        no webhook hears of and whose id nobody knows yet. _apply makes its
-        snapshots as always, but only the last is stored: the commonest
+        None): a new task whose agent returned a str, which no stream or webhook
+        follows. Only the last of its snapshots is stored: the commonest
         request writes the store once instead of three times, half its cost."""
         channel = self.channel
         if not (isinstance(result, str) and channel.task is None and not self.watched
@@ -2493,19 +2488,16 @@ class _TurnWriter:
             state = task["status"]["state"]
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
                 self.server._forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
-            elif self.server.store.shared:
-                # Its end could not be written: the store watch ends the task
-                # FAILED once it can, or this process's leases keep it WORKING.
+            elif self.server.store.shared:  # its end was not written: the store watch ends it
+                # FAILED once it can, or this process's leases would keep it WORKING.
                 self.server._unrecorded[self.ctx.task_id] = self.channel.owner
         self.finished.set()
 
 
 class _Workers:
     """A bounded pool of daemon threads (a stuck agent never blocks exit).
-
     Sync agents of streams, of returnImmediately and of every request on an
-    event loop run here: at most ``limit`` at once, the rest wait in the
-    queue (their tasks SUBMITTED). Threads are made as needed, then kept."""
+    event loop run here, at most ``limit`` at once; the rest wait (SUBMITTED)."""
 
     def __init__(self, limit):
         self.limit = limit
