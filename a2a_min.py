@@ -2008,8 +2008,7 @@ class _Channel:
                 getattr(self.store, "appends", False)
             if alone:
                 stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder,
-                    derived=True)
+                    task, self.owner, self.version, event, self.caller, self.holder, derived=True)
             else:
                 stored, self.version, seq = self.store.commit(
                     task, self.owner, self.version, event, self.caller, self.holder)
