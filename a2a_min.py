@@ -1102,16 +1102,13 @@ def _refusal(kind, task):
 #
 # Where tasks live between requests, and what hangs off them. One contract:
 # TaskStore, here, keeps tasks in this process's memory; a2a_store.py keeps
-# them in an SQLite file that processes share and that outlives them, and
-# a2a_postgres.py in PostgreSQL.
+# them in an SQLite file that processes share, a2a_postgres.py in PostgreSQL.
 #
 #   get(task_id, owner)              the task (with .version, .next_seq), or None
 #   commit(task, owner, version, event=None, caller=None, holder=None)
-#                                    one atomic change: the task, and its stream event
-#                                    appended to its log under the next id; refused
-#                                    (ConflictError) unless the stored version is
-#                                    ``version`` (0: new), and always once terminal
-#                                    -> (JSON bytes, new version, event id)
+#                                    -> (JSON bytes, new version, event id): the task
+#                                    and its event, at once; refused (ConflictError)
+#                                    unless the stored version is ``version`` (0: new)
 #   events(task_id, after)           (oldest id kept, [(id, event) after ``after``])
 #   changed()                        a number that moves when another process commits
 #   list(owner, *, context_id, status, after, cursor, limit)   ListTasks' page
@@ -1120,8 +1117,7 @@ def _refusal(kind, task):
 #   renew(holder) / expired()        (shared) leases: which process runs a task's agent
 #   heads(task_ids)                  (shared) {id: (version, state)}: what the watch reads
 #   watch(server), loop_threads(server)   (shared) the thread that brings other
-#                                    processes' news, and what an event loop does
-#                                    with a store where a write may wait
+#                                    processes' news; how a loop's writes may wait
 #
 # A shared store may also have (the server uses them if so):
 #   touched()                        ids changed since the last call (None: unknown)
@@ -1130,65 +1126,41 @@ def _refusal(kind, task):
 #   wake_on(wake)                    call wake() when another process committed
 #   _circuit                         its database is known to be down (_Circuit)
 #
-# Versions keep two writers of one task (two requests, perhaps two processes)
-# from losing an update: each commits the version it read; the second is
-# refused, reads the task again, and the state table decides again
-# (_Channel.change). The event log is how a stream follows a task and how a
-# client resumes one with Last-Event-ID (section 3.1.6): events are numbered
-# from 0 for the task's life, the newest ``replay_buffer`` of them (and
-# ``replay_buffer_bytes`` of JSON) kept. In a shared store, a running task's
-# lease names the process whose agent runs it (``holder``); in memory, this
-# process runs them all, and ``holder`` is ignored.
+# Versions keep two writers of one task from losing an update: the second
+# to commit the version it read is refused, reads the task again, and the
+# state table decides again (_Channel.change). The event log is how a stream
+# follows a task and how a client resumes one with Last-Event-ID (section
+# 3.1.6): the newest ``replay_buffer`` events (``replay_buffer_bytes``) kept.
 #
-# A streamed artifact is many small appends, and writing the whole task at
-# each would cost the square of the chunks (10,000 tokens took 14 s). So a
-# turn's writer may commit with derived=True to a store that says
-# ``appends``: the store keeps the event alone as a pending change and
-# returns None for the JSON, until the pending events weigh as much as the
-# task did when last written whole (at least _APPEND_FLOOR), or the task
-# changes otherwise: each byte streamed is written a bounded number of times.
-# Readers get the task with its pending updates applied (_with_pending).
+# Writing the whole task at each chunk of a streamed artifact would cost the
+# square of the chunks (10,000 tokens took 14 s). So with derived=True a store
+# that says ``appends`` keeps the event alone as a pending change, until the
+# pending events weigh as much as the task did when last written whole (at
+# least _APPEND_FLOOR): each byte streamed is written a bounded number of times.
 #
-# Tasks are copy-on-write (a new dict for every change): a reader never sees
-# one change under it. Each is stored with its owner (tenant, principal); get()
-# and list() return only the owner's, and someone else's task is reported
-# exactly like a missing one (section 13.1).
+# Tasks are copy-on-write: a reader never sees one change under it. Each is
+# stored with its owner (tenant, principal), and someone else's task is
+# reported exactly like a missing one (section 13.1).
 #
-# The in-memory store is bounded in tasks and in bytes. Every task is kept as
-# its JSON (a fifth of the dict's memory, its size exact, and a task that
-# cannot be encoded is refused when written). A task weighs its JSON, its kept
-# events, its push configs and, while it runs, its live copy (_decoded_size).
-# Histories keep the newest ``max_history`` messages; idle tasks (ended, or
-# waiting for the client) expire ``task_ttl`` seconds after they became idle.
-# When full (``max_tasks`` or ``max_bytes``) the oldest idle task is evicted;
-# if every task still runs, a new one is refused (TaskStoreFullError, 503)
-# rather than losing one. ``on_evict`` is told of every eviction.
-#
-# No caller may take the store from everyone else: each (an authenticated
-# principal, or an anonymous client's address) holds at most
-# ``max_tasks_per_caller`` tasks and ``max_bytes_per_caller`` bytes; past its
-# share its own oldest idle task is evicted, or, all of them running, its new
-# one refused (CallerLimitError, 429 with Retry-After). A stuck agent's tasks
-# cost their caller its share and nobody else anything.
+# The in-memory store keeps every task as its JSON (a fifth of the dict's
+# memory), bounded in tasks and bytes, in all and per caller (_make_room).
+# Idle tasks (ended, or waiting for the client) expire after ``task_ttl``; a
+# running one is never evicted, so a stuck agent's tasks cost their caller
+# its share and nobody else anything.
 #
 # ListTasks (section 3.1.4) sorts by status timestamp, newest first; its page
-# token is the (timestamp, id) of the last task returned, valid whatever
-# changes in between. A page holds at most ``max_page_bytes`` (at least one
-# task); past it, nextPageToken continues where it stopped.
+# token, the (timestamp, id) of the last task returned, stays valid whatever
+# changes in between.
 
-# What an entry costs beyond its JSON: the entry tuple, its dict slots and the
-# bytes object (about 270 bytes, measured with tracemalloc over 10,000
-# entries), and the id, context id and timestamp strings it keeps (about 85
-# bytes each). A kept event costs its JSON and its (id, bytes) pair, the
-# bytes object, the id and its size in the lists (about 160 bytes).
+# What an entry, and a kept event, cost beyond their JSON (tracemalloc).
 _ENTRY_OVERHEAD = 512
 _EVENT_OVERHEAD = 160
 
 
 class _Bounds:
-    """What every store is given: the limits (keyword arguments whose defaults
-    are DEFAULT_LIMITS'), ``on_evict``, which the Server sets, and the one
-    policy that keeps a store within them (_make_room, below)."""
+    """What every store is given: the limits (DEFAULT_LIMITS' by default),
+    ``on_evict``, which the Server sets, and the policy that keeps a store
+    within them (_make_room)."""
 
     _circuit = None             # a shared store's outage circuit (_Circuit); memory has none
 
@@ -1201,31 +1173,15 @@ class _Bounds:
                  replay_buffer=DEFAULT_LIMITS["replay_buffer"],
                  replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
                  lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
-        self.max_tasks = max_tasks
-        self.task_ttl = task_ttl
-        self.max_history = max_history
-        self.max_bytes = max_bytes
+        self.max_tasks, self.max_bytes, self.task_ttl = max_tasks, max_bytes, task_ttl
         self.max_tasks_per_caller = max_tasks_per_caller
         self.max_bytes_per_caller = max_bytes_per_caller
-        self.max_page_bytes = max_page_bytes
-        self.replay_buffer = replay_buffer
-        self.replay_buffer_bytes = replay_buffer_bytes
+        self.max_history, self.max_page_bytes = max_history, max_page_bytes
+        self.replay_buffer, self.replay_buffer_bytes = replay_buffer, replay_buffer_bytes
         self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
 
-    # -- the one eviction and share policy of every store ----------------------
-    #
-    # A write that would take a store past a bound makes room here, whatever
-    # keeps the tasks: expired tasks go first (idle for task_ttl), then the
-    # writing caller's oldest idle tasks while it is past its share
-    # (max_tasks_per_caller, max_bytes_per_caller), then anyone's oldest idle
-    # tasks while the store is past max_tasks or max_bytes. A running task is
-    # never evicted. If that is not enough, the write is refused
-    # (CallerLimitError, TaskStoreFullError). A full store evicts down to a
-    # 64th below the bound, so the writes that follow find room without
-    # evicting one task each. Each store gives the four steps, on ``ctx``
-    # (its transaction, or what it needs to count):
-    #
+    # -- the one eviction policy; each store gives its steps, on ``ctx`` (its transaction):
     #   _expire(ctx, now, task_id, evicted)   remove the expired tasks (not task_id)
     #   _held(ctx, caller)                    (tasks, bytes, the caller's tasks, its bytes)
     #   _idle_batch(ctx, task_id, caller)     up to 64 of the oldest idle tasks, as
@@ -1233,9 +1189,11 @@ class _Bounds:
     #   _evict(ctx, task_ids, evicted)        remove those
 
     def _make_room(self, ctx, task_id, new, grows, caller, now, evicted):
-        """Make room for ``task_id`` to be written (one task more if ``new``,
-        ``grows`` bytes more) by the policy above; ``evicted`` gets the ids
-        of the tasks removed."""
+        """Make room for ``task_id`` (one task more if ``new``, ``grows`` bytes
+        more); ``evicted`` gets the ids removed: the expired tasks, the caller's
+        oldest idle ones while it is past its share, then anyone's while the
+        store is full; else the write is refused (CallerLimitError, 429;
+        TaskStoreFullError, 503)."""
         self._expire(ctx, now, task_id, evicted)
         tasks, size, share_tasks, share_bytes = self._held(ctx, caller)
         limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
@@ -1258,8 +1216,9 @@ class _Bounds:
     def _evict_down(self, ctx, task_id, caller, held_tasks, held_bytes, max_tasks, max_bytes,
                     evicted, batches=None):
         """Evict the oldest idle tasks (``caller``'s, or anyone's if None) until
-        (held_tasks, held_bytes) is a 64th below (max_tasks, max_bytes), none
-        is left, or ``batches`` of 64 are gone. Returns (tasks, bytes) freed."""
+        (held_tasks, held_bytes) is a 64th below (max_tasks, max_bytes), so the
+        writes that follow find room without evicting one each; or none is
+        left, or ``batches`` of 64 are gone. Returns (tasks, bytes) freed."""
         room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
         freed_tasks = freed_bytes = 0
         while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
@@ -1278,13 +1237,9 @@ class _Bounds:
 
 
 class _StoredTask(dict):
-    """A Task dict that remembers the JSON it was stored as (``json``): a
-    cached encoding. The store keeps every task as JSON bytes (section 4 of
-    this file); GetTask, and SendMessage for a turn that ended at once, answer
-    with a task just read or written there, and the bindings splice its bytes
-    into their answer (_encoded_result) instead of encoding it again: 3.6 us
-    saved for a 450-byte task, more for larger ones. Tasks are copy-on-write,
-    so the dict never drifts from its JSON: a change makes a new, plain dict."""
+    """A Task dict that remembers the JSON it was stored as (``json``), which
+    an answer splices in (_encoded_result) instead of encoding the task again.
+    Tasks are copy-on-write: a change makes a new, plain dict."""
 
     __slots__ = ("json", "version", "next_seq")
 
@@ -1298,17 +1253,14 @@ class _StoredTask(dict):
 
 class _StoredEvent(dict):
     """A StreamResponse that remembers the JSON the store keeps it as
-    (``json``): a stream's frame splices these bytes into its envelope
-    (_SSEStream) instead of encoding the event again, so an event is encoded
-    once, when it is committed, however many streams carry it, and a
-    replayed event is the very bytes the first stream got."""
+    (``json``), which every stream splices into its frames (_SSEStream):
+    encoded once, when committed, and replayed as the very same bytes."""
 
     __slots__ = ("json",)
 
     @classmethod
     def encode(cls, event, task, body):
-        """``event`` with its JSON; ``body`` is the JSON of ``task``, which a
-        Task event (``{"task": task}``) is made of without encoding it again."""
+        """``event`` with its JSON (a Task event's made of ``task``'s, ``body``)."""
         stored = cls(event)
         if task is not None and event.get("task") is task and len(event) == 1:
             stored.json = b'{"task":' + body + b"}"
@@ -1324,36 +1276,23 @@ class _StoredEvent(dict):
 
 
 def _decoded_size(body):
-    """About the bytes json.loads(body) takes in memory (CPython, 64 bits):
-    the text, and for each object or array its container (64 bytes empty,
-    about 100 more with keys), for each key its string and slot, for each
-    further element its slot and value. Within a factor of two of what
-    tracemalloc measures, for shapes from plain text (1x the JSON) to lists
-    of small objects (25x). Counting four bytes takes 1 us for a small task
-    (0.3 KB), 1 ms a MB."""
+    """About the bytes json.loads(body) takes in memory (CPython, 64 bits), to
+    within a factor of two: from 1x the JSON (plain text) to 25x. 1 ms a MB."""
     return (len(body) + 64 * (body.count(b"{") + body.count(b"[")) + 96 * body.count(b":")
             + 32 * body.count(b","))
 
 
-
-# A task read again and again (a client polling GetTask until its task ends)
-# is decoded once per version, not once per read: the store keeps the decoded
-# form of the last _RECENT tasks it decoded, if their JSON is at most
-# _RECENT_BYTES. A hit costs a dict lookup and an identity check (a new
-# version is a new bytes object); a miss, json.loads. Measured in process, a
-# GetTask takes 5.0 us with a hit and 8.0 us without; through the threaded
-# server that is 49,000 against 42,000 requests a second. A task is kept
-# only if its JSON is at most _RECENT_BYTES and it decodes to at most
-# _RECENT_DECODED bytes (_decoded_size: 4 KiB of JSON may be 100 KiB parsed),
-# so the cache holds at most 256 x 32 KiB, 8 MiB.
+# A task polled with GetTask until it ends is decoded once per version: the
+# store keeps the last _RECENT tasks it decoded (GetTask: 5.0 us, not 8.0 us),
+# if small (4 KiB of JSON may be 100 KiB parsed): at most 8 MiB in all.
 _RECENT = 256
 _RECENT_BYTES = 4096
 _RECENT_DECODED = 32768
 
 
 def _recently_read(recent, task_id, body):
-    """The task whose stored JSON is ``body``, decoded (from ``recent``, a
-    store's cache, if it was read since it last changed)."""
+    """The task whose stored JSON is ``body``, decoded, or from ``recent``
+    (a new version is a new bytes object)."""
     task = recent.get(task_id)
     if task is not None and task.json is body:
         return task
@@ -1370,28 +1309,20 @@ def _recently_read(recent, task_id, body):
 
 def _memory_store(limits):
     """The store a Server keeps when it is given none: a TaskStore bounded by
-    the server's limits (DEFAULT_LIMITS' names)."""
-    return TaskStore(max_tasks=limits["max_tasks"], task_ttl=limits["task_ttl"],
-                     max_history=limits["max_history"], max_bytes=limits["max_store_bytes"],
-                     max_tasks_per_caller=limits["max_tasks_per_caller"],
-                     max_bytes_per_caller=limits["max_bytes_per_caller"],
-                     max_page_bytes=limits["max_page_bytes"],
-                     replay_buffer=limits["replay_buffer"],
-                     replay_buffer_bytes=limits["replay_buffer_bytes"],
-                     lease_ttl=limits["lease_ttl"])
+    the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
+    names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller",
+             "max_bytes_per_caller", "max_page_bytes", "replay_buffer", "replay_buffer_bytes",
+             "lease_ttl")
+    return TaskStore(max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in names})
 
 
 class _Entry:
-    """What TaskStore keeps of one task: its JSON (``body``, the task as last
-    written whole), and beside it what the store needs without decoding it:
-    ``owner``, ``context_id``, ``state`` and ``stamp`` (its status timestamp)
-    for ListTasks, ``caller`` (whose share it counts in), ``size`` (its bytes,
-    with its kept events, configs and live copy), ``version`` and
-    ``next_seq`` (the id of its next event), ``live`` (the parsed copy its
-    running turn holds, counted in size) and ``pending`` (a streamed
-    artifact's chunks kept as events, not yet in the JSON: (updates, count,
-    bytes)). An entry is never changed once stored: a write stores a new one,
-    so a reader takes it whole without the store's lock."""
+    """What TaskStore keeps of one task: its JSON (``body``, as last written
+    whole), and what it needs without decoding it. ``size`` counts the kept
+    events, configs and ``live`` (the running turn's parsed copy); ``pending``
+    is a streamed artifact's chunks not yet in the JSON ([update, ...], how
+    many are this version's, their bytes). An entry never changes once
+    stored, so a reader takes it whole without the store's lock."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
                  "next_seq", "live", "pending")
@@ -1402,17 +1333,10 @@ class _Entry:
         self.stamp, self.caller, self.size, self.version = stamp, caller, size, version
         self.next_seq, self.live, self.pending = next_seq, live, pending
 
-    def resized(self, grows):
-        """The same entry, ``grows`` bytes bigger (a push config added or removed)."""
-        return _Entry(self.body, self.owner, self.context_id, self.state, self.stamp,
-                      self.caller, self.size + grows, self.version, self.next_seq, self.live,
-                      self.pending)
-
 
 class TaskStore(_Bounds):
     """Thread-safe, bounded, in-memory task store: the store contract, kept
-    in this process's memory (every task is lost when it exits; SQLiteStore,
-    below, keeps them in a file that processes share)."""
+    in this process's memory (every task is lost when it exits)."""
 
     shared = False          # only this process writes its tasks
     appends = True          # a streamed artifact's chunks are kept as events a while
@@ -1420,11 +1344,7 @@ class TaskStore(_Bounds):
     def __init__(self, **limits):
         super().__init__(**limits)
         self._lock = threading.Lock()
-        # id -> (JSON bytes, owner, contextId, state, status timestamp, caller, size,
-        #        version, the id of its next event, the size of its live copy,
-        #        pending: None, or ([artifactUpdate, ...] not yet in the JSON, how many
-        #        of them are this version's, their bytes): see "A streamed artifact")
-        self._tasks = {}
+        self._tasks = {}                    # id -> _Entry
         self._logs = {}                     # id -> _EventLog, the task's newest events
         self._configs = {}                  # id -> {config id: push config}, in order made
         self._config_bytes = {}             # id -> the size of its configs (_decoded_size)
@@ -1434,26 +1354,22 @@ class TaskStore(_Bounds):
         self._recent = {}                   # id -> _StoredTask, decoded (_recently_read)
 
     def get(self, task_id, owner):
-        """The task with this id if ``owner`` owns it, else None. It comes with
-        the JSON it was read from, its version and the id its next event will
-        get (see _StoredTask): one entry, read whole without the lock."""
+        """The task with this id if ``owner`` owns it, else None: a _StoredTask,
+        with its version and its next event's id, read without the lock."""
         entry = self._tasks.get(task_id)
         if entry is None or entry.owner != owner:
             return None
+        task = _recently_read(self._recent, task_id, entry.body)
         pending = entry.pending
         if pending is not None:             # a streamed artifact's chunks, not yet in the JSON
-            task = _with_pending(_recently_read(self._recent, task_id, entry.body),
-                                 pending[0][:pending[1]])
-        else:
-            task = _recently_read(self._recent, task_id, entry.body)
+            task = _with_pending(task, pending[0][:pending[1]])
         task.version, task.next_seq = entry.version, entry.next_seq
         return task
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None,
                derived=False):
-        """Write ``task`` and append ``event`` to its log, as one change. See
-        the contract above; returns (JSON bytes, new version, event id); the
-        JSON is None when only the event was kept (``derived``)."""
+        """Write ``task`` and append ``event`` to its log, as one change (see
+        the contract above); the JSON is None when only the event was kept."""
         task, event = _cut_history(task, event, self.max_history)
         old = self._tasks.get(task["id"]) if derived else None
         if old is not None and old.version == version:      # (else refused by _write)
@@ -1498,12 +1414,7 @@ class TaskStore(_Bounds):
             live = 0
         elif live and event is not None and "task" not in event:
             live += _decoded_size(event.json)
-        else:
-            # A running task has a live copy: the parsed task its channel
-            # holds (which its kept events share), as big as it decodes to;
-            # counted whole as its turn begins, then by what each event adds
-            # (the event's size, not the task's again: a turn of many events
-            # would cost the square of their count).
+        else:   # its channel holds it parsed: counted whole as its turn begins, then per event
             live = _decoded_size(body)
         size += live
         kept = 0 if log is None else log.weight
@@ -1524,15 +1435,12 @@ class TaskStore(_Bounds):
                     self._callers.pop(caller, None)
                 raise
             self._callers[caller] = share   # (back, if its last task was just evicted)
-        if pending is not None:
-            # (The list is shared from version to version, each reading only
-            # its first ``count``: appended to here, by the one writer the
-            # version check let in.)
+        if pending is not None:     # (shared by versions, each reading its first ``count``)
             pending[0].append(event["artifactUpdate"])
         seq = None
         if event is not None:
-            if log is None:                   # (made with its first event: most tasks of a
-                log = self._logs[task_id] = _EventLog()    # plain answer have none)
+            if log is None:                   # (most tasks of a plain answer have none)
+                log = self._logs[task_id] = _EventLog()
             seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
         if log is not None:
             if state in _IDLE_STATES:
@@ -1562,21 +1470,17 @@ class TaskStore(_Bounds):
             if log.next_seq <= after + 1:
                 return oldest, []
             found = [e for e in log.events if e[0] > after]
-        # (an idle task's events are bytes: decoded here, outside the lock)
         return oldest, [(seq, _StoredEvent.decode(event) if type(event) is bytes else event)
-                        for seq, event in found]
+                        for seq, event in found]    # (bytes if idle: decoded outside the lock)
 
     def changed(self):
         """Nobody else writes to memory: nothing changes behind this process."""
         return 0
 
-    # -- push notification configs, kept with their task --------------------------
+    # -- push notification configs, kept with their task and counted in its size --
 
     def put_config(self, task_id, config, max_configs):
-        """Keep ``config`` with its task (TaskNotFoundError if the task is gone:
-        it may have been evicted since it was read), counted in its size and
-        so within the bounds: past one, idle tasks are evicted as for a
-        commit, or the config is refused (CallerLimitError, TaskStoreFullError)."""
+        """Keep ``config`` with its task, within the bounds as for a commit."""
         size = _decoded_size(_dumps(config))   # (kept as the dict it is)
         evicted = []
         try:
@@ -1616,12 +1520,14 @@ class TaskStore(_Bounds):
     def _resize(self, task_id, grows):
         """A task's configs grew by ``grows`` bytes: so did it (lock held)."""
         entry = self._tasks[task_id]
-        self._tasks[task_id] = entry.resized(grows)
+        self._tasks[task_id] = _Entry(entry.body, entry.owner, entry.context_id, entry.state,
+                                      entry.stamp, entry.caller, entry.size + grows,
+                                      entry.version, entry.next_seq, entry.live, entry.pending)
         self._config_bytes[task_id] = self._config_bytes.get(task_id, 0) + grows
         self._bytes += grows
         self._callers[entry.caller][1] += grows
 
-    # -- bounds -------------------------------------------------------------------
+    # -- forgetting tasks, and _make_room's steps (``ctx``: the caller's [tasks, bytes]) --
 
     def delete(self, task_id):
         """Forget a task (no error if it is unknown)."""
@@ -1631,10 +1537,8 @@ class TaskStore(_Bounds):
     def _remove(self, task_id):
         """Forget a task and what it counted for (with the store's lock held)."""
         entry = self._tasks.pop(task_id, None)
-        self._recent.pop(task_id, None)
-        self._logs.pop(task_id, None)
-        self._configs.pop(task_id, None)
-        self._config_bytes.pop(task_id, None)
+        for kept in (self._recent, self._logs, self._configs, self._config_bytes):
+            kept.pop(task_id, None)
         if entry is None:
             return
         self._bytes -= entry.size
@@ -1644,9 +1548,6 @@ class TaskStore(_Bounds):
         share[1] -= entry.size
         if not share[0]:
             del self._callers[entry.caller]
-
-    # (the steps of _Bounds._make_room: ``ctx`` is the writing caller's
-    # [tasks, bytes], counted here)
 
     def _expire(self, share, now, task_id, evicted):
         deadline, expired = now - self.task_ttl, []
@@ -1685,13 +1586,9 @@ class TaskStore(_Bounds):
 
     def list(self, owner, *, context_id=None, status=None, after=None, cursor=None,
              limit=50):
-        """One page of the owner's tasks, newest status first.
-
-        ``after`` is a canonical timestamp (tasks at or after it match);
-        ``cursor`` the (timestamp, id) of the previous page's last task.
-        Returns (tasks, total matches, cursor of the last task or None). The
-        page holds at most ``limit`` tasks and ``max_page_bytes`` of them.
-        """
+        """One page of the owner's tasks, newest status first, at most
+        ``max_page_bytes`` (one task at least): (tasks, total matches, the
+        last task's cursor or None). ``after`` is a canonical timestamp."""
         with self._lock:
             entries = list(self._tasks.items())
         matches = sorted(
@@ -1717,18 +1614,9 @@ class TaskStore(_Bounds):
 
 class _EventLog:
     """A task's newest events: (id, StreamResponse) pairs, at most ``count``
-    of them and ``limit`` bytes of JSON (the newest one always). Ids count
-    from 0 for the task's life and go on whatever is dropped.
-
-    Each event is kept with its JSON (a _StoredEvent), encoded once when it
-    is committed: the streams that follow the task splice those bytes into
-    their frames. While the task runs, the event's dict is kept too, for
-    the streams reading it as it happens (it shares its parts with the task's
-    live copy, counted in the task's size). Once the task ends or waits
-    (settle()), only the bytes stay: a dict of a JSON document can take 25
-    times its bytes (a list of 250,000 empty objects, 750 KB of JSON, is 18
-    MB parsed), and a waiting task may wait for an hour. A stream that comes
-    back with Last-Event-ID gets them decoded again, the same bytes."""
+    of them and ``limit`` bytes of JSON (the newest always); ids count from 0
+    for the task's life. Once the task ends or waits (settle()), only their
+    JSON stays: parsed, it may take 25 times its bytes, for an hour."""
 
     __slots__ = ("events", "sizes", "size", "next_seq", "live")
 
@@ -1741,8 +1629,7 @@ class _EventLog:
 
     @property
     def weight(self):
-        """What the log counts for in its task's size: the JSON and the
-        entries that hold it."""
+        """What the log counts for in its task's size."""
         return self.size + len(self.events) * _EVENT_OVERHEAD
 
     def settle(self):
@@ -1770,8 +1657,7 @@ class _EventLog:
 
 
 # What a streamed task's events kept alone may weigh, at least, before the
-# task is written whole again (see "The task store"): a small task is not
-# written at every chunk either.
+# task is written whole again: a small task is not written at every chunk either.
 _APPEND_FLOOR = 16384
 
 
@@ -1781,35 +1667,28 @@ def _with_pending(task, updates):
     grown = None
     for update in updates:
         task = _apply(task, "artifactUpdate", update, None, grown)
-        grown = _parts_of(task, update["artifact"]["artifactId"]) if update.get("append") \
-            else None
+        grown = _parts_of(task, update["artifact"]["artifactId"]) if update.get("append") else None
     return _StoredTask(task)
 
 
 def _newest(version, next_seq, newest):
-    """The version of a task, and the id of its next event, from its row in
-    a database (its ``version`` and ``next_seq`` as last written whole) and
-    the id of its newest event, ``newest`` (None if it has no events
-    appended alone): each event appended alone is a version more."""
+    """A task's (version, next event id) from its database row and its newest
+    event's id (None: none appended alone, each of which is a version more)."""
     if newest is None or newest < next_seq:
         return version, next_seq
     return version + newest + 1 - next_seq, newest + 1
 
 
 def _check_version(task_id, stored, version):
-    """The store's guard of a commit: ``stored`` is (owned by the writer,
-    state, version) of the task as stored, or None if it is not; ``version``
-    the version the writer read (0: it makes the task)."""
+    """The store's guard of a commit: ``stored`` is the stored task's (owned
+    by the writer, state, version), or None; ``version`` is what the writer read."""
     if version == 0:
         if stored is not None:
             raise ConflictError(f"task {task_id} exists already", metadata={"taskId": task_id})
         return
     if stored is None or not stored[0]:
         raise ConflictError(f"task {task_id} is no longer stored", metadata={"taskId": task_id})
-    if stored[1] in TERMINAL_STATES:
-        # _apply refuses every event on a terminal task (section 4.1.3); this
-        # is the store's own guard of the same rule, for a writer that raced
-        # past it with an older snapshot.
+    if stored[1] in TERMINAL_STATES:      # _apply's rule (section 4.1.3), for a racing writer
         raise UnsupportedOperationError(
             f"task {task_id} is {stored[1]} and never changes again",
             metadata={"taskId": task_id, "state": stored[1]})
@@ -1819,9 +1698,8 @@ def _check_version(task_id, stored, version):
 
 
 def _cut_history(task, event, keep):
-    """``task`` with the newest ``keep`` messages of its history (a new dict
-    only if it had more), and ``event`` showing that task if it showed the
-    old one: (task, event)."""
+    """(``task`` with the newest ``keep`` messages of its history, ``event``
+    showing that task if it showed the old one): new dicts only if cut."""
     history = task.get("history")
     if history and len(history) > keep:
         cut = {**task, "history": history[-keep:]}
@@ -1832,8 +1710,7 @@ def _cut_history(task, event, keep):
 
 
 def _over_share(tasks, size, new, max_tasks, max_bytes):
-    """The error for a caller whose share (``tasks`` tasks in ``size`` bytes,
-    one more if ``new``) stays past its limits once its idle tasks are gone."""
+    """The error for a caller still past its share once its idle tasks are gone."""
     limit, value = (("max_tasks_per_caller", max_tasks) if tasks + new > max_tasks
                     else ("max_bytes_per_caller", max_bytes))
     return CallerLimitError(
@@ -1882,35 +1759,27 @@ def _too_many_configs(task_id, count):
 #   agent_message(...)    -> a direct Message reply and no task, as the first
 #                            output of a new conversation; within a task, the
 #                            agent's last word: the task completes with it
-#   None                  -> nothing (a generator that waits a long time may
-#                            yield None now and then: a blocking SendMessage
-#                            past its blocking_timeout then answers at once)
+#   None                  -> nothing (yielded now and then, it lets a blocking
+#                            SendMessage past its blocking_timeout answer)
 #
-# When the agent finishes without saying so, the task is COMPLETED. An
-# exception FAILS the task (the traceback goes to the log, not the client).
+# When the agent finishes without saying so, the task is COMPLETED; an
+# exception FAILS it (the traceback goes to the log, not the client).
 # CancelTask marks the task CANCELED at once; the agent sees
 # ``context.cancelled`` set and its further output is dropped. An agent may
 # have two methods more: ``admit(context)``, called before a new task exists
-# (what it raises refuses the request: ServerBusyError when it has no room,
-# whether or not the client waits), and ``close()``, called when the server
-# shuts down, once its grace has passed (serve --exec stops its programs).
+# (what it raises refuses the request, e.g. ServerBusyError), and
+# ``close()``, called when the server shuts down, once its grace has passed.
 #
-# A task's new state is computed by _apply (the state table's function, at
-# the end of section 3) and written in one place, _Channel.publish: it
-# stores the new task and appends the StreamResponse event to the task's
-# event log under one lock, and wakes every stream watching the task.
-# (_Channel.save stores without an event: only for the shortcut of a turn
-# nobody could watch.)
-# A new stream takes the lock, reads the task and the log position together
-# (subscribe-then-snapshot), so it can never miss or repeat an event.
+# A task's new state is computed by _apply (the state table, section 3) and
+# written in one place, _Channel.publish: under one lock it stores the task,
+# appends the event to its log, and wakes every stream watching it. A new
+# stream reads the task and the log position under that lock too, so it
+# never misses or repeats an event.
 #
-# Nothing here waits on an event loop. A threaded host lets the agent's turn
-# run on the request's thread (or a worker) and waits on a threading
-# condition; a host on an event loop gets small hooks instead: a stream it
-# can poll() and watch(), a pending answer it can add_done_callback() to, and
-# CallContext.spawn to run ``async def`` agents on its loop. The section
-# "Running on an event loop", after the bindings, turns those hooks into
-# asyncio.
+# A threaded host runs the agent's turn on the request's thread (or a worker)
+# and waits on a threading condition; a host on an event loop gets hooks: a
+# stream to poll() and watch(), a pending answer to add_done_callback() to,
+# and CallContext.spawn to run ``async def`` agents.
 
 
 class RequestContext(str):
@@ -1919,9 +1788,8 @@ class RequestContext(str):
 
     Attributes: ``message`` (the Message dict), ``task`` (the Task dict so far,
     None for a new task), ``task_id``, ``context_id``, ``caller`` (the
-    CallContext: principal, headers, tenant), ``extensions`` (URIs the client
-    announced), ``metadata`` (the request's metadata), ``configuration``, and
-    ``cancelled`` (a threading.Event set when the task is canceled).
+    CallContext), ``extensions`` (URIs the client announced), ``metadata``,
+    ``configuration``, and ``cancelled`` (a threading.Event).
     """
 
     def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
@@ -1966,15 +1834,14 @@ class RequestContext(str):
 
     def require_extension(self, uri):
         """Raise ExtensionSupportRequiredError unless the client announced ``uri``
-        (section 3.3.2: the agent asks for a required extension the client did not
-        declare). Raised before any output, it fails the request."""
+        (section 3.3.2). Raised before any output, it fails the request."""
         if uri not in self.extensions:
             raise _extension_required(uri)
 
 
 def _is_async_callable(fn):
-    """Is ``fn`` an ``async def`` function (or async generator function), or an
-    object whose __call__ is one? (Read from its code flags: no inspect import.)"""
+    """Is ``fn``, or its __call__, an ``async def`` (generator) function?
+    (Read from its code flags: no inspect import.)"""
     code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
     return code is not None and bool(code.co_flags & 0x280)   # CO_COROUTINE | CO_ASYNC_GENERATOR
 
@@ -2002,17 +1869,13 @@ class CallContext:
     ``tenant`` the tenant the request addresses, ``principal`` whoever the
     authentication hook said the caller is (None: anonymous), ``extensions``
     the URIs of A2A-Extensions, ``version`` the A2A-Version served,
-    ``base_url`` how the client reached the server (for cards it is shown),
-    ``peer`` the address of the client's connection (for a server behind a
-    proxy it trusts, the address the proxy saw: see Server(trust_forwarded=)),
-    ``certificate`` the client certificate its TLS connection presented and
-    the server verified (mutual TLS), if any.
+    ``base_url`` how the client reached the server, ``peer`` the client's
+    address (behind a trusted proxy, the one the proxy saw).
 
-    ``spawn`` is set by a host that runs on an event loop (see "Running on an
-    event loop"): a callable that runs a coroutine there. Its presence also
-    says that this thread must never wait: an ``async def`` agent runs
-    through it, and SendMessage answers a turn still running with a
-    _PendingAnswer instead of waiting for it.
+    ``spawn`` is set by a host on an event loop: a callable that runs a
+    coroutine there. It also says this thread must never wait: an ``async
+    def`` agent runs through it, and a turn still running is answered with a
+    _PendingAnswer.
     """
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
@@ -2046,22 +1909,9 @@ class CallContext:
     @property
     def caller(self):
         """Whom the per-caller limits count this request against: the
-        authenticated principal, or else the client's address. (Not the
-        tenant: an anonymous client picks that in the path, and would get a
-        share per tenant it names.)"""
-        if self.principal is not None:
-            return ("principal", self.principal)
-        return ("peer", self.peer)
-
-
-def _is_final(event, end_states):
-    """Does this StreamResponse end a stream? (a Message, or a status in
-    ``end_states``: an update's, or a whole task's when a reader that fell
-    behind the replay buffer is given the task as it is now)"""
-    if "message" in event:
-        return True
-    update = event.get("statusUpdate") or event.get("task")
-    return bool(update) and update["status"]["state"] in end_states
+        principal, or else the client's address (not the tenant: an anonymous
+        client picks that, and would get a share per tenant it names)."""
+        return ("principal", self.principal) if self.principal is not None else ("peer", self.peer)
 
 
 # SendStreamingMessage ends when the task ends or waits for the client
@@ -2071,18 +1921,12 @@ _STREAM_END = TERMINAL_STATES | INTERRUPTED_STATES
 
 class _Channel:
     """The live side of one task in this process: where its writers and the
-    streams following it meet.
-
-    The task's events are kept by the store (its log, with ids counting from
-    0 for the task's life: the SSE ``id:`` of each event, so a client can
-    resume with Last-Event-ID). The channel holds the newest snapshot and its
-    version (what a writer read, so the store can refuse a lost update), the
-    running turn (``active``) and the wake-ups: streams read by threads wait
-    on ``cond``; streams read on an event loop put a callable in ``wakers``,
-    called on every event (as wake() calls them all). ``tail`` holds what is
-    not stored but ends the streams: a direct reply of a turn that made no
-    task, or an error. The task snapshot keeps the newest ``max_history``
-    messages, as the store does.
+    streams following it meet. The store keeps the task's events; the channel
+    holds the newest snapshot and its version (what a writer read, so the
+    store can refuse a lost update), the running turn (``active``) and the
+    wake-ups: threads wait on ``cond``, streams on an event loop put a
+    callable in ``wakers``. ``tail`` holds what is not stored but ends the
+    streams: a direct reply of a turn that made no task, or an error.
     """
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
@@ -2116,12 +1960,8 @@ class _Channel:
     def publish(self, task, event, tell=True, derived=False):
         """Commit the new task snapshot with its event; wake the streams, and
         (``tell``) the webhooks. ``task`` None: an event that is not stored
-        (see ``tail``). ``derived``: ``task`` is the stored task with
-        ``event``, an artifactUpdate, applied: the store is asked to keep
-        the event alone while the events it kept so since it last wrote the
-        task whole weigh less than that task did (at least _APPEND_FLOOR),
-        and else to write the task whole (see "A streamed artifact" in "The
-        task store")."""
+        (see ``tail``). ``derived``: ``event`` is an artifactUpdate applied to
+        the stored task, which the store may keep alone (see "The task store")."""
         with self.lock:
             if task is None:
                 self.tail.append((self.next_seq, event))
@@ -2134,8 +1974,7 @@ class _Channel:
                 getattr(self.store, "appends", False)
             if alone:
                 stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder,
-                    derived=True)
+                    task, self.owner, self.version, event, self.caller, self.holder, derived=True)
             else:
                 stored, self.version, seq = self.store.commit(
                     task, self.owner, self.version, event, self.caller, self.holder)
@@ -2151,14 +1990,11 @@ class _Channel:
     def change(self, kind, body, now, event=None, tell=True):
         """Apply one event of TRANSITIONS to the task and publish it (as
         ``event``, or else as the whole task). If another writer committed
-        first, read the task again and apply the event to that: the table
-        decides again whether it may meet the task as it now is."""
+        first, read the task again: the table decides again."""
         with self.lock:
             for _ in range(16):
-                # An append grows the list of the append before in place (_apply),
-                # taken back if the store refuses the change.
-                grown, self.grown = self.grown, None
-                mark = 0 if grown is None else len(grown)
+                grown, self.grown = self.grown, None    # an append grows it in place (_apply)
+                mark = 0 if grown is None else len(grown)   # taken back if the store refuses
                 task = _apply(self.task, kind, body, now,
                               grown if kind == "artifactUpdate" else None)
                 try:
@@ -2167,10 +2003,9 @@ class _Channel:
                 except BaseException as error:
                     if grown is not None and self.task is not task:    # (not committed)
                         del grown[mark:]
-                    # A conflict, or the task ended meanwhile: read it again.
                     if not isinstance(error, UnsupportedOperationError) or self.task is None:
                         raise
-                    self.reload()
+                    self.reload()           # a conflict, or the task ended meanwhile
                     continue
                 if kind == "artifactUpdate" and body.get("append"):
                     self.grown = _parts_of(task, body["artifact"]["artifactId"])
@@ -2196,9 +2031,9 @@ class _Channel:
             self.grown = self.appended = None       # (what the store keeps is not known)
 
     def save(self, task, committed=None):
-        """Store a snapshot no stream or webhook is to hear of (no event);
-        ``committed``: what the store's commit of it returned, if the caller
-        committed it already (a2a_store's commits of an event loop's turns)."""
+        """Store a snapshot no stream or webhook hears of (the shortcut of a
+        turn nobody could watch); ``committed``: what the store's commit
+        returned, if the caller committed it already (a2a_store)."""
         with self.lock:
             stored, self.version, _ = committed or self.store.commit(
                 task, self.owner, self.version, None, self.caller, self.holder)
@@ -2218,13 +2053,10 @@ class _Channel:
 
 class _Follower:
     """One stream's reading of a channel: (seq, StreamResponse) pairs from
-    sequence ``start`` on, until a final event (a Message, or a status in
-    ``end_states``); (None, None) is a keep-alive tick after ``keepalive``
-    seconds without news. ``first`` are events to give before the channel's.
-
-    Read it blocking (``for``: threads, WSGI, gRPC), or without waiting
-    (poll(), and watch() to be told of news: how a host on an event loop
-    follows a stream without a thread per stream).
+    ``start`` on, until a final event; (None, None) is a keep-alive tick
+    after ``keepalive`` seconds without news. ``first`` are events to give
+    before the channel's. Read it blocking (``for``: threads, WSGI, gRPC),
+    or with poll() and watch() (a host on an event loop).
     """
 
     def __init__(self, channel, start, keepalive, end_states, first=(), ended=False,
@@ -2241,8 +2073,8 @@ class _Follower:
 
     def _take(self):
         """Move the task's new events (from the store) to ``ready``, with the
-        channel's lock held. Another process may write to a shared store, so
-        then the store is asked whatever this process knows."""
+        channel's lock held; a shared store is asked whatever this process
+        knows, as another process may write to it."""
         channel = self.channel
         if self.ended:
             return False
@@ -2251,15 +2083,11 @@ class _Follower:
         if task is not None and (channel.next_seq > self.seq or channel.store.shared):
             try:
                 found = channel.store.events(task["id"], self.seq - 1)
-                if found is not None and found[0] > self.seq:
-                    # The reader fell behind the kept events: resynchronize with
-                    # the whole task, then go on from the oldest event kept.
+                if found is not None and found[0] > self.seq:     # fell behind the kept events:
                     now = channel.store.get(task["id"], channel.owner) or channel.snapshot()
-                    self.ready.append((found[0] - 1, {"task": now}))
+                    self.ready.append((found[0] - 1, {"task": now}))    # the whole task first
                     self.seq, news = found[0], True
-            except ServerBusyError:
-                # A shared store that is away (an outage, or its connections all
-                # in use): the stream waits, and reads on once it is back.
+            except ServerBusyError:     # a shared store is away: read on once it is back
                 found = None
             if found is not None and found[1]:
                 self.ready.extend(found[1])
@@ -2270,12 +2098,15 @@ class _Follower:
         return news
 
     def _give(self):
-        """The next ready event; a final one (or an error) ends the stream."""
+        """The next ready event. An error ends the stream, and so does a final
+        event: a Message, or a status in ``end_states`` (an update's, or a
+        whole task's, given to a reader that fell behind the replay buffer)."""
         seq, event = self.ready.popleft()
         if "error" in event:
             self.close()
             raise event["error"]
-        if _is_final(event, self.end_states):
+        update = event.get("statusUpdate") or event.get("task")
+        if "message" in event or update and update["status"]["state"] in self.end_states:
             self.close()
         return seq, event
 
@@ -2283,16 +2114,14 @@ class _Follower:
         return self
 
     def __next__(self):
-        """The next event, waiting for it (a thread may wait) up to the
-        keep-alive interval: then the tick (None, None)."""
+        """The next event, waiting for it up to ``keepalive``: then the tick (None, None)."""
         if not self.ready:
             if self.ended:
                 raise StopIteration
             channel = self.channel
             with channel.lock:
                 if not self._take():
-                    if self._closing():
-                        raise StopIteration
+                    self._end_if_closing()
                     if channel.cond is None:
                         channel.cond = threading.Condition(channel.lock)
                     channel.waiting += 1
@@ -2301,38 +2130,32 @@ class _Follower:
                     finally:
                         channel.waiting -= 1
                     if not self._take():
-                        if self._closing():
-                            raise StopIteration
+                        self._end_if_closing()
                         return None, None
         return self._give()
 
-    def _closing(self):
-        """The server is shutting down: end here, telling the client to come
-        back (``retry``) and resume with Last-Event-ID."""
+    def _end_if_closing(self):
+        """If the server is shutting down, end here (StopIteration), telling the
+        client to come back (``retry``) and resume with Last-Event-ID."""
         closing = self.channel.closing
-        if closing is None or not closing.is_set():
-            return False
-        self.retry = True
-        self.close()
-        return True
+        if closing is not None and closing.is_set():
+            self.retry = True
+            self.close()
+            raise StopIteration
 
-    # -- for a host on an event loop ("Running on an event loop", below) ----------
-    # A thread may block in __next__; an event loop must not. It polls instead,
-    # and asks to be woken (from whichever thread publishes) when there is news.
+    # -- for a host on an event loop, which must not block in __next__ ------------
 
     def poll(self, idle=False):
         """The next (seq, StreamResponse) without waiting, or None if nothing
-        is new; ``idle`` (the host has waited ``keepalive`` seconds, or was
-        woken without news): the keep-alive tick (None, None) instead of None.
-        Raises StopIteration at the end, as __next__ does."""
+        is new (with ``idle``, the host waited ``keepalive`` seconds: the tick
+        (None, None) instead). Raises StopIteration at the end."""
         if not self.ready:
             if self.ended:
                 raise StopIteration
             with self.channel.lock:
                 news = self._take()
             if not news:
-                if self._closing():
-                    raise StopIteration
+                self._end_if_closing()
                 return (None, None) if idle else None
         return self._give()
 
@@ -2366,8 +2189,8 @@ class _Done:
 
     def set(self):
         self.is_set = True
-        wakers, self.wakers = self.wakers, []   # each is called once; dropping them
-        for wake in wakers:                     # also frees what their closures hold
+        wakers, self.wakers = self.wakers, []   # (dropped: frees what their closures hold)
+        for wake in wakers:
             wake()
 
     def wait(self, timeout):
@@ -2407,14 +2230,9 @@ class _TurnWriter:
         self.bytes = 0             # (max_turn_events, max_turn_bytes)
 
     def emit(self, item, chunked):
-        """One output of the agent (see the table at the top of this section):
-        a str is text for an artifact, a dict is one StreamResponse member
-        (statusUpdate, artifactUpdate or message) or a bare Message.
-
-        A generator's strs are chunks of one artifact (``chunked``). The last
-        chunk must carry lastChunk (section 4.2.3), and only the next output
-        tells which chunk was the last, so each chunk is held back until the
-        next output (or the end of the turn) lets it go."""
+        """One output of the agent (the table above). A generator's strs are
+        chunks of one artifact (``chunked``), each held back until the next
+        output tells whether it is the last (lastChunk, section 4.2.3)."""
         if self.done or item is None:
             return
         if self.ctx._canceled:
@@ -2461,14 +2279,10 @@ class _TurnWriter:
         self.finish()
 
     def at_once(self, result):
-        """The task this turn leaves, made here, if nobody could see it on its
-        way: a new task whose agent returned a str, which no stream follows,
-        no webhook hears of and whose id nobody knows yet. (Else None.) The
-        snapshots it would pass through, SUBMITTED and with its artifact, are
-        made by _apply as always, but only the last is stored, once: a plain
-        function's SendMessage, the commonest request, writes the store once
-        instead of three times, which halves its cost in process (callgrind:
-        329,000 instructions a request against 627,000 the general way)."""
+        """The task this turn leaves, if nobody could see it on its way (else
+        None): a new task whose agent returned a str, which no stream or webhook
+        follows. Only the last of its snapshots is stored: the commonest
+        request writes the store once instead of three times, half its cost."""
         channel = self.channel
         if not (isinstance(result, str) and channel.task is None and not self.watched
                 and channel.on_event is None and not self.ctx._canceled):
@@ -2524,7 +2338,7 @@ class _TurnWriter:
     def _publish(self, kind, body, now):
         """Apply the update to the task (made now, if this is its first event)
         and publish it; False if the task was canceled meanwhile (the update is
-        dropped, and the turn is done)."""
+        dropped)."""
         event = {kind: body}
         if kind == "artifactUpdate" or body["status"]["state"] not in _STREAM_END:
             event = self._counted(event)
@@ -2539,19 +2353,15 @@ class _TurnWriter:
             except UnsupportedOperationError:
                 if channel.task["status"]["state"] not in TERMINAL_STATES:
                     raise
-                # Canceled meanwhile by another process sharing the store.
-                self.ctx._cancel()
+                self.ctx._cancel()          # canceled meanwhile by another process
                 self.done = True
                 return False
         return True
 
     def _counted(self, event):
-        """``event`` encoded (a _StoredEvent: the store keeps its JSON), and
-        counted against the turn's bounds: past max_turn_events events or
-        max_turn_bytes bytes of them the turn fails, saying which (the status
-        that ends it is not counted). Each event costs its bytes to encode,
-        store and send to every stream and webhook: a turn without a bound
-        would cost without one."""
+        """``event`` encoded (a _StoredEvent), and counted against the turn's
+        bounds (max_turn_events, max_turn_bytes): past one the turn fails. A
+        status that ends it is not counted."""
         event = _StoredEvent.encode(event, None, None)
         self.events += 1
         self.bytes += len(event.json)
@@ -2567,19 +2377,16 @@ class _TurnWriter:
 
     def _message(self, body):
         """A Message from the agent. Before any task exists it is the whole
-        answer, and no task is made (section 3.1.1: an agent may answer with a
-        Message alone); within a task it completes the turn, as the status
-        message of COMPLETED."""
+        answer, and no task is made (section 3.1.1); within a task it
+        completes the turn, as the status message of COMPLETED."""
         message = parse("Message", {"role": "ROLE_AGENT", **body,
                                     "contextId": self.ctx.context_id}, "agent message")
         if self.channel.task is None:
-            # A direct reply: no task is created (section 3.1.1).
             message.pop("taskId", None)
             self.reply = message
             self.done = True
             self.channel.publish(None, {"message": message})
             return
-        # Within a task, a message is the agent's final word on this turn.
         self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}}, True)
 
     def finish(self):
@@ -2591,10 +2398,8 @@ class _TurnWriter:
         self._end_turn()
 
     def fail(self, exc):
-        """The agent raised: FAILED, with a message that names the error, not the traceback.
-
-        An A2AError raised before any task exists fails the request instead.
-        """
+        """The agent raised: FAILED, with a message that names the error, not
+        the traceback. An A2AError raised before any task fails the request."""
         self.chunk = None
         if self.channel.task is None and isinstance(exc, A2AError):
             _log().info("agent refused the request: %s", exc.message)
@@ -2604,10 +2409,8 @@ class _TurnWriter:
             return
         _log().error("agent failed on task %s", self.ctx.task_id, exc_info=exc)
         if not self.done:
-            if isinstance(exc, A2AError):
-                text = exc.message
-            else:
-                text = f"the agent failed ({type(exc).__name__}); see the server log"
+            text = (exc.message if isinstance(exc, A2AError)
+                    else f"the agent failed ({type(exc).__name__}); see the server log")
             try:
                 self._status({"status": {"state": "TASK_STATE_FAILED",
                                          "message": new_message(text)}}, trusted=True)
@@ -2616,9 +2419,9 @@ class _TurnWriter:
         self._end_turn()
 
     def _fail_plainly(self, exc):
-        """Recording the failure failed too, so what the agent made is the
-        problem (or the store refused the task): the task still ends FAILED,
-        as a plain task that can be stored, and every stream is told."""
+        """Recording the failure failed too (what the agent made cannot be
+        stored): the task still ends FAILED, as a plain task that can be,
+        with nothing of the agent's, and every stream is told."""
         _log().error("could not record the failure of task %s", self.ctx.task_id, exc_info=exc)
         channel, ctx = self.channel, self.ctx
         with channel.lock:
@@ -2628,15 +2431,13 @@ class _TurnWriter:
                           "message": new_message("the agent failed, and what it produced could "
                                                  "not be stored; see the server log",
                                                  taskId=ctx.task_id, contextId=ctx.context_id)}
-                # A plain task, as it began, that ends FAILED: nothing of the agent's.
                 task = _apply(_apply(None, "message", ctx.message, now), "statusUpdate",
                               {"status": status}, now)
                 try:
                     return channel.publish(task, {"statusUpdate": {
                         "taskId": ctx.task_id, "contextId": ctx.context_id, "status": status}})
                 except Exception as again:
-                    _log().error("task %s could not be stored at all", ctx.task_id,
-                                 exc_info=again)
+                    _log().error("task %s could not be stored at all", ctx.task_id, exc_info=again)
             # Nothing could be stored: end the waiting streams with the error.
             self.error = exc if isinstance(exc, A2AError) else InternalError(
                 "the task could not be stored; see the server log")
@@ -2644,8 +2445,7 @@ class _TurnWriter:
 
     def _end_turn(self):
         """The turn is over: the task takes messages again, and a task that
-        ended or waits for the client lets go of its channel (Server._forget),
-        so that nothing but the store holds it until the client comes back."""
+        ended or waits for the client lets go of its channel (Server._forget)."""
         self.done = True
         self.channel.active = None
         task = self.channel.task
@@ -2653,21 +2453,16 @@ class _TurnWriter:
             state = task["status"]["state"]
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
                 self.server._forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
-            elif self.server.store.shared:
-                # The turn is over but the store never heard how it ended (it
-                # could not be written): the store watch ends the task FAILED
-                # once it can, or this process's leases would keep it WORKING.
+            elif self.server.store.shared:  # its end was not written: the store watch ends it
+                # FAILED once it can, or this process's leases would keep it WORKING.
                 self.server._unrecorded[self.ctx.task_id] = self.channel.owner
         self.finished.set()
 
 
 class _Workers:
-    """A bounded pool of daemon threads (daemon: a stuck agent never blocks exit).
-
+    """A bounded pool of daemon threads (a stuck agent never blocks exit).
     Sync agents of streams, of returnImmediately and of every request on an
-    event loop run here: at most ``limit`` at once, the rest wait in the
-    queue (their tasks SUBMITTED). Threads are made as turns need them and
-    then kept, idle, for the next."""
+    event loop run here, at most ``limit`` at once; the rest wait (SUBMITTED)."""
 
     def __init__(self, limit):
         self.limit = limit
@@ -2697,27 +2492,18 @@ class _Workers:
             self.idle.release()
 
 
-_OUTPUT_HANDLERS = {
-    "statusUpdate": _TurnWriter._status,
-    "artifactUpdate": _TurnWriter._artifact,
-    "message": _TurnWriter._message,
-}
+_OUTPUT_HANDLERS = {"statusUpdate": _TurnWriter._status,
+                    "artifactUpdate": _TurnWriter._artifact, "message": _TurnWriter._message}
 
 
 class _PendingAnswer:
-    """SendMessage's answer while its turn still runs, for a host that must not
-    wait for it (a host on an event loop). It is settled when the turn ends, or
-    at ``deadline`` (a time.monotonic() value: blocking_timeout), whichever
-    comes first: the host calls expire() then. ``add_done_callback(fn,
-    *args)`` has ``fn(self, *args)`` called once it is settled (at once if it
-    is), in the thread that settled it; ``result()`` is the answer dict, or
-    raises its error.
-
-    (The standard library's concurrent.futures.Future has the same shape;
-    measured here, making one, adding a callback and settling it takes 2.4 us
-    against 0.7 us for this class, and importing it costs 4 ms: a request
-    makes one, so it stays hand-written. Its methods take arguments rather
-    than closures: a closure holding what holds it is a reference cycle.)"""
+    """SendMessage's answer while its turn still runs, for a host on an event
+    loop, which must not wait. It is settled when the turn ends, or at
+    ``deadline`` (time.monotonic(): blocking_timeout), when the host calls
+    expire(). ``add_done_callback(fn, *args)`` has ``fn(self, *args)`` called
+    once settled, in the thread that settled it. (concurrent.futures.Future
+    costs 2.4 us against 0.7 us, and 4 ms to import. Callbacks take arguments,
+    not closures: a closure holding what holds it is a reference cycle.)"""
 
     __slots__ = ("server", "turn", "history_length", "call", "deadline", "lock", "settled",
                  "value", "error", "callbacks")
