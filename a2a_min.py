@@ -3368,17 +3368,20 @@ def _status_error(error, http_status=None):
 
 
 def _route_index():
-    """(number of segments, first segment) -> [(verb, pattern, method)] of the routes that
-    can match: every pattern starts with a literal, so a lookup leaves one or two to try.
-    '/tasks/{id}:cancel' is [(None, 'tasks'), ('id', ':cancel')]: (variable, or None for a
-    literal; then the literal, or the variable's literal suffix)."""
+    """(number of segments, first segment, custom verb) -> [(verb, pattern, method)]
+    of the routes that can match: every pattern starts with a literal, and a path
+    that ends in a custom verb (":cancel") fits only the routes ending in it, so a
+    lookup leaves one or two to try. '/tasks/{id}:cancel' is [(None, 'tasks'),
+    ('id', ':cancel')]: (variable, or None for a literal; then the literal, or the
+    variable's literal suffix)."""
     index = {}
     for verb, route, method in ROUTES:
         pattern = []
         for segment in route.strip("/").split("/"):
             name, _, suffix = segment[1:].partition("}")
             pattern.append((name, suffix) if segment.startswith("{") else (None, segment))
-        index.setdefault((len(pattern), pattern[0][1]), []).append((verb, pattern, method))
+        custom = route.rpartition(":")[2] if ":" in route else None
+        index.setdefault((len(pattern), pattern[0][1], custom), []).append((verb, pattern, method))
     return index
 
 
@@ -3392,8 +3395,8 @@ def _match_segments(pattern, segments):
         if name is None:
             if segment != text:
                 return None
-        elif text:                               # {id}:cancel
-            if not segment.endswith(text) or len(segment) == len(text):
+        elif text:                               # {id}:cancel (its verb chose the route)
+            if len(segment) == len(text):
                 return None
             values[name] = segment[:-len(text)]
         else:                                    # {id}: any non-empty segment, but
@@ -3410,18 +3413,25 @@ def _routes_for(path):
     if "%" in path:
         from urllib.parse import unquote
         segments = [unquote(s) for s in segments]
-    for tenant, rest in ((None, segments), (segments[0], segments[1:])):
-        found = []
-        candidates = _ROUTE_INDEX.get((len(rest), rest[0]), ()) if rest else ()
-        for verb, pattern, method in candidates:
-            values = _match_segments(pattern, rest)
-            if values is not None:
-                if tenant is not None:
-                    values["tenant"] = tenant
-                found.append((verb, method, values))
-        if found or not rest:
-            return found
-    return []
+    found = _routes_of(segments, None)
+    if found or len(segments) == 1:
+        return found
+    return _routes_of(segments[1:], segments[0])
+
+
+def _routes_of(segments, tenant):
+    """_routes_for's matches of ``segments``, under ``tenant`` if it is not None."""
+    last = segments[-1]
+    custom = last.rpartition(":")[2] if ":" in last else None
+    found = []
+    for verb, pattern, method in _ROUTE_INDEX.get(
+            (len(segments), segments[0], custom if custom in _CUSTOM_VERBS else None), ()):
+        values = _match_segments(pattern, segments)
+        if values is not None:
+            if tenant is not None:
+                values["tenant"] = tenant
+            found.append((verb, method, values))
+    return found
 
 
 def _query_to_params(message_type, query):
@@ -4126,9 +4136,29 @@ class _Ids:
         try:
             return memo[1] + self.pool.pop()
         except IndexError:
-            digits = os.urandom(10 * 64).hex()
-            self.pool = [_uuid7_tail(digits[i:i + 20]) for i in range(20, len(digits), 20)]
-            return memo[1] + _uuid7_tail(digits[:20])
+            self.pool = _uuid7_tails(64)
+            return memo[1] + self.pool.pop()
+
+
+def _uuid7_tails(count):
+    """``count`` random parts of version 7 UUIDs, as _uuid7_tail makes them,
+    from one read of the OS's random source. Built a column at a time (20 hex
+    digits each, of which 19 are used), not an id at a time: each of their 22
+    places is one slice assignment for all of them, and the spaces between
+    them split them apart."""
+    digits = os.urandom(10 * count).hex().encode("ascii")
+    out = bytearray(b"-" * (22 * count))      # "xxx-Vxxx-xxxxxxxxxxxx "
+    for place, digit in _TAIL_DIGITS:
+        out[place::22] = digits[digit::20]
+    out[4::22] = digits[3::20].translate(_VARIANT_DIGITS)
+    out[21::22] = b" " * count
+    return out.decode("ascii").split()
+
+
+# Where each random digit goes in a tail (place, digit); the variant (10xx in
+# binary, keeping the digit's two low bits) is place 4, made of digit 3.
+_TAIL_DIGITS = tuple(zip((0, 1, 2, 5, 6, 7, *range(9, 21)), (0, 1, 2, 4, 5, 6, *range(7, 19))))
+_VARIANT_DIGITS = bytes.maketrans(b"0123456789abcdef", b"89ab89ab89ab89ab")
 
 
 class _Clock:
@@ -5268,15 +5298,22 @@ class _BadRequest(Exception):
 
 
 class _HTTPRequest:
-    """One request read by _RequestReader: ``method``, ``target`` (path and
-    query), ``version``, ``headers`` (lower-case names; repeated ones joined
-    with ", "), ``body`` (bytes, de-chunked) and ``keep_alive``."""
+    """One request read by _RequestReader: ``method``, ``target`` (``path``,
+    then ``query`` after a "?"), ``version``, ``headers`` (lower-case names;
+    repeated ones joined with ", "), ``body`` (bytes, de-chunked; None while
+    it is read) and ``keep_alive``."""
 
-    __slots__ = ("method", "target", "version", "headers", "body", "keep_alive")
+    __slots__ = ("method", "target", "path", "query", "version", "headers", "body",
+                 "keep_alive")
 
-    def __init__(self, method, target, version, headers, body, keep_alive):
-        self.method, self.target, self.version = method, target, version
-        self.headers, self.body, self.keep_alive = headers, body, keep_alive
+    def __init__(self, method, target, version, headers, keep_alive):
+        self.method = method
+        self.target = target
+        self.path, _, self.query = target.partition("?")
+        self.version = version
+        self.headers = headers
+        self.body = None
+        self.keep_alive = keep_alive
 
 
 # Characters of an RFC 9110 token (a method, a header name).
@@ -5291,6 +5328,7 @@ _HEADER_NAMES = frozenset({
     "accept-encoding", "user-agent", "a2a-version", "a2a-extensions", "authorization",
     "last-event-id", "expect", "cookie", "x-forwarded-for", "cache-control", "origin"})
 _NOT_HEX = str.maketrans("", "", "0123456789abcdefABCDEF")
+_ODD_STARTS = (b"\r", b"\x16")       # what starts an empty line, or a TLS record
 _MAX_CHUNK_LINE = 1024              # a chunk-size line, extensions included
 _MAX_CHUNKS = 16384                 # chunks in one body: each costs a turn of the reader
 # The registered transfer codings (RFC 9110 section 18.8); of them this server
@@ -5317,15 +5355,17 @@ class _RequestReader:
         self.max_header_bytes = max_header_bytes
         self.max_headers = max_headers
         self.max_body_bytes = max_body_bytes
-        self._head = None        # (method, target, version, headers, path) once read
+        self._head = None        # the _HTTPRequest whose head is read, until its body is
         self._scan = 0           # where to look again for the end of the head
         self._length = None      # Content-Length, or None for a chunked body
         self._chunks = None      # a chunked body so far: [body, chunks, in trailers, trailer bytes]
         self.expects_continue = False
 
     def read(self, buffer):
-        if self._head is None:
-            if not self._read_head(buffer):
+        request = self._head
+        if request is None:
+            request = self._read_head(buffer)
+            if request is None:
                 return None
         length = self._length
         if length == 0:
@@ -5339,14 +5379,10 @@ class _RequestReader:
             body = self._dechunk(buffer)
             if body is None:
                 return None
-        method, target, version, headers, _ = self._head
-        connection = headers.get("connection")
-        keep = version == "HTTP/1.1" if connection is None else "close" not in connection.lower() \
-            and (version == "HTTP/1.1" or "keep-alive" in connection.lower())
-        self._head = self._length = self._chunks = None
-        self._scan = 0
+        self._head = None
         self.expects_continue = False
-        return _HTTPRequest(method, target, version, headers, body, keep)
+        request.body = body
+        return request
 
     @property
     def reading(self):
@@ -5354,7 +5390,7 @@ class _RequestReader:
         return self._head is not None
 
     def _refuse(self, status, message, error=InvalidRequestError, **kw):
-        path = self._head[4] if self._head is not None else None
+        path = self._head.path if self._head is not None else None
         raise _BadRequest(status, error(message, **kw), path)
 
     # -- the head (RFC 9112 sections 2-5) ------------------------------------
@@ -5363,11 +5399,12 @@ class _RequestReader:
         """The request line and headers, once the blank line after them is in
         ``buffer`` (RFC 9112 sections 3 and 5), checked as the theory above
         says; None while they are still arriving."""
-        while buffer.startswith(b"\r\n"):
-            del buffer[:2]                        # empty lines before a request: ignored
-        if buffer.startswith(_TLS_RECORD):       # a TLS client, on a plain HTTP port
-            self._refuse(400, "this port speaks plain HTTP, not TLS: use http://")
-        end = buffer.find(b"\r\n\r\n", max(0, self._scan - 3))    # the blank line
+        if buffer[:1] in _ODD_STARTS:
+            while buffer.startswith(b"\r\n"):
+                del buffer[:2]                    # empty lines before a request: ignored
+            if buffer.startswith(_TLS_RECORD):   # a TLS client, on a plain HTTP port
+                self._refuse(400, "this port speaks plain HTTP, not TLS: use http://")
+        end = buffer.find(b"\r\n\r\n", self._scan - 3 if self._scan > 3 else 0)  # the blank line
         if end < 0:
             # ... or one ended by a bare LF ("\n\n", or "\n\r\n" not after a CR),
             # which no CRLF blank line may follow
@@ -5377,14 +5414,14 @@ class _RequestReader:
             self._scan = len(buffer)
             if len(buffer) > self.max_header_bytes:
                 self._too_long(buffer)
-            return False
+            return None
         size = end + 4
         if size > self.max_header_bytes:
             self._too_long(buffer)
-        head = buffer[:end + 1]                   # (up to the last line's CR)
-        if head.count(b"\n") != head.count(b"\r\n"):
+        text = buffer[:end].decode("latin-1")
+        lines = text.split("\r\n")
+        if text.count("\n") != len(lines) - 1:   # an LF that is not a CRLF's
             self._bare_lf()
-        lines = head[:-1].decode("latin-1").split("\r\n")
         if len(lines) - 1 > self.max_headers:
             self._refuse(431, f"the request has more than {self.max_headers} header lines",
                          metadata={"limit": "max_headers", "value": self.max_headers})
@@ -5409,15 +5446,18 @@ class _RequestReader:
             value = value.strip(" \t")
             headers[lower] = headers[lower] + ", " + value if lower in headers else value
         method, target, version = parts
-        path = target.partition("?")[0]
-        self._head = (method, target, version, headers, path)
+        connection = headers.get("connection")
+        keep = version == "HTTP/1.1" if connection is None else "close" not in connection.lower() \
+            and (version == "HTTP/1.1" or "keep-alive" in connection.lower())
+        request = self._head = _HTTPRequest(method, target, version, headers, keep)
         del buffer[:size]
-        self._length = self._body_length(headers, version)
-        if self._length is None:
+        self._scan = 0
+        length = self._length = self._body_length(headers, version)
+        if length is None:
             self._chunks = [bytearray(), 0, False, 0]
-        if self._length != 0 and headers.get("expect", "").lower() == "100-continue":
-            self.expects_continue = True
-        return True
+        self.expects_continue = length != 0 and "expect" in headers and \
+            headers["expect"].lower() == "100-continue"
+        return request
 
     def _bare_lf(self):
         # RFC 9112 section 2.2 lets a server take a bare LF for CRLF; proxies
@@ -5675,10 +5715,10 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
 
         def _answer(self, sock, request):
             """Answer one request; True to keep the connection for another."""
-            path, _, query = request.target.partition("?")
             host_header = request.headers.get("host") or "%s:%d" % self.server.server_address[:2]
-            response = server.handle_http(request.method, path, query, request.headers,
-                                          request.body, self.scheme + host_header, self.peer,
+            response = server.handle_http(request.method, request.path, request.query,
+                                          request.headers, request.body,
+                                          self.scheme + host_header, self.peer,
                                           certificate=self.certificate)
             keep = request.keep_alive and response.stream is None
             return self._send(sock, response, not keep, request.method == "HEAD") and keep
@@ -6121,9 +6161,9 @@ class _LoopConnection:
                 return
             self.continued = False
             method, keep = request.method, request.keep_alive
-            path, _, query = request.target.partition("?")
             base_url = self.scheme + (request.headers.get("host") or self.local)
-            args = (method, path, query, request.headers, request.body, base_url, self.peer)
+            args = (method, request.path, request.query, request.headers, request.body, base_url,
+                    self.peer)
             off_loop = server._off_loop            # (a shared store: a write may wait)
             if off_loop is None:
                 response = server.handle_http(*args, self.spawn)
