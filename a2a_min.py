@@ -121,7 +121,7 @@ import os
 import sys
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from types import AsyncGeneratorType, GeneratorType
 
 if sys.version_info < (3, 10):        # (once, here: an older Python fails later, and obscurely)
@@ -1278,8 +1278,13 @@ class _StoredEvent(dict):
 def _decoded_size(body):
     """About the bytes json.loads(body) takes in memory (CPython, 64 bits), to
     within a factor of two: from 1x the JSON (plain text) to 25x. 1 ms a MB."""
-    return (len(body) + 64 * (body.count(b"{") + body.count(b"[")) + 96 * body.count(b":")
-            + 32 * body.count(b","))
+    marks = body.translate(None, _NOT_MARKS)  # one pass: then only the marks are counted
+    colons, commas = marks.count(b":"), marks.count(b",")
+    return len(body) + 64 * (len(marks) - colons - commas) + 96 * colons + 32 * commas
+
+
+# bytes.translate() with this deletes all but the marks _decoded_size counts.
+_NOT_MARKS = bytes(c for c in range(256) if c not in b"{[:,")
 
 
 # A task polled with GetTask until it ends is decoded once per version: the
@@ -1349,7 +1354,7 @@ class TaskStore(_Bounds):
         self._configs = {}                  # id -> {config id: push config}, in order made
         self._config_bytes = {}             # id -> the size of its configs (_decoded_size)
         self._bytes = 0
-        self._idle = OrderedDict()          # id -> when it ended or began to wait, oldest first
+        self._idle = {}                     # id -> when it ended or began to wait, oldest first
         self._callers = {}                  # caller -> [tasks, bytes]
         self._recent = {}                   # id -> _StoredTask, decoded (_recently_read)
 
@@ -1401,7 +1406,9 @@ class TaskStore(_Bounds):
         state = status["state"]
         now = time.monotonic()
         old = self._tasks.get(task_id)
-        _check_version(task_id, old and (old.owner == owner, old.state, old.version), version)
+        if old is None or old.version != version or old.owner != owner \
+                or old.state in TERMINAL_STATES:      # (else it is the version the writer read)
+            _check_version(task_id, old and (old.owner == owner, old.state, old.version), version)
         new = old is None
         if new:
             caller = owner if caller is None else caller
@@ -1410,7 +1417,8 @@ class TaskStore(_Bounds):
             caller, log, old_size, live = old.caller, self._logs.get(task_id), old.size, old.live
         if self._config_bytes:
             size += self._config_bytes.get(task_id, 0)
-        if state in _IDLE_STATES:
+        idle_now = state in _IDLE_STATES          # ended, or waiting for the client
+        if idle_now:
             live = 0
         elif live and event is not None and "task" not in event:
             live += _decoded_size(event.json)
@@ -1443,7 +1451,7 @@ class TaskStore(_Bounds):
                 log = self._logs[task_id] = _EventLog()
             seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
         if log is not None:
-            if state in _IDLE_STATES:
+            if idle_now:
                 log.settle()
             size += log.weight            # a task weighs its JSON, its events and its configs
         self._tasks[task_id] = _Entry(body, owner, task.get("contextId", ""), state,
@@ -1452,7 +1460,7 @@ class TaskStore(_Bounds):
         self._bytes += size - old_size
         share[0] += new
         share[1] += size - old_size
-        if state in _IDLE_STATES:
+        if idle_now:
             if new or task_id not in idle:
                 idle[task_id] = now
         elif not new:
@@ -1642,16 +1650,17 @@ class _EventLog:
     def append(self, event, size, count, limit):
         """Keep ``event`` (of ``size`` bytes); returns its id."""
         seq = self.next_seq
-        self.events.append((seq, event))
+        events = self.events
+        events.append((seq, event))
         self.sizes.append(size)
         self.size += size
         self.live += 1
-        drop = 0
-        while len(self.events) - drop > count or self.size > limit and len(self.events) - drop > 1:
-            self.size -= self.sizes[drop]
-            drop += 1
-        if drop:
-            del self.events[:drop], self.sizes[:drop]
+        if len(events) > count or self.size > limit:    # the oldest go
+            drop = 0
+            while len(events) - drop > count or self.size > limit and len(events) - drop > 1:
+                self.size -= self.sizes[drop]
+                drop += 1
+            del events[:drop], self.sizes[:drop]
         self.next_seq = seq + 1
         return seq
 
@@ -2271,9 +2280,11 @@ class _TurnWriter:
         if isinstance(result, str) and not result.isascii():
             _check_agent_text(result)
         task = self.at_once(result)
-        if task is not None:                   # nobody could have watched it: stored once
-            self.channel.save(task)
-            self._end_turn()
+        if task is not None:                   # nobody could have watched it: stored once,
+            self.channel.save(task)            # and no server's channel holds it (_end_turn)
+            self.done = True
+            self.channel.active = None
+            self.finished.set()
             return
         self.emit(result, chunked=False)
         self.finish()
