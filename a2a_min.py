@@ -1357,6 +1357,7 @@ class TaskStore(_Bounds):
         self._idle = {}                     # id -> when it ended or began to wait, oldest first
         self._callers = {}                  # caller -> [tasks, bytes]
         self._recent = {}                   # id -> _StoredTask, decoded (_recently_read)
+        self._settling = {}                 # id -> _EventLog of a task just idle (_settle)
 
     def get(self, task_id, owner):
         """The task with this id if ``owner`` owns it, else None: a _StoredTask,
@@ -1452,7 +1453,9 @@ class TaskStore(_Bounds):
             seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
         if log is not None:
             if idle_now:
-                log.settle()
+                self._settle(task_id, log)
+            elif self._settling:
+                self._settling.pop(task_id, None)   # a new turn: its events are live again
             size += log.weight            # a task weighs its JSON, its events and its configs
         self._tasks[task_id] = _Entry(body, owner, task.get("contextId", ""), state,
                                       status.get("timestamp", ""), caller, size, version + 1,
@@ -1466,6 +1469,18 @@ class TaskStore(_Bounds):
         elif not new:
             idle.pop(task_id, None)
         return seq
+
+    def _settle(self, task_id, log):
+        """A task ended or waits: its events keep only their JSON, a few writes
+        later if they are small (_SETTLING), so that the streams that read them
+        next, most at once, need not parse them again."""
+        settling = self._settling
+        if log.size > _SETTLING_BYTES:
+            return log.settle()
+        settling.pop(task_id, None)
+        settling[task_id] = log
+        if len(settling) > _SETTLING:
+            settling.pop(next(iter(settling))).settle()
 
     def events(self, task_id, after=-1):
         """(the id of the oldest event kept, [(id, event) after ``after``]),
@@ -1545,7 +1560,7 @@ class TaskStore(_Bounds):
     def _remove(self, task_id):
         """Forget a task and what it counted for (with the store's lock held)."""
         entry = self._tasks.pop(task_id, None)
-        for kept in (self._recent, self._logs, self._configs, self._config_bytes):
+        for kept in (self._recent, self._logs, self._configs, self._config_bytes, self._settling):
             kept.pop(task_id, None)
         if entry is None:
             return
@@ -1664,6 +1679,11 @@ class _EventLog:
         self.next_seq = seq + 1
         return seq
 
+
+# The idle tasks whose events stay parsed a while (TaskStore._settle), if each
+# task's weigh at most _SETTLING_BYTES of JSON: at most about 6 MiB in all.
+_SETTLING = 16
+_SETTLING_BYTES = 16384
 
 # What a streamed task's events kept alone may weigh, at least, before the
 # task is written whole again: a small task is not written at every chunk either.
