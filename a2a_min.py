@@ -1024,7 +1024,9 @@ def _apply(task, kind, body, now, grown=None):
         raise _refusal(kind, task)
     if kind == "artifactUpdate":
         artifact = body["artifact"]
-        artifacts = task.get("artifacts", ())
+        artifacts = task.get("artifacts")
+        if artifacts is None:                  # the task's first artifact: its parts a list
+            return {**task, "artifacts": [{**artifact, "parts": list(artifact["parts"])}]}
         i = len(artifacts) - 1              # (a streamed artifact is usually the last)
         while i >= 0 and artifacts[i]["artifactId"] != artifact["artifactId"]:
             i -= 1
@@ -1641,19 +1643,15 @@ class _EventLog:
     for the task's life. Once the task ends or waits (settle()), only their
     JSON stays: parsed, it may take 25 times its bytes, for an hour."""
 
-    __slots__ = ("events", "sizes", "size", "next_seq", "live")
+    __slots__ = ("events", "sizes", "size", "weight", "next_seq", "live")
 
     def __init__(self):
         self.events = []          # (lists: a few events each; a deque costs 600 bytes empty)
         self.sizes = []
         self.size = 0
+        self.weight = 0           # what the log counts for in its task's size
         self.next_seq = 0
         self.live = 0             # how many of the newest events still have their dict
-
-    @property
-    def weight(self):
-        """What the log counts for in its task's size."""
-        return self.size + len(self.events) * _EVENT_OVERHEAD
 
     def settle(self):
         """Keep only the JSON of the events (the task no longer runs)."""
@@ -1676,6 +1674,7 @@ class _EventLog:
                 self.size -= self.sizes[drop]
                 drop += 1
             del events[:drop], self.sizes[:drop]
+        self.weight = self.size + len(events) * _EVENT_OVERHEAD
         self.next_seq = seq + 1
         return seq
 
@@ -2375,7 +2374,8 @@ class _TurnWriter:
             event = self._counted(event)
         channel = self.channel
         with channel.lock:
-            self.server._create_task(self.ctx, channel)
+            if channel.task is None:
+                self.server._create_task(self.ctx, channel)
             if self.ctx._canceled:
                 self.done = True
                 return False
@@ -2397,13 +2397,13 @@ class _TurnWriter:
         self.events += 1
         self.bytes += len(event.json)
         limits = self.server.limits
-        for limit, value, unit in (("max_turn_events", self.events, "events"),
-                                   ("max_turn_bytes", self.bytes, "bytes of events")):
-            if value > limits[limit]:
-                raise InvalidAgentResponseError(
-                    f"the agent produced more than {limits[limit]} {unit} in one turn, the "
-                    f"most this server takes ({limit}); the turn was stopped there",
-                    metadata={"limit": limit, "value": limits[limit]})
+        if self.events > limits["max_turn_events"] or self.bytes > limits["max_turn_bytes"]:
+            limit, unit = (("max_turn_events", "events") if self.events > limits["max_turn_events"]
+                           else ("max_turn_bytes", "bytes of events"))
+            raise InvalidAgentResponseError(
+                f"the agent produced more than {limits[limit]} {unit} in one turn, the "
+                f"most this server takes ({limit}); the turn was stopped there",
+                metadata={"limit": limit, "value": limits[limit]})
         return event
 
     def _message(self, body):
@@ -3284,8 +3284,9 @@ def _encoded_result(result):
         return getattr(result, "json", None)
     if type(result) is dict and len(result) == 1:
         task = result.get("task")
-        if type(task) is _StoredTask and hasattr(task, "json"):
-            return b'{"task":' + task.json + b"}"
+        if type(task) is _StoredTask:
+            json = getattr(task, "json", None)
+            return None if json is None else b'{"task":' + json + b"}"
     return None
 
 
@@ -5527,7 +5528,7 @@ class _RequestReader:
             return None
         if length is None:
             return 0
-        value = length.strip(" \t")
+        value = length                             # (stripped, as every header value)
         if "," in value:                           # repeated: the same value, or refused
             values = {v.strip(" \t") for v in value.split(",")}
             if len(values) != 1:
