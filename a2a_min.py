@@ -1125,6 +1125,7 @@ def _refusal(kind, task):
 #   touched()                        ids changed since the last call (None: unknown)
 #   tidy() / checkpoint()            upkeep the watch thread does between requests
 #   appends = True                   commit(..., derived=True) keeps the event alone
+#   batches = True                   commit(..., first=events) appends those first
 #   wake_on(wake)                    call wake() when another process committed
 #   _circuit                         its database is known to be down (_Circuit)
 #
@@ -1347,6 +1348,7 @@ class TaskStore(_Bounds):
 
     shared = False          # only this process writes its tasks
     appends = True          # a streamed artifact's chunks are kept as events a while
+    batches = True          # commit(..., first=events) stores several events at once
 
     def __init__(self, **limits):
         super().__init__(**limits)
@@ -1375,9 +1377,10 @@ class TaskStore(_Bounds):
         return task
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None,
-               derived=False):
+               derived=False, first=()):
         """Write ``task`` and append ``event`` to its log, as one change (see
-        the contract above); the JSON is None when only the event was kept."""
+        the contract above), after the events ``first`` (``batches``); the JSON
+        is None when only the event was kept."""
         task, event = _cut_history(task, event, self.max_history)
         old = self._tasks.get(task["id"]) if derived else None
         if old is not None and old.version == version:      # (else refused by _write)
@@ -1393,17 +1396,21 @@ class TaskStore(_Bounds):
             size = len(body) + _ENTRY_OVERHEAD
             if event is not None and type(event) is not _StoredEvent:
                 event = _StoredEvent.encode(event, task, body)      # kept as its JSON
+            first = [e if type(e) is _StoredEvent else _StoredEvent.encode(e, None, None)
+                     for e in first]
         evicted = []
         try:
             with self._lock:
-                seq = self._write(task, owner, version, event, caller, body, size, evicted, pending)
+                seq = self._write(task, owner, version, event, caller, body, size, evicted, pending,
+                                  first)
         finally:
             for gone in evicted:                # (told even if the write was refused)
                 if self.on_evict:
                     self.on_evict(gone)
         return (None if pending else body), version + 1, seq
 
-    def _write(self, task, owner, version, event, caller, body, size, evicted, pending=None):
+    def _write(self, task, owner, version, event, caller, body, size, evicted, pending=None,
+               first=()):
         """commit(), with the store's lock held: returns the event's id."""
         task_id, status = task["id"], task["status"]
         state = status["state"]
@@ -1431,6 +1438,8 @@ class TaskStore(_Bounds):
         kept = 0 if log is None else log.weight
         event_size = 0 if event is None else len(event.json)
         grows = size + kept + event_size + _EVENT_OVERHEAD - old_size      # at most
+        if first:
+            grows += sum(len(earlier.json) + _EVENT_OVERHEAD for earlier in first)
         share = self._callers.get(caller)
         if share is None:
             share = self._callers[caller] = [0, 0]
@@ -1452,6 +1461,8 @@ class TaskStore(_Bounds):
         if event is not None:
             if log is None:                   # (most tasks of a plain answer have none)
                 log = self._logs[task_id] = _EventLog()
+            for earlier in first:
+                log.append(earlier, len(earlier.json), self.replay_buffer, self.replay_buffer_bytes)
             seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
         if log is not None:
             if idle_now:
@@ -1985,11 +1996,12 @@ class _Channel:
         self.written = 0          # bytes of the task's JSON when the store last wrote it whole
         self.appended = None      # bytes of the events it kept alone since (None: not known)
 
-    def publish(self, task, event, tell=True, derived=False):
-        """Commit the new task snapshot with its event; wake the streams, and
-        (``tell``) the webhooks. ``task`` None: an event that is not stored
-        (see ``tail``). ``derived``: ``event`` is an artifactUpdate applied to
-        the stored task, which the store may keep alone (see "The task store")."""
+    def publish(self, task, event, tell=True, derived=False, first=()):
+        """Commit the new task snapshot with its event (after the events
+        ``first``, to a store that ``batches``); wake the streams, and (``tell``)
+        the webhooks. ``task`` None: an event that is not stored (see
+        ``tail``). ``derived``: ``event`` is an artifactUpdate applied to the
+        stored task, which the store may keep alone (see "The task store")."""
         with self.lock:
             if task is None:
                 self.tail.append((self.next_seq, event))
@@ -2003,6 +2015,9 @@ class _Channel:
             if alone:
                 stored, self.version, seq = self.store.commit(
                     task, self.owner, self.version, event, self.caller, self.holder, derived=True)
+            elif first:
+                stored, self.version, seq = self.store.commit(
+                    task, self.owner, self.version, event, self.caller, self.holder, first=first)
             else:
                 stored, self.version, seq = self.store.commit(
                     task, self.owner, self.version, event, self.caller, self.holder)
@@ -2298,31 +2313,38 @@ class _TurnWriter:
         """The agent returned one answer (not a generator): its output, then the end."""
         if isinstance(result, str) and not result.isascii():
             _check_agent_text(result)
-        task = self.at_once(result)
-        if task is not None:                   # nobody could have watched it: stored once,
-            self.channel.save(task)            # and no server's channel holds it (_end_turn)
-            self.done = True
-            self.channel.active = None
-            self.finished.set()
-            return
-        self.emit(result, chunked=False)
-        self.finish()
+        if not self.at_once(result):
+            self.emit(result, chunked=False)
+            self.finish()
 
     def at_once(self, result):
-        """The task this turn leaves, if nobody could see it on its way (else
-        None): a new task whose agent returned a str, which no stream or webhook
-        follows. Only the last of its snapshots is stored: the commonest
-        request writes the store once instead of three times, half its cost."""
-        channel = self.channel
-        if not (isinstance(result, str) and channel.task is None and not self.watched
-                and channel.on_event is None and not self.ctx._canceled):
-            return None
+        """Store the whole turn in one write, if it is a new task whose agent
+        returned a str and no webhook follows it (True), else do nothing (False).
+        Its three snapshots are made by _apply; the store keeps the last, and a
+        stream that follows the turn reads its three events, stored with it. The
+        commonest request writes the store once instead of three times."""
+        channel, ctx = self.channel, self.ctx
+        if not (isinstance(result, str) and channel.task is None and channel.on_event is None
+                and not ctx._canceled
+                and (not self.watched or getattr(channel.store, "batches", False))):
+            return False
         now = self.server._now()
-        task = _apply(None, "message", self.ctx.message, now)
-        task = _apply(task, "artifactUpdate", {"artifact": {
-            "artifactId": self.server._new_id(), "parts": [{"text": result}]}}, None)
-        return _StoredTask(_apply(task, "statusUpdate", {"status": {
-            "state": "TASK_STATE_COMPLETED", "timestamp": now}}, None))
+        ids = {"taskId": ctx.task_id, "contextId": ctx.context_id}
+        artifact = {**ids, "artifact": {"artifactId": self.server._new_id(),
+                                        "parts": [{"text": result}]}}
+        status = {**ids, "status": {"state": "TASK_STATE_COMPLETED", "timestamp": now}}
+        submitted = _apply(None, "message", ctx.message, now)
+        task = _StoredTask(_apply(_apply(submitted, "artifactUpdate", artifact, None),
+                                  "statusUpdate", status, None))
+        if self.watched:                       # (as _create_task, _artifact and _status would)
+            channel.publish(task, {"statusUpdate": status}, first=(
+                {"task": submitted}, self._counted({"artifactUpdate": artifact})))
+        else:                                  # nobody could have watched it: no events
+            channel.save(task)
+        self.done = True                       # (no server's channel holds it: _end_turn)
+        channel.active = None
+        self.finished.set()
+        return True
 
     def _flush_chunk(self, last):
         """Publish the held-back text chunk: the first makes the artifact, the
