@@ -1396,8 +1396,9 @@ class TaskStore(_Bounds):
             size = len(body) + _ENTRY_OVERHEAD
             if event is not None and type(event) is not _StoredEvent:
                 event = _StoredEvent.encode(event, task, body)      # kept as its JSON
-            first = [e if type(e) is _StoredEvent else _StoredEvent.encode(e, None, None)
-                     for e in first]
+            if first:
+                first = [e if type(e) is _StoredEvent else _StoredEvent.encode(e, None, None)
+                         for e in first]
         evicted = []
         try:
             with self._lock:
