@@ -1691,8 +1691,8 @@ class _EventLog:
         return seq
 
 
-# The idle tasks whose events stay parsed a while (TaskStore._settle), if each
-# task's weigh at most _SETTLING_BYTES of JSON: at most about 6 MiB in all.
+# How many idle tasks keep their events parsed a while (TaskStore._settle),
+# each with at most _SETTLING_BYTES of them as JSON: 6 MiB parsed at most.
 _SETTLING = 16
 _SETTLING_BYTES = 16384
 
