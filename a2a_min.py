@@ -61,11 +61,8 @@ imported only when asked for (through _companion(), which names the file to copy
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-What this file does not do: keep a task past its process, or share one between
-processes; read certificate files (give serve() an ssl.SSLContext, or use
-a2a_cli.py); speak gRPC; sign cards; run programs as agents; serve a browser
-page. It trusts the agent it is given; what it is sent is network input, held to
-the limits of section 1 (DEFAULT_LIMITS).
+It trusts the agent it is given; what it is sent is network input, held to the
+limits of section 1 (DEFAULT_LIMITS).
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file beside it in its repository and must accompany copies of this file.
@@ -80,12 +77,10 @@ __all__ = [
     "agent_message",
     # who is calling, and where tasks live
     "CallContext", "BearerAuth", "ApiKeyAuth", "MutualTlsAuth", "TaskStore",
-    # errors: the base, and those an agent, a hook or a store raises (the others
-    # of section 2 are the server's own answers)
+    # errors: the base, and those an agent, a hook or a store raises (the rest: the server's)
     "A2AError", "InvalidParamsError", "TaskNotFoundError", "UnsupportedOperationError",
-    "ContentTypeNotSupportedError", "InvalidAgentResponseError",
-    "ExtensionSupportRequiredError", "AuthenticationRequiredError", "InternalError",
-    "TaskStoreFullError", "ConflictError",
+    "ContentTypeNotSupportedError", "InvalidAgentResponseError", "ExtensionSupportRequiredError",
+    "AuthenticationRequiredError", "InternalError", "TaskStoreFullError", "ConflictError",
     # the protocol as data
     "PROTOCOL_VERSION", "METHODS", "ROUTES", "TRANSITIONS", "TERMINAL_STATES",
     "INTERRUPTED_STATES", "MESSAGES", "ENUMS", "parse",
@@ -99,10 +94,9 @@ COMPANION_API = (
     # ProtoJSON's field names and base64, as the data model writes them
     "_snake", "_b64encode", "_b64decode", "_dumps",
     # the store contract (section 4): the one bounds policy, and what every store shares
-    "_Bounds", "_IDLE_STATES", "_StoredTask", "_StoredEvent", "_decode_stored",
-    "_decoded_size", "_RECENT", "_RECENT_BYTES", "_RECENT_DECODED",
-    "_check_version", "_cut_history", "_newest", "_no_longer_stored", "_over_share",
-    "_store_full", "_too_many_configs", "_with_pending",
+    "_Bounds", "_IDLE_STATES", "_StoredTask", "_StoredEvent", "_decode_stored", "_decoded_size",
+    "_RECENT", "_RECENT_BYTES", "_RECENT_DECODED", "_check_version", "_cut_history", "_newest",
+    "_no_longer_stored", "_over_share", "_store_full", "_too_many_configs", "_with_pending",
     # an event loop's (section 10), for a shared store's threads
     "_call_on",
     # the bindings' pieces (section 7) that another binding or page builds on
@@ -235,9 +229,8 @@ ROUTES = (
     ("GET", "/extendedAgentCard", "GetExtendedAgentCard"),
 )
 
-# A2A 0.3's slash-separated JSON-RPC names. They are the old protocol, not
-# aliases (a 0.3 client would misread 1.0 answers): they only say which 1.0
-# method the caller wants.
+# A2A 0.3's slash-separated JSON-RPC names: not aliases (a 0.3 client would misread 1.0
+# answers), they only say which 1.0 method the caller wants.
 LEGACY_METHODS = {
     "message/send": "SendMessage", "message/stream": "SendStreamingMessage",
     "tasks/get": "GetTask", "tasks/list": "ListTasks", "tasks/cancel": "CancelTask",
@@ -982,19 +975,16 @@ def _dumps(obj):
         return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
 
-# One encoder, configured once (json.dumps with options builds one per call).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
 def _json_codec():
     """(encode, decode_stored): json's C encoder and scanner, called directly, which
     skips JSONEncoder.encode's new encoder per call and json.loads' checks (over half
     the cost of a 200-byte event). decode_stored is only for JSON this process wrote.
     No circular reference check (RecursionError). Without the C accelerator, the plain calls."""
     from json import encoder, scanner
+    plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # (one, not one a call)
     if encoder.c_make_encoder is None or scanner.c_make_scanner is None:
-        return _ENCODER.encode, json.loads
-    chunks = encoder.c_make_encoder(None, _ENCODER.default, encoder.encode_basestring, None,
+        return plain.encode, json.loads
+    chunks = encoder.c_make_encoder(None, plain.default, encoder.encode_basestring, None,
                                     ":", ",", False, False, True)
     scan = scanner.c_make_scanner(json.JSONDecoder())
 
