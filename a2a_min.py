@@ -31,13 +31,11 @@ event loops, but for the webhooks it sends; the last three sections meet the wor
 
 1. tables: operations, routes, task states and their transitions, limits;
 2. errors: one class per protocol error, knowing its code in every binding;
-3. the data model: ProtoJSON dictionaries checked against a table of the proto,
-   and _apply, the one function that changes a task;
+3. the data model: ProtoJSON dicts checked against the proto's table; _apply changes a task;
 4. the task store: where tasks live, bounded, behind a small interface;
 5. agent execution: how your function becomes task updates and stream events;
 6. authentication, and which webhook addresses are allowed;
-7. bindings: JSON-RPC, HTTP+JSON, SSE and the agent card (and the RFC 9727 API
-   catalog), bytes in and bytes out;
+7. bindings: JSON-RPC, HTTP+JSON, SSE, the agent card and RFC 9727 API catalog, as bytes;
 8. webhook delivery: push notifications, sent from background threads;
 9. operations: the eleven A2A operations, free of any binding, on the Server;
 10. running on an event loop: the core's hooks, turned into asyncio;
@@ -184,11 +182,10 @@ def _uuid7_tail(h):
 # 1. Tables
 # =============================================================================
 #
-# The protocol as data. A2A 1.0 defines eleven operations (section 3.1) and maps
-# each onto every binding. The JSON-RPC binding (section 9) names its methods
-# like the gRPC rpcs of service lf.a2a.v1.A2AService. Each entry: JSON-RPC method
-# -> (request message, response message, streams?); OPERATIONS, after the Server
-# class, names the method implementing each.
+# The protocol as data. A2A 1.0 defines eleven operations (section 3.1) and maps each onto every
+# binding. The JSON-RPC binding (section 9) names its methods like the gRPC rpcs of service
+# lf.a2a.v1.A2AService. Each entry: JSON-RPC method -> (request message, response message,
+# streams?); OPERATIONS, after the Server class, names the method implementing each.
 
 METHODS = {
     "SendMessage": ("SendMessageRequest", "SendMessageResponse", False),
@@ -208,12 +205,11 @@ METHODS = {
     "GetExtendedAgentCard": ("GetExtendedAgentCardRequest", "AgentCard", False),
 }
 
-# The HTTP+JSON binding (section 11.3): the same operations as REST routes, from
-# the proto's google.api.http annotations. {name} is a path variable filling the
-# request field of that name; every route is also served under /{tenant}/...,
-# which fills the request's tenant. GET and DELETE take their other fields from
-# the query string, POST from the body. SubscribeToTask is GET in the proto and
-# POST in the specification's table: both are served.
+# The HTTP+JSON binding (section 11.3): the same operations as REST routes, from the proto's
+# google.api.http annotations. {name} is a path variable filling the request field of that name;
+# every route is also served under /{tenant}/..., which fills the request's tenant. GET and
+# DELETE take their other fields from the query string, POST from the body. SubscribeToTask is
+# GET in the proto and POST in the specification's table: both are served.
 ROUTES = (
     ("POST", "/message:send", "SendMessage"),
     ("POST", "/message:stream", "SendStreamingMessage"),
@@ -242,10 +238,9 @@ LEGACY_METHODS = {
     "agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
 }
 
-# Task states (section 4.1.3). A task is born SUBMITTED with the user's first
-# message; while an agent works on it, it is SUBMITTED or WORKING; an interrupted
-# task waits for the client (more input, or authentication); a terminal task
-# never changes again.
+# Task states (section 4.1.3). A task is born SUBMITTED with the user's first message; while an
+# agent works on it, it is SUBMITTED or WORKING; an interrupted task waits for the client (more
+# input, or authentication); a terminal task never changes again.
 TERMINAL_STATES = frozenset({"TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
                              "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"})
 INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
@@ -253,13 +248,12 @@ _WORKING_STATES = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"})
 _OPEN_STATES = _WORKING_STATES | INTERRUPTED_STATES     # every state but the terminal ones
 _IDLE_STATES = TERMINAL_STATES | INTERRUPTED_STATES     # no agent is working on the task
 
-# Every change to a task is one of these events, applied by _apply (section 3):
-# event -> (the states it may meet, the state it leaves). None is a task not yet made;
-# "=" keeps the state, "*" takes the one the event names; any other state refuses the
-# event. A task takes one message at a time: "input" meets only a task waiting for it
-# (a working one has a turn running, perhaps in another process) and takes it to WORKING,
-# never back to SUBMITTED: a stream hears of it as a TaskStatusUpdateEvent, since a Task
-# comes only first (section 3.1.2).
+# Every change to a task is one of these events, applied by _apply (section 3): event -> (the
+# states it may meet, the state it leaves). None is a task not yet made; "=" keeps the state,
+# "*" takes the one the event names; any other state refuses the event. A task takes one message
+# at a time: "input" meets only a task waiting for it (a working one has a turn running, perhaps
+# in another process) and takes it to WORKING, never back to SUBMITTED: a stream hears of it as
+# a TaskStatusUpdateEvent, since a Task comes only first (section 3.1.2).
 TRANSITIONS = {
     "message": ({None}, "TASK_STATE_SUBMITTED"),                  # the user: a new task
     "input": (INTERRUPTED_STATES, "TASK_STATE_WORKING"),          # the user: a waiting task's next turn
@@ -282,8 +276,7 @@ DEFAULT_LIMITS = {
     "max_bytes_per_caller": 32 << 20, # bytes of tasks one caller may hold
     "max_page_bytes": 4 << 20,        # bytes of tasks in one ListTasks page
     "replay_buffer_bytes": 1 << 20,   # bytes of stream events kept per task
-    "default_page_size": 50,          # ListTasks
-    "max_page_size": 100,             # ListTasks
+    "default_page_size": 50, "max_page_size": 100,      # ListTasks
     "max_workers": 64,                # threads running sync agents at once
     "max_push_configs": 10,           # webhooks per task
     "push_timeout": 10.0,             # seconds for one whole webhook attempt (connect to answer)
@@ -452,15 +445,14 @@ class VersionNotSupportedError(A2AError):
 # a2a.proto). Over JSON it travels as ProtoJSON (section 5.5): lowerCamelCase
 # names, enums as their full names, bytes as base64, timestamps as RFC 3339.
 #
-# This server uses the wire form as its model: a Task *is* the dict you see in
-# the JSON. MESSAGES mirrors the proto field by field (number, JSON name, type,
-# labels: "required" for field_behavior REQUIRED, "optional" for proto3 optional,
-# which keeps presence even at the default, "repeated", "oneof:NAME"; a map's type
-# is "map<K,V>"); a test holds it to proto/a2a.proto. parse() checks a request, or
-# what an agent produces, against it and returns the canonical form: camelCase names
-# (snake_case accepted), enum names (integers accepted), standard base64, normalized
-# timestamps, defaults dropped, unknown fields ignored. The section ends with _apply,
-# the one function taking a task and an event to the next task.
+# This server uses the wire form as its model: a Task *is* the dict you see in the JSON.
+# MESSAGES mirrors the proto field by field (number, JSON name, type, labels: "required" for
+# field_behavior REQUIRED, "optional" for proto3 optional, which keeps presence even at the
+# default, "repeated", "oneof:NAME"; a map's type is "map<K,V>"); a test holds it to
+# proto/a2a.proto. parse() checks a request, or what an agent produces, against it and returns
+# the canonical form: camelCase names (snake_case accepted), enum names (integers accepted),
+# standard base64, normalized timestamps, defaults dropped, unknown fields ignored. The section
+# ends with _apply, the one function taking a task and an event to the next task.
 
 MESSAGES = {
     # How a SendMessage is to be answered (section 3.2).
@@ -653,8 +645,7 @@ class _Field:
         self.oneof = next((w[6:] for w in words if w.startswith("oneof:")), None)
         self.map_value = type_[4:-1].split(",")[1] if type_.startswith("map<") else None
         self.type = type_
-        # The commonest fields, checked first by parse(): one string, or one enum
-        # given by name (``names``), in no oneof.
+        # The commonest fields, checked first by parse(): a string or an enum, in no oneof.
         single = not self.repeated and self.oneof is None
         self.plain = type_ == "string" and single
         self.names = frozenset(ENUMS[type_]) if type_ in ENUMS and single else None
@@ -875,8 +866,6 @@ def _check_card(value, message_type="AgentCard", path="card"):
             parse("AgentCard", value)
         except InvalidParamsError as exc:
             raise ValueError(f"the agent card is not valid: {exc.message}") from None
-    if type(value) is not dict:
-        return
     fields = _FIELDS[message_type]
     for key, item in value.items():
         field = fields.get(key)
@@ -976,12 +965,12 @@ def _dumps(obj):
 
 
 def _json_codec():
-    """(encode, decode_stored): json's C encoder and scanner, called directly, which
-    skips JSONEncoder.encode's new encoder per call and json.loads' checks (over half
-    the cost of a 200-byte event). decode_stored is only for JSON this process wrote.
-    No circular reference check (RecursionError). Without the C accelerator, the plain calls."""
+    """(encode, decode_stored): json's C encoder and scanner, called directly, which skips
+    JSONEncoder.encode's new encoder per call and json.loads' checks (over half the cost
+    of a 200-byte event). decode_stored is only for JSON this process wrote. No circular
+    reference check (RecursionError). Without the C accelerator, the plain calls."""
     from json import encoder, scanner
-    plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # (one, not one a call)
+    plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
     if encoder.c_make_encoder is None or scanner.c_make_scanner is None:
         return plain.encode, json.loads
     chunks = encoder.c_make_encoder(None, plain.default, encoder.encode_basestring, None,
