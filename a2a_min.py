@@ -959,8 +959,7 @@ def _dumps(obj):
     """A JSON value -> compact UTF-8 JSON bytes."""
     try:
         return _encode_json(obj).encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate (from a JSON-RPC id, say): JSON can carry it as an escape.
+    except UnicodeEncodeError:      # a lone surrogate (a JSON-RPC id's, say): sent escaped
         return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
 
