@@ -59,8 +59,11 @@ imported only when asked for (through _companion(), which names the file to copy
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-It trusts the agent it is given; what it is sent is network input, held to the
-limits of section 1 (DEFAULT_LIMITS).
+What this file does not do: keep a task past its process, or share one between
+processes; read certificate files (give serve() an ssl.SSLContext, or use
+a2a_cli.py); speak gRPC; sign cards; run programs as agents; serve a browser
+page. It trusts the agent it is given; what it is sent is network input, held to
+the limits of section 1 (DEFAULT_LIMITS).
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file beside it in its repository and must accompany copies of this file.
