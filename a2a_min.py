@@ -2295,38 +2295,42 @@ class _TurnWriter:
         """The agent returned one answer (not a generator): its output, then the end."""
         if isinstance(result, str) and not result.isascii():
             _check_agent_text(result)
-        if not self.at_once(result):
+        events = [] if self.watched else None
+        task = self.at_once(result, events)
+        if task is None:
             self.emit(result, chunked=False)
             self.finish()
+            return
+        if events:                             # a stream follows: its events, stored with it
+            self.channel.publish(task, events.pop(), first=events)
+        else:                                  # nobody could have watched it: no events
+            self.channel.save(task)
+        self.done = True                       # (no server's channel holds it: _end_turn)
+        self.channel.active = None
+        self.finished.set()
 
-    def at_once(self, result):
-        """Store the whole turn in one write, if it is a new task whose agent
-        returned a str and no webhook follows it (True), else do nothing (False).
-        Its three snapshots are made by _apply; the store keeps the last, and a
-        stream that follows the turn reads its three events, stored with it. The
-        commonest request writes the store once instead of three times."""
+    def at_once(self, result, events=None):
+        """The task this turn leaves, if it can be stored in one write (else
+        None): a new task whose agent returned a str, which no webhook follows,
+        nor a stream unless the store ``batches`` (then ``events`` gets the three
+        it is told: the Task, the artifact, COMPLETED). Its snapshots are made by
+        _apply; the commonest request writes the store once instead of three times."""
         channel, ctx = self.channel, self.ctx
         if not (isinstance(result, str) and channel.task is None and channel.on_event is None
                 and not ctx._canceled
                 and (not self.watched or getattr(channel.store, "batches", False))):
-            return False
+            return None
         now = self.server._now()
         ids = {"taskId": ctx.task_id, "contextId": ctx.context_id}
         artifact = {**ids, "artifact": {"artifactId": self.server._new_id(),
                                         "parts": [{"text": result}]}}
         status = {**ids, "status": {"state": "TASK_STATE_COMPLETED", "timestamp": now}}
         submitted = _apply(None, "message", ctx.message, now)
-        task = _StoredTask(_apply(_apply(submitted, "artifactUpdate", artifact, None),
+        if events is not None:                 # (as _create_task, _artifact and _status would)
+            events += ({"task": submitted}, self._counted({"artifactUpdate": artifact}),
+                       {"statusUpdate": status})
+        return _StoredTask(_apply(_apply(submitted, "artifactUpdate", artifact, None),
                                   "statusUpdate", status, None))
-        if self.watched:                       # (as _create_task, _artifact and _status would)
-            channel.publish(task, {"statusUpdate": status}, first=(
-                {"task": submitted}, self._counted({"artifactUpdate": artifact})))
-        else:                                  # nobody could have watched it: no events
-            channel.save(task)
-        self.done = True                       # (no server's channel holds it: _end_turn)
-        channel.active = None
-        self.finished.set()
-        return True
 
     def _flush_chunk(self, last):
         """Publish the held-back text chunk: the first makes the artifact, the

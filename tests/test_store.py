@@ -262,3 +262,28 @@ def test_a_resumed_stream_gets_the_frames_the_first_one_got_byte_for_byte(backen
         again = frames("SubscribeToTask", {"id": task_id}, last_event_id=since,
                        count=len(first) - 1 - since)
         assert again == first[since + 1:]
+
+
+def test_an_idle_tasks_events_keep_their_dicts_for_a_few_writes_then_only_json():
+    """When a task ends, the stream that follows it reads its events next:
+    they stay parsed (not JSON to parse again) while _SETTLING more tasks end,
+    then only their JSON is kept (parsed, an event may take 25 times its bytes);
+    a large task's events at once. Either way they read back the same."""
+    store = a2a_min.TaskStore()
+    client = Client(a2a_min.Server(lambda text: "echo: " + text, store=store))
+
+    def streamed(text):
+        frames = list(client.stream("SendStreamingMessage", {"message": user_message(text)}))
+        return frames[0][1]["result"]["task"]["id"]
+
+    def kinds(task_id):                        # what the store's log holds, per event
+        return {type(event) for _, event in store._logs[task_id].events}
+    first = streamed("first")
+    assert kinds(first) == {a2a_min._StoredEvent}
+    events = store.events(first)[1]
+    for i in range(a2a_min._SETTLING):
+        streamed(f"more {i}")
+    assert kinds(first) == {bytes}
+    assert store.events(first)[1] == events
+    big = streamed("x" * a2a_min._SETTLING_BYTES)
+    assert kinds(big) == {bytes}

@@ -173,3 +173,30 @@ def test_a_streamed_turn_past_its_bound_ends_the_stream_failed():
     assert last["state"] == "TASK_STATE_FAILED"
     assert "max_turn_events" in last["message"]["parts"][0]["text"]
     assert sum("artifactUpdate" in e for e in events) <= 50
+
+
+# -- a plain answer, streamed ------------------------------------------------------
+
+def test_a_streamed_plain_answer_is_one_write_with_the_events_of_three(make_store):
+    """An agent that returns a str, streamed (SendStreamingMessage): the
+    client hears the Task, the artifact and COMPLETED, numbered 0, 1, 2, which
+    the store keeps for a client resuming with Last-Event-ID. The in-memory
+    store, which takes several events in one commit (``batches``), is written
+    once for the turn; the others once per event."""
+    store = make_store()
+    written = _counted(store)
+    client = Client(a2a_min.Server(lambda text: "echo: " + text, store=store))
+    frames = list(client.stream("SendStreamingMessage", {"message": user_message("hi")}))
+    assert [seq for seq, _ in frames] == [0, 1, 2]
+    task, update, status = (frame["result"] for _, frame in frames)
+    assert task["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert update["artifactUpdate"]["artifact"]["parts"] == [{"text": "echo: hi"}]
+    assert status["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    task_id = task["task"]["id"]
+    assert {update["artifactUpdate"]["taskId"], status["statusUpdate"]["taskId"]} == {task_id}
+    assert written[1] == (1 if make_store.kind == "memory" else 3), written
+    stored = client.result("GetTask", {"id": task_id})
+    assert stored["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert stored["artifacts"][0]["parts"] == [{"text": "echo: hi"}]
+    assert [e for _, e in store.events(task_id)[1]][1:] == [
+        {"artifactUpdate": update["artifactUpdate"]}, {"statusUpdate": status["statusUpdate"]}]
