@@ -1174,9 +1174,8 @@ class _Bounds:
                  replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
                  lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
         self.max_tasks, self.max_bytes, self.task_ttl = max_tasks, max_bytes, task_ttl
-        self.max_tasks_per_caller = max_tasks_per_caller
-        self.max_bytes_per_caller = max_bytes_per_caller
-        self.max_history, self.max_page_bytes = max_history, max_page_bytes
+        self.max_tasks_per_caller, self.max_history = max_tasks_per_caller, max_history
+        self.max_bytes_per_caller, self.max_page_bytes = max_bytes_per_caller, max_page_bytes
         self.replay_buffer, self.replay_buffer_bytes = replay_buffer, replay_buffer_bytes
         self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
@@ -1262,10 +1261,8 @@ class _StoredEvent(dict):
     def encode(cls, event, task, body):
         """``event`` with its JSON (a Task event's made of ``task``'s, ``body``)."""
         stored = cls(event)
-        if task is not None and event.get("task") is task and len(event) == 1:
-            stored.json = b'{"task":' + body + b"}"
-        else:
-            stored.json = _dumps(event)
+        whole = task is not None and event.get("task") is task and len(event) == 1
+        stored.json = b'{"task":' + body + b"}" if whole else _dumps(event)
         return stored
 
     @classmethod
@@ -2580,14 +2577,13 @@ class BearerAuth:
     def __call__(self, call):
         header = call.headers.get("authorization", "")
         kind, _, token = header.partition(" ")
+        hint, challenge = "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"'
         if header.strip() and kind.lower() != "bearer":
             # (said apart from "missing": a token sent without its scheme is a common slip)
-            raise AuthenticationRequiredError(
-                "the Authorization header is not 'Bearer <token>'"
-                + (" (it has no scheme)" if not token.strip() else "")
-                + ": send -H 'Authorization: Bearer <token>'", challenge='Bearer realm="a2a"')
-        return _match_secret(self.tokens, token.strip() if kind.lower() == "bearer" else "",
-                             "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"')
+            raise AuthenticationRequiredError("the Authorization header is not 'Bearer <token>'"
+                                              + (" (it has no scheme)" if not token.strip() else "")
+                                              + ": " + hint, challenge=challenge)
+        return _match_secret(self.tokens, token.strip(), hint, challenge)   # (blank if no header)
 
 
 class ApiKeyAuth:
