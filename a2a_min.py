@@ -1237,8 +1237,7 @@ class _Bounds:
 
 class _StoredTask(dict):
     """A Task dict that remembers the JSON it was stored as (``json``), which
-    an answer splices in (_encoded_result) instead of encoding the task again.
-    Tasks are copy-on-write: a change makes a new, plain dict."""
+    an answer splices in (_encoded_result) instead of encoding the task again."""
 
     __slots__ = ("json", "version", "next_seq")
 
@@ -1307,9 +1306,8 @@ def _recently_read(recent, task_id, body):
 def _memory_store(limits):
     """The store a Server keeps when it is given none: a TaskStore bounded by
     the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
-    names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller",
-             "max_bytes_per_caller", "max_page_bytes", "replay_buffer", "replay_buffer_bytes",
-             "lease_ttl")
+    names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller", "max_bytes_per_caller",
+             "max_page_bytes", "replay_buffer", "replay_buffer_bytes", "lease_ttl")
     return TaskStore(max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in names})
 
 
@@ -1581,8 +1579,7 @@ class TaskStore(_Bounds):
                     "callers": len(self._callers), "max_tasks": self.max_tasks,
                     "max_bytes": self.max_bytes}
 
-    def list(self, owner, *, context_id=None, status=None, after=None, cursor=None,
-             limit=50):
+    def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
         """One page of the owner's tasks, newest status first, at most
         ``max_page_bytes`` (one task at least): (tasks, total matches, the
         last task's cursor or None). ``after`` is a canonical timestamp."""
@@ -1653,8 +1650,7 @@ class _EventLog:
         return seq
 
 
-# What a streamed task's events kept alone may weigh, at least, before the
-# task is written whole again: a small task is not written at every chunk either.
+# The least a task's events kept alone may weigh before it is written whole.
 _APPEND_FLOOR = 16384
 
 
