@@ -1159,8 +1159,7 @@ _EVENT_OVERHEAD = 160
 
 class _Bounds:
     """What every store is given: the limits (DEFAULT_LIMITS' by default),
-    ``on_evict``, which the Server sets, and the policy that keeps a store
-    within them (_make_room)."""
+    ``on_evict`` (the Server sets it) and the policy that keeps within them."""
 
     _circuit = None             # a shared store's outage circuit (_Circuit); memory has none
 
@@ -1219,20 +1218,19 @@ class _Bounds:
         writes that follow find room without evicting one each; or none is
         left, or ``batches`` of 64 are gone. Returns (tasks, bytes) freed."""
         room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
-        freed_tasks = freed_bytes = 0
-        while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
+        tasks, size = held_tasks, held_bytes
+        while tasks > room_tasks or size > room_bytes:
             batch, chosen = self._idle_batch(ctx, task_id, caller), []
-            for gone, size in batch:
-                if (held_tasks - freed_tasks <= room_tasks
-                        and held_bytes - freed_bytes <= room_bytes):
+            for gone, gone_size in batch:
+                if tasks <= room_tasks and size <= room_bytes:
                     break
-                freed_tasks, freed_bytes = freed_tasks + 1, freed_bytes + size
+                tasks, size = tasks - 1, size - gone_size
                 chosen.append(gone)
             if chosen:
                 self._evict(ctx, chosen, evicted)
-            if len(batch) < 64 or batches is not None and freed_tasks >= 64 * batches:
+            if len(batch) < 64 or batches is not None and held_tasks - tasks >= 64 * batches:
                 break
-        return freed_tasks, freed_bytes
+        return held_tasks - tasks, held_bytes - size
 
 
 class _StoredTask(dict):
@@ -1330,8 +1328,7 @@ class _Entry:
 
 
 class TaskStore(_Bounds):
-    """Thread-safe, bounded, in-memory task store: the store contract, kept
-    in this process's memory (every task is lost when it exits)."""
+    """The store contract in this process's memory: thread-safe, bounded, lost when it exits."""
 
     shared = False          # only this process writes its tasks
     appends = True          # a streamed artifact's chunks are kept as events a while
