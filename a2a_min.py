@@ -1153,8 +1153,7 @@ def _refusal(kind, task):
 # changes in between.
 
 # What an entry, and a kept event, cost beyond their JSON (tracemalloc).
-_ENTRY_OVERHEAD = 512
-_EVENT_OVERHEAD = 160
+_ENTRY_OVERHEAD, _EVENT_OVERHEAD = 512, 160
 
 
 class _Bounds:
@@ -1279,9 +1278,7 @@ def _decoded_size(body):
 # A task polled with GetTask until it ends is decoded once per version: the
 # store keeps the last _RECENT tasks it decoded (GetTask: 5.0 us, not 8.0 us),
 # if small (4 KiB of JSON may be 100 KiB parsed): at most 8 MiB in all.
-_RECENT = 256
-_RECENT_BYTES = 4096
-_RECENT_DECODED = 32768
+_RECENT, _RECENT_BYTES, _RECENT_DECODED = 256, 4096, 32768
 
 
 def _recently_read(recent, task_id, body):
@@ -1529,12 +1526,11 @@ class TaskStore(_Bounds):
     def _remove(self, task_id):
         """Forget a task and what it counted for (with the store's lock held)."""
         entry = self._tasks.pop(task_id, None)
-        for kept in (self._recent, self._logs, self._configs, self._config_bytes):
+        for kept in (self._recent, self._logs, self._configs, self._config_bytes, self._idle):
             kept.pop(task_id, None)
         if entry is None:
             return
         self._bytes -= entry.size
-        self._idle.pop(task_id, None)
         share = self._callers[entry.caller]
         share[0] -= 1
         share[1] -= entry.size
@@ -1547,9 +1543,7 @@ class TaskStore(_Bounds):
             if ended >= deadline or oldest == task_id:
                 break
             expired.append(oldest)
-        for oldest in expired:
-            self._remove(oldest)
-        evicted += expired
+        self._evict(share, expired, evicted)
 
     def _held(self, share, caller):
         return len(self._tasks), self._bytes, share[0], share[1]
@@ -2690,9 +2684,7 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")   # an IDNA h
 _HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"  # C0 but HTAB, and DEL
 # The largest webhook URL, config id (when the client chooses it) and header
 # value a push config may hold: it is kept with its task, and counts in its size.
-_MAX_URL = 2048
-_MAX_CONFIG_ID = 256
-_MAX_HEADER_VALUE = 4096
+_MAX_URL, _MAX_CONFIG_ID, _MAX_HEADER_VALUE = 2048, 256, 4096
 
 
 def _parse_allow(entries):
