@@ -1187,10 +1187,9 @@ class _Bounds:
 
     def _make_room(self, ctx, task_id, new, grows, caller, now, evicted):
         """Make room for ``task_id`` (one task more if ``new``, ``grows`` bytes
-        more); ``evicted`` gets the ids removed: the expired tasks, the caller's
-        oldest idle ones while it is past its share, then anyone's while the
-        store is full; else the write is refused (CallerLimitError, 429;
-        TaskStoreFullError, 503)."""
+        more), evicting (into ``evicted``) the expired tasks, the caller's oldest
+        idle ones while it is past its share, then anyone's while the store is
+        full; else refuse the write (CallerLimitError, 429; TaskStoreFullError, 503)."""
         self._expire(ctx, now, task_id, evicted)
         tasks, size, share_tasks, share_bytes = self._held(ctx, caller)
         limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
