@@ -1246,9 +1246,8 @@ class _StoredTask(dict):
 
 
 class _StoredEvent(dict):
-    """A StreamResponse that remembers the JSON the store keeps it as
-    (``json``), which every stream splices into its frames (_SSEStream):
-    encoded once, when committed, and replayed as the very same bytes."""
+    """A StreamResponse with the JSON the store keeps (``json``), which every
+    stream splices into its frames (_SSEStream): encoded once, at commit."""
 
     __slots__ = ("json",)
 
@@ -1306,12 +1305,11 @@ def _memory_store(limits):
 
 
 class _Entry:
-    """What TaskStore keeps of one task: its JSON (``body``, as last written
-    whole), and what it needs without decoding it. ``size`` counts the kept
-    events, configs and ``live`` (the running turn's parsed copy); ``pending``
-    is a streamed artifact's chunks not yet in the JSON ([update, ...], how
-    many are this version's, their bytes). An entry never changes once
-    stored, so a reader takes it whole without the store's lock."""
+    """What TaskStore keeps of a task: its JSON (``body``, as last written whole)
+    and what it needs without decoding it. ``size`` counts the kept events,
+    configs and ``live`` (the running turn's parsed copy); ``pending`` holds a
+    streamed artifact's chunks not yet in the JSON ([update, ...], how many are
+    this version's, their bytes). Never changed once stored: readers take no lock."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
                  "next_seq", "live", "pending")
