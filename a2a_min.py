@@ -1137,14 +1137,12 @@ def _refusal(kind, task):
 # changes in between.
 
 # What an entry, and a kept event, cost beyond their JSON (tracemalloc).
-_ENTRY_OVERHEAD = 512
-_EVENT_OVERHEAD = 160
+_ENTRY_OVERHEAD, _EVENT_OVERHEAD = 512, 160
 
 
 class _Bounds:
     """What every store is given: the limits (DEFAULT_LIMITS' by default),
-    ``on_evict``, which the Server sets, and the policy that keeps a store
-    within them (_make_room)."""
+    ``on_evict`` (the Server sets it) and the policy that keeps within them."""
 
     _circuit = None             # a shared store's outage circuit (_Circuit); memory has none
 
@@ -1158,9 +1156,8 @@ class _Bounds:
                  replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
                  lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
         self.max_tasks, self.max_bytes, self.task_ttl = max_tasks, max_bytes, task_ttl
-        self.max_tasks_per_caller = max_tasks_per_caller
-        self.max_bytes_per_caller = max_bytes_per_caller
-        self.max_history, self.max_page_bytes = max_history, max_page_bytes
+        self.max_tasks_per_caller, self.max_history = max_tasks_per_caller, max_history
+        self.max_bytes_per_caller, self.max_page_bytes = max_bytes_per_caller, max_page_bytes
         self.replay_buffer, self.replay_buffer_bytes = replay_buffer, replay_buffer_bytes
         self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
@@ -1174,10 +1171,9 @@ class _Bounds:
 
     def _make_room(self, ctx, task_id, new, grows, caller, now, evicted):
         """Make room for ``task_id`` (one task more if ``new``, ``grows`` bytes
-        more); ``evicted`` gets the ids removed: the expired tasks, the caller's
-        oldest idle ones while it is past its share, then anyone's while the
-        store is full; else the write is refused (CallerLimitError, 429;
-        TaskStoreFullError, 503)."""
+        more), evicting (into ``evicted``) the expired tasks, the caller's oldest
+        idle ones while it is past its share, then anyone's while the store is
+        full; else refuse the write (CallerLimitError, 429; TaskStoreFullError, 503)."""
         self._expire(ctx, now, task_id, evicted)
         tasks, size, share_tasks, share_bytes = self._held(ctx, caller)
         limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
@@ -1204,26 +1200,24 @@ class _Bounds:
         writes that follow find room without evicting one each; or none is
         left, or ``batches`` of 64 are gone. Returns (tasks, bytes) freed."""
         room_tasks, room_bytes = max_tasks - (max_tasks >> 6), max_bytes - (max_bytes >> 6)
-        freed_tasks = freed_bytes = 0
-        while held_tasks - freed_tasks > room_tasks or held_bytes - freed_bytes > room_bytes:
+        tasks, size = held_tasks, held_bytes
+        while tasks > room_tasks or size > room_bytes:
             batch, chosen = self._idle_batch(ctx, task_id, caller), []
-            for gone, size in batch:
-                if (held_tasks - freed_tasks <= room_tasks
-                        and held_bytes - freed_bytes <= room_bytes):
+            for gone, gone_size in batch:
+                if tasks <= room_tasks and size <= room_bytes:
                     break
-                freed_tasks, freed_bytes = freed_tasks + 1, freed_bytes + size
+                tasks, size = tasks - 1, size - gone_size
                 chosen.append(gone)
             if chosen:
                 self._evict(ctx, chosen, evicted)
-            if len(batch) < 64 or batches is not None and freed_tasks >= 64 * batches:
+            if len(batch) < 64 or batches is not None and held_tasks - tasks >= 64 * batches:
                 break
-        return freed_tasks, freed_bytes
+        return held_tasks - tasks, held_bytes - size
 
 
 class _StoredTask(dict):
     """A Task dict that remembers the JSON it was stored as (``json``), which
-    an answer splices in (_encoded_result) instead of encoding the task again.
-    Tasks are copy-on-write: a change makes a new, plain dict."""
+    an answer splices in (_encoded_result) instead of encoding the task again."""
 
     __slots__ = ("json", "version", "next_seq")
 
@@ -1236,9 +1230,8 @@ class _StoredTask(dict):
 
 
 class _StoredEvent(dict):
-    """A StreamResponse that remembers the JSON the store keeps it as
-    (``json``), which every stream splices into its frames (_SSEStream):
-    encoded once, when committed, and replayed as the very same bytes."""
+    """A StreamResponse with the JSON the store keeps (``json``), which every
+    stream splices into its frames (_SSEStream): encoded once, at commit."""
 
     __slots__ = ("json",)
 
@@ -1246,10 +1239,8 @@ class _StoredEvent(dict):
     def encode(cls, event, task, body):
         """``event`` with its JSON (a Task event's made of ``task``'s, ``body``)."""
         stored = cls(event)
-        if task is not None and event.get("task") is task and len(event) == 1:
-            stored.json = b'{"task":' + body + b"}"
-        else:
-            stored.json = _dumps(event)
+        whole = task is not None and event.get("task") is task and len(event) == 1
+        stored.json = b'{"task":' + body + b"}" if whole else _dumps(event)
         return stored
 
     @classmethod
@@ -1274,9 +1265,7 @@ _NOT_MARKS = bytes(c for c in range(256) if c not in b"{[:,")
 # A task polled with GetTask until it ends is decoded once per version: the
 # store keeps the last _RECENT tasks it decoded (GetTask: 5.0 us, not 8.0 us),
 # if small (4 KiB of JSON may be 100 KiB parsed): at most 8 MiB in all.
-_RECENT = 256
-_RECENT_BYTES = 4096
-_RECENT_DECODED = 32768
+_RECENT, _RECENT_BYTES, _RECENT_DECODED = 256, 4096, 32768
 
 
 def _recently_read(recent, task_id, body):
@@ -1299,19 +1288,17 @@ def _recently_read(recent, task_id, body):
 def _memory_store(limits):
     """The store a Server keeps when it is given none: a TaskStore bounded by
     the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
-    names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller",
-             "max_bytes_per_caller", "max_page_bytes", "replay_buffer", "replay_buffer_bytes",
-             "lease_ttl")
+    names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller", "max_bytes_per_caller",
+             "max_page_bytes", "replay_buffer", "replay_buffer_bytes", "lease_ttl")
     return TaskStore(max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in names})
 
 
 class _Entry:
-    """What TaskStore keeps of one task: its JSON (``body``, as last written
-    whole), and what it needs without decoding it. ``size`` counts the kept
-    events, configs and ``live`` (the running turn's parsed copy); ``pending``
-    is a streamed artifact's chunks not yet in the JSON ([update, ...], how
-    many are this version's, their bytes). An entry never changes once
-    stored, so a reader takes it whole without the store's lock."""
+    """What TaskStore keeps of a task: its JSON (``body``, as last written whole)
+    and what it needs without decoding it. ``size`` counts the kept events,
+    configs and ``live`` (the running turn's parsed copy); ``pending`` holds a
+    streamed artifact's chunks not yet in the JSON ([update, ...], how many are
+    this version's, their bytes). Never changed once stored: readers take no lock."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
                  "next_seq", "live", "pending")
@@ -1324,8 +1311,7 @@ class _Entry:
 
 
 class TaskStore(_Bounds):
-    """Thread-safe, bounded, in-memory task store: the store contract, kept
-    in this process's memory (every task is lost when it exits)."""
+    """The store contract in this process's memory: thread-safe, bounded, lost when it exits."""
 
     shared = False          # only this process writes its tasks
     appends = True          # a streamed artifact's chunks are kept as events a while
@@ -1555,12 +1541,12 @@ class TaskStore(_Bounds):
     def _remove(self, task_id):
         """Forget a task and what it counted for (with the store's lock held)."""
         entry = self._tasks.pop(task_id, None)
-        for kept in (self._recent, self._logs, self._configs, self._config_bytes, self._settling):
+        for kept in (self._recent, self._logs, self._configs, self._config_bytes, self._idle,
+                     self._settling):
             kept.pop(task_id, None)
         if entry is None:
             return
         self._bytes -= entry.size
-        self._idle.pop(task_id, None)
         share = self._callers[entry.caller]
         share[0] -= 1
         share[1] -= entry.size
@@ -1573,9 +1559,7 @@ class TaskStore(_Bounds):
             if ended >= deadline or oldest == task_id:
                 break
             expired.append(oldest)
-        for oldest in expired:
-            self._remove(oldest)
-        evicted += expired
+        self._evict(share, expired, evicted)
 
     def _held(self, share, caller):
         return len(self._tasks), self._bytes, share[0], share[1]
@@ -1602,8 +1586,7 @@ class TaskStore(_Bounds):
                     "callers": len(self._callers), "max_tasks": self.max_tasks,
                     "max_bytes": self.max_bytes}
 
-    def list(self, owner, *, context_id=None, status=None, after=None, cursor=None,
-             limit=50):
+    def list(self, owner, *, context_id=None, status=None, after=None, cursor=None, limit=50):
         """One page of the owner's tasks, newest status first, at most
         ``max_page_bytes`` (one task at least): (tasks, total matches, the
         last task's cursor or None). ``after`` is a canonical timestamp."""
@@ -1674,11 +1657,9 @@ class _EventLog:
 
 # How many idle tasks keep their events parsed a while (TaskStore._settle),
 # each with at most _SETTLING_BYTES of them as JSON: 6 MiB parsed at most.
-_SETTLING = 16
-_SETTLING_BYTES = 16384
+_SETTLING, _SETTLING_BYTES = 16, 16384
 
-# What a streamed task's events kept alone may weigh, at least, before the
-# task is written whole again: a small task is not written at every chunk either.
+# The least a task's events kept alone may weigh before it is written whole.
 _APPEND_FLOOR = 16384
 
 
@@ -2619,14 +2600,13 @@ class BearerAuth:
     def __call__(self, call):
         header = call.headers.get("authorization", "")
         kind, _, token = header.partition(" ")
+        hint, challenge = "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"'
         if header.strip() and kind.lower() != "bearer":
             # (said apart from "missing": a token sent without its scheme is a common slip)
-            raise AuthenticationRequiredError(
-                "the Authorization header is not 'Bearer <token>'"
-                + (" (it has no scheme)" if not token.strip() else "")
-                + ": send -H 'Authorization: Bearer <token>'", challenge='Bearer realm="a2a"')
-        return _match_secret(self.tokens, token.strip() if kind.lower() == "bearer" else "",
-                             "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"')
+            raise AuthenticationRequiredError("the Authorization header is not 'Bearer <token>'"
+                                              + (" (it has no scheme)" if not token.strip() else "")
+                                              + ": " + hint, challenge=challenge)
+        return _match_secret(self.tokens, token.strip(), hint, challenge)   # (blank if no header)
 
 
 class ApiKeyAuth:
@@ -2740,9 +2720,7 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")   # an IDNA h
 _HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"  # C0 but HTAB, and DEL
 # The largest webhook URL, config id (when the client chooses it) and header
 # value a push config may hold: it is kept with its task, and counts in its size.
-_MAX_URL = 2048
-_MAX_CONFIG_ID = 256
-_MAX_HEADER_VALUE = 4096
+_MAX_URL, _MAX_CONFIG_ID, _MAX_HEADER_VALUE = 2048, 256, 4096
 
 
 def _parse_allow(entries):
