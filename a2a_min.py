@@ -3418,25 +3418,21 @@ def _routes_for(path):
     if "%" in path:
         from urllib.parse import unquote
         segments = [unquote(s) for s in segments]
-    found = _routes_of(segments, None)
-    if found or len(segments) == 1:
-        return found
-    return _routes_of(segments[1:], segments[0])
-
-
-def _routes_of(segments, tenant):
-    """_routes_for's matches of ``segments``, under ``tenant`` if it is not None."""
-    last = segments[-1]
-    custom = last.rpartition(":")[2] if ":" in last else None
-    found = []
-    for verb, pattern, method in _ROUTE_INDEX.get(
-            (len(segments), segments[0], custom if custom in _CUSTOM_VERBS else None), ()):
-        values = _match_segments(pattern, segments)
-        if values is not None:
-            if tenant is not None:
-                values["tenant"] = tenant
-            found.append((verb, method, values))
-    return found
+    for tenant, rest in ((None, segments), (segments[0], segments[1:])):
+        if not rest:
+            return []
+        custom = rest[-1].rpartition(":")[2] if ":" in rest[-1] else None
+        found = []
+        for verb, pattern, method in _ROUTE_INDEX.get(
+                (len(rest), rest[0], custom if custom in _CUSTOM_VERBS else None), ()):
+            values = _match_segments(pattern, rest)
+            if values is not None:
+                if tenant is not None:
+                    values["tenant"] = tenant
+                found.append((verb, method, values))
+        if found:
+            return found
+    return []
 
 
 def _query_to_params(message_type, query):
