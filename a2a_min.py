@@ -4037,25 +4037,9 @@ class _PushDelivery:
         return ("retry" if status >= 500 else "failed"), why, status
 
     def _post(self, config, target, body):
-        """POST to a vetted address of ``target``: the status, within push_timeout."""
+        """POST to a vetted address of ``target``: the status, within push_timeout.
+        The header values were checked when the config was made."""
         scheme, host, port, path, addresses = target
-        deadline = time.monotonic() + self.limits["push_timeout"]
-        sock = _connect_any(addresses, port, deadline)
-        try:
-            if scheme == "https":              # the socket is connected: TLS cannot re-resolve
-                sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
-                if self.tls is None:
-                    import ssl
-                    self.tls = self.server.push_tls_context or ssl.create_default_context()
-                sock = self.tls.wrap_socket(sock, server_hostname=host)
-            _send_all(sock, self._request(config, scheme, host, port, path, body), deadline)
-            return _read_status(sock, deadline, self.limits["push_max_response"])
-        finally:
-            sock.close()
-
-    @staticmethod
-    def _request(config, scheme, host, port, path, body):
-        """The bytes of the POST; header values were checked when the config was made."""
         authority = f"[{host}]" if ":" in host else host
         if port != (443 if scheme == "https" else 80):
             authority += f":{port}"
@@ -4068,7 +4052,20 @@ class _PushDelivery:
             lines.append(f"Authorization: {value}")
         if config.get("token"):
             lines.append(f"X-A2A-Notification-Token: {config['token']}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        deadline = time.monotonic() + self.limits["push_timeout"]
+        sock = _connect_any(addresses, port, deadline)
+        try:
+            if scheme == "https":              # the socket is connected: TLS cannot re-resolve
+                sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
+                if self.tls is None:
+                    import ssl
+                    self.tls = self.server.push_tls_context or ssl.create_default_context()
+                sock = self.tls.wrap_socket(sock, server_hostname=host)
+            _send_all(sock, request, deadline)
+            return _read_status(sock, deadline, self.limits["push_max_response"])
+        finally:
+            sock.close()
 
 
 # =============================================================================
@@ -6611,11 +6608,10 @@ def _demo_parser(allow_abbrev=True):
 
 def _demo_options(args):
     """The Server options the demo's flags name."""
-    return dict(public_url=args.public_url, assume_version=args.assume_version,
-                single_path=args.single_path, compat=args.compat,
-                push_notifications=bool(args.push_allow), push_allow=args.push_allow,
-                access_log=args.access_log, allowed_hosts=args.allow_host,
-                cors_origins=args.cors_origin)
+    return dict(public_url=args.public_url, assume_version=args.assume_version, compat=args.compat,
+                single_path=args.single_path, push_notifications=bool(args.push_allow),
+                push_allow=args.push_allow, access_log=args.access_log,
+                allowed_hosts=args.allow_host, cors_origins=args.cors_origin)
 
 
 def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=None,
@@ -6649,8 +6645,7 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
             except KeyboardInterrupt:
                 pass
         else:
-            serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls,
-                  grace=grace)
+            serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls, grace=grace)
     except OSError as error:
         # A port in use, an address not here, a port below 1024: one line that
         # says which and what to do, not a traceback.
