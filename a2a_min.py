@@ -3717,14 +3717,6 @@ def _connect_any(addresses, port, deadline):
     raise error
 
 
-def _send_all(sock, data, deadline):
-    """sendall() within a deadline: a receiver that reads slowly gets no more time."""
-    view = memoryview(data)
-    while view:
-        sock.settimeout(_time_left(deadline))
-        view = view[sock.send(view):]
-
-
 def _read_status(sock, deadline, limit):
     """The status code of the final answer, within ``limit`` bytes and the
     deadline. Interim (1xx) answers are skipped, as HTTP/1.1 asks."""
@@ -4062,7 +4054,10 @@ class _PushDelivery:
                     import ssl
                     self.tls = self.server.push_tls_context or ssl.create_default_context()
                 sock = self.tls.wrap_socket(sock, server_hostname=host)
-            _send_all(sock, request, deadline)
+            view = memoryview(request)
+            while view:                        # sendall() within the deadline: a receiver
+                sock.settimeout(_time_left(deadline))   # that reads slowly gets no more time
+                view = view[sock.send(view):]
             return _read_status(sock, deadline, self.limits["push_max_response"])
         finally:
             sock.close()
