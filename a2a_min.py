@@ -3782,12 +3782,12 @@ def _destination(url):
     """A webhook URL's (scheme, host, port): what its deliveries queue by."""
     from urllib.parse import urlsplit
     parts = urlsplit(url)
+    scheme = parts.scheme.lower()
     try:
         port = parts.port
     except ValueError:
         port = None
-    return parts.scheme.lower(), (parts.hostname or "").lower(), port or (
-        443 if parts.scheme.lower() == "https" else 80)
+    return scheme, (parts.hostname or "").lower(), port or (443 if scheme == "https" else 80)
 
 
 class _PushDelivery:
@@ -6640,7 +6640,8 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
             except KeyboardInterrupt:
                 pass
         else:
-            serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls, grace=grace)
+            serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls,
+                  grace=grace)
     except OSError as error:
         # A port in use, an address not here, a port below 1024: one line that
         # says which and what to do, not a traceback.
@@ -6670,11 +6671,10 @@ def main(argv=None):
             if error.name != "a2a_cli":
                 raise
             if rest[0] not in ("-h", "--help"):
-                sys.exit(f"a2a_min: {rest[0]} needs a2a_cli.py beside a2a_min.py (copy it "
-                         "there): serve's deployment flags (--store, --workers, --tls-*, "
-                         "--exec, --sign-key), A2A_STORE and the client's verbs (with "
-                         "a2a_client.py) are its; python a2a_min.py --help lists what this "
-                         "file does alone")
+                sys.exit(f"a2a_min: {rest[0]} needs a2a_cli.py beside a2a_min.py (copy it there): "
+                         "serve's deployment flags (--store, --workers, --tls-*, --exec, "
+                         "--sign-key), A2A_STORE and the client's verbs (with a2a_client.py) are "
+                         "its; python a2a_min.py --help lists what this file does alone")
         else:
             sys.exit(cli.main(argv))
     # Only this file's options: the demo (or --echo) on the host asked for.
