@@ -3774,8 +3774,7 @@ class _PushLane:
 
     def idle(self):
         """Nothing queued, in flight or backing off: the lane may be forgotten."""
-        return not self.in_flight and not any(
-            dest.jobs or dest.busy for dest in self.dests.values())
+        return not self.in_flight and not any(d.jobs or d.busy for d in self.dests.values())
 
 
 def _destination(url):
