@@ -3728,14 +3728,6 @@ def _connect_any(addresses, port, deadline):
     raise error
 
 
-def _send_all(sock, data, deadline):
-    """sendall() within a deadline: a receiver that reads slowly gets no more time."""
-    view = memoryview(data)
-    while view:
-        sock.settimeout(_time_left(deadline))
-        view = view[sock.send(view):]
-
-
 def _read_status(sock, deadline, limit):
     """The status code of the final answer, within ``limit`` bytes and the
     deadline. Interim (1xx) answers are skipped, as HTTP/1.1 asks."""
@@ -3793,20 +3785,19 @@ class _PushLane:
 
     def idle(self):
         """Nothing queued, in flight or backing off: the lane may be forgotten."""
-        return not self.in_flight and not any(
-            dest.jobs or dest.busy for dest in self.dests.values())
+        return not self.in_flight and not any(d.jobs or d.busy for d in self.dests.values())
 
 
 def _destination(url):
     """A webhook URL's (scheme, host, port): what its deliveries queue by."""
     from urllib.parse import urlsplit
     parts = urlsplit(url)
+    scheme = parts.scheme.lower()
     try:
         port = parts.port
     except ValueError:
         port = None
-    return parts.scheme.lower(), (parts.hostname or "").lower(), port or (
-        443 if parts.scheme.lower() == "https" else 80)
+    return scheme, (parts.hostname or "").lower(), port or (443 if scheme == "https" else 80)
 
 
 class _PushDelivery:
@@ -4048,25 +4039,9 @@ class _PushDelivery:
         return ("retry" if status >= 500 else "failed"), why, status
 
     def _post(self, config, target, body):
-        """POST to a vetted address of ``target``: the status, within push_timeout."""
+        """POST to a vetted address of ``target``: the status, within push_timeout.
+        The header values were checked when the config was made."""
         scheme, host, port, path, addresses = target
-        deadline = time.monotonic() + self.limits["push_timeout"]
-        sock = _connect_any(addresses, port, deadline)
-        try:
-            if scheme == "https":              # the socket is connected: TLS cannot re-resolve
-                sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
-                if self.tls is None:
-                    import ssl
-                    self.tls = self.server.push_tls_context or ssl.create_default_context()
-                sock = self.tls.wrap_socket(sock, server_hostname=host)
-            _send_all(sock, self._request(config, scheme, host, port, path, body), deadline)
-            return _read_status(sock, deadline, self.limits["push_max_response"])
-        finally:
-            sock.close()
-
-    @staticmethod
-    def _request(config, scheme, host, port, path, body):
-        """The bytes of the POST; header values were checked when the config was made."""
         authority = f"[{host}]" if ":" in host else host
         if port != (443 if scheme == "https" else 80):
             authority += f":{port}"
@@ -4079,7 +4054,23 @@ class _PushDelivery:
             lines.append(f"Authorization: {value}")
         if config.get("token"):
             lines.append(f"X-A2A-Notification-Token: {config['token']}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        deadline = time.monotonic() + self.limits["push_timeout"]
+        sock = _connect_any(addresses, port, deadline)
+        try:
+            if scheme == "https":              # the socket is connected: TLS cannot re-resolve
+                sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
+                if self.tls is None:
+                    import ssl
+                    self.tls = self.server.push_tls_context or ssl.create_default_context()
+                sock = self.tls.wrap_socket(sock, server_hostname=host)
+            view = memoryview(request)
+            while view:                        # sendall() within the deadline: a receiver
+                sock.settimeout(_time_left(deadline))   # that reads slowly gets no more time
+                view = view[sock.send(view):]
+            return _read_status(sock, deadline, self.limits["push_max_response"])
+        finally:
+            sock.close()
 
 
 # =============================================================================
@@ -6646,11 +6637,10 @@ def _demo_parser(allow_abbrev=True):
 
 def _demo_options(args):
     """The Server options the demo's flags name."""
-    return dict(public_url=args.public_url, assume_version=args.assume_version,
-                single_path=args.single_path, compat=args.compat,
-                push_notifications=bool(args.push_allow), push_allow=args.push_allow,
-                access_log=args.access_log, allowed_hosts=args.allow_host,
-                cors_origins=args.cors_origin)
+    return dict(public_url=args.public_url, assume_version=args.assume_version, compat=args.compat,
+                single_path=args.single_path, push_notifications=bool(args.push_allow),
+                push_allow=args.push_allow, access_log=args.access_log,
+                allowed_hosts=args.allow_host, cors_origins=args.cors_origin)
 
 
 def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=None,
@@ -6715,11 +6705,10 @@ def main(argv=None):
             if error.name != "a2a_cli":
                 raise
             if rest[0] not in ("-h", "--help"):
-                sys.exit(f"a2a_min: {rest[0]} needs a2a_cli.py beside a2a_min.py (copy it "
-                         "there): serve's deployment flags (--store, --workers, --tls-*, "
-                         "--exec, --sign-key), A2A_STORE and the client's verbs (with "
-                         "a2a_client.py) are its; python a2a_min.py --help lists what this "
-                         "file does alone")
+                sys.exit(f"a2a_min: {rest[0]} needs a2a_cli.py beside a2a_min.py (copy it there): "
+                         "serve's deployment flags (--store, --workers, --tls-*, --exec, "
+                         "--sign-key), A2A_STORE and the client's verbs (with a2a_client.py) are "
+                         "its; python a2a_min.py --help lists what this file does alone")
         else:
             sys.exit(cli.main(argv))
     # Only this file's options: the demo (or --echo) on the host asked for.
