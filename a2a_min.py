@@ -3197,7 +3197,7 @@ def _jsonrpc_response(server, request):
         if not isinstance(params, dict):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
-        query = _query_params(request.query)
+        query = _query_params(request.query) if request.query else {}
         query.pop("A2A-Version", None)           # it counts on GET alone ("Who may call")
         call = CallContext(headers, query, base_url=request.base_url, spawn=request.spawn,
                            peer=request.peer)
@@ -3484,10 +3484,11 @@ def _rest_response(server, request):
                 f"nothing is served at {path}; the HTTP+JSON routes are /message:send, "
                 f"/tasks, /tasks/{{id}} ... (see the README), JSON-RPC is at {server.rpc_path} "
                 f"and the agent card at {_CARD_PATH}", metadata={"path": path})
-        chosen = [m for m in matches if m[0] == verb or verb == "HEAD" and m[0] == "GET"]
-        if not chosen:
+        for route_verb, method, values in matches:
+            if route_verb == verb or verb == "HEAD" and route_verb == "GET":
+                break
+        else:
             raise _MethodNotAllowed(", ".join(sorted({m[0] for m in matches})), media)
-        _, method, values = chosen[0]
         if verb == "HEAD" and METHODS[method][2]:
             raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
         request_type = METHODS[method][0]
@@ -3510,8 +3511,8 @@ def _rest_response(server, request):
                     f"{name} {given!r} in the request contradicts {value!r} in the path; "
                     "send it once, in the path", field=name)
             params[name] = value
-        query = _query_params(request.query)
-        if verb not in ("GET", "HEAD"):
+        query = _query_params(request.query) if request.query else {}
+        if query and verb not in ("GET", "HEAD"):
             query.pop("A2A-Version", None)       # it counts on GET alone ("Who may call")
         call = CallContext(headers, query, base_url=request.base_url, spawn=request.spawn,
                            peer=request.peer)
