@@ -1384,8 +1384,8 @@ class TaskStore(_Bounds):
         state = status["state"]
         now = time.monotonic()
         old = self._tasks.get(task_id)
-        if old is None or old.version != version or old.owner != owner \
-                or old.state in TERMINAL_STATES:      # (else it is the version the writer read)
+        if (version != 0 if old is None else old.version != version or old.owner != owner
+                or old.state in TERMINAL_STATES):     # (else: the version the writer read)
             _check_version(task_id, old and (old.owner == owner, old.state, old.version), version)
         new = old is None
         if new:
