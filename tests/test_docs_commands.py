@@ -6,7 +6,8 @@ store and its workers, the PostgreSQL store, ``serve --exec`` and
 The ``pip install`` lines name extras that setup.cfg has (CI installs them);
 the grpcurl line names a proto and a method that exist (grpcurl is not a
 package this machine can install). The performance page's counting and start-up
-lines run too (run.py needs wrk and the SDK's venv: a benchmark, not a test)."""
+lines run too (run.py needs wrk and the SDK's venv, instructions.py valgrind and
+minutes: benchmarks, not tests)."""
 
 import configparser
 import http.client
