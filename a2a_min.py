@@ -5580,7 +5580,7 @@ _PLAIN_ON_TLS = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConne
 def _tls_context(tls):
     """``tls=`` as an ssl.SSLContext: one given stays as it is (None too); a
     dict of file names is a2a_cli.tls_context()'s to load."""
-    if tls is None or not isinstance(tls, dict):
+    if not isinstance(tls, dict):
         return tls
     return _companion("a2a_cli", "tls= as file names").tls_context(tls)
 
@@ -5645,9 +5645,8 @@ def _tls_handshake(sock, context, deadline_after):
 # ACK). A stream has no length, so its connection closes at its end.
 
 
-def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0,
-                     max_header_bytes=65536, max_headers=100, max_connections=512, tls=None,
-                     handshake_timeout=10.0):
+def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_header_bytes=65536,
+                     max_headers=100, max_connections=512, tls=None, handshake_timeout=10.0):
     """A threaded HTTP/1.1 server (socketserver) serving ``server``.
 
     Call ``serve_forever()`` on it, ``shutdown()`` from another thread to stop.
@@ -5778,7 +5777,6 @@ def _threaded_server(server, max_connections, date):
     """make_http_server's server class: a connection cap (503 past it), drain()."""
     import socket
     import socketserver
-
     class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
         """socketserver's threaded TCP server, counting its connections."""
         daemon_threads = True
@@ -5838,8 +5836,7 @@ def _threaded_server(server, max_connections, date):
     return HTTPServer
 
 
-def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1,
-          tls=None):
+def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1, tls=None):
     """Serve ``server`` on the threaded server until SIGTERM or Ctrl-C, then
     stop gracefully within ``grace`` seconds (HTTPServer.drain). ``workers``:
     processes sharing the listening socket and the store (a2a_store.serve_workers).
@@ -6319,10 +6316,8 @@ def wsgi_app(server):
         if response.stream is None and response.status not in (204, 304):
             headers.append(("Content-Length", str(len(response.body))))
         start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Status')}", headers)
-        if response.stream is None:
-            return [response.body]
-        return response.stream                     # the server close()s it at the end
-
+        # (a stream: the WSGI server close()s it at the end)
+        return [response.body] if response.stream is None else response.stream
     return app
 
 
@@ -6332,7 +6327,7 @@ def asgi_app(server, *, grace=10.0):
     At the ASGI server's lifespan shutdown it stops ``server`` gracefully
     (Server.shutdown, within ``grace`` seconds: streams end with a retry
     hint, running turns may finish), off the event loop."""
-
+    from urllib.parse import quote
     spawners = []                                  # the _Spawner of the app's loop
 
     def spawner(loop):
@@ -6352,7 +6347,6 @@ def asgi_app(server, *, grace=10.0):
                 return
         if scope["type"] != "http":
             return
-        from urllib.parse import quote
         loop = asyncio.get_running_loop()
         prefix = scope.get("root_path", "")
         raw = scope.get("raw_path")
@@ -6399,7 +6393,6 @@ def asgi_app(server, *, grace=10.0):
             await send({"type": "http.response.body", "body": response.body})
             return
         await _asgi_stream(response.stream, loop, receive, send)
-
     return app
 
 
@@ -6455,6 +6448,7 @@ def lambda_handler(server, *, margin=1.0):
     (BUFFERED_STREAMS), so clients that need each event as it happens can tell.
     """
     import base64
+    from urllib.parse import urlencode
     if server.capabilities.get("streaming"):
         server.add_extension({
             "uri": BUFFERED_STREAMS, "required": False,
@@ -6471,18 +6465,17 @@ def lambda_handler(server, *, margin=1.0):
             if event.get("cookies"):
                 headers["cookie"] = "; ".join(event["cookies"])
         else:
-            from urllib.parse import urlencode
             method, path = event["httpMethod"], event.get("path") or "/"
             multi = event.get("multiValueQueryStringParameters")
             single = event.get("queryStringParameters") or {}
             query = urlencode(multi, doseq=True) if multi else urlencode(single)
         body = event.get("body") or ""
         body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
-        stage = event.get("requestContext", {}).get("stage", "$default")
+        context_of = event.get("requestContext", {})
+        stage = context_of.get("stage", "$default")
         prefix = f"/{stage}" if not v2 and stage != "$default" and "execute-api" in \
             headers.get("host", "") else ""
         base_url = f"{headers.get('x-forwarded-proto', 'https')}://{headers.get('host', 'localhost')}{prefix}"
-        context_of = event.get("requestContext", {})
         peer = (context_of.get("http") or context_of.get("identity") or {}).get("sourceIp")
         # The Host check (see "Who may call") is the platform's: API Gateway and
         # function URLs deliver only requests addressed to their own names, and
@@ -6493,11 +6486,11 @@ def lambda_handler(server, *, margin=1.0):
         data = response.body
         if response.stream is not None:
             chunks = []
+            remaining = getattr(context, "get_remaining_time_in_millis", None)
             try:
                 for chunk in response.stream:
                     if chunk != _KEEPALIVE:
                         chunks.append(chunk)
-                    remaining = getattr(context, "get_remaining_time_in_millis", None)
                     if remaining and remaining() < margin * 1000:
                         break                          # out of time: return what we have
             finally:
@@ -6510,7 +6503,6 @@ def lambda_handler(server, *, margin=1.0):
         return {"statusCode": response.status, "headers": out_headers,
                 "body": data.decode("utf-8") if textual else base64.b64encode(data).decode(),
                 "isBase64Encoded": not textual}
-
     return handler
 
 
