@@ -6448,7 +6448,6 @@ def lambda_handler(server, *, margin=1.0):
     (BUFFERED_STREAMS), so clients that need each event as it happens can tell.
     """
     import base64
-    from urllib.parse import urlencode
     if server.capabilities.get("streaming"):
         server.add_extension({
             "uri": BUFFERED_STREAMS, "required": False,
@@ -6465,6 +6464,7 @@ def lambda_handler(server, *, margin=1.0):
             if event.get("cookies"):
                 headers["cookie"] = "; ".join(event["cookies"])
         else:
+            from urllib.parse import urlencode
             method, path = event["httpMethod"], event.get("path") or "/"
             multi = event.get("multiValueQueryStringParameters")
             single = event.get("queryStringParameters") or {}
