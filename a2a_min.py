@@ -1937,18 +1937,16 @@ class _Channel:
 
     def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
                  holder=None):
-        self.lock = threading.RLock()
+        self.lock, self.wakers = threading.RLock(), set()
         self.cond = None          # a Condition on lock, made when a thread first waits
         self.waiting = 0          # threads waiting on cond
-        self.wakers = set()
         self.task = None          # newest snapshot (also in the store)
         self.version = 0          # ... its version there (0: not stored yet)
         self.next_seq = 0         # the id of the task's next event, as far as this process knows
         self.tail = []            # (id, event) pairs that are not stored (see above)
-        self.owner = owner
+        self.store, self.owner = store, owner
         self.caller = caller      # whom a new task counts against in the store
         self.holder = holder      # this process, as the store's leases name it
-        self.store = store
         self.active = None        # the RequestContext of the running turn, if any
         self.on_event = on_event  # told of every task event (push notifications)
         self.limits = limits      # the server's: max_history
@@ -2190,8 +2188,7 @@ class _Done:
     __slots__ = ("is_set", "wakers")
 
     def __init__(self):
-        self.is_set = False
-        self.wakers = []
+        self.is_set, self.wakers = False, []
 
     def set(self):
         self.is_set = True
@@ -2222,18 +2219,14 @@ class _TurnWriter:
                  "chunk_id", "finished", "events", "bytes")
 
     def __init__(self, server, ctx, channel, watched=False):
-        self.server = server
-        self.ctx = ctx
-        self.channel = channel
+        self.server, self.ctx, self.channel = server, ctx, channel
         self.watched = watched     # a stream follows this turn from its start
         self.done = False          # the task reached an end state for this turn
         self.reply = None          # a direct Message reply, if the agent gave one
         self.error = None          # an A2AError that fails the request (before any task)
-        self.chunk = None          # the held-back text chunk (lastChunk needs lookahead)
-        self.chunk_id = None
-        self.finished = _Done()             # set when the turn is over
-        self.events = 0            # the updates this turn produced, and their bytes of JSON
-        self.bytes = 0             # (max_turn_events, max_turn_bytes)
+        self.chunk = self.chunk_id = None   # the held-back text chunk (lastChunk needs lookahead)
+        self.finished = _Done()    # set when the turn is over
+        self.events = self.bytes = 0    # the updates of this turn and their bytes of JSON (limits)
 
     def emit(self, item, chunked):
         """One output of the agent (the table above). A generator's strs are
@@ -2319,11 +2312,10 @@ class _TurnWriter:
         if self.chunk is None:
             return
         text, self.chunk = self.chunk, None
-        first = self.chunk_id is None
-        if first:
-            self.chunk_id = self.server._new_id()
         event = {"artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
-        if not first:
+        if self.chunk_id is None:
+            event["artifact"]["artifactId"] = self.chunk_id = self.server._new_id()
+        else:
             event["append"] = True
         if last:
             event["lastChunk"] = True
@@ -2485,12 +2477,9 @@ class _Workers:
     event loop run here, at most ``limit`` at once; the rest wait (SUBMITTED)."""
 
     def __init__(self, limit):
-        self.limit = limit
         from queue import SimpleQueue
-        self.jobs = SimpleQueue()
-        self.idle = threading.Semaphore(0)
-        self.count = 0
-        self.lock = threading.Lock()
+        self.limit, self.count, self.jobs = limit, 0, SimpleQueue()
+        self.idle, self.lock = threading.Semaphore(0), threading.Lock()
 
     def submit(self, fn, *args):
         self.jobs.put((fn, args))
@@ -2529,15 +2518,9 @@ class _PendingAnswer:
                  "value", "error", "callbacks")
 
     def __init__(self, server, turn, history_length, call, deadline):
-        self.server = server
-        self.turn = turn
-        self.history_length = history_length
-        self.call = call
-        self.deadline = deadline
-        self.lock = threading.Lock()
-        self.settled = False
-        self.value = self.error = None
-        self.callbacks = []
+        self.server, self.turn, self.history_length = server, turn, history_length
+        self.call, self.deadline, self.lock = call, deadline, threading.Lock()
+        self.settled, self.value, self.error, self.callbacks = False, None, None, []
         turn.finished.add_waker(self.expire)
 
     def expire(self):
