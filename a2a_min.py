@@ -1824,9 +1824,8 @@ class RequestContext(str):
 
     def _cancel(self):
         self._canceled = True
-        event = self.__dict__.get("_event")
-        if event is not None:
-            event.set()
+        if "_event" in self.__dict__:
+            self._event.set()
 
     @property
     def text(self):
@@ -2318,12 +2317,11 @@ class _TurnWriter:
         """Publish a status update (``trusted``: built here, not by the agent)."""
         body = self._checked("statusUpdate", "TaskStatusUpdateEvent", body, trusted)
         status = body["status"]
-        status["timestamp"] = self.server._now()
+        now = status["timestamp"] = self.server._now()
         if "message" in status:
             status["message"] = {**status["message"], "taskId": self.ctx.task_id,
                                  "contextId": self.ctx.context_id}
-        if self._publish("statusUpdate", body, status["timestamp"]) and \
-                status["state"] in _STREAM_END:
+        if self._publish("statusUpdate", body, now) and status["state"] in _STREAM_END:
             self.done = True
 
     def _artifact(self, body, trusted=False):
@@ -2388,8 +2386,7 @@ class _TurnWriter:
                                     "contextId": self.ctx.context_id}, "agent message")
         if self.channel.task is None:
             message.pop("taskId", None)
-            self.reply = message
-            self.done = True
+            self.reply, self.done = message, True
             self.channel.publish(None, {"message": message})
             return
         self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}}, True)
