@@ -2427,16 +2427,14 @@ class _TurnWriter:
         channel, ctx = self.channel, self.ctx
         with channel.lock:
             if channel.task is not None and not ctx._canceled:
-                now = self.server._now()
+                now, ids = self.server._now(), {"taskId": ctx.task_id, "contextId": ctx.context_id}
                 status = {"state": "TASK_STATE_FAILED", "timestamp": now,
                           "message": new_message("the agent failed, and what it produced could "
-                                                 "not be stored; see the server log",
-                                                 taskId=ctx.task_id, contextId=ctx.context_id)}
+                                                 "not be stored; see the server log", **ids)}
                 task = _apply(_apply(None, "message", ctx.message, now), "statusUpdate",
                               {"status": status}, now)
                 try:
-                    return channel.publish(task, {"statusUpdate": {
-                        "taskId": ctx.task_id, "contextId": ctx.context_id, "status": status}})
+                    return channel.publish(task, {"statusUpdate": {**ids, "status": status}})
                 except Exception as again:
                     _log().error("task %s could not be stored at all", ctx.task_id, exc_info=again)
             # Nothing could be stored: end the waiting streams with the error.
