@@ -2420,9 +2420,8 @@ class _TurnWriter:
         self._end_turn()
 
     def _fail_plainly(self, exc):
-        """Recording the failure failed too (what the agent made cannot be
-        stored): the task still ends FAILED, as a plain task that can be,
-        with nothing of the agent's, and every stream is told."""
+        """Recording the failure failed too: the task still ends FAILED, as a
+        plain task without what the agent made (unstorable); streams are told."""
         _log().error("could not record the failure of task %s", self.ctx.task_id, exc_info=exc)
         channel, ctx = self.channel, self.ctx
         with channel.lock:
