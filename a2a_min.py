@@ -2961,8 +2961,7 @@ def _with_cors(response, origin):
     if response.pending is not None:              # (an answer still to come: when it does)
         render = response.render
         response.render = lambda pending: _with_cors(render(pending), origin)
-        return response
-    if all(name != "Access-Control-Allow-Origin" for name, _ in response.headers):
+    elif all(name != "Access-Control-Allow-Origin" for name, _ in response.headers):
         response.headers += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
                              ("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate")]
     return response
