@@ -15,7 +15,7 @@ import pytest
 import a2a_min
 import a2a_store
 from a2a_min import artifact_update, status_update
-from harness import V1, Client, answer, rpc, scenario_agent, user_message
+from harness import V1, Client, MemoryTaskStore, answer, rpc, scenario_agent, user_message
 
 
 # -- a full store, and eviction --------------------------------------------------------
@@ -269,7 +269,7 @@ def test_an_idle_tasks_events_keep_their_dicts_for_a_few_writes_then_only_json()
     they stay parsed (not JSON to parse again) while _SETTLING more tasks end,
     then only their JSON is kept (parsed, an event may take 25 times its bytes);
     a large task's events at once. Either way they read back the same."""
-    store = a2a_min.TaskStore()
+    store = MemoryTaskStore()                  # (what it keeps is the in-memory store's own)
     client = Client(a2a_min.Server(lambda text: "echo: " + text, store=store))
 
     def streamed(text):
