@@ -4260,8 +4260,7 @@ class Server:
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
         self.limits = limits = {**DEFAULT_LIMITS, **limits}
-        self.agent = agent
-        self._agent_is_async = _is_async_callable(agent)
+        self.agent, self._agent_is_async = agent, _is_async_callable(agent)
         self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)
         self.store = store if store is not None else _memory_store(limits)
         self.store.on_evict = self._evicted     # its streams end when the store drops a task
@@ -4374,11 +4373,10 @@ class Server:
             if bound and name in ("", "0.0.0.0", "[::]"):
                 self._any_address = True          # every address: any IP in Host will do
                 continue
-            if bound:
-                if self._any_address is None:
-                    self._any_address = False
-                if name in ("127.0.0.1", "[::1]"):
-                    self._named.update(("127.0.0.1", "[::1]"))
+            if bound and self._any_address is None:
+                self._any_address = False
+            if bound and name in ("127.0.0.1", "[::1]"):
+                self._named.update(("127.0.0.1", "[::1]"))
             self._named.add(name)
         self._hosts.clear()
 
@@ -4446,7 +4444,6 @@ class Server:
                 f"no task with id {task_id!r}; ListTasks shows the tasks you can see",
                 metadata={"taskId": task_id})
         return task
-
 
     def _end_unfinished(self, task_id, owner, why):
         """End FAILED a running task whose agent will not finish (its process
@@ -4780,11 +4777,10 @@ class Server:
                 f"{self.limits['default_page_size']}); got {size}", field="pageSize")
         cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
         status = request.get("status")
-        if status == "TASK_STATE_UNSPECIFIED":
-            status = None
         tasks, total, last = self.store.list(
-            call.owner, context_id=request.get("contextId"), status=status,
-            after=request.get("statusTimestampAfter"), cursor=cursor, limit=size)
+            call.owner, context_id=request.get("contextId"), cursor=cursor, limit=size,
+            status=None if status == "TASK_STATE_UNSPECIFIED" else status,
+            after=request.get("statusTimestampAfter"))
         include = request.get("includeArtifacts", False)
         return {"tasks": [self._view(t, history_length, include) for t in tasks],
                 "nextPageToken": _encode_page_token(last) if last else "",
@@ -5042,9 +5038,7 @@ class Server:
             raise AuthenticationRequiredError(
                 "the extended agent card is for authenticated callers; send the credentials "
                 "the card's securitySchemes describe")
-        extended = self.extended_card
-        if callable(extended):
-            extended = extended(call)
+        extended = self.extended_card(call) if callable(self.extended_card) else self.extended_card
         if not extended:
             raise ExtendedAgentCardNotConfiguredError(
                 "the card promises an extended card but the server has none configured")
@@ -5054,12 +5048,9 @@ class Server:
 # JSON-RPC method -> the Server method that implements it (a table, not a
 # getattr on the name: a reader finds each operation's code from here).
 OPERATIONS = {
-    "SendMessage": Server.send_message,
-    "SendStreamingMessage": Server.send_streaming_message,
-    "GetTask": Server.get_task,
-    "ListTasks": Server.list_tasks,
-    "CancelTask": Server.cancel_task,
-    "SubscribeToTask": Server.subscribe_to_task,
+    "SendMessage": Server.send_message, "SendStreamingMessage": Server.send_streaming_message,
+    "GetTask": Server.get_task, "ListTasks": Server.list_tasks,
+    "CancelTask": Server.cancel_task, "SubscribeToTask": Server.subscribe_to_task,
     "CreateTaskPushNotificationConfig": Server.create_task_push_notification_config,
     "GetTaskPushNotificationConfig": Server.get_task_push_notification_config,
     "ListTaskPushNotificationConfigs": Server.list_task_push_notification_configs,
