@@ -4206,9 +4206,8 @@ class _Card:
         declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
         if declared:
             fields["capabilities"]["extensions"] = declared
-        self.fields = fields | dict(card or {})
+        self.fields, self.signer = fields | dict(card or {}), signer
         self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
-        self.signer = signer
         self.max_age = max_age        # Cache-Control max-age, seconds
         self.cache = None             # (base URL, body, ETag, Last-Modified) as last served
         self.since = time.time()      # Last-Modified: the card is the server's since its start
@@ -4267,7 +4266,6 @@ class Server:
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
         self.assume_version, self.public_url = assume_version, public_url
-        self.extended_card = extended_card
         self._channels = {}                 # task id -> _Channel, while the task can change
         self._lock = threading.Lock()
         self._closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
@@ -4282,7 +4280,7 @@ class Server:
         self._holder_of = (None, None)      # (process id, this process's name in leases)
         self._unrecorded = {}               # task id -> owner: turns whose end the store missed
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
-        self.console = console              # the browser page at GET / (a2a_console.py)
+        self.console, self.access_log = console, access_log  # the page at GET /; a line per request
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
@@ -4290,11 +4288,10 @@ class Server:
         if public_url:
             self.allow_hosts([_url_host(public_url)])
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
-        self.access_log = access_log
         self._watch = None                  # the _StoreWatch of a shared store, in this process
         # (a shared store's write may wait for another's: a loop uses its threads)
         self._off_loop = self.store.loop_threads(self) if self.store.shared else None
-        self.required_extensions = tuple(required_extensions)
+        self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.card = _Card(
             name=name, description=description, version=version, streaming=streaming,
             push_notifications=push_notifications, extended=extended_card is not None,
