@@ -5042,8 +5042,7 @@ class Server:
         return {**self.agent_card(call.base_url), **extended}
 
 
-# JSON-RPC method -> the Server method that implements it (a table, not a
-# getattr on the name: a reader finds each operation's code from here).
+# JSON-RPC method -> the Server method that implements it (a table, not getattr).
 OPERATIONS = {
     "SendMessage": Server.send_message, "SendStreamingMessage": Server.send_streaming_message,
     "GetTask": Server.get_task, "ListTasks": Server.list_tasks,
