@@ -4165,9 +4165,8 @@ class _Card:
         declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
         if declared:
             fields["capabilities"]["extensions"] = declared
-        self.fields = fields | dict(card or {})
+        self.fields, self.signer = fields | dict(card or {}), signer
         self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
-        self.signer = signer
         self.max_age = max_age        # Cache-Control max-age, seconds
         self.cache = None             # (base URL, body, ETag, Last-Modified) as last served
         self.since = time.time()      # Last-Modified: the card is the server's since its start
@@ -4219,15 +4218,13 @@ class Server:
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
         self.limits = limits = {**DEFAULT_LIMITS, **limits}
-        self.agent = agent
-        self._agent_is_async = _is_async_callable(agent)
+        self.agent, self._agent_is_async = agent, _is_async_callable(agent)
         self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)
         self.store = store if store is not None else _memory_store(limits)
         self.store.on_evict = self._evicted     # its streams end when the store drops a task
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
         self.assume_version, self.public_url = assume_version, public_url
-        self.extended_card = extended_card
         self._channels = {}                 # task id -> _Channel, while the task can change
         self._lock = threading.Lock()
         self._closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
@@ -4242,7 +4239,7 @@ class Server:
         self._holder_of = (None, None)      # (process id, this process's name in leases)
         self._unrecorded = {}               # task id -> owner: turns whose end the store missed
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
-        self.console = console              # the browser page at GET / (a2a_console.py)
+        self.console, self.access_log = console, access_log  # the page at GET /; a line per request
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
@@ -4250,11 +4247,10 @@ class Server:
         if public_url:
             self.allow_hosts([_url_host(public_url)])
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
-        self.access_log = access_log
         self._watch = None                  # the _StoreWatch of a shared store, in this process
         # (a shared store's write may wait for another's: a loop uses its threads)
         self._off_loop = self.store.loop_threads(self) if self.store.shared else None
-        self.required_extensions = tuple(required_extensions)
+        self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.card = _Card(
             name=name, description=description, version=version, streaming=streaming,
             push_notifications=push_notifications, extended=extended_card is not None,
@@ -4333,11 +4329,10 @@ class Server:
             if bound and name in ("", "0.0.0.0", "[::]"):
                 self._any_address = True          # every address: any IP in Host will do
                 continue
-            if bound:
-                if self._any_address is None:
-                    self._any_address = False
-                if name in ("127.0.0.1", "[::1]"):
-                    self._named.update(("127.0.0.1", "[::1]"))
+            if bound and self._any_address is None:
+                self._any_address = False
+            if bound and name in ("127.0.0.1", "[::1]"):
+                self._named.update(("127.0.0.1", "[::1]"))
             self._named.add(name)
         self._hosts.clear()
 
@@ -4405,7 +4400,6 @@ class Server:
                 f"no task with id {task_id!r}; ListTasks shows the tasks you can see",
                 metadata={"taskId": task_id})
         return task
-
 
     def _end_unfinished(self, task_id, owner, why):
         """End FAILED a running task whose agent will not finish (its process
@@ -4739,11 +4733,10 @@ class Server:
                 f"{self.limits['default_page_size']}); got {size}", field="pageSize")
         cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
         status = request.get("status")
-        if status == "TASK_STATE_UNSPECIFIED":
-            status = None
         tasks, total, last = self.store.list(
-            call.owner, context_id=request.get("contextId"), status=status,
-            after=request.get("statusTimestampAfter"), cursor=cursor, limit=size)
+            call.owner, context_id=request.get("contextId"), cursor=cursor, limit=size,
+            status=None if status == "TASK_STATE_UNSPECIFIED" else status,
+            after=request.get("statusTimestampAfter"))
         include = request.get("includeArtifacts", False)
         return {"tasks": [self._view(t, history_length, include) for t in tasks],
                 "nextPageToken": _encode_page_token(last) if last else "",
@@ -5001,24 +4994,18 @@ class Server:
             raise AuthenticationRequiredError(
                 "the extended agent card is for authenticated callers; send the credentials "
                 "the card's securitySchemes describe")
-        extended = self.extended_card
-        if callable(extended):
-            extended = extended(call)
+        extended = self.extended_card(call) if callable(self.extended_card) else self.extended_card
         if not extended:
             raise ExtendedAgentCardNotConfiguredError(
                 "the card promises an extended card but the server has none configured")
         return {**self.agent_card(call.base_url), **extended}
 
 
-# JSON-RPC method -> the Server method that implements it (a table, not a
-# getattr on the name: a reader finds each operation's code from here).
+# JSON-RPC method -> the Server method that implements it (a table, not getattr).
 OPERATIONS = {
-    "SendMessage": Server.send_message,
-    "SendStreamingMessage": Server.send_streaming_message,
-    "GetTask": Server.get_task,
-    "ListTasks": Server.list_tasks,
-    "CancelTask": Server.cancel_task,
-    "SubscribeToTask": Server.subscribe_to_task,
+    "SendMessage": Server.send_message, "SendStreamingMessage": Server.send_streaming_message,
+    "GetTask": Server.get_task, "ListTasks": Server.list_tasks,
+    "CancelTask": Server.cancel_task, "SubscribeToTask": Server.subscribe_to_task,
     "CreateTaskPushNotificationConfig": Server.create_task_push_notification_config,
     "GetTaskPushNotificationConfig": Server.get_task_push_notification_config,
     "ListTaskPushNotificationConfigs": Server.list_task_push_notification_configs,
