@@ -5523,7 +5523,10 @@ class _RequestReader:
 # A handshake happens on its connection, never on the accept loop, within a
 # deadline for the whole of it: on the connection's own thread (threaded), or
 # a step each time bytes arrive (asyncio's SSL protocol). A verified client
-# certificate reaches the operations as CallContext.certificate.
+# certificate reaches the operations as CallContext.certificate. Plain HTTP
+# sent to an HTTPS port is answered with a hint on the threaded server, which
+# can look at a connection's first byte before the handshake; asyncio's SSL
+# protocol cannot, and closes the connection.
 
 _TLS_RECORD = b"\x16"                 # the first byte of a TLS handshake record
 _PLAIN_ON_TLS_TEXT = b"This port speaks HTTPS: use https:// (curl https://...).\n"
@@ -5880,8 +5883,9 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
     def connection():
         return _LoopConnection(server, loop, connections, limits, date, spawn)
-    listener = await loop.create_server(connection if tls is None else lambda: _TlsSniffer(
-        loop, connection, tls, handshake_timeout), host, port, reuse_address=True, backlog=1024)
+    listener = await loop.create_server(
+        connection, host, port, reuse_address=True, backlog=1024,
+        ssl=tls, ssl_handshake_timeout=handshake_timeout if tls else None)
     listener.tls = tls                             # (the SSLContext, or None: plain HTTP)
     named = list(host) if isinstance(host, (list, tuple)) else [host or ""]  # "Who may call"
     server.allow_hosts(named + [s.getsockname()[0] for s in listener.sockets], bound=True)
@@ -5904,87 +5908,6 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             loop.remove_signal_handler(signal.SIGTERM)
         except (NotImplementedError, RuntimeError, ValueError):
             pass
-
-
-class _TlsSniffer:
-    """The start of a connection to serve_asyncio's HTTPS port, which looks
-    at the first byte before anything is read (as _tls_handshake does for
-    the threaded server): a TLS record starts the handshake on the bytes
-    still unread (loop.start_tls), anything else is a plain HTTP client,
-    told to use https:// rather than cut off in silence."""
-
-    def __init__(self, loop, connection, context, timeout):
-        self.loop, self.connection, self.context, self.timeout = loop, connection, context, timeout
-
-    def connection_made(self, transport):
-        import os
-        import socket
-        self.transport = transport
-        transport.pause_reading()                  # (the transport reads nothing meanwhile)
-        self.loop.call_soon(self.hold)
-        fd = transport.get_extra_info("socket").fileno()
-        self.sock = socket.socket(fileno=os.dup(fd))   # a copy to watch: the loop allows
-        self.loop.add_reader(self.sock.fileno(), self.peek)   # no reader on the transport's
-        self.timer = self.loop.call_later(self.timeout, self.give_up)
-
-    def hold(self):
-        # Python 3.10's transport starts reading just after connection_made,
-        # paused or not: stop it again, unless the first byte was seen.
-        if self.sock is not None:
-            self.transport.resume_reading()
-            self.transport.pause_reading()
-
-    def peek(self):
-        import socket
-        try:
-            first = self.sock.recv(1, socket.MSG_PEEK)
-        except BlockingIOError:
-            return                                 # (not yet: the reader stays)
-        except OSError:
-            first = b""
-        self.done_peeking()
-        if first == _TLS_RECORD:
-            self.timer.cancel()
-            self.loop.create_task(self.handshake())
-        elif first:                                # plain HTTP: say so, read what it sent
-            self.transport.write(_PLAIN_ON_TLS)    # (a close with it unread would reset
-            self.transport.write_eof()             # the connection before the answer)
-            self.transport.resume_reading()
-        else:
-            self.timer.cancel()
-            self.transport.abort()
-
-    def done_peeking(self):
-        if self.sock is not None:
-            self.loop.remove_reader(self.sock.fileno())
-            self.sock.close()
-            self.sock = None
-
-    def give_up(self):
-        self.done_peeking()
-        self.transport.abort()
-
-    async def handshake(self):
-        import asyncio
-        protocol = self.connection()
-        try:
-            tls = await self.loop.start_tls(self.transport, protocol, self.context,
-                                            server_side=True, ssl_handshake_timeout=self.timeout)
-        except (OSError, EOFError, TimeoutError, asyncio.TimeoutError):
-            self.transport.abort()                 # (ssl.SSLError is an OSError)
-            return
-        protocol.connection_made(tls)
-
-    def data_received(self, data):
-        pass                                       # a plain HTTP client's request: not read
-
-    def eof_received(self):
-        self.timer.cancel()
-        return False                               # (close)
-
-    def connection_lost(self, exc):
-        self.timer.cancel()
-        self.done_peeking()
 
 
 class _LoopConnection:
