@@ -1473,7 +1473,7 @@ class TaskStore(_Bounds):
             oldest = log.events[0][0] if log.events else log.next_seq
             if log.next_seq <= after + 1:
                 return oldest, []
-            found = [e for e in log.events if e[0] > after]
+            found = log.events[max(after + 1 - oldest, 0):]     # (the ids run on by one)
         return oldest, [(seq, _StoredEvent.decode(event) if type(event) is bytes else event)
                         for seq, event in found]    # (bytes if idle: decoded outside the lock)
 
@@ -3250,6 +3250,10 @@ def _respond(answer, refuse, pending):
         return refuse(InternalError("internal error; see the server log"))
 
 
+# The most bytes of ready SSE frames joined into one write (_SSEStream._joined).
+_JOINED = 65536
+
+
 def _sse_response(events, wrap, wrap_error, splice=None):
     """An SSE Response over a _Follower of (seq, StreamResponse)."""
     return Response(200, [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
@@ -3270,11 +3274,29 @@ class _SSEStream:
         return self
 
     def __next__(self):
-        return self._frame(next, self.events)
+        return self._joined(self._frame(next, self.events))
 
     def poll(self, idle=False):
-        """The next frame without waiting, or None (see _Follower.poll)."""
-        return self._frame(type(self.events).poll, self.events, idle)
+        """The next frames without waiting, or None (see _Follower.poll)."""
+        return self._joined(self._frame(type(self.events).poll, self.events, idle))
+
+    def _joined(self, frame):
+        """``frame`` and the frames of the events ready after it, as one chunk
+        of at most _JOINED bytes: what is ready together goes out in one write
+        (a fast agent's chunks, a reader that fell behind), not one each."""
+        if frame is None or frame is _KEEPALIVE or self.done:
+            return frame
+        frames, size = [frame], len(frame)
+        while size < _JOINED:
+            try:
+                more = self._frame(type(self.events).poll, self.events)
+            except StopIteration:               # (the next call ends the stream)
+                break
+            if more is None:
+                break
+            frames.append(more)
+            size += len(more)
+        return frame if len(frames) == 1 else b"".join(frames)
 
     def watch(self, wake):
         self.events.watch(wake)
