@@ -5621,7 +5621,8 @@ def _tls_handshake(sock, context, deadline_after):
 # connection is answered 503 with Retry-After and closed, so a flood of idle
 # connections costs a refusal each, not a thread each. HTTP/1.1 keep-alive,
 # Nagle's algorithm off (or every SSE event would wait ~40 ms for a delayed
-# ACK). A stream has no length, so its connection closes at its end.
+# ACK). A stream is sent in chunks and its connection stays for the next
+# request (to an HTTP/1.0 client, it has no length and closes at its end).
 
 
 def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_header_bytes=65536,
@@ -5685,7 +5686,7 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                                           request.headers, request.body,
                                           self.scheme + host_header, self.peer,
                                           certificate=self.certificate)
-            keep = request.keep_alive and response.stream is None
+            keep = request.keep_alive and (response.stream is None or _chunks_to(request))
             return self._send(sock, response, not keep, request.method == "HEAD") and keep
 
         def _send(self, sock, response, close, head_only=False):
@@ -5701,7 +5702,9 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                     return True
                 sock.sendall(head)
                 for chunk in stream:
-                    sock.sendall(chunk)
+                    sock.sendall(chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                if not close:
+                    sock.sendall(_LAST_CHUNK)
                 return True
             except OSError:
                 return False                       # the client went away; the task goes on
@@ -5945,6 +5948,7 @@ class _LoopConnection:
         self.busy = None           # a slow answer: a _PendingAnswer, or a Task (a stream)
         self.closed = False
         self.continued = False     # "100 Continue" sent for the request being read
+        self.chunked = True        # the request is HTTP/1.1: a stream's answer may be chunked
         self.drained = None        # a future while the transport's buffer is full
         self.ready_since = loop.time()
         self.transport = None      # (TLS: bytes may come before connection_made; they wait)
@@ -6044,6 +6048,7 @@ class _LoopConnection:
                 return
             self.continued = False
             method, keep = request.method, request.keep_alive
+            self.chunked = _chunks_to(request)   # (a stream may keep the connection)
             base_url = self.scheme + (request.headers.get("host") or self.local)
             args = (method, request.path, request.query, request.headers, request.body, base_url,
                     self.peer)
@@ -6068,9 +6073,10 @@ class _LoopConnection:
             _LoopAnswer(self.loop, response, self.answered_later, method, keep)
             return False
         if response.stream is not None:
-            task = self.loop.create_task(self.pump(response))
+            keep = keep and self.chunked
+            task = self.loop.create_task(self.pump(response, keep))
             self.busy = task
-            task.add_done_callback(self.streamed)
+            task.add_done_callback(functools.partial(self.streamed, keep))
             return False
         self.write(response, head_only=method == "HEAD", close=not keep)
         if not keep:
@@ -6117,25 +6123,48 @@ class _LoopConnection:
         if self.buffer:                            # a pipelined request: after this callback
             self.loop.call_soon(self.serve_buffered)
 
-    async def pump(self, response):
-        """Send a stream's head, then each event as it comes."""
-        self.write(response)
+    async def pump(self, response, keep):
+        """Send a stream's head, then each event as it comes: in chunks when
+        the connection is kept (HTTP/1.1), else up to the close."""
+        self.write(response, close=not keep)
+        write = self.transport.write
         try:
             async for chunk in _LoopStream(response.stream, self.loop):
-                self.transport.write(chunk)
+                write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if keep else chunk)
                 if self.drained is not None:
                     await self.drained             # the client reads slowly: wait for it
                 if self.closed:
-                    break
+                    return
+            if keep:
+                write(_LAST_CHUNK)
         finally:
             response.stream.close()
 
-    def streamed(self, task):
-        """A stream has no length: its connection closes at its end."""
+    def streamed(self, keep, task):
+        """The stream ended: the connection goes on to its next request if it
+        was kept and the stream ended whole; else it closes."""
         self.busy = None
         if not task.cancelled() and task.exception() is not None:
             _log().error("unexpected error in a stream", exc_info=task.exception())
+        elif keep and not task.cancelled() and not self.closed:
+            self.ready_since = self.loop.time()
+            if self.drained is None:
+                self.transport.resume_reading()
+            if self.buffer:
+                self.loop.call_soon(self.serve_buffered)
+            return
         self.transport.close()
+
+
+# A stream answered on a kept connection is chunked (RFC 9112 section 7.1):
+# each write its size in hex, CRLF, the bytes, CRLF; this chunk ends it.
+_LAST_CHUNK = b"0\r\n\r\n"
+
+
+def _chunks_to(request):
+    """Whether a stream's answer to ``request`` may be chunked, keeping the
+    connection: an HTTP/1.0 client cannot read chunks (RFC 9112 section 7)."""
+    return request.version == "HTTP/1.1"
 
 
 def _response_head(response, close, date):
@@ -6146,8 +6175,10 @@ def _response_head(response, close, date):
     lines += [f"{k}: {v}" for k, v in response.headers]
     if response.stream is None and status != 304 and status != 204:
         lines.append(f"Content-Length: {len(response.body)}")
-    if close or response.stream is not None:
+    if close:
         lines.append("Connection: close")
+    elif response.stream is not None:              # (the connection stays for more)
+        lines.append("Transfer-Encoding: chunked")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 

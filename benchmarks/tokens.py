@@ -109,10 +109,12 @@ def main():
                     rate = statistics.median(rates[peer.name])
                     line += (f"  {peer.name} {rate:7.1f} /s {rate * count:8.0f} chunks/s"
                              f" {statistics.median(costs[peer.name]):6.1f} us")
-                for peer in peers[1:]:
-                    ratio = statistics.median(a / b for a, b in zip(rates[peers[0].name],
-                                                                    rates[peer.name]))
-                    line += f"   / {peer.name} {ratio:.2f}x"
+                for peer in peers:              # each a2a_min against its before and the SDK
+                    for other in (peer.name.replace("a2a_min/", "before/"), "a2a-sdk"):
+                        if peer.name.startswith("a2a_min/") and other in rates:
+                            ratio = statistics.median(
+                                a / b for a, b in zip(rates[peer.name], rates[other]))
+                            line += f"   {peer.name} / {other} {ratio:.2f}x"
                 print(line, flush=True)
         finally:
             os.unlink(f.name)
