@@ -90,8 +90,9 @@ request = function()
                                   ["Accept"]="text/event-stream"}, body)
 end
 """
-# (A stream's connection closes at its end: wrk counts each whole stream as a
-# request, and each close as a "read error".)
+# (A stream is one wrk request: sent in chunks on a kept connection, or, from a
+# checkout before 2026-12-04, up to the connection's close, which wrk counts as a
+# "read error" too.)
 
 
 GET_TASK_LUA = r"""

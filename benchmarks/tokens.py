@@ -4,8 +4,8 @@ A language model's agent answers in hundreds of small text chunks; this
 measures what each costs. a2a_min runs benchmarks/token_server.py (a generator
 agent: each str it yields is a chunk of one artifact), the reference SDK
 benchmarks/sdk_token_server.py (TaskUpdater.add_artifact with append=True per
-chunk). Each whole SendStreamingMessage stream is one wrk request (the stream's
-connection closes at its end, as in run.py's SSE scenario); before each
+chunk). Each whole SendStreamingMessage stream is one wrk request (as in
+run.py's SSE scenario); before each
 measure one stream is read and its artifact chunks counted, so a rate never
 counts streams that lost chunks. Reported per N and connections:
   streams/s, chunks/s (streams/s x N), and the server's CPU per chunk

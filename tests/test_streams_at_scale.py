@@ -45,6 +45,9 @@ def proc_status(pid, field):
         return next(line.split()[1] for line in f if line.startswith(field + ":"))
 
 
+LAST_CHUNK = b"\r\n0\r\n\r\n"     # the end of a chunked stream (RFC 9112 section 7.1)
+
+
 def stream_request(i, text="wait"):
     body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "SendStreamingMessage", "params": {
         "message": {"messageId": f"scale-{i}", "role": "ROLE_USER",
@@ -98,10 +101,10 @@ def test_1000_concurrent_streams_under_100_mib():
         with socket.create_connection(("127.0.0.1", port), timeout=5) as other:
             other.sendall(stream_request(STREAMS, "release"))
             reply = b""
-            while chunk := other.recv(65536):
-                reply += chunk
-            assert b"released" in reply
-        pump(lambda: not selector.get_map(), 60)
+            while not reply.endswith(LAST_CHUNK):        # (a stream keeps its connection)
+                reply += other.recv(65536)
+            assert b"released" in reply and b"Transfer-Encoding: chunked" in reply
+        pump(lambda: all(d.endswith(LAST_CHUNK) for d in received.values()), 60)
         completed = sum(b"TASK_STATE_COMPLETED" in d for d in received.values())
         assert completed == STREAMS
         print(f"\n{STREAMS} streams: {rss_mib:.1f} MiB, {threads} threads")
