@@ -1,5 +1,6 @@
 """The http.server adapter on real loopback sockets, and the bad input it must
-survive; also what every answer carries: the Date header, ids and timestamps."""
+survive; also what every answer carries: the Date header, ids and timestamps;
+and how both of our servers (threaded and asyncio) frame a stream."""
 
 import json
 import os
@@ -12,7 +13,7 @@ import time
 import pytest
 
 import a2a_min
-from harness import ROOT, parse_sse, user_message
+from harness import ROOT, AsyncioHostClient, ThreadsHostClient, parse_sse, user_message
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
@@ -440,3 +441,62 @@ def test_date_header_and_ids_are_well_formed():
     earlier = clock()
     time.sleep(0.002)
     assert clock() > earlier                   # milliseconds move on within the second
+
+
+# -- a stream on a kept connection -----------------------------------------------
+
+def _dechunked(data):
+    """The bytes of a chunked body (RFC 9112 section 7.1), which must end with its last chunk."""
+    body = b""
+    while True:
+        size, _, data = data.partition(b"\r\n")
+        size = int(size, 16)
+        if size == 0:
+            assert data == b"\r\n", data
+            return body
+        assert data[size:size + 2] == b"\r\n"
+        body, data = body + data[:size], data[size + 2:]
+
+
+@pytest.mark.parametrize("host", [ThreadsHostClient, AsyncioHostClient],
+                         ids=["threads", "asyncio"])
+def test_a_stream_is_chunked_and_its_connection_kept(host):
+    """Both of our servers send a stream to an HTTP/1.1 client in chunks and
+    keep the connection for its next request (a new connection per stream cost
+    more than the stream); to an HTTP/1.0 client, which cannot read chunks, or
+    one that says Connection: close, the stream runs to the connection's close."""
+    client = host(a2a_min.demo_server())
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                       "params": {"message": user_message("hello")}}).encode()
+
+    def request(version=b"HTTP/1.1", extra=b""):
+        return (b"POST / %s\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\nContent-Type: "
+                b"application/json\r\n%sContent-Length: %d\r\n\r\n%s"
+                % (version, extra, len(body), body))
+    try:
+        with socket.create_connection(("127.0.0.1", client.port), timeout=10) as sock:
+            for _ in range(2):                       # two streams, then a GET, on one connection
+                sock.sendall(request())
+                data = b""
+                while not data.endswith(b"\r\n0\r\n\r\n"):
+                    more = sock.recv(65536)
+                    assert more, data
+                    data += more
+                head, chunked = data.split(b"\r\n\r\n", 1)
+                assert b"Transfer-Encoding: chunked" in head and b"Connection: close" not in head
+                events = parse_sse(_dechunked(chunked))
+                assert events[-1][1]["result"]["statusUpdate"]["status"]["state"] == \
+                    "TASK_STATE_COMPLETED"
+            sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        for version, extra in ((b"HTTP/1.0", b""), (b"HTTP/1.1", b"Connection: close\r\n")):
+            with socket.create_connection(("127.0.0.1", client.port), timeout=10) as sock:
+                sock.sendall(request(version, extra))
+                data = b""
+                while more := sock.recv(65536):      # (up to the close)
+                    data += more
+            head, rest = data.split(b"\r\n\r\n", 1)
+            assert b"Connection: close" in head and b"Transfer-Encoding" not in head, head
+            assert b"TASK_STATE_COMPLETED" in rest and rest.endswith(b"\n\n")
+    finally:
+        client.close()

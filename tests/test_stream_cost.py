@@ -11,6 +11,10 @@ whether an append copies the parts before it. The per-turn bounds
 (max_turn_events, max_turn_bytes) fail a turn past them, saying which.
 """
 
+import json
+import threading
+import time
+
 import pytest
 
 import a2a_min
@@ -200,3 +204,81 @@ def test_a_streamed_plain_answer_is_one_write_with_the_events_of_three(make_stor
     assert stored["artifacts"][0]["parts"] == [{"text": "echo: hi"}]
     assert [e for _, e in store.events(task_id)[1]][1:] == [
         {"artifactUpdate": update["artifactUpdate"]}, {"statusUpdate": status["statusUpdate"]}]
+
+
+# -- what a stream's reader costs --------------------------------------------------
+
+class _NoScan(list):
+    """A log's event list that refuses to be scanned (read only by index and slice)."""
+
+    def __iter__(self):
+        raise AssertionError("the store scanned a task's whole event log")
+
+
+def test_a_streams_next_events_are_found_by_their_id_not_by_a_scan():
+    """TaskStore.events(task, after) gives exactly the kept events after
+    ``after``, for every ``after`` (before the oldest kept, within, past the
+    newest), by slicing the log at that id's place: the ids run on by one. A
+    scan of the whole log at each read cost a stream of N chunks the square of N."""
+    store = a2a_min.TaskStore(replay_buffer=8)
+    task = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
+    version = 0
+    for i in range(20):
+        event = {"artifactUpdate": {"taskId": "t", "contextId": "c",
+                                    "artifact": {"artifactId": "a", "parts": [{"text": str(i)}]}}}
+        _, version, seq = store.commit(task, "me", version, event)
+        assert seq == i
+    store._logs["t"].events = _NoScan(store._logs["t"].events)
+    for after in range(-1, 22):
+        oldest, found = store.events("t", after)
+        assert oldest == 12
+        assert [seq for seq, _ in found] == list(range(max(after + 1, 12), 20)), after
+        assert [e["artifactUpdate"]["artifact"]["parts"][0]["text"] for _, e in found] == [
+            str(seq) for seq, _ in found]
+
+
+def _frames(chunk):
+    """The whole SSE frames in one chunk of a stream (each ends in a blank line)."""
+    *frames, rest = chunk.split(b"\n\n")
+    assert frames and rest == b"", chunk
+    return [frame + b"\n\n" for frame in frames]
+
+
+@pytest.mark.parametrize("size", [5, 20_000])
+def test_the_events_ready_together_go_out_in_one_write(size):
+    """When a stream's reader looks, the events ready by then (a fast agent's
+    chunks, a reader that fell behind) are one chunk of the response, so one
+    write on every host, not one each: as many frames as fit in _JOINED
+    bytes, each frame whole, in order, none lost."""
+    release = threading.Event()
+
+    def agent(ctx):
+        for i in range(40):
+            yield str(i % 10) * size
+        release.wait(10)
+    server = a2a_min.Server(agent)
+    client = Client(server)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                       "params": {"message": user_message("go")}}).encode()
+    response = server.handle_http("POST", "/", "", {"a2a-version": "1.0",
+                                                    "content-type": "application/json"}, body)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:           # 39 chunks stored (the 40th held back)
+        tasks = client.result("ListTasks", {"includeArtifacts": True})["tasks"]
+        if tasks and len(tasks[0].get("artifacts", [{"parts": []}])[0]["parts"]) == 39:
+            break
+        time.sleep(0.01)
+    first = _frames(next(response.stream))
+    frame_bytes = len(first[-1])
+    if size == 5:                                # all 40 (the task, 39 chunks) at once
+        assert len(first) == 40
+    else:                                        # as many as reach _JOINED, not more
+        joined = [len(frame) for frame in first]
+        assert sum(joined[:-1]) < a2a_min._JOINED <= sum(joined) and len(first) < 40
+    release.set()
+    chunks = list(response.stream)
+    frames = first + [frame for chunk in chunks for frame in _frames(chunk)]
+    assert all(len(chunk) < a2a_min._JOINED + frame_bytes for chunk in chunks)
+    ids = [int(frame.split(b"\n", 1)[0][4:]) for frame in frames]
+    assert ids == list(range(len(frames))) and len(frames) == 42   # task, 40 chunks, COMPLETED
+    assert b"TASK_STATE_COMPLETED" in frames[-1]
