@@ -7,7 +7,8 @@ The ``pip install`` lines name extras that setup.cfg has (CI installs them);
 the grpcurl line names a proto and a method that exist (grpcurl is not a
 package this machine can install). The performance page's counting and start-up
 lines run too (run.py needs wrk and the SDK's venv, instructions.py valgrind and
-minutes: benchmarks, not tests)."""
+minutes: benchmarks, not tests), and so do tokens.py's servers, whose streams it
+counts the chunks of."""
 
 import configparser
 import http.client
@@ -264,3 +265,31 @@ def test_the_performance_page_times_a_start_as_it_says():
     assert done.returncode == 0, done.stderr[-800:]
     assert re.search(r"start to first card: median [\d.]+ ms .*RSS after start: [\d.]+ MiB",
                      done.stdout), done.stdout
+
+
+@pytest.mark.parametrize("host", ["threads", "asyncio"])
+def test_the_token_benchmarks_server_streams_the_chunks_it_is_asked_for(host):
+    """benchmarks/token_server.py (tokens.py's a2a_min): a message's text N
+    gives a stream of N chunks of one artifact, as tokens.py checks before it
+    measures."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from tokens import chunks_in_one_stream
+    finally:
+        sys.path.remove(os.path.join(ROOT, "benchmarks"))
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "benchmarks", "token_server.py"),
+                             str(port), host], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+                time.sleep(0.05)
+        assert [chunks_in_one_stream(port, n) for n in (1, 20, 200)] == [1, 20, 200]
+    finally:
+        proc.terminate()
+        proc.wait(10)
