@@ -1348,7 +1348,8 @@ class TaskStore(_Bounds):
         """Write ``task`` and append ``event`` to its log, as one change (see
         the contract above), after the events ``first`` (``batches``); the JSON
         is None when only the event was kept."""
-        task, event = _cut_history(task, event, self.max_history)
+        if not derived:                         # (an artifact update adds no history)
+            task, event = _cut_history(task, event, self.max_history)
         old = self._tasks.get(task["id"]) if derived else None
         if old is not None and old.version == version:      # (else refused by _write)
             if type(event) is not _StoredEvent:
@@ -1960,7 +1961,8 @@ class _Channel:
                 self.tail.append((self.next_seq, event))
                 self.wake()
                 return
-            task, event = _cut_history(task, event, self.limits["max_history"])
+            if not derived:                     # (an artifact update adds no history)
+                task, event = _cut_history(task, event, self.limits["max_history"])
             size = len(event.json) if type(event) is _StoredEvent else None
             alone = derived and size is not None and self.appended is not None and \
                 self.appended + size <= max(self.written, _APPEND_FLOOR) and \
@@ -2304,14 +2306,16 @@ class _TurnWriter:
         if self.chunk is None:
             return
         text, self.chunk = self.chunk, None
-        event = {"artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
-        if self.chunk_id is None:
-            event["artifact"]["artifactId"] = self.chunk_id = self.server._new_id()
-        else:
-            event["append"] = True
+        first = self.chunk_id is None
+        if first:
+            self.chunk_id = self.server._new_id()
+        body = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id,   # (as _checked)
+                "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
+        if not first:
+            body["append"] = True
         if last:
-            event["lastChunk"] = True
-        self._artifact(event, trusted=True)
+            body["lastChunk"] = True
+        self._publish("artifactUpdate", body, None)
 
     def _status(self, body, trusted=False):
         """Publish a status update (``trusted``: built here, not by the agent)."""
