@@ -1355,7 +1355,8 @@ class TaskStore(_Bounds):
             if type(event) is not _StoredEvent:
                 event = _StoredEvent.encode(event, None, None)
             updates, count, weight = old.pending or ([], 0, 0)
-            pending = (updates, count + 1, weight + len(event.json))
+            pending = (updates, count + 1 + len(first),
+                       weight + len(event.json) + sum(len(e.json) for e in first))
             body = old.body                     # the JSON as last written, and the events
             size = len(body) + pending[2] + _ENTRY_OVERHEAD
         else:
@@ -1400,7 +1401,7 @@ class TaskStore(_Bounds):
         if idle_now:
             live = 0
         elif live and event is not None and "task" not in event:
-            live += _decoded_size(event.json)
+            live += sum(_decoded_size(e.json) for e in first) + _decoded_size(event.json)
         else:   # its channel holds it parsed: counted whole as its turn begins, then per event
             live = _decoded_size(body)
         size += live
@@ -1425,6 +1426,7 @@ class TaskStore(_Bounds):
                 raise
             self._callers[caller] = share   # (back, if its last task was just evicted)
         if pending is not None:     # (shared by versions, each reading its first ``count``)
+            pending[0].extend([earlier["artifactUpdate"] for earlier in first])
             pending[0].append(event["artifactUpdate"])
         seq = None
         if event is not None:
@@ -1964,18 +1966,16 @@ class _Channel:
             if not derived:                     # (an artifact update adds no history)
                 task, event = _cut_history(task, event, self.limits["max_history"])
             size = len(event.json) if type(event) is _StoredEvent else None
+            if derived and size is not None:    # (with the chunks made just before it)
+                size += sum(len(earlier.json) for earlier in first)
             alone = derived and size is not None and self.appended is not None and \
                 self.appended + size <= max(self.written, _APPEND_FLOOR) and \
                 getattr(self.store, "appends", False)
-            if alone:
-                stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder, derived=True)
-            elif first:
-                stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder, first=first)
-            else:
-                stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder)
+            how = {"derived": True} if alone else {}
+            if first:
+                how["first"] = first
+            stored, self.version, seq = self.store.commit(
+                task, self.owner, self.version, event, self.caller, self.holder, **how)
             if alone and stored is None:
                 self.appended += size
             else:
@@ -2009,6 +2009,33 @@ class _Channel:
                     self.grown = _parts_of(task, body["artifact"]["artifactId"])
                 return task
             raise ConflictError(f"task {self.task['id']} changes too fast to write to; retry")
+
+    def changes(self, batch):
+        """Apply the events of ``batch`` ((kind, body, now, event) each, all of one
+        turn's, made without waiting) and publish them in one commit, when the
+        store ``batches`` and no webhook needs telling of each; else one by one."""
+        with self.lock:
+            if len(batch) == 1 or self.on_event is not None or \
+                    not getattr(self.store, "batches", False):
+                for kind, body, now, event in batch:
+                    self.change(kind, body, now, event)
+                return
+            grown = first_grown = self.grown
+            self.grown, mark = None, 0 if grown is None else len(grown)
+            task, derived = self.task, True
+            for kind, body, now, event in batch:
+                derived = derived and kind == "artifactUpdate"
+                task = _apply(task, kind, body, now, grown if kind == "artifactUpdate" else None)
+                grown = (_parts_of(task, body["artifact"]["artifactId"])
+                         if kind == "artifactUpdate" and body.get("append") else None)
+            try:
+                self.publish(task, batch[-1][3], derived=derived,
+                             first=[event for _, _, _, event in batch[:-1]])
+            except BaseException:
+                if first_grown is not None and self.task is not task:   # (not committed)
+                    del first_grown[mark:]
+                raise
+            self.grown = grown
 
     def snapshot(self):
         """The task as it is now, for a reader outside the turn: the next
@@ -2210,7 +2237,7 @@ class _TurnWriter:
     """Turns one agent turn's outputs into task changes and events."""
 
     __slots__ = ("server", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
-                 "chunk_id", "finished", "events", "bytes")
+                 "chunk_id", "finished", "events", "bytes", "batch")
 
     def __init__(self, server, ctx, channel, watched=False):
         self.server, self.ctx, self.channel = server, ctx, channel
@@ -2221,6 +2248,7 @@ class _TurnWriter:
         self.chunk = self.chunk_id = None   # the held-back text chunk (lastChunk needs lookahead)
         self.finished = _Done()    # set when the turn is over
         self.events = self.bytes = 0    # the updates of this turn and their bytes of JSON (limits)
+        self.batch = None          # a list while outputs are held to be written together (flush)
 
     def emit(self, item, chunked):
         """One output of the agent (the table above). A generator's strs are
@@ -2342,12 +2370,31 @@ class _TurnWriter:
         return parse(message_type, {**body, **ids}, "agent " + kind)
 
     def _publish(self, kind, body, now):
-        """Apply the update to the task (made now, if this is its first event)
-        and publish it; False if the task was canceled meanwhile (the update is
-        dropped)."""
+        """Apply the update to the task and publish it, or hold it in ``batch``
+        for flush(); False if the task was canceled meanwhile (it is dropped)."""
         event = {kind: body}
         if kind == "artifactUpdate" or body["status"]["state"] not in _STREAM_END:
             event = self._counted(event)
+        if self.batch is not None:
+            self.batch.append((kind, body, now, event))
+            return True
+        return self._commit([(kind, body, now, event)])
+
+    def flush(self):
+        """Write the outputs held in ``batch`` at once: an async agent's, made
+        without waiting in between (Server._drive_async), one commit not one each."""
+        batch = self.batch
+        if batch:
+            self.batch = []
+            try:
+                self._commit(batch)
+            except BaseException:
+                self.done = False           # (an end it held was not written either)
+                raise
+
+    def _commit(self, changes):
+        """Apply ``changes`` to the task (made now, if these are its first) and
+        publish them; False if the task was canceled meanwhile (they are dropped)."""
         channel = self.channel
         with channel.lock:
             if channel.task is None:
@@ -2356,7 +2403,7 @@ class _TurnWriter:
                 self.done = True
                 return False
             try:
-                channel.change(kind, body, now, event)
+                channel.changes(changes)
             except UnsupportedOperationError:
                 if channel.task["status"]["state"] not in TERMINAL_STATES:
                     raise
@@ -2401,12 +2448,19 @@ class _TurnWriter:
             self._flush_chunk(last=True)
         if not self.done:
             self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, trusted=True)
+        self.flush()
         self._end_turn()
 
     def fail(self, exc):
         """The agent raised: FAILED, with a message that names the error, not
         the traceback. An A2AError raised before any task fails the request."""
         self.chunk = None
+        try:
+            self.flush()                    # what it made before it raised goes first
+        except Exception as lost:
+            _log().error("task %s: the agent's last outputs could not be stored",
+                         self.ctx.task_id, exc_info=lost)
+        self.batch = None
         if self.channel.task is None and isinstance(exc, A2AError):
             _log().info("agent refused the request: %s", exc.message)
             self.error = exc
@@ -2459,6 +2513,32 @@ class _TurnWriter:
                 # FAILED once it can, or this process's leases would keep it WORKING.
                 self.server._unrecorded[self.ctx.task_id] = self.channel.owner
         self.finished.set()
+
+
+class _Resumed:
+    """The rest of an async generator's step that began outside its task
+    (Server._drive_async sends it the first None itself) and now waits on
+    ``waiting``. Awaited, the task waits on that as if it had run the step
+    from the start: the result, an error or a cancellation reach the agent,
+    and the step's output (StopIteration's value) is the await's."""
+
+    __slots__ = ("step", "waiting")
+
+    def __init__(self, step, waiting):
+        self.step, self.waiting = step, waiting
+
+    def __await__(self):
+        step, waiting = self.step, self.waiting
+        while True:
+            try:
+                try:
+                    sent = yield waiting           # (what the agent awaits, to the task)
+                except BaseException as error:     # thrown into the task: into the agent
+                    waiting = step.throw(error)
+                else:
+                    waiting = step.send(sent)
+            except StopIteration as made:
+                return made.value
 
 
 class _Workers:
@@ -4729,11 +4809,27 @@ class Server:
             return await self._off_loop.drive(result, turn)
         try:
             if isinstance(result, AsyncGeneratorType):
+                # Each step runs here until the agent yields or waits: what it
+                # yields without waiting is held (turn.batch) and written at once
+                # when it waits or ends, so its chunks cost one commit and one
+                # write together, and none waits on an agent that is waiting.
+                turn.batch = []
                 try:
-                    async for item in result:
-                        turn.emit(item, chunked=True)
-                        if turn.done:
+                    while not turn.done:
+                        step = result.__anext__()
+                        try:
+                            waiting = step.send(None)      # until it yields, or waits
+                        except StopIteration as made:      # it yielded, without waiting
+                            turn.emit(made.value, chunked=True)
+                            continue
+                        except StopAsyncIteration:
                             break
+                        turn.flush()                       # it waits: out with what it made
+                        try:
+                            item = await _Resumed(step, waiting)
+                        except StopAsyncIteration:
+                            break
+                        turn.emit(item, chunked=True)
                 finally:
                     await result.aclose()
                 turn.finish()

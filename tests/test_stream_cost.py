@@ -11,6 +11,7 @@ whether an append copies the parts before it. The per-turn bounds
 (max_turn_events, max_turn_bytes) fail a turn past them, saying which.
 """
 
+import asyncio
 import json
 import threading
 import time
@@ -282,3 +283,50 @@ def test_the_events_ready_together_go_out_in_one_write(size):
     ids = [int(frame.split(b"\n", 1)[0][4:]) for frame in frames]
     assert ids == list(range(len(frames))) and len(frames) == 42   # task, 40 chunks, COMPLETED
     assert b"TASK_STATE_COMPLETED" in frames[-1]
+
+
+# -- an async agent's chunks made without waiting ----------------------------------
+
+def test_an_async_agents_chunks_made_without_waiting_are_one_commit(make_store):
+    """An ``async def`` agent's outputs between two awaits are written
+    together (to a store that ``batches``): one commit for the 50 chunks it
+    makes before it waits, one for the 50 after, the last with COMPLETED;
+    one per event elsewhere. Readers get the same events either way, ids
+    0, 1, 2, ... in order, and the task holds every chunk."""
+    async def agent(ctx):
+        for i in range(100):
+            if i == 50:
+                await asyncio.sleep(0)          # it waits: the first 50 go out
+            yield "t%d " % i
+    store = make_store()
+    written = _counted(store)
+    client = Client(a2a_min.Server(agent, store=store))
+    frames = list(client.stream("SendStreamingMessage", {"message": user_message("go")}))
+    assert [seq for seq, _ in frames] == list(range(102))   # the task, 100 chunks, COMPLETED
+    chunks = [frame["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"]
+              for _, frame in frames[1:-1]]
+    assert chunks == ["t%d " % i for i in range(100)]
+    assert frames[-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    task_id = frames[0][1]["result"]["task"]["id"]
+    parts = client.result("GetTask", {"id": task_id})["artifacts"][0]["parts"]
+    assert "".join(p["text"] for p in parts) == "".join(chunks)
+    if make_store.kind == "memory":             # the task; 49 (one held back); the rest
+        assert written[1] == 3, written
+    else:
+        assert written[1] == 102, written
+
+
+def test_an_async_agent_that_fails_after_its_chunks_keeps_them_and_ends_failed():
+    """Outputs held while the agent ran on are written before the failure it
+    then raises: the task has the chunks (but the last, held back to learn
+    whether it was the last, as ever), and ends FAILED naming the error."""
+    async def agent(ctx):
+        for i in range(5):
+            yield "t%d " % i
+        raise ValueError("broken")
+    client = Client(a2a_min.Server(agent))
+    frames = list(client.stream("SendStreamingMessage", {"message": user_message("go")}))
+    status = frames[-1][1]["result"]["statusUpdate"]["status"]
+    assert status["state"] == "TASK_STATE_FAILED" and "ValueError" in str(status["message"])
+    task = client.result("GetTask", {"id": frames[0][1]["result"]["task"]["id"]})
+    assert "".join(p["text"] for p in task["artifacts"][0]["parts"]) == "t0 t1 t2 t3 "
