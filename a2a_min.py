@@ -1355,8 +1355,10 @@ class TaskStore(_Bounds):
             if type(event) is not _StoredEvent:
                 event = _StoredEvent.encode(event, None, None)
             updates, count, weight = old.pending or ([], 0, 0)
-            pending = (updates, count + 1 + len(first),
-                       weight + len(event.json) + sum(len(e.json) for e in first))
+            pending = (updates, count + 1, weight + len(event.json))
+            if first:                           # (and the chunks made just before it)
+                pending = (updates, count + 1 + len(first),
+                           pending[2] + sum(len(e.json) for e in first))
             body = old.body                     # the JSON as last written, and the events
             size = len(body) + pending[2] + _ENTRY_OVERHEAD
         else:
@@ -1401,7 +1403,9 @@ class TaskStore(_Bounds):
         if idle_now:
             live = 0
         elif live and event is not None and "task" not in event:
-            live += sum(_decoded_size(e.json) for e in first) + _decoded_size(event.json)
+            live += _decoded_size(event.json)
+            for earlier in first:
+                live += _decoded_size(earlier.json)
         else:   # its channel holds it parsed: counted whole as its turn begins, then per event
             live = _decoded_size(body)
         size += live
@@ -1426,7 +1430,8 @@ class TaskStore(_Bounds):
                 raise
             self._callers[caller] = share   # (back, if its last task was just evicted)
         if pending is not None:     # (shared by versions, each reading its first ``count``)
-            pending[0].extend([earlier["artifactUpdate"] for earlier in first])
+            for earlier in first:
+                pending[0].append(earlier["artifactUpdate"])
             pending[0].append(event["artifactUpdate"])
         seq = None
         if event is not None:
@@ -1966,16 +1971,19 @@ class _Channel:
             if not derived:                     # (an artifact update adds no history)
                 task, event = _cut_history(task, event, self.limits["max_history"])
             size = len(event.json) if type(event) is _StoredEvent else None
-            if derived and size is not None:    # (with the chunks made just before it)
+            if derived and first and size is not None:    # (and the chunks made just before)
                 size += sum(len(earlier.json) for earlier in first)
             alone = derived and size is not None and self.appended is not None and \
                 self.appended + size <= max(self.written, _APPEND_FLOOR) and \
                 getattr(self.store, "appends", False)
-            how = {"derived": True} if alone else {}
-            if first:
-                how["first"] = first
-            stored, self.version, seq = self.store.commit(
-                task, self.owner, self.version, event, self.caller, self.holder, **how)
+            if first:                           # (a store that ``batches``)
+                stored, self.version, seq = self.store.commit(
+                    task, self.owner, self.version, event, self.caller, self.holder,
+                    derived=alone, first=first)
+            else:
+                stored, self.version, seq = self.store.commit(
+                    task, self.owner, self.version, event, self.caller, self.holder,
+                    derived=alone)
             if alone and stored is None:
                 self.appended += size
             else:
@@ -1985,11 +1993,15 @@ class _Channel:
             if tell and self.on_event is not None:
                 self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
 
-    def change(self, kind, body, now, event=None, tell=True):
+    def change(self, kind, body, now, event=None, tell=True, earlier=()):
         """Apply one event of TRANSITIONS to the task and publish it (as
         ``event``, or else as the whole task). If another writer committed
-        first, read the task again: the table decides again."""
+        first, read the task again: the table decides again. ``earlier``: the
+        (kind, body, now, event) changes one turn made just before it, without
+        waiting (_TurnWriter.batch), published in the same commit (batched)."""
         with self.lock:
+            if earlier:
+                return self._batched(earlier + [(kind, body, now, event)])
             for _ in range(16):
                 grown, self.grown = self.grown, None    # an append grows it in place (_apply)
                 mark = 0 if grown is None else len(grown)   # taken back if the store refuses
@@ -2010,13 +2022,11 @@ class _Channel:
                 return task
             raise ConflictError(f"task {self.task['id']} changes too fast to write to; retry")
 
-    def changes(self, batch):
-        """Apply the events of ``batch`` ((kind, body, now, event) each, all of one
-        turn's, made without waiting) and publish them in one commit, when the
-        store ``batches`` and no webhook needs telling of each; else one by one."""
+    def _batched(self, batch):
+        """change() for several: in one commit, when the store ``batches`` and
+        no webhook needs telling of each; else one by one."""
         with self.lock:
-            if len(batch) == 1 or self.on_event is not None or \
-                    not getattr(self.store, "batches", False):
+            if self.on_event is not None or not getattr(self.store, "batches", False):
                 for kind, body, now, event in batch:
                     self.change(kind, body, now, event)
                 return
@@ -2369,32 +2379,17 @@ class _TurnWriter:
             return {**ids, **body}
         return parse(message_type, {**body, **ids}, "agent " + kind)
 
-    def _publish(self, kind, body, now):
-        """Apply the update to the task and publish it, or hold it in ``batch``
-        for flush(); False if the task was canceled meanwhile (it is dropped)."""
-        event = {kind: body}
-        if kind == "artifactUpdate" or body["status"]["state"] not in _STREAM_END:
-            event = self._counted(event)
-        if self.batch is not None:
-            self.batch.append((kind, body, now, event))
-            return True
-        return self._commit([(kind, body, now, event)])
-
-    def flush(self):
-        """Write the outputs held in ``batch`` at once: an async agent's, made
-        without waiting in between (Server._drive_async), one commit not one each."""
-        batch = self.batch
-        if batch:
-            self.batch = []
-            try:
-                self._commit(batch)
-            except BaseException:
-                self.done = False           # (an end it held was not written either)
-                raise
-
-    def _commit(self, changes):
-        """Apply ``changes`` to the task (made now, if these are its first) and
-        publish them; False if the task was canceled meanwhile (they are dropped)."""
+    def _publish(self, kind, body, now, event=None, earlier=()):
+        """Apply the update (after those ``earlier``, from flush()) to the task,
+        made now if there is none, and publish it, or hold it in ``batch`` for
+        flush(); False if the task was canceled meanwhile (all are dropped)."""
+        if event is None:
+            event = {kind: body}
+            if kind == "artifactUpdate" or body["status"]["state"] not in _STREAM_END:
+                event = self._counted(event)
+            if self.batch is not None:
+                self.batch.append((kind, body, now, event))
+                return True
         channel = self.channel
         with channel.lock:
             if channel.task is None:
@@ -2403,7 +2398,7 @@ class _TurnWriter:
                 self.done = True
                 return False
             try:
-                channel.changes(changes)
+                channel.change(kind, body, now, event, earlier=earlier)
             except UnsupportedOperationError:
                 if channel.task["status"]["state"] not in TERMINAL_STATES:
                     raise
@@ -2411,6 +2406,18 @@ class _TurnWriter:
                 self.done = True
                 return False
         return True
+
+    def flush(self):
+        """Write the outputs held in ``batch`` at once: an async agent's, made
+        without waiting in between (Server._drive_async), one commit not one each."""
+        batch = self.batch
+        if batch:
+            self.batch = []
+            try:
+                self._publish(*batch.pop(), earlier=batch)
+            except BaseException:
+                self.done = False           # (an end it held was not written either)
+                raise
 
     def _counted(self, event):
         """``event`` encoded (a _StoredEvent), and counted against the turn's
