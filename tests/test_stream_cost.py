@@ -221,7 +221,7 @@ def test_a_streams_next_events_are_found_by_their_id_not_by_a_scan():
     ``after``, for every ``after`` (before the oldest kept, within, past the
     newest), by slicing the log at that id's place: the ids run on by one. A
     scan of the whole log at each read cost a stream of N chunks the square of N."""
-    store = a2a_min.TaskStore(replay_buffer=8)
+    store = MemoryTaskStore(replay_buffer=8)      # (the in-memory one, in every store pass)
     task = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
     version = 0
     for i in range(20):
