@@ -28,19 +28,8 @@ import statistics
 import sys
 import tempfile
 
-from run import HERE, Peer, cpu_seconds, wrk
+from run import HERE, STREAM_LUA, Peer, cpu_seconds, wrk
 
-STREAM_LUA = r"""
-counter = 0
-request = function()
-  counter = counter + 1
-  local body = '{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":'
-    .. '{"messageId":"t' .. counter .. '-' .. math.random(1, 1e9)
-    .. '","role":"ROLE_USER","parts":[{"text":"%d"}]}}}'
-  return wrk.format("POST", "/", {["Content-Type"]="application/json", ["A2A-Version"]="1.0",
-                                  ["Accept"]="text/event-stream"}, body)
-end
-"""
 
 
 def chunks_in_one_stream(port, count):
@@ -87,7 +76,7 @@ def main():
           "streams/s, chunks/s, server CPU per chunk (us)", flush=True)
     for count in map(int, args.chunks.split(",")):
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-            f.write(STREAM_LUA.replace("%d", str(count)))
+            f.write(STREAM_LUA.replace('"text":"hello"', '"text":"%d"' % count))   # (run.py's, asking N)
         try:
             for connections in map(int, args.connections.split(",")):
                 rates = {p.name: [] for p in peers}
