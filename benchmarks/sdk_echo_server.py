@@ -24,16 +24,21 @@ from a2a.types.a2a_pb2 import (
 from starlette.applications import Starlette
 
 
+async def started(context, event_queue):
+    """The task's first event, if it is new (SUBMITTED, with the message): its TaskUpdater."""
+    if not context.current_task:
+        await event_queue.enqueue_event(Task(
+            id=context.task_id, context_id=context.context_id,
+            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+            history=[context.message]))
+    return TaskUpdater(event_queue, context.task_id, context.context_id)
+
+
 class Echo(AgentExecutor):
     """Task mode: one artifact echoing the text, then COMPLETED."""
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        if not context.current_task:
-            await event_queue.enqueue_event(Task(
-                id=context.task_id, context_id=context.context_id,
-                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                history=[context.message]))
+        updater = await started(context, event_queue)
         await updater.add_artifact([Part(text=context.get_user_input())])
         await updater.complete()
 

@@ -18,20 +18,15 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.agent_card_routes import create_agent_card_routes
 from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types.a2a_pb2 import Part, Task, TaskState, TaskStatus
+from a2a.types.a2a_pb2 import Part
 from starlette.applications import Starlette
 
-from sdk_echo_server import card_for
+from sdk_echo_server import card_for, started
 
 
 class Tokens(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        if not context.current_task:
-            await event_queue.enqueue_event(Task(
-                id=context.task_id, context_id=context.context_id,
-                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                history=[context.message]))
+        updater = await started(context, event_queue)
         count, artifact_id = int(context.get_user_input() or 1), str(uuid.uuid4())
         for i in range(count):
             await updater.add_artifact([Part(text="tok ")], artifact_id=artifact_id,
