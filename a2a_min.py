@@ -296,7 +296,7 @@ DEFAULT_LIMITS = {
     "push_queue_bytes": 8 << 20,      # bytes of event bodies waiting per caller; more are dropped
     "push_log_interval": 10.0,        # seconds between two warnings summing up failed deliveries
     "lease_ttl": 30.0,                # seconds a process's claim on a running task lasts unrenewed
-    "store_poll": 0.02,               # seconds between two looks for another process's commits
+    "store_poll": 0.01,               # seconds between two looks for another process's commits
     "store_threads": 8,               # threads an event-loop host lets wait on a shared store
     "max_turn_events": 100_000,       # events one turn of an agent may produce (then it FAILS)
     "max_turn_bytes": 32 << 20,       # bytes of JSON of the events one turn may produce (ditto)
@@ -1107,7 +1107,7 @@ def _refusal(kind, task):
 #   tidy() / checkpoint()            upkeep the watch thread does between requests
 #   appends = True                   commit(..., derived=True) keeps the event alone
 #   batches = True                   commit(..., first=events) appends those first
-#   wake_on(wake)                    call wake() when another process committed
+#   wake_on(wake)                    call wake(task_id) when another process committed
 #   _circuit                         its database is known to be down (_Circuit)
 #
 # Versions keep two writers of one task from losing an update: the second
@@ -5300,10 +5300,21 @@ def _settle_future(response, future):
 
 class _LoopStream:
     """A Response.stream read on an event loop: ``async for`` gives its byte
-    chunks, waiting without blocking for news or the keep-alive interval."""
+    chunks, waiting without blocking for news or the keep-alive interval.
+    It watches the stream for its whole life and keeps one keep-alive timer,
+    moved on as chunks go rather than made again for each: with ten thousand
+    streams, a timer and a watch made per event are garbage the collector
+    spends its time on (and a timer cancelled waits in the loop's queue).
+    close() when done: it stops watching."""
 
     def __init__(self, stream, loop):
         self.stream, self.loop = stream, loop
+        self.keepalive = getattr(stream, "keepalive", None)    # (None: no keep-alives)
+        self.idle_at = loop.time() + (self.keepalive or 0)    # a keep-alive is due then
+        self.waiter = None                         # what a waiting __anext__ awaits
+        self.timer = None
+        self.wake = functools.partial(_call_on, loop, self._woken, False)
+        stream.watch(self.wake)
 
     def __aiter__(self):
         return self
@@ -5311,31 +5322,40 @@ class _LoopStream:
     async def __anext__(self):
         try:
             chunk = self.stream.poll()
-            if chunk is None:
-                chunk = await self._wait()
+            while chunk is None:                   # (woken by news that was already read)
+                chunk = self.stream.poll(idle=await self._wait())
         except StopIteration:
             raise StopAsyncIteration from None
+        if self.keepalive is not None:
+            self.idle_at = self.loop.time() + self.keepalive
         return chunk
 
     async def _wait(self):
-        import asyncio
-        stream, loop = self.stream, self.loop
-        future = loop.create_future()          # set by the stream's news, on the loop
-        wake = functools.partial(_call_on, loop, _settle_future, None, future)
-        stream.watch(wake)
+        """Until news (False) or ``keepalive`` seconds without a chunk (True:
+        the host writes a keep-alive, to find out whether its client is still there)."""
+        self.waiter = self.loop.create_future()
+        if self.timer is None and self.keepalive is not None:
+            self.timer = self.loop.call_at(self.idle_at, self._woken, True)
         try:
-            chunk = stream.poll()              # news that came before we watched
-            if chunk is not None:
-                return chunk
-            try:
-                await asyncio.wait_for(future, stream.keepalive)
-            except asyncio.TimeoutError:
-                pass
+            return await self.waiter
         finally:
-            stream.unwatch(wake)
-        # Woken without news (Server.wake_streams) or after the interval: the
-        # host writes a keep-alive to find out whether its client is still there.
-        return stream.poll(idle=True)
+            self.waiter = None
+
+    def _woken(self, idle):
+        if idle:
+            self.timer = None
+            if self.loop.time() < self.idle_at:    # chunks went meanwhile: not yet
+                self.timer = self.loop.call_at(self.idle_at, self._woken, True)
+                return
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(idle)
+
+    def close(self):
+        self.stream.unwatch(self.wake)
+        self.wake = None                           # (it holds self: no cycle left behind)
+        if self.timer is not None:
+            self.timer.cancel()
+        self.stream.close()
 
 
 # =============================================================================
@@ -6235,8 +6255,9 @@ class _LoopConnection:
         the connection is kept (HTTP/1.1), else up to the close."""
         self.write(response, close=not keep)
         write = self.transport.write
+        chunks = _LoopStream(response.stream, self.loop)
         try:
-            async for chunk in _LoopStream(response.stream, self.loop):
+            async for chunk in chunks:
                 write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if keep else chunk)
                 if self.drained is not None:
                     await self.drained             # the client reads slowly: wait for it
@@ -6245,7 +6266,7 @@ class _LoopConnection:
             if keep:
                 write(_LAST_CHUNK)
         finally:
-            response.stream.close()
+            chunks.close()
 
     def streamed(self, keep, task):
         """The stream ended: the connection goes on to its next request if it
@@ -6454,7 +6475,7 @@ async def _asgi_stream(stream, loop, receive, send):
             await send({"type": "http.response.body", "body": data, "more_body": True})
     finally:
         gone.cancel()
-        stream.close()
+        chunks.close()
 
 
 async def _disconnected(receive):

@@ -828,9 +828,10 @@ class PostgresStore(a2a_min._Bounds):
         return listener.heard + int(time.monotonic() / self.poll)
 
     def wake_on(self, wake):
-        """Call ``wake()`` whenever the listener hears a notification (the
-        Server's watch thread then looks at the store at once: a stream here
-        hears of a commit elsewhere in a few milliseconds, not store_poll)."""
+        """Call ``wake(task_id)`` whenever the listener hears a notification,
+        from its thread: the Server wakes that task's streams here at once,
+        and its watch thread looks at the store (a stream here hears of a
+        commit elsewhere in a few milliseconds, not store_poll)."""
         self._wakers.append(wake)
 
     def touched(self):
@@ -1039,12 +1040,13 @@ class _Listener:
                 self._lost()                    # (what was sent while nobody listened)
                 while not self.stopped:
                     for notify in conn.notifies(timeout=self.poll):
+                        task_id = _untext(notify.payload)
                         with self.lock:
                             if self.touched is not None:
-                                self.touched.add(_untext(notify.payload))
+                                self.touched.add(task_id)
                         self.heard += 1
                         for wake in self.wakers:
-                            wake()
+                            wake(task_id)
             except psycopg.Error as error:
                 if not self.connected and not self.stopped:     # it cannot connect: away
                     self.circuit.opened(f"{_safe_url(self.url)}: {str(error).strip()}; start "

@@ -1816,12 +1816,14 @@ class _StoreWatch:
         woken = threading.Event()           # a store that hears of commits says so at once
         wake_on = getattr(self.server().store, "wake_on", None)
         if wake_on is not None:
-            wake_on(woken.set)
+            wake_on(lambda task_id: self._heard(woken, task_id))
         del wake_on                         # (it holds the store, which holds the Server)
         while True:
-            woken.wait(limits["store_poll"])
-            woken.clear()
-            if closing.wait(0.001):         # (and a flood of news is looked at 1,000 times a second at most)
+            if woken.wait(limits["store_poll"]):
+                woken.clear()               # (a flood of news is looked at 1,000 times a second at most)
+                if closing.wait(0.001):
+                    return
+            elif closing.is_set():
                 return
             server = self.server()
             if server is None:
@@ -1848,6 +1850,19 @@ class _StoreWatch:
                 _log().exception("watching the shared task store failed")
                 closing.wait(1.0)
             del server
+
+    def _heard(self, woken, task_id):
+        """The store heard, in its own thread, that another process committed
+        to ``task_id`` (PostgreSQL's NOTIFY names the task). Its streams here
+        are woken from that thread, at once: under load each thread a piece
+        of news passes through waits its turn for the interpreter, so the
+        fewer the sooner. The watch's look (the task gone, or ended there)
+        follows."""
+        woken.set()
+        server = self.server()
+        channel = server._channels.get(task_id) if server is not None else None
+        if channel is not None:
+            channel.wake()
 
     def _news(self, server, touched=None):
         """Another process committed: wake the streams here of each task that
@@ -1882,7 +1897,8 @@ class _StoreWatch:
             if marks.get(task_id, version) == head[0]:
                 continue
             marks[task_id] = head[0]
-            channel.wake()
+            if touched is None:             # (a named task's streams were woken as news came)
+                channel.wake()
             if channel.active is not None and channel.task is not None and \
                     head[1] in TERMINAL_STATES and \
                     channel.task["status"]["state"] not in TERMINAL_STATES:
