@@ -2187,8 +2187,12 @@ class _Follower:
         if not self.ready:
             if self.ended:
                 raise StopIteration
-            with self.channel.lock:
-                news = self._take()
+            channel = self.channel
+            news = False
+            if channel.next_seq > self.seq or channel.store.shared or \
+                    len(channel.tail) > self.tail_seen:     # (else nothing is new: no lock)
+                with channel.lock:
+                    news = self._take()
             if not news:
                 self._end_if_closing()
                 return (None, None) if idle else None
@@ -3360,6 +3364,7 @@ class _SSEStream:
     def __init__(self, events, wrap, wrap_error, splice=None):
         self.events, self.wrap, self.wrap_error, self.splice = events, wrap, wrap_error, splice
         self.done, self.keepalive = False, getattr(events, "keepalive", None)
+        self.dry = False              # the last look found nothing more (see _LoopStream)
 
     def __iter__(self):
         return self
@@ -3369,7 +3374,9 @@ class _SSEStream:
 
     def poll(self, idle=False):
         """The next frames without waiting, or None (see _Follower.poll)."""
-        return self._joined(self._frame(type(self.events).poll, self.events, idle))
+        frame = self._frame(type(self.events).poll, self.events, idle)
+        self.dry = frame is None or frame is _KEEPALIVE
+        return self._joined(frame)
 
     def _joined(self, frame):
         """``frame`` and the frames of the events ready after it, as one chunk
@@ -3384,6 +3391,7 @@ class _SSEStream:
             except StopIteration:               # (the next call ends the stream)
                 break
             if more is None:
+                self.dry = True
                 break
             frames.append(more)
             size += len(more)
@@ -5312,6 +5320,7 @@ class _LoopStream:
         self.keepalive = getattr(stream, "keepalive", None)    # (None: no keep-alives)
         self.idle_at = loop.time() + (self.keepalive or 0)    # a keep-alive is due then
         self.waiter = None                         # what a waiting __anext__ awaits
+        self.news = False                          # woken since the last look began
         self.timer = None
         self.wake = functools.partial(_call_on, loop, self._woken, False)
         stream.watch(self.wake)
@@ -5320,10 +5329,16 @@ class _LoopStream:
         return self
 
     async def __anext__(self):
+        stream = self.stream
         try:
-            chunk = self.stream.poll()
+            chunk = None
+            if self.news or not getattr(stream, "dry", False):   # (else nothing came since
+                self.news = False                                # its last look found nothing)
+                chunk = stream.poll()
             while chunk is None:                   # (woken by news that was already read)
-                chunk = self.stream.poll(idle=await self._wait())
+                idle = await self._wait()
+                self.news = False
+                chunk = stream.poll(idle=idle)
         except StopIteration:
             raise StopAsyncIteration from None
         if self.keepalive is not None:
@@ -5342,6 +5357,7 @@ class _LoopStream:
             self.waiter = None
 
     def _woken(self, idle):
+        self.news = self.news or not idle
         if idle:
             self.timer = None
             if self.loop.time() < self.idle_at:    # chunks went meanwhile: not yet

@@ -71,7 +71,9 @@ if host == "asyncio":
     asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", port, max_connections=connections,
                                       timeout=600))
 else:
-    a2a_min.serve(server, "127.0.0.1", port, max_connections=connections, timeout=600)
+    httpd = a2a_min.make_http_server(server, "127.0.0.1", port, max_connections=connections,
+                                     timeout=600)
+    httpd.serve_forever()
 """
 
 SUBSCRIBERS = r"""
