@@ -196,7 +196,7 @@ def main():
                     raise
                 time.sleep(0.05)
         conn = http.client.HTTPConnection("127.0.0.1", port)
-        setup = 10 + args.streams / 1000            # seconds to open the streams, at most
+        setup = 2 + args.streams / 1000             # seconds to open the streams, at most
         start = time.time() + setup
         task_ids = []
         for k in range(args.tasks):

@@ -293,3 +293,31 @@ def test_the_token_benchmarks_server_streams_the_chunks_it_is_asked_for(host):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_the_cross_process_benchmark_times_every_event_it_asks_for():
+    """benchmarks/cross_process.py, as the performance page runs it (two
+    servers on one SQLite file, senders meanwhile): every event committed on
+    one reaches the stream on the other, and the line says how long they took."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "cross_process.py"),
+                           "--events", "30", "--interval", "0.005", "--load", "2"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert re.search(r"30 events, SQLite, store_poll 10 ms: p50 [\d.]+ ms, p90 [\d.]+ ms, "
+                     r"p99 [\d.]+ ms, max [\d.]+ ms, meanwhile \d+ SendMessage/s from 2 senders",
+                     done.stdout), done.stdout + done.stderr[-800:]
+
+
+@pytest.mark.parametrize("host", ["asyncio", "threads"])
+def test_the_listeners_benchmark_counts_every_delivery(host):
+    """benchmarks/listeners.py on a small scale: every event of every task
+    reaches every stream on it (3 tasks x 4 events x 8 streams each)."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "listeners.py"),
+                           "--host", host, "--streams", "24", "--tasks", "3", "--events", "4",
+                           "--interval", "0.2"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert re.search(rf"{host}: 24 streams open over 3 tasks; server RSS \d+ MiB before",
+                     done.stdout), done.stdout
+    assert re.search(r"96 deliveries: delay p50 [\d.]+ ms, p99 [\d.]+ ms, .* \(12 events\)",
+                     done.stdout), done.stdout
+    assert "GetTask meanwhile" in done.stdout, done.stdout
