@@ -631,12 +631,15 @@ _STREAM_ENDS = a2a_min.TERMINAL_STATES | a2a_min.INTERRUPTED_STATES
 def _check_order(run, card, binding):
     client = run.client(card, binding)
     try:
-        ids = []
+        ids, context = [], None
         for i in range(2):                         # (a second apart: timestamps may be in s)
             if ids:
                 time.sleep(1.05)
-            ids.append((client.send(f"a2a_min check: order {i}").get("task") or {}).get("id"))
-        page = client.list_tasks(pageSize=1)
+            task = client.send(f"a2a_min check: order {i}", context_id=context).get("task") or {}
+            ids.append(task.get("id"))
+            context = context or task.get("contextId")
+        # (in their own context: a task of an earlier check that changed meanwhile is newer)
+        page = client.list_tasks(pageSize=1, contextId=context)
         listed = [t.get("id") for t in page.get("tasks") or ()]
         run.say("PASS" if listed == ids[-1:] else "FAIL", "3.1.4",
                 "ListTasks: newest first, pageSize honoured", "" if listed == ids[-1:] else
@@ -645,7 +648,8 @@ def _check_order(run, card, binding):
         if not token:
             run.say("FAIL", "3.1.4", "ListTasks: a nextPageToken while more remain")
             return
-        second = [t.get("id") for t in client.list_tasks(pageSize=1, pageToken=token)
+        second = [t.get("id") for t in client.list_tasks(pageSize=1, pageToken=token,
+                                                         contextId=context)
                   .get("tasks") or ()]
         run.say("PASS" if second == ids[:1] else "FAIL", "3.1.4", "ListTasks: the next page",
                 "" if second == ids[:1] else f"got {second}, expected {ids[:1]}")

@@ -1107,6 +1107,7 @@ def _refusal(kind, task):
 #   tidy() / checkpoint()            upkeep the watch thread does between requests
 #   appends = True                   commit(..., derived=True) keeps the event alone
 #   batches = True                   commit(..., first=events) appends those first
+#   raw_events = True                events(..., raw=True) may give an event as its JSON
 #   wake_on(wake)                    call wake(task_id) when another process committed
 #   _circuit                         its database is known to be down (_Circuit)
 #
@@ -1316,6 +1317,7 @@ class TaskStore(_Bounds):
     shared = False          # only this process writes its tasks
     appends = True          # a streamed artifact's chunks are kept as events a while
     batches = True          # commit(..., first=events) stores several events at once
+    raw_events = True       # events(..., raw=True): a settled event as the JSON it keeps
 
     def __init__(self, **limits):
         super().__init__(**limits)
@@ -1471,9 +1473,10 @@ class TaskStore(_Bounds):
         if len(settling) > _SETTLING:
             settling.pop(next(iter(settling))).settle()
 
-    def events(self, task_id, after=-1):
+    def events(self, task_id, after=-1, raw=False):
         """(the id of the oldest event kept, [(id, event) after ``after``]),
-        or None if the task is not stored."""
+        or None if the task is not stored. ``raw``: an event whose task has
+        settled may be given as its JSON (bytes), not parsed again."""
         with self._lock:
             log = self._logs.get(task_id)
             if log is None:                   # no events yet (or no such task)
@@ -1482,6 +1485,8 @@ class TaskStore(_Bounds):
             if log.next_seq <= after + 1:
                 return oldest, []
             found = log.events[max(after + 1 - oldest, 0):]     # (the ids run on by one)
+        if raw:
+            return oldest, found
         return oldest, [(seq, _StoredEvent.decode(event) if type(event) is bytes else event)
                         for seq, event in found]    # (bytes if idle: decoded outside the lock)
 
@@ -2105,6 +2110,7 @@ class _Follower:
         self.counted = counted        # counted in channel.followers until closed
         self.retry = False            # ended by a shutdown: the client should come back
         self.tail_seen = 0            # how many of channel.tail were given
+        self.raw = False              # the reader takes an artifact update as its JSON (bytes)
 
     def _take(self):
         """Move the task's new events (from the store) to ``ready``, with the
@@ -2117,7 +2123,8 @@ class _Follower:
         task = channel.task
         if task is not None and (channel.next_seq > self.seq or channel.store.shared):
             try:
-                found = channel.store.events(task["id"], self.seq - 1)
+                found = (channel.store.events(task["id"], self.seq - 1, raw=True) if self.raw
+                         else channel.store.events(task["id"], self.seq - 1))
                 if found is not None and found[0] > self.seq:     # fell behind the kept events:
                     now = channel.store.get(task["id"], channel.owner) or channel.snapshot()
                     self.ready.append((found[0] - 1, {"task": now}))    # the whole task first
@@ -2137,6 +2144,10 @@ class _Follower:
         event: a Message, or a status in ``end_states`` (an update's, or a
         whole task's, given to a reader that fell behind the replay buffer)."""
         seq, event = self.ready.popleft()
+        if type(event) is bytes:      # (raw: a settled event, as the store keeps it)
+            if event.startswith(b'{"artifactUpdate":'):
+                return seq, event     # (nothing in it can end the stream)
+            event = _StoredEvent.decode(event)
         if "error" in event:
             self.close()
             raise event["error"]
@@ -3365,6 +3376,8 @@ class _SSEStream:
         self.events, self.wrap, self.wrap_error, self.splice = events, wrap, wrap_error, splice
         self.done, self.keepalive = False, getattr(events, "keepalive", None)
         self.dry = False              # the last look found nothing more (see _LoopStream)
+        if splice is not None and type(events) is _Follower:      # (a stream's JSON, spliced:
+            events.raw = getattr(events.channel.store, "raw_events", False)   # not parsed again)
 
     def __iter__(self):
         return self
@@ -3425,6 +3438,8 @@ class _SSEStream:
         seq, event = item
         if event is None:                        # nothing for keepalive_interval seconds
             return _KEEPALIVE
+        if type(event) is bytes:                 # (raw, from the store: see _Follower.raw)
+            return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event))
         if type(event) is _StoredEvent and self.splice is not None:
             return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event.json))
         return _sse_frame(seq, self.wrap(event))

@@ -316,6 +316,55 @@ def test_an_async_agents_chunks_made_without_waiting_are_one_commit(make_store):
         assert written[1] == 102, written
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_a_settled_tasks_chunks_are_spliced_from_their_json_not_parsed_again(
+        binding, monkeypatch):
+    """Once a task has ended, the in-memory store keeps its events as their
+    JSON (_EventLog.settle). A stream that reads them then (a reader that
+    fell behind a fast agent) splices that JSON into its frames: an
+    artifact update is not parsed again to be written again. The frames
+    are the chunks, in order, with their ids."""
+    from harness import V1, parse_sse
+    go = threading.Event()
+
+    def agent(ctx):
+        yield "t0 "
+        yield "t1 "                             # (t0 goes out: a chunk waits for the next)
+        go.wait(10)
+        for i in range(2, 200):                 # ~27 KiB of events: settled at the end
+            yield "t%d " % i
+    server = a2a_min.Server(agent, store=MemoryTaskStore())
+    message = {"message": user_message("go")}
+    if binding == "JSONRPC":
+        response = server.handle_http("POST", "/", "", dict(V1), json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+             "params": message}).encode())
+    else:
+        response = server.handle_http("POST", "/message:stream", "", dict(V1),
+                                      json.dumps(message).encode())
+    frames = iter(response.stream)
+    first = parse_sse(next(frames))
+    task_id = first[0][1].get("result", first[0][1])["task"]["id"]
+    parsed = []
+    decode = a2a_min._StoredEvent.decode.__func__
+    monkeypatch.setattr(a2a_min._StoredEvent, "decode",
+                        classmethod(lambda cls, body: parsed.append(body) or decode(cls, body)))
+    go.set()
+    deadline = time.monotonic() + 10
+    while json.loads(server.handle_http("GET", f"/tasks/{task_id}", "", dict(V1)).body)[
+            "status"]["state"] != "TASK_STATE_COMPLETED":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    events = first + parse_sse(b"".join(frames))
+    results = [payload.get("result", payload) for _, payload in events]
+    chunks = [r["artifactUpdate"]["artifact"]["parts"][0]["text"] for r in results
+              if "artifactUpdate" in r]
+    assert chunks == ["t%d " % i for i in range(200)]
+    assert [seq for seq, _ in events] == list(range(len(events)))
+    assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert not [body for body in parsed if body.startswith(b'{"artifactUpdate":')]
+
+
 def test_an_async_agent_that_fails_after_its_chunks_keeps_them_and_ends_failed():
     """Outputs held while the agent ran on are written before the failure it
     then raises: the task has the chunks (but the last, held back to learn
