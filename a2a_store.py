@@ -1852,16 +1852,18 @@ class _StoreWatch:
             del server
 
     def _heard(self, woken, task_id):
-        """The store heard, in its own thread, that another process committed
-        to ``task_id`` (PostgreSQL's NOTIFY names the task). Its streams here
-        are woken from that thread, at once: under load each thread a piece
-        of news passes through waits its turn for the interpreter, so the
-        fewer the sooner. The watch's look (the task gone, or ended there)
-        follows."""
+        """The store heard, in its own thread, that a process committed to
+        ``task_id`` (PostgreSQL's NOTIFY names the task). If no turn of it
+        runs here, the commit was another process's: its streams here are
+        woken from that thread, at once (under load each thread a piece of
+        news passes through waits its turn for the interpreter, so the fewer
+        the sooner). A task whose turn runs here hears of its own commits as
+        they are made, and of another's (CancelTask there) at the watch's
+        look, which follows (and finds a task gone, or ended there)."""
         woken.set()
         server = self.server()
         channel = server._channels.get(task_id) if server is not None else None
-        if channel is not None:
+        if channel is not None and channel.active is None:
             channel.wake()
 
     def _news(self, server, touched=None):
@@ -1897,7 +1899,7 @@ class _StoreWatch:
             if marks.get(task_id, version) == head[0]:
                 continue
             marks[task_id] = head[0]
-            if touched is None:             # (a named task's streams were woken as news came)
+            if touched is None or channel.active is not None:    # (else woken as news came)
                 channel.wake()
             if channel.active is not None and channel.task is not None and \
                     head[1] in TERMINAL_STATES and \
