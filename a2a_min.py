@@ -1940,7 +1940,7 @@ class _Channel:
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
                  "owner", "caller", "holder", "store", "active", "on_event", "limits",
-                 "followers", "ended", "closing", "grown", "written", "appended")
+                 "followers", "ended", "closing", "grown", "written", "appended", "held")
 
     def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
                  holder=None):
@@ -1961,6 +1961,7 @@ class _Channel:
         self.grown = None         # the parts list the last append made, if only ``task`` has it
         self.written = 0          # bytes of the task's JSON when the store last wrote it whole
         self.appended = None      # bytes of the events it kept alone since (None: not known)
+        self.held = None          # the _TurnWriter holding outputs for a thread to read (_hold)
 
     def publish(self, task, event, tell=True, derived=False, first=()):
         """Commit the new task snapshot with its event (after the events
@@ -2168,17 +2169,30 @@ class _Follower:
             with channel.lock:
                 if not self._take():
                     self._end_if_closing()
-                    if channel.cond is None:
-                        channel.cond = threading.Condition(channel.lock)
-                    channel.waiting += 1
-                    try:
-                        channel.cond.wait(self.keepalive)
-                    finally:
-                        channel.waiting -= 1
+                    self._wait(channel)
                     if not self._take():
                         self._end_if_closing()
                         return None, None
         return self._give()
+
+    def _wait(self, channel):
+        """Wait for news, up to ``keepalive``, with the channel's lock held. A
+        turn that holds outputs for this thread (_TurnWriter._hold) woke it:
+        it waits _HOLD for them, then has them written itself."""
+        if channel.cond is None:
+            channel.cond = threading.Condition(channel.lock)
+        channel.waiting += 1
+        try:
+            if channel.held is None:
+                channel.cond.wait(self.keepalive)
+            while channel.held is not None and channel.next_seq <= self.seq:
+                left = channel.held.held_at + _HOLD - time.monotonic()
+                if left > 0:
+                    channel.cond.wait(left)
+                else:                 # (a generator that yielded, then blocked)
+                    channel.held.release(reader=True)
+        finally:
+            channel.waiting -= 1
 
     def _end_if_closing(self):
         """If the server is shutting down, end here (StopIteration), telling the
@@ -2210,9 +2224,12 @@ class _Follower:
         return self._give()
 
     def watch(self, wake):
-        """Have ``wake()`` called, from any thread, whenever the channel has news."""
+        """Have ``wake()`` called, from any thread, whenever the channel has news
+        (outputs held for a thread to read are written now: _TurnWriter._hold)."""
         with self.channel.lock:
             self.channel.wakers.add(wake)
+            if self.channel.held is not None:
+                self.channel.held.release(reader=True)
 
     def unwatch(self, wake):
         with self.channel.lock:
@@ -2258,11 +2275,17 @@ class _Done:
             wake()
 
 
+# A sync generator's outputs are held while a thread reads its stream, and
+# written together (_TurnWriter._hold): at most _HOLD_COUNT, for _HOLD seconds.
+_HOLD, _HOLD_COUNT = 0.001, 64
+
+
 class _TurnWriter:
     """Turns one agent turn's outputs into task changes and events."""
 
     __slots__ = ("server", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
-                 "chunk_id", "finished", "events", "bytes", "batch")
+                 "chunk_id", "finished", "events", "bytes", "batch", "holds", "held", "held_at",
+                 "broken")
 
     def __init__(self, server, ctx, channel, watched=False):
         self.server, self.ctx, self.channel = server, ctx, channel
@@ -2274,6 +2297,10 @@ class _TurnWriter:
         self.finished = _Done()    # set when the turn is over
         self.events = self.bytes = 0    # the updates of this turn and their bytes of JSON (limits)
         self.batch = None          # a list while outputs are held to be written together (flush)
+        self.holds = False         # a sync generator's turn: it may hold outputs (_hold)
+        self.held = None           # the outputs it holds, a list, and since when (``held_at``)
+        self.held_at = 0.0
+        self.broken = None         # why a reader could not write them (raised here next)
 
     def emit(self, item, chunked):
         """One output of the agent (the table above). A generator's strs are
@@ -2405,6 +2432,8 @@ class _TurnWriter:
             if self.batch is not None:
                 self.batch.append((kind, body, now, event))
                 return True
+            if self.holds and self._hold((kind, body, now, event)):
+                return True
         channel = self.channel
         with channel.lock:
             if channel.task is None:
@@ -2433,6 +2462,57 @@ class _TurnWriter:
             except BaseException:
                 self.done = False           # (an end it held was not written either)
                 raise
+
+    def _hold(self, output):
+        """Hold a sync generator's ``output`` (True), to be written with the
+        next ones in one commit, while its stream is read on a thread: unlike
+        an async agent's step (Server._drive_async), a generator cannot be
+        asked whether its next output is ready. The outputs held are written
+        at the _HOLD_COUNT-th, at the first one past _HOLD seconds, at the
+        end; if the generator blocks meanwhile, by the stream's thread once it
+        has waited _HOLD for them (_Follower._wait), and before GetTask,
+        ListTasks or a stream on an event loop reads the task. Nothing is held
+        for a webhook, or in a shared store (other processes read it)."""
+        channel = self.channel
+        if not (self.watched or channel.waiting or self.held or self.broken):
+            return False                        # (nobody reads: at once, as ever)
+        with channel.lock:
+            if self.broken is not None:
+                raise self.broken
+            held = self.held
+            if not (self.watched or channel.waiting) or channel.wakers or channel.store.shared \
+                    or channel.on_event is not None or channel.task is None or self.ctx._canceled:
+                if held:                        # (in order: those before it go first)
+                    self.release()
+                return False
+            if held is None:
+                self.held, self.held_at, channel.held = [output], time.monotonic(), self
+                self.server._holding.add(self)  # (ListTasks has them written first)
+                if channel.waiting:             # (a reader now waits _HOLD, not keepalive)
+                    channel.cond.notify_all()
+                return True
+            held.append(output)
+            if len(held) >= _HOLD_COUNT or time.monotonic() - self.held_at >= _HOLD:
+                self.release()
+            return True
+
+    def release(self, reader=False):
+        """Write the outputs held (_hold) in one commit: from the turn's thread,
+        or from a ``reader``'s, which keeps what failed for the turn to raise."""
+        channel = self.channel
+        with channel.lock:
+            held, self.held = self.held, None
+            if channel.held is self:
+                channel.held = None
+            self.server._holding.discard(self)
+            if not held:
+                return
+            try:
+                self._publish(*held.pop(), earlier=held)
+            except Exception as exc:
+                if not reader:
+                    raise
+                self.broken = exc
 
     def _counted(self, event):
         """``event`` encoded (a _StoredEvent), and counted against the turn's
@@ -2471,6 +2551,9 @@ class _TurnWriter:
         if not self.done:
             self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, trusted=True)
         self.flush()
+        self.release()
+        if self.broken is not None:
+            raise self.broken
         self._end_turn()
 
     def fail(self, exc):
@@ -2479,10 +2562,11 @@ class _TurnWriter:
         self.chunk = None
         try:
             self.flush()                    # what it made before it raised goes first
+            self.release()
         except Exception as lost:
             _log().error("task %s: the agent's last outputs could not be stored",
                          self.ctx.task_id, exc_info=lost)
-        self.batch = None
+        self.batch, self.holds = None, False
         if self.channel.task is None and isinstance(exc, A2AError):
             _log().info("agent refused the request: %s", exc.message)
             self.error = exc
@@ -2526,6 +2610,9 @@ class _TurnWriter:
         ended or waits for the client lets go of its channel (Server._forget)."""
         self.done = True
         self.channel.active = None
+        if self.channel.held is self:          # (what failed to be written is dropped)
+            self.channel.held = self.held = None
+            self.server._holding.discard(self)
         task = self.channel.task
         if task is not None:
             state = task["status"]["state"]
@@ -4362,6 +4449,7 @@ class Server:
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
         self.assume_version, self.public_url = assume_version, public_url
         self._channels = {}                 # task id -> _Channel, while the task can change
+        self._holding = set()               # turns holding outputs for a stream (_TurnWriter._hold)
         self._lock = threading.Lock()
         self._closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
         self._refusals = {}                 # limit (or error reason) -> requests refused by it
@@ -4529,7 +4617,11 @@ class Server:
 
     def _visible_task(self, task_id, call):
         """The task, if the caller may see it; else TaskNotFoundError, the
-        same whether it does not exist or is someone else's (section 13.1)."""
+        same whether it does not exist or is someone else's (section 13.1).
+        Outputs a turn holds for its stream's thread are written first (_hold)."""
+        channel = self._channels.get(task_id)
+        if channel is not None and channel.held is not None:
+            channel.held.release(reader=True)
         task = self.store.get(task_id, call.owner)
         if task is None:
             raise TaskNotFoundError(
@@ -4818,6 +4910,7 @@ class Server:
     def _drain(self, gen, turn, deadline):
         """Run a generator agent to its end (or, past ``deadline``, hand it to a worker)."""
         try:
+            turn.holds = True                  # (its outputs may be held: _TurnWriter._hold)
             for item in gen:
                 turn.emit(item, chunked=True)
                 if turn.done:
@@ -4885,6 +4978,8 @@ class Server:
                 f"{self.limits['default_page_size']}); got {size}", field="pageSize")
         cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
         status = request.get("status")
+        for turn in list(self._holding):       # (what turns hold is written first: _hold)
+            turn.release(reader=True)
         tasks, total, last = self.store.list(
             call.owner, context_id=request.get("contextId"), cursor=cursor, limit=size,
             status=None if status == "TASK_STATE_UNSPECIFIED" else status,

@@ -316,6 +316,135 @@ def test_an_async_agents_chunks_made_without_waiting_are_one_commit(make_store):
         assert written[1] == 102, written
 
 
+# -- a sync generator's chunks, held while a stream's thread reads -------------------
+
+def _stream_reader(server, text="go"):
+    """The frames of a SendStreamingMessage, read on a thread of their own as
+    the threaded host reads them: (frames so far, the thread)."""
+    from harness import V1, parse_sse
+    response = server.handle_http("POST", "/", "", dict(V1), json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+         "params": {"message": user_message(text)}}).encode())
+    frames = []
+
+    def read():
+        for chunk in response.stream:
+            frames.extend(parse_sse(chunk))
+    reader = threading.Thread(target=read)
+    reader.start()
+    return frames, reader
+
+
+def _chunks(frames):
+    return [frame["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"]
+            for _, frame in list(frames) if "artifactUpdate" in frame.get("result", {})]
+
+
+def test_a_sync_generators_chunks_are_written_together_while_a_thread_reads(make_store):
+    """A sync generator cannot say whether its next chunk is ready, so while
+    a stream's thread reads its turn, its outputs are held and written
+    together (_TurnWriter._hold): at most _HOLD_COUNT a commit, not one
+    each, in memory. A shared store (another process reads it) and a
+    webhook get one commit per event, as before. Readers get every chunk,
+    in order, ids 0, 1, 2, ..."""
+    def agent(ctx):
+        for i in range(200):
+            yield "t%d " % i
+    store = make_store()
+    written = _counted(store)
+    frames, reader = _stream_reader(a2a_min.Server(agent, store=store))
+    reader.join(10)
+    assert [seq for seq, _ in frames] == list(range(202))
+    assert _chunks(frames) == ["t%d " % i for i in range(200)]
+    assert frames[-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    if make_store.kind == "memory":             # the task, the first chunk, 4 of <= 64 each
+        assert 200 // a2a_min._HOLD_COUNT + 3 <= written[1] < 40, written
+    else:
+        assert written[1] == 202, written
+
+
+def test_chunks_a_sync_generator_holds_reach_readers_while_it_blocks():
+    """A generator that yields and then blocks (a model's next tokens are
+    slow) does not keep what it yielded from its readers: the stream's
+    thread writes the held chunks itself once it has waited _HOLD for them,
+    and GetTask and ListTasks write them before they read. All but the
+    last, which waits for the next output to learn whether it is the last."""
+    go, waited = threading.Event(), []
+
+    def agent(ctx):
+        for i in range(10):
+            yield "t%d " % i
+        waited.append(go.wait(10))              # True: the test let it go on, in time
+        yield "end"
+    server = a2a_min.Server(agent, store=MemoryTaskStore())
+    client = Client(server)
+    frames, reader = _stream_reader(server)
+    deadline = time.monotonic() + 5
+    while len(_chunks(frames)) < 9 and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert _chunks(frames) == ["t%d " % i for i in range(9)]
+    task_id = frames[0][1]["result"]["task"]["id"]
+    parts = client.result("GetTask", {"id": task_id})["artifacts"][0]["parts"]
+    assert [p["text"] for p in parts] == ["t%d " % i for i in range(9)]
+    go.set()
+    reader.join(10)
+    assert waited == [True]
+    assert _chunks(frames) == ["t%d " % i for i in range(10)] + ["end"]
+
+
+def test_held_chunks_are_written_before_a_list_or_a_subscriber_reads():
+    """With no thread reading the stream yet, and the generator blocked,
+    the chunks it holds are written when ListTasks reads the tasks."""
+    go = threading.Event()
+
+    def agent(ctx):
+        for i in range(10):
+            yield "t%d " % i
+        go.wait(10)
+    server = a2a_min.Server(agent, store=MemoryTaskStore())
+    client = Client(server)
+    from harness import V1
+    response = server.handle_http("POST", "/", "", dict(V1), json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+         "params": {"message": user_message("go")}}).encode())
+    deadline = time.monotonic() + 5
+    while not server._holding and time.monotonic() < deadline:
+        time.sleep(0.002)                       # (t1..t8 held: nobody reads yet)
+    assert server._holding
+    tasks = client.result("ListTasks", {"includeArtifacts": True})["tasks"]
+    assert len(tasks[0]["artifacts"][0]["parts"]) == 9 and not server._holding
+    go.set()
+    b"".join(response.stream)
+
+
+def test_held_chunks_a_reader_cannot_write_fail_the_turn_it_holds_them_for():
+    """If the store refuses the held chunks when the reader's thread writes
+    them (the generator blocked), the turn raises that refusal at its next
+    output and ends FAILED, saying why; the reader's thread gets the FAILED
+    event, not the exception."""
+    go, refused = threading.Event(), threading.Event()
+
+    class Refusing(MemoryTaskStore):
+        def commit(self, *args, first=(), **kwargs):
+            if first:
+                refused.set()
+                raise a2a_min.TaskStoreFullError("the store is full (a test's)")
+            return super().commit(*args, first=first, **kwargs)
+
+    def agent(ctx):
+        for i in range(10):
+            yield "t%d " % i
+        go.wait(10)
+        yield "end"
+    frames, reader = _stream_reader(a2a_min.Server(agent, store=Refusing()))
+    assert refused.wait(5)
+    go.set()
+    reader.join(10)
+    status = frames[-1][1]["result"]["statusUpdate"]["status"]
+    assert status["state"] == "TASK_STATE_FAILED"
+    assert "the store is full (a test's)" in json.dumps(status["message"])
+
+
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 def test_a_settled_tasks_chunks_are_spliced_from_their_json_not_parsed_again(
         binding, monkeypatch):
