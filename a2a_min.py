@@ -5953,11 +5953,18 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                 if stream is None:
                     sock.sendall(head if head_only else head + response.body)
                     return True
-                sock.sendall(head)
-                for chunk in stream:
-                    sock.sendall(chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                if not close:
-                    sock.sendall(_LAST_CHUNK)
+                out, chunk = head, _ready_now(stream)   # (what is ready goes with the head)
+                if chunk is None:
+                    sock.sendall(head)             # (else the client waits for it)
+                    out, chunk = b"", next(stream, None)
+                while chunk is not None:
+                    out += chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk)
+                    if getattr(stream, "done", False):
+                        break                      # (its end goes in the same write)
+                    sock.sendall(out)
+                    out, chunk = b"", next(stream, None)
+                if out or not close:
+                    sock.sendall(out if close else out + _LAST_CHUNK)
                 return True
             except OSError:
                 return False                       # the client went away; the task goes on
@@ -6379,18 +6386,31 @@ class _LoopConnection:
     async def pump(self, response, keep):
         """Send a stream's head, then each event as it comes: in chunks when
         the connection is kept (HTTP/1.1), else up to the close."""
-        self.write(response, close=not keep)
-        write = self.transport.write
-        chunks = _LoopStream(response.stream, self.loop)
+        write, stream = self.transport.write, response.stream
+        out = _response_head(response, not keep, self.date)
+        chunks = _LoopStream(stream, self.loop)
         try:
-            async for chunk in chunks:
-                write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if keep else chunk)
+            chunk = _ready_now(stream)             # (what is ready goes with the head)
+            if chunk is None:
+                write(out)                         # (else the client waits for it)
+                out = b""
+            while True:
+                if chunk is None:
+                    try:
+                        chunk = await chunks.__anext__()
+                    except StopAsyncIteration:
+                        break
+                out += b"%x\r\n%s\r\n" % (len(chunk), chunk) if keep else chunk
+                if getattr(stream, "done", False):
+                    break                          # (its end goes in the same write)
+                write(out)
+                out, chunk = b"", None
                 if self.drained is not None:
                     await self.drained             # the client reads slowly: wait for it
                 if self.closed:
                     return
-            if keep:
-                write(_LAST_CHUNK)
+            if out or keep:
+                write(out + _LAST_CHUNK if keep else out)
         finally:
             chunks.close()
 
@@ -6413,6 +6433,19 @@ class _LoopConnection:
 # A stream answered on a kept connection is chunked (RFC 9112 section 7.1):
 # each write its size in hex, CRLF, the bytes, CRLF; this chunk ends it.
 _LAST_CHUNK = b"0\r\n\r\n"
+
+
+def _ready_now(stream):
+    """A stream's next chunk if it is ready without waiting, else None. The
+    hosts write it with the head, and a short stream's end with its last
+    chunk: one write (and one packet to read) for a whole short stream."""
+    poll = getattr(stream, "poll", None)
+    if poll is None:
+        return None
+    try:
+        return poll()
+    except StopIteration:
+        return None
 
 
 def _chunks_to(request):

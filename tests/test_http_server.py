@@ -500,3 +500,48 @@ def test_a_stream_is_chunked_and_its_connection_kept(host):
             assert b"TASK_STATE_COMPLETED" in rest and rest.endswith(b"\n\n")
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("host", [ThreadsHostClient, AsyncioHostClient],
+                         ids=["threads", "asyncio"])
+def test_a_short_stream_goes_out_in_one_write_with_its_head_and_its_end(host, monkeypatch):
+    """What a stream has ready when its head is written goes in the same
+    write, and so does its last chunk with the frames before it: a short
+    stream (the task, its answer, COMPLETED) is one write where it was
+    three (head, frames, end), and one packet for the client to read. On
+    the threaded server the turn runs on a worker thread, which may not
+    have answered when the head is written: then two."""
+    async def agent(ctx):
+        return "hello"
+    client = host(a2a_min.Server(agent))
+    sends = []
+    for name in ("send", "sendall"):
+        original = getattr(socket.socket, name)
+
+        def counted(sock, data, *args, _original=original):
+            if sock.family != socket.AF_UNIX and sock.getsockname()[1] == client.port:
+                sends.append(bytes(data))
+            return _original(sock, data, *args)
+        monkeypatch.setattr(socket.socket, name, counted)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                       "params": {"message": user_message("hello")}}).encode()
+    try:
+        with socket.create_connection(("127.0.0.1", client.port), timeout=10) as sock:
+            for _ in range(3):
+                sends.clear()
+                sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
+                             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                             % (len(body), body))
+                data = b""
+                while not data.endswith(b"\r\n0\r\n\r\n"):
+                    more = sock.recv(65536)
+                    assert more, data
+                    data += more
+                assert b"".join(sends) == data
+                assert len(sends) == 1 if host is AsyncioHostClient else len(sends) <= 2, sends
+                events = parse_sse(_dechunked(data.split(b"\r\n\r\n", 1)[1]))
+                assert [seq for seq, _ in events] == [0, 1, 2]
+                assert events[-1][1]["result"]["statusUpdate"]["status"]["state"] == \
+                    "TASK_STATE_COMPLETED"
+    finally:
+        client.close()
