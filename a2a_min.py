@@ -2276,8 +2276,9 @@ class _Done:
 
 
 # A sync generator's outputs are held while a thread reads its stream, and
-# written together (_TurnWriter._hold): at most _HOLD_COUNT, for _HOLD seconds.
-_HOLD, _HOLD_COUNT = 0.001, 64
+# written together (_TurnWriter._hold): at most _HOLD_COUNT of them, or _JOINED
+# bytes of their JSON (a write's worth); a waiting reader, at most _HOLD seconds.
+_HOLD, _HOLD_COUNT = 0.001, 256
 
 
 class _TurnWriter:
@@ -2285,7 +2286,7 @@ class _TurnWriter:
 
     __slots__ = ("server", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
                  "chunk_id", "finished", "events", "bytes", "batch", "holds", "held", "held_at",
-                 "broken")
+                 "held_bytes", "broken")
 
     def __init__(self, server, ctx, channel, watched=False):
         self.server, self.ctx, self.channel = server, ctx, channel
@@ -2299,7 +2300,7 @@ class _TurnWriter:
         self.batch = None          # a list while outputs are held to be written together (flush)
         self.holds = False         # a sync generator's turn: it may hold outputs (_hold)
         self.held = None           # the outputs it holds, a list, and since when (``held_at``)
-        self.held_at = 0.0
+        self.held_at, self.held_bytes = 0.0, 0
         self.broken = None         # why a reader could not write them (raised here next)
 
     def emit(self, item, chunked):
@@ -2468,11 +2469,11 @@ class _TurnWriter:
         next ones in one commit, while its stream is read on a thread: unlike
         an async agent's step (Server._drive_async), a generator cannot be
         asked whether its next output is ready. The outputs held are written
-        at the _HOLD_COUNT-th, at the first one past _HOLD seconds, at the
-        end; if the generator blocks meanwhile, by the stream's thread once it
-        has waited _HOLD for them (_Follower._wait), and before GetTask,
-        ListTasks or a stream on an event loop reads the task. Nothing is held
-        for a webhook, or in a shared store (other processes read it)."""
+        when they reach _HOLD_COUNT or _JOINED bytes, or at the end; and
+        before that by the stream's thread once it has waited _HOLD for them
+        (_Follower._wait: the generator blocked), and by GetTask, ListTasks
+        or a stream on an event loop before they read the task. Nothing is
+        held for a webhook, or in a shared store (other processes read it)."""
         channel = self.channel
         if not (self.watched or channel.waiting or self.held or self.broken):
             return False                        # (nobody reads: at once, as ever)
@@ -2485,14 +2486,17 @@ class _TurnWriter:
                 if held:                        # (in order: those before it go first)
                     self.release()
                 return False
+            size = len(getattr(output[3], "json", b""))
             if held is None:
                 self.held, self.held_at, channel.held = [output], time.monotonic(), self
+                self.held_bytes = size
                 self.server._holding.add(self)  # (ListTasks has them written first)
                 if channel.waiting:             # (a reader now waits _HOLD, not keepalive)
                     channel.cond.notify_all()
                 return True
             held.append(output)
-            if len(held) >= _HOLD_COUNT or time.monotonic() - self.held_at >= _HOLD:
+            self.held_bytes += size
+            if len(held) >= _HOLD_COUNT or self.held_bytes >= _JOINED:
                 self.release()
             return True
 
