@@ -2275,9 +2275,11 @@ class _Done:
             wake()
 
 
+# The most bytes of ready SSE frames joined into one write (_SSEStream._joined).
 # A sync generator's outputs are held while a thread reads its stream, and
 # written together (_TurnWriter._hold): at most _HOLD_COUNT of them, or _JOINED
 # bytes of their JSON (a write's worth); a waiting reader, at most _HOLD seconds.
+_JOINED = 65536
 _HOLD, _HOLD_COUNT = 0.001, 256
 
 
@@ -3445,10 +3447,6 @@ def _respond(answer, refuse, pending):
     except Exception:
         _log().exception("unexpected error in an operation")
         return refuse(InternalError("internal error; see the server log"))
-
-
-# The most bytes of ready SSE frames joined into one write (_SSEStream._joined).
-_JOINED = 65536
 
 
 def _sse_response(events, wrap, wrap_error, splice=None):
