@@ -2477,8 +2477,6 @@ class _TurnWriter:
         or a stream on an event loop before they read the task. Nothing is
         held for a webhook, or in a shared store (other processes read it)."""
         channel = self.channel
-        if not (self.watched or channel.waiting or self.held or self.broken):
-            return False                        # (nobody reads: at once, as ever)
         with channel.lock:
             if self.broken is not None:
                 raise self.broken
@@ -2487,7 +2485,7 @@ class _TurnWriter:
                     or channel.on_event is not None or channel.task is None or self.ctx._canceled:
                 if held:                        # (in order: those before it go first)
                     self.release()
-                return False
+                return False                    # (written at once, as ever)
             size = len(getattr(output[3], "json", b""))
             if held is None:
                 self.held, self.held_at, channel.held = [output], time.monotonic(), self
@@ -2507,10 +2505,7 @@ class _TurnWriter:
         or from a ``reader``'s, which keeps what failed for the turn to raise."""
         channel = self.channel
         with channel.lock:
-            held, self.held = self.held, None
-            if channel.held is self:
-                channel.held = None
-            self.server._holding.discard(self)
+            held = self._unhold()
             if not held:
                 return
             try:
@@ -2519,6 +2514,14 @@ class _TurnWriter:
                 if not reader:
                     raise
                 self.broken = exc
+
+    def _unhold(self):
+        """Hold nothing any more: the outputs that were held, to write or drop."""
+        held, self.held = self.held, None
+        if self.channel.held is self:
+            self.channel.held = None
+        self.server._holding.discard(self)
+        return held
 
     def _counted(self, event):
         """``event`` encoded (a _StoredEvent), and counted against the turn's
@@ -2616,9 +2619,7 @@ class _TurnWriter:
         ended or waits for the client lets go of its channel (Server._forget)."""
         self.done = True
         self.channel.active = None
-        if self.channel.held is self:          # (what failed to be written is dropped)
-            self.channel.held = self.held = None
-            self.server._holding.discard(self)
+        self._unhold()                         # (what failed to be written is dropped)
         task = self.channel.task
         if task is not None:
             state = task["status"]["state"]
