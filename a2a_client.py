@@ -839,12 +839,16 @@ class Client:
     origin that may get the credentials, and that the card may send the
     client to on a non-global address (see interface_refusal); ``card_url``:
     where ``agent``, a card dict, came from (the origin credentials go to).
-    The limits are DEFAULT_LIMITS'.
+    ``trace``: the W3C trace context (a2a_min.TraceContext) each call carries
+    as ``traceparent``; by default, that of the a2a_min turn the call is made
+    from (a2a_min.RequestContext.current(): agent A's turn -> agent B is one
+    trace);
+    False, none. The limits are DEFAULT_LIMITS'.
     """
 
     def __init__(self, agent, *, binding=None, auth=None, tenant=None, extensions=(),
                  headers=None, on_request=None, tls=None, card_keys=None, allow_hosts=(),
-                 card_url=None, **limits):
+                 card_url=None, trace=None, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown limit(s): {', '.join(sorted(unknown))}")
@@ -900,6 +904,15 @@ class Client:
                                              tls=(tls or tls_context()) if secure else None,
                                              client_error=ClientError, error_from=error_from)
         self._ids = 0
+        self.trace = trace
+
+    def _headers(self):
+        """The headers of a call: the client's, and its trace context's."""
+        trace = self.trace
+        if trace is None:
+            turn = a2a_min.RequestContext.current()
+            trace = turn and turn.trace
+        return {**self.headers, **trace.headers()} if trace else self.headers
 
     def close(self):
         """Close the kept-alive connections (a with-block does it too)."""
@@ -978,7 +991,7 @@ class Client:
             raise ValueError(f"{method!r} is not a unary A2A method (streams: call_stream)")
         params = self._with_tenant(params)
         if self._grpc is not None:
-            return self._grpc.call(method, params, self.headers)
+            return self._grpc.call(method, params, self._headers())
         if self.binding == "JSONRPC":
             name = method
             if self.v03 is not None:
@@ -987,14 +1000,14 @@ class Client:
             body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": name,
                                "params": params}).encode()
             status, head, data = self.http.request(
-                "POST", self.url, body, {**self.headers, "Content-Type": "application/json",
+                "POST", self.url, body, {**self._headers(), "Content-Type": "application/json",
                                          "Accept": "application/json"},
                 on_request=self.on_request)
             answer = self._jsonrpc_answer(status, head, data)
             return answer if self.v03 is None else self._from_v03(
                 self.v03.answer_from_v03, method, answer)
         verb, url, body = self._rest_request(method, params)
-        headers = dict(self.headers, Accept="application/json")
+        headers = dict(self._headers(), Accept="application/json")
         if body is not None:
             headers["Content-Type"] = "application/json"
         status, head, data = self.http.request(verb, url, body, headers,
@@ -1119,8 +1132,8 @@ class Client:
         """The (id, StreamResponse) events of one streaming request, and its
         HTTP response (closed to end the stream)."""
         if self._grpc is not None:
-            return self._grpc.stream(method, params, self.headers, last_event_id), None
-        headers = dict(self.headers, Accept="text/event-stream")
+            return self._grpc.stream(method, params, self._headers(), last_event_id), None
+        headers = dict(self._headers(), Accept="text/event-stream")
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)
         if self.binding == "JSONRPC":

@@ -185,7 +185,7 @@ class A2AServiceServicer:
         certificate = _certificate_of(context, self.certificates)
         if certificate is not None:                # mutual TLS: as the HTTP hosts give it
             peer = a2a_min._Peer(peer, certificate)
-        call = a2a_min.CallContext(headers, peer=peer)
+        call = a2a_min.CallContext(headers, peer=peer, tracing=self.server.tracing)
         last = headers.get("last-event-id", "").strip()
         if last.isascii() and last.isdecimal():    # resume a SubscribeToTask stream
             call.last_event_id = int(last)

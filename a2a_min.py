@@ -78,6 +78,8 @@ __all__ = [
     "agent_message",
     # who is calling, and where tasks live
     "CallContext", "BearerAuth", "ApiKeyAuth", "MutualTlsAuth", "TaskStore",
+    # where a request sits in a distributed trace (W3C Trace Context)
+    "TraceContext",
     # errors: the base, and those an agent, a hook or a store raises (the rest: the server's)
     "A2AError", "InvalidParamsError", "TaskNotFoundError", "UnsupportedOperationError",
     "ContentTypeNotSupportedError", "InvalidAgentResponseError", "ExtensionSupportRequiredError",
@@ -110,6 +112,7 @@ __version__ = "0.3.0"
 PROTOCOL_VERSION = "1.0"
 
 import binascii
+import contextvars
 import functools
 import json
 import os
@@ -1804,7 +1807,8 @@ class RequestContext(str):
     Attributes: ``message`` (the Message dict), ``task`` (the Task dict so far,
     None for a new task), ``task_id``, ``context_id``, ``caller`` (the
     CallContext), ``extensions`` (URIs the client announced), ``metadata``,
-    ``configuration``, and ``cancelled`` (a threading.Event)."""
+    ``configuration``, ``cancelled`` (a threading.Event) and ``trace`` (the
+    turn's TraceContext, W3C Trace Context)."""
 
     def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
                 extensions=(), metadata=None, configuration=None):
@@ -1839,6 +1843,18 @@ class RequestContext(str):
         self._canceled = True
         if "_event" in self.__dict__:
             self._event.set()
+
+    @property
+    def trace(self):
+        """The turn's TraceContext (W3C Trace Context: the caller's trace, a
+        span of the turn's own), or None when the server's tracing is off."""
+        return None if self.caller is None else self.caller.trace
+
+    @staticmethod
+    def current():
+        """The RequestContext of the turn this thread or asyncio task runs, or
+        None (a2a_client sends its ``trace`` on by itself)."""
+        return _TURN.get(None)
 
     @property
     def text(self):
@@ -1889,10 +1905,13 @@ class CallContext:
     and a turn still running is answered with a _PendingAnswer."""
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
-                 "last_event_id", "base_url", "spawn", "peer", "translated_from")
+                 "last_event_id", "base_url", "spawn", "peer", "translated_from", "_trace",
+                 "method", "task_id")
 
     def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None,
-                 spawn=None, peer=None):
+                 spawn=None, peer=None, tracing=True):
+        self._trace = None if tracing else False    # (read on first use: ``trace``)
+        self.method = self.task_id = None  # the operation, and the task it names (the log)
         self.headers = headers or {}
         self.query = query or {}
         self.base_url = base_url
@@ -1904,6 +1923,14 @@ class CallContext:
         self.version = PROTOCOL_VERSION
         self.last_event_id = None
         self.translated_from = None   # the older version a translation answers in ("0.3"), if any
+
+    @property
+    def trace(self):
+        """The request's TraceContext, from its traceparent header (read on
+        first use); None when the server's tracing is off."""
+        if self._trace is None:
+            self._trace = TraceContext.from_headers(self.headers)
+        return self._trace or None
 
     @property
     def owner(self):
@@ -1922,6 +1949,101 @@ class CallContext:
         principal, or else the client's address (not the tenant: an anonymous
         client picks that, and would get a share per tenant it names)."""
         return ("principal", self.principal) if self.principal is not None else ("peer", self.peer)
+
+
+# Distributed tracing: W3C Trace Context (Level 1). A request may carry
+# ``traceparent: 00-<trace id>-<the caller's span id>-<flags>`` and
+# ``tracestate`` (vendors' entries, passed along unread). The server reads
+# them only when something asks (CallContext.trace: most requests never do),
+# gives the request's turn a span id of its own, and sends that span as the
+# parent on every webhook POST of the turn and on every call its agent makes
+# with a2a_client, so one trace follows the user's request through the
+# agents it reaches. A malformed header is ignored (the request begins a new
+# trace), never an error: tracing must not fail a call. The turn running in
+# a thread or asyncio task is a context variable (a key; its values live in
+# each thread's and task's context, not in this module).
+
+_HEX = frozenset("0123456789abcdef")
+_TRACESTATE_KEY = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-*/")
+_TURN = contextvars.ContextVar("a2a_min_turn")
+
+
+def _parse_traceparent(value):
+    """(trace id, parent id, flags) of a ``traceparent`` value, or None if it
+    is malformed (W3C Trace Context sections 3.2 and 4.3): a version after 00
+    is read as 00 where it has 00's fields, and ff is none; ids of zeros are
+    refused; of the flags only "sampled" is defined (others are sent as 0)."""
+    if len(value) < 55 or value[2] != "-" or value[35] != "-" or value[52] != "-":
+        return None
+    version, trace_id, parent_id, flags = value[:2], value[3:35], value[36:52], value[53:55]
+    if version == "ff" or not _HEX.issuperset(version + trace_id + parent_id + flags) \
+            or (len(value) > 55 and (version == "00" or value[55] != "-")) \
+            or trace_id == "0" * 32 or parent_id == "0" * 16:
+        return None
+    return trace_id, parent_id, int(flags, 16) & 1
+
+
+def _parse_tracestate(value):
+    """A ``tracestate`` value as it is passed on (section 3.3): its list members
+    joined by commas, or "" when it is malformed (a member that is not
+    key=value by the rules, a key twice, more than 32 members). Past 512
+    characters, members over 128 go first, then the last ones."""
+    members, keys = [m.strip(" \t") for m in value.split(",") if m.strip(" \t")], set()
+    if len(members) > 32:
+        return ""
+    for member in members:
+        key, _, val = member.partition("=")
+        tenant, at, system = key.partition("@")
+        if not (0 < len(val) <= 256 and val[-1] != " " and "=" not in val
+                and all(" " <= c <= "~" for c in val) and key not in keys
+                and (0 < len(key) <= 256 and "a" <= key[0] <= "z" if not at else
+                     0 < len(tenant) <= 241 and tenant[0] not in "_-*/"
+                     and 0 < len(system) <= 14 and "a" <= system[0] <= "z")
+                and _TRACESTATE_KEY.issuperset(tenant + system)):
+            return ""
+        keys.add(key)
+    while len(",".join(members)) > 512:
+        long = [m for m in members if len(m) > 128]
+        members.remove(long[0] if long else members[-1])
+    return ",".join(members)
+
+
+class TraceContext:
+    """Where a request's turn sits in a distributed trace (W3C Trace Context):
+    ``trace_id`` (32 hex digits), ``parent_id`` (the caller's span, 16 hex
+    digits; None when this server began the trace), ``span_id`` (the turn's,
+    new: a call made from the turn names it as its parent), ``flags`` (1:
+    sampled, the caller records this trace) and ``tracestate`` ("" if none).
+    ``headers()`` are the ones to send on a call made from here."""
+
+    __slots__ = ("trace_id", "parent_id", "span_id", "flags", "tracestate")
+
+    def __init__(self, trace_id, parent_id=None, span_id=None, flags=1, tracestate=""):
+        self.trace_id, self.parent_id, self.flags = trace_id, parent_id, flags
+        self.span_id = span_id or os.urandom(8).hex()
+        self.tracestate = tracestate
+
+    @classmethod
+    def from_headers(cls, headers):
+        """The turn's context for a request with these (lower-case) headers: a
+        span under its valid traceparent, or else the first of a new trace."""
+        found = _parse_traceparent(headers.get("traceparent", ""))
+        if found is None:
+            return cls(os.urandom(16).hex())
+        return cls(*found[:2], None, found[2], _parse_tracestate(headers.get("tracestate", "")))
+
+    @property
+    def traceparent(self):
+        return f"00-{self.trace_id}-{self.span_id}-{self.flags:02x}"
+
+    def headers(self):
+        """``traceparent`` (and ``tracestate``) for a call made from this span."""
+        if not self.tracestate:
+            return {"traceparent": self.traceparent}
+        return {"traceparent": self.traceparent, "tracestate": self.tracestate}
+
+    def __repr__(self):
+        return f"TraceContext({self.traceparent!r}, parent_id={self.parent_id!r})"
 
 
 # SendStreamingMessage ends when the task ends or waits for the client
@@ -3172,11 +3294,13 @@ class _Request:
     ``method``, ``path``, ``query``, ``headers`` (lower-case names), ``body``
     bytes, the ``base_url`` the client reached, the client (``peer``: its
     address and certificate) and an event-loop host's ``spawn`` hook."""
-    __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn")
+    __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn",
+                 "call")
 
     def __init__(self, method, path, query, headers, body, base_url, peer, spawn):
         self.method, self.path, self.query, self.headers = method, path, query, headers
         self.body, self.base_url, self.peer, self.spawn = body, base_url, peer, spawn
+        self.call = None            # the CallContext a binding made of it (its trace: the log)
 
 
 def _handle_http(server, request):
@@ -3270,17 +3394,38 @@ class _MethodNotAllowed(Exception):
     the answer's media type when it is not application/json."""
 
 
-def _logged(response, request, started):
-    """Server(access_log=True): log ``response`` to ``request`` once its
-    status is known (an answer an event loop finishes later, when it is)."""
+def _logged(response, request, started, server):
+    """Server(access_log=...): log ``response`` to ``request`` once its status
+    is known (an answer an event loop finishes later, when it is): a line of
+    text, or one JSON object (time, client, method, path without its query,
+    the A2A method, status, bytes, milliseconds, trace, task and principal;
+    never a credential)."""
     if response.pending is not None:
         render = response.render
-        response.render = lambda pending: _logged(render(pending), request, started)
+        response.render = lambda pending: _logged(render(pending), request, started, server)
         return response
-    size = "-" if response.stream is not None else len(response.body)
-    _log().getChild("access").info(
-        "%s %d %s %.1fms%s", request, response.status, size,
-        (time.perf_counter() - started) * 1000, " (a stream)" if response.stream else "")
+    ms = (time.perf_counter() - started) * 1000
+    size = None if response.stream is not None else len(response.body)
+    call = request.call
+    if server.access_log == "json":
+        trace = call.trace if call is not None else None
+        line = _dumps({
+            "time": server._now(), "client": str(request.peer or "") or None,
+            "method": request.method, "path": request.path,
+            "a2a_method": call and call.method, "status": response.status, "bytes": size,
+            "stream": response.stream is not None, "ms": round(ms, 2),
+            "trace_id": trace and trace.trace_id, "task_id": call and call.task_id,
+            "principal": None if call is None or call.principal is None else str(call.principal),
+        }).decode()
+    else:                                      # the trace, when the request has one
+        trace = call.trace if call is not None and (
+            call._trace or "traceparent" in call.headers) else None
+        line = (f"{request.peer or '-'} \"{request.method} {request.path}"
+                f"{'?' if request.query else ''}{request.query}\" {response.status} "
+                f"{'-' if size is None else size} {ms:.1f}ms"
+                f"{' (a stream)' if response.stream else ''}"
+                f"{' trace=' + trace.trace_id if trace else ''}")
+    _log().getChild("access").info("%s", line)
     return response
 
 
@@ -3366,8 +3511,9 @@ def _jsonrpc_response(server, request):
                                      field="params")
         query = _query_params(request.query) if request.query else {}
         query.pop("A2A-Version", None)           # it counts on GET alone ("Who may call")
-        call = CallContext(headers, query, base_url=request.base_url, spawn=request.spawn,
-                           peer=request.peer)
+        call = request.call = CallContext(headers, query, base_url=request.base_url,
+                                          spawn=request.spawn, peer=request.peer,
+                                          tracing=server.tracing)
         if query or "last-event-id" in headers:
             call.last_event_id = _last_event_id(headers, query)
         if name in METHODS:
@@ -3707,8 +3853,9 @@ def _rest_response(server, request):
         query = _query_params(request.query) if request.query else {}
         if query and verb not in ("GET", "HEAD"):
             query.pop("A2A-Version", None)       # it counts on GET alone ("Who may call")
-        call = CallContext(headers, query, base_url=request.base_url, spawn=request.spawn,
-                           peer=request.peer)
+        call = request.call = CallContext(headers, query, base_url=request.base_url,
+                                          spawn=request.spawn, peer=request.peer,
+                                          tracing=server.tracing)
         if query or "last-event-id" in headers:
             call.last_event_id = _last_event_id(headers, query)
 
@@ -4016,11 +4163,12 @@ class _PushDelivery:
             threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
 
     # -- the callers' side: queue, count ------------------------------------------------
-    def submit(self, caller, configs, event, task=None):
+    def submit(self, caller, configs, event, task=None, trace=None):
         """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on
         ``caller``'s lane, never blocking: what does not fit, or goes to a paused
         destination, is dropped and counted. A webhook registered through 0.3 is
-        sent what 0.3 sends (the server's translation makes it)."""
+        sent what 0.3 sends (the server's translation makes it). ``trace``: the
+        turn's trace context headers, sent on every attempt."""
         bodies = {None: _dumps(event)}
         now = time.monotonic()
         with self.ready:
@@ -4042,7 +4190,7 @@ class _PushDelivery:
                         or lane.waiting() >= self.limits["push_queue"]):
                     self._note(caller, lane, "dropped", "its delivery queue was full")
                     continue
-                dest.jobs.append((config, body, 0))
+                dest.jobs.append((config, body, 0, trace))
                 lane.bytes += len(body)
                 lane.counts["queued"] += 1
                 if len(dest.jobs) == 1 and not (dest.busy or dest.backing_off):
@@ -4115,7 +4263,7 @@ class _PushDelivery:
             if job is None:
                 continue
             try:
-                outcome, why, status = self._attempt(job[0], job[1])
+                outcome, why, status = self._attempt(job[0], job[1], job[3])
             except Exception:
                 _log().exception("unexpected error delivering to %s", job[0].get("url"))
                 outcome, why, status = "failed", "an unexpected error (logged)", None
@@ -4161,7 +4309,7 @@ class _PushDelivery:
         """Count an attempt's outcome, feed the circuit breaker; put the retry
         on the timer, or the destination's next delivery in line."""
         import heapq
-        config, body, attempt = job
+        config, body, attempt, trace = job
         lane = self.lanes[caller]
         dest = lane.dests[key]
         dest.busy = False
@@ -4178,7 +4326,7 @@ class _PushDelivery:
                 and not self.server._closing.is_set():
             self._note(caller, lane, "retried")
             delay = self.limits["push_backoff"] * 2 ** attempt * (0.5 + self.jitter.random())
-            dest.jobs.appendleft((config, body, attempt + 1))
+            dest.jobs.appendleft((config, body, attempt + 1, trace))
             lane.bytes += len(body)
             dest.backing_off = True
             heapq.heappush(self.later, (now + delay, next(self.numbers), caller, key))
@@ -4213,7 +4361,7 @@ class _PushDelivery:
                 "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
                 callers, more)
 
-    def _attempt(self, config, body):
+    def _attempt(self, config, body, trace=None):
         """One POST: (outcome, why, HTTP status or None), the outcome one of
         delivered, failed (final), refused (SSRF) and retry."""
         try:
@@ -4221,7 +4369,7 @@ class _PushDelivery:
         except InvalidParamsError as refused:
             return "refused", f"{config['url'][:80]}: {refused.message}", None
         try:
-            status = self._post(config, target, body)
+            status = self._post(config, target, body, trace)
         except OSError as exc:
             import ssl
             why = f"{config['url'][:80]}: {str(exc) or type(exc).__name__}"
@@ -4232,9 +4380,10 @@ class _PushDelivery:
         why = f"{config['url'][:80]}: HTTP {status}"     # 3xx (never followed), 4xx: final
         return ("retry" if status >= 500 else "failed"), why, status
 
-    def _post(self, config, target, body):
+    def _post(self, config, target, body, trace=None):
         """POST to a vetted address of ``target``: the status, within push_timeout.
-        The header values were checked when the config was made."""
+        The header values were checked when the config was made (the trace's
+        when they were parsed or made)."""
         scheme, host, port, path, addresses = target
         authority = f"[{host}]" if ":" in host else host
         if port != (443 if scheme == "https" else 80):
@@ -4248,6 +4397,7 @@ class _PushDelivery:
             lines.append(f"Authorization: {value}")
         if config.get("token"):
             lines.append(f"X-A2A-Notification-Token: {config['token']}")
+        lines += [f"{name}: {value}" for name, value in (trace or {}).items()]
         request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
         deadline = time.monotonic() + self.limits["push_timeout"]
         sock = _connect_any(addresses, port, deadline)
@@ -4423,7 +4573,9 @@ class Server:
       push_tls_context      the ssl.SSLContext for https webhooks
       trust_forwarded       the client is the last X-Forwarded-For (False)
       single_path           serve all under one path: POST JSON-RPC, GET card
-      access_log            a line per request to "a2a_min.access" (False)
+      access_log            a line per request to "a2a_min.access" (False;
+                            "json": one JSON object a line)
+      tracing               read and pass on W3C trace context (True)
       console               the browser console of a2a_console.py (True)
       allowed_hosts         more Host names than localhost, the bound address
                             and public_url's ("*": any; others get 421)
@@ -4439,7 +4591,7 @@ class Server:
                  authenticate=None, push_notifications=False, push_allow=(),
                  push_tls_context=None, single_path=None, trust_forwarded=False, compat=None,
                  console=True, access_log=False, card_signer=None, allowed_hosts=(),
-                 cors_origins=(), **limits):
+                 cors_origins=(), tracing=True, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
@@ -4467,6 +4619,9 @@ class Server:
         self._unrecorded = {}               # task id -> owner: turns whose end the store missed
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
         self.console, self.access_log = console, access_log  # the page at GET /; a line per request
+        if access_log not in (None, False, True, "json", "plain"):
+            raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
+        self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
@@ -4510,9 +4665,7 @@ class Server:
         if not self.access_log:
             return _handle_http(self, request)
         started = time.perf_counter()
-        response = _handle_http(self, request)
-        return _logged(response, f"{peer or '-'} \"{method} {path}{'?' if query else ''}"
-                                 f"{query}\"", started)
+        return _logged(_handle_http(self, request), request, started, self)
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape (section 7), or
@@ -4600,7 +4753,8 @@ class Server:
     def call(self, method, params, call=None):
         """Run one operation by its JSON-RPC name on raw params (a dict): the
         response dict, or an iterator of (seq, StreamResponse) for a stream."""
-        call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION})
+        call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION},
+                                   tracing=self.tracing)
         if self.store.shared and (self._watch is None or self._watch.pid != os.getpid()):
             with self._lock:          # this process's watch of a shared store (again after a fork)
                 if self._watch is None or self._watch.pid != os.getpid():
@@ -4610,6 +4764,7 @@ class Server:
         self.check_service_parameters(call, method)
         if self.compat is not None and call.translated_from is None:
             self.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
+        call.method = method
         request = parse(METHODS[method][0], params)
         tenant = request.get("tenant", "")     # section 3.2.5
         if tenant:
@@ -4622,6 +4777,7 @@ class Server:
         """The task, if the caller may see it; else TaskNotFoundError, the
         same whether it does not exist or is someone else's (section 13.1).
         Outputs a turn holds for its stream's thread are written first (_hold)."""
+        call.task_id = task_id
         channel = self._channels.get(task_id)
         if channel is not None and channel.held is not None:
             channel.held.release(reader=True)
@@ -4750,7 +4906,7 @@ class Server:
             if circuit is not None and circuit.down:    # no agent works for a store that is away
                 circuit.check()
             task = None
-            task_id = self._new_id()   # task ids are always the server's (section 3.1.1)
+            task_id = call.task_id = self._new_id()   # always the server's (section 3.1.1)
             context_id = message.get("contextId") or self._new_id()
         message = {**message, "contextId": context_id, "taskId": task_id}
         ctx = RequestContext(
@@ -4892,6 +5048,7 @@ class Server:
         """Call the agent and feed what it produces to ``turn``."""
         if turn.ctx._canceled:                 # canceled while it waited for a worker
             return turn.finish()
+        running = _TURN.set(turn.ctx)          # (RequestContext.current(): an async task too)
         try:
             result = self.agent(turn.ctx)
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
@@ -4902,6 +5059,8 @@ class Server:
                 turn.complete(result)
         except Exception as exc:                       # the agent failed: fail the task
             turn.fail(exc)
+        finally:
+            _TURN.reset(running)
 
     def _spawn_own(self, coroutine):
         """Run ``coroutine`` on the server's own event loop (_LoopThread)."""
@@ -4919,7 +5078,7 @@ class Server:
                 if turn.done:
                     break
                 if deadline is not None and time.monotonic() > deadline:
-                    self._pool().submit(self._drain, gen, turn, None)
+                    self._pool().submit(self._drive_on, gen, turn)
                     gen = None                 # now the worker's to finish and close
                     return
             turn.finish()
@@ -4929,8 +5088,18 @@ class Server:
             if gen is not None:
                 gen.close()
 
+    def _drive_on(self, gen, turn):
+        """_drain on a worker thread: the rest of a generator that outlasted the
+        time a request's thread gives it."""
+        running = _TURN.set(turn.ctx)
+        try:
+            self._drain(gen, turn, None)
+        finally:
+            _TURN.reset(running)
+
     async def _drive_async(self, result, turn):
         """_drive and _drain for an async agent (a shared store's: via loop_threads)."""
+        _TURN.set(turn.ctx)                    # (in this task's own context)
         if self._off_loop is not None:
             return await self._off_loop.drive(result, turn)
         try:
@@ -5162,7 +5331,10 @@ class Server:
                 if self._pusher is None:
                     self._pusher = _PushDelivery(self)
                 pusher = self._pusher
-        pusher.submit(owner, configs, event, task)
+        channel = self._channels.get(task["id"])    # the running turn's trace goes along
+        turn = channel and channel.active or _TURN.get(None)
+        trace = turn.trace if turn is not None and self.tracing else None
+        pusher.submit(owner, configs, event, task, trace and trace.headers())
 
     @property
     def push_stats(self):

@@ -884,8 +884,9 @@ def rest_response(server, request):
                 raise InvalidParamsError("the body must be a JSON object", field="body")
         query_values = _query_params(query)
         params = make_params(data, query_values, values)
-        call = _as_v10(CallContext(headers, query_values, base_url=request.base_url,
-                                   spawn=request.spawn, peer=request.peer))
+        call = request.call = _as_v10(CallContext(
+            headers, query_values, base_url=request.base_url, spawn=request.spawn,
+            peer=request.peer, tracing=server.tracing))
         if query_values or "last-event-id" in headers:
             call.last_event_id = _last_event_id(headers, query_values)
 

@@ -193,7 +193,7 @@ def test_no_function_is_longer_than_80_lines():
 
 
 def test_the_public_api_is_small_and_documented():
-    assert len(a2a_min.__all__) <= 40
+    assert len(a2a_min.__all__) <= 41          # (41: TraceContext, W3C trace context)
     assert len(set(a2a_min.__all__)) == len(a2a_min.__all__)
     for name in a2a_min.__all__:
         value = getattr(a2a_min, name)
