@@ -46,6 +46,7 @@ import errno
 import os
 import sys
 import threading
+import time
 
 try:
     import grpc
@@ -198,12 +199,18 @@ class A2AServiceServicer:
             # A double protobuf carries but JSON cannot: NaN or Infinity in a Struct or Value.
             context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
                 f"the request holds a number JSON has no form for (NaN or Infinity): {exc}")))
+        metrics, started, failed = self.server.metrics, time.perf_counter(), None
         try:
             return self.server.call(method, params, self._call_context(context))
         except a2a_min.A2AError as error:
+            failed = error
             context.abort_with_status(_grpc_status(error))
         except Exception:
+            failed = a2a_min.InternalError("unexpected")
             _unexpected(context, method)
+        finally:
+            if metrics is not None:                # (Server(metrics=True): a2a_metrics)
+                metrics.observe(method, "GRPC", failed, time.perf_counter() - started)
 
     def _unary(self, method, request, context):
         result = self._call(method, request, context)

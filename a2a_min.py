@@ -167,6 +167,13 @@ def _log():
     return logging.getLogger("a2a_min")
 
 
+def _in_trace(holder):
+    """" (trace <id>)" for an error line about a request or turn (its CallContext
+    or RequestContext, or None) that runs in a trace: W3C Trace Context below."""
+    trace = holder and holder.trace
+    return f" (trace {trace.trace_id})" if trace else ""
+
+
 def _new_id():
     """A new id: a version 7 UUID (RFC 9562, section 5.7): the Unix time in ms, then
     random bits, so ids made in turn sort together and a store's index grows at its end."""
@@ -2695,15 +2702,16 @@ class _TurnWriter:
             self.flush()                    # what it made before it raised goes first
             self.release()
         except Exception as lost:
-            _log().error("task %s: the agent's last outputs could not be stored",
-                         self.ctx.task_id, exc_info=lost)
+            _log().error("task %s: the agent's last outputs could not be stored%s",
+                         self.ctx.task_id, _in_trace(self.ctx), exc_info=lost)
         self.batch, self.holds = None, False
         if self.channel.task is None and isinstance(exc, A2AError):
             _log().info("agent refused the request: %s", exc.message)
             self.error = exc
             self.channel.publish(None, {"error": exc})
         else:
-            _log().error("agent failed on task %s", self.ctx.task_id, exc_info=exc)
+            _log().error("agent failed on task %s%s", self.ctx.task_id, _in_trace(self.ctx),
+                         exc_info=exc)
             if not self.done:
                 text = (exc.message if isinstance(exc, A2AError)
                         else f"the agent failed ({type(exc).__name__}); see the server log")
@@ -2717,7 +2725,8 @@ class _TurnWriter:
     def _fail_plainly(self, exc):
         """Recording the failure failed too: the task still ends FAILED, as a
         plain task without what the agent made (unstorable); streams are told."""
-        _log().error("could not record the failure of task %s", self.ctx.task_id, exc_info=exc)
+        _log().error("could not record the failure of task %s%s", self.ctx.task_id,
+                     _in_trace(self.ctx), exc_info=exc)
         channel, ctx = self.channel, self.ctx
         with channel.lock:
             if channel.task is not None and not ctx._canceled:
@@ -2730,7 +2739,8 @@ class _TurnWriter:
                 try:
                     return channel.publish(task, {"statusUpdate": {**ids, "status": status}})
                 except Exception as again:
-                    _log().error("task %s could not be stored at all", ctx.task_id, exc_info=again)
+                    _log().error("task %s could not be stored at all%s", ctx.task_id,
+                                 _in_trace(ctx), exc_info=again)
             # Nothing could be stored: end the waiting streams with the error.
             self.error = exc if isinstance(exc, A2AError) else InternalError(
                 "the task could not be stored; see the server log")
@@ -3295,12 +3305,13 @@ class _Request:
     bytes, the ``base_url`` the client reached, the client (``peer``: its
     address and certificate) and an event-loop host's ``spawn`` hook."""
     __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn",
-                 "call")
+                 "call", "error")
 
     def __init__(self, method, path, query, headers, body, base_url, peer, spawn):
         self.method, self.path, self.query, self.headers = method, path, query, headers
         self.body, self.base_url, self.peer, self.spawn = body, base_url, peer, spawn
         self.call = None            # the CallContext a binding made of it (its trace: the log)
+        self.error = None           # the A2AError it was answered with, if any (metrics)
 
 
 def _handle_http(server, request):
@@ -3359,6 +3370,16 @@ def _routed(server, request):
             if path == _CARD_PATH:
                 return _card_response(server, headers, request.base_url)
             return _catalog_response(server, request.base_url)
+        if path == "/metrics" and server.metrics is not None and server.metrics.here:
+            if method not in ("GET", "HEAD"):                    # (Prometheus: a2a_metrics)
+                raise _MethodNotAllowed("GET")
+            if server.authenticate is not None:
+                try:
+                    server.authenticate(CallContext(headers, peer=request.peer, tracing=False))
+                except A2AError as error:
+                    return server.error_response(path, error.http_status, error)
+            return Response(200, [("Content-Type", server.metrics.MEDIA_TYPE)],
+                            server.metrics.render())
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
                 return _jsonrpc_response(server, request)
@@ -3385,7 +3406,8 @@ def _routed(server, request):
         resp.headers.append(("Allow", exc.args[0]))
         return resp
     except Exception:                          # the last line of defence: never a traceback
-        _log().exception("unexpected error answering %s %s", method, path)
+        _log().exception("unexpected error answering %s %s%s", method, path,
+                         _in_trace(request.call))
         return server.error_response(path, 500, InternalError("internal error; see the server log"))
 
 
@@ -3394,37 +3416,47 @@ class _MethodNotAllowed(Exception):
     the answer's media type when it is not application/json."""
 
 
-def _logged(response, request, started, server):
-    """Server(access_log=...): log ``response`` to ``request`` once its status
-    is known (an answer an event loop finishes later, when it is): a line of
-    text, or one JSON object (time, client, method, path without its query,
-    the A2A method, status, bytes, milliseconds, trace, task and principal;
-    never a credential)."""
+def _answered(response, request, started, server):
+    """Count ``response`` to ``request`` (Server(metrics=True)) and log it
+    (access_log) once its status is known (an answer an event loop finishes
+    later, when it is). The log has a line of text, or one JSON object (time,
+    client, method, path without its query, the A2A method, status, bytes,
+    milliseconds, trace, task and principal; never a credential)."""
     if response.pending is not None:
         render = response.render
-        response.render = lambda pending: _logged(render(pending), request, started, server)
+        response.render = lambda pending: _answered(render(pending), request, started, server)
         return response
     ms = (time.perf_counter() - started) * 1000
-    size = None if response.stream is not None else len(response.body)
     call = request.call
+    if server.metrics is not None and call is not None and call.method is not None:
+        binding = "JSONRPC" if request.method == "POST" and request.path.rstrip("/") == \
+            server.rpc_path.rstrip("/") else "HTTP+JSON"
+        server.metrics.observe(call.method, binding, request.error, ms / 1000)
+    if not server.access_log:
+        return response
+    size = None if response.stream is not None else len(response.body)
+    if call is not None:      # the trace it ran in (a line of text: if it came or went on)
+        shown = call._trace is not None or "traceparent" in call.headers or \
+            server.access_log == "json"
+        trace = shown and call.trace and call.trace.trace_id
+    else:
+        found = server.tracing and _parse_traceparent(request.headers.get("traceparent", ""))
+        trace = found and found[0]
     if server.access_log == "json":
-        trace = call.trace if call is not None else None
         line = _dumps({
             "time": server._now(), "client": str(request.peer or "") or None,
             "method": request.method, "path": request.path,
             "a2a_method": call and call.method, "status": response.status, "bytes": size,
             "stream": response.stream is not None, "ms": round(ms, 2),
-            "trace_id": trace and trace.trace_id, "task_id": call and call.task_id,
+            "trace_id": trace or None, "task_id": call and call.task_id,
             "principal": None if call is None or call.principal is None else str(call.principal),
         }).decode()
-    else:                                      # the trace, when the request has one
-        trace = call.trace if call is not None and (
-            call._trace or "traceparent" in call.headers) else None
+    else:
         line = (f"{request.peer or '-'} \"{request.method} {request.path}"
                 f"{'?' if request.query else ''}{request.query}\" {response.status} "
                 f"{'-' if size is None else size} {ms:.1f}ms"
                 f"{' (a stream)' if response.stream else ''}"
-                f"{' trace=' + trace.trace_id if trace else ''}")
+                f"{' trace=' + trace if trace else ''}")
     _log().getChild("access").info("%s", line)
     return response
 
@@ -3481,6 +3513,7 @@ def _jsonrpc_response(server, request):
         # JSON-RPC answers errors with HTTP 200, except where HTTP itself has something
         # to say: a body too large (413), credentials needed (401), a caller over its limits (429).
         server._note(error)
+        request.error = error
         status = error.http_status if isinstance(
             error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
         return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
@@ -3530,7 +3563,7 @@ def _jsonrpc_response(server, request):
     except A2AError as error:
         return refuse(error)
     except Exception:
-        _log().exception("unexpected error in a JSON-RPC call")
+        _log().exception("unexpected error in a JSON-RPC call%s", _in_trace(request.call))
         return Response(200, [("Content-Type", _JSON), _LINK], _json_body(_jsonrpc_error(
             request_id, InternalError("internal error; see the server log"))))
 
@@ -3814,6 +3847,7 @@ def _rest_response(server, request):
     media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
 
     def refuse(error):
+        request.error = error
         return server.error_response(path, error.http_status, error, media)
 
     try:
@@ -4576,6 +4610,8 @@ class Server:
       access_log            a line per request to "a2a_min.access" (False;
                             "json": one JSON object a line)
       tracing               read and pass on W3C trace context (True)
+      metrics               count requests, serve GET /metrics (Prometheus;
+                            the companion a2a_metrics) (False)
       console               the browser console of a2a_console.py (True)
       allowed_hosts         more Host names than localhost, the bound address
                             and public_url's ("*": any; others get 421)
@@ -4591,7 +4627,7 @@ class Server:
                  authenticate=None, push_notifications=False, push_allow=(),
                  push_tls_context=None, single_path=None, trust_forwarded=False, compat=None,
                  console=True, access_log=False, card_signer=None, allowed_hosts=(),
-                 cors_origins=(), tracing=True, **limits):
+                 cors_origins=(), tracing=True, metrics=False, **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
@@ -4622,6 +4658,8 @@ class Server:
         if access_log not in (None, False, True, "json", "plain"):
             raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
+        self.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(self) \
+            if metrics else None            # GET /metrics, and what it counts (a2a_metrics)
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
@@ -4662,10 +4700,10 @@ class Server:
             peer = _Peer(peer, certificate)
         request = _Request(method, path, query, headers if headers is not None else {}, body,
                            base_url, peer, spawn)
-        if not self.access_log:
+        if not (self.access_log or self.metrics):
             return _handle_http(self, request)
         started = time.perf_counter()
-        return _logged(_handle_http(self, request), request, started, self)
+        return _answered(_handle_http(self, request), request, started, self)
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape (section 7), or
@@ -5354,16 +5392,19 @@ class Server:
 
     def stats(self):
         """The counters behind every cap and budget, as one dict: the store, the
-        live tasks, agent threads, refusals per limit, hosts' connections, webhooks."""
+        live tasks, SubscribeToTask streams, agent threads, refusals per limit,
+        hosts' connections, webhooks."""
         with self._lock:
             live = len(self._channels)
+            subscribers = sum(channel.followers for channel in self._channels.values())
             workers = self._workers.count if self._workers else 0
         hosts = {name: gauge() for name, gauge in list(self._gauges.items())}   # (a copy)
         try:
             store = self.store.stats() if hasattr(self.store, "stats") else {}
         except Exception as error:      # (a store that cannot say now: never the caller's error)
             store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
-        return {"store": store, "live_tasks": live, "agent_threads": workers,
+        return {"store": store, "live_tasks": live, "subscribers": subscribers,
+                "agent_threads": workers,
                 "refused": dict(self._refusals), "hosts": hosts,
                 "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()}}
 
@@ -7013,8 +7054,12 @@ def _demo_parser(allow_abbrev=True):
     parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN", help=(
         "let web pages from this origin (https://app.example) call the API from a browser "
         "(repeatable; none may by default)"))
-    parser.add_argument("--access-log", action="store_true",
-                        help="print a line for every request to stderr")
+    parser.add_argument("--metrics", nargs="?", const=True, metavar="HOST:PORT",
+                        help="serve Prometheus metrics at GET /metrics (with HOST:PORT, there "
+                             "instead, without authentication)")
+    parser.add_argument("--access-log", nargs="?", const="plain", choices=("plain", "json"),
+                        help="print a line for every request to stderr (json: one JSON "
+                             "object a line)")
     parser.add_argument("--echo", action="store_true",
                         help="the agent answers each message with its text (nothing else)")
     return parser
@@ -7025,6 +7070,7 @@ def _demo_options(args):
     return dict(public_url=args.public_url, assume_version=args.assume_version, compat=args.compat,
                 single_path=args.single_path, push_notifications=bool(args.push_allow),
                 push_allow=args.push_allow, access_log=args.access_log,
+                metrics=bool(args.metrics),
                 allowed_hosts=args.allow_host, cors_origins=args.cors_origin)
 
 
@@ -7032,10 +7078,17 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
                 workers=1, stop_now=None):
     """Serve ``server`` as the command line does: the banner, Ctrl-C, and a
     port that is taken said in one line."""
+    if isinstance(args.metrics, str):          # GET /metrics on an address of its own
+        host, _, port = args.metrics.rpartition(":")
+        if not port.isdigit():
+            sys.exit(f"--metrics {args.metrics}: say HOST:PORT (127.0.0.1:9464)")
+        _companion("a2a_metrics", "--metrics").serve_metrics(
+            server, host.strip("[]") or "127.0.0.1", int(port))
     if args.access_log:                        # the "a2a_min.access" lines, timed, to stderr
         import logging
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        handler.setFormatter(logging.Formatter(
+            "%(message)s" if args.access_log == "json" else "%(asctime)s %(message)s"))
         access = logging.getLogger("a2a_min.access")
         access.addHandler(handler)
         access.setLevel(logging.INFO)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import a2a_min
-from harness import ROOT, AsyncioHostClient, ThreadsHostClient, parse_sse, user_message
+from harness import ROOT, AsyncioHostClient, MemoryTaskStore, ThreadsHostClient, parse_sse, user_message
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 
@@ -513,7 +513,7 @@ def test_a_short_stream_goes_out_in_one_write_with_its_head_and_its_end(host, mo
     have answered when the head is written: then two."""
     async def agent(ctx):
         return "hello"
-    client = host(a2a_min.Server(agent))
+    client = host(a2a_min.Server(agent, store=MemoryTaskStore()))   # (in every store pass)
     sends = []
     for name in ("send", "sendall"):
         original = getattr(socket.socket, name)

@@ -272,3 +272,37 @@ def test_the_plain_access_log_names_the_trace_of_a_traced_request(caplog):
 def test_access_log_takes_only_its_formats():
     with pytest.raises(ValueError, match="json"):
         a2a_min.Server(lambda ctx: "ok", access_log="xml")
+
+
+def test_the_command_lines_json_access_log_is_json_lines_on_stderr():
+    import http.client
+    import sys
+    from harness import free_port, run_host
+    port = free_port()
+    proc = run_host([sys.executable, "a2a_min.py", "--port", str(port), "--access-log", "json"],
+                    port)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/.well-known/agent-card.json", headers={"traceparent": TRACEPARENT})
+        conn.getresponse().read()
+        conn.request("GET", "/tasks?pageSize=1", headers={"A2A-Version": "1.0"})
+        conn.getresponse().read()
+        conn.close()
+    finally:
+        proc.terminate()
+        err = proc.communicate(timeout=10)[1]
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert [(line["path"], line["status"]) for line in lines] == \
+        [("/.well-known/agent-card.json", 200), ("/tasks", 200)], err
+    assert lines[0]["trace_id"] == TRACE and lines[1]["a2a_method"] == "ListTasks"
+
+
+def test_an_agents_failure_is_logged_with_its_trace(caplog):
+    def agent(ctx):
+        raise RuntimeError("boom")
+    server = a2a_min.Server(agent)
+    with caplog.at_level(logging.ERROR, logger="a2a_min"):
+        rpc(server, "SendMessage", {"message": user_message("hi")},
+            headers={**V1, "traceparent": TRACEPARENT})
+    failed = [r.getMessage() for r in caplog.records if "agent failed" in r.getMessage()]
+    assert failed and failed[0].endswith(f"(trace {TRACE})"), failed

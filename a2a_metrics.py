@@ -1,0 +1,167 @@
+"""a2a_metrics: Prometheus metrics for an a2a_min Server, at GET /metrics.
+
+The optional companion of a2a_min.py, standard library only. It is imported
+only when asked for::
+
+    server = a2a_min.Server(agent, metrics=True)     # python a2a_min.py --metrics
+    a2a_min.serve(server, port=8000)                 # curl localhost:8000/metrics
+
+What it counts. Every A2A request, on every binding (JSON-RPC, HTTP+JSON, and
+gRPC through a2a_grpc): a counter by method, binding and outcome ("ok", or
+the A2A error's name: TaskNotFoundError, ...) and a latency histogram by
+method and binding (for a stream, the time to its answer's head). At each
+scrape it reads the rest from Server.stats(): live tasks, the streams that
+follow a task (SubscribeToTask), the store's tasks and bytes, requests refused
+by each limit, webhook deliveries by outcome, agent threads, and each host's
+connections and threads. Names follow Prometheus' conventions (the unit as a
+suffix, ``_total`` for a counter) in its text exposition format, version 0.0.4.
+
+Who may read it. GET /metrics on the server's own port goes through the
+server's authentication hook like any call (a scraper sends the same
+credentials); serve_metrics() serves it on a separate address instead,
+without authentication (a port only the scraper's network reaches), and the
+server's own port then no longer has it.
+"""
+
+import threading
+
+import a2a_min
+
+__all__ = ["Metrics", "serve_metrics", "BUCKETS"]
+
+# Seconds: from a cached GetTask (well under a millisecond) to a slow agent's turn.
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+           10.0)
+
+# The gauges and counters read from Server.stats() at each scrape:
+# (name, type, help, how to read it from the stats dict: [(labels, value)]).
+_FROM_STATS = (
+    ("a2a_build_info", "gauge", "This server: its a2a_min version and the A2A version it speaks.",
+     lambda s: [((("version", a2a_min.__version__),
+                  ("protocol_version", a2a_min.PROTOCOL_VERSION)), 1)]),
+    ("a2a_live_tasks", "gauge", "Tasks this process holds open: running, or followed by a stream.",
+     lambda s: [((), s["live_tasks"])]),
+    ("a2a_task_subscribers", "gauge", "SubscribeToTask streams open now.",
+     lambda s: [((), s["subscribers"])]),
+    ("a2a_store_tasks", "gauge", "Tasks in the task store.",
+     lambda s: [((), s["store"].get("tasks", 0))]),
+    ("a2a_store_bytes", "gauge", "Bytes of tasks in the task store.",
+     lambda s: [((), s["store"].get("bytes", 0))]),
+    ("a2a_agent_threads", "gauge", "Worker threads running sync agents.",
+     lambda s: [((), s["agent_threads"])]),
+    ("a2a_refusals_total", "counter", "Requests refused by a limit, by the limit's name.",
+     lambda s: [((("limit", limit),), n) for limit, n in sorted(s["refused"].items())]),
+    ("a2a_push_deliveries_total", "counter", "Webhook deliveries, by outcome.",
+     lambda s: [((("outcome", what),), s["push"][what]) for what in
+                ("delivered", "failed", "retried", "refused", "dropped", "paused")]),
+    ("a2a_host_connections", "gauge", "Connections open on each host.",
+     lambda s: [((("host", host),), g["connections"]) for host, g in sorted(s["hosts"].items())
+                if "connections" in g]),
+    ("a2a_host_threads", "gauge", "Threads of each host.",
+     lambda s: [((("host", host),), g["threads"]) for host, g in sorted(s["hosts"].items())
+                if "threads" in g]),
+)
+
+
+def _labels(pairs):
+    """``{name="value",...}``, values escaped as the text format says (backslash,
+    double quote, line feed)."""
+    if not pairs:
+        return ""
+    return "{" + ",".join(
+        '%s="%s"' % (name, str(value).replace("\\", "\\\\").replace('"', '\\"')
+                     .replace("\n", "\\n")) for name, value in pairs) + "}"
+
+
+def _number(value):
+    if value == float("inf"):
+        return "+Inf"
+    return repr(float(value)) if isinstance(value, float) else str(int(value))
+
+
+class Metrics:
+    """What a Server counts for GET /metrics (Server(metrics=True) makes one).
+    ``here``: served on the server's own port (False once serve_metrics()
+    serves it apart)."""
+
+    MEDIA_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+    def __init__(self, server, buckets=BUCKETS):
+        self.server, self.buckets = server, tuple(sorted(buckets))
+        self.lock = threading.Lock()
+        self.requests = {}          # (method, binding, outcome) -> count
+        self.durations = {}         # (method, binding) -> [count per bucket..., sum, count]
+        self.here = True
+
+    def observe(self, method, binding, error, seconds):
+        """One request answered: its A2A ``method``, ``binding``, the A2AError
+        it was answered with (None: it succeeded), and how long it took."""
+        outcome = "ok" if error is None else type(error).__name__
+        with self.lock:
+            key = (method, binding, outcome)
+            self.requests[key] = self.requests.get(key, 0) + 1
+            row = self.durations.get((method, binding))
+            if row is None:
+                row = self.durations[(method, binding)] = [0] * len(self.buckets) + [0.0, 0]
+            for i, bound in enumerate(self.buckets):
+                if seconds <= bound:
+                    row[i] += 1                  # (each bucket counts those at or under it)
+            row[-2] += seconds
+            row[-1] += 1
+
+    def render(self):
+        """The metrics in the Prometheus text format, as bytes."""
+        stats = self.server.stats()
+        with self.lock:
+            requests = sorted(self.requests.items())
+            durations = sorted((key, list(row)) for key, row in self.durations.items())
+        out = ["# HELP a2a_requests_total A2A requests answered, by method, binding and outcome.",
+               "# TYPE a2a_requests_total counter"]
+        out += ["a2a_requests_total%s %d" % (_labels(
+            (("method", m), ("binding", b), ("outcome", o))), n) for (m, b, o), n in requests]
+        out += ["# HELP a2a_request_duration_seconds Time to answer an A2A request (a stream: "
+                "to its head), by method and binding.",
+                "# TYPE a2a_request_duration_seconds histogram"]
+        for (method, binding), row in durations:
+            labels = (("method", method), ("binding", binding))
+            for bound, count in zip(self.buckets + (float("inf"),), row[:-2] + [row[-1]]):
+                out.append("a2a_request_duration_seconds_bucket%s %d" % (
+                    _labels(labels + (("le", _number(bound)),)), count))
+            out.append("a2a_request_duration_seconds_sum%s %s" % (_labels(labels), repr(row[-2])))
+            out.append("a2a_request_duration_seconds_count%s %d" % (_labels(labels), row[-1]))
+        for name, kind, text, read in _FROM_STATS:
+            out += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
+            out += [f"{name}{_labels(labels)} {_number(value)}" for labels, value in read(stats)]
+        return ("\n".join(out) + "\n").encode()
+
+
+def serve_metrics(server, host="127.0.0.1", port=9464):
+    """Serve ``server``'s GET /metrics on ``host``:``port``, on a thread of its
+    own, without authentication; the server's own port stops serving it.
+    Returns the http.server (``shutdown()`` it to stop)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    metrics = server.metrics
+    if metrics is None:
+        raise ValueError("serve_metrics needs Server(metrics=True)")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            found = self.path.partition("?")[0] == "/metrics"
+            body = metrics.render() if found else b"only /metrics is served here\n"
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", metrics.MEDIA_TYPE if found else "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    class Listener(ThreadingHTTPServer):
+        daemon_threads = True
+
+    httpd = Listener((host, port), Handler)
+    metrics.here = False
+    threading.Thread(target=httpd.serve_forever, name="a2a-metrics", daemon=True).start()
+    return httpd
+
