@@ -11,6 +11,7 @@ on an event loop is, and what the reference SDK's executor is); ``sync`` runs
 the same echo as a plain function, on the worker threads.
 """
 
+import json
 import os
 import sys
 
@@ -38,8 +39,12 @@ if __name__ == "__main__":
             a2a_store = a2a_min
         store = a2a_store.open_store(os.environ["A2A_STORE"])
     compat = {"compat": os.environ["A2A_COMPAT"]} if os.environ.get("A2A_COMPAT") else {}
+    # More Server options, as JSON (A2A_SERVER_OPTIONS='{"tracing": false}'); a checkout
+    # that does not read it serves as it always did.
+    options = json.loads(os.environ.get("A2A_SERVER_OPTIONS") or "{}")
     server = a2a_min.Server(async_echo if kind == "async" else echo,
-                            name="a2a_min echo", description="echo", store=store, **compat)
+                            name="a2a_min echo", description="echo", store=store, **compat,
+                            **options)
     if host == "asyncio":
         import asyncio
         asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", int(sys.argv[1])))
