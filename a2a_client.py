@@ -67,7 +67,9 @@ __all__ = ["Client", "Stream", "ClientError", "fetch_card", "choose_interface", 
 import http.client
 import io
 import json
+import os
 import socket
+import sys
 import time
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
@@ -906,13 +908,19 @@ class Client:
         self._ids = 0
         self.trace = trace
 
-    def _headers(self):
-        """The headers of a call: the client's, and its trace context's."""
+    def _traced(self, method):
+        """The headers of a call to ``method`` (the client's and its trace
+        context's), and its OpenTelemetry span if that is in use (a2a_otel)."""
         trace = self.trace
         if trace is None:
             turn = a2a_min.RequestContext.current()
             trace = turn and turn.trace
-        return {**self.headers, **trace.headers()} if trace else self.headers
+        if trace is not False and "opentelemetry.trace" in sys.modules and \
+                os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
+            import a2a_otel
+            span = a2a_otel.client_span(method, trace or None)
+            return {**self.headers, **span.headers}, span
+        return ({**self.headers, **trace.headers()} if trace else self.headers), None
 
     def close(self):
         """Close the kept-alive connections (a with-block does it too)."""
@@ -990,8 +998,20 @@ class Client:
         if method not in METHODS or METHODS[method][2]:
             raise ValueError(f"{method!r} is not a unary A2A method (streams: call_stream)")
         params = self._with_tenant(params)
+        headers, span = self._traced(method)
+        failed = None
+        try:
+            return self._call(method, params, headers)
+        except Exception as error:
+            failed = error
+            raise
+        finally:
+            if span is not None:
+                span.end(failed)
+
+    def _call(self, method, params, headers):
         if self._grpc is not None:
-            return self._grpc.call(method, params, self._headers())
+            return self._grpc.call(method, params, headers)
         if self.binding == "JSONRPC":
             name = method
             if self.v03 is not None:
@@ -1000,14 +1020,14 @@ class Client:
             body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": name,
                                "params": params}).encode()
             status, head, data = self.http.request(
-                "POST", self.url, body, {**self._headers(), "Content-Type": "application/json",
+                "POST", self.url, body, {**headers, "Content-Type": "application/json",
                                          "Accept": "application/json"},
                 on_request=self.on_request)
             answer = self._jsonrpc_answer(status, head, data)
             return answer if self.v03 is None else self._from_v03(
                 self.v03.answer_from_v03, method, answer)
         verb, url, body = self._rest_request(method, params)
-        headers = dict(self._headers(), Accept="application/json")
+        headers = dict(headers, Accept="application/json")
         if body is not None:
             headers["Content-Type"] = "application/json"
         status, head, data = self.http.request(verb, url, body, headers,
@@ -1131,9 +1151,21 @@ class Client:
     def _open_stream(self, stream, method, params, last_event_id):
         """The (id, StreamResponse) events of one streaming request, and its
         HTTP response (closed to end the stream)."""
+        headers, span = self._traced(method)
+        failed = None
+        try:
+            return self._open(stream, method, params, last_event_id, headers)
+        except Exception as error:
+            failed = error
+            raise
+        finally:
+            if span is not None:               # (its span: until the stream is open)
+                span.end(failed)
+
+    def _open(self, stream, method, params, last_event_id, headers):
         if self._grpc is not None:
-            return self._grpc.stream(method, params, self._headers(), last_event_id), None
-        headers = dict(self._headers(), Accept="text/event-stream")
+            return self._grpc.stream(method, params, headers, last_event_id), None
+        headers = dict(headers, Accept="text/event-stream")
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)
         if self.binding == "JSONRPC":

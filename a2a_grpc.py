@@ -200,17 +200,23 @@ class A2AServiceServicer:
             context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
                 f"the request holds a number JSON has no form for (NaN or Infinity): {exc}")))
         metrics, started, failed = self.server.metrics, time.perf_counter(), None
+        call = self._call_context(context)
+        spans = self.server._opentelemetry()       # (OpenTelemetry in use: a2a_otel's spans)
+        span, current = spans.enter_grpc(method, call.headers) if spans else (None, None)
         try:
-            return self.server.call(method, params, self._call_context(context))
+            return self.server.call(method, params, call)
         except a2a_min.A2AError as error:
-            failed = error
+            failed = type(error)
             context.abort_with_status(_grpc_status(error))
         except Exception:
-            failed = a2a_min.InternalError("unexpected")
+            failed = a2a_min.InternalError
             _unexpected(context, method)
         finally:
             if metrics is not None:                # (Server(metrics=True): a2a_metrics)
                 metrics.observe(method, "GRPC", failed, time.perf_counter() - started)
+            if span is not None:
+                spans.leave(current)
+                spans.finish_grpc(span, failed)
 
     def _unary(self, method, request, context):
         result = self._call(method, request, context)

@@ -94,9 +94,9 @@ class Metrics:
         self.here = True
 
     def observe(self, method, binding, error, seconds):
-        """One request answered: its A2A ``method``, ``binding``, the A2AError
-        it was answered with (None: it succeeded), and how long it took."""
-        outcome = "ok" if error is None else type(error).__name__
+        """One request answered: its A2A ``method``, ``binding``, the class of
+        the A2AError it was answered with (None: it succeeded), and how long it took."""
+        outcome = "ok" if error is None else error.__name__
         with self.lock:
             key = (method, binding, outcome)
             self.requests[key] = self.requests.get(key, 0) + 1

@@ -1859,8 +1859,9 @@ class RequestContext(str):
 
     @staticmethod
     def current():
-        """The RequestContext of the turn this thread or asyncio task runs, or
-        None (a2a_client sends its ``trace`` on by itself)."""
+        """The RequestContext of the turn this thread or asyncio task runs (a
+        thread the agent starts: contextvars.copy_context().run), or None; kept
+        while the server's ``tracing`` is on: a2a_client sends its ``trace`` on."""
         return _TURN.get(None)
 
     @property
@@ -1917,8 +1918,8 @@ class CallContext:
 
     def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None,
                  spawn=None, peer=None, tracing=True):
-        self._trace = None if tracing else False    # (read on first use: ``trace``)
-        self.method = self.task_id = None  # the operation, and the task it names (the log)
+        # (its trace is read on first use; the operation, and the task it names: the log)
+        self._trace, self.method, self.task_id = None if tracing else False, None, None
         self.headers = headers or {}
         self.query = query or {}
         self.base_url = base_url
@@ -2487,6 +2488,8 @@ class _TurnWriter:
             self.channel.save(task)
         self.done = True                       # (no server's channel holds it: _end_turn)
         self.channel.active = None
+        if "_span" in self.ctx.__dict__:       # (OpenTelemetry's span of the turn: a2a_otel)
+            self.server._spans.turn_ended(self.ctx, "TASK_STATE_COMPLETED")
         self.finished.set()
 
     def at_once(self, result, events=None):
@@ -2751,6 +2754,9 @@ class _TurnWriter:
         ended or waits for the client lets go of its channel (Server._forget)."""
         self.done = True
         self.channel.active = None
+        if "_span" in self.ctx.__dict__:       # (OpenTelemetry's span of the turn: a2a_otel)
+            task = self.channel.task
+            self.server._spans.turn_ended(self.ctx, task and task["status"]["state"])
         self._unhold()                         # (what failed to be written is dropped)
         task = self.channel.task
         if task is not None:
@@ -3305,13 +3311,14 @@ class _Request:
     bytes, the ``base_url`` the client reached, the client (``peer``: its
     address and certificate) and an event-loop host's ``spawn`` hook."""
     __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn",
-                 "call", "error")
+                 "call", "error", "span")
 
     def __init__(self, method, path, query, headers, body, base_url, peer, spawn):
         self.method, self.path, self.query, self.headers = method, path, query, headers
         self.body, self.base_url, self.peer, self.spawn = body, base_url, peer, spawn
-        self.call = None            # the CallContext a binding made of it (its trace: the log)
-        self.error = None           # the A2AError it was answered with, if any (metrics)
+        # The CallContext a binding made of it, the class of the A2AError it was
+        # answered with (both for the log and the metrics), its span (a2a_otel).
+        self.call = self.error = self.span = None
 
 
 def _handle_http(server, request):
@@ -3370,22 +3377,14 @@ def _routed(server, request):
             if path == _CARD_PATH:
                 return _card_response(server, headers, request.base_url)
             return _catalog_response(server, request.base_url)
-        if path == "/metrics" and server.metrics is not None and server.metrics.here:
-            if method not in ("GET", "HEAD"):                    # (Prometheus: a2a_metrics)
-                raise _MethodNotAllowed("GET")
-            if server.authenticate is not None:
-                try:
-                    server.authenticate(CallContext(headers, peer=request.peer, tracing=False))
-                except A2AError as error:
-                    return server.error_response(path, error.http_status, error)
-            return Response(200, [("Content-Type", server.metrics.MEDIA_TYPE)],
-                            server.metrics.render())
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
                 return _jsonrpc_response(server, request)
             if method in ("GET", "HEAD"):
                 return _help_response(server, headers, request.base_url)
             raise _MethodNotAllowed("GET, POST")
+        if path == "/metrics" and server.metrics is not None and server.metrics.here:
+            return _metrics_response(server, request)
         if server.compat is not None and server.compat.speaks_rest(path, headers):   # A2A 0.3
             return server.compat.rest_response(server, request)
         if path[:4] in ("/v1/", "/v1") and not headers.get("a2a-version") and \
@@ -3428,6 +3427,8 @@ def _answered(response, request, started, server):
         return response
     ms = (time.perf_counter() - started) * 1000
     call = request.call
+    if request.span is not None:
+        server._spans.finish(request.span, request, response)
     if server.metrics is not None and call is not None and call.method is not None:
         binding = "JSONRPC" if request.method == "POST" and request.path.rstrip("/") == \
             server.rpc_path.rstrip("/") else "HTTP+JSON"
@@ -3435,11 +3436,12 @@ def _answered(response, request, started, server):
     if not server.access_log:
         return response
     size = None if response.stream is not None else len(response.body)
-    if call is not None:      # the trace it ran in (a line of text: if it came or went on)
+    trace = request.span is not None and server._spans.trace_id(request.span)  # (OpenTelemetry)
+    if not trace and call is not None:  # the trace it ran in (a text line: if it came or went on)
         shown = call._trace is not None or "traceparent" in call.headers or \
             server.access_log == "json"
         trace = shown and call.trace and call.trace.trace_id
-    else:
+    elif not trace:
         found = server.tracing and _parse_traceparent(request.headers.get("traceparent", ""))
         trace = found and found[0]
     if server.access_log == "json":
@@ -3459,6 +3461,19 @@ def _answered(response, request, started, server):
                 f"{' trace=' + trace if trace else ''}")
     _log().getChild("access").info("%s", line)
     return response
+
+
+def _metrics_response(server, request):
+    """GET /metrics (Server(metrics=True): a2a_metrics), for whoever the
+    authentication hook lets in."""
+    if request.method not in ("GET", "HEAD"):
+        raise _MethodNotAllowed("GET")
+    if server.authenticate is not None:
+        try:
+            server.authenticate(CallContext(request.headers, peer=request.peer, tracing=False))
+        except A2AError as error:
+            return server.error_response(request.path, error.http_status, error)
+    return Response(200, [("Content-Type", server.metrics.MEDIA_TYPE)], server.metrics.render())
 
 
 def _single_path_response(server, request):
@@ -3513,7 +3528,7 @@ def _jsonrpc_response(server, request):
         # JSON-RPC answers errors with HTTP 200, except where HTTP itself has something
         # to say: a body too large (413), credentials needed (401), a caller over its limits (429).
         server._note(error)
-        request.error = error
+        request.error = type(error)     # (its class: the error holds a frame that holds request)
         status = error.http_status if isinstance(
             error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
         return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
@@ -3544,9 +3559,8 @@ def _jsonrpc_response(server, request):
                                      field="params")
         query = _query_params(request.query) if request.query else {}
         query.pop("A2A-Version", None)           # it counts on GET alone ("Who may call")
-        call = request.call = CallContext(headers, query, base_url=request.base_url,
-                                          spawn=request.spawn, peer=request.peer,
-                                          tracing=server.tracing)
+        call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
+                                          request.spawn, peer=request.peer, tracing=server.tracing)
         if query or "last-event-id" in headers:
             call.last_event_id = _last_event_id(headers, query)
         if name in METHODS:
@@ -3847,7 +3861,7 @@ def _rest_response(server, request):
     media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
 
     def refuse(error):
-        request.error = error
+        request.error = type(error)     # (its class: the error holds a frame that holds request)
         return server.error_response(path, error.http_status, error, media)
 
     try:
@@ -3887,9 +3901,8 @@ def _rest_response(server, request):
         query = _query_params(request.query) if request.query else {}
         if query and verb not in ("GET", "HEAD"):
             query.pop("A2A-Version", None)       # it counts on GET alone ("Who may call")
-        call = request.call = CallContext(headers, query, base_url=request.base_url,
-                                          spawn=request.spawn, peer=request.peer,
-                                          tracing=server.tracing)
+        call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
+                                          request.spawn, peer=request.peer, tracing=server.tracing)
         if query or "last-event-id" in headers:
             call.last_event_id = _last_event_id(headers, query)
 
@@ -4296,11 +4309,16 @@ class _PushDelivery:
                 _log().warning(*warning)
             if job is None:
                 continue
+            spans, span, trace = self.server._spans, None, job[3]
+            if spans:                          # (a span for each attempt: a2a_otel)
+                span, trace = spans.webhook(job[0]["url"], trace)
             try:
-                outcome, why, status = self._attempt(job[0], job[1], job[3])
+                outcome, why, status = self._attempt(job[0], job[1], trace)
             except Exception:
                 _log().exception("unexpected error delivering to %s", job[0].get("url"))
                 outcome, why, status = "failed", "an unexpected error (logged)", None
+            if span is not None:
+                spans.webhook_done(span, status, None if outcome == "delivered" else outcome)
             with self.ready:
                 self._settle(caller, key, job, outcome, why, status)
 
@@ -4658,8 +4676,15 @@ class Server:
         if access_log not in (None, False, True, "json", "plain"):
             raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
+        self._spans = None if tracing else False    # a2a_otel's, once OpenTelemetry is in use
+        if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
+                tracing, "get_tracer")):
+            raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
+                             "OpenTelemetry TracerProvider")
         self.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(self) \
             if metrics else None            # GET /metrics, and what it counts (a2a_metrics)
+        if tracing is not True and tracing is not False:
+            self._opentelemetry()           # (asked for by name: now, not at a first request)
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
@@ -4700,10 +4725,35 @@ class Server:
             peer = _Peer(peer, certificate)
         request = _Request(method, path, query, headers if headers is not None else {}, body,
                            base_url, peer, spawn)
-        if not (self.access_log or self.metrics):
+        spans = self._spans
+        if spans is None and "opentelemetry.trace" in sys.modules:
+            spans = self._opentelemetry()      # (the process uses OpenTelemetry: a2a_otel)
+        if not (self.access_log or self.metrics or spans):
             return _handle_http(self, request)
         started = time.perf_counter()
-        return _answered(_handle_http(self, request), request, started, self)
+        if not spans:
+            return _answered(_handle_http(self, request), request, started, self)
+        request.span, current = spans.enter(request)
+        try:
+            response = _handle_http(self, request)
+        finally:
+            spans.leave(current)
+        return _answered(response, request, started, self)
+
+    def _opentelemetry(self):
+        """The spans of a2a_otel if OpenTelemetry is in use (the process imported
+        it, or ``tracing`` asks for it), else None: asked again until it is.
+        OTEL_SDK_DISABLED=true turns them off, as everywhere."""
+        if self._spans is not None:
+            return self._spans
+        if self.tracing is True and "opentelemetry.trace" not in sys.modules:
+            return None
+        if os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+            self._spans = False
+            return False
+        self._spans = _companion("a2a_otel", "OpenTelemetry spans").Spans(
+            self, None if isinstance(self.tracing, (bool, str)) else self.tracing)
+        return self._spans
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape (section 7), or
@@ -4955,6 +5005,8 @@ class Server:
             admit = getattr(self.agent, "admit", None)
             if admit is not None:              # an agent with no room refuses here (ServerBusy)
                 admit(ctx)
+            if self._spans:                    # (a turn's span, under its request's: a2a_otel)
+                self._spans.turn(ctx, call)
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
             return ctx, channel, None          # its stream begins at its first event
@@ -4978,6 +5030,8 @@ class Server:
                     joined = (channel.next_seq - 1, {"task": channel.task})
                     if channel.on_event is not None:
                         channel.on_event(channel.caller or channel.owner, channel.task, joined[1])
+                    if self._spans:
+                        self._spans.turn(ctx, call)
                     channel.active = ctx
             except BaseException:              # the turn never began: unwatched, it goes
                 state = channel.task["status"]["state"]
@@ -5086,7 +5140,8 @@ class Server:
         """Call the agent and feed what it produces to ``turn``."""
         if turn.ctx._canceled:                 # canceled while it waited for a worker
             return turn.finish()
-        running = _TURN.set(turn.ctx)          # (RequestContext.current(): an async task too)
+        # The turn, for RequestContext.current() (an async agent's: in its task, _drive_async).
+        running = _TURN.set(turn.ctx) if self.tracing and not self._agent_is_async else None
         try:
             result = self.agent(turn.ctx)
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
@@ -5098,7 +5153,8 @@ class Server:
         except Exception as exc:                       # the agent failed: fail the task
             turn.fail(exc)
         finally:
-            _TURN.reset(running)
+            if running is not None:
+                _TURN.reset(running)
 
     def _spawn_own(self, coroutine):
         """Run ``coroutine`` on the server's own event loop (_LoopThread)."""
@@ -5129,15 +5185,17 @@ class Server:
     def _drive_on(self, gen, turn):
         """_drain on a worker thread: the rest of a generator that outlasted the
         time a request's thread gives it."""
-        running = _TURN.set(turn.ctx)
+        running = _TURN.set(turn.ctx) if self.tracing else None
         try:
             self._drain(gen, turn, None)
         finally:
-            _TURN.reset(running)
+            if running is not None:
+                _TURN.reset(running)
 
     async def _drive_async(self, result, turn):
         """_drive and _drain for an async agent (a shared store's: via loop_threads)."""
-        _TURN.set(turn.ctx)                    # (in this task's own context)
+        if self.tracing:                       # (RequestContext.current(): in this task)
+            _TURN.set(turn.ctx)
         if self._off_loop is not None:
             return await self._off_loop.drive(result, turn)
         try:

@@ -48,3 +48,23 @@ def test_webhook_receiver_prints_deliveries():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_traced_agents_print_one_trace():
+    import pytest
+    pytest.importorskip("opentelemetry.sdk", reason="the test extra: pip install -e '.[test]'")
+    done = subprocess.run([sys.executable, "examples/traced_agents.py"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    decoder, spans, at = json.JSONDecoder(), [], 0
+    while done.stdout[at:].strip():
+        at += len(done.stdout[at:]) - len(done.stdout[at:].lstrip())
+        span, at = decoder.raw_decode(done.stdout, at)
+        spans.append(span)
+    calls = [s for s in spans if s["name"] != "GET /.well-known/agent-card.json"]
+    assert sorted((s["name"], s["kind"]) for s in calls) == sorted(
+        [("lf.a2a.v1.A2AService/SendMessage", "SpanKind.CLIENT")] * 2
+        + [("lf.a2a.v1.A2AService/SendMessage", "SpanKind.SERVER")] * 2
+        + [("a2a.turn", "SpanKind.INTERNAL")] * 2)
+    assert len({s["context"]["trace_id"] for s in calls}) == 1
+    assert "Writer says: A haiku about autumn" in done.stderr

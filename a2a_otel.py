@@ -1,0 +1,231 @@
+"""a2a_otel: OpenTelemetry spans for a2a_min, when OpenTelemetry is there.
+
+The optional companion of a2a_min.py. a2a_min never imports OpenTelemetry
+itself: a process that configured it (its SDK, or ``opentelemetry-instrument``)
+has imported it, and then each Server makes spans through this module, with
+the tracer provider that process set. ``Server(tracing="opentelemetry")``
+asks for them outright, ``Server(tracing=provider)`` names the provider, and
+``Server(tracing=False)`` or OTEL_SDK_DISABLED=true turns them off.
+
+The spans, following OpenTelemetry's semantic conventions for HTTP and RPC:
+
+- a SERVER span for each request: ``http.request.method``, ``url.path``,
+  ``http.route``, ``http.response.status_code``; a JSON-RPC call adds
+  ``rpc.system`` "jsonrpc" and ``rpc.method`` (the A2A method), a gRPC call
+  is ``rpc.system`` "grpc", ``rpc.service`` and ``rpc.method``, and an
+  HTTP+JSON one names its A2A method in ``a2a.method``. An error answer sets
+  ``error.type`` to the A2A error's name, and the span's status to ERROR for
+  a server fault (HTTP 5xx, InternalError). The parent is the request's
+  ``traceparent``, if it has a valid one (a2a_min reads it: W3C Trace Context).
+- an INTERNAL span for each agent turn, under its request's: ``a2a.task.id``,
+  ``a2a.context.id`` and, when it ends, ``a2a.task.state``. Its span id is the
+  turn's TraceContext.span_id, so what the turn sends on names it as parent.
+- a CLIENT span for each webhook POST attempt, under the turn's span
+  (``url.full``, ``http.response.status_code``), whose own id goes out in
+  its traceparent; and a CLIENT span for each call a2a_client makes
+  (``rpc.method``), under the running turn's span or the current one.
+"""
+
+import a2a_min
+
+try:
+    from opentelemetry import context as _context
+    from opentelemetry import trace as _trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+except ImportError as missing:
+    raise ImportError(f"a2a_otel needs OpenTelemetry ({missing}): pip install "
+                      "opentelemetry-api opentelemetry-sdk, and configure its SDK") from None
+
+__all__ = ["Spans", "client_span"]
+
+_SERVICE = "lf.a2a.v1.A2AService"
+
+
+def _remote(trace_context):
+    """An OpenTelemetry context whose span is ``trace_context`` (an
+    a2a_min.TraceContext, seen from across the wire), or None."""
+    if trace_context is None:
+        return None
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+    from opentelemetry.trace.span import TraceState
+    state = TraceState.from_header([trace_context.tracestate]) if trace_context.tracestate \
+        else TraceState()
+    span = NonRecordingSpan(SpanContext(
+        int(trace_context.trace_id, 16), int(trace_context.span_id, 16), is_remote=True,
+        trace_flags=TraceFlags(trace_context.flags), trace_state=state))
+    return _trace.set_span_in_context(span)
+
+
+def _trace_context(span, parent_id, tracestate=""):
+    """The a2a_min.TraceContext of ``span``; None for the invalid span of a
+    provider that makes none (the API's own, before an SDK is set)."""
+    found = span.get_span_context()
+    if not found.is_valid:
+        return None
+    return a2a_min.TraceContext(f"{found.trace_id:032x}", parent_id, f"{found.span_id:016x}",
+                                int(found.trace_flags) & 1, tracestate)
+
+
+def _route(request, call):
+    """http.route: the path's template (section 11.3's routes), or the JSON-RPC path."""
+    if call is None or call.method is None:
+        return request.path
+    for verb, template, method in a2a_min.ROUTES:
+        if method == call.method and verb == request.method:
+            return ("/{tenant}" if call.tenant else "") + template
+    return request.path
+
+
+class Spans:
+    """A Server's spans (a2a_min makes one when OpenTelemetry is in use)."""
+
+    def __init__(self, server, provider=None):
+        provider = provider or _trace.get_tracer_provider()
+        self.tracer = provider.get_tracer("a2a_min", a2a_min.__version__)
+        self.rpc_path = server.rpc_path.rstrip("/")
+
+    def _jsonrpc(self, request):
+        return request.method == "POST" and request.path.rstrip("/") == self.rpc_path
+
+    # -- a request: a SERVER span, current while the request's own code runs --------
+
+    def enter(self, request):
+        """Start ``request``'s span (an a2a_min _Request); returns (span, token):
+        leave(token) when the request's synchronous part is done."""
+        parent = _remote(_parsed(request.headers))
+        attributes = {"http.request.method": request.method, "url.path": request.path}
+        if self._jsonrpc(request):
+            attributes["rpc.system"] = "jsonrpc"
+        span = self.tracer.start_span(f"{request.method} {request.path}", context=parent,
+                                      kind=SpanKind.SERVER, attributes=attributes)
+        return span, _context.attach(_trace.set_span_in_context(span))
+
+    def leave(self, token):
+        _context.detach(token)
+
+    def finish(self, span, request, response):
+        """End ``request``'s span with what it was answered."""
+        call = request.call
+        route = request.path if self._jsonrpc(request) else _route(request, call)
+        span.set_attribute("http.route", route)
+        span.set_attribute("http.response.status_code", response.status)
+        if call is not None and call.method is not None:
+            jsonrpc = self._jsonrpc(request)
+            span.set_attribute("rpc.method" if jsonrpc else "a2a.method", call.method)
+            span.update_name(f"{_SERVICE}/{call.method}" if jsonrpc
+                             else f"{request.method} {route}")
+        _end(span, request.error, response.status >= 500)   # (the class of its error)
+
+    @staticmethod
+    def trace_id(span):
+        """The trace id of ``span``, or None (a provider that makes no spans)."""
+        found = span.get_span_context()
+        return f"{found.trace_id:032x}" if found.is_valid else None
+
+    # -- a gRPC call: a SERVER span around Server.call ------------------------------
+
+    def enter_grpc(self, method, headers):
+        parent = _remote(_parsed(headers))
+        span = self.tracer.start_span(f"{_SERVICE}/{method}", context=parent,
+                                      kind=SpanKind.SERVER, attributes={
+                                          "rpc.system": "grpc", "rpc.service": _SERVICE,
+                                          "rpc.method": method})
+        return span, _context.attach(_trace.set_span_in_context(span))
+
+    def finish_grpc(self, span, error):
+        """End a gRPC call's span; ``error``: the class of its A2AError, or None."""
+        status = "OK" if error is None else error.grpc_status
+        span.set_attribute("rpc.grpc.status_code", _GRPC_CODES.index(status))
+        _end(span, error, status in _GRPC_FAULTS)
+
+    # -- an agent turn: an INTERNAL span under its request's ---------------------------
+
+    def turn(self, ctx, call):
+        """Start ``ctx``'s turn span (under the current span: its request's) and
+        make the turn's TraceContext name it."""
+        parent = _trace.get_current_span().get_span_context()
+        span = self.tracer.start_span("a2a.turn", kind=SpanKind.INTERNAL, attributes={
+            "a2a.task.id": ctx.task_id, "a2a.context.id": ctx.context_id})
+        incoming = _parsed(call.headers)
+        made = _trace_context(span, f"{parent.span_id:016x}" if parent.is_valid else None,
+                              incoming.tracestate if incoming else "")
+        if made is not None and call._trace is not False:
+            call._trace = made
+        ctx._span = span
+
+    def turn_ended(self, ctx, state):
+        span = ctx.__dict__.pop("_span", None)
+        if span is not None:
+            if state is not None:
+                span.set_attribute("a2a.task.state", state)
+            if state == "TASK_STATE_FAILED":
+                span.set_status(Status(StatusCode.ERROR, "the task failed"))
+            span.end()
+
+    # -- a webhook POST: a CLIENT span under the turn's -------------------------------
+
+    def webhook(self, url, trace_headers):
+        """Start a delivery attempt's span; returns (span, the headers to send)."""
+        parent = _remote(_parsed(trace_headers or {}))
+        span = self.tracer.start_span("POST", context=parent, kind=SpanKind.CLIENT,
+                                      attributes={"http.request.method": "POST",
+                                                  "url.full": url})
+        made = _trace_context(span, None, (trace_headers or {}).get("tracestate", ""))
+        return span, made.headers() if made is not None else trace_headers
+
+    def webhook_done(self, span, status, failure):
+        if status is not None:
+            span.set_attribute("http.response.status_code", status)
+        if failure:
+            span.set_attribute("error.type", failure)
+            span.set_status(Status(StatusCode.ERROR, failure[:200]))
+        span.end()
+
+
+def _parsed(headers):
+    """The span a request's traceparent names (to hang ours under), as an
+    a2a_min.TraceContext whose span_id is the caller's; None if it has none."""
+    found = a2a_min.TraceContext.from_headers(headers)
+    if found.parent_id is None:
+        return None
+    return a2a_min.TraceContext(found.trace_id, None, found.parent_id, found.flags,
+                                found.tracestate)
+
+
+# gRPC's status codes, by number (rpc.grpc.status_code is the number); a server
+# span's status is ERROR for the ones that are the server's fault.
+_GRPC_CODES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+               "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+               "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+               "UNAUTHENTICATED")
+_GRPC_FAULTS = {"UNKNOWN", "DEADLINE_EXCEEDED", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE",
+                "DATA_LOSS"}
+
+
+def _end(span, error, fault):
+    """End a SERVER span; ``error``: the class of the A2AError answered, or None."""
+    if error is not None:
+        span.set_attribute("error.type", error.__name__)
+    if fault:
+        span.set_status(Status(StatusCode.ERROR, error.__name__ if error else ""))
+    span.end()
+
+
+class client_span:
+    """a2a_client's span for one call to ``method``, under ``trace_context``
+    (the running turn's TraceContext) or else the current span: ``headers``
+    carry its traceparent; end() it, with the error the call raised if any."""
+
+    def __init__(self, method, trace_context):
+        tracer = _trace.get_tracer_provider().get_tracer("a2a_client", a2a_min.__version__)
+        self.span = tracer.start_span(f"{_SERVICE}/{method}", context=_remote(trace_context),
+                                      kind=SpanKind.CLIENT, attributes={"rpc.method": method})
+        made = _trace_context(self.span, None,
+                              trace_context.tracestate if trace_context else "")
+        self.headers = (made or trace_context).headers() if made or trace_context else {}
+
+    def end(self, error=None):
+        if error is not None:
+            self.span.set_attribute("error.type", type(error).__name__)
+            self.span.set_status(Status(StatusCode.ERROR, str(error)[:200]))
+        self.span.end()

@@ -1,0 +1,101 @@
+"""OpenTelemetry spans (a2a_otel), when a process uses OpenTelemetry: one
+trace from the user's request through agent A, its a2a_client call to agent
+B and A's webhook deliveries, recorded by the SDK's in-memory exporter in a
+process of its own (tests/otel_trace.py); and none of it when the process
+has not imported OpenTelemetry."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness import ROOT, grpc_available
+
+pytest.importorskip("opentelemetry.sdk", reason="the test extra: pip install -e '.[test]'")
+
+
+def one_trace(binding, host):
+    done = subprocess.run([sys.executable, "tests/otel_trace.py", binding, host], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("binding, host", [("JSONRPC", "threads"), ("HTTP+JSON", "threads"),
+                                           ("GRPC", "threads"), ("JSONRPC", "asyncio")])
+def test_one_trace_crosses_two_servers_and_a_webhook(binding, host):
+    if binding == "GRPC" and not grpc_available():
+        pytest.skip("grpcio is not installed")
+    found = one_trace(binding, host)
+    assert found["answer"]["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    trace_id, root_id = found["root"]
+    spans = [s for s in found["spans"] if s["context"][0] == trace_id]
+    others = [s["name"] for s in found["spans"] if s["context"][0] != trace_id]
+    assert set(others) <= {"GET /.well-known/agent-card.json"}, others   # (the set-up's)
+    by_id = {s["context"][1]: s for s in spans}
+
+    def only(kind, name=None, scope=None, parent=None):
+        hits = [s for s in spans if s["kind"] == kind and (name is None or s["name"] == name)
+                and (scope is None or s["scope"] == scope)
+                and (parent is None or s["parent"][1] == parent["context"][1])]
+        assert len(hits) == 1, (kind, name, [(s["name"], s["kind"]) for s in spans])
+        return hits[0]
+
+    server_a = next(s for s in spans if s["kind"] == "SERVER" and s["parent"][1] == root_id)
+    assert server_a["attributes"]["rpc.system"] == "jsonrpc"
+    assert server_a["attributes"]["rpc.method"] == "SendMessage"
+    assert server_a["attributes"]["http.route"] == "/"
+    assert server_a["attributes"]["http.response.status_code"] == 200
+    assert server_a["name"] == "lf.a2a.v1.A2AService/SendMessage"
+    turn_a = only("INTERNAL", "a2a.turn", parent=server_a)
+    assert turn_a["attributes"]["a2a.task.state"] == "TASK_STATE_COMPLETED"
+    assert turn_a["attributes"]["a2a.task.id"] == found["answer"]["result"]["task"]["id"]
+    client = only("CLIENT", "lf.a2a.v1.A2AService/SendMessage", "a2a_client", parent=turn_a)
+    server_b = only("SERVER", parent=client)
+    if binding == "GRPC":
+        assert server_b["attributes"]["rpc.system"] == "grpc"
+        assert server_b["attributes"]["rpc.service"] == "lf.a2a.v1.A2AService"
+        assert server_b["name"] == "lf.a2a.v1.A2AService/SendMessage"
+    elif binding == "HTTP+JSON":
+        assert server_b["attributes"]["http.route"] == "/message:send"
+        assert server_b["attributes"]["a2a.method"] == "SendMessage"
+        assert server_b["name"] == "POST /message:send"
+    else:
+        assert server_b["attributes"]["rpc.system"] == "jsonrpc"
+    only("INTERNAL", "a2a.turn", parent=server_b)
+    # Each webhook attempt: a CLIENT span under A's turn, named in the POST's traceparent.
+    hooks = [s for s in spans if s["kind"] == "CLIENT" and s["scope"] == "a2a_min"]
+    assert len(hooks) == len(found["webhooks"]) == 4          # 3 events, one retried
+    assert all(s["parent"][1] == turn_a["context"][1] for s in hooks)
+    assert sorted(found["webhooks"]) == sorted(f"00-{trace_id}-{s['context'][1]}-01"
+                                               for s in hooks)
+    assert [s["status"] for s in hooks].count("ERROR") == 1   # the answer 500
+    assert [s["name"] for s in spans if s["parent"] is None] == ["the user's request"]
+    assert all(s["parent"][1] in by_id for s in spans if s["parent"])    # no span left open
+
+
+def test_without_opentelemetry_imported_no_companion_is_loaded():
+    code = ("import sys, a2a_min; s = a2a_min.Server(lambda ctx: 'ok');"
+            "r = s.handle_http('POST', '/', '', {'a2a-version': '1.0', 'content-type': "
+            "'application/json', 'traceparent': '00-' + 'a' * 32 + '-' + 'b' * 16 + '-01'}, "
+            "b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"SendMessage\",\"params\":{\"message\":"
+            "{\"messageId\":\"m\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"hi\"}]}}}');"
+            "assert r.status == 200;"
+            "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry', 'a2a_'))))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['a2a_min']"
+
+
+def test_tracing_opentelemetry_without_the_package_says_what_to_install(tmp_path):
+    """A process where OpenTelemetry cannot be imported, asked for it: the error
+    names what is missing (here: a2a_otel is copied alone, without the package)."""
+    code = ("import sys; sys.modules['opentelemetry'] = None; import a2a_min;"
+            "s = a2a_min.Server(lambda ctx: 'ok', tracing='opentelemetry');"
+            "s.handle_http('GET', '/.well-known/agent-card.json', '', {})")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode != 0
+    assert "pip install opentelemetry-api opentelemetry-sdk" in done.stderr, done.stderr
