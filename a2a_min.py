@@ -7136,6 +7136,9 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
                 workers=1, stop_now=None):
     """Serve ``server`` as the command line does: the banner, Ctrl-C, and a
     port that is taken said in one line."""
+    if args.metrics and workers > 1:           # (each process would count its own part)
+        sys.exit("--metrics counts the requests of one process: with --workers, scrape "
+                 "each worker's own server instead (serve one process per port)")
     if isinstance(args.metrics, str):          # GET /metrics on an address of its own
         host, _, port = args.metrics.rpartition(":")
         if not port.isdigit():

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 import a2a_min
-from harness import (V1, AsyncioHostClient, Live, free_port, grpc_available, need, rpc,
-                     run_host, user_message)
+from harness import (ROOT, V1, AsyncioHostClient, Live, free_port, grpc_available, need,
+                     rpc, run_host, user_message)
 
 pytest.importorskip("prometheus_client", reason="the test extra: pip install -e '.[test]'")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
@@ -206,3 +206,12 @@ def test_the_command_line_serves_metrics_apart_when_given_an_address():
         proc.communicate(timeout=10)
     assert got["a2a_requests_total"] == {
         labels(method="SendMessage", binding="JSONRPC", outcome="ok"): 1}
+
+
+def test_metrics_with_workers_is_refused_in_one_line(tmp_path):
+    import subprocess
+    done = subprocess.run([sys.executable, "-m", "a2a_cli", "serve", "--port", str(free_port()),
+                           "--workers", "2", "--store", str(tmp_path / "tasks.db"), "--metrics"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode != 0
+    assert "--metrics counts the requests of one process" in done.stderr, done.stderr
