@@ -51,8 +51,8 @@ def test_webhook_receiver_prints_deliveries():
 
 
 def test_traced_agents_print_one_trace():
-    import pytest
-    pytest.importorskip("opentelemetry.sdk", reason="the test extra: pip install -e '.[test]'")
+    from harness import need
+    need("opentelemetry.sdk", "OpenTelemetry's SDK: pip install -e '.[test]'")   # (not imported)
     done = subprocess.run([sys.executable, "examples/traced_agents.py"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

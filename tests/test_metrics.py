@@ -13,7 +13,7 @@ import a2a_min
 from harness import (ROOT, V1, AsyncioHostClient, Live, free_port, grpc_available, need,
                      rpc, run_host, user_message)
 
-pytest.importorskip("prometheus_client", reason="the test extra: pip install -e '.[test]'")
+need("prometheus_client", "prometheus_client's parser: pip install -e '.[test]'")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 
