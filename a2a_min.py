@@ -1118,6 +1118,9 @@ def _refusal(kind, task):
 #   appends = True                   commit(..., derived=True) keeps the event alone
 #   batches = True                   commit(..., first=events) appends those first
 #   raw_events = True                events(..., raw=True) may give an event as its JSON
+#   origins = True                   commit(..., origin=traceparent) keeps, with a new
+#                                    task, the trace of the turn that made it, which
+#                                    get() gives back as .origin (never in its JSON)
 #   wake_on(wake)                    call wake(task_id) when another process committed
 #   _circuit                         its database is known to be down (_Circuit)
 #
@@ -1230,13 +1233,13 @@ class _StoredTask(dict):
     """A Task dict that remembers the JSON it was stored as (``json``), which
     an answer splices in (_encoded_result) instead of encoding the task again."""
 
-    __slots__ = ("json", "version", "next_seq")
+    __slots__ = ("json", "version", "next_seq", "origin")
 
     @classmethod
     def decode(cls, body):
         task = cls(_decode_stored(body))
         task.json = body
-        task.version, task.next_seq = 0, 0
+        task.version, task.next_seq, task.origin = 0, 0, None
         return task
 
 
@@ -1309,16 +1312,17 @@ class _Entry:
     and what it needs without decoding it. ``size`` counts the kept events,
     configs and ``live`` (the running turn's parsed copy); ``pending`` holds a
     streamed artifact's chunks not yet in the JSON ([update, ...], how many are
-    this version's, their bytes). Never changed once stored: readers take no lock."""
+    this version's, their bytes); ``origin`` the traceparent of the turn that
+    made the task. Never changed once stored: readers take no lock."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
-                 "next_seq", "live", "pending")
+                 "next_seq", "live", "pending", "origin")
 
     def __init__(self, body, owner, context_id, state, stamp, caller, size, version, next_seq,
-                 live, pending):
+                 live, pending, origin):
         self.body, self.owner, self.context_id, self.state = body, owner, context_id, state
         self.stamp, self.caller, self.size, self.version = stamp, caller, size, version
-        self.next_seq, self.live, self.pending = next_seq, live, pending
+        self.next_seq, self.live, self.pending, self.origin = next_seq, live, pending, origin
 
 
 class TaskStore(_Bounds):
@@ -1328,6 +1332,7 @@ class TaskStore(_Bounds):
     appends = True          # a streamed artifact's chunks are kept as events a while
     batches = True          # commit(..., first=events) stores several events at once
     raw_events = True       # events(..., raw=True): a settled event as the JSON it keeps
+    origins = True          # commit(..., origin=): a new task's trace, get()'s .origin
 
     def __init__(self, **limits):
         super().__init__(**limits)
@@ -1352,11 +1357,11 @@ class TaskStore(_Bounds):
         pending = entry.pending
         if pending is not None:             # a streamed artifact's chunks, not yet in the JSON
             task = _with_pending(task, pending[0][:pending[1]])
-        task.version, task.next_seq = entry.version, entry.next_seq
+        task.version, task.next_seq, task.origin = entry.version, entry.next_seq, entry.origin
         return task
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None,
-               derived=False, first=()):
+               derived=False, first=(), origin=None):
         """Write ``task`` and append ``event`` to its log, as one change (see
         the contract above), after the events ``first`` (``batches``); the JSON
         is None when only the event was kept."""
@@ -1386,7 +1391,7 @@ class TaskStore(_Bounds):
         try:
             with self._lock:
                 seq = self._write(task, owner, version, event, caller, body, size, evicted, pending,
-                                  first)
+                                  first, origin)
         finally:
             for gone in evicted:                # (told even if the write was refused)
                 if self.on_evict:
@@ -1394,7 +1399,7 @@ class TaskStore(_Bounds):
         return (None if pending else body), version + 1, seq
 
     def _write(self, task, owner, version, event, caller, body, size, evicted, pending=None,
-               first=()):
+               first=(), origin=None):
         """commit(), with the store's lock held: returns the event's id."""
         task_id, status = task["id"], task["status"]
         state = status["state"]
@@ -1409,6 +1414,7 @@ class TaskStore(_Bounds):
             log, old_size, live = None, 0, 0
         else:
             caller, log, old_size, live = old.caller, self._logs.get(task_id), old.size, old.live
+            origin = old.origin
         if self._config_bytes:
             size += self._config_bytes.get(task_id, 0)
         idle_now = state in _IDLE_STATES          # ended, or waiting for the client
@@ -1460,7 +1466,7 @@ class TaskStore(_Bounds):
             size += log.weight            # a task weighs its JSON, its events and its configs
         self._tasks[task_id] = _Entry(body, owner, task.get("contextId", ""), state,
                                       status.get("timestamp", ""), caller, size, version + 1,
-                                      0 if log is None else log.next_seq, live, pending)
+                                      0 if log is None else log.next_seq, live, pending, origin)
         self._bytes += size - old_size
         share[0] += new
         share[1] += size - old_size
@@ -1549,7 +1555,8 @@ class TaskStore(_Bounds):
         entry = self._tasks[task_id]
         self._tasks[task_id] = _Entry(entry.body, entry.owner, entry.context_id, entry.state,
                                       entry.stamp, entry.caller, entry.size + grows,
-                                      entry.version, entry.next_seq, entry.live, entry.pending)
+                                      entry.version, entry.next_seq, entry.live, entry.pending,
+                                      entry.origin)
         self._config_bytes[task_id] = self._config_bytes.get(task_id, 0) + grows
         self._bytes += grows
         self._callers[entry.caller][1] += grows
@@ -1857,6 +1864,14 @@ class RequestContext(str):
         span of the turn's own), or None when the server's tracing is off."""
         return None if self.caller is None else self.caller.trace
 
+    @property
+    def origin(self):
+        """The TraceContext of the turn that made this task (its trace_id and
+        span_id, as the store kept them), when a later turn continues it; None
+        for a new task. A link, not a parent: this turn has a caller of its own."""
+        origin = getattr(self.task, "origin", None)
+        return TraceContext.from_traceparent(origin) if origin and self.trace else None
+
     @staticmethod
     def current():
         """The RequestContext of the turn this thread or asyncio task runs (a
@@ -1914,12 +1929,13 @@ class CallContext:
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
                  "last_event_id", "base_url", "spawn", "peer", "translated_from", "_trace",
-                 "method", "task_id")
+                 "method", "task_id", "origin")
 
     def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None,
                  spawn=None, peer=None, tracing=True):
         # (its trace is read on first use; the operation, and the task it names: the log)
         self._trace, self.method, self.task_id = None if tracing else False, None, None
+        self.origin = None      # the traceparent that made the task it names, if kept
         self.headers = headers or {}
         self.query = query or {}
         self.base_url = base_url
@@ -1970,6 +1986,14 @@ class CallContext:
 # trace), never an error: tracing must not fail a call. The turn running in
 # a thread or asyncio task is a context variable (a key; its values live in
 # each thread's and task's context, not in this module).
+#
+# A new task is stored with its first turn's traceparent (a store that
+# ``origins``), outside the task's JSON: a trace id is the operator's, not
+# something every client that may read the task should see. A later request
+# about the task (SubscribeToTask, a message that continues it), in any
+# process, links to that turn (RequestContext.origin, the JSON access log's
+# origin_trace_id, an OpenTelemetry span link) rather than joining its
+# trace: it has a caller, and a trace, of its own.
 
 _HEX = frozenset("0123456789abcdef")
 _TRACESTATE_KEY = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-*/")
@@ -2040,6 +2064,12 @@ class TraceContext:
             return cls(os.urandom(16).hex())
         return cls(*found[:2], None, found[2], _parse_tracestate(headers.get("tracestate", "")))
 
+    @classmethod
+    def from_traceparent(cls, value):
+        """The span a ``traceparent`` value names (its id is ``span_id``), or None."""
+        found = _parse_traceparent(value)
+        return found and cls(found[0], None, found[1], found[2])
+
     @property
     def traceparent(self):
         return f"00-{self.trace_id}-{self.span_id}-{self.flags:02x}"
@@ -2070,7 +2100,7 @@ class _Channel:
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
                  "owner", "caller", "holder", "store", "active", "on_event", "limits",
-                 "followers", "ended", "closing", "grown", "written", "appended", "held")
+                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin")
 
     def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
                  holder=None):
@@ -2092,6 +2122,7 @@ class _Channel:
         self.written = 0          # bytes of the task's JSON when the store last wrote it whole
         self.appended = None      # bytes of the events it kept alone since (None: not known)
         self.held = None          # the _TurnWriter holding outputs for a thread to read (_hold)
+        self.origin = None        # the traceparent a new task is stored with (``origins``)
 
     def publish(self, task, event, tell=True, derived=False, first=()):
         """Commit the new task snapshot with its event (after the events
@@ -2112,10 +2143,8 @@ class _Channel:
             alone = derived and size is not None and self.appended is not None and \
                 self.appended + size <= max(self.written, _APPEND_FLOOR) and \
                 getattr(self.store, "appends", False)
-            if first:                           # (a store that ``batches``)
-                stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder,
-                    derived=alone, first=first)
+            if first or self.origin:            # (a store that ``batches``, or ``origins``)
+                stored, self.version, seq = self._commit(task, event, alone, first)
             else:
                 stored, self.version, seq = self.store.commit(
                     task, self.owner, self.version, event, self.caller, self.holder,
@@ -2128,6 +2157,17 @@ class _Channel:
             self.wake()
             if tell and self.on_event is not None:
                 self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
+
+    def _commit(self, task, event, derived, first=()):
+        """store.commit(), with the keywords only some stores take: ``first``,
+        and ``origin`` (the new task's first commit)."""
+        more = {"first": first} if first else {}
+        if self.origin:
+            more["origin"] = self.origin
+        committed = self.store.commit(task, self.owner, self.version, event, self.caller,
+                                      self.holder, derived=derived, **more)
+        self.origin = None
+        return committed
 
     def change(self, kind, body, now, event=None, tell=True, earlier=()):
         """Apply one event of TRANSITIONS to the task and publish it (as
@@ -2206,8 +2246,8 @@ class _Channel:
         turn nobody could watch); ``committed``: what the store's commit
         returned, if the caller committed it already (a2a_store)."""
         with self.lock:
-            stored, self.version, _ = committed or self.store.commit(
-                task, self.owner, self.version, None, self.caller, self.holder)
+            stored, self.version, _ = committed or self._commit(task, None, False)
+            self.origin = None
             self.written, self.appended, self.grown = len(stored or b""), 0, None
             if type(task) is _StoredTask:
                 task.json, task.version, task.next_seq = stored, self.version, self.next_seq
@@ -3451,6 +3491,7 @@ def _answered(response, request, started, server):
             "a2a_method": call and call.method, "status": response.status, "bytes": size,
             "stream": response.stream is not None, "ms": round(ms, 2),
             "trace_id": trace or None, "task_id": call and call.task_id,
+            "origin_trace_id": call and call.origin and call.origin[3:35],  # (the task's maker)
             "principal": None if call is None or call.principal is None else str(call.principal),
         }).decode()
     else:
@@ -4876,6 +4917,15 @@ class Server:
                 metadata={"taskId": task_id})
         return task
 
+    def _link(self, call, task):
+        """A request about ``task`` names the trace that made it (.origin, if
+        its store kept one): in the request's span, and its log line."""
+        origin = getattr(task, "origin", None)
+        if origin and self.tracing:
+            call.origin = origin
+            if self._spans:
+                self._spans.link(origin)
+
     def _end_unfinished(self, task_id, owner, why):
         """End FAILED a running task whose agent will not finish (its process
         is gone, or is shutting down), with ``why`` as its status message."""
@@ -4982,6 +5032,7 @@ class Server:
         task_id = message.get("taskId")
         if task_id:
             task = self._visible_task(task_id, call)
+            self._link(call, task)
             _check_event("input", task)
             if message.get("contextId") and message["contextId"] != task.get("contextId"):
                 raise InvalidParamsError(
@@ -5009,6 +5060,8 @@ class Server:
                 self._spans.turn(ctx, call)
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
+            if self.tracing and getattr(self.store, "origins", False):
+                channel.origin = call.trace.traceparent     # the task remembers its trace
             return ctx, channel, None          # its stream begins at its first event
         while True:
             with self._lock:
@@ -5281,6 +5334,7 @@ class Server:
         self._require_streaming()
         task_id = request["id"]
         task = self._visible_task(task_id, call)
+        self._link(call, task)
         state = task["status"]["state"]
         if state in TERMINAL_STATES:
             raise UnsupportedOperationError(

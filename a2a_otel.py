@@ -41,19 +41,30 @@ __all__ = ["Spans", "client_span"]
 _SERVICE = "lf.a2a.v1.A2AService"
 
 
-def _remote(trace_context):
-    """An OpenTelemetry context whose span is ``trace_context`` (an
-    a2a_min.TraceContext, seen from across the wire), or None."""
-    if trace_context is None:
-        return None
-    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+def _span_context(trace_context):
+    """The OpenTelemetry SpanContext of ``trace_context`` (an a2a_min.TraceContext,
+    seen from across the wire: its span is ``span_id``)."""
+    from opentelemetry.trace import SpanContext, TraceFlags
     from opentelemetry.trace.span import TraceState
     state = TraceState.from_header([trace_context.tracestate]) if trace_context.tracestate \
         else TraceState()
-    span = NonRecordingSpan(SpanContext(
-        int(trace_context.trace_id, 16), int(trace_context.span_id, 16), is_remote=True,
-        trace_flags=TraceFlags(trace_context.flags), trace_state=state))
-    return _trace.set_span_in_context(span)
+    return SpanContext(int(trace_context.trace_id, 16), int(trace_context.span_id, 16),
+                       is_remote=True, trace_flags=TraceFlags(trace_context.flags),
+                       trace_state=state)
+
+
+def _remote(trace_context):
+    """An OpenTelemetry context whose span is ``trace_context``, or None."""
+    if trace_context is None:
+        return None
+    return _trace.set_span_in_context(_trace.NonRecordingSpan(_span_context(trace_context)))
+
+
+# A request about a task another turn made (SubscribeToTask, a continuing
+# message) links its spans to that turn's span, whose traceparent the store
+# kept with the task: a link, not a parent, for the request has a caller and
+# a trace of its own (OpenTelemetry's links are for exactly this).
+_ORIGIN = {"a2a.link": "task.origin"}
 
 
 def _trace_context(span, parent_id, tracestate=""):
@@ -144,14 +155,25 @@ class Spans:
         """Start ``ctx``'s turn span (under the current span: its request's) and
         make the turn's TraceContext name it."""
         parent = _trace.get_current_span().get_span_context()
+        origin = ctx.origin                     # a later turn: linked to the task's first
+        links = [_trace.Link(_span_context(origin), _ORIGIN)] if origin else None
         span = self.tracer.start_span("a2a.turn", kind=SpanKind.INTERNAL, attributes={
-            "a2a.task.id": ctx.task_id, "a2a.context.id": ctx.context_id})
+            "a2a.task.id": ctx.task_id, "a2a.context.id": ctx.context_id}, links=links)
         incoming = _parsed(call.headers)
         made = _trace_context(span, f"{parent.span_id:016x}" if parent.is_valid else None,
                               incoming.tracestate if incoming else "")
         if made is not None and call._trace is not False:
             call._trace = made
         ctx._span = span
+
+    @staticmethod
+    def link(traceparent):
+        """Link the current span (a request's about a task) to the turn that
+        made the task: a link, not a parent, for a request has a caller of its own."""
+        made = a2a_min.TraceContext.from_traceparent(traceparent)
+        span = _trace.get_current_span()
+        if made is not None and span.is_recording() and hasattr(span, "add_link"):
+            span.add_link(_span_context(made), _ORIGIN)     # (add_link: API 1.23 on)
 
     def turn_ended(self, ctx, state):
         span = ctx.__dict__.pop("_span", None)

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import a2a_client  # noqa: E402
 import a2a_min  # noqa: E402
-from harness import AsyncioHostClient, Live, user_message  # noqa: E402
+from harness import AsyncioHostClient, Live, scenario_agent, user_message  # noqa: E402
 from webhook_receiver import Receiver  # noqa: E402
 
 binding, host = sys.argv[1], sys.argv[2]
@@ -73,6 +73,28 @@ with root_tracer.start_as_current_span("the user's request") as root:
         a = Live(server_a, timeout=5)
         answer = json.loads(a.request("POST", "/", body, headers)[1])
 got = receiver.wait(4, timeout=10)              # 3 events, the first one retried once
+
+
+def later(params, method):
+    """A request about A's task in a trace of its own: a SubscribeToTask."""
+    request = {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}
+    headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+    if host == "asyncio":
+        return json.loads(a.raw(request, headers=headers).body)
+    return json.loads(a.request("POST", "/", request, headers)[1])
+
+
+refused = later({"id": answer["result"]["task"]["id"]}, "SubscribeToTask")   # (it has ended)
+# A task that waits for its user, continued in a trace of its own: its turn links to the first.
+c = Live(a2a_min.Server(scenario_agent, name="C"), timeout=5)
+waiting = json.loads(c.request("POST", "/", {"jsonrpc": "2.0", "id": 3, "method": "SendMessage",
+                                             "params": {"message": user_message("wait")}},
+                               {"A2A-Version": "1.0", "Content-Type": "application/json"})[1])
+continued = json.loads(c.request("POST", "/", {"jsonrpc": "2.0", "id": 4, "method": "SendMessage",
+                                               "params": {"message": user_message(
+                                                   "done", taskId=waiting["result"]["task"]["id"])}},
+                                 {"A2A-Version": "1.0", "Content-Type": "application/json"})[1])
+c.close()
 deadline = time.monotonic() + 10
 while server_a.push_stats["delivered"] < 3 and time.monotonic() < deadline:
     time.sleep(0.02)
@@ -89,11 +111,12 @@ def hexed(context):
 
 
 print(json.dumps({
-    "answer": answer,
+    "answer": answer, "refused": refused, "continued": continued,
     "webhooks": [r["headers"].get("traceparent") for r in got],
     "root": hexed(root.get_span_context()),
     "spans": [{"name": s.name, "kind": s.kind.name, "context": hexed(s.context),
                "parent": hexed(s.parent), "attributes": dict(s.attributes or {}),
+               "links": [[hexed(link.context), dict(link.attributes or {})] for link in s.links],
                "status": s.status.status_code.name, "scope": s.instrumentation_scope.name}
               for s in exporter.get_finished_spans()],
 }))

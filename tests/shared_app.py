@@ -6,7 +6,8 @@ workers (``python tests/shared_app.py --port P --workers N``).
 The environment configures it: A2A_STORE (the SQLite file, required),
 A2A_LEASE_TTL (seconds, 30), A2A_GRACE (seconds a graceful shutdown waits for
 running turns, 10) and A2A_AGENT_LOG (a file the agent appends one JSON line
-to when a turn starts, wakes from its wait, and ends).
+to when a turn starts, wakes from its wait, and ends: with its trace id, and
+the traceparent of the turn that made its task).
 
 Every answer carries ``X-Pid``: the process that served it, so a test can
 tell which worker answered. The agent is harness.scenario_agent, plus
@@ -36,8 +37,10 @@ def note(ctx, what, **more):
     """One line in A2A_AGENT_LOG: which process did what for which task, when."""
     path = os.environ.get("A2A_AGENT_LOG")
     if path:
+        origin = ctx.origin                     # (the trace that made the task, if later)
         line = json.dumps({"pid": os.getpid(), "task": ctx.task_id, "text": ctx.text,
-                           "what": what, "at": time.time(), **more}) + "\n"
+                           "what": what, "at": time.time(), "trace": ctx.trace.trace_id,
+                           "origin": origin and origin.traceparent, **more}) + "\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line.encode())         # one write, O_APPEND: lines never interleave

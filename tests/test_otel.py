@@ -34,7 +34,9 @@ def test_one_trace_crosses_two_servers_and_a_webhook(binding, host):
     trace_id, root_id = found["root"]
     spans = [s for s in found["spans"] if s["context"][0] == trace_id]
     others = [s["name"] for s in found["spans"] if s["context"][0] != trace_id]
-    assert set(others) <= {"GET /.well-known/agent-card.json"}, others   # (the set-up's)
+    assert set(others) <= {"GET /.well-known/agent-card.json", "a2a.turn",  # (the set-up's,
+                           "lf.a2a.v1.A2AService/SendMessage",             # and what comes
+                           "lf.a2a.v1.A2AService/SubscribeToTask"}, others  # after: below)
     by_id = {s["context"][1]: s for s in spans}
 
     def only(kind, name=None, scope=None, parent=None):
@@ -75,6 +77,23 @@ def test_one_trace_crosses_two_servers_and_a_webhook(binding, host):
     assert [s["status"] for s in hooks].count("ERROR") == 1   # the answer 500
     assert [s["name"] for s in spans if s["parent"] is None] == ["the user's request"]
     assert all(s["parent"][1] in by_id for s in spans if s["parent"])    # no span left open
+    assert all(not s["links"] for s in spans)
+    # Later requests about a task, in traces of their own, link to the turn that made it.
+    assert found["refused"]["error"]["code"] == -32004                  # (A's task has ended)
+    subscribe = [s for s in found["spans"] if s["attributes"].get("rpc.method") ==
+                 "SubscribeToTask"]
+    assert len(subscribe) == 1 and subscribe[0]["context"][0] != trace_id
+    assert subscribe[0]["links"] == [[turn_a["context"], {"a2a.link": "task.origin"}]]
+    assert found["continued"]["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    turns_c = [s for s in found["spans"] if s["name"] == "a2a.turn" and
+               s["attributes"]["a2a.task.id"] == found["continued"]["result"]["task"]["id"]]
+    assert len(turns_c) == 2 and turns_c[0]["context"][0] != turns_c[1]["context"][0]
+    first, second = turns_c
+    assert first["links"] == [] and second["links"] == [[first["context"], {
+        "a2a.link": "task.origin"}]]
+    requests_c = [s for s in found["spans"] if s["kind"] == "SERVER" and s["context"][1] ==
+                  second["parent"][1]]
+    assert requests_c[0]["links"] == second["links"]       # (its request's span too)
 
 
 def test_without_opentelemetry_imported_no_companion_is_loaded():

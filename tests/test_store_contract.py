@@ -137,6 +137,33 @@ def test_a_new_task_is_written_at_version_0_and_read_back_by_its_owner_only(stor
     assert (version, seq) == (1, None) and store.get("t2", ALICE).next_seq == 0
 
 
+ORIGIN = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def test_a_new_task_keeps_the_trace_that_made_it_out_of_its_json(store):
+    """``origins``: commit(..., origin=) of a new task keeps that traceparent,
+    and get() gives it back as .origin, through every later version (whole,
+    or an event written alone) and however the task was made (at once, or
+    running). It is never part of the task's JSON: no client sees it."""
+    assert store.origins is True
+    store.commit(task("t1", COMPLETED), ALICE, 0, origin=ORIGIN)     # (answered at once)
+    store.commit(task("t2"), ALICE, 0, {"task": task("t2")}, origin=ORIGIN)
+    store.commit(task("t3"), ALICE, 0)
+    for task_id, origin in (("t1", ORIGIN), ("t2", ORIGIN), ("t3", None)):
+        got = store.get(task_id, ALICE)
+        assert got.origin == origin and b"00f067aa" not in got.json, task_id
+    update = {"taskId": "t2", "contextId": "ctx", "artifact": {
+        "artifactId": "a", "parts": [{"text": "x"}]}}
+    grown = task("t2", artifacts=[update["artifact"]])
+    store.commit(grown, ALICE, 1, {"artifactUpdate": update}, derived=True)
+    assert store.get("t2", ALICE).origin == ORIGIN                 # (an event alone)
+    store.commit(task("t2", INPUT_REQUIRED), ALICE, 2, origin="00-" + "1" * 32 + "-" + "2" * 16
+                 + "-01")                                         # (a later one: not its maker)
+    got = store.get("t2", ALICE)
+    assert got.origin == ORIGIN and got.version == 3
+    assert all("00f067aa" not in json.dumps(t) for t in store.list(ALICE)[0])
+
+
 def test_every_commit_is_a_new_version_and_every_event_the_next_seq(store):
     """The version counts commits; next_seq counts events, with or without
     commits between them. A task read again after a change is the new one."""
@@ -1598,17 +1625,23 @@ def test_configs_are_kept_only_with_a_stored_task_and_count_in_its_size(store):
     assert store.stats()["bytes"] == 0 and store.stats()["tasks"] == 0
 
 
+def _old_file(path, version):
+    """A connection to a new file of schema ``version``, in a write transaction."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("BEGIN IMMEDIATE")
+    for step in a2a_store._SQLITE_MIGRATIONS[:version]:
+        for statement in step:
+            db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(version),))
+    return db
+
+
 def test_sqlite_a_version_1_file_is_brought_to_version_2(path):
     """A file made with schema version 1 (before push configs counted in a
     task's size) opens: brought forward in one transaction, its configs'
     bytes counted, and writable."""
-    import sqlite3 as sq
-    db = sq.connect(path, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("BEGIN IMMEDIATE")
-    for statement in a2a_store._SQLITE_MIGRATIONS[0]:
-        db.execute(statement)
-    db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    db = _old_file(path, 1)
     db.execute("INSERT INTO tasks (id, owner, caller, context_id, state, stamp, idle_ms, "
                "version, next_seq, first_seq, event_bytes, size, body) VALUES ('t1', ?, ?, "
                "'ctx', 'TASK_STATE_WORKING', '', NULL, 1, 0, 0, 0, 60, ?)",
@@ -1630,14 +1663,7 @@ def test_sqlite_a_version_2_file_is_brought_to_version_3(path):
     version 2 file keeps every task, event, config, lease and count, and a
     task made after it is numbered above every number used before, even
     that of a task since deleted."""
-    import sqlite3 as sq
-    db = sq.connect(path, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("BEGIN IMMEDIATE")
-    for step in a2a_store._SQLITE_MIGRATIONS[:2]:
-        for statement in step:
-            db.execute(statement)
-    db.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    db = _old_file(path, 2)
     insert = ("INSERT INTO tasks (id, owner, caller, context_id, state, stamp, idle_ms, version, "
               "next_seq, first_seq, event_bytes, size, body) VALUES (?, ?, ?, 'ctx', ?, ?, ?, 1, "
               "?, 0, ?, ?, ?)")
@@ -1675,6 +1701,29 @@ def test_sqlite_a_version_2_file_is_brought_to_version_3(path):
     assert numbers["t4"] > 3 and numbers["t5"] > numbers["t4"]      # t3 was number 3
     assert store.stats()["tasks"] == 4
     assert [t["id"] for t in store.list(ALICE)[0]] == ["t1", "t5", "t4"]     # newest stamp first
+
+
+def test_sqlite_a_version_4_file_keeps_its_tasks_and_new_ones_their_origin(path):
+    """Version 5 adds the column of the trace that made a task: a version 4
+    file's tasks have none, and are read and changed as before."""
+    db = _old_file(path, 4)
+    body = json.dumps(task("t1")).encode()
+    db.execute("INSERT INTO tasks (n, id, owner, caller, context_id, state, stamp, idle_ms, "
+               "version, next_seq, first_seq, event_bytes, size, body) VALUES (1, 't1', ?, ?, "
+               "'ctx', ?, ?, NULL, 1, 0, 0, 0, ?, ?)",
+               (a2a_store._key(ALICE), a2a_store._key(ALICE), WORKING, _stamp(1), len(body),
+                body))
+    db.execute("UPDATE callers SET tasks = 1, bytes = ?, made = 1 WHERE caller = ''",
+               (len(body),))
+    db.execute("COMMIT")
+    db.close()
+    store = a2a_store.SQLiteStore(path)
+    assert sql(store, "SELECT value FROM meta") == [(str(a2a_store.SQLITE_SCHEMA_VERSION),)]
+    got = store.get("t1", ALICE)
+    assert got == task("t1") and got.origin is None
+    store.commit(task("t1", COMPLETED), ALICE, 1)
+    store.commit(task("t2", COMPLETED), ALICE, 0, origin=ORIGIN)
+    assert store.get("t1", ALICE).origin is None and store.get("t2", ALICE).origin == ORIGIN
 
 
 def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):

@@ -31,6 +31,7 @@ from webhook_receiver import Receiver
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json", "Connection": "close"}
 OWNER = ("", None)                     # whose tasks an anonymous client's are, in the store
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
 # -- hosts in processes of their own ------------------------------------------------
@@ -419,7 +420,9 @@ def test_a_task_is_read_and_listed_through_another_process(host):
 
 
 def test_a_waiting_task_is_continued_through_another_process(host):
-    made_on, task = send(host.port, "wait")
+    made_on, answer = call(host.port, "SendMessage", {"message": user_message("wait")},
+                           {"traceparent": TRACEPARENT})
+    task = answer["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     turns = [made_on]
     deadline = time.monotonic() + 10
@@ -438,7 +441,14 @@ def test_a_waiting_task_is_continued_through_another_process(host):
     # (The history keeps the newest max_history messages: two a turn.)
     assert said == expected[-len(said):] and len(said) >= min(len(expected), 40)
     # each turn's agent ran in the process its message reached
-    assert [n["pid"] for n in host.agent_log(task["id"]) if n["what"] == "start"] == turns
+    starts = [n for n in host.agent_log(task["id"]) if n["what"] == "start"]
+    assert [n["pid"] for n in starts] == turns
+    # the first turn ran in the caller's trace; each later one, in a trace of
+    # its own, is told of that first turn (the store kept its traceparent)
+    first = starts[0]
+    assert first["trace"] == TRACEPARENT[3:35] and first["origin"] is None
+    assert {n["origin"][3:35] for n in starts[1:]} == {TRACEPARENT[3:35]}
+    assert all(n["trace"] != first["trace"] for n in starts[1:])
 
 
 def test_a_running_task_is_followed_through_another_process(host):

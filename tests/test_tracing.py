@@ -242,13 +242,15 @@ def test_the_json_access_log_is_one_object_a_line_without_credentials(caplog):
         task_id = json.loads(data)["result"]["task"]["id"]
         live.request("GET", f"/tasks/{task_id}?historyLength=1",
                      headers={"A2A-Version": "1.0", "Authorization": "Bearer s3cret-token"})
+        live.request("POST", f"/tasks/{task_id}:subscribe",   # (refused: the task has ended)
+                     headers={"A2A-Version": "1.0", "Authorization": "Bearer s3cret-token"})
     finally:
         live.close()
     lines = [r.getMessage() for r in caplog.records if r.name == "a2a_min.access"]
-    assert len(lines) == 2 and all("s3cret" not in line for line in lines)
-    first, second = map(json.loads, lines)
+    assert len(lines) == 3 and all("s3cret" not in line for line in lines)
+    first, second, third = map(json.loads, lines)
     assert set(first) == {"time", "client", "method", "path", "a2a_method", "status", "bytes",
-                          "stream", "ms", "trace_id", "task_id", "principal"}
+                          "stream", "ms", "trace_id", "task_id", "origin_trace_id", "principal"}
     assert first["time"].endswith("Z") and first["client"].startswith("127.0.0.1")
     assert (first["method"], first["path"], first["a2a_method"], first["status"]) == \
         ("POST", "/", "SendMessage", 200)
@@ -257,6 +259,10 @@ def test_the_json_access_log_is_one_object_a_line_without_credentials(caplog):
     assert (second["path"], second["a2a_method"], second["task_id"]) == \
         (f"/tasks/{task_id}", "GetTask", task_id)
     assert len(second["trace_id"]) == 32 and second["trace_id"] != TRACE   # a trace of its own
+    assert first["origin_trace_id"] is None and second["origin_trace_id"] is None
+    # SubscribeToTask names the trace that made the task (the store kept it)
+    assert (third["a2a_method"], third["origin_trace_id"]) == ("SubscribeToTask", TRACE)
+    assert third["trace_id"] not in (None, TRACE)
 
 
 def test_the_plain_access_log_names_the_trace_of_a_traced_request(caplog):
