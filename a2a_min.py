@@ -1952,9 +1952,10 @@ class CallContext:
     def trace(self):
         """The request's TraceContext, from its traceparent header (read on
         first use); None when the server's tracing is off."""
-        if self._trace is None:
-            self._trace = TraceContext.from_headers(self.headers)
-        return self._trace or None
+        trace = self._trace
+        if trace is None or type(trace) is str:     # (a str: the ids chosen for a new trace)
+            trace = self._trace = TraceContext.from_headers(self.headers, trace)
+        return trace or None
 
     @property
     def owner(self):
@@ -2051,18 +2052,22 @@ class TraceContext:
     __slots__ = ("trace_id", "parent_id", "span_id", "flags", "tracestate")
 
     def __init__(self, trace_id, parent_id=None, span_id=None, flags=1, tracestate=""):
-        self.trace_id, self.parent_id, self.flags = trace_id, parent_id, flags
+        self.trace_id, self.parent_id, self.flags = trace_id, parent_id, flags & 1
         self.span_id = span_id or os.urandom(8).hex()
         self.tracestate = tracestate
 
     @classmethod
-    def from_headers(cls, headers):
+    def from_headers(cls, headers, ids=None):
         """The turn's context for a request with these (lower-case) headers: a
-        span under its valid traceparent, or else the first of a new trace."""
-        found = _parse_traceparent(headers.get("traceparent", ""))
-        if found is None:
-            return cls(os.urandom(16).hex())
-        return cls(*found[:2], None, found[2], _parse_tracestate(headers.get("tracestate", "")))
+        span under its valid traceparent, or else the first of a new trace;
+        ``ids``: 48 random hex digits for its new ids (else read now)."""
+        value = headers.get("traceparent")
+        found = value and _parse_traceparent(value)
+        ids = ids or os.urandom(24).hex()
+        if not found:
+            return cls(ids[:32], None, ids[32:])
+        return cls(found[0], found[1], ids[32:], found[2],
+                   _parse_tracestate(headers.get("tracestate", "")))
 
     @classmethod
     def from_traceparent(cls, value):
@@ -2072,7 +2077,7 @@ class TraceContext:
 
     @property
     def traceparent(self):
-        return f"00-{self.trace_id}-{self.span_id}-{self.flags:02x}"
+        return f"00-{self.trace_id}-{self.span_id}-0{self.flags}"     # (flags: 0 or 1)
 
     def headers(self):
         """``traceparent`` (and ``tracestate``) for a call made from this span."""
@@ -2161,11 +2166,16 @@ class _Channel:
     def _commit(self, task, event, derived, first=()):
         """store.commit(), with the keywords only some stores take: ``first``,
         and ``origin`` (the new task's first commit)."""
-        more = {"first": first} if first else {}
-        if self.origin:
-            more["origin"] = self.origin
-        committed = self.store.commit(task, self.owner, self.version, event, self.caller,
-                                      self.holder, derived=derived, **more)
+        if first:
+            more = {"first": first, "origin": self.origin} if self.origin else {"first": first}
+            committed = self.store.commit(task, self.owner, self.version, event, self.caller,
+                                          self.holder, derived=derived, **more)
+        elif self.origin:
+            committed = self.store.commit(task, self.owner, self.version, event, self.caller,
+                                          self.holder, derived=derived, origin=self.origin)
+        else:
+            return self.store.commit(task, self.owner, self.version, event, self.caller,
+                                     self.holder, derived=derived)
         self.origin = None
         return committed
 
@@ -2246,7 +2256,11 @@ class _Channel:
         turn nobody could watch); ``committed``: what the store's commit
         returned, if the caller committed it already (a2a_store)."""
         with self.lock:
-            stored, self.version, _ = committed or self._commit(task, None, False)
+            if committed is None and self.origin:       # (a new task's: its trace kept)
+                committed = self.store.commit(task, self.owner, self.version, None, self.caller,
+                                              self.holder, origin=self.origin)
+            stored, self.version, _ = committed or self.store.commit(
+                task, self.owner, self.version, None, self.caller, self.holder)
             self.origin = None
             self.written, self.appended, self.grown = len(stored or b""), 0, None
             if type(task) is _StoredTask:
@@ -4541,11 +4555,11 @@ class _Ids:
     random part of 64 ids (a system call each cost 0.6 us). list.pop() is
     atomic; a forked child starts a pool of its own, or its ids would repeat."""
 
-    __slots__ = ("pool", "memo", "__weakref__")
+    __slots__ = ("pool", "memo", "random", "__weakref__")
 
     def __init__(self):
         import weakref
-        self.pool = []
+        self.pool, self.random = [], []
         self.memo = (0, "")                     # (a millisecond, _uuid7_head of it)
         if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
             mine = weakref.ref(self)
@@ -4555,7 +4569,7 @@ class _Ids:
     def _forget(mine):
         ids = mine()
         if ids is not None:
-            ids.pool = []
+            ids.pool, ids.random = [], []
 
     def __call__(self):
         ms = int(time.time() * 1000)
@@ -4567,6 +4581,16 @@ class _Ids:
         except IndexError:
             self.pool = _uuid7_tails(64)
             return memo[1] + self.pool.pop()
+
+    def hexes(self):
+        """48 random hex digits (a new trace's ids: TraceContext), from a pool
+        of 64 made by one read of the random source."""
+        try:
+            return self.random.pop()
+        except IndexError:
+            digits = os.urandom(24 * 64).hex()
+            self.random = [digits[i:i + 48] for i in range(0, 48 * 64, 48)]
+            return self.random.pop()
 
 
 def _uuid7_tails(count):
@@ -4717,6 +4741,7 @@ class Server:
         if access_log not in (None, False, True, "json", "plain"):
             raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
+        self._origins = bool(tracing) and getattr(self.store, "origins", False)  # (kept by tasks)
         self._spans = None if tracing else False    # a2a_otel's, once OpenTelemetry is in use
         if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
                 tracing, "get_tracer")):
@@ -5060,8 +5085,15 @@ class Server:
                 self._spans.turn(ctx, call)
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
-            if self.tracing and getattr(self.store, "origins", False):
-                channel.origin = call.trace.traceparent     # the task remembers its trace
+            if self._origins:                  # the task remembers the trace it was made in
+                if call._trace is None and "traceparent" not in call.headers:
+                    # A new trace: its ids chosen now (from the server's pool: no system
+                    # call), its TraceContext made of them when something asks (CallContext.trace).
+                    pool = self._new_id.random
+                    ids = call._trace = pool.pop() if pool else self._new_id.hexes()
+                    channel.origin = f"00-{ids[:32]}-{ids[32:]}-01"
+                else:
+                    channel.origin = call.trace.traceparent
             return ctx, channel, None          # its stream begins at its first event
         while True:
             with self._lock:

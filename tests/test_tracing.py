@@ -312,3 +312,24 @@ def test_an_agents_failure_is_logged_with_its_trace(caplog):
             headers={**V1, "traceparent": TRACEPARENT})
     failed = [r.getMessage() for r in caplog.records if "agent failed" in r.getMessage()]
     assert failed and failed[0].endswith(f"(trace {TRACE})"), failed
+
+
+@pytest.mark.parametrize("headers", [{}, {"traceparent": TRACEPARENT}], ids=["new", "given"])
+def test_a_task_is_stored_with_the_trace_its_first_turn_ran_in(headers):
+    """The traceparent kept with a new task names the turn's own span, the
+    one the agent sees (made when asked, for a new trace, of the ids the
+    server chose as the task was made), and is not in what clients read."""
+    server = a2a_min.Server(lambda ctx: ctx.trace.traceparent)
+    answer = rpc(server, "SendMessage", {"message": user_message("hi")},
+                 headers={**V1, **headers})
+    task = json.loads(answer.body)["result"]["task"]
+    seen = task["artifacts"][0]["parts"][0]["text"]
+    stored = server.store.get(task["id"], ("", None))
+    assert stored.origin == seen and "traceparent" not in json.dumps(task)
+    assert seen.startswith(f"00-{TRACE}-" if headers else "00-") and PARENT not in seen
+    assert a2a_min._parse_traceparent(seen) is not None
+    off = a2a_min.Server(lambda ctx: "ok", tracing=False)
+    task = rpc(off, "SendMessage", {"message": user_message("hi")},
+               headers={**V1, **headers})
+    task = json.loads(task.body)["result"]["task"]
+    assert off.store.get(task["id"], ("", None)).origin is None
