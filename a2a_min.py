@@ -5279,40 +5279,45 @@ class Server:
 
     async def _drive_async(self, result, turn):
         """_drive and _drain for an async agent (a shared store's: via loop_threads)."""
-        if self.tracing:                       # (RequestContext.current(): in this task)
-            _TURN.set(turn.ctx)
-        if self._off_loop is not None:
-            return await self._off_loop.drive(result, turn)
+        # (RequestContext.current(), in this task; taken back at the end, or the
+        # task's context would hold the turn that holds the task: a cycle to collect)
+        running = _TURN.set(turn.ctx) if self.tracing else None
         try:
-            if isinstance(result, AsyncGeneratorType):
-                # Each step runs here until the agent yields or waits: what it
-                # yields without waiting is held (turn.batch) and written at once
-                # when it waits or ends, so its chunks cost one commit and one
-                # write together, and none waits on an agent that is waiting.
-                turn.batch = []
-                try:
-                    while not turn.done:
-                        step = result.__anext__()
-                        try:
-                            waiting = step.send(None)      # until it yields, or waits
-                        except StopIteration as made:      # it yielded, without waiting
-                            turn.emit(made.value, chunked=True)
-                            continue
-                        except StopAsyncIteration:
-                            break
-                        turn.flush()                       # it waits: out with what it made
-                        try:
-                            item = await _Resumed(step, waiting)
-                        except StopAsyncIteration:
-                            break
-                        turn.emit(item, chunked=True)
-                finally:
-                    await result.aclose()
-                turn.finish()
-            else:
-                turn.complete(await result)
-        except Exception as exc:
-            turn.fail(exc)
+            if self._off_loop is not None:
+                return await self._off_loop.drive(result, turn)
+            try:
+                if isinstance(result, AsyncGeneratorType):
+                    # Each step runs here until the agent yields or waits: what it
+                    # yields without waiting is held (turn.batch) and written at once
+                    # when it waits or ends, so its chunks cost one commit and one
+                    # write together, and none waits on an agent that is waiting.
+                    turn.batch = []
+                    try:
+                        while not turn.done:
+                            step = result.__anext__()
+                            try:
+                                waiting = step.send(None)      # until it yields, or waits
+                            except StopIteration as made:      # it yielded, without waiting
+                                turn.emit(made.value, chunked=True)
+                                continue
+                            except StopAsyncIteration:
+                                break
+                            turn.flush()                       # it waits: out with what it made
+                            try:
+                                item = await _Resumed(step, waiting)
+                            except StopAsyncIteration:
+                                break
+                            turn.emit(item, chunked=True)
+                    finally:
+                        await result.aclose()
+                    turn.finish()
+                else:
+                    turn.complete(await result)
+            except Exception as exc:
+                turn.fail(exc)
+        finally:
+            if running is not None:
+                _TURN.reset(running)
 
     # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
 
