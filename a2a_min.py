@@ -4997,6 +4997,8 @@ class Server:
                                         metadata={"taskId": task_id})
             channel = self._channels[task_id] = self._new_channel(owner, caller)
             channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
+            if getattr(self._watch, "resting", False):
+                self._watch.follow()           # (a shared store's watch: news matters again)
         return channel
 
     def wake_streams(self):
@@ -5132,6 +5134,8 @@ class Server:
                 # Known before the store has the task: none makes a second channel.
                 with self._lock:
                     self._channels[ctx.task_id] = channel
+                    if getattr(self._watch, "resting", False):
+                        self._watch.follow()
                 try:
                     channel.publish(task, {"task": task}, tell=False)
                     self._add_inline_push(ctx, channel.owner)   # its webhook, told first

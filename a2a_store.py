@@ -1783,8 +1783,10 @@ def open_store(location=None, **limits):
 #     running tasks WORKING with nobody working on them.
 #
 # One thread per process watches the store for all three. Every
-# ``store_poll`` seconds it asks the store whether another process committed
-# (store.changed(): PRAGMA data_version, about 2 us); if so it reads, in one
+# ``store_poll`` seconds (ten times that while this process follows no task:
+# an idle worker wakes 10 times a second, not 100) it asks the store whether
+# another process committed (store.changed(): PRAGMA data_version, about
+# 2 us); if so it reads, in one
 # statement, the heads of the tasks followed here (store.heads(): the version
 # and the state of each), or of those the store says changed
 # (store.touched()), wakes the streams of those that changed, ends the
@@ -1813,18 +1815,20 @@ class _StoreWatch:
         self.server = weakref.ref(server)
         self.pid = os.getpid()
         self.marks = {}                     # task id -> its version when last looked at
+        self.woken = threading.Event()      # set: look now (news heard, or a task to follow)
+        self.resting = False                # no task followed here: looks 10 times less often
         threading.Thread(target=self._run, args=(server._closing, server.limits),
                          name="a2a-store-watch", daemon=True).start()
 
     def _run(self, closing, limits):
-        seen, renew_at = None, 0.0
-        woken = threading.Event()           # a store that hears of commits says so at once
+        seen, renew_at, resting = None, 0.0, False
+        woken = self.woken                  # a store that hears of commits says so at once
         wake_on = getattr(self.server().store, "wake_on", None)
         if wake_on is not None:
             wake_on(lambda task_id: self._heard(woken, task_id))
         del wake_on                         # (it holds the store, which holds the Server)
         while True:
-            if woken.wait(limits["store_poll"]):
+            if woken.wait(limits["store_poll"] * (10 if resting else 1)):
                 woken.clear()               # (a flood of news is looked at 1,000 times a second at most)
                 if closing.wait(0.001):
                     return
@@ -1854,7 +1858,19 @@ class _StoreWatch:
             except Exception:                  # the store failed: say so, go on
                 _log().exception("watching the shared task store failed")
                 closing.wait(1.0)
+            # Nothing followed here (no task's channel, no end to record): no news
+            # can matter to this process but its leases', so it looks less often,
+            # until a channel is made (Server._channel and _create_task: follow()).
+            self.resting = True             # (said before looking: a channel made
+            # meanwhile is seen here, or sees resting and wakes this thread)
+            resting = self.resting = not (server._channels or server._unrecorded)
             del server
+
+    def follow(self):
+        """A task is followed here now: look as often as ``store_poll`` again."""
+        if self.resting:
+            self.resting = False
+            self.woken.set()
 
     def _heard(self, woken, task_id):
         """The store heard, in its own thread, that a process committed to
