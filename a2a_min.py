@@ -5091,8 +5091,7 @@ class Server:
                 if call._trace is None and "traceparent" not in call.headers:
                     # A new trace: its ids chosen now (from the server's pool: no system
                     # call), its TraceContext made of them when something asks (CallContext.trace).
-                    pool = self._new_id.random
-                    ids = call._trace = pool.pop() if pool else self._new_id.hexes()
+                    ids = call._trace = self._new_id.hexes()
                     channel.origin = f"00-{ids[:32]}-{ids[32:]}-01"
                 else:
                     channel.origin = call.trace.traceparent
