@@ -1786,8 +1786,9 @@ def open_store(location=None, **limits):
 # ``store_poll`` seconds (ten times that while this process follows no task:
 # an idle worker wakes 10 times a second, not 100) it asks the store whether
 # another process committed (store.changed(): PRAGMA data_version, about
-# 2 us); if so it reads, in one statement, the heads of the tasks followed here (store.heads(): the version
-# and the state of each), or of those the store says changed
+# 2 us); if so it reads, in one statement, the heads of the tasks followed
+# here (store.heads(): the version and the state of each), or of those the
+# store says changed
 # (store.touched()), wakes the streams of those that changed, ends the
 # streams of those that are gone (evicted there) as an eviction here does,
 # tells the turns here whose tasks ended there, and does the store's
