@@ -3938,7 +3938,7 @@ def _rest_response(server, request):
             if body.strip():
                 raise InvalidRequestError(
                     f"{verb} {path} takes no body; send its parameters in the query string")
-            params = _query_to_params(request_type, request.query)
+            params = _query_to_params(request_type, request.query) if request.query else {}
         else:                                    # (a POST: its body is JSON, if any)
             params = _parse_json_body(body) if body.strip() else {}
             if not isinstance(params, dict):
@@ -6827,7 +6827,8 @@ def _response_head(response, close, date):
     status = response.status
     lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Status')}",
              f"Server: a2a_min/{__version__}", "Date: " + date()]
-    lines += [f"{k}: {v}" for k, v in response.headers]
+    for name, value in response.headers:
+        lines.append(f"{name}: {value}")
     if response.stream is None and status != 304 and status != 204:
         lines.append(f"Content-Length: {len(response.body)}")
     if close:
