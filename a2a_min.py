@@ -2876,6 +2876,7 @@ class _Workers:
                 fn(*args)
             except Exception:
                 _log().exception("unexpected error in a worker")
+            fn = args = None                   # (not held while it waits: a dropped Server goes)
             self.idle.release()
 
 
@@ -4245,12 +4246,17 @@ def _destination(url):
 
 class _PushDelivery:
     """Background POSTs of task events to webhooks, fair between callers and
-    their destinations (see the section comment). ``ready``'s lock guards all."""
+    their destinations (see the section comment). ``ready``'s lock guards all.
+    It holds its Server weakly, and its threads end when the Server shuts down
+    or is gone (as the store's watch): a thread must not keep alive what
+    nobody else uses (the Server, and every task in its store)."""
 
     def __init__(self, server):
         import itertools
         import random
-        self.server, self.limits = server, server.limits
+        import weakref
+        self.server, self.limits, self.closing = weakref.ref(server), server.limits, server._closing
+        self.stopped = False              # stop(): the workers end at their next turn
         self.stats = dict.fromkeys(_PUSH_TOTALS, 0)
         self.lanes = {}                   # caller -> _PushLane, least recently used first
         self.turns = deque()              # callers with a delivery that may go, in turn order
@@ -4263,6 +4269,14 @@ class _PushDelivery:
         self.jitter = random.Random()     # its own: the random module's state is the program's
         for _ in range(self.limits["push_workers"]):
             threading.Thread(target=self._work, name="a2a-push", daemon=True).start()
+        weakref.finalize(server, self.stop)   # (a Server dropped without shutdown())
+
+    def stop(self):
+        """Server.shutdown (it waited for what could go), or the Server is gone:
+        the workers end once their attempt in flight ends; the rest is dropped."""
+        with self.ready:
+            self.stopped = True
+            self.ready.notify_all()
 
     # -- the callers' side: queue, count ------------------------------------------------
     def submit(self, caller, configs, event, task=None, trace=None):
@@ -4280,7 +4294,7 @@ class _PushDelivery:
                 version = config.get("payloadVersion")
                 body = bodies.get(version)
                 if body is None:
-                    compat = self.server.compat
+                    compat = self.server().compat
                     body = bodies[version] = bodies[None] if compat is None or task is None \
                         else _dumps(compat.push_payload(task, event))
                 key = _destination(config["url"])
@@ -4359,12 +4373,18 @@ class _PushDelivery:
     def _work(self):
         while True:
             with self.ready:
-                caller, key, job, warning = self._next()
+                taken = self._next()
+            if taken is None:
+                return                          # stopped: the Server shut down, or is gone
+            caller, key, job, warning = taken
             if warning:
                 _log().warning(*warning)
             if job is None:
                 continue
-            spans, span, trace = self.server._spans, None, job[3]
+            server = self.server()              # (held while it delivers, never while it waits)
+            if server is None:
+                return
+            spans, span, trace = server._spans, None, job[3]
             if spans:                          # (a span for each attempt: a2a_otel)
                 span, trace = spans.webhook(job[0]["url"], trace)
             try:
@@ -4376,12 +4396,15 @@ class _PushDelivery:
                 spans.webhook_done(span, status, None if outcome == "delivered" else outcome)
             with self.ready:
                 self._settle(caller, key, job, outcome, why, status)
+            del server, spans
 
     def _next(self):
         """Wait for a turn to take or a warning to write: (caller, destination,
-        job, warning), the job None when there is no turn."""
+        job, warning), the job None when there is no turn; None once stopped."""
         import heapq
         while True:
+            if self.stopped:
+                return None
             now = time.monotonic()
             while self.later and self.later[0][0] <= now:
                 _, _, caller, key = heapq.heappop(self.later)
@@ -4430,7 +4453,7 @@ class _PushDelivery:
                 dest.paused_until = now + self.limits["push_pause"]
         paused = dest.paused_until > now
         if outcome == "retry" and attempt < self.limits["push_retries"] and not paused \
-                and not self.server._closing.is_set():
+                and not self.closing.is_set():
             self._note(caller, lane, "retried")
             delay = self.limits["push_backoff"] * 2 ** attempt * (0.5 + self.jitter.random())
             dest.jobs.appendleft((config, body, attempt + 1, trace))
@@ -4472,7 +4495,7 @@ class _PushDelivery:
         """One POST: (outcome, why, HTTP status or None), the outcome one of
         delivered, failed (final), refused (SSRF) and retry."""
         try:
-            target = _webhook_target(config["url"], self.server.push_allow, _resolve_host)
+            target = _webhook_target(config["url"], self.server().push_allow, _resolve_host)
         except InvalidParamsError as refused:
             return "refused", f"{config['url'][:80]}: {refused.message}", None
         try:
@@ -4513,7 +4536,7 @@ class _PushDelivery:
                 sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
                 if self.tls is None:
                     import ssl
-                    self.tls = self.server.push_tls_context or ssl.create_default_context()
+                    self.tls = self.server().push_tls_context or ssl.create_default_context()
                 sock = self.tls.wrap_socket(sock, server_hostname=host)
             view = memoryview(request)
             while view:                        # sendall() within the deadline: a receiver
@@ -5571,8 +5594,9 @@ class Server:
 
     def shutdown(self, grace=10.0):
         """Stop within ``grace`` seconds: streams end with a ``retry:`` hint, turns
-        and webhook deliveries may finish; then the agent's ``close()``, if any.
-        Hosts call it when they stop. Returns {"turns", "deliveries"} left undone."""
+        and webhook deliveries may finish; then the webhook threads end, and the
+        agent's ``close()`` is called, if any. Hosts call it when they stop.
+        Returns {"turns", "deliveries"} left undone."""
         self._closing.set()
         self.wake_streams()
         deadline = time.monotonic() + grace
@@ -5586,6 +5610,8 @@ class Server:
         if turns or deliveries:
             _log().warning("shut down with %d turns still running and %d webhook deliveries "
                            "queued", turns, deliveries)
+        if self._pusher is not None:           # its threads end (what waits on a retry: dropped)
+            self._pusher.stop()
         close = getattr(self.agent, "close", None)
         if close is not None:                  # what the agent still runs ends (serve --exec)
             close()

@@ -1,12 +1,16 @@
 """Webhook deliveries queue per destination (scheme, host, port) within each
 caller's share: a dead or stalling receiver delays only its own events, a
 retry waits on a timer, a destination that keeps failing is paused (the
-circuit breaker, counted in stats()), and shutdown never waits on a backoff.
+circuit breaker, counted in stats()), and shutdown never waits on a backoff;
+the delivery threads end with their server (shut down, or dropped).
 Every receiver here is real, on 127.0.0.1; a "dead" one is a port on
 127.0.0.1 where nothing listens."""
 
+import gc
 import socket
+import threading
 import time
+import weakref
 
 import a2a_min
 from harness import Client, scenario_agent, user_message
@@ -150,5 +154,38 @@ def test_shutdown_waits_for_deliveries_that_can_go():
         left = server.shutdown(grace=10.0)
         assert left["deliveries"] == 0 and len(receiver.requests) == 4
         assert server.push_stats["delivered"] == 4
+    finally:
+        receiver.close()
+
+
+def push_threads():
+    return {t for t in threading.enumerate() if t.name == "a2a-push"}
+
+
+def test_the_delivery_threads_end_at_shutdown_and_with_a_server_dropped_without_it():
+    # A thread must not keep alive what nobody else uses: a server, and every task
+    # in its store. (Others' servers may hold threads of their own: these are ours.)
+    receiver = Receiver()
+    try:
+        before = push_threads()
+        server = server_with()
+        send(Client(server), "x", receiver.url("/ok"))
+        assert len(receiver.wait(4, "/ok")) == 4
+        ours = push_threads() - before
+        assert len(ours) == 4                  # push_workers
+        assert server.shutdown(grace=5) == {"turns": 0, "deliveries": 0}
+        assert wait_for(lambda: not any(t.is_alive() for t in ours), timeout=5)
+
+        before = push_threads()
+        server = server_with()
+        client = Client(server)
+        send(client, "x", receiver.url("/ok"))
+        assert len(receiver.wait(8, "/ok")) == 8
+        ours = push_threads() - before
+        assert len(ours) == 4
+        gone = weakref.ref(server)
+        del server, client                     # (a delivery in flight holds it until answered)
+        assert wait_for(lambda: gc.collect() >= 0 and gone() is None, timeout=5)
+        assert wait_for(lambda: not any(t.is_alive() for t in ours), timeout=5)
     finally:
         receiver.close()
