@@ -280,6 +280,8 @@ DEFAULT_LIMITS = {
     "max_body_bytes": 1 << 20,        # 1 MiB request body
     "blocking_timeout": 60.0,         # seconds a blocking SendMessage waits
     "keepalive_interval": 15.0,       # seconds between SSE keep-alive comments
+    "first_event_wait": 0.02,         # seconds a new task's stream waits for the agent's first
+                                      # output before it sends the Task (its first event)
     "replay_buffer": 256,             # stream events kept per task for Last-Event-ID
     "max_tasks": 10_000,              # tasks in the in-memory store
     "task_ttl": 3600.0,               # seconds a finished task is kept
@@ -1022,6 +1024,8 @@ def _apply(task, kind, body, now, grown=None):
         while i >= 0 and artifacts[i]["artifactId"] != artifact["artifactId"]:
             i -= 1
         if i >= 0 and body.get("append"):
+            if artifact["parts"] == [{"text": ""}]:   # (an empty chunk says lastChunk, no more)
+                return {**task}
             parts = artifacts[i]["parts"]
             if parts is grown:
                 parts += artifact["parts"]
@@ -1785,7 +1789,9 @@ def _too_many_configs(task_id, count):
 # the task's story (section 3.1.1, 4.2):
 #
 #   a str                 -> an artifact with that text (a generator's strs are
-#                            chunks of one artifact: append, then lastChunk)
+#                            chunks of one artifact, each sent as it is made:
+#                            append; the turn's end says lastChunk, on the last
+#                            one if it has not gone yet, else by an empty append)
 #   status_update(...)    -> a TaskStatusUpdateEvent (WORKING, INPUT_REQUIRED...)
 #   artifact_update(...)  -> a TaskArtifactUpdateEvent
 #   agent_message(...)    -> a direct Message reply and no task, as the first
@@ -1793,6 +1799,13 @@ def _too_many_configs(task_id, count):
 #                            agent's last word: the task completes with it
 #   None                  -> nothing (yielded now and then, it lets a blocking
 #                            SendMessage past its blocking_timeout answer)
+#
+# A stream shows what happens as it happens. Its first event is the agent's
+# first output or, if the agent has said nothing within first_event_wait
+# seconds (20 ms), the new Task (SUBMITTED): the client learns the task id at
+# once and can cancel it. An agent_message(...) after that comes late: the
+# task exists, and the message is its last word (as above); an A2AError
+# raised then fails the task rather than the request.
 #
 # When the agent finishes without saying so, the task is COMPLETED; an
 # exception FAILS it (the traceback goes to the log, not the client).
@@ -2280,12 +2293,14 @@ class _Follower:
     """One stream's reading of a channel: (seq, StreamResponse) pairs from
     ``start`` on, until a final event; (None, None) is a keep-alive tick
     after ``keepalive`` seconds without news. ``first`` are events to give
-    before the channel's. Read it blocking (``for``: threads, WSGI, gRPC),
-    or with poll() and watch() (a host on an event loop).
+    before the channel's. ``begin``: a new task's turn, whose begin() makes
+    the task at ``begin_at`` (time.monotonic()) if nothing came before. Read
+    it blocking (``for``: threads, WSGI, gRPC), or with poll() and watch()
+    (a host on an event loop, which polls with ``idle`` at ``begin_at`` too).
     """
 
     def __init__(self, channel, start, keepalive, end_states, first=(), ended=False,
-                 counted=False):
+                 counted=False, begin=None):
         self.channel = channel
         self.seq = start
         self.keepalive = keepalive
@@ -2296,6 +2311,8 @@ class _Follower:
         self.retry = False            # ended by a shutdown: the client should come back
         self.tail_seen = 0            # how many of channel.tail were given
         self.raw = False              # the reader takes an artifact update as its JSON (bytes)
+        self.begin = begin            # the turn that makes the task, if it is not made yet
+        self.begin_at = begin and time.monotonic() + begin.server.limits["first_event_wait"]
 
     def _take(self):
         """Move the task's new events (from the store) to ``ready``, with the
@@ -2354,6 +2371,8 @@ class _Follower:
                 if not self._take():
                     self._end_if_closing()
                     self._wait(channel)
+                    if self.begin is not None and time.monotonic() >= self.begin_at - 0.001:
+                        self._begin()
                     if not self._take():
                         self._end_if_closing()
                         return None, None
@@ -2367,8 +2386,14 @@ class _Follower:
             channel.cond = threading.Condition(channel.lock)
         channel.waiting += 1
         try:
+            wait = self.keepalive
+            if self.begin is not None:          # (a new task's first event is due at begin_at)
+                if channel.task is None and not channel.tail:
+                    wait = min(wait, max(0.0, self.begin_at - time.monotonic()))
+                else:
+                    self.begin = None
             if channel.held is None:
-                channel.cond.wait(self.keepalive)
+                channel.cond.wait(wait)
             while channel.held is not None and channel.next_seq <= self.seq:
                 left = channel.held.held_at + _HOLD - time.monotonic()
                 if left > 0:
@@ -2402,10 +2427,20 @@ class _Follower:
                     len(channel.tail) > self.tail_seen:     # (else nothing is new: no lock)
                 with channel.lock:
                     news = self._take()
+            if not news and idle and self.begin is not None:    # (its first event is due)
+                with channel.lock:
+                    self._begin()
+                    news = self._take()
             if not news:
                 self._end_if_closing()
                 return (None, None) if idle else None
         return self._give()
+
+    def _begin(self):
+        """The first event is due: the task, if nothing else came first."""
+        begin, self.begin = self.begin, None
+        if self.channel.task is None:
+            begin.begin()
 
     def watch(self, wake):
         """Have ``wake()`` called, from any thread, whenever the channel has news
@@ -2480,7 +2515,8 @@ class _TurnWriter:
         self.done = False          # the task reached an end state for this turn
         self.reply = None          # a direct Message reply, if the agent gave one
         self.error = None          # an A2AError that fails the request (before any task)
-        self.chunk = self.chunk_id = None   # the held-back text chunk (lastChunk needs lookahead)
+        self.chunk = None          # the turn's last text chunk while its artifact is open
+        self.chunk_id = None       # the artifact a generator's str chunks make (one a turn)
         self.finished = _Done()    # set when the turn is over
         self.events = self.bytes = 0    # the updates of this turn and their bytes of JSON (limits)
         self.batch = None          # a list while outputs are held to be written together (flush)
@@ -2491,8 +2527,9 @@ class _TurnWriter:
 
     def emit(self, item, chunked):
         """One output of the agent (the table above). A generator's strs are
-        chunks of one artifact (``chunked``), each held back until the next
-        output tells whether it is the last (lastChunk, section 4.2.3)."""
+        chunks of one artifact (``chunked``), each published as it comes; the
+        artifact's end (lastChunk, section 4.2.3) is told when the turn ends
+        (_close_chunk)."""
         if self.done or item is None:
             return
         if self.ctx._canceled:
@@ -2504,9 +2541,7 @@ class _TurnWriter:
             if not chunked:
                 return self._artifact({"artifact": {"artifactId": self.server._new_id(),
                                                     "parts": [{"text": item}]}}, trusted=True)
-            self._flush_chunk(last=False)
-            self.chunk = item
-            return
+            return self._chunk(item)
         elif isinstance(item, dict) and "parts" in item and "messageId" in item:
             item = {"message": item}
         if not isinstance(item, dict) or len(item) != 1:
@@ -2515,7 +2550,6 @@ class _TurnWriter:
                 "status_update(...), artifact_update(...) or agent_message(...)"
                 + ("; to send data, yield artifact_update([data_part(your_dict)])"
                    if isinstance(item, dict) else ""))
-        self._flush_chunk(last=False)
         (kind, body), = item.items()
         handler = _OUTPUT_HANDLERS.get(kind)
         if handler is None:
@@ -2526,20 +2560,38 @@ class _TurnWriter:
                 "artifact_update([data_part(your_dict)])")
         handler(self, body)
 
+    def begin(self):
+        """Make the task now, if the agent has said nothing yet: its stream's
+        first event is due (first_event_wait), and the Task is it."""
+        channel, ctx = self.channel, self.ctx
+        with channel.lock:
+            if channel.task is not None or channel.tail or self.done or ctx._canceled:
+                return
+            try:
+                self.server._create_task(ctx, channel)
+            except Exception as exc:            # no task: the stream ends with the error,
+                _log().error("task %s could not be made%s", ctx.task_id, _in_trace(ctx),
+                             exc_info=exc)
+                ctx._cancel()                   # and the agent's outputs have nowhere to go
+                self.error = exc if isinstance(exc, A2AError) else InternalError(
+                    "the task could not be stored; see the server log")
+                channel.publish(None, {"error": self.error})
+
     def complete(self, result):
         """The agent returned one answer (not a generator): its output, then the end."""
         if isinstance(result, str) and not result.isascii():
             _check_agent_text(result)
         events = [] if self.watched else None
-        task = self.at_once(result, events)
+        with self.channel.lock:                # (a stream's reader may make the task: begin)
+            task = self.at_once(result, events)
+            if events:                         # a stream follows: its events, stored with it
+                self.channel.publish(task, events.pop(), first=events)
+            elif task is not None:             # nobody could have watched it: no events
+                self.channel.save(task)
         if task is None:
             self.emit(result, chunked=False)
             self.finish()
             return
-        if events:                             # a stream follows: its events, stored with it
-            self.channel.publish(task, events.pop(), first=events)
-        else:                                  # nobody could have watched it: no events
-            self.channel.save(task)
         self.done = True                       # (no server's channel holds it: _end_turn)
         self.channel.active = None
         if "_span" in self.ctx.__dict__:       # (OpenTelemetry's span of the turn: a2a_otel)
@@ -2569,12 +2621,9 @@ class _TurnWriter:
         return _StoredTask(_apply(_apply(submitted, "artifactUpdate", artifact, None),
                                   "statusUpdate", status, None))
 
-    def _flush_chunk(self, last):
-        """Publish the held-back text chunk: the first makes the artifact, the
-        others append to it; ``last`` marks the end of it."""
-        if self.chunk is None:
-            return
-        text, self.chunk = self.chunk, None
+    def _chunk(self, text):
+        """Publish a text chunk of the turn's artifact: the first makes it, the
+        others append to it."""
         first = self.chunk_id is None
         if first:
             self.chunk_id = self.server._new_id()
@@ -2582,14 +2631,36 @@ class _TurnWriter:
                 "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
         if not first:
             body["append"] = True
-        if last:
-            body["lastChunk"] = True
+        self.chunk = body
         self._publish("artifactUpdate", body, None)
+
+    def _close_chunk(self):
+        """The turn ends: its chunked artifact's last chunk says lastChunk. If
+        that chunk is still held to be written with others (``batch``, _hold),
+        it says so itself; if it went out already (the agent waited after it),
+        an empty chunk follows that says it. Nothing is held back to know."""
+        body, self.chunk = self.chunk, None
+        if body is None:
+            return
+        waiting = self.batch or self.held
+        if waiting and waiting[-1][1] is body:
+            kind, body, now, event = waiting[-1]
+            body["lastChunk"] = True
+            again = _StoredEvent.encode({kind: body}, None, None)
+            self.bytes += len(again.json) - len(event.json)
+            waiting[-1] = (kind, body, now, again)
+            return
+        self._publish("artifactUpdate", {
+            "taskId": self.ctx.task_id, "contextId": self.ctx.context_id, "append": True,
+            "lastChunk": True, "artifact": {"artifactId": self.chunk_id, "parts": [{"text": ""}]}},
+            None)
 
     def _status(self, body, trusted=False):
         """Publish a status update (``trusted``: built here, not by the agent)."""
         body = self._checked("statusUpdate", "TaskStatusUpdateEvent", body, trusted)
         status = body["status"]
+        if self.chunk is not None and status["state"] in _STREAM_END:
+            self._close_chunk()                 # (its artifact ends before the turn does)
         now = status["timestamp"] = self.server._now()
         if "message" in status:
             status["message"] = {**status["message"], "taskId": self.ctx.task_id,
@@ -2654,24 +2725,28 @@ class _TurnWriter:
 
     def _hold(self, output):
         """Hold a sync generator's ``output`` (True), to be written with the
-        next ones in one commit, while its stream is read on a thread: unlike
-        an async agent's step (Server._drive_async), a generator cannot be
-        asked whether its next output is ready. The outputs held are written
-        when they reach _HOLD_COUNT or _JOINED bytes, or at the end; and
-        before that by the stream's thread once it has waited _HOLD for them
-        (_Follower._wait: the generator blocked), and by GetTask, ListTasks
-        or a stream on an event loop before they read the task. Nothing is
-        held for a webhook, or in a shared store (other processes read it)."""
+        next ones in one commit, while nobody reads the task or its stream is
+        read on a thread: unlike an async agent's step (Server._drive_async),
+        a generator cannot be asked whether its next output is ready. The
+        outputs held are written when they reach _HOLD_COUNT or _JOINED bytes,
+        or at the end; and before that by a stream's thread once it has waited
+        _HOLD for them (_Follower._wait: the generator blocked), and by
+        GetTask, ListTasks, SubscribeToTask, a SendMessage past its deadline
+        or a stream on an event loop before they read the task: what nobody
+        reads is not late. Nothing is held for a webhook, or in a shared
+        store (other processes read it)."""
         channel = self.channel
         with channel.lock:
             if self.broken is not None:
                 raise self.broken
             held = self.held
-            if not (self.watched or channel.waiting) or channel.wakers or channel.store.shared \
-                    or channel.on_event is not None or channel.task is None or self.ctx._canceled:
+            if channel.wakers or channel.store.shared or channel.on_event is not None \
+                    or self.ctx._canceled:
                 if held:                        # (in order: those before it go first)
                     self.release()
                 return False                    # (written at once, as ever)
+            if channel.task is None:            # (the task itself is not held: GetTask finds it)
+                self.server._create_task(self.ctx, channel)
             size = len(getattr(output[3], "json", b""))
             if held is None:
                 self.held, self.held_at, channel.held = [output], time.monotonic(), self
@@ -2732,17 +2807,17 @@ class _TurnWriter:
         completes the turn, as the status message of COMPLETED."""
         message = parse("Message", {"role": "ROLE_AGENT", **body,
                                     "contextId": self.ctx.context_id}, "agent message")
-        if self.channel.task is None:
-            message.pop("taskId", None)
-            self.reply, self.done = message, True
-            self.channel.publish(None, {"message": message})
-            return
+        with self.channel.lock:                # (a stream's reader may make the task: begin)
+            if self.channel.task is None and not self.batch:
+                message.pop("taskId", None)
+                self.reply, self.done = message, True
+                self.channel.publish(None, {"message": message})
+                return
         self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}}, True)
 
     def finish(self):
-        """The agent returned: flush the last chunk; COMPLETED unless it said otherwise."""
-        if not self.done:
-            self._flush_chunk(last=True)
+        """The agent returned: COMPLETED unless it said otherwise (which ends
+        its chunked artifact too: _status)."""
         if not self.done:
             self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, trusted=True)
         self.flush()
@@ -2762,11 +2837,13 @@ class _TurnWriter:
             _log().error("task %s: the agent's last outputs could not be stored%s",
                          self.ctx.task_id, _in_trace(self.ctx), exc_info=lost)
         self.batch, self.holds = None, False
-        if self.channel.task is None and isinstance(exc, A2AError):
-            _log().info("agent refused the request: %s", exc.message)
-            self.error = exc
-            self.channel.publish(None, {"error": exc})
-        else:
+        with self.channel.lock:                # (a stream's reader may make the task: begin)
+            refused = self.channel.task is None and isinstance(exc, A2AError)
+            if refused:
+                _log().info("agent refused the request: %s", exc.message)
+                self.error = exc
+                self.channel.publish(None, {"error": exc})
+        if not refused:
             _log().error("agent failed on task %s%s", self.ctx.task_id, _in_trace(self.ctx),
                          exc_info=exc)
             if not self.done:
@@ -3714,6 +3791,7 @@ class _SSEStream:
     def __init__(self, events, wrap, wrap_error, splice=None):
         self.events, self.wrap, self.wrap_error, self.splice = events, wrap, wrap_error, splice
         self.done, self.keepalive = False, getattr(events, "keepalive", None)
+        self.begin_at = getattr(events, "begin_at", None)   # (its first event's due time)
         self.dry = False              # the last look found nothing more (see _LoopStream)
         if splice is not None and type(events) is _Follower:      # (a stream's JSON, spliced:
             events.raw = getattr(events.channel.store, "raw_events", False)   # not parsed again)
@@ -5205,6 +5283,8 @@ class Server:
             raise turn.error
         if turn.reply is not None:
             return {"message": turn.reply}
+        if turn.held:                          # (past its deadline: what it holds, written)
+            turn.release(reader=True)
         task = turn.channel.snapshot() or self._create_task(turn.ctx, turn.channel)
         return {"task": self._view(task, history_length)}
 
@@ -5215,9 +5295,10 @@ class Server:
         self._check_inline_push(request.get("configuration", {}))
         ctx, channel, joined = self._start_turn(request, call)
         keepalive = self.limits["keepalive_interval"]   # (seconds between SSE comments)
-        self._start(_TurnWriter(self, ctx, channel, watched=True), call.spawn)
+        turn = _TurnWriter(self, ctx, channel, watched=True)
+        self._start(turn, call.spawn)
         if joined is None:
-            return _Follower(channel, 0, keepalive, _STREAM_END)
+            return _Follower(channel, 0, keepalive, _STREAM_END, begin=turn)
         return _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
 
     def _require_streaming(self):
@@ -5823,6 +5904,8 @@ class _LoopStream:
         self.stream, self.loop = stream, loop
         self.keepalive = getattr(stream, "keepalive", None)    # (None: no keep-alives)
         self.idle_at = loop.time() + (self.keepalive or 0)    # a keep-alive is due then
+        if getattr(stream, "begin_at", None):      # (or the first event, sooner: _Follower)
+            self.idle_at = min(self.idle_at, stream.begin_at)   # (loop.time() is monotonic)
         self.waiter = None                         # what a waiting __anext__ awaits
         self.news = False                          # woken since the last look began
         self.timer = None

@@ -47,7 +47,8 @@ def test_the_message_in_its_output_out_a_chunk_a_line_with_the_task_in_its_envir
         "SendStreamingMessage", {"message": user_message("a\nb")})]
     chunks = [e["artifactUpdate"]["artifact"]["parts"][0]["text"] for e in events
               if "artifactUpdate" in e]
-    assert chunks[1:] == ["A\n", "B\n"]
+    assert chunks[1:] in (["A\n", "B\n"], ["A\n", "B\n", ""])   # (an empty chunk may end it)
+    assert [e for e in events if "artifactUpdate" in e][-1]["artifactUpdate"]["lastChunk"]
     assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
@@ -115,7 +116,7 @@ def test_the_timeout_holds_while_the_output_becomes_events():
     task = client.result("SendMessage", {"message": user_message("x")})["task"]
     assert task["status"]["state"] == "TASK_STATE_FAILED"
     assert "longer than 0.5 s" in task["status"]["message"]["parts"][0]["text"]
-    assert len(task["artifacts"][0]["parts"]) < 100
+    assert len(task["artifacts"][0]["parts"]) <= 2 * a2a_min._HOLD_COUNT   # (held: a commit each)
 
 
 @pytest.mark.parametrize("kind", ["plain", "forks a child", "ignores SIGTERM"])

@@ -134,9 +134,12 @@ def test_inline_config_delivers_every_event_in_order_with_headers(make_client, r
               "authentication": {"scheme": "Bearer", "credentials": "cred-1"}}
     task = client.result("SendMessage", {"message": user_message("chunks"), "configuration": {
         "taskPushNotificationConfig": config}})["task"]
-    got = receiver.wait(6)
+    got = receiver.wait(7)
+    # Each chunk as it was made, then the empty one that ends the artifact (lastChunk).
     assert [list(r["body"])[0] for r in got] == [
-        "task", "statusUpdate", "artifactUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"]
+        "task", "statusUpdate", "artifactUpdate", "artifactUpdate", "artifactUpdate",
+        "artifactUpdate", "statusUpdate"]
+    assert got[5]["body"]["artifactUpdate"]["lastChunk"]
     assert states(got) == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert got[0]["body"]["task"]["id"] == task["id"]
     for r in got:
@@ -144,9 +147,9 @@ def test_inline_config_delivers_every_event_in_order_with_headers(make_client, r
         assert r["headers"]["authorization"] == "Bearer cred-1"
         assert r["headers"]["x-a2a-notification-token"] == "tok-1"
     deadline = time.monotonic() + 5
-    while client.server.push_stats["delivered"] < 6 and time.monotonic() < deadline:
+    while client.server.push_stats["delivered"] < 7 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert client.server.push_stats["delivered"] == 6
+    assert client.server.push_stats["delivered"] == 7
 
 
 def test_config_added_later_gets_the_following_events(client, receiver):
@@ -154,7 +157,7 @@ def test_config_added_later_gets_the_following_events(client, receiver):
     task = c.send("wait")["task"]
     c.result("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": receiver.url()})
     c.result("SendMessage", {"message": user_message("more", taskId=task["id"])})
-    got = receiver.wait(4)                 # the task, WORKING, the artifact, COMPLETED
+    got = receiver.wait(5)         # the task, WORKING, the artifact, its end, COMPLETED
     assert "task" in got[0]["body"] and states(got)[-1] == "TASK_STATE_COMPLETED"
     # The turn's delivery begins with the task as the message left it: WORKING,
     # never back to SUBMITTED (nor anything after it).
@@ -343,19 +346,19 @@ def test_a_callers_tarpit_does_not_delay_another_callers_notifications():
         assert len(tarpit.wait(1, "/stall", timeout=5)) == 1
         started = time.monotonic()
         send_with_webhook(c, "x", tarpit.url("/ok"), BOB)
-        got = tarpit.wait(4, "/ok", timeout=5)  # the task, WORKING, the artifact, COMPLETED
-        assert len(got) == 4 and states(got) == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+        got = tarpit.wait(5, "/ok", timeout=5)  # task, WORKING, artifact, its end, COMPLETED
+        assert len(got) == 5 and states(got) == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
         assert time.monotonic() - started < 5
         # The tarpit still holds alice's first delivery, and only that one: one in flight
         # per caller, so the second worker was free for bob.
         assert len([r for r in tarpit.requests if r["path"] == "/stall"]) == 1
-        assert wait_for(lambda: server.push_stats_by_caller()[BOB_OWNER]["sent"] == 4)
+        assert wait_for(lambda: server.push_stats_by_caller()[BOB_OWNER]["sent"] == 5)
         by_caller = server.push_stats_by_caller()
         assert by_caller[ALICE_OWNER] == {"queued": 10, "sent": 0, "failed": 0, "refused": 0,
                                           "retried": 0, "dropped": 0, "paused": 0, "waiting": 9}
-        assert by_caller[BOB_OWNER] == {"queued": 4, "sent": 4, "failed": 0, "refused": 0,
+        assert by_caller[BOB_OWNER] == {"queued": 5, "sent": 5, "failed": 0, "refused": 0,
                                         "retried": 0, "dropped": 0, "paused": 0, "waiting": 0}
-        assert server.push_stats["delivered"] == 4
+        assert server.push_stats["delivered"] == 5
     finally:
         tarpit.close()
 
@@ -373,9 +376,9 @@ def test_each_callers_queue_is_bounded_drops_counted_per_caller_and_logged_once(
             send_with_webhook(c, "wait", tarpit.url("/stall"), ALICE)
         alice = server.push_stats_by_caller()[ALICE_OWNER]
         assert (alice["queued"], alice["waiting"], alice["dropped"]) == (5, 4, 5)
-        send_with_webhook(c, "x", tarpit.url("/ok"), BOB)     # 4 events: bob's queue is his own
-        assert len(tarpit.wait(4, "/ok", timeout=5)) == 4
-        assert wait_for(lambda: server.push_stats_by_caller()[BOB_OWNER]["sent"] == 4)
+        send_with_webhook(c, "wait", tarpit.url("/ok"), BOB)  # 2 events: bob's queue is his own
+        assert len(tarpit.wait(2, "/ok", timeout=5)) == 2
+        assert wait_for(lambda: server.push_stats_by_caller()[BOB_OWNER]["sent"] == 2)
         assert server.push_stats_by_caller()[BOB_OWNER]["dropped"] == 0
         assert server.push_stats["dropped"] == 5
 

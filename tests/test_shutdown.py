@@ -179,12 +179,12 @@ def test_ctrl_c_says_what_it_waits_for_and_a_second_stops_at_once(host):
             proc.wait(5)
 
 
-def client_stream(port, text="x"):
+def client_stream(port, text="x", until="started"):
     proc = subprocess.Popen([sys.executable, "a2a_min.py", "send", f"http://127.0.0.1:{port}",
                              text, "--stream"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     lines = []
-    while not any("started" in line for line in lines):
+    while not any(until in line for line in lines):
         line = proc.stdout.readline()
         assert line, (lines, proc.stderr.read())
         lines.append(line)
@@ -195,7 +195,7 @@ def test_ctrl_c_in_send_stream_says_how_to_follow_or_cancel_the_task():
     port = free_port()
     server = demo_process(port, "--exec", "sh -c 'echo started; echo waiting; sleep 60'")
     try:
-        proc, lines = client_stream(port)
+        proc, lines = client_stream(port, until="waiting")   # (its last line until then)
         task_id = lines[0].split()[2]
         last = lines[-1].split("]")[0].lstrip("[")
         proc.send_signal(signal.SIGINT)
