@@ -4715,7 +4715,8 @@ class Server:
       single_path           serve all under one path: POST JSON-RPC, GET card
       access_log            a line per request to "a2a_min.access" (False;
                             "json": one JSON object a line)
-      tracing               read and pass on W3C trace context (True)
+      tracing               read and pass on W3C trace context (True);
+                            "opentelemetry" or a TracerProvider: spans too (a2a_otel)
       metrics               count requests, serve GET /metrics (Prometheus;
                             the companion a2a_metrics) (False)
       console               the browser console of a2a_console.py (True)
@@ -4765,15 +4766,18 @@ class Server:
             raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
         self._origins = bool(tracing) and getattr(self.store, "origins", False)  # (kept by tasks)
-        self._spans = None if tracing else False    # a2a_otel's, once OpenTelemetry is in use
         if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
                 tracing, "get_tracer")):
             raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
                              "OpenTelemetry TracerProvider")
+        # OpenTelemetry spans (a2a_otel) only when tracing asks for them, never
+        # because the process imported OpenTelemetry; OTEL_SDK_DISABLED=true: none.
+        self._spans = tracing not in (True, False) and os.environ.get(
+            "OTEL_SDK_DISABLED", "").lower() != "true" and _companion(
+            "a2a_otel", "Server(tracing=...)").Spans(
+            self, None if isinstance(tracing, str) else tracing)
         self.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(self) \
             if metrics else None            # GET /metrics, and what it counts (a2a_metrics)
-        if tracing is not True and tracing is not False:
-            self._opentelemetry()           # (asked for by name: now, not at a first request)
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
@@ -4815,8 +4819,6 @@ class Server:
         request = _Request(method, path, query, headers if headers is not None else {}, body,
                            base_url, peer, spawn)
         spans = self._spans
-        if spans is None and "opentelemetry.trace" in sys.modules:
-            spans = self._opentelemetry()      # (the process uses OpenTelemetry: a2a_otel)
         if not (self.access_log or self.metrics or spans):
             return _handle_http(self, request)
         started = time.perf_counter()
@@ -4828,21 +4830,6 @@ class Server:
         finally:
             spans.leave(current)
         return _answered(response, request, started, self)
-
-    def _opentelemetry(self):
-        """The spans of a2a_otel if OpenTelemetry is in use (the process imported
-        it, or ``tracing`` asks for it), else None: asked again until it is.
-        OTEL_SDK_DISABLED=true turns them off, as everywhere."""
-        if self._spans is not None:
-            return self._spans
-        if self.tracing is True and "opentelemetry.trace" not in sys.modules:
-            return None
-        if os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
-            self._spans = False
-            return False
-        self._spans = _companion("a2a_otel", "OpenTelemetry spans").Spans(
-            self, None if isinstance(self.tracing, (bool, str)) else self.tracing)
-        return self._spans
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape (section 7), or

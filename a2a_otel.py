@@ -2,10 +2,12 @@
 
 The optional companion of a2a_min.py. a2a_min never imports OpenTelemetry
 itself: a process that configured it (its SDK, or ``opentelemetry-instrument``)
-has imported it, and then each Server makes spans through this module, with
-the tracer provider that process set. ``Server(tracing="opentelemetry")``
-asks for them outright, ``Server(tracing=provider)`` names the provider, and
-``Server(tracing=False)`` or OTEL_SDK_DISABLED=true turns them off.
+has imported it. A Server makes spans through this module when asked, never
+because the process imported OpenTelemetry: ``Server(tracing="opentelemetry")``
+with the tracer provider the process set, ``Server(tracing=provider)`` with
+that one (a missing a2a_otel.py fails there, at construction);
+OTEL_SDK_DISABLED=true turns them off. a2a_client makes a span per call from
+such a server's turn, or when ``Client(trace="opentelemetry")`` asks.
 
 The spans, following OpenTelemetry's semantic conventions for HTTP and RPC:
 
@@ -36,7 +38,7 @@ except ImportError as missing:
     raise ImportError(f"a2a_otel needs OpenTelemetry ({missing}): pip install "
                       "opentelemetry-api opentelemetry-sdk, and configure its SDK") from None
 
-__all__ = ["Spans", "client_span"]
+__all__ = ["Spans", "client_span", "traced"]
 
 _SERVICE = "lf.a2a.v1.A2AService"
 
@@ -231,6 +233,13 @@ def _end(span, error, fault):
     if fault:
         span.set_status(Status(StatusCode.ERROR, error.__name__ if error else ""))
     span.end()
+
+
+def traced(ctx):
+    """Has ``ctx`` (an a2a_min.RequestContext, or None) a span of ours: is it
+    a turn of a Server(tracing="opentelemetry")? (a2a_client's calls from it
+    make spans too.)"""
+    return ctx is not None and "_span" in ctx.__dict__
 
 
 class client_span:

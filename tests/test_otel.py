@@ -120,3 +120,52 @@ def test_tracing_opentelemetry_without_the_package_says_what_to_install(tmp_path
                           text=True, timeout=60)
     assert done.returncode != 0
     assert "pip install opentelemetry-api opentelemetry-sdk" in done.stderr, done.stderr
+
+
+def test_a_process_that_configured_opentelemetry_gets_spans_only_where_it_asks():
+    """OpenTelemetry's SDK set up, a2a_otel.py beside a2a_min.py: a default
+    Server and Client make no span (a2a_otel is not even loaded); the ones
+    that ask, Server(tracing="opentelemetry") and Client(trace="opentelemetry"), do."""
+    code = """if True:
+        import json, sys, threading
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        import a2a_client, a2a_min
+        exporter, provider = InMemorySpanExporter(), TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+
+        def served(**options):
+            server = a2a_min.Server(lambda ctx: 'ok', **options)
+            httpd = a2a_min.make_http_server(server, '127.0.0.1', 0)
+            threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+            return httpd, 'http://127.0.0.1:%d' % httpd.server_address[1]
+
+        def spans():
+            names = sorted(s.name for s in exporter.get_finished_spans())
+            exporter.clear()
+            return names
+        httpd, url = served()
+        with a2a_client.Client(url) as client:
+            client.send('hi')
+        print(json.dumps([spans(), 'a2a_otel' in sys.modules]))
+        with a2a_client.Client(url, trace='opentelemetry') as client:
+            client.send('hi')
+        print(json.dumps(spans()))
+        httpd.shutdown()
+        httpd, url = served(tracing='opentelemetry')
+        with a2a_client.Client(url) as client:
+            client.send('hi')
+        print(json.dumps(spans()))
+        httpd.shutdown()
+    """
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    default, client_asks, server_asks = [json.loads(line) for line in done.stdout.splitlines()]
+    assert default == [[], False]
+    assert client_asks == ["lf.a2a.v1.A2AService/SendMessage"]
+    assert server_asks == ["GET /.well-known/agent-card.json", "a2a.turn",
+                           "lf.a2a.v1.A2AService/SendMessage"]
