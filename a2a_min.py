@@ -106,6 +106,8 @@ COMPANION_API = (
     "_JSON", "_LINK", "_CARD_PATH", "_answer", "_card_response", "_error_headers",
     "_json_body", "_jsonrpc_error", "_last_event_id", "_parse_json_body", "_query_params",
     "_sse_response", "_Peer", "_may_reach",
+    # whom a listener of a companion's answers (a Host header the server answers to)
+    "_answers_to",
 )
 
 __version__ = "0.3.0"
@@ -3622,7 +3624,7 @@ def _jsonrpc_response(server, request):
         if name in METHODS:
             return _answer(server.call(name, params, call), answer, refuse)
         if name in LEGACY_METHODS and server.compat is not None:        # A2A 0.3 (a2a_v03)
-            return server.compat.jsonrpc_response(server, name, params, request_id, call)
+            return server.compat.jsonrpc_response(server, name, params, request_id, request)
         if name in LEGACY_METHODS:
             raise MethodNotFoundError(
                 f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
@@ -4923,12 +4925,12 @@ class Server:
             with self._lock:          # this process's watch of a shared store (again after a fork)
                 if self._watch is None or self._watch.pid != os.getpid():
                     self._watch = self.store.watch(self)
+        call.method = method            # (first: a call refused below is counted and logged too)
         if self.authenticate is not None:
             call.principal = self.authenticate(call)
         self.check_service_parameters(call, method)
         if self.compat is not None and call.translated_from is None:
             self.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
-        call.method = method
         request = parse(METHODS[method][0], params)
         tenant = request.get("tenant", "")     # section 3.2.5
         if tenant:
