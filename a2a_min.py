@@ -7225,6 +7225,9 @@ def _demo_parser(allow_abbrev=True):
     parser.add_argument("--metrics", nargs="?", const=True, metavar="HOST:PORT",
                         help="serve Prometheus metrics at GET /metrics (with HOST:PORT, there "
                              "instead, without authentication)")
+    parser.add_argument("--opentelemetry", action="store_true", help=(
+        "make OpenTelemetry spans (a2a_otel.py) with the provider the process set: "
+        "opentelemetry-instrument python a2a_min.py --opentelemetry"))
     parser.add_argument("--access-log", nargs="?", const="plain", choices=("plain", "json"),
                         help="print a line for every request to stderr (json: one JSON "
                              "object a line)")
@@ -7238,8 +7241,9 @@ def _demo_options(args):
     return dict(public_url=args.public_url, assume_version=args.assume_version, compat=args.compat,
                 single_path=args.single_path, push_notifications=bool(args.push_allow),
                 push_allow=args.push_allow, access_log=args.access_log,
-                metrics=bool(args.metrics),
-                allowed_hosts=args.allow_host, cors_origins=args.cors_origin)
+                metrics=bool(args.metrics), allowed_hosts=args.allow_host,
+                tracing="opentelemetry" if args.opentelemetry else True,
+                cors_origins=args.cors_origin)
 
 
 def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=None,

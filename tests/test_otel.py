@@ -262,3 +262,18 @@ def test_the_providers_sampler_decides_what_is_recorded():
     print(json.dumps(counts))
     """)
     assert found == [2, 0]          # (the sampled request's SERVER and turn spans; then none)
+
+
+def test_the_command_line_asks_for_spans_with_opentelemetry():
+    """--opentelemetry (for opentelemetry-instrument python a2a_min.py ...): the
+    demo's server makes spans with the provider the process set; without it, none."""
+    found = spans_of("""
+    traced = provider()
+    trace.set_tracer_provider(traced)
+    parser = a2a_min._demo_parser()
+    for argv in ([], ['--opentelemetry']):
+        options = a2a_min._demo_options(parser.parse_args(argv))
+        send(a2a_min.Server(lambda ctx: 'ok', **options), {})
+    print(json.dumps([s['name'] for s in spans(traced)]))
+    """)
+    assert sorted(found) == ["a2a.turn", "lf.a2a.v1.A2AService/SendMessage"]
