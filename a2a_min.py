@@ -4772,12 +4772,11 @@ class Server:
                 tracing, "get_tracer")):
             raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
                              "OpenTelemetry TracerProvider")
-        # OpenTelemetry spans (a2a_otel) only when tracing asks for them, never
-        # because the process imported OpenTelemetry; OTEL_SDK_DISABLED=true: none.
-        self._spans = tracing not in (True, False) and os.environ.get(
-            "OTEL_SDK_DISABLED", "").lower() != "true" and _companion(
-            "a2a_otel", "Server(tracing=...)").Spans(
-            self, None if isinstance(tracing, str) else tracing)
+        self._spans = False     # a2a_otel's if tracing asks: never for what the process imported
+        if tracing not in (True, False) and \
+                os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
+            self._spans = _companion("a2a_otel", "Server(tracing=...)").Spans(
+                self, None if isinstance(tracing, str) else tracing)
         self.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(self) \
             if metrics else None            # GET /metrics, and what it counts (a2a_metrics)
         self._named = set()                 # names of Host headers we answer to (lower case)

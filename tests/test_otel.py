@@ -5,6 +5,7 @@ process of its own (tests/otel_trace.py); and none of it when the process
 has not imported OpenTelemetry."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -202,9 +203,10 @@ SPANS_OF = """if True:
 """
 
 
-def spans_of(script):
+def spans_of(script, env=None):
     done = subprocess.run([sys.executable, "-c", SPANS_OF % script], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -277,3 +279,12 @@ def test_the_command_line_asks_for_spans_with_opentelemetry():
     print(json.dumps([s['name'] for s in spans(traced)]))
     """)
     assert sorted(found) == ["a2a.turn", "lf.a2a.v1.A2AService/SendMessage"]
+
+
+def test_otel_sdk_disabled_turns_the_spans_asked_for_off():
+    found = spans_of("""
+    traced = provider()
+    send(a2a_min.Server(lambda ctx: 'ok', tracing=traced), {})
+    print(json.dumps([len(spans(traced)), 'a2a_otel' in sys.modules]))
+    """, env={"OTEL_SDK_DISABLED": "TRUE"})
+    assert found == [0, False]
