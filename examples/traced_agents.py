@@ -60,7 +60,8 @@ def planner(ctx):
     return "Writer says: " + answer["task"]["artifacts"][0]["parts"][0]["text"]
 
 
-planner_url, planner_httpd = serve(a2a_min.Server(planner, name="Planner", tracing="opentelemetry"))
+planner_url, planner_httpd = serve(a2a_min.Server(planner, name="Planner",
+                                                  tracing="opentelemetry"))
 
 with a2a_client.Client(planner_url, trace="opentelemetry") as user:    # (a span of its own)
     answer = user.send("autumn")

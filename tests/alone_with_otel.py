@@ -64,10 +64,11 @@ def on_asyncio():
 
     def run():
         loop = box["loop"] = asyncio.new_event_loop()
-        box["task"] = loop.create_task(a2a_min.serve_asyncio(
-            server, "127.0.0.1", 0, grace=0,
-            on_ready=lambda listener: (box.setdefault("port", listener.sockets[0].getsockname()[1]),
-                                       ready.set())))
+        def on_ready(listener):
+            box["port"] = listener.sockets[0].getsockname()[1]
+            ready.set()
+        box["task"] = loop.create_task(a2a_min.serve_asyncio(server, "127.0.0.1", 0, grace=0,
+                                                             on_ready=on_ready))
         try:
             loop.run_until_complete(box["task"])
         except asyncio.CancelledError:
