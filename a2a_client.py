@@ -845,7 +845,9 @@ class Client:
     as ``traceparent``; by default, that of the a2a_min turn the call is made
     from (a2a_min.RequestContext.current(): agent A's turn -> agent B is one
     trace);
-    False, none. The limits are DEFAULT_LIMITS'.
+    False, none; "opentelemetry": that context and an OpenTelemetry span per
+    call (a2a_otel), as a call from a turn of Server(tracing="opentelemetry")
+    has. The limits are DEFAULT_LIMITS'.
     """
 
     def __init__(self, agent, *, binding=None, auth=None, tenant=None, extensions=(),
@@ -907,16 +909,22 @@ class Client:
                                              client_error=ClientError, error_from=error_from)
         self._ids = 0
         self.trace = trace
+        if trace == "opentelemetry":            # (asked for by name: a missing a2a_otel fails now)
+            a2a_min._companion("a2a_otel", 'Client(trace="opentelemetry")')
 
     def _traced(self, method):
         """The headers of a call to ``method`` (the client's and its trace
-        context's), and its OpenTelemetry span if that is in use (a2a_otel)."""
+        context's), and its OpenTelemetry span when one is asked for: trace=
+        "opentelemetry", or a turn with a span of its own (a2a_otel's), never
+        because the process imported OpenTelemetry."""
         trace = self.trace
-        if trace is None:
+        spans = trace == "opentelemetry"
+        if trace is None or spans:
             turn = a2a_min.RequestContext.current()
             trace = turn and turn.trace
-        if trace is not False and "opentelemetry.trace" in sys.modules and \
-                os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
+            otel = sys.modules.get("a2a_otel")  # (no turn has a span while it is not loaded)
+            spans = spans or (otel is not None and otel.traced(turn))
+        if spans and os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
             import a2a_otel
             span = a2a_otel.client_span(method, trace or None)
             return {**self.headers, **span.headers}, span

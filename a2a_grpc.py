@@ -201,7 +201,7 @@ class A2AServiceServicer:
                 f"the request holds a number JSON has no form for (NaN or Infinity): {exc}")))
         metrics, started, failed = self.server.metrics, time.perf_counter(), None
         call = self._call_context(context)
-        spans = self.server._opentelemetry()       # (OpenTelemetry in use: a2a_otel's spans)
+        spans = self.server._spans          # (Server(tracing="opentelemetry"): a2a_otel)
         span, current = spans.enter_grpc(method, call.headers) if spans else (None, None)
         try:
             return self.server.call(method, params, call)

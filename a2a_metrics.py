@@ -20,7 +20,8 @@ Who may read it. GET /metrics on the server's own port goes through the
 server's authentication hook like any call (a scraper sends the same
 credentials); serve_metrics() serves it on a separate address instead,
 without authentication (a port only the scraper's network reaches), and the
-server's own port then no longer has it.
+server's own port then no longer has it: bounded in connections, and
+answering only the Host names it should, as the server's own port does.
 """
 
 import threading
@@ -135,20 +136,40 @@ class Metrics:
         return ("\n".join(out) + "\n").encode()
 
 
-def serve_metrics(server, host="127.0.0.1", port=9464):
+def serve_metrics(server, host="127.0.0.1", port=9464, *, allowed_hosts=(),
+                  max_connections=16, timeout=10.0):
     """Serve ``server``'s GET /metrics on ``host``:``port``, on a thread of its
     own, without authentication; the server's own port stops serving it.
-    Returns the http.server (``shutdown()`` it to stop)."""
+    Returns the http.server (``shutdown()`` it to stop).
+
+    It answers the Host names the server answers to, ``host`` itself and
+    ``allowed_hosts`` ("*": any); another name gets 421, for a page of another
+    site can point a name it owns at this address (DNS rebinding). At most
+    ``max_connections`` at once, each a thread (one more is answered 503 and
+    closed), and a connection that sends nothing for ``timeout`` seconds is closed."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     metrics = server.metrics
     if metrics is None:
         raise ValueError("serve_metrics needs Server(metrics=True)")
+    names = {_name(name) for name in (host, *allowed_hosts)}
+    any_address = host in ("", "0.0.0.0", "::")
+    slots = threading.BoundedSemaphore(max_connections)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
-            found = self.path.partition("?")[0] == "/metrics"
-            body = metrics.render() if found else b"only /metrics is served here\n"
-            self.send_response(200 if found else 404)
+            said = self.headers.get("Host")
+            name = _name(said or "")
+            if said is not None and not (name in names or "*" in names or any_address and (
+                    name[:1] == "[" or not name.strip("0123456789.")) or
+                    a2a_min._answers_to(server, said)):
+                found, status = False, 421
+                body = (f"this listener does not answer to the name {name[:80]!r}: name it in "
+                        "serve_metrics(allowed_hosts=...) or --allow-host\n").encode()
+            else:
+                found = self.path.partition("?")[0] == "/metrics"
+                status, body = (200, metrics.render()) if found else \
+                    (404, b"only /metrics is served here\n")
+            self.send_response(status)
             self.send_header("Content-Type", metrics.MEDIA_TYPE if found else "text/plain")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -157,11 +178,44 @@ def serve_metrics(server, host="127.0.0.1", port=9464):
         def log_message(self, *args):
             pass
 
+    Handler.timeout = timeout               # (the connection's socket: idle, it is closed)
+
     class Listener(ThreadingHTTPServer):
         daemon_threads = True
+
+        def process_request(self, request, client_address):
+            if not slots.acquire(blocking=False):       # (max_connections open: no thread)
+                try:
+                    request.send(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                 b"Connection: close\r\n\r\n")
+                except OSError:
+                    pass
+                self.shutdown_request(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                slots.release()
+                raise
+
+        def process_request_thread(self, request, client_address):
+            try:
+                self.finish_request(request, client_address)
+            except Exception:
+                self.handle_error(request, client_address)
+            finally:
+                slots.release()                 # (before the close the client sees)
+                self.shutdown_request(request)
 
     httpd = Listener((host, port), Handler)
     metrics.here = False
     threading.Thread(target=httpd.serve_forever, name="a2a-metrics", daemon=True).start()
     return httpd
 
+
+def _name(host):
+    """The name of a Host header (or an address), lower case, without its port."""
+    host = host.strip().lower()
+    if host.startswith("[") or host.count(":") > 1:     # an IPv6 address, [::1]:9464 or ::1
+        return "[" + host.strip("[").partition("]")[0] + "]"
+    return host.partition(":")[0]

@@ -106,6 +106,8 @@ COMPANION_API = (
     "_JSON", "_LINK", "_CARD_PATH", "_answer", "_card_response", "_error_headers",
     "_json_body", "_jsonrpc_error", "_last_event_id", "_parse_json_body", "_query_params",
     "_sse_response", "_Peer", "_may_reach",
+    # whom a listener of a companion's answers (a Host header the server answers to)
+    "_answers_to",
 )
 
 __version__ = "0.3.0"
@@ -3699,7 +3701,7 @@ def _jsonrpc_response(server, request):
         if name in METHODS:
             return _answer(server.call(name, params, call), answer, refuse)
         if name in LEGACY_METHODS and server.compat is not None:        # A2A 0.3 (a2a_v03)
-            return server.compat.jsonrpc_response(server, name, params, request_id, call)
+            return server.compat.jsonrpc_response(server, name, params, request_id, request)
         if name in LEGACY_METHODS:
             raise MethodNotFoundError(
                 f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
@@ -4793,7 +4795,8 @@ class Server:
       single_path           serve all under one path: POST JSON-RPC, GET card
       access_log            a line per request to "a2a_min.access" (False;
                             "json": one JSON object a line)
-      tracing               read and pass on W3C trace context (True)
+      tracing               read and pass on W3C trace context (True);
+                            "opentelemetry" or a TracerProvider: spans too (a2a_otel)
       metrics               count requests, serve GET /metrics (Prometheus;
                             the companion a2a_metrics) (False)
       console               the browser console of a2a_console.py (True)
@@ -4843,15 +4846,17 @@ class Server:
             raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
         self._origins = bool(tracing) and getattr(self.store, "origins", False)  # (kept by tasks)
-        self._spans = None if tracing else False    # a2a_otel's, once OpenTelemetry is in use
         if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
                 tracing, "get_tracer")):
             raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
                              "OpenTelemetry TracerProvider")
+        self._spans = False     # a2a_otel's if tracing asks: never for what the process imported
+        if tracing not in (True, False) and \
+                os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
+            self._spans = _companion("a2a_otel", "Server(tracing=...)").Spans(
+                self, None if isinstance(tracing, str) else tracing)
         self.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(self) \
             if metrics else None            # GET /metrics, and what it counts (a2a_metrics)
-        if tracing is not True and tracing is not False:
-            self._opentelemetry()           # (asked for by name: now, not at a first request)
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
@@ -4893,8 +4898,6 @@ class Server:
         request = _Request(method, path, query, headers if headers is not None else {}, body,
                            base_url, peer, spawn)
         spans = self._spans
-        if spans is None and "opentelemetry.trace" in sys.modules:
-            spans = self._opentelemetry()      # (the process uses OpenTelemetry: a2a_otel)
         if not (self.access_log or self.metrics or spans):
             return _handle_http(self, request)
         started = time.perf_counter()
@@ -4906,21 +4909,6 @@ class Server:
         finally:
             spans.leave(current)
         return _answered(response, request, started, self)
-
-    def _opentelemetry(self):
-        """The spans of a2a_otel if OpenTelemetry is in use (the process imported
-        it, or ``tracing`` asks for it), else None: asked again until it is.
-        OTEL_SDK_DISABLED=true turns them off, as everywhere."""
-        if self._spans is not None:
-            return self._spans
-        if self.tracing is True and "opentelemetry.trace" not in sys.modules:
-            return None
-        if os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
-            self._spans = False
-            return False
-        self._spans = _companion("a2a_otel", "OpenTelemetry spans").Spans(
-            self, None if isinstance(self.tracing, (bool, str)) else self.tracing)
-        return self._spans
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape (section 7), or
@@ -5014,12 +5002,12 @@ class Server:
             with self._lock:          # this process's watch of a shared store (again after a fork)
                 if self._watch is None or self._watch.pid != os.getpid():
                     self._watch = self.store.watch(self)
+        call.method = method            # (first: a call refused below is counted and logged too)
         if self.authenticate is not None:
             call.principal = self.authenticate(call)
         self.check_service_parameters(call, method)
         if self.compat is not None and call.translated_from is None:
             self.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
-        call.method = method
         request = parse(METHODS[method][0], params)
         tenant = request.get("tenant", "")     # section 3.2.5
         if tenant:
@@ -7319,6 +7307,9 @@ def _demo_parser(allow_abbrev=True):
     parser.add_argument("--metrics", nargs="?", const=True, metavar="HOST:PORT",
                         help="serve Prometheus metrics at GET /metrics (with HOST:PORT, there "
                              "instead, without authentication)")
+    parser.add_argument("--opentelemetry", action="store_true", help=(
+        "make OpenTelemetry spans (a2a_otel.py) with the provider the process set: "
+        "opentelemetry-instrument python a2a_min.py --opentelemetry"))
     parser.add_argument("--access-log", nargs="?", const="plain", choices=("plain", "json"),
                         help="print a line for every request to stderr (json: one JSON "
                              "object a line)")
@@ -7332,8 +7323,9 @@ def _demo_options(args):
     return dict(public_url=args.public_url, assume_version=args.assume_version, compat=args.compat,
                 single_path=args.single_path, push_notifications=bool(args.push_allow),
                 push_allow=args.push_allow, access_log=args.access_log,
-                metrics=bool(args.metrics),
-                allowed_hosts=args.allow_host, cors_origins=args.cors_origin)
+                metrics=bool(args.metrics), allowed_hosts=args.allow_host,
+                tracing="opentelemetry" if args.opentelemetry else True,
+                cors_origins=args.cors_origin)
 
 
 def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=None,

@@ -2,10 +2,12 @@
 
 The optional companion of a2a_min.py. a2a_min never imports OpenTelemetry
 itself: a process that configured it (its SDK, or ``opentelemetry-instrument``)
-has imported it, and then each Server makes spans through this module, with
-the tracer provider that process set. ``Server(tracing="opentelemetry")``
-asks for them outright, ``Server(tracing=provider)`` names the provider, and
-``Server(tracing=False)`` or OTEL_SDK_DISABLED=true turns them off.
+has imported it. A Server makes spans through this module when asked, never
+because the process imported OpenTelemetry: ``Server(tracing="opentelemetry")``
+with the tracer provider the process set, ``Server(tracing=provider)`` with
+that one (a missing a2a_otel.py fails there, at construction);
+OTEL_SDK_DISABLED=true turns them off. a2a_client makes a span per call from
+such a server's turn, or when ``Client(trace="opentelemetry")`` asks.
 
 The spans, following OpenTelemetry's semantic conventions for HTTP and RPC:
 
@@ -24,7 +26,22 @@ The spans, following OpenTelemetry's semantic conventions for HTTP and RPC:
   (``url.full``, ``http.response.status_code``), whose own id goes out in
   its traceparent; and a CLIENT span for each call a2a_client makes
   (``rpc.method``), under the running turn's span or the current one.
+
+What a client chose is bounded before it becomes an attribute or a name:
+text it sent (``url.path``, ``a2a.context.id``, ...) is cut to 256
+characters, the last one an ellipsis (U+2026) when cut; a path no route
+matches names no route (the span is "GET", without ``http.route``), a
+method HTTP does not define is "_OTHER"; ``url.full`` of a webhook keeps no
+query, fragment or user info, where secrets travel (``?access_token=``).
+
+Which requests are recorded is the sampler's choice, that of the provider
+the process set: OpenTelemetry's default, ParentBased, records a request
+whose traceparent says sampled (flags 01) whatever ratio its root sampler
+has, so a client decides; OTEL_TRACES_SAMPLER=traceidratio (not
+parentbased_traceidratio) holds every request to the operator's ratio.
 """
+
+from urllib.parse import urlsplit, urlunsplit
 
 import a2a_min
 
@@ -36,7 +53,7 @@ except ImportError as missing:
     raise ImportError(f"a2a_otel needs OpenTelemetry ({missing}): pip install "
                       "opentelemetry-api opentelemetry-sdk, and configure its SDK") from None
 
-__all__ = ["Spans", "client_span"]
+__all__ = ["Spans", "client_span", "traced"]
 
 _SERVICE = "lf.a2a.v1.A2AService"
 
@@ -78,13 +95,31 @@ def _trace_context(span, parent_id, tracestate=""):
 
 
 def _route(request, call):
-    """http.route: the path's template (section 11.3's routes), or the JSON-RPC path."""
-    if call is None or call.method is None:
-        return request.path
-    for verb, template, method in a2a_min.ROUTES:
-        if method == call.method and verb == request.method:
-            return ("/{tenant}" if call.tenant else "") + template
-    return request.path
+    """http.route: the path's template (section 11.3's routes), a path of the
+    server's own (the card's), or None: a path nothing matched is the client's."""
+    if call is not None and call.method is not None:
+        for verb, template, method in a2a_min.ROUTES:
+            if method == call.method and verb == request.method:
+                return ("/{tenant}" if call.tenant else "") + template
+    return request.path if request.path in _OWN_PATHS else None
+
+
+_OWN_PATHS = {a2a_min._CARD_PATH, "/", "/metrics"}
+_METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+_MAX_TEXT = 256         # characters of a client's text an attribute keeps
+
+
+def _bounded(text):
+    """``text`` (a client's), cut to _MAX_TEXT characters, the last an ellipsis if cut."""
+    return text if text is None or len(text) <= _MAX_TEXT else text[:_MAX_TEXT - 1] + "\u2026"
+
+
+def _without_secrets(url):
+    """A webhook's URL for url.full: no user info, query or fragment (where
+    tokens travel), bounded."""
+    parts = urlsplit(url)
+    return _bounded(urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path,
+                                "", "")))
 
 
 class Spans:
@@ -104,10 +139,11 @@ class Spans:
         """Start ``request``'s span (an a2a_min _Request); returns (span, token):
         leave(token) when the request's synchronous part is done."""
         parent = _remote(_parsed(request.headers))
-        attributes = {"http.request.method": request.method, "url.path": request.path}
+        method = request.method if request.method in _METHODS else "_OTHER"
+        attributes = {"http.request.method": method, "url.path": _bounded(request.path)}
         if self._jsonrpc(request):
             attributes["rpc.system"] = "jsonrpc"
-        span = self.tracer.start_span(f"{request.method} {request.path}", context=parent,
+        span = self.tracer.start_span("HTTP" if method == "_OTHER" else method, context=parent,
                                       kind=SpanKind.SERVER, attributes=attributes)
         return span, _context.attach(_trace.set_span_in_context(span))
 
@@ -117,14 +153,17 @@ class Spans:
     def finish(self, span, request, response):
         """End ``request``'s span with what it was answered."""
         call = request.call
-        route = request.path if self._jsonrpc(request) else _route(request, call)
-        span.set_attribute("http.route", route)
+        jsonrpc = self._jsonrpc(request)
+        route = (self.rpc_path or "/") if jsonrpc else _route(request, call)
+        if route is not None:
+            span.set_attribute("http.route", route)
         span.set_attribute("http.response.status_code", response.status)
         if call is not None and call.method is not None:
-            jsonrpc = self._jsonrpc(request)
             span.set_attribute("rpc.method" if jsonrpc else "a2a.method", call.method)
             span.update_name(f"{_SERVICE}/{call.method}" if jsonrpc
                              else f"{request.method} {route}")
+        elif route is not None and request.method in _METHODS:
+            span.update_name(f"{request.method} {route}")
         _end(span, request.error, response.status >= 500)   # (the class of its error)
 
     @staticmethod
@@ -158,7 +197,8 @@ class Spans:
         origin = ctx.origin                     # a later turn: linked to the task's first
         links = [_trace.Link(_span_context(origin), _ORIGIN)] if origin else None
         span = self.tracer.start_span("a2a.turn", kind=SpanKind.INTERNAL, attributes={
-            "a2a.task.id": ctx.task_id, "a2a.context.id": ctx.context_id}, links=links)
+            "a2a.task.id": _bounded(ctx.task_id), "a2a.context.id": _bounded(ctx.context_id)},
+            links=links)
         incoming = _parsed(call.headers)
         made = _trace_context(span, f"{parent.span_id:016x}" if parent.is_valid else None,
                               incoming.tracestate if incoming else "")
@@ -191,7 +231,7 @@ class Spans:
         parent = _remote(_parsed(trace_headers or {}))
         span = self.tracer.start_span("POST", context=parent, kind=SpanKind.CLIENT,
                                       attributes={"http.request.method": "POST",
-                                                  "url.full": url})
+                                                  "url.full": _without_secrets(url)})
         made = _trace_context(span, None, (trace_headers or {}).get("tracestate", ""))
         return span, made.headers() if made is not None else trace_headers
 
@@ -231,6 +271,13 @@ def _end(span, error, fault):
     if fault:
         span.set_status(Status(StatusCode.ERROR, error.__name__ if error else ""))
     span.end()
+
+
+def traced(ctx):
+    """Has ``ctx`` (an a2a_min.RequestContext, or None) a span of ours: is it
+    a turn of a Server(tracing="opentelemetry")? (a2a_client's calls from it
+    make spans too.)"""
+    return ctx is not None and "_span" in ctx.__dict__
 
 
 class client_span:

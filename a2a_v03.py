@@ -867,6 +867,7 @@ def rest_response(server, request):
     headers, body = request.headers, request.body
 
     def refuse(error):
+        request.error = type(error)             # (what metrics and spans count it as)
         return refusal(server, error.http_status, error)
     try:
         found = _rest_route("GET" if verb == "HEAD" else verb, path)
@@ -942,10 +943,11 @@ def _error_out(request_id, error, method=None):
     return body
 
 
-def jsonrpc_response(server, name, params, request_id, call):
+def jsonrpc_response(server, name, params, request_id, request):
     """The Response to a 0.3 JSON-RPC request (a2a_min's JSON-RPC binding
-    calls this for a 0.3 method name, when the server speaks 0.3)."""
-    method = LEGACY_METHODS[name]
+    calls this for a 0.3 method name, when the server speaks 0.3, with the
+    _Request whose ``call`` it made)."""
+    method, call = LEGACY_METHODS[name], request.call
 
     def answer(result):
         if METHODS[method][2]:
@@ -957,6 +959,7 @@ def jsonrpc_response(server, name, params, request_id, call):
 
     def refuse(error):
         server._note(error)
+        request.error = type(error)             # (what metrics and spans count it as)
         status = error.http_status if isinstance(
             error, (a2a_min.PayloadTooLargeError, a2a_min.AuthenticationRequiredError,
                     a2a_min.CallerLimitError)) else 200

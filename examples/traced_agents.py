@@ -1,7 +1,9 @@
 """Two agents, one calling the other, and the one trace they make.
 
 Agent "Planner" answers by asking agent "Writer" (with a2a_client, saying
-nothing about traces: the client carries the turn's trace context by itself).
+nothing about traces: the client carries the turn's trace context by itself,
+and makes a span since its turn has one). Spans are asked for by name:
+Server(tracing="opentelemetry") and Client(trace="opentelemetry").
 OpenTelemetry's console exporter prints each span as it ends: the user's
 CLIENT call, the request's SERVER span on Planner, its turn, the CLIENT call
 to Writer, Writer's SERVER span and turn, all with one trace_id (the two
@@ -32,7 +34,7 @@ import a2a_client  # noqa: E402
 import a2a_min  # noqa: E402
 
 # The process configures OpenTelemetry (here: every span printed as JSON when it ends);
-# a2a_min sees that it is in use and makes its spans with this provider.
+# each Server(tracing="opentelemetry") makes its spans with this provider.
 provider = TracerProvider()
 provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
 trace.set_tracer_provider(provider)
@@ -49,7 +51,7 @@ def writer(ctx):
     return f"A haiku about {ctx}: ..."
 
 
-writer_url, writer_httpd = serve(a2a_min.Server(writer, name="Writer"))
+writer_url, writer_httpd = serve(a2a_min.Server(writer, name="Writer", tracing="opentelemetry"))
 
 
 def planner(ctx):
@@ -58,9 +60,10 @@ def planner(ctx):
     return "Writer says: " + answer["task"]["artifacts"][0]["parts"][0]["text"]
 
 
-planner_url, planner_httpd = serve(a2a_min.Server(planner, name="Planner"))
+planner_url, planner_httpd = serve(a2a_min.Server(planner, name="Planner",
+                                                  tracing="opentelemetry"))
 
-with a2a_client.Client(planner_url) as user:
+with a2a_client.Client(planner_url, trace="opentelemetry") as user:    # (a span of its own)
     answer = user.send("autumn")
 print(json.dumps(answer["task"]["artifacts"][0]["parts"][0]), file=sys.stderr)
 planner_httpd.shutdown()

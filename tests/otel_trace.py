@@ -33,7 +33,8 @@ provider.add_span_processor(SimpleSpanProcessor(exporter))
 trace.set_tracer_provider(provider)
 
 receiver = Receiver()
-b = Live(a2a_min.Server(lambda ctx: "B was here", name="B"), timeout=5)
+b = Live(a2a_min.Server(lambda ctx: "B was here", name="B",
+                          tracing="opentelemetry"), timeout=5)
 card = json.loads(b.request("GET", "/.well-known/agent-card.json")[1])
 grpc_server = None
 if binding == "GRPC":
@@ -57,7 +58,8 @@ async def async_agent_a(ctx):
     return "A asked B, who said: " + await asyncio.to_thread(ask_b)
 
 server_a = a2a_min.Server(async_agent_a if host == "asyncio" else agent_a, name="A",
-                          push_notifications=True, push_allow=["127.0.0.1/32"])
+                          push_notifications=True, push_allow=["127.0.0.1/32"],
+                          tracing="opentelemetry")
 root_tracer = provider.get_tracer("the user")
 body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
     "message": user_message("go"),
@@ -86,7 +88,7 @@ def later(params, method):
 
 refused = later({"id": answer["result"]["task"]["id"]}, "SubscribeToTask")   # (it has ended)
 # A task that waits for its user, continued in a trace of its own: its turn links to the first.
-c = Live(a2a_min.Server(scenario_agent, name="C"), timeout=5)
+c = Live(a2a_min.Server(scenario_agent, name="C", tracing="opentelemetry"), timeout=5)
 waiting = json.loads(c.request("POST", "/", {"jsonrpc": "2.0", "id": 3, "method": "SendMessage",
                                              "params": {"message": user_message("wait")}},
                                {"A2A-Version": "1.0", "Content-Type": "application/json"})[1])

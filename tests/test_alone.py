@@ -2,12 +2,13 @@
 which file to copy, in one line, and everything else still works (the
 operations suite runs so in CI: .ci/run, "a2a_min.py alone")."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 
-from harness import ROOT, free_port
+from harness import ROOT, free_port, need
 
 
 def alone(tmp_path):
@@ -79,3 +80,31 @@ def test_the_demo_serves_alone(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_process_that_imported_opentelemetry_is_served_the_same_on_every_host(tmp_path):
+    """Importing OpenTelemetry (many libraries do) asks a2a_min for nothing:
+    a default Server answers the card and SendMessage on every host, and never
+    looks for a2a_otel.py (spans only when Server(tracing=...) asks)."""
+    need("opentelemetry.trace", "OpenTelemetry's API: pip install -e '.[test]'")
+    need("uvicorn", "the ASGI host: needs uvicorn (the test extra)")
+    folder = alone(tmp_path)
+    shutil.copy(os.path.join(ROOT, "tests", "alone_with_otel.py"), folder)
+    done = subprocess.run([sys.executable, "alone_with_otel.py"], cwd=folder, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found.pop("modules") == ["a2a_min", "opentelemetry.trace"], done.stdout
+    assert found == {host: ["alone", "HI"] for host in ("in process", "threads", "asyncio",
+                                                         "wsgi", "asgi", "lambda")}, found
+
+
+def test_spans_asked_for_without_a2a_otel_fail_at_construction_naming_the_file(tmp_path):
+    need("opentelemetry.trace", "OpenTelemetry's API: pip install -e '.[test]'")
+    done = subprocess.run([sys.executable, "-c", "import a2a_min; a2a_min.Server(lambda ctx: 'ok',"
+                           " tracing='opentelemetry')"], cwd=alone(tmp_path), capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ModuleNotFoundError: Server(tracing=...) needs the companion module "
+                           "a2a_otel.py: copy it"), done.stderr

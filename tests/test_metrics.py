@@ -215,3 +215,92 @@ def test_metrics_with_workers_is_refused_in_one_line(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode != 0
     assert "--metrics counts the requests of one process" in done.stderr, done.stderr
+
+
+def metrics_get(port, host=None):
+    """GET /metrics on the listener at ``port`` (with ``host`` as its Host): status, body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.putrequest("GET", "/metrics", skip_host=host is not None)
+        if host is not None:
+            conn.putheader("Host", host)
+        conn.endheaders()
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def test_metrics_apart_answer_only_the_names_they_should():
+    import a2a_metrics
+    server = a2a_min.Server(lambda ctx: "ok", metrics=True, allowed_hosts=["a2a.internal"])
+    port = free_port()
+    httpd = a2a_metrics.serve_metrics(server, "127.0.0.1", port, allowed_hosts=["prom.internal"])
+    try:
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "prom.internal",
+                     "a2a.internal:9464"):
+            assert metrics_get(port, host)[0] == 200, host
+        status, body = metrics_get(port, f"rebound.example:{port}")
+        assert status == 421 and b"'rebound.example'" in body and b"allowed_hosts" in body
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_metrics_apart_hold_at_most_max_connections_and_close_idle_ones():
+    """Idle connections take the listener's places; one more is answered 503
+    without a thread; once the listener closed the idle ones (timeout), a
+    scrape is answered again."""
+    import socket
+
+    import a2a_metrics
+    server = a2a_min.Server(lambda ctx: "ok", metrics=True)
+    port = free_port()
+    httpd = a2a_metrics.serve_metrics(server, "127.0.0.1", port, max_connections=3, timeout=0.5)
+    idle = []
+    try:
+        for _ in range(3):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+            idle[-1].send(b"GET /metr")                 # (a request begun, never finished)
+        # The three are taken once the listener sees them: each one sent more waits its turn.
+        extra = socket.create_connection(("127.0.0.1", port), timeout=10)
+        extra.sendall(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        assert extra.makefile("rb").readline().startswith(b"HTTP/1.0 503")
+        extra.close()
+        for sock in idle:                               # the listener closes each idle one
+            assert sock.recv(100) == b""
+        assert metrics_get(port)[0] == 200
+    finally:
+        for sock in idle:
+            sock.close()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_refused_authentications_versions_and_03_errors_are_counted_as_errors():
+    server = a2a_min.Server(lambda ctx: "ok", metrics=True, compat="0.3",
+                            authenticate=a2a_min.BearerAuth({"t0ken": "alice"}))
+    signed = {"authorization": "Bearer t0ken"}
+    send = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                       "params": {"message": user_message("hi")}}).encode()
+    json_v1 = {**dict(V1), "content-type": "application/json"}
+    assert server.handle_http("POST", "/", "", json_v1, send).status == 401
+    assert server.handle_http("POST", "/message:send", "", json_v1, send).status == 401
+    assert json.loads(server.handle_http("POST", "/", "", {
+        **json_v1, **signed, "a2a-version": "2.0"}, send).body)["error"]["code"] == -32009
+    assert server.handle_http("GET", "/tasks/nope", "", {**signed, "a2a-version": "2.0"}
+                              ).status == 400
+    get_03 = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tasks/get",
+                         "params": {"id": "nope"}}).encode()
+    assert "error" in json.loads(server.handle_http(
+        "POST", "/", "", {"content-type": "application/json", **signed}, get_03).body)
+    assert server.handle_http("GET", "/v1/tasks/nope", "", signed).status == 404
+    got, _ = scrape(server, signed)
+    assert got["a2a_requests_total"] == {
+        labels(method="SendMessage", binding="JSONRPC", outcome="AuthenticationRequiredError"): 1,
+        labels(method="SendMessage", binding="HTTP+JSON",
+               outcome="AuthenticationRequiredError"): 1,
+        labels(method="SendMessage", binding="JSONRPC", outcome="VersionNotSupportedError"): 1,
+        labels(method="GetTask", binding="HTTP+JSON", outcome="VersionNotSupportedError"): 1,
+        labels(method="GetTask", binding="JSONRPC", outcome="TaskNotFoundError"): 1,
+        labels(method="GetTask", binding="HTTP+JSON", outcome="TaskNotFoundError"): 1}
