@@ -3265,8 +3265,10 @@ _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000
 #   without asking first, but none can say JSON: that makes the browser ask
 #   first (an OPTIONS preflight), and the server refuses origins it was not
 #   told of. A POST with no body may carry the A2A-Version header instead
-#   (:subscribe, :cancel), which needs a preflight too; in the query (for
-#   EventSource, which cannot set headers) it counts on GET only.
+#   (:subscribe, :cancel), which needs a preflight too. So every POST that
+#   gets past this was preflighted, and may give its version in the query
+#   (section 3.6.1; EventSource's GET cannot set headers): one a page sends
+#   unasked never gets that far.
 # - Cross-origin reading (CORS) only for the origins the user names
 #   (cors_origins, --cors-origin); the card and the API catalog are readable
 #   from anywhere ("*"), as discovery expects.
@@ -3443,8 +3445,7 @@ def _routed(server, request):
         if server.compat is not None and server.compat.speaks_rest(path, headers):   # A2A 0.3
             return server.compat.rest_response(server, request)
         if path[:4] in ("/v1/", "/v1") and not headers.get("a2a-version") and \
-                server.assume_version is None and (
-                    method != "GET" or "A2A-Version=" not in request.query):
+                server.assume_version is None and "A2A-Version=" not in request.query:
             # The commonest 0.3 leftover: its routes began /v1, 1.0's do not
             # (and a 1.0 client's /v1/... is the tenant "v1", section 11.3).
             return server.error_response(path, 400, VersionNotSupportedError(
@@ -3614,7 +3615,6 @@ def _jsonrpc_response(server, request):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
         query = _query_params(request.query) if request.query else {}
-        query.pop("A2A-Version", None)           # it counts on GET alone ("Who may call")
         call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
                                           request.spawn, peer=request.peer, tracing=server.tracing)
         if query or "last-event-id" in headers:
@@ -3955,8 +3955,6 @@ def _rest_response(server, request):
                     "send it once, in the path", field=name)
             params[name] = value
         query = _query_params(request.query) if request.query else {}
-        if query and verb not in ("GET", "HEAD"):
-            query.pop("A2A-Version", None)       # it counts on GET alone ("Who may call")
         call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
                                           request.spawn, peer=request.peer, tracing=server.tracing)
         if query or "last-event-id" in headers:
@@ -4907,7 +4905,7 @@ class Server:
             raise VersionNotSupportedError(
                 "this request sent no A2A-Version, which means A2A 0.3; this server speaks "
                 f"A2A {PROTOCOL_VERSION}. Add the header: -H 'A2A-Version: {PROTOCOL_VERSION}' "
-                f"(or, on a GET, the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
+                f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
                 f"the metadata a2a-version: {PROTOCOL_VERSION})",
                 metadata={"supportedVersions": PROTOCOL_VERSION})
         if version != PROTOCOL_VERSION and ".".join(

@@ -86,12 +86,27 @@ def test_a_bodyless_post_with_the_version_header_needs_no_content_type():
     assert with_body.status == 415
 
 
-def test_the_version_in_the_query_counts_on_get_only():
+def test_the_version_in_the_query_counts_on_every_request_a_page_must_ask_to_send():
+    """Section 3.6.1: the version may be a request parameter. A GET (EventSource),
+    and a POST that says its body is JSON, or a DELETE, which a page of another
+    site can send only after a preflight; never a POST it can send unasked."""
     server = recording_server()
+    json_type = {"content-type": "application/json"}
     assert call(server, "GET", "/tasks", {}, query="A2A-Version=1.0").status == 200
-    response = call(server, "POST", "/", {"content-type": "application/json"}, SEND,
+    response = call(server, "POST", "/", json_type, SEND, query="A2A-Version=1.0")
+    assert response.status == 200 and "result" in json.loads(response.body), response.body
+    response = call(server, "POST", "/message:send", json_type,
+                    json.dumps({"message": user_message("run that")}).encode(),
                     query="A2A-Version=1.0")
-    assert error_of(response)["code"] == -32009        # VersionNotSupported: none was sent
+    assert response.status == 200, response.body
+    task = json.loads(response.body)["task"]
+    response = call(server, "DELETE", f"/tasks/{task['id']}/pushNotificationConfigs/none",
+                    {}, query="A2A-Version=1.0")             # (served: this agent has no push)
+    assert b"PUSH_NOTIFICATION_NOT_SUPPORTED" in response.body, response.body
+    assert error_of(call(server, "POST", "/", json_type, SEND))["code"] == -32009
+    for ctype in ({}, {"content-type": "text/plain"}):                 # what a page sends unasked
+        assert call(server, "POST", "/", ctype, SEND, query="A2A-Version=1.0").status == 415
+    assert server.calls == ["run this", "run that"]
 
 
 @pytest.mark.parametrize("host", ["rebind.attacker.example", "rebind.attacker.example:8000",
