@@ -3277,6 +3277,8 @@ _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000
 #   allowed_hosts (--allow-host); else 421. This stops DNS rebinding: a page
 #   of rebind.attacker.example, a name pointed at 127.0.0.1, may read every
 #   answer; only Host tells. Rebinding needs a name, so an IP address passes.
+#   A Host that is not a host and a port (RFC 3986) is 400: the card's URLs
+#   are made of it (and say Vary: Host, for caches).
 
 _JSON_TYPES = frozenset({"application/json", "application/a2a+json",
                          "application/json; charset=utf-8", "application/json;charset=utf-8",
@@ -3294,6 +3296,14 @@ def _host_name(host):
     return host.partition(":")[0].rstrip(".").lower()
 
 
+def _is_host(host):
+    """Is ``host`` host [":" port] (RFC 3986 section 3.2.2: a reg-name, an
+    IPv4 address or an [IPv6] literal; a port of digits)?"""
+    import re
+    return re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|([\w.~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(:[0-9]*)?",
+                        host, re.ASCII) is not None
+
+
 def _url_host(url):
     """The host of a URL (public_url), as _host_name gives it."""
     from urllib.parse import urlsplit
@@ -3302,6 +3312,8 @@ def _url_host(url):
 
 def _answers_to(server, host):
     """Is ``host`` (a Host header) a name this server answers to?"""
+    if not _is_host(host):
+        return False
     name = _host_name(host)
     named = server._named
     if not (name in named or "*" in named or name and server._any_address is not False and (
@@ -3385,6 +3397,11 @@ def _handle_http(server, request):
     method, path, headers, body = request.method, request.path, request.headers, request.body
     host = headers.get("host")
     if host is not None and host not in server._hosts and not _answers_to(server, host):
+        if not _is_host(host):
+            return _refused(server, path, headers, 400, InvalidRequestError(
+                f"the Host header {host[:80]!r} is not a host name or address with an optional "
+                "port (RFC 3986): send the name this server is reached by, such as "
+                "Host: localhost:8000 or Host: [::1]:8000", metadata={"host": host[:80]}))
         name = _host_name(host) or host[:80]      # 421, and the options that would name it
         return _refused(server, path, headers, 421, InvalidRequestError(
             f"this server does not answer to the name {name!r} (the request's Host header): a "
@@ -4017,6 +4034,8 @@ def _card_response(server, headers, base_url):
     common = [("ETag", etag), ("Last-Modified", modified),
               ("Cache-Control", f"public, max-age={server.card.max_age}"),
               ("Access-Control-Allow-Origin", "*"), ("Link", f'<{_CATALOG_PATH}>; rel="api-catalog"')]
+    if server.public_url is None:                 # (its URLs are made of the request's Host)
+        common.append(("Vary", "Host"))
     match = headers.get("if-none-match", "")
     if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
         return Response(304, common)
@@ -4048,9 +4067,10 @@ def _catalog_response(server, base_url):
         if server.console and not server.single_path and url == base + "/":
             entry["service-doc"] = [{"href": url, "type": "text/html"}]   # the agent console
         linkset.append(entry)
+    vary = [("Vary", "Host")] if server.public_url is None else []    # (as the card's)
     return Response(200, [("Content-Type", _LINKSET), ("Access-Control-Allow-Origin", "*"),
-                          ("Cache-Control", f"public, max-age={server.card.max_age}"), _LINK],
-                    _json_body({"linkset": linkset}))
+                          ("Cache-Control", f"public, max-age={server.card.max_age}"), _LINK,
+                          *vary], _json_body({"linkset": linkset}))
 
 
 def _help_response(server, headers, base_url):
@@ -6052,7 +6072,11 @@ class _RequestReader:
                              "with no space before the colon, no folded lines and no control "
                              "characters")
             value = value.strip(" \t")
-            headers[lower] = headers[lower] + ", " + value if lower in headers else value
+            if lower in headers:
+                if lower == "host":                # (which one names the server? RFC 9112 3.2)
+                    self._refuse(400, "the request has two Host headers: send one")
+                value = headers[lower] + ", " + value
+            headers[lower] = value
         method, target, version = parts
         connection = headers.get("connection")
         keep = version == "HTTP/1.1" if connection is None else "close" not in connection.lower() \
@@ -6061,6 +6085,9 @@ class _RequestReader:
         del buffer[:size]
         self._scan = 0
         length = self._length = self._body_length(headers, version)
+        if "host" not in headers and version == "HTTP/1.1":        # (RFC 9112 section 3.2)
+            self._refuse(400, "an HTTP/1.1 request must name the host it is for: send a Host "
+                         "header (Host: localhost:8000)")
         if length is None:
             self._chunks = [bytearray(), 0, False, 0]
         self.expects_continue = length != 0 and "expect" in headers and \
