@@ -3126,6 +3126,9 @@ def _webhook_target(url, allow, resolve=None):
     address, return (scheme, host, port, path, vetted addresses)."""
     import ipaddress
     from urllib.parse import quote, urlsplit
+    if not url.isprintable():          # (urlsplit drops LF, CR and TAB; the log would not)
+        raise InvalidParamsError("the webhook URL must not contain control characters (line "
+                                 "breaks, ESC...): percent-encode them (%0A)", field="url")
     try:
         parts = urlsplit(url)
         port = parts.port
