@@ -78,8 +78,8 @@ __all__ = [
     "agent_message",
     # who is calling, and where tasks live
     "CallContext", "BearerAuth", "ApiKeyAuth", "MutualTlsAuth", "TaskStore",
-    # where a request sits in a distributed trace (W3C Trace Context)
-    "TraceContext",
+    # (A TraceContext, W3C Trace Context, is what CallContext.trace and
+    # RequestContext.trace give: one is reached through them, not named.)
     # errors: the base, and those an agent, a hook or a store raises (the rest: the server's)
     "A2AError", "InvalidParamsError", "TaskNotFoundError", "UnsupportedOperationError",
     "ContentTypeNotSupportedError", "InvalidAgentResponseError", "ExtensionSupportRequiredError",
