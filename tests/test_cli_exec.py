@@ -531,6 +531,11 @@ def processes_of(task_ids):
     return found
 
 
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux's")
 def test_nothing_a_program_started_outlives_its_worker_or_the_server(tmp_path):
     """--workers 2 and a shell program that starts a child in its group and
@@ -555,10 +560,10 @@ def test_nothing_a_program_started_outlives_its_worker_or_the_server(tmp_path):
         assert "Ctrl-C stops" in server.stdout.readline()
         tasks.append(send_at_once(port, "stay")["task"]["id"])
         assert wait_for(lambda: len(processes_of(tasks)) == 3), processes_of(tasks)
-        shells = [pid for pid in processes_of(tasks) if open(f"/proc/{pid}/comm").read() == "sh\n"]
-        with open(f"/proc/{shells[0]}/stat") as f:
-            worker = int(f.read().rsplit(")", 1)[1].split()[1])
-        assert worker != server.pid
+        started = processes_of(tasks)
+        parents = {parent_of(pid) for pid in started} - set(started)      # the program's
+        assert len(parents) == 1 and server.pid not in parents, (started, parents)
+        worker = parents.pop()
         os.kill(worker, signal.SIGKILL)
         assert wait_for(lambda: not processes_of(tasks)), "a program's child outlived its worker"
         # A program that leaves a child in a session of its own, then ends.
