@@ -117,6 +117,8 @@ def _tls_problem(error):
 # thread held stays held: it makes that one call and nothing else. The
 # kernel's signal reaches the program alone; its children are reached by the
 # group's signals, and one that leaves the group (setsid) by none of these.
+# With --workers N the process that forks the workers (a2a_store's
+# serve_workers) ends them all: on Linux it adopts what a dead program leaves.
 #
 # The program sees a small environment, not the server's, which may hold a
 # database password (A2A_STORE, say): the names of _EXEC_ENVIRONMENT and

@@ -78,8 +78,8 @@ __all__ = [
     "agent_message",
     # who is calling, and where tasks live
     "CallContext", "BearerAuth", "ApiKeyAuth", "MutualTlsAuth", "TaskStore",
-    # where a request sits in a distributed trace (W3C Trace Context)
-    "TraceContext",
+    # (A TraceContext, W3C Trace Context, is what CallContext.trace and
+    # RequestContext.trace give: one is reached through them, not named.)
     # errors: the base, and those an agent, a hook or a store raises (the rest: the server's)
     "A2AError", "InvalidParamsError", "TaskNotFoundError", "UnsupportedOperationError",
     "ContentTypeNotSupportedError", "InvalidAgentResponseError", "ExtensionSupportRequiredError",
@@ -3205,6 +3205,9 @@ def _webhook_target(url, allow, resolve=None):
     address, return (scheme, host, port, path, vetted addresses)."""
     import ipaddress
     from urllib.parse import quote, urlsplit
+    if not url.isprintable():          # (urlsplit drops LF, CR and TAB; the log would not)
+        raise InvalidParamsError("the webhook URL must not contain control characters (line "
+                                 "breaks, ESC...): percent-encode them (%0A)", field="url")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -3344,8 +3347,10 @@ _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000
 #   without asking first, but none can say JSON: that makes the browser ask
 #   first (an OPTIONS preflight), and the server refuses origins it was not
 #   told of. A POST with no body may carry the A2A-Version header instead
-#   (:subscribe, :cancel), which needs a preflight too; in the query (for
-#   EventSource, which cannot set headers) it counts on GET only.
+#   (:subscribe, :cancel), which needs a preflight too. So a POST that gets
+#   past this was preflighted (as every DELETE is), and may give its version
+#   in the query (section 3.6.1), as a GET may (EventSource cannot set
+#   headers): a POST a page sends unasked never gets that far.
 # - Cross-origin reading (CORS) only for the origins the user names
 #   (cors_origins, --cors-origin); the card and the API catalog are readable
 #   from anywhere ("*"), as discovery expects.
@@ -3354,6 +3359,8 @@ _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000
 #   allowed_hosts (--allow-host); else 421. This stops DNS rebinding: a page
 #   of rebind.attacker.example, a name pointed at 127.0.0.1, may read every
 #   answer; only Host tells. Rebinding needs a name, so an IP address passes.
+#   A Host that is not host[:port] (RFC 3986) is 400: the card's URLs are
+#   made of it (and so the card says Vary: Host, for caches).
 
 _JSON_TYPES = frozenset({"application/json", "application/a2a+json",
                          "application/json; charset=utf-8", "application/json;charset=utf-8",
@@ -3371,6 +3378,14 @@ def _host_name(host):
     return host.partition(":")[0].rstrip(".").lower()
 
 
+def _is_host(host):
+    """Is ``host`` host [":" port] (RFC 3986 section 3.2.2: a reg-name, an
+    IPv4 address or an [IPv6] literal; a port of digits)?"""
+    import re
+    return re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|([\w.~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(:[0-9]*)?",
+                        host, re.ASCII) is not None
+
+
 def _url_host(url):
     """The host of a URL (public_url), as _host_name gives it."""
     from urllib.parse import urlsplit
@@ -3379,6 +3394,8 @@ def _url_host(url):
 
 def _answers_to(server, host):
     """Is ``host`` (a Host header) a name this server answers to?"""
+    if not _is_host(host):
+        return False
     name = _host_name(host)
     named = server._named
     if not (name in named or "*" in named or name and server._any_address is not False and (
@@ -3462,6 +3479,11 @@ def _handle_http(server, request):
     method, path, headers, body = request.method, request.path, request.headers, request.body
     host = headers.get("host")
     if host is not None and host not in server._hosts and not _answers_to(server, host):
+        if not _is_host(host):
+            return _refused(server, path, headers, 400, InvalidRequestError(
+                f"the Host header {host[:80]!r} is not a host name or address with an optional "
+                "port (RFC 3986): send the name this server is reached by, such as "
+                "Host: localhost:8000 or Host: [::1]:8000", metadata={"host": host[:80]}))
         name = _host_name(host) or host[:80]      # 421, and the options that would name it
         return _refused(server, path, headers, 421, InvalidRequestError(
             f"this server does not answer to the name {name!r} (the request's Host header): a "
@@ -3522,8 +3544,7 @@ def _routed(server, request):
         if server.compat is not None and server.compat.speaks_rest(path, headers):   # A2A 0.3
             return server.compat.rest_response(server, request)
         if path[:4] in ("/v1/", "/v1") and not headers.get("a2a-version") and \
-                server.assume_version is None and (
-                    method != "GET" or "A2A-Version=" not in request.query):
+                server.assume_version is None and "A2A-Version=" not in request.query:
             # The commonest 0.3 leftover: its routes began /v1, 1.0's do not
             # (and a 1.0 client's /v1/... is the tenant "v1", section 11.3).
             return server.error_response(path, 400, VersionNotSupportedError(
@@ -3693,7 +3714,6 @@ def _jsonrpc_response(server, request):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
         query = _query_params(request.query) if request.query else {}
-        query.pop("A2A-Version", None)           # it counts on GET alone ("Who may call")
         call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
                                           request.spawn, peer=request.peer, tracing=server.tracing)
         if query or "last-event-id" in headers:
@@ -4035,8 +4055,6 @@ def _rest_response(server, request):
                     "send it once, in the path", field=name)
             params[name] = value
         query = _query_params(request.query) if request.query else {}
-        if query and verb not in ("GET", "HEAD"):
-            query.pop("A2A-Version", None)       # it counts on GET alone ("Who may call")
         call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
                                           request.spawn, peer=request.peer, tracing=server.tracing)
         if query or "last-event-id" in headers:
@@ -4099,6 +4117,8 @@ def _card_response(server, headers, base_url):
     common = [("ETag", etag), ("Last-Modified", modified),
               ("Cache-Control", f"public, max-age={server.card.max_age}"),
               ("Access-Control-Allow-Origin", "*"), ("Link", f'<{_CATALOG_PATH}>; rel="api-catalog"')]
+    if server.public_url is None:                 # (its URLs are made of the request's Host)
+        common.append(("Vary", "Host"))
     match = headers.get("if-none-match", "")
     if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
         return Response(304, common)
@@ -4130,9 +4150,10 @@ def _catalog_response(server, base_url):
         if server.console and not server.single_path and url == base + "/":
             entry["service-doc"] = [{"href": url, "type": "text/html"}]   # the agent console
         linkset.append(entry)
+    vary = [("Vary", "Host")] if server.public_url is None else []    # (as the card's)
     return Response(200, [("Content-Type", _LINKSET), ("Access-Control-Allow-Origin", "*"),
-                          ("Cache-Control", f"public, max-age={server.card.max_age}"), _LINK],
-                    _json_body({"linkset": linkset}))
+                          ("Cache-Control", f"public, max-age={server.card.max_age}"), _LINK,
+                          *vary], _json_body({"linkset": linkset}))
 
 
 def _help_response(server, headers, base_url):
@@ -4973,7 +4994,7 @@ class Server:
             raise VersionNotSupportedError(
                 "this request sent no A2A-Version, which means A2A 0.3; this server speaks "
                 f"A2A {PROTOCOL_VERSION}. Add the header: -H 'A2A-Version: {PROTOCOL_VERSION}' "
-                f"(or, on a GET, the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
+                f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
                 f"the metadata a2a-version: {PROTOCOL_VERSION})",
                 metadata={"supportedVersions": PROTOCOL_VERSION})
         if version != PROTOCOL_VERSION and ".".join(
@@ -6125,7 +6146,11 @@ class _RequestReader:
                              "with no space before the colon, no folded lines and no control "
                              "characters")
             value = value.strip(" \t")
-            headers[lower] = headers[lower] + ", " + value if lower in headers else value
+            if lower in headers:
+                if lower == "host":                # (which one names the server? RFC 9112 3.2)
+                    self._refuse(400, "the request has two Host headers: send one")
+                value = headers[lower] + ", " + value
+            headers[lower] = value
         method, target, version = parts
         connection = headers.get("connection")
         keep = version == "HTTP/1.1" if connection is None else "close" not in connection.lower() \
@@ -6134,6 +6159,9 @@ class _RequestReader:
         del buffer[:size]
         self._scan = 0
         length = self._length = self._body_length(headers, version)
+        if "host" not in headers and version == "HTTP/1.1":        # (RFC 9112 section 3.2)
+            self._refuse(400, "an HTTP/1.1 request must name the host it is for: send a Host "
+                         "header (Host: localhost:8000)")
         if length is None:
             self._chunks = [bytearray(), 0, False, 0]
         self.expects_continue = length != 0 and "expect" in headers and \

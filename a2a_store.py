@@ -32,6 +32,7 @@ __all__ = ["SQLiteStore", "open_store", "serve_workers", "SQLITE_SCHEMA_VERSION"
 import functools
 import json
 import os
+import sys
 import threading
 import time
 import types
@@ -1675,9 +1676,17 @@ def serve_workers(httpd, workers, grace, serve_one):
     ``httpd`` is bound: each accepts connections on it and serves them
     threaded (``serve_one(httpd, grace)``), one CPU core each; the tasks
     are shared through the store. This process only waits: it forwards
-    SIGTERM to the workers, and starts a new worker for one that died."""
+    SIGTERM to the workers, and starts a new worker for one that died.
+
+    On Linux it is also the subreaper of all the workers start (prctl(2)'s
+    PR_SET_CHILD_SUBREAPER): what a worker's process leaves behind when it
+    dies (the children of an --exec program its kill -9 took with it, one
+    gone to a session of its own) comes to this process, not to PID 1, and
+    is killed when a worker or one such process ends, and as this one
+    returns. So nothing a worker started outlives the server."""
     import signal
     children, stopping, restarted = {}, [], [0.0]
+    adopts = _adopt_orphans()
 
     def start(again=False):
         if again and time.monotonic() - restarted[0] < 1.0:
@@ -1733,10 +1742,48 @@ def serve_workers(httpd, workers, grace, serve_one):
             continue
         except ChildProcessError:
             break
-        children.pop(pid, None)
-        if not stopping:
+        if adopts:                                 # (an orphan, or a worker and its orphans)
+            _end_orphans(children)
+        if children.pop(pid, None) and not stopping:
             _log().warning("worker %d ended (status %d); starting another", pid, status)
             start(again=True)
+    while adopts and _end_orphans(children):       # (none is a worker now: ended, then reaped)
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+
+
+def _adopt_orphans():
+    """Make this process the subreaper of all it starts (Linux), and say
+    whether it is."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
+        return False
+    return prctl(ctypes.c_int(36), ctypes.c_ulong(1)) == 0     # 36: PR_SET_CHILD_SUBREAPER
+
+
+def _end_orphans(workers):
+    """SIGKILL each child of this process but ``workers``, and say how many
+    there were. Only this thread reaps them, so none of those pids can be
+    reused by another process while this looks (a dead child is a zombie)."""
+    import signal
+    me, found = os.getpid(), 0
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in workers:
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    if int(f.read().rpartition(b")")[2].split()[1]) != me:   # (its parent)
+                        continue
+                os.kill(int(name), signal.SIGKILL)
+                found += 1
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
 
 
 def open_store(location=None, **limits):

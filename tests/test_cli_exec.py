@@ -515,3 +515,67 @@ def test_a_turn_canceled_before_it_began_gives_its_slot_back():
     assert task["status"]["state"] == "TASK_STATE_COMPLETED" and artifact_text(task) == "next\n"
     assert wait_for(lambda: client.result("GetTask", {"id": slow["id"]})["status"]["state"]
                     == "TASK_STATE_COMPLETED")
+
+
+def processes_of(task_ids):
+    """The pids of the processes running for these tasks (A2A_TASK_ID in their
+    environment, which what a program starts inherits), zombies left out."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if any(f"A2A_TASK_ID={task}".encode() in environ for task in task_ids) and running(name):
+            found.append(int(name))
+    return found
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux's")
+def test_nothing_a_program_started_outlives_its_worker_or_the_server(tmp_path):
+    """--workers 2 and a shell program that starts a child in its group and
+    one in a session of its own. kill -9 of the worker running it: the shell
+    dies with the worker (PR_SET_PDEATHSIG), and both its children with it
+    (the supervisor adopts them, as the subreaper, and ends them). A program
+    that ended, leaving its session-of-its-own child behind: that child ends
+    with the server."""
+    import signal
+    port = free_port()
+    # (It waits for its other child to be in a session of its own, out of the reach of
+    # the group's SIGKILL that follows a program's end.)
+    shell = (f"read m; up={tmp_path}/$A2A_TASK_ID; "
+             "setsid sh -c \"touch $up; exec sleep 45\" </dev/null >/dev/null 2>&1 & "
+             "while [ ! -e $up ]; do sleep 0.01; done; [ \"$m\" = stay ] && sleep 45; exit 0")
+    server = subprocess.Popen(
+        [PY, "a2a_min.py", "--port", str(port), "--workers", "2", "--store",
+         str(tmp_path / "tasks.db"), "--exec", f"sh -c '{shell}'"], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    tasks = []
+    try:
+        assert "Ctrl-C stops" in server.stdout.readline()
+        tasks.append(send_at_once(port, "stay")["task"]["id"])
+        assert wait_for(lambda: len(processes_of(tasks)) == 3), processes_of(tasks)
+        started = processes_of(tasks)
+        parents = {parent_of(pid) for pid in started} - set(started)      # the program's
+        assert len(parents) == 1 and server.pid not in parents, (started, parents)
+        worker = parents.pop()
+        os.kill(worker, signal.SIGKILL)
+        assert wait_for(lambda: not processes_of(tasks)), "a program's child outlived its worker"
+        # A program that leaves a child in a session of its own, then ends.
+        tasks.append(send_at_once(port, "go")["task"]["id"])
+        assert wait_for(lambda: len(processes_of(tasks[1:])) == 1)
+        server.send_signal(signal.SIGTERM)
+        server.wait(30)
+        assert not processes_of(tasks), "a program's child outlived the server"
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(30)
+        for pid in processes_of(tasks):
+            os.kill(pid, signal.SIGKILL)

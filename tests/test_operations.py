@@ -500,12 +500,10 @@ def test_missing_version_is_refused_with_the_fix(client):
 
 def test_version_from_query_and_patch_numbers(client):
     plain = {"content-type": "application/json"}
-    # The query's version counts on GET only (HTTP+JSON's GetTask): on a POST (JSON-RPC) it
-    # would let a page of another site send a 1.0 request without a preflight (a2a_min.py,
-    # "Who may call"). (gRPC has no query, and was unchanged by it.)
-    by_get = isinstance(client, (RestClient, GrpcClient))
+    # The query's version counts (section 3.6.1) on a JSON POST too: a page of another site
+    # cannot send one without a preflight (a2a_min.py, "Who may call"). (gRPC has no query.)
     assert client.error("GetTask", {"id": "x"}, headers=plain, query="A2A-Version=1.0")[
-        "code"] == (-32001 if by_get else -32009)
+        "code"] == -32001
     assert client.error("GetTask", {"id": "x"}, headers={**plain, "a2a-version": "1.0.3"})["code"] == -32001
     wrong = client.error("GetTask", {"id": "x"}, headers={**plain, "a2a-version": "99.0"})
     assert wrong["code"] == -32009 and wrong["data"][0]["reason"] == "VERSION_NOT_SUPPORTED"

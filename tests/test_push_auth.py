@@ -88,7 +88,11 @@ def test_configs_on_finished_tasks_and_the_card(client):
     "file:///etc/passwd", "http://user:pw@hooks.invalid/h", "http://hooks.invalid:0/h",
     "http://hooks.invalid:99999/h", "http:///nohost", "http://100.64.0.1/h", "http://[fec0::1]/h",
     "http://[2002:a00:1::1]/h", "http://[::ffff:127.0.0.1]/h", "http://[64:ff9b::a9fe:a9fe]/h",
-    "http://[ff02::1]/h", "http://[::1/h", "http://hooks..invalid/h", "http://ho%0aoks.invalid/h"])
+    "http://[ff02::1]/h", "http://[::1/h", "http://hooks..invalid/h", "http://ho%0aoks.invalid/h",
+    # Control characters (urlsplit drops LF, CR and TAB, so the URL parsed; the log got them raw).
+    "https://hooks.invalid/h\nforged log line", "https://hooks.invalid/h\r",
+    "https://hoo\nks.invalid/h", "https://hooks.invalid/\x1b[2Jh", "https://hooks.invalid/h\tx",
+    "https://hooks.invalid/\x85h"])
 def test_unsafe_webhooks_are_refused_at_creation(url):
     server = a2a_min.Server(scenario_agent, push_notifications=True)   # nothing allowed
     from harness import Client

@@ -86,12 +86,27 @@ def test_a_bodyless_post_with_the_version_header_needs_no_content_type():
     assert with_body.status == 415
 
 
-def test_the_version_in_the_query_counts_on_get_only():
+def test_the_version_in_the_query_counts_on_every_request_a_page_must_ask_to_send():
+    """Section 3.6.1: the version may be a request parameter. A GET (EventSource),
+    and a POST that says its body is JSON, or a DELETE, which a page of another
+    site can send only after a preflight; never a POST it can send unasked."""
     server = recording_server()
+    json_type = {"content-type": "application/json"}
     assert call(server, "GET", "/tasks", {}, query="A2A-Version=1.0").status == 200
-    response = call(server, "POST", "/", {"content-type": "application/json"}, SEND,
+    response = call(server, "POST", "/", json_type, SEND, query="A2A-Version=1.0")
+    assert response.status == 200 and "result" in json.loads(response.body), response.body
+    response = call(server, "POST", "/message:send", json_type,
+                    json.dumps({"message": user_message("run that")}).encode(),
                     query="A2A-Version=1.0")
-    assert error_of(response)["code"] == -32009        # VersionNotSupported: none was sent
+    assert response.status == 200, response.body
+    task = json.loads(response.body)["task"]
+    response = call(server, "DELETE", f"/tasks/{task['id']}/pushNotificationConfigs/none",
+                    {}, query="A2A-Version=1.0")             # (served: this agent has no push)
+    assert b"PUSH_NOTIFICATION_NOT_SUPPORTED" in response.body, response.body
+    assert error_of(call(server, "POST", "/", json_type, SEND))["code"] == -32009
+    for ctype in ({}, {"content-type": "text/plain"}):                 # what a page sends unasked
+        assert call(server, "POST", "/", ctype, SEND, query="A2A-Version=1.0").status == 415
+    assert server.calls == ["run this", "run that"]
 
 
 @pytest.mark.parametrize("host", ["rebind.attacker.example", "rebind.attacker.example:8000",
@@ -127,6 +142,39 @@ def test_the_names_a_server_answers_to():
     anyone = recording_server(allowed_hosts=["*"])
     assert call(anyone, "GET", "/tasks", {"host": "whatever.example"},
                 query="A2A-Version=1.0").status == 200
+
+
+@pytest.mark.parametrize("host", ["localhost:1@evil.example", "localhost@evil.example",
+                                  "localhost:8000/evil", "localhost:80a", "local host",
+                                  "localhost\\evil.example", "[::1", "localhost:8000#x"])
+def test_a_host_header_that_is_not_a_host_and_port_is_400_with_a_hint(host):
+    """The card's URLs are made of Host: only the part before its first ':' was
+    checked, so 'localhost:1@evil.example' passed, and the card advertised
+    http://localhost:1@evil.example/. With allowed_hosts=["*"] too."""
+    for server in (recording_server(), recording_server(allowed_hosts=["*"])):
+        for path in ("/.well-known/agent-card.json", "/.well-known/api-catalog", "/tasks"):
+            response = server.handle_http("GET", path, "A2A-Version=1.0", {"host": host}, b"",
+                                          f"http://{host}")
+            assert response.status == 400, (host, path, response.body)
+            assert "Host: localhost:8000" in json.loads(response.body)["error"]["message"]
+        response = call(server, "POST", "/", {"host": host, "a2a-version": "1.0",
+                                              "content-type": "application/json"}, SEND)
+        assert response.status == 400 and "RFC 3986" in error_of(response)["message"]
+        assert server.calls == []
+
+
+def test_a_card_made_of_the_host_header_varies_by_it():
+    """A shared cache must not hand one Host's card (public, max-age) to
+    another: Vary: Host, unless public_url fixes the URLs."""
+    for server, varies in ((recording_server(), True),
+                           (recording_server(public_url="https://agent.example.com/"), False)):
+        for path in ("/.well-known/agent-card.json", "/.well-known/api-catalog"):
+            response = call(server, "GET", path, {"host": "localhost:8000"})
+            assert response.status == 200
+            assert (("Vary", "Host") in response.headers) is varies, (path, response.headers)
+        etag = dict(call(server, "GET", "/.well-known/agent-card.json", {}).headers)["ETag"]
+        again = call(server, "GET", "/.well-known/agent-card.json", {"if-none-match": etag})
+        assert again.status == 304 and (("Vary", "Host") in again.headers) is varies
 
 
 def test_a_preflight_from_an_origin_not_named_is_refused():
