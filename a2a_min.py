@@ -2430,9 +2430,14 @@ class _Follower:
                 with channel.lock:
                     news = self._take()
             if not news and idle and self.begin is not None:    # (its first event is due)
-                with channel.lock:
-                    self._begin()
-                    news = self._take()
+                off_loop = self.begin.server._off_loop
+                if off_loop is not None and channel.task is None:   # (a shared store's
+                    off_loop.run(self.begin.begin)                  # write may wait: not here)
+                    self.begin = None
+                else:
+                    with channel.lock:
+                        self._begin()
+                        news = self._take()
             if not news:
                 self._end_if_closing()
                 return (None, None) if idle else None

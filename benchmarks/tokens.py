@@ -47,8 +47,9 @@ def chunks_in_one_stream(port, count):
     for line in text.splitlines():
         if line.startswith("data:"):
             result = json.loads(line[5:]).get("result", {})
-            if "artifactUpdate" in result:
-                found += len(result["artifactUpdate"]["artifact"]["parts"])
+            if "artifactUpdate" in result:      # (not the empty chunk that says lastChunk)
+                found += sum(1 for part in result["artifactUpdate"]["artifact"]["parts"]
+                             if part.get("text"))
     return found
 
 
