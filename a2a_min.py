@@ -282,7 +282,7 @@ DEFAULT_LIMITS = {
     "max_body_bytes": 1 << 20,        # 1 MiB request body
     "blocking_timeout": 60.0,         # seconds a blocking SendMessage waits
     "keepalive_interval": 15.0,       # seconds between SSE keep-alive comments
-    "first_event_wait": 0.02,         # seconds a new task's stream waits for the agent's first
+    "first_event_wait": 0.04,         # seconds a new task's stream waits for the agent's first
                                       # output before it sends the Task (its first event)
     "replay_buffer": 256,             # stream events kept per task for Last-Event-ID
     "max_tasks": 10_000,              # tasks in the in-memory store
@@ -1804,7 +1804,7 @@ def _too_many_configs(task_id, count):
 #
 # A stream shows what happens as it happens. Its first event is the agent's
 # first output or, if the agent has said nothing within first_event_wait
-# seconds (20 ms), the new Task (SUBMITTED): the client learns the task id at
+# seconds (40 ms), the new Task (SUBMITTED): the client learns the task id at
 # once and can cancel it. An agent_message(...) after that comes late: the
 # task exists, and the message is its last word (as above); an A2AError
 # raised then fails the task rather than the request.
