@@ -1797,8 +1797,10 @@ def _too_many_configs(task_id, count):
 #   status_update(...)    -> a TaskStatusUpdateEvent (WORKING, INPUT_REQUIRED...)
 #   artifact_update(...)  -> a TaskArtifactUpdateEvent
 #   agent_message(...)    -> a direct Message reply and no task, as the first
-#                            output of a new conversation; within a task, the
-#                            agent's last word: the task completes with it
+#                            output of a new conversation (on a stream, within
+#                            first_event_wait); within a task, or later on a
+#                            stream, the agent's last word: the task completes
+#                            with it
 #   None                  -> nothing (yielded now and then, it lets a blocking
 #                            SendMessage past its blocking_timeout answer)
 #
