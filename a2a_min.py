@@ -310,6 +310,7 @@ DEFAULT_LIMITS = {
     "store_threads": 8,               # threads an event-loop host lets wait on a shared store
     "max_turn_events": 100_000,       # events one turn of an agent may produce (then it FAILS)
     "max_turn_bytes": 32 << 20,       # bytes of JSON of the events one turn may produce (ditto)
+    "max_caller_streams": 100,        # streams one caller may have open at once (then 429)
 }
 
 
@@ -2296,6 +2297,7 @@ class _Follower:
         self.retry = False            # ended by a shutdown: the client should come back
         self.tail_seen = 0            # how many of channel.tail were given
         self.raw = False              # the reader takes an artifact update as its JSON (bytes)
+        self.on_close = None          # called once when closed (Server._counted_stream)
 
     def _take(self):
         """Move the task's new events (from the store) to ``ready``, with the
@@ -2422,6 +2424,9 @@ class _Follower:
     def close(self):
         self.ended = True
         self.ready.clear()
+        on_close, self.on_close = self.on_close, None
+        if on_close is not None:
+            on_close()
         if self.counted:
             self.counted = False
             with self.channel.lock:
@@ -4747,6 +4752,7 @@ class Server:
         self.assume_version, self.public_url = assume_version, public_url
         self._channels = {}                 # task id -> _Channel, while the task can change
         self._holding = set()               # turns holding outputs for a stream (_TurnWriter._hold)
+        self._streams = {}                  # caller -> streams open (max_caller_streams)
         self._lock = threading.Lock()
         self._closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
         self._refusals = {}                 # limit (or error reason) -> requests refused by it
@@ -4946,7 +4952,37 @@ class Server:
         tenant = request.get("tenant", "")     # section 3.2.5
         if tenant:
             call.tenant = tenant
+        if METHODS[method][2]:                 # a stream: counted against its caller while open
+            return self._counted_stream(OPERATIONS[method], request, call)
         return OPERATIONS[method](self, request, call)
+
+    def _counted_stream(self, operation, request, call):
+        """``operation``'s stream, if its caller has fewer than max_caller_streams
+        open (else CallerLimitError): one caller cannot hold every connection."""
+        caller, limit = call.caller, self.limits["max_caller_streams"]
+        with self._lock:
+            held = self._streams.get(caller, 0)
+            if held >= limit:
+                raise CallerLimitError(
+                    f"you have {held} streams open, the most one caller may (max_caller_streams "
+                    f"is {limit}); close one, or poll with GetTask, then try again",
+                    metadata={"limit": "max_caller_streams", "value": limit})
+            self._streams[caller] = held + 1
+        follower = None
+        try:
+            follower = operation(self, request, call)
+            return follower
+        finally:
+            if type(follower) is _Follower:
+                follower.on_close = functools.partial(self._stream_closed, caller)
+            else:
+                self._stream_closed(caller)
+
+    def _stream_closed(self, caller):
+        with self._lock:
+            held = self._streams.pop(caller) - 1
+            if held:
+                self._streams[caller] = held
 
     # -- tasks -----------------------------------------------------------------
 
@@ -6344,26 +6380,33 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                 self.wait = timeout
                 sock.settimeout(timeout)
             try:
-                if stream is None:
+                if stream is None or head_only:    # (a HEAD's answer has no body, ever)
                     sock.sendall(head if head_only else head + response.body)
                     return True
+                gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
                 out, chunk = head, _ready_now(stream)   # (what is ready goes with the head)
                 if chunk is None:
                     sock.sendall(head)             # (else the client waits for it)
                     out, chunk = b"", next(stream, None)
-                while chunk is not None:
-                    out += chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk)
+                while chunk is not None and not gone:
+                    if len(chunk) > _JOINED:       # (a large chunk is sent as it is, not copied)
+                        sock.sendall(out if close else out + b"%x\r\n" % len(chunk))
+                        sock.sendall(chunk)
+                        out = b"" if close else b"\r\n"
+                    else:
+                        out += chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk)
                     if getattr(stream, "done", False):
                         break                      # (its end goes in the same write)
                     sock.sendall(out)
                     out, chunk = b"", next(stream, None)
-                if out or not close:
+                if (out or not close) and not gone:
                     sock.sendall(out if close else out + _LAST_CHUNK)
-                return True
+                return not gone
             except OSError:
                 return False                       # the client went away; the task goes on
             finally:
                 if stream is not None:
+                    self.server.hangups.unwatch(sock)
                     stream.close()
 
     return Handler
@@ -6421,6 +6464,7 @@ def _threaded_server(server, max_connections, date):
 
         def __init__(self, *args):
             self.active = 0
+            self.hangups = _Hangups()              # a stream's client that closes, noticed
             self.open = set()                      # the connections' sockets
             self.count_lock = threading.Lock()
             super().__init__(*args)
@@ -6470,6 +6514,52 @@ def _threaded_server(server, max_connections, date):
             _log().debug("connection from %s ended with an error", client_address, exc_info=True)
 
     return HTTPServer
+
+
+class _Hangups:
+    """One thread per threaded server, while any of its streams waits: it
+    polls their sockets for a client's close (EPOLLRDHUP: not for data, which
+    a pipelined request may send) and wakes the stream, which then ends and
+    frees its connection at once rather than at its next keep-alive write."""
+
+    def __init__(self):
+        self.poll, self.wakes, self.lock = None, {}, threading.Lock()
+
+    def watch(self, sock, stream):
+        """A list, [True] once ``sock``'s client has closed (Linux: elsewhere
+        it stays empty, and a close is found at the next keep-alive write)."""
+        import select
+        gone, channel = [], getattr(getattr(stream, "events", None), "channel", None)
+        if channel is None or not hasattr(select, "EPOLLRDHUP"):
+            return gone
+        with self.lock:
+            if self.poll is None:
+                self.poll = select.epoll()
+                threading.Thread(target=self._run, args=(self.poll,), daemon=True,
+                                 name="a2a-hangups").start()
+            self.wakes[sock.fileno()] = (gone, channel)
+            self.poll.register(sock.fileno(), select.EPOLLRDHUP)
+        return gone
+
+    def unwatch(self, sock):
+        with self.lock:
+            if self.wakes.pop(sock.fileno(), None) is not None:
+                self.poll.unregister(sock.fileno())
+
+    def _run(self, poll):
+        while True:
+            for fd, _ in poll.poll(1.0):
+                with self.lock:
+                    gone, channel = self.wakes.pop(fd, (None, None))
+                    if gone is not None:
+                        poll.unregister(fd)
+                        gone.append(True)
+                if channel is not None:
+                    channel.wake()
+            with self.lock:                        # none left to watch: the thread ends
+                if not self.wakes:
+                    self.poll = None
+                    return poll.close()
 
 
 def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1, tls=None):
@@ -6657,6 +6747,7 @@ class _LoopConnection:
         # The client does not read its answers: read no more requests from it
         # either (pipelined answers would pile up in memory), until it does.
         self.drained = self.loop.create_future()
+        self.paused_at = self.loop.time()          # (not read for ``timeout``: dropped)
         self.transport.pause_reading()
 
     def resume_writing(self):
@@ -6672,7 +6763,10 @@ class _LoopConnection:
         """The connection's clock: has the request it waits for taken too long?"""
         if self.closed:
             return
-        waited = self.loop.time() - self.ready_since
+        now = self.loop.time()
+        if self.drained is not None and now - self.paused_at >= self.timeout:
+            return self.transport.abort()          # it stopped reading (a stream's, too)
+        waited = now - self.ready_since
         if self.busy is None and waited >= self.timeout:
             if self.drained is not None:           # it has not read its answers: give up
                 return self.transport.abort()
@@ -6684,6 +6778,8 @@ class _LoopConnection:
                 return self.close_after_answer()
             return self.transport.close()
         wait = self.timeout - waited if self.busy is None else self.timeout
+        if self.drained is not None:
+            wait = min(wait, self.paused_at + self.timeout - now)
         self.timer = self.loop.call_later(max(wait, 0.01), self.check_timeout)
 
     def serve_buffered(self):
@@ -6726,13 +6822,15 @@ class _LoopConnection:
             self.busy = response.pending
             _LoopAnswer(self.loop, response, self.answered_later, method, keep)
             return False
-        if response.stream is not None:
+        if response.stream is not None and method != "HEAD":   # (a HEAD's has no body, ever)
             keep = keep and self.chunked
             task = self.loop.create_task(self.pump(response, keep))
             self.busy = task
             task.add_done_callback(functools.partial(self.streamed, keep))
             return False
         self.write(response, head_only=method == "HEAD", close=not keep)
+        if response.stream is not None:
+            response.stream.close()
         if not keep:
             self.transport.close()
             return False

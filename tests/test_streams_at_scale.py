@@ -34,7 +34,7 @@ async def agent(ctx):
     await release.wait()
     yield "done"
 
-server = a2a_min.Server(agent, max_tasks=5000)
+server = a2a_min.Server(agent, max_tasks=5000, max_caller_streams=5000)
 asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", int(sys.argv[1]),
                                   on_ready=lambda _: print("ready", flush=True)))
 """

@@ -1,0 +1,203 @@
+"""What a stream may hold, on both bundled servers, over real sockets: a
+subscriber that reads nothing is dropped after the host's ``timeout``; one
+caller opens at most ``max_caller_streams`` streams, and a threaded stream
+frees its slot as soon as its client closes; HEAD opens no stream anywhere;
+the asyncio server's connection cap stays below its descriptor limit."""
+
+import asyncio
+import contextlib
+import http.client
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from harness import ROOT
+
+import a2a_min
+
+HOSTS = ("threads", "asyncio")
+
+
+@contextlib.contextmanager
+def serving(kind, server, **options):
+    """``server`` on 127.0.0.1 behind the threaded or the asyncio server: its port."""
+    if kind == "threads":
+        httpd = a2a_min.make_http_server(server, "127.0.0.1", 0, **options)
+        thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+        thread.start()
+        try:
+            yield httpd.server_address[1]
+        finally:
+            httpd.shutdown()
+            httpd.drain(0)
+        return
+    ready, box = threading.Event(), {}
+
+    def run():
+        loop = box["loop"] = asyncio.new_event_loop()
+        box["task"] = loop.create_task(a2a_min.serve_asyncio(
+            server, "127.0.0.1", 0, grace=0, **options,
+            on_ready=lambda listener: (box.update(port=listener.sockets[0].getsockname()[1]),
+                                       ready.set())))
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(box["task"])
+        loop.run_until_complete(asyncio.sleep(0.05))
+        loop.close()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    try:
+        yield box["port"]
+    finally:
+        box["loop"].call_soon_threadsafe(box["task"].cancel)
+        thread.join(5)
+
+
+def request(method, params, rid=1):
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
+    return (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+def rpc(port, method, params):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                                          "params": params}),
+                 {"A2A-Version": "1.0", "Content-Type": "application/json"})
+    answer = json.loads(conn.getresponse().read())
+    conn.close()
+    return answer
+
+
+def waiting_task(port):
+    """A task whose agent has said all it will and waits (for its gate): its id."""
+    task = rpc(port, "SendMessage", {
+        "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "wait"}]},
+        "configuration": {"returnImmediately": True}})["result"]["task"]
+
+    def waits():
+        found = rpc(port, "GetTask", {"id": task["id"], "historyLength": 0})["result"]
+        return found["status"]["state"] == "TASK_STATE_WORKING" and found.get("artifacts")
+    until(waits, "the agent has said all it will")
+    return task["id"]
+
+
+def until(condition, what, timeout=20):
+    """Wait for ``condition()`` (a hang guard, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def gated_agent(gate, big=0):
+    def agent(ctx):
+        yield a2a_min.artifact_update("x" * max(big, 1))
+        yield a2a_min.status_update("TASK_STATE_WORKING")
+        gate.wait(30)
+        yield "done"
+    return agent
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_a_subscriber_that_reads_nothing_is_dropped_after_the_timeout(kind):
+    # A 4 MiB task, and subscribers that never read: each stream's writes
+    # stall at once. Past the host's timeout the server closes them (before,
+    # the asyncio server waited for the reader for ever).
+    gate = threading.Event()
+    server = a2a_min.Server(gated_agent(gate, big=4 << 20), keepalive_interval=60,
+                            max_store_bytes=64 << 20, max_bytes_per_caller=64 << 20)
+    socks = []
+    try:
+        with serving(kind, server, timeout=1.0) as port:
+            task_id = waiting_task(port)
+            for _ in range(3):
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.connect(("127.0.0.1", port))
+                sock.sendall(request("SubscribeToTask", {"id": task_id}))
+                socks.append(sock)
+            until(lambda: server.stats()["subscribers"] == 3, "the three subscribe")
+            until(lambda: server.stats()["subscribers"] == 0,
+                  "the subscribers that read nothing are dropped")
+            gate.set()
+    finally:
+        gate.set()
+        for sock in socks:
+            sock.close()
+
+
+def open_stream(port, task_id):
+    """A SubscribeToTask stream, read up to its first event: the socket."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(request("SubscribeToTask", {"id": task_id}))
+    got = b""
+    while b"\ndata: " not in got:
+        data = sock.recv(65536)
+        assert data, got
+        got += data
+    assert got.startswith(b"HTTP/1.1 200"), got[:200]
+    return sock
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_one_caller_opens_at_most_max_caller_streams(kind):
+    # Three streams are the most this caller (one address) may have open; a
+    # fourth is refused like the other per-caller limits (429, CALLER_LIMIT).
+    # Once the client closes one, its slot is free again at once: no keep-alive
+    # comes within the test (keepalive_interval 60 s) to find the close.
+    gate = threading.Event()
+    server = a2a_min.Server(gated_agent(gate), keepalive_interval=60, max_caller_streams=3)
+    socks = []
+    try:
+        with serving(kind, server, timeout=30) as port:
+            task_id = waiting_task(port)
+            socks = [open_stream(port, task_id) for _ in range(3)]
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": 4,
+                                                  "method": "SubscribeToTask",
+                                                  "params": {"id": task_id}}),
+                         {"A2A-Version": "1.0", "Content-Type": "application/json"})
+            refused = conn.getresponse()
+            error = json.loads(refused.read())["error"]
+            assert refused.status == 429 and refused.getheader("Retry-After")
+            assert error["data"][0]["reason"] == "CALLER_LIMIT"
+            assert error["data"][0]["metadata"]["limit"] == "max_caller_streams"
+            socks.pop().close()
+            until(lambda: server.stats()["subscribers"] == 2, "the closed stream is let go")
+            socks.append(open_stream(port, task_id))
+            gate.set()
+    finally:
+        gate.set()
+        for sock in socks:
+            sock.close()
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_head_opens_no_stream_on_the_0_3_subscribe_route(kind):
+    # HEAD on a streaming route is refused (405) on every binding, and the
+    # connection's next answer is the next request's, not stream chunks.
+    gate = threading.Event()
+    server = a2a_min.Server(gated_agent(gate), compat="0.3", keepalive_interval=60)
+    try:
+        with serving(kind, server, timeout=30) as port:
+            task_id = waiting_task(port)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            for path in (f"/v1/tasks/{task_id}:subscribe", f"/tasks/{task_id}:subscribe"):
+                headers = {} if path.startswith("/v1/") else {"A2A-Version": "1.0"}
+                conn.request("HEAD", path, headers=headers)
+                head = conn.getresponse()
+                assert head.read() == b"" and head.status == 405, path
+                assert "GET" in head.getheader("Allow")
+                conn.request("GET", "/.well-known/agent-card.json")
+                card = conn.getresponse()
+                assert card.status == 200 and json.loads(card.read())["name"]
+            assert server.stats()["subscribers"] == 0
+            gate.set()
+    finally:
+        gate.set()
