@@ -6619,7 +6619,10 @@ def _busy(server, max_connections):
 # the next. A request is answered on the loop by handle_http(..., spawn), with
 # the hooks of section 10. One clock per connection: a request must arrive
 # whole within ``timeout`` of the connection being ready for it (else 408, or
-# a close when idle). Past ``max_connections``, a new connection gets 503.
+# a close when idle), and a client that stops reading its answer (a stream's
+# too) is dropped after ``timeout``. Past ``max_connections`` (at most three
+# quarters of the open-file limit, so accept() does not run out; counted from
+# accept(), a TLS handshake included), a new connection gets 503.
 
 
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
@@ -6632,8 +6635,9 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
     ``on_ready(asyncio_server)`` is called once listening (by default, a line
     saying where). ``timeout`` bounds how long a request may take to arrive,
-    and an idle keep-alive connection. ``tls``: serve HTTPS (see "TLS"), each
-    handshake done within ``handshake_timeout`` seconds."""
+    and an idle keep-alive connection, and how long a client may leave its
+    answer unread. ``tls``: serve HTTPS (see "TLS"), each handshake done within
+    ``handshake_timeout`` seconds."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
@@ -6642,10 +6646,13 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         loop.add_signal_handler(signal.SIGTERM, lambda: stop.done() or stop.set_result(None))
     except (NotImplementedError, RuntimeError, ValueError):
         pass                                       # not the main thread: the caller stops us
-    connections = set()
+    connections = set()                            # counted from accept(), TLS or not
     server._gauges["asyncio"] = lambda: {"connections": len(connections)}
+    descriptors = _descriptors()                   # (past them, accept() fails: EMFILE)
+    max_connections = min(max_connections, descriptors * 3 // 4) if descriptors else max_connections
     limits = (timeout, {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
-                        "max_body_bytes": server.limits["max_body_bytes"]}, max_connections)
+                        "max_body_bytes": server.limits["max_body_bytes"]}, max_connections,
+              handshake_timeout if tls else None)
     date = _DateHeader()
     spawn = _Spawner(loop)                         # async agents run on this loop
     tls = _tls_context(tls)
@@ -6669,7 +6676,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             await asyncio.sleep(0.05)              # requests in flight
         busy = [c.busy for c in connections if hasattr(c.busy, "cancel")]
         for connection in list(connections):       # then the rest, idle or not, is closed
-            connection.transport.abort()
+            if connection.transport is not None:   # (else a TLS handshake, which asyncio ends)
+                connection.transport.abort()
         for task in busy:
             task.cancel()
         await asyncio.gather(*busy, return_exceptions=True)
@@ -6679,6 +6687,16 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             pass
 
 
+def _descriptors():
+    """The process's soft limit on open files (None: unknown, or none)."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    return soft if soft > 0 else None
+
+
 class _LoopConnection:
     """One HTTP/1.1 connection of serve_asyncio, as an asyncio protocol."""
 
@@ -6686,7 +6704,7 @@ class _LoopConnection:
         self.server, self.loop, self.connections = server, loop, connections
         self.date = date           # the host's Date header
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
-        self.timeout, reader_limits, self.max_connections = limits
+        self.timeout, reader_limits, self.max_connections, handshake = limits
         self.reader = _RequestReader(**reader_limits)
         self.buffer = bytearray()
         self.busy = None           # a slow answer: a _PendingAnswer, or a Task (a stream)
@@ -6697,15 +6715,17 @@ class _LoopConnection:
         self.ready_since = loop.time()
         self.transport = None      # (TLS: bytes may come before connection_made; they wait)
         self.timer = None
+        connections.add(self)      # counted now, at accept(): a TLS handshake holds a socket
+        if handshake is not None:  # (one that fails never reaches connection_made: forgotten)
+            loop.call_later(handshake + 1.0, self.forget_unmade)
 
     def connection_made(self, transport):
         """A client connected: start its clock, or refuse it past the cap."""
         self.transport = transport
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
-        if len(self.connections) >= self.max_connections:    # refused: 503, and close
+        if len(self.connections) > self.max_connections:     # refused: 503, and close
             self.write(_busy(self.server, self.max_connections), close=True)
             return self.close_after_answer()
-        self.connections.add(self)
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
         self.peer = (transport.get_extra_info("peername") or ("",))[0]
@@ -6717,6 +6737,10 @@ class _LoopConnection:
                 self.peer = _Peer(self.peer, certificate)
             if self.buffer:                        # what came with the end of the handshake
                 self.serve_buffered()
+
+    def forget_unmade(self):
+        if self.transport is None:
+            self.connections.discard(self)
 
     def data_received(self, data):
         """Bytes from the client: answer what is whole, unless an answer is

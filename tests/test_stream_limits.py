@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from harness import ROOT
+from harness import ROOT, suite_pki
 
 import a2a_min
 
@@ -201,3 +201,88 @@ def test_head_opens_no_stream_on_the_0_3_subscribe_route(kind):
             gate.set()
     finally:
         gate.set()
+
+
+CAPPED = r"""
+import asyncio, resource, sys
+sys.path.insert(0, sys.argv[1])
+import a2a_min
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+server = a2a_min.Server(lambda ctx: "hi")
+asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", 0, on_ready=lambda listener: print(
+    listener.sockets[0].getsockname()[1], flush=True)))
+"""
+
+
+def test_the_asyncio_cap_stays_below_the_descriptor_limit():
+    # With 64 descriptors the default max_connections (4,096) cannot be
+    # reached: before, accept() failed (EMFILE) and a new client hung unanswered.
+    # Now the cap is three quarters of the limit, and the next client gets 503.
+    proc = subprocess.Popen([sys.executable, "-c", CAPPED, ROOT], stdout=subprocess.PIPE,
+                            text=True)
+    socks = []
+    try:
+        port = int(proc.stdout.readline())
+        for _ in range(64):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            socks.append(sock)
+            sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            status = sock.recv(65536)[:12]
+            if status != b"HTTP/1.1 200":
+                break
+        assert status == b"HTTP/1.1 503" and len(socks) == 64 * 3 // 4 + 1, (status, len(socks))
+    finally:
+        for sock in socks:
+            sock.close()
+        proc.kill()
+        proc.wait()
+
+
+def test_the_asyncio_server_counts_a_tls_connection_from_accept():
+    # Three clients that connect and never begin their TLS handshake hold
+    # three sockets: they count against max_connections (3) at once, and the
+    # next client, handshake done, is answered 503.
+    import ssl
+    pki = suite_pki()
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(pki["cert"], pki["key"])
+    server = a2a_min.Server(lambda ctx: "hi")
+    with serving("asyncio", server, tls=tls, max_connections=3, handshake_timeout=30) as port:
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        try:
+            until(lambda: server.stats()["hosts"]["asyncio"]["connections"] == 3,
+                  "the handshakes not begun are counted")
+            client = ssl.create_default_context(cafile=pki["ca"])
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                    client.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+                sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\n"
+                             b"Host: 127.0.0.1\r\n\r\n")
+                assert sock.recv(65536).startswith(b"HTTP/1.1 503")
+        finally:
+            for sock in idle:
+                sock.close()
+
+
+def test_a_tls_handshake_that_never_ends_is_not_counted_for_ever():
+    # asyncio ends a handshake past handshake_timeout without telling the
+    # protocol: the connection counted at accept() must be let go all the same.
+    import ssl
+    pki = suite_pki()
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(pki["cert"], pki["key"])
+    server = a2a_min.Server(lambda ctx: "hi")
+    with serving("asyncio", server, tls=tls, max_connections=3, handshake_timeout=0.2) as port:
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        try:
+            until(lambda: all(sock.recv(1) == b"" for sock in idle), "the handshakes end")
+            until(lambda: server.stats()["hosts"]["asyncio"]["connections"] == 0,
+                  "the connections are let go")
+            client = ssl.create_default_context(cafile=pki["ca"])
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                    client.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+                sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\n"
+                             b"Host: 127.0.0.1\r\n\r\n")
+                assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        finally:
+            for sock in idle:
+                sock.close()
