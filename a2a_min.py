@@ -2106,7 +2106,8 @@ class _Channel:
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
                  "owner", "caller", "holder", "store", "active", "on_event", "limits",
-                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin")
+                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin",
+                 "shared")
 
     def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
                  holder=None):
@@ -2129,6 +2130,7 @@ class _Channel:
         self.appended = None      # bytes of the events it kept alone since (None: not known)
         self.held = None          # the _TurnWriter holding outputs for a thread to read (_hold)
         self.origin = None        # the traceparent a new task is stored with (``origins``)
+        self.shared = None        # (seq, version, the Task event its subscribers share)
 
     def publish(self, task, event, tell=True, derived=False, first=()):
         """Commit the new task snapshot with its event (after the events
@@ -2431,6 +2433,8 @@ class _Follower:
             self.counted = False
             with self.channel.lock:
                 self.channel.followers -= 1
+                if not self.channel.followers:
+                    self.channel.shared = None
 
 
 class _Done:
@@ -3720,6 +3724,7 @@ class _SSEStream:
         self.events, self.wrap, self.wrap_error, self.splice = events, wrap, wrap_error, splice
         self.done, self.keepalive = False, getattr(events, "keepalive", None)
         self.dry = False              # the last look found nothing more (see _LoopStream)
+        self.after = deque()          # the rest of a frame given in pieces (_frame)
         if splice is not None and type(events) is _Follower:      # (a stream's JSON, spliced:
             events.raw = getattr(events.channel.store, "raw_events", False)   # not parsed again)
 
@@ -3727,10 +3732,14 @@ class _SSEStream:
         return self
 
     def __next__(self):
+        if self.after:
+            return self.after.popleft()
         return self._joined(self._frame(next, self.events))
 
     def poll(self, idle=False):
         """The next frames without waiting, or None (see _Follower.poll)."""
+        if self.after:
+            return self.after.popleft()
         frame = self._frame(type(self.events).poll, self.events, idle)
         self.dry = frame is None or frame is _KEEPALIVE
         return self._joined(frame)
@@ -3742,7 +3751,7 @@ class _SSEStream:
         if frame is None or frame is _KEEPALIVE or self.done:
             return frame
         frames, size = [frame], len(frame)
-        while size < _JOINED:
+        while size < _JOINED and not self.after:
             try:
                 more = self._frame(type(self.events).poll, self.events)
             except StopIteration:               # (the next call ends the stream)
@@ -3785,6 +3794,11 @@ class _SSEStream:
         if type(event) is bytes:                 # (raw, from the store: see _Follower.raw)
             return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event))
         if type(event) is _StoredEvent and self.splice is not None:
+            if len(event.json) > _JOINED:        # (a large one, in three pieces: the JSON is
+                head, _, tail = (b"id: %d\ndata: %s\n\n" % (   # the event's, not a copy)
+                    seq, self.splice(b"\0"))).partition(b"\0")
+                self.after.extend((event.json, tail))
+                return head
             return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event.json))
         return _sse_frame(seq, self.wrap(event))
 
@@ -5452,9 +5466,16 @@ class Server:
             channel.reload()
             task, seq = channel.task, channel.next_seq
             oldest = (self.store.events(task["id"], seq - 1) or (seq,))[0]
-        if last_event_id is not None and oldest - 1 <= last_event_id < seq:
-            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES, counted=True)
-        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, {"task": task})],
+            if last_event_id is not None and oldest - 1 <= last_event_id < seq:
+                return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
+                                 counted=True)
+            # The Task as JSON, encoded once for the subscribers of this version of it
+            # (they send that one copy: _SSEStream), kept while the task has any.
+            shared = channel.shared
+            if shared is None or shared[:2] != (seq, channel.version):
+                shared = channel.shared = (seq, channel.version, _StoredEvent.encode(
+                    {"task": task}, None, None))
+        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, shared[2])],
                          ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
@@ -6916,7 +6937,18 @@ class _LoopConnection:
                         chunk = await chunks.__anext__()
                     except StopAsyncIteration:
                         break
-                out += b"%x\r\n%s\r\n" % (len(chunk), chunk) if keep else chunk
+                if len(chunk) > _JOINED:           # (a slice at a time: what waits to be sent
+                    write(out + b"%x\r\n" % len(chunk) if keep else out)   # is bounded, and
+                    view = memoryview(chunk)       # the chunk, which streams may share, is
+                    for at in range(0, len(chunk), _JOINED):    # not copied whole)
+                        if self.drained is not None:
+                            await self.drained
+                        if self.closed:
+                            return
+                        write(view[at:at + _JOINED])
+                    out = b"\r\n" if keep else b""
+                else:
+                    out += b"%x\r\n%s\r\n" % (len(chunk), chunk) if keep else chunk
                 if getattr(stream, "done", False):
                     break                          # (its end goes in the same write)
                 write(out)

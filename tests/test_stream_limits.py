@@ -286,3 +286,58 @@ def test_a_tls_handshake_that_never_ends_is_not_counted_for_ever():
         finally:
             for sock in idle:
                 sock.close()
+
+
+def first_event(sock):
+    """The first SSE event of a chunked stream on ``sock``: its id and data."""
+    got = b""
+    while True:
+        data = sock.recv(1 << 20)
+        assert data, got[:300]
+        got += data
+        head, _, body = got.partition(b"\r\n\r\n")
+        unchunked, rest = b"", body
+        while b"\r\n" in rest:                     # (chunks whole so far)
+            size, _, rest = rest.partition(b"\r\n")
+            size = int(size, 16)
+            if len(rest) < size + 2:
+                break
+            unchunked, rest = unchunked + rest[:size], rest[size + 2:]
+        if b"\n\n" in unchunked:
+            lines = unchunked.partition(b"\n\n")[0].split(b"\n")
+            return (int(lines[0][4:]), json.loads(b"".join(line[6:] for line in lines[1:])))
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_subscribers_share_one_encoding_of_a_large_task(kind):
+    # A task larger than a write goes out as the one JSON both subscribers
+    # share, between each one's own envelope (JSON-RPC: its request id).
+    gate = threading.Event()
+    server = a2a_min.Server(gated_agent(gate, big=300_000), keepalive_interval=60)
+    socks = []
+    try:
+        with serving(kind, server, timeout=30) as port:
+            task_id = waiting_task(port)
+            for rid in (7, 8):
+                sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+                socks.append(sock)
+                sock.sendall(request("SubscribeToTask", {"id": task_id}, rid))
+                seq, data = first_event(sock)
+                assert data["id"] == rid and data["result"]["task"]["id"] == task_id
+                text = data["result"]["task"]["artifacts"][0]["parts"][0]["text"]
+                assert text == "x" * 300_000
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            socks.append(sock)
+            sock.sendall(f"GET /tasks/{task_id}:subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         "A2A-Version: 1.0\r\n\r\n".encode())
+            assert first_event(sock)[1]["task"]["artifacts"][0]["parts"][0]["text"] == \
+                "x" * 300_000
+            followers = [server.call("SubscribeToTask", {"id": task_id}) for _ in range(2)]
+            assert next(followers[0])[1] is next(followers[1])[1]    # (one encoding, shared)
+            for follower in followers:
+                follower.close()
+            gate.set()
+    finally:
+        gate.set()
+        for sock in socks:
+            sock.close()
