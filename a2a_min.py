@@ -6330,13 +6330,15 @@ def _tls_handshake(sock, context, deadline_after):
 
 
 def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_header_bytes=65536,
-                     max_headers=100, max_connections=512, tls=None, handshake_timeout=10.0):
+                     max_headers=100, max_connections=512, tls=None, handshake_timeout=10.0,
+                     max_caller_connections=None):
     """A threaded HTTP/1.1 server (socketserver) serving ``server``.
 
     Call ``serve_forever()`` on it, ``shutdown()`` from another thread to stop.
     ``timeout``: seconds within which each request must arrive whole (and an
     idle keep-alive connection is closed); ``max_connections``: connections
-    (threads) served at once. ``tls``: serve HTTPS (see "TLS" below: an
+    (threads) served at once, ``max_caller_connections`` of them from one
+    client address (default: half; past it, 429). ``tls``: serve HTTPS (see "TLS" below: an
     ssl.SSLContext, or a dict of file names), each handshake done within
     ``handshake_timeout`` seconds on its connection's thread.
     """
@@ -6345,7 +6347,8 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
               "max_body_bytes": server.limits["max_body_bytes"]}
     tls = _tls_context(tls)
     handler = _threaded_handler(server, timeout, limits, date, tls, handshake_timeout)
-    httpd = _threaded_server(server, max_connections, date)((host, port), handler)
+    per_peer = max_caller_connections or max(1, max_connections // 2)
+    httpd = _threaded_server(server, max_connections, date, per_peer)((host, port), handler)
     httpd.tls = tls                                # (the SSLContext, or None: plain HTTP)
     server.allow_hosts((host, httpd.server_address[0]), bound=True)   # (see "Who may call")
     return httpd
@@ -6473,8 +6476,9 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
         buffer += data
 
 
-def _threaded_server(server, max_connections, date):
-    """make_http_server's server class: a connection cap (503 past it), drain()."""
+def _threaded_server(server, max_connections, date, per_peer):
+    """make_http_server's server class: a connection cap (503 past it), one
+    per client address (429), drain()."""
     import socket
     import socketserver
     class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
@@ -6484,7 +6488,7 @@ def _threaded_server(server, max_connections, date):
         request_queue_size = 128
 
         def __init__(self, *args):
-            self.active = 0
+            self.active, self.peers = 0, {}        # connections: all, and per client address
             self.hangups = _Hangups()              # a stream's client that closes, noticed
             self.open = set()                      # the connections' sockets
             self.count_lock = threading.Lock()
@@ -6511,12 +6515,14 @@ def _threaded_server(server, max_connections, date):
 
         def process_request(self, request, client_address):
             with self.count_lock:
-                busy = self.active >= max_connections
+                held = self.peers.get(client_address[0], 0)
+                busy = self.active >= max_connections or held >= per_peer
                 if not busy:
-                    self.active += 1
+                    self.active, self.peers[client_address[0]] = self.active + 1, held + 1
             if not busy:
                 return super().process_request(request, client_address)
-            response = _busy(server, max_connections)
+            response = _busy(server, max_connections) if self.active >= max_connections \
+                else _busy(server, per_peer, held)
             try:
                 request.settimeout(0)              # never wait for a client we refuse
                 request.send(_response_head(response, True, date) + response.body)
@@ -6530,6 +6536,9 @@ def _threaded_server(server, max_connections, date):
             finally:
                 with self.count_lock:
                     self.active -= 1
+                    held = self.peers.pop(client_address[0]) - 1
+                    if held:
+                        self.peers[client_address[0]] = held
 
         def handle_error(self, request, client_address):
             _log().debug("connection from %s ended with an error", client_address, exc_info=True)
@@ -6625,8 +6634,15 @@ def _serve_until_stopped(httpd, grace):
         httpd.drain(grace)
 
 
-def _busy(server, max_connections):
-    """The answer to a connection past ``max_connections`` (503, Retry-After)."""
+def _busy(server, max_connections, held=None):
+    """The answer to a connection past ``max_connections`` (503, Retry-After),
+    or (``held``: its client address's) past max_caller_connections (429)."""
+    if held is not None:
+        return server.error_response(None, 429, CallerLimitError(
+            f"you have {held} connections open, the most one client address may "
+            f"(max_caller_connections is {max_connections}); close some (a kept-alive "
+            "connection serves request after request), then try again",
+            metadata={"limit": "max_caller_connections", "value": max_connections}))
     return server.error_response(None, 503, ServerBusyError(
         f"the server is serving {max_connections} connections, its most; try again shortly",
         metadata={"limit": "max_connections", "value": max_connections}))
@@ -6648,7 +6664,8 @@ def _busy(server, max_connections):
 
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         max_header_bytes=65536, max_headers=100, max_connections=4096,
-                        on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0):
+                        on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0,
+                        max_caller_connections=None):
     """Serve ``server`` on the running asyncio event loop until cancelled (or
     SIGTERM, when the loop runs in the main thread), then stop gracefully
     within ``grace`` seconds: Server.shutdown, requests in flight finish,
@@ -6657,8 +6674,10 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     ``on_ready(asyncio_server)`` is called once listening (by default, a line
     saying where). ``timeout`` bounds how long a request may take to arrive,
     and an idle keep-alive connection, and how long a client may leave its
-    answer unread. ``tls``: serve HTTPS (see "TLS"), each handshake done within
-    ``handshake_timeout`` seconds."""
+    answer unread. ``max_caller_connections``: connections from one client
+    address (default: half of ``max_connections``; past it, 429). ``tls``:
+    serve HTTPS (see "TLS"), each handshake done within ``handshake_timeout``
+    seconds."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
@@ -6673,7 +6692,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     max_connections = min(max_connections, descriptors * 3 // 4) if descriptors else max_connections
     limits = (timeout, {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
                         "max_body_bytes": server.limits["max_body_bytes"]}, max_connections,
-              handshake_timeout if tls else None)
+              handshake_timeout if tls else None,
+              (max_caller_connections or max(1, max_connections // 2), {}))   # (and per address)
     date = _DateHeader()
     spawn = _Spawner(loop)                         # async agents run on this loop
     tls = _tls_context(tls)
@@ -6725,7 +6745,8 @@ class _LoopConnection:
         self.server, self.loop, self.connections = server, loop, connections
         self.date = date           # the host's Date header
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
-        self.timeout, reader_limits, self.max_connections, handshake = limits
+        self.timeout, reader_limits, self.max_connections, handshake, self.per_peer = limits
+        self.counted = None        # the client's address, once counted in per_peer[1]
         self.reader = _RequestReader(**reader_limits)
         self.buffer = bytearray()
         self.busy = None           # a slow answer: a _PendingAnswer, or a Task (a stream)
@@ -6744,12 +6765,17 @@ class _LoopConnection:
         """A client connected: start its clock, or refuse it past the cap."""
         self.transport = transport
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
-        if len(self.connections) > self.max_connections:     # refused: 503, and close
-            self.write(_busy(self.server, self.max_connections), close=True)
+        self.peer = (transport.get_extra_info("peername") or ("",))[0]
+        most, peers = self.per_peer
+        held = peers.get(self.peer, 0)
+        full = len(self.connections) > self.max_connections
+        if full or held >= most:                   # refused (503, or 429), and closed
+            self.write(_busy(self.server, self.max_connections) if full else
+                       _busy(self.server, most, held), close=True)
             return self.close_after_answer()
+        peers[self.peer], self.counted = held + 1, self.peer
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
-        self.peer = (transport.get_extra_info("peername") or ("",))[0]
         self.scheme = "http://"
         if transport.get_extra_info("sslcontext") is not None:
             self.scheme = "https://"
@@ -6783,6 +6809,10 @@ class _LoopConnection:
         if self.timer is not None:
             self.timer.cancel()
         self.connections.discard(self)
+        if self.counted is not None:
+            peers, held = self.per_peer[1], self.per_peer[1].pop(self.counted) - 1
+            if held:
+                peers[self.counted] = held
         if self.busy is not None and hasattr(self.busy, "cancel"):
             self.busy.cancel()     # stops pumping the stream; the agent's task goes on
         if self.drained is not None and not self.drained.done():

@@ -209,8 +209,9 @@ sys.path.insert(0, sys.argv[1])
 import a2a_min
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 server = a2a_min.Server(lambda ctx: "hi")
-asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", 0, on_ready=lambda listener: print(
-    listener.sockets[0].getsockname()[1], flush=True)))
+asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", 0, max_caller_connections=4096,
+                                  on_ready=lambda listener: print(
+                                      listener.sockets[0].getsockname()[1], flush=True)))
 """
 
 
@@ -341,3 +342,32 @@ def test_subscribers_share_one_encoding_of_a_large_task(kind):
         gate.set()
         for sock in socks:
             sock.close()
+
+
+def card_status(sock):
+    sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    return sock.recv(65536)
+
+
+@pytest.mark.parametrize("kind", HOSTS)
+def test_one_client_address_holds_at_most_max_caller_connections(kind):
+    # Three connections are the most one address may hold (of ten): the
+    # fourth is refused as a per-caller limit (429), and once one closes a
+    # new one is served.
+    server = a2a_min.Server(lambda ctx: "hi")
+    with serving(kind, server, max_connections=10, max_caller_connections=3) as port:
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+        try:
+            assert all(card_status(sock).startswith(b"HTTP/1.1 200") for sock in socks)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as extra:
+                got = card_status(extra)
+                assert got.startswith(b"HTTP/1.1 429") and b"max_caller_connections" in got
+            socks.pop().close()
+
+            def served():
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as again:
+                    return card_status(again).startswith(b"HTTP/1.1 200")
+            until(served, "a connection closed makes room for another")
+        finally:
+            for sock in socks:
+                sock.close()
