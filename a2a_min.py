@@ -5624,18 +5624,19 @@ class Server:
 
     def stats(self):
         """The counters behind every cap and budget, as one dict: the store, the
-        live tasks, SubscribeToTask streams, agent threads, refusals per limit,
+        live tasks, SubscribeToTask streams and all streams, agent threads, refusals per limit,
         hosts' connections, webhooks."""
         with self._lock:
             live = len(self._channels)
             subscribers = sum(channel.followers for channel in self._channels.values())
+            streams = sum(self._streams.values())       # (of every kind: max_caller_streams)
             workers = self._workers.count if self._workers else 0
         hosts = {name: gauge() for name, gauge in list(self._gauges.items())}   # (a copy)
         try:
             store = self.store.stats() if hasattr(self.store, "stats") else {}
         except Exception as error:      # (a store that cannot say now: never the caller's error)
             store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
-        return {"store": store, "live_tasks": live, "subscribers": subscribers,
+        return {"store": store, "live_tasks": live, "subscribers": subscribers, "streams": streams,
                 "agent_threads": workers,
                 "refused": dict(self._refusals), "hosts": hosts,
                 "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()}}

@@ -158,6 +158,7 @@ def test_one_caller_opens_at_most_max_caller_streams(kind):
         with serving(kind, server, timeout=30) as port:
             task_id = waiting_task(port)
             socks = [open_stream(port, task_id) for _ in range(3)]
+            assert server.stats()["streams"] == 3
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
             conn.request("POST", "/", json.dumps({"jsonrpc": "2.0", "id": 4,
                                                   "method": "SubscribeToTask",
