@@ -1248,7 +1248,7 @@ class _StoredEvent(dict):
     """A StreamResponse with the JSON the store keeps (``json``), which every
     stream splices into its frames (_SSEStream): encoded once, at commit."""
 
-    __slots__ = ("json",)
+    __slots__ = ("json", "__weakref__")
 
     @classmethod
     def encode(cls, event, task, body):
@@ -2130,7 +2130,7 @@ class _Channel:
         self.appended = None      # bytes of the events it kept alone since (None: not known)
         self.held = None          # the _TurnWriter holding outputs for a thread to read (_hold)
         self.origin = None        # the traceparent a new task is stored with (``origins``)
-        self.shared = None        # (seq, version, the Task event its subscribers share)
+        self.shared = None        # (seq, version, weakref: the Task event subscribers share)
 
     def publish(self, task, event, tell=True, derived=False, first=()):
         """Commit the new task snapshot with its event (after the events
@@ -2433,8 +2433,6 @@ class _Follower:
             self.counted = False
             with self.channel.lock:
                 self.channel.followers -= 1
-                if not self.channel.followers:
-                    self.channel.shared = None
 
 
 class _Done:
@@ -3725,6 +3723,7 @@ class _SSEStream:
         self.done, self.keepalive = False, getattr(events, "keepalive", None)
         self.dry = False              # the last look found nothing more (see _LoopStream)
         self.after = deque()          # the rest of a frame given in pieces (_frame)
+        self.sending = None           # the event of those pieces (kept while they are sent)
         if splice is not None and type(events) is _Follower:      # (a stream's JSON, spliced:
             events.raw = getattr(events.channel.store, "raw_events", False)   # not parsed again)
 
@@ -3733,13 +3732,19 @@ class _SSEStream:
 
     def __next__(self):
         if self.after:
-            return self.after.popleft()
+            return self._piece()
         return self._joined(self._frame(next, self.events))
+
+    def _piece(self):
+        piece = self.after.popleft()
+        if not self.after:
+            self.sending = None       # (a shared event goes once no stream sends it)
+        return piece
 
     def poll(self, idle=False):
         """The next frames without waiting, or None (see _Follower.poll)."""
         if self.after:
-            return self.after.popleft()
+            return self._piece()
         frame = self._frame(type(self.events).poll, self.events, idle)
         self.dry = frame is None or frame is _KEEPALIVE
         return self._joined(frame)
@@ -3798,6 +3803,7 @@ class _SSEStream:
                 head, _, tail = (b"id: %d\ndata: %s\n\n" % (   # the event's, not a copy)
                     seq, self.splice(b"\0"))).partition(b"\0")
                 self.after.extend((event.json, tail))
+                self.sending = event
                 return head
             return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event.json))
         return _sse_frame(seq, self.wrap(event))
@@ -5470,12 +5476,14 @@ class Server:
                 return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
                                  counted=True)
             # The Task as JSON, encoded once for the subscribers of this version of it
-            # (they send that one copy: _SSEStream), kept while the task has any.
+            # (they send that one copy: _SSEStream), kept while one is sending it.
+            import weakref
             shared = channel.shared
-            if shared is None or shared[:2] != (seq, channel.version):
-                shared = channel.shared = (seq, channel.version, _StoredEvent.encode(
-                    {"task": task}, None, None))
-        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, shared[2])],
+            shared = shared[2]() if shared and shared[:2] == (seq, channel.version) else None
+            if shared is None:
+                shared = _StoredEvent.encode({"task": task}, None, None)
+                channel.shared = (seq, channel.version, weakref.ref(shared))
+        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, shared)],
                          ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
