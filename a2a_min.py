@@ -6709,6 +6709,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
     def connection():
         return _LoopConnection(server, loop, connections, limits, date, spawn)
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(functools.partial(_out_of_files, previous, [0.0]))
     listener = await loop.create_server(
         connection, host, port, reuse_address=True, backlog=1024,
         ssl=tls, ssl_handshake_timeout=handshake_timeout if tls else None)
@@ -6731,10 +6733,27 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         for task in busy:
             task.cancel()
         await asyncio.gather(*busy, return_exceptions=True)
+        loop.set_exception_handler(previous)
         try:
             loop.remove_signal_handler(signal.SIGTERM)
         except (NotImplementedError, RuntimeError, ValueError):
             pass
+
+
+def _out_of_files(previous, said, loop, context):
+    """serve_asyncio's loop exception handler. Out of descriptors, asyncio
+    pauses accept() for a second, but tells of it once for every place in the
+    backlog (a thousand tracebacks a second in a flood): once a minute will do."""
+    error = context.get("exception")
+    if isinstance(error, OSError) and error.errno in (23, 24):     # ENFILE, EMFILE
+        if time.monotonic() < said[0]:
+            return
+        said[0] = time.monotonic() + 60.0
+        context = {**context, "message": f"{context.get('message')}: the open-file limit is "
+                   "reached; raise it (ulimit -n) or lower max_connections (said once a minute)"}
+    if previous is not None:
+        return previous(loop, context)
+    loop.default_exception_handler(context)
 
 
 def _descriptors():

@@ -372,3 +372,44 @@ def test_one_client_address_holds_at_most_max_caller_connections(kind):
         finally:
             for sock in socks:
                 sock.close()
+
+
+def test_running_out_of_descriptors_is_told_once_not_a_thousand_times():
+    # 150 clients at once on 64 descriptors: the refused ones hold theirs a
+    # moment, accept() fails (EMFILE) and asyncio pauses it; it used to log a
+    # traceback for every place in the backlog, tens of megabytes a minute.
+    import os
+    import selectors
+    import tempfile
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-c", CAPPED, ROOT], stdout=subprocess.PIPE,
+                                stderr=err, text=True)
+        socks = []
+        try:
+            port = int(proc.stdout.readline())
+            selector = selectors.DefaultSelector()
+            for _ in range(150):
+                sock = socket.socket()
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.1", port))
+                socks.append(sock)
+                selector.register(sock, selectors.EVENT_READ)
+            answered = set()
+
+            def all_answered():              # (a 503, or a close: each hears back)
+                for key, _ in selector.select(0.1):
+                    with contextlib.suppress(OSError):
+                        key.fileobj.recv(65536)
+                    selector.unregister(key.fileobj)
+                    answered.add(key.fileobj)
+                return len(answered) >= 150 - 64 * 3 // 4
+            until(all_answered, "the clients past the cap are answered", timeout=30)
+        finally:
+            for sock in socks:
+                sock.close()
+            proc.kill()
+            proc.wait()
+        err.seek(0)
+        told = err.read().decode(errors="replace")
+    assert 1 <= told.count("out of system resource") <= 2, (len(told), told[:500])
+    assert "ulimit -n" in told
