@@ -7140,6 +7140,8 @@ def wsgi_app(server):
         if response.stream is None and response.status not in (204, 304):
             headers.append(("Content-Length", str(len(response.body))))
         start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Status')}", headers)
+        if environ["REQUEST_METHOD"] == "HEAD":    # no body, ever (wsgiref would write it)
+            return [] if response.stream is None else response.stream.close() or []
         # (a stream: the WSGI server close()s it at the end)
         return [response.body] if response.stream is None else response.stream
     return app

@@ -413,3 +413,27 @@ def test_running_out_of_descriptors_is_told_once_not_a_thousand_times():
         told = err.read().decode(errors="replace")
     assert 1 <= told.count("out of system resource") <= 2, (len(told), told[:500])
     assert "ulimit -n" in told
+
+
+def test_a_head_gets_no_body_under_wsgiref():
+    # The standard library's WSGI server writes whatever the application
+    # returns, a HEAD's answer too: wsgi_app returns none for it.
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+    httpd = make_server("127.0.0.1", 0, a2a_min.wsgi_app(a2a_min.Server(lambda ctx: "hi")),
+                        handler_class=Quiet)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        with socket.create_connection(("127.0.0.1", httpd.server_address[1]), timeout=10) as sock:
+            sock.sendall(b"HEAD /.well-known/agent-card.json HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            got = b""
+            while data := sock.recv(65536):
+                got += data
+        head, _, body = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.0 200") and b"Content-Length" in head and body == b""
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
