@@ -6416,8 +6416,8 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                 if stream is None or head_only:    # (a HEAD's answer has no body, ever)
                     sock.sendall(head if head_only else head + response.body)
                     return True
-                gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
                 out, chunk = head, _ready_now(stream)   # (what is ready goes with the head)
+                gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
                 if chunk is None:
                     sock.sendall(head)             # (else the client waits for it)
                     out, chunk = b"", next(stream, None)
@@ -6566,10 +6566,11 @@ class _Hangups:
 
     def watch(self, sock, stream):
         """A list, [True] once ``sock``'s client has closed (Linux: elsewhere
-        it stays empty, and a close is found at the next keep-alive write)."""
+        it stays empty, and a close is found at the next keep-alive write). A
+        stream that has ended already (all of it ready at once) is not watched."""
         import select
         gone, channel = [], getattr(getattr(stream, "events", None), "channel", None)
-        if channel is None or not hasattr(select, "EPOLLRDHUP"):
+        if channel is None or stream.done or not hasattr(select, "EPOLLRDHUP"):
             return gone
         with self.lock:
             if self.poll is None:
