@@ -4988,15 +4988,13 @@ class Server:
                     f"is {limit}); close one, or poll with GetTask, then try again",
                     metadata={"limit": "max_caller_streams", "value": limit})
             self._streams[caller] = held + 1
-        follower = None
         try:
             follower = operation(self, request, call)
-            return follower
-        finally:
-            if type(follower) is _Follower:
-                follower.on_close = functools.partial(self._stream_closed, caller)
-            else:
-                self._stream_closed(caller)
+        except BaseException:
+            self._stream_closed(caller)
+            raise
+        follower.on_close = functools.partial(self._stream_closed, caller)
+        return follower
 
     def _stream_closed(self, caller):
         with self._lock:
@@ -6698,8 +6696,12 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         pass                                       # not the main thread: the caller stops us
     connections = set()                            # counted from accept(), TLS or not
     server._gauges["asyncio"] = lambda: {"connections": len(connections)}
-    descriptors = _descriptors()                   # (past them, accept() fails: EMFILE)
-    max_connections = min(max_connections, descriptors * 3 // 4) if descriptors else max_connections
+    try:                                           # (past the open-file limit, accept() fails)
+        import resource
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        max_connections = min(max_connections, files * 3 // 4) if files > 0 else max_connections
+    except ImportError:                            # (Windows)
+        pass
     limits = (timeout, {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
                         "max_body_bytes": server.limits["max_body_bytes"]}, max_connections,
               handshake_timeout if tls else None,
@@ -6755,16 +6757,6 @@ def _out_of_files(previous, said, loop, context):
     if previous is not None:
         return previous(loop, context)
     loop.default_exception_handler(context)
-
-
-def _descriptors():
-    """The process's soft limit on open files (None: unknown, or none)."""
-    try:
-        import resource
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):
-        return None
-    return soft if soft > 0 else None
 
 
 class _LoopConnection:
