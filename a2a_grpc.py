@@ -34,8 +34,10 @@ stream (SendStreamingMessage, SubscribeToTask) holds one thread of the gRPC
 server's pool for as long as it lasts, so create_server allows at most
 ``max_streams`` of them at once (half the pool by default) and answers the next
 with RESOURCE_EXHAUSTED (reason TOO_MANY_STREAMS): however many clients keep
-streams open, unary calls still find a thread. A stream that ends, however it
-ends, frees its place, and wakes only the streams of its own task.
+streams open, unary calls still find a thread. One client address holds at
+most ``max_caller_streams`` of the places (a quarter by default; past it,
+reason CALLER_LIMIT). A stream that ends, however it ends, frees its place,
+and wakes only the streams of its own task.
 """
 
 __all__ = ["A2AServiceServicer", "TooManyStreamsError", "create_server", "serve", "main",
@@ -103,24 +105,35 @@ class TooManyStreamsError(a2a_min.InternalError):
 
 
 class _StreamSlots:
-    """At most ``limit`` streams open at once: take() a place when a stream
-    starts (False when none is left), give_back() when it ends."""
+    """At most ``limit`` streams open at once, ``per_peer`` of them from one
+    client address (so that one client cannot hold them all): take() a place
+    when a stream starts (None, or the error refusing it), give_back() when it ends."""
 
-    def __init__(self, limit):
-        self.limit = limit
-        self.open = 0
+    def __init__(self, limit, per_peer=None):
+        self.limit, self.per_peer = limit, per_peer
+        self.open, self.by_peer = 0, {}
         self.lock = threading.Lock()
 
-    def take(self):
+    def take(self, peer=None):
         with self.lock:
             if self.limit is not None and self.open >= self.limit:
-                return False
-            self.open += 1
-            return True
+                return self.refusal()
+            held = self.by_peer.get(peer, 0)
+            if self.per_peer is not None and held >= self.per_peer:
+                return a2a_min.CallerLimitError(
+                    f"you have {held} streams open, the most one client may here "
+                    f"(max_caller_streams is {self.per_peer}); close one, or poll the task "
+                    "with GetTask, then try again",
+                    metadata={"limit": "max_caller_streams", "value": self.per_peer})
+            self.open, self.by_peer[peer] = self.open + 1, held + 1
+            return None
 
-    def give_back(self):
+    def give_back(self, peer=None):
         with self.lock:
             self.open -= 1
+            held = self.by_peer.pop(peer) - 1
+            if held:
+                self.by_peer[peer] = held
 
     def refusal(self):
         return TooManyStreamsError(
@@ -135,9 +148,9 @@ class A2AServiceServicer:
     ``max_streams`` bounds the streams open at once (None: no bound; create_server
     always sets one, below its thread pool's size)."""
 
-    def __init__(self, server, max_streams=None):
+    def __init__(self, server, max_streams=None, max_caller_streams=None):
         self.server = server
-        self.streams = _StreamSlots(max_streams)
+        self.streams = _StreamSlots(max_streams, max_caller_streams)
         self.certificates = {}          # PEM -> its decoded dict: the last few client certificates
 
     # -- the eleven rpcs ---------------------------------------------------------
@@ -230,12 +243,14 @@ class A2AServiceServicer:
         # The place is taken on the pool thread that will serve the stream, and
         # given back when that thread is done with it: a stream refused here
         # has held its thread only for this check.
-        if not self.streams.take():
-            context.abort_with_status(_grpc_status(self.streams.refusal()))
+        peer = _peer_address(context.peer())
+        refused = self.streams.take(peer)
+        if refused is not None:
+            context.abort_with_status(_grpc_status(refused))
         try:
             yield from self._follow(method, request, context)
         finally:
-            self.streams.give_back()
+            self.streams.give_back(peer)
 
     def _follow(self, method, request, context):
         events = self._call(method, request, context)
@@ -370,7 +385,7 @@ def _handlers(servicer):
 
 
 def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=None,
-                  advertise=True, tls=None):
+                  max_caller_streams=None, advertise=True, tls=None):
     """A grpc.Server serving ``server`` at ``address``; returns (grpc_server, port).
 
     Call ``grpc_server.start()``; stop with ``grpc_server.stop(grace)``, which
@@ -378,7 +393,9 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
     interface as host:port. The receive limit is the server's max_body_bytes.
     ``max_workers`` threads serve the calls; at most ``max_streams`` of them
     (default: half) serve streams, and a stream past that is refused with
-    RESOURCE_EXHAUSTED, so the other calls always have threads. ``tls``: the
+    RESOURCE_EXHAUSTED, so the other calls always have threads; one client
+    address holds at most ``max_caller_streams`` of them (default: a quarter,
+    and never more than the Server's own max_caller_streams). ``tls``: the
     files of a2a_min's tls= dict ({"cert", "key", "client_ca", "client_cert"}):
     gRPC over TLS, and mutual TLS with a client CA. The card's GRPC interface
     stays host:port (a gRPC target): it names no scheme, so a client is told
@@ -387,6 +404,8 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
     from concurrent import futures
     if max_streams is None:
         max_streams = max_workers // 2
+    if max_caller_streams is None:
+        max_caller_streams = max(1, min(max_streams // 4, server.limits["max_caller_streams"]))
     if not 0 <= max_streams < max_workers:
         raise ValueError(f"max_streams must be from 0 to max_workers - 1 ({max_workers - 1}), "
                          f"so that unary calls keep a thread; got {max_streams}")
@@ -395,7 +414,8 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="a2a-grpc"),
         options=[("grpc.max_receive_message_length", limit),
                  ("grpc.so_reuseport", 0)])
-    grpc_server.add_generic_rpc_handlers((_handlers(A2AServiceServicer(server, max_streams)),))
+    grpc_server.add_generic_rpc_handlers((_handlers(A2AServiceServicer(
+        server, max_streams, max_caller_streams)),))
     port = (grpc_server.add_secure_port(address, _credentials(tls)) if tls
             else grpc_server.add_insecure_port(address))
     if port == 0:

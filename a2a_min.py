@@ -314,6 +314,7 @@ DEFAULT_LIMITS = {
     "store_threads": 8,               # threads an event-loop host lets wait on a shared store
     "max_turn_events": 100_000,       # events one turn of an agent may produce (then it FAILS)
     "max_turn_bytes": 32 << 20,       # bytes of JSON of the events one turn may produce (ditto)
+    "max_caller_streams": 100,        # streams one caller may have open at once (then 429)
 }
 
 
@@ -1253,7 +1254,7 @@ class _StoredEvent(dict):
     """A StreamResponse with the JSON the store keeps (``json``), which every
     stream splices into its frames (_SSEStream): encoded once, at commit."""
 
-    __slots__ = ("json",)
+    __slots__ = ("json", "__weakref__")
 
     @classmethod
     def encode(cls, event, task, body):
@@ -2122,7 +2123,8 @@ class _Channel:
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
                  "owner", "caller", "holder", "store", "active", "on_event", "limits",
-                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin")
+                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin",
+                 "shared")
 
     def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
                  holder=None):
@@ -2145,6 +2147,7 @@ class _Channel:
         self.appended = None      # bytes of the events it kept alone since (None: not known)
         self.held = None          # the _TurnWriter holding outputs for a thread to read (_hold)
         self.origin = None        # the traceparent a new task is stored with (``origins``)
+        self.shared = None        # (seq, version, weakref: the Task event subscribers share)
 
     def publish(self, task, event, tell=True, derived=False, first=()):
         """Commit the new task snapshot with its event (after the events
@@ -2317,6 +2320,7 @@ class _Follower:
         self.raw = False              # the reader takes an artifact update as its JSON (bytes)
         self.begin = begin            # the turn that makes the task, if it is not made yet
         self.begin_at = begin and time.monotonic() + begin.server.limits["first_event_wait"]
+        self.on_close = None          # called once when closed (Server._counted_stream)
 
     def _take(self):
         """Move the task's new events (from the store) to ``ready``, with the
@@ -2466,6 +2470,9 @@ class _Follower:
     def close(self):
         self.ended = True
         self.ready.clear()
+        on_close, self.on_close = self.on_close, None
+        if on_close is not None:
+            on_close()
         if self.counted:
             self.counted = False
             with self.channel.lock:
@@ -3822,6 +3829,8 @@ class _SSEStream:
         self.done, self.keepalive = False, getattr(events, "keepalive", None)
         self.begin_at = getattr(events, "begin_at", None)   # (its first event's due time)
         self.dry = False              # the last look found nothing more (see _LoopStream)
+        self.after = deque()          # the rest of a frame given in pieces (_frame)
+        self.sending = None           # the event of those pieces (kept while they are sent)
         if splice is not None and type(events) is _Follower:      # (a stream's JSON, spliced:
             events.raw = getattr(events.channel.store, "raw_events", False)   # not parsed again)
 
@@ -3829,10 +3838,20 @@ class _SSEStream:
         return self
 
     def __next__(self):
+        if self.after:
+            return self._piece()
         return self._joined(self._frame(next, self.events))
+
+    def _piece(self):
+        piece = self.after.popleft()
+        if not self.after:
+            self.sending = None       # (a shared event goes once no stream sends it)
+        return piece
 
     def poll(self, idle=False):
         """The next frames without waiting, or None (see _Follower.poll)."""
+        if self.after:
+            return self._piece()
         frame = self._frame(type(self.events).poll, self.events, idle)
         self.dry = frame is None or frame is _KEEPALIVE
         return self._joined(frame)
@@ -3844,7 +3863,7 @@ class _SSEStream:
         if frame is None or frame is _KEEPALIVE or self.done:
             return frame
         frames, size = [frame], len(frame)
-        while size < _JOINED:
+        while size < _JOINED and not self.after:
             try:
                 more = self._frame(type(self.events).poll, self.events)
             except StopIteration:               # (the next call ends the stream)
@@ -3887,6 +3906,12 @@ class _SSEStream:
         if type(event) is bytes:                 # (raw, from the store: see _Follower.raw)
             return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event))
         if type(event) is _StoredEvent and self.splice is not None:
+            if len(event.json) > _JOINED:        # (a large one, in three pieces: the JSON is
+                head, _, tail = (b"id: %d\ndata: %s\n\n" % (   # the event's, not a copy)
+                    seq, self.splice(b"\0"))).partition(b"\0")
+                self.after.extend((event.json, tail))
+                self.sending = event
+                return head
             return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event.json))
         return _sse_frame(seq, self.wrap(event))
 
@@ -4856,6 +4881,7 @@ class Server:
         self.assume_version, self.public_url = assume_version, public_url
         self._channels = {}                 # task id -> _Channel, while the task can change
         self._holding = set()               # turns holding outputs for a stream (_TurnWriter._hold)
+        self._streams = {}                  # caller -> streams open (max_caller_streams)
         self._lock = threading.Lock()
         self._closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
         self._refusals = {}                 # limit (or error reason) -> requests refused by it
@@ -5040,7 +5066,35 @@ class Server:
         tenant = request.get("tenant", "")     # section 3.2.5
         if tenant:
             call.tenant = tenant
+        if METHODS[method][2]:                 # a stream: counted against its caller while open
+            return self._counted_stream(OPERATIONS[method], request, call)
         return OPERATIONS[method](self, request, call)
+
+    def _counted_stream(self, operation, request, call):
+        """``operation``'s stream, if its caller has fewer than max_caller_streams
+        open (else CallerLimitError): one caller cannot hold every connection."""
+        caller, limit = call.caller, self.limits["max_caller_streams"]
+        with self._lock:
+            held = self._streams.get(caller, 0)
+            if held >= limit:
+                raise CallerLimitError(
+                    f"you have {held} streams open, the most one caller may (max_caller_streams "
+                    f"is {limit}); close one, or poll with GetTask, then try again",
+                    metadata={"limit": "max_caller_streams", "value": limit})
+            self._streams[caller] = held + 1
+        try:
+            follower = operation(self, request, call)
+        except BaseException:
+            self._stream_closed(caller)
+            raise
+        follower.on_close = functools.partial(self._stream_closed, caller)
+        return follower
+
+    def _stream_closed(self, caller):
+        with self._lock:
+            held = self._streams.pop(caller) - 1
+            if held:
+                self._streams[caller] = held
 
     # -- tasks -----------------------------------------------------------------
 
@@ -5513,9 +5567,18 @@ class Server:
             channel.reload()
             task, seq = channel.task, channel.next_seq
             oldest = (self.store.events(task["id"], seq - 1) or (seq,))[0]
-        if last_event_id is not None and oldest - 1 <= last_event_id < seq:
-            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES, counted=True)
-        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, {"task": task})],
+            if last_event_id is not None and oldest - 1 <= last_event_id < seq:
+                return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
+                                 counted=True)
+            # The Task as JSON, encoded once for the subscribers of this version of it
+            # (they send that one copy: _SSEStream), kept while one is sending it.
+            import weakref
+            shared = channel.shared
+            shared = shared[2]() if shared and shared[:2] == (seq, channel.version) else None
+            if shared is None:
+                shared = _StoredEvent.encode({"task": task}, None, None)
+                channel.shared = (seq, channel.version, weakref.ref(shared))
+        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, shared)],
                          ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
 
     # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
@@ -5664,18 +5727,19 @@ class Server:
 
     def stats(self):
         """The counters behind every cap and budget, as one dict: the store, the
-        live tasks, SubscribeToTask streams, agent threads, refusals per limit,
+        live tasks, SubscribeToTask streams and all streams, agent threads, refusals per limit,
         hosts' connections, webhooks."""
         with self._lock:
             live = len(self._channels)
             subscribers = sum(channel.followers for channel in self._channels.values())
+            streams = sum(self._streams.values())       # (of every kind: max_caller_streams)
             workers = self._workers.count if self._workers else 0
         hosts = {name: gauge() for name, gauge in list(self._gauges.items())}   # (a copy)
         try:
             store = self.store.stats() if hasattr(self.store, "stats") else {}
         except Exception as error:      # (a store that cannot say now: never the caller's error)
             store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
-        return {"store": store, "live_tasks": live, "subscribers": subscribers,
+        return {"store": store, "live_tasks": live, "subscribers": subscribers, "streams": streams,
                 "agent_threads": workers,
                 "refused": dict(self._refusals), "hosts": hosts,
                 "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()}}
@@ -6379,13 +6443,15 @@ def _tls_handshake(sock, context, deadline_after):
 
 
 def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_header_bytes=65536,
-                     max_headers=100, max_connections=512, tls=None, handshake_timeout=10.0):
+                     max_headers=100, max_connections=512, tls=None, handshake_timeout=10.0,
+                     max_caller_connections=None):
     """A threaded HTTP/1.1 server (socketserver) serving ``server``.
 
     Call ``serve_forever()`` on it, ``shutdown()`` from another thread to stop.
     ``timeout``: seconds within which each request must arrive whole (and an
     idle keep-alive connection is closed); ``max_connections``: connections
-    (threads) served at once. ``tls``: serve HTTPS (see "TLS" below: an
+    (threads) served at once, ``max_caller_connections`` of them from one
+    client address (default: half; past it, 429). ``tls``: serve HTTPS (see "TLS" below: an
     ssl.SSLContext, or a dict of file names), each handshake done within
     ``handshake_timeout`` seconds on its connection's thread.
     """
@@ -6394,7 +6460,8 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
               "max_body_bytes": server.limits["max_body_bytes"]}
     tls = _tls_context(tls)
     handler = _threaded_handler(server, timeout, limits, date, tls, handshake_timeout)
-    httpd = _threaded_server(server, max_connections, date)((host, port), handler)
+    per_peer = max_caller_connections or max(1, max_connections // 2)
+    httpd = _threaded_server(server, max_connections, date, per_peer)((host, port), handler)
     httpd.tls = tls                                # (the SSLContext, or None: plain HTTP)
     server.allow_hosts((host, httpd.server_address[0]), bound=True)   # (see "Who may call")
     return httpd
@@ -6450,26 +6517,33 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                 self.wait = timeout
                 sock.settimeout(timeout)
             try:
-                if stream is None:
+                if stream is None or head_only:    # (a HEAD's answer has no body, ever)
                     sock.sendall(head if head_only else head + response.body)
                     return True
                 out, chunk = head, _ready_now(stream)   # (what is ready goes with the head)
+                gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
                 if chunk is None:
                     sock.sendall(head)             # (else the client waits for it)
                     out, chunk = b"", next(stream, None)
-                while chunk is not None:
-                    out += chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk)
+                while chunk is not None and not gone:
+                    if len(chunk) > _JOINED:       # (a large chunk is sent as it is, not copied)
+                        sock.sendall(out if close else out + b"%x\r\n" % len(chunk))
+                        sock.sendall(chunk)
+                        out = b"" if close else b"\r\n"
+                    else:
+                        out += chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk)
                     if getattr(stream, "done", False):
                         break                      # (its end goes in the same write)
                     sock.sendall(out)
                     out, chunk = b"", next(stream, None)
-                if out or not close:
+                if (out or not close) and not gone:
                     sock.sendall(out if close else out + _LAST_CHUNK)
-                return True
+                return not gone
             except OSError:
                 return False                       # the client went away; the task goes on
             finally:
                 if stream is not None:
+                    self.server.hangups.unwatch(sock)
                     stream.close()
 
     return Handler
@@ -6515,8 +6589,9 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
         buffer += data
 
 
-def _threaded_server(server, max_connections, date):
-    """make_http_server's server class: a connection cap (503 past it), drain()."""
+def _threaded_server(server, max_connections, date, per_peer):
+    """make_http_server's server class: a connection cap (503 past it), one
+    per client address (429), drain()."""
     import socket
     import socketserver
     class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
@@ -6526,7 +6601,8 @@ def _threaded_server(server, max_connections, date):
         request_queue_size = 128
 
         def __init__(self, *args):
-            self.active = 0
+            self.active, self.peers = 0, {}        # connections: all, and per client address
+            self.hangups = _Hangups()              # a stream's client that closes, noticed
             self.open = set()                      # the connections' sockets
             self.count_lock = threading.Lock()
             super().__init__(*args)
@@ -6552,12 +6628,14 @@ def _threaded_server(server, max_connections, date):
 
         def process_request(self, request, client_address):
             with self.count_lock:
-                busy = self.active >= max_connections
+                held = self.peers.get(client_address[0], 0)
+                busy = self.active >= max_connections or held >= per_peer
                 if not busy:
-                    self.active += 1
+                    self.active, self.peers[client_address[0]] = self.active + 1, held + 1
             if not busy:
                 return super().process_request(request, client_address)
-            response = _busy(server, max_connections)
+            response = _busy(server, max_connections) if self.active >= max_connections \
+                else _busy(server, per_peer, held)
             try:
                 request.settimeout(0)              # never wait for a client we refuse
                 request.send(_response_head(response, True, date) + response.body)
@@ -6571,11 +6649,61 @@ def _threaded_server(server, max_connections, date):
             finally:
                 with self.count_lock:
                     self.active -= 1
+                    held = self.peers.pop(client_address[0]) - 1
+                    if held:
+                        self.peers[client_address[0]] = held
 
         def handle_error(self, request, client_address):
             _log().debug("connection from %s ended with an error", client_address, exc_info=True)
 
     return HTTPServer
+
+
+class _Hangups:
+    """One thread per threaded server, while any of its streams waits: it
+    polls their sockets for a client's close (EPOLLRDHUP: not for data, which
+    a pipelined request may send) and wakes the stream, which then ends and
+    frees its connection at once rather than at its next keep-alive write."""
+
+    def __init__(self):
+        self.poll, self.wakes, self.lock = None, {}, threading.Lock()
+
+    def watch(self, sock, stream):
+        """A list, [True] once ``sock``'s client has closed (Linux: elsewhere
+        it stays empty, and a close is found at the next keep-alive write). A
+        stream that has ended already (all of it ready at once) is not watched."""
+        import select
+        gone, channel = [], getattr(getattr(stream, "events", None), "channel", None)
+        if channel is None or stream.done or not hasattr(select, "EPOLLRDHUP"):
+            return gone
+        with self.lock:
+            if self.poll is None:
+                self.poll = select.epoll()
+                threading.Thread(target=self._run, args=(self.poll,), daemon=True,
+                                 name="a2a-hangups").start()
+            self.wakes[sock.fileno()] = (gone, channel)
+            self.poll.register(sock.fileno(), select.EPOLLRDHUP)
+        return gone
+
+    def unwatch(self, sock):
+        with self.lock:
+            if self.wakes.pop(sock.fileno(), None) is not None:
+                self.poll.unregister(sock.fileno())
+
+    def _run(self, poll):
+        while True:
+            for fd, _ in poll.poll(1.0):
+                with self.lock:
+                    gone, channel = self.wakes.pop(fd, (None, None))
+                    if gone is not None:
+                        poll.unregister(fd)
+                        gone.append(True)
+                if channel is not None:
+                    channel.wake()
+            with self.lock:                        # none left to watch: the thread ends
+                if not self.wakes:
+                    self.poll = None
+                    return poll.close()
 
 
 def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1, tls=None):
@@ -6620,8 +6748,15 @@ def _serve_until_stopped(httpd, grace):
         httpd.drain(grace)
 
 
-def _busy(server, max_connections):
-    """The answer to a connection past ``max_connections`` (503, Retry-After)."""
+def _busy(server, max_connections, held=None):
+    """The answer to a connection past ``max_connections`` (503, Retry-After),
+    or (``held``: its client address's) past max_caller_connections (429)."""
+    if held is not None:
+        return server.error_response(None, 429, CallerLimitError(
+            f"you have {held} connections open, the most one client address may "
+            f"(max_caller_connections is {max_connections}); close some (a kept-alive "
+            "connection serves request after request), then try again",
+            metadata={"limit": "max_caller_connections", "value": max_connections}))
     return server.error_response(None, 503, ServerBusyError(
         f"the server is serving {max_connections} connections, its most; try again shortly",
         metadata={"limit": "max_connections", "value": max_connections}))
@@ -6635,12 +6770,16 @@ def _busy(server, max_connections):
 # the next. A request is answered on the loop by handle_http(..., spawn), with
 # the hooks of section 10. One clock per connection: a request must arrive
 # whole within ``timeout`` of the connection being ready for it (else 408, or
-# a close when idle). Past ``max_connections``, a new connection gets 503.
+# a close when idle), and a client that stops reading its answer (a stream's
+# too) is dropped after ``timeout``. Past ``max_connections`` (at most three
+# quarters of the open-file limit, so accept() does not run out; counted from
+# accept(), a TLS handshake included), a new connection gets 503.
 
 
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         max_header_bytes=65536, max_headers=100, max_connections=4096,
-                        on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0):
+                        on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0,
+                        max_caller_connections=None):
     """Serve ``server`` on the running asyncio event loop until cancelled (or
     SIGTERM, when the loop runs in the main thread), then stop gracefully
     within ``grace`` seconds: Server.shutdown, requests in flight finish,
@@ -6648,8 +6787,11 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
     ``on_ready(asyncio_server)`` is called once listening (by default, a line
     saying where). ``timeout`` bounds how long a request may take to arrive,
-    and an idle keep-alive connection. ``tls``: serve HTTPS (see "TLS"), each
-    handshake done within ``handshake_timeout`` seconds."""
+    and an idle keep-alive connection, and how long a client may leave its
+    answer unread. ``max_caller_connections``: connections from one client
+    address (default: half of ``max_connections``; past it, 429). ``tls``:
+    serve HTTPS (see "TLS"), each handshake done within ``handshake_timeout``
+    seconds."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
@@ -6658,16 +6800,26 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         loop.add_signal_handler(signal.SIGTERM, lambda: stop.done() or stop.set_result(None))
     except (NotImplementedError, RuntimeError, ValueError):
         pass                                       # not the main thread: the caller stops us
-    connections = set()
+    connections = set()                            # counted from accept(), TLS or not
     server._gauges["asyncio"] = lambda: {"connections": len(connections)}
+    try:                                           # (past the open-file limit, accept() fails)
+        import resource
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        max_connections = min(max_connections, files * 3 // 4) if files > 0 else max_connections
+    except ImportError:                            # (Windows)
+        pass
     limits = (timeout, {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
-                        "max_body_bytes": server.limits["max_body_bytes"]}, max_connections)
+                        "max_body_bytes": server.limits["max_body_bytes"]}, max_connections,
+              handshake_timeout if tls else None,
+              (max_caller_connections or max(1, max_connections // 2), {}))   # (and per address)
     date = _DateHeader()
     spawn = _Spawner(loop)                         # async agents run on this loop
     tls = _tls_context(tls)
 
     def connection():
         return _LoopConnection(server, loop, connections, limits, date, spawn)
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(functools.partial(_out_of_files, previous, [0.0]))
     listener = await loop.create_server(
         connection, host, port, reuse_address=True, backlog=1024,
         ssl=tls, ssl_handshake_timeout=handshake_timeout if tls else None)
@@ -6685,14 +6837,32 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
             await asyncio.sleep(0.05)              # requests in flight
         busy = [c.busy for c in connections if hasattr(c.busy, "cancel")]
         for connection in list(connections):       # then the rest, idle or not, is closed
-            connection.transport.abort()
+            if connection.transport is not None:   # (else a TLS handshake, which asyncio ends)
+                connection.transport.abort()
         for task in busy:
             task.cancel()
         await asyncio.gather(*busy, return_exceptions=True)
+        loop.set_exception_handler(previous)
         try:
             loop.remove_signal_handler(signal.SIGTERM)
         except (NotImplementedError, RuntimeError, ValueError):
             pass
+
+
+def _out_of_files(previous, said, loop, context):
+    """serve_asyncio's loop exception handler. Out of descriptors, asyncio
+    pauses accept() for a second, but tells of it once for every place in the
+    backlog (a thousand tracebacks a second in a flood): once a minute will do."""
+    error = context.get("exception")
+    if isinstance(error, OSError) and error.errno in (23, 24):     # ENFILE, EMFILE
+        if time.monotonic() < said[0]:
+            return
+        said[0] = time.monotonic() + 60.0
+        context = {**context, "message": f"{context.get('message')}: the open-file limit is "
+                   "reached; raise it (ulimit -n) or lower max_connections (said once a minute)"}
+    if previous is not None:
+        return previous(loop, context)
+    loop.default_exception_handler(context)
 
 
 class _LoopConnection:
@@ -6702,7 +6872,8 @@ class _LoopConnection:
         self.server, self.loop, self.connections = server, loop, connections
         self.date = date           # the host's Date header
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
-        self.timeout, reader_limits, self.max_connections = limits
+        self.timeout, reader_limits, self.max_connections, handshake, self.per_peer = limits
+        self.counted = None        # the client's address, once counted in per_peer[1]
         self.reader = _RequestReader(**reader_limits)
         self.buffer = bytearray()
         self.busy = None           # a slow answer: a _PendingAnswer, or a Task (a stream)
@@ -6713,18 +6884,25 @@ class _LoopConnection:
         self.ready_since = loop.time()
         self.transport = None      # (TLS: bytes may come before connection_made; they wait)
         self.timer = None
+        connections.add(self)      # counted now, at accept(): a TLS handshake holds a socket
+        if handshake is not None:  # (one that fails never reaches connection_made: forgotten)
+            loop.call_later(handshake + 1.0, self.forget_unmade)
 
     def connection_made(self, transport):
         """A client connected: start its clock, or refuse it past the cap."""
         self.transport = transport
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
-        if len(self.connections) >= self.max_connections:    # refused: 503, and close
-            self.write(_busy(self.server, self.max_connections), close=True)
+        self.peer = (transport.get_extra_info("peername") or ("",))[0]
+        most, peers = self.per_peer
+        held = peers.get(self.peer, 0)
+        full = len(self.connections) > self.max_connections
+        if full or held >= most:                   # refused (503, or 429), and closed
+            self.write(_busy(self.server, self.max_connections) if full else
+                       _busy(self.server, most, held), close=True)
             return self.close_after_answer()
-        self.connections.add(self)
+        peers[self.peer], self.counted = held + 1, self.peer
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
-        self.peer = (transport.get_extra_info("peername") or ("",))[0]
         self.scheme = "http://"
         if transport.get_extra_info("sslcontext") is not None:
             self.scheme = "https://"
@@ -6733,6 +6911,10 @@ class _LoopConnection:
                 self.peer = _Peer(self.peer, certificate)
             if self.buffer:                        # what came with the end of the handshake
                 self.serve_buffered()
+
+    def forget_unmade(self):
+        if self.transport is None:
+            self.connections.discard(self)
 
     def data_received(self, data):
         """Bytes from the client: answer what is whole, unless an answer is
@@ -6754,6 +6936,10 @@ class _LoopConnection:
         if self.timer is not None:
             self.timer.cancel()
         self.connections.discard(self)
+        if self.counted is not None:
+            peers, held = self.per_peer[1], self.per_peer[1].pop(self.counted) - 1
+            if held:
+                peers[self.counted] = held
         if self.busy is not None and hasattr(self.busy, "cancel"):
             self.busy.cancel()     # stops pumping the stream; the agent's task goes on
         if self.drained is not None and not self.drained.done():
@@ -6763,6 +6949,7 @@ class _LoopConnection:
         # The client does not read its answers: read no more requests from it
         # either (pipelined answers would pile up in memory), until it does.
         self.drained = self.loop.create_future()
+        self.paused_at = self.loop.time()          # (not read for ``timeout``: dropped)
         self.transport.pause_reading()
 
     def resume_writing(self):
@@ -6778,7 +6965,10 @@ class _LoopConnection:
         """The connection's clock: has the request it waits for taken too long?"""
         if self.closed:
             return
-        waited = self.loop.time() - self.ready_since
+        now = self.loop.time()
+        if self.drained is not None and now - self.paused_at >= self.timeout:
+            return self.transport.abort()          # it stopped reading (a stream's, too)
+        waited = now - self.ready_since
         if self.busy is None and waited >= self.timeout:
             if self.drained is not None:           # it has not read its answers: give up
                 return self.transport.abort()
@@ -6790,6 +6980,8 @@ class _LoopConnection:
                 return self.close_after_answer()
             return self.transport.close()
         wait = self.timeout - waited if self.busy is None else self.timeout
+        if self.drained is not None:
+            wait = min(wait, self.paused_at + self.timeout - now)
         self.timer = self.loop.call_later(max(wait, 0.01), self.check_timeout)
 
     def serve_buffered(self):
@@ -6832,13 +7024,15 @@ class _LoopConnection:
             self.busy = response.pending
             _LoopAnswer(self.loop, response, self.answered_later, method, keep)
             return False
-        if response.stream is not None:
+        if response.stream is not None and method != "HEAD":   # (a HEAD's has no body, ever)
             keep = keep and self.chunked
             task = self.loop.create_task(self.pump(response, keep))
             self.busy = task
             task.add_done_callback(functools.partial(self.streamed, keep))
             return False
         self.write(response, head_only=method == "HEAD", close=not keep)
+        if response.stream is not None:
+            response.stream.close()
         if not keep:
             self.transport.close()
             return False
@@ -6900,7 +7094,18 @@ class _LoopConnection:
                         chunk = await chunks.__anext__()
                     except StopAsyncIteration:
                         break
-                out += b"%x\r\n%s\r\n" % (len(chunk), chunk) if keep else chunk
+                if len(chunk) > _JOINED:           # (a slice at a time: what waits to be sent
+                    write(out + b"%x\r\n" % len(chunk) if keep else out)   # is bounded, and
+                    view = memoryview(chunk)       # the chunk, which streams may share, is
+                    for at in range(0, len(chunk), _JOINED):    # not copied whole)
+                        if self.drained is not None:
+                            await self.drained
+                        if self.closed:
+                            return
+                        write(view[at:at + _JOINED])
+                    out = b"\r\n" if keep else b""
+                else:
+                    out += b"%x\r\n%s\r\n" % (len(chunk), chunk) if keep else chunk
                 if getattr(stream, "done", False):
                     break                          # (its end goes in the same write)
                 write(out)
@@ -7034,6 +7239,8 @@ def wsgi_app(server):
         if response.stream is None and response.status not in (204, 304):
             headers.append(("Content-Length", str(len(response.body))))
         start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Status')}", headers)
+        if environ["REQUEST_METHOD"] == "HEAD":    # no body, ever (wsgiref would write it)
+            return [] if response.stream is None else response.stream.close() or []
         # (a stream: the WSGI server close()s it at the end)
         return [response.body] if response.stream is None else response.stream
     return app

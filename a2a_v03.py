@@ -878,6 +878,10 @@ def rest_response(server, request):
                 "-H 'A2A-Version: 1.0'", metadata={"path": path})
         key, values = found
         method, make_params, answer_out = _REST[key]
+        if verb == "HEAD" and answer_out is None:      # a HEAD must not open a subscription
+            refused = refuse(a2a_min.UnsupportedOperationError(
+                f"HEAD is not allowed on {path}, a stream; use GET"))
+            return Response(405, refused.headers + [("Allow", "GET")], refused.body)
         data = {}
         if verb == "POST" and body.strip():
             data = _parse_json_body(body)

@@ -66,13 +66,13 @@ async def async_agent(ctx):            # the asyncio server's: a coroutine per t
 
 host, port, connections, tasks = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 server = a2a_min.Server(async_agent if host == "asyncio" else agent, max_workers=tasks + 16,
-                        max_tasks=tasks + 1000)
-if host == "asyncio":
+                        max_tasks=tasks + 1000, max_caller_streams=connections)
+if host == "asyncio":                  # (one client holds every connection and stream here)
     asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", port, max_connections=connections,
-                                      timeout=600))
+                                      max_caller_connections=connections, timeout=600))
 else:
     httpd = a2a_min.make_http_server(server, "127.0.0.1", port, max_connections=connections,
-                                     timeout=600)
+                                     max_caller_connections=connections, timeout=600)
     httpd.serve_forever()
 """
 

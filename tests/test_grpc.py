@@ -346,14 +346,16 @@ def test_a_stream_end_wakes_only_its_own_task(grpc_env, monkeypatch):
     assert [e.status_update.status.state for e in watch_quiet][-1] == pb.TASK_STATE_CANCELED
 
 
-def limited_grpc(max_workers, max_streams):
-    """A server whose gRPC side has few threads and a stream limit; (server, channel, stop)."""
+def limited_grpc(max_workers, max_streams, max_caller_streams=None):
+    """A server whose gRPC side has few threads and a stream limit (all of it
+    one client's unless ``max_caller_streams`` says); (server, channel, stop)."""
     import grpc
     import a2a_grpc
     import a2a_min
     server = a2a_min.Server(scenario_agent, blocking_timeout=5)
-    grpc_server, port = a2a_grpc.create_server(server, "127.0.0.1:0", max_workers=max_workers,
-                                               max_streams=max_streams)
+    grpc_server, port = a2a_grpc.create_server(
+        server, "127.0.0.1:0", max_workers=max_workers, max_streams=max_streams,
+        max_caller_streams=max_caller_streams or max_streams)
     grpc_server.start()
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
 
@@ -417,6 +419,38 @@ def test_streams_past_max_streams_are_resource_exhausted():
             call.cancel()
         # Well before the 15 s keep-alive tick: the ends wake the streams' task.
         accepted_within(channel, task.id, 3).cancel()
+    finally:
+        stop()
+
+
+def test_one_client_holds_at_most_max_caller_streams_of_the_places():
+    """Four places, one client's share of them two: its third stream is
+    refused as a per-caller limit (RESOURCE_EXHAUSTED, CALLER_LIMIT) while
+    places are left for other clients; once one of its streams ends, it may
+    open another."""
+    import grpc
+    from google.rpc import error_details_pb2, status_pb2
+    import a2a_min_pb2 as pb
+    server, channel, stop = limited_grpc(max_workers=6, max_streams=4, max_caller_streams=2)
+    try:
+        task = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
+        assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        streams = [subscribe(channel, task.id) for _ in range(2)]
+        for call in streams:
+            assert next(call).task.id == task.id
+        with pytest.raises(grpc.RpcError) as info:
+            next(subscribe(channel, task.id))
+        assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        status = status_pb2.Status.FromString(
+            dict(info.value.trailing_metadata())["grpc-status-details-bin"])
+        error_info = error_details_pb2.ErrorInfo()
+        assert status.details[0].Unpack(error_info)
+        assert error_info.reason == "CALLER_LIMIT"
+        assert error_info.metadata["limit"] == "max_caller_streams"
+        streams.pop().cancel()
+        accepted_within(channel, task.id, 3).cancel()
+        for call in streams:
+            call.cancel()
     finally:
         stop()
 

@@ -196,11 +196,11 @@ HOST = "import sys; sys.path.insert(0, {root!r}); import a2a_min\nserver = a2a_m
 HOSTS = {
     "via_threads": lambda port: [sys.executable, "-c", HOST.format(root=ROOT) + (
         f"a2a_min.make_http_server(server, '127.0.0.1', {port}, timeout=2, "
-        "max_connections=40).serve_forever()")],
+        "max_connections=40, max_caller_connections=40).serve_forever()")],
     "via_asyncio": lambda port: [sys.executable, "-c", HOST.format(root=ROOT) + (
         "import asyncio\n"
         f"asyncio.run(a2a_min.serve_asyncio(server, '127.0.0.1', {port}, timeout=2, "
-        "max_connections=40))")],
+        "max_connections=40, max_caller_connections=40))")],
     "via_lambda": lambda port: [sys.executable, "examples/lambda_local.py", str(port)],
 }
 SEND = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {

@@ -34,8 +34,15 @@ async def agent(ctx):
     await release.wait()
     yield "done"
 
-server = a2a_min.Server(agent, max_tasks=5000)
-asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", int(sys.argv[1]),
+# One client (this test) holds every stream: past the per-caller limits, and
+# room for 1,000 connections under the connection cap (3/4 of the open files).
+import resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+want = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
+if soft != resource.RLIM_INFINITY and soft < want:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+server = a2a_min.Server(agent, max_tasks=5000, max_caller_streams=5000)
+asyncio.run(a2a_min.serve_asyncio(server, "127.0.0.1", int(sys.argv[1]), max_caller_connections=5000,
                                   on_ready=lambda _: print("ready", flush=True)))
 """
 
