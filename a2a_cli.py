@@ -720,7 +720,7 @@ def main(argv=None):
     except ValueError as error:
         parser.error(f"--push-allow: {error}")
     agent = other and other[0]
-    if args.stats_interval > 0:                # (INFO: seen where logging is set up so)
+    if args.stats_interval > 0:                # (INFO: on stderr, a2a_min._serve_demo)
         log_stats(server, args.stats_interval)
     try:
         a2a_min._serve_demo(args, server, tls=tls, workers=args.workers,

@@ -2105,7 +2105,8 @@ class _Channel:
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
                  "owner", "caller", "holder", "store", "active", "on_event", "limits",
-                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin")
+                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin",
+                 "stopped")
 
     def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
                  holder=None):
@@ -2123,6 +2124,7 @@ class _Channel:
         self.followers = 0        # SubscribeToTask streams, which follow it across turns
         self.ended = False        # the server let go of it: no event will come again
         self.closing = closing    # the server's threading.Event: set when it shuts down
+        self.stopped = False      # its grace is over: streams end though a turn still runs
         self.grown = None         # the parts list the last append made, if only ``task`` has it
         self.written = 0          # bytes of the task's JSON when the store last wrote it whole
         self.appended = None      # bytes of the events it kept alone since (None: not known)
@@ -2380,9 +2382,11 @@ class _Follower:
 
     def _end_if_closing(self):
         """If the server is shutting down, end here (StopIteration), telling the
-        client to come back (``retry``) and resume with Last-Event-ID."""
+        client to come back (``retry``) and resume with Last-Event-ID; a turn
+        still running here is followed to its end first (shutdown's grace)."""
         closing = self.channel.closing
-        if closing is not None and closing.is_set():
+        if closing is not None and closing.is_set() and \
+                (self.channel.active is None or self.channel.stopped):
             self.retry = True
             self.close()
             raise StopIteration
@@ -5593,8 +5597,9 @@ class Server:
                 self._refusals[key] = self._refusals.get(key, 0) + 1
 
     def shutdown(self, grace=10.0):
-        """Stop within ``grace`` seconds: streams end with a ``retry:`` hint, turns
-        and webhook deliveries may finish; then the webhook threads end, and the
+        """Stop within ``grace`` seconds: turns and webhook deliveries may finish,
+        the streams that follow one to its end, the others at once with a
+        ``retry:`` hint; then the webhook threads end, and the
         agent's ``close()`` is called, if any. Hosts call it when they stop.
         Returns {"turns", "deliveries"} left undone."""
         self._closing.set()
@@ -5610,6 +5615,11 @@ class Server:
         if turns or deliveries:
             _log().warning("shut down with %d turns still running and %d webhook deliveries "
                            "queued", turns, deliveries)
+        if turns:                              # the streams that follow them end now
+            with self._lock:
+                for channel in self._channels.values():
+                    channel.stopped = True
+            self.wake_streams()
         if self._pusher is not None:           # its threads end (what waits on a retry: dropped)
             self._pusher.stop()
         close = getattr(self.agent, "close", None)
@@ -7182,7 +7192,9 @@ def _stop_on_ctrl_c(server, grace, stop_now=None):
         waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
             if turns else ""
         print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
-        raise KeyboardInterrupt
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            raise KeyboardInterrupt            # (not listening yet)
+        signal.raise_signal(signal.SIGTERM)    # the hosts' graceful stop: streams see turns end
     signal.signal(signal.SIGINT, on_sigint)
 
 
@@ -7266,14 +7278,20 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
             sys.exit(f"--metrics {args.metrics}: say HOST:PORT (127.0.0.1:9464)")
         _companion("a2a_metrics", "--metrics").serve_metrics(
             server, host.strip("[]") or "127.0.0.1", int(port))
+    import logging                             # the log, INFO and up, on stderr (a
+    if not logging.getLogger().handlers:       # program that set up logging keeps its own)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        _log().addHandler(handler)
+        _log().setLevel(logging.INFO)
     if args.access_log:                        # the "a2a_min.access" lines, timed, to stderr
-        import logging
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(
             "%(message)s" if args.access_log == "json" else "%(asctime)s %(message)s"))
         access = logging.getLogger("a2a_min.access")
         access.addHandler(handler)
         access.setLevel(logging.INFO)
+        access.propagate = False
     if args.compat:
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:

@@ -40,7 +40,7 @@ if os.environ.get("A2A_TEST_STORE") == "sqlite":
 # 0.3 SDK's client, the browser, and the SSE framing fuzz test (no store).
 _SQLITE_LEAVES_OUT_FILES = (
     "test_check.py", "test_signing.py", "test_tls.py", "test_console.py", "test_readme.py",
-    "test_first_minutes.py", "test_packaging.py", "test_http_reader.py",
+    "test_first_minutes.py", "test_newcomer.py", "test_packaging.py", "test_http_reader.py",
     "test_architecture.py", "test_tables.py", "test_vectors.py", "test_protojson.py",
     "test_store_contract.py", "test_store_paging.py")
 _SQLITE_LEAVES_OUT_NAMES = ("postgres", "sdks_0_3", "via_", "browser_", "file_stops_growing",
