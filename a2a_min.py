@@ -6493,12 +6493,32 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, wor
             f"{workers} worker processes would each keep their own tasks in memory, and a "
             "client would find its task on one process in four; give them a store they share "
             "(python a2a_min.py --store tasks.db, or Server(store=a2a_store.SQLiteStore(...)))")
-    httpd = make_http_server(server, host, port, tls=tls)
+    try:
+        httpd = make_http_server(server, host, port, tls=tls)
+    except (OSError, OverflowError) as error:
+        raise _cannot_listen(error, host, port) from None
     (on_ready or _say_where)(httpd)
     if workers > 1:
         return _companion("a2a_store", "serve(workers=N)").serve_workers(
             httpd, workers, grace, _serve_until_stopped)
     _serve_until_stopped(httpd, grace)
+
+
+def _cannot_listen(error, host, port):
+    """What serve() and serve_asyncio() raise when they cannot listen: for an
+    address taken, not here or not allowed, one line naming the fix and exit
+    status 1 (SystemExit, as werkzeug's run_simple), not a traceback."""
+    import errno
+    fix = {errno.EADDRINUSE: "pick another port (--port N, serve(port=N)) or stop what uses it",
+           errno.EADDRNOTAVAIL: f"this machine has no address {host}: listen on 127.0.0.1, "
+                                "0.0.0.0 (all its addresses) or one of its own",
+           errno.EACCES: "a port below 1024 needs privileges: pick one above 1023",
+           }.get(getattr(error, "errno", None))
+    if isinstance(error, OverflowError):       # (socket's "bind(): port must be 0-65535")
+        return SystemExit(f"a2a_min: cannot listen on port {port}: a port is 0 to 65535 "
+                          "(0: any free one)")
+    return error if fix is None else SystemExit(
+        f"a2a_min: cannot listen on {host}:{port}: {os.strerror(error.errno)}; {fix}")
 
 
 def _say_where(listener):
@@ -6572,9 +6592,12 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
     def connection():
         return _LoopConnection(server, loop, connections, limits, date, spawn)
-    listener = await loop.create_server(
-        connection, host, port, reuse_address=True, backlog=1024,
-        ssl=tls, ssl_handshake_timeout=handshake_timeout if tls else None)
+    try:
+        listener = await loop.create_server(
+            connection, host, port, reuse_address=True, backlog=1024,
+            ssl=tls, ssl_handshake_timeout=handshake_timeout if tls else None)
+    except (OSError, OverflowError) as error:
+        raise _cannot_listen(error, host, port) from None
     listener.tls = tls                             # (the SSLContext, or None: plain HTTP)
     named = list(host) if isinstance(host, (list, tuple)) else [host or ""]  # "Who may call"
     server.allow_hosts(named + [s.getsockname()[0] for s in listener.sockets], bound=True)
@@ -7303,25 +7326,16 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
     grace = 10.0
     if workers == 1:
         _stop_on_ctrl_c(server, grace, stop_now)
-    try:
-        if args.server == "asyncio":
-            import asyncio
-            try:
-                asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls,
-                                          grace=grace))
-            except KeyboardInterrupt:
-                pass
-        else:
-            serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls,
-                  grace=grace)
-    except OSError as error:
-        # A port in use, an address not here, a port below 1024: one line that
-        # says which and what to do, not a traceback.
-        import errno
-        if error.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
-            raise
-        sys.exit(f"a2a_min: cannot listen on {args.host}:{args.port}: {error.strerror}; "
-                 f"pick another port with --port N (or stop what is using it)")
+    if args.server == "asyncio":               # (an address it cannot have: one line, exit 1)
+        import asyncio
+        try:
+            asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls,
+                                      grace=grace))
+        except KeyboardInterrupt:
+            pass
+    else:
+        serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls,
+              grace=grace)
 
 
 def main(argv=None):

@@ -68,3 +68,45 @@ def test_the_readmes_sqlite_line_runs_a_test_that_subclasses_task_store():
         cwd=ROOT, capture_output=True, text=True, timeout=240,
         env={**os.environ, "A2A_TEST_STORE": "sqlite"})
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:]
+
+
+# -- Minor: where it listens ---------------------------------------------------------------
+
+def readme_agent():
+    """The README's ten-line agent, as written."""
+    import re
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read().split("## Your agent in ten lines")[1]
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
+
+
+@pytest.mark.parametrize("host", ["serve", "serve_asyncio"])
+def test_serve_on_a_busy_port_says_one_line(host):
+    """The README's agent (serve(), or serve_asyncio()) beside a program on its port."""
+    code = readme_agent()
+    assert "port=8001" in code                     # (not 8000, where the demo listens)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = code.replace("port=8001", f"port={port}")
+        if host == "serve_asyncio":
+            code = code.replace("a2a_min.serve(server,", "import asyncio\n"
+                                "asyncio.run(a2a_min.serve_asyncio(server,").replace(
+                f"port={port})", f"port={port}))")
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                              text=True, timeout=30)
+    assert done.returncode == 1
+    assert one_line(done.stderr) == (f"a2a_min: cannot listen on 127.0.0.1:{port}: Address "
+                                     "already in use; pick another port (--port N, "
+                                     "serve(port=N)) or stop what uses it")
+
+
+@pytest.mark.parametrize("server", ["threads", "asyncio"])
+def test_an_address_it_cannot_have_is_one_line_naming_what_is_wrong(server):
+    status, _, err = cli("--port", "99999", "--server", server)
+    assert status == 1 and "a port is 0 to 65535" in one_line(err)
+    status, _, err = cli("--host", "10.99.99.99", "--port", "0", "--server", server)
+    line = one_line(err)
+    assert status == 1 and "this machine has no address 10.99.99.99" in line
+    assert "pick another port" not in line
