@@ -94,6 +94,7 @@ __all__ = [
 COMPANION_API = (
     # reaching companions; the log; ids; the command line that a2a_cli.py extends
     "_companion", "_log", "_new_id", "_prog", "_demo_parser", "_demo_options", "_serve_demo",
+    "_one_line_errors",
     # ProtoJSON's field names and base64, as the data model writes them
     "_snake", "_b64encode", "_b64decode", "_dumps",
     # the store contract (section 4): the one bounds policy, and what every store shares
@@ -4079,7 +4080,7 @@ def _help_text(server, base_url):
     """The JSON-RPC endpoint's help page: a curl line for each common call, to paste."""
     base = (server.public_url or base_url).rstrip("/")
     rpc = base + server.rpc_path
-    head = f"curl -s {rpc} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' -d "
+    head = f"curl -sS {rpc} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' -d "
     send = ('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":'
             '{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}')
     stream = ('{"jsonrpc":"2.0","id":2,"method":"SendStreamingMessage","params":{"message":'
@@ -4088,9 +4089,9 @@ def _help_text(server, base_url):
     get = '{"jsonrpc":"2.0","id":4,"method":"GetTask","params":{"id":"TASK_ID"}}'
     return (
         f"{server.card.fields['name']}: an A2A {PROTOCOL_VERSION} agent (a2a_min {__version__})\n\n"
-        f"The agent card:\n  curl -s {base}{_CARD_PATH}\n\n"
+        f"The agent card:\n  curl -sS {base}{_CARD_PATH}\n\n"
         f"Send a message (JSON-RPC):\n  {head}'{send}'\n\n"
-        f"Stream a reply (Server-Sent Events):\n  curl -sN {rpc} -H 'A2A-Version: 1.0' "
+        f"Stream a reply (Server-Sent Events):\n  curl -sSN {rpc} -H 'A2A-Version: 1.0' "
         f"-H 'Content-Type: application/json' -d '{stream}'\n\n"
         f"List tasks:\n  {head}'{listing}'\n\n"
         f"Get a task (put an id from above):\n  {head}'{get}'\n")
@@ -7228,6 +7229,9 @@ def _demo_banner(server, what, kept, tls, listener):
     base = f"{'https' if tls else 'http'}://{host}:{port}"
     print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} {what} on {base}/ "
           f"({kept}; Ctrl-C stops)\n", flush=True)
+    if tls:
+        print("HTTPS: give curl the certificate of the CA that issued this server's (--cacert "
+              "ca.pem; the server's own, if it is self-signed)\n", flush=True)
     print(_help_text(server, base), flush=True)
 
 
@@ -7236,6 +7240,14 @@ def _prog():
     python a2a_min.py (the file, or python -m a2a_min)."""
     name = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "a2a_min.py")
     return name if not name.endswith(".py") else f"python3 {name.replace('__main__', 'a2a_min')}"
+
+
+def _one_line_errors(parser):
+    """A usage error in one line that says where the options are listed, not
+    the whole usage first; ``parser``, so changed."""
+    parser.error = lambda message: parser.exit(
+        2, f"{parser.prog}: {message} (options: {parser.prog} --help)\n")
+    return parser
 
 
 def _demo_parser(allow_abbrev=True):
@@ -7247,6 +7259,7 @@ def _demo_parser(allow_abbrev=True):
         description="Serve a demo A2A 1.0 agent (serve is the default verb).",
         epilog="With a2a_cli.py beside this file: --store, --workers, --tls-*, --exec, "
                "--sign-key, and the client's verbs (%(prog)s send URL TEXT).")
+    _one_line_errors(parser)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--public-url", help="base URL to put in the agent card")
@@ -7350,6 +7363,8 @@ def main(argv=None):
         _demo_parser(allow_abbrev=False).parse_known_args(words)[1]
     if os.environ.get("A2A_STORE"):            # (--store's default: a2a_cli.py's too)
         rest = rest or ["A2A_STORE"]
+    if rest[:1] and rest[0].isdigit():
+        sys.exit(f"a2a_min: {rest[0]}: the port is an option: {_prog()} --port {rest[0]}")
     if rest:
         try:
             cli = _companion("a2a_cli", rest[0])
@@ -7360,7 +7375,7 @@ def main(argv=None):
                 sys.exit(f"a2a_min: {rest[0]} needs a2a_cli.py beside a2a_min.py (copy it there): "
                          "serve's deployment flags (--store, --workers, --tls-*, --exec, "
                          "--sign-key), A2A_STORE and the client's verbs (with a2a_client.py) are "
-                         "its; python a2a_min.py --help lists what this file does alone")
+                         f"its; {_prog()} --help lists what this file does alone")
         else:
             sys.exit(cli.main(argv))
     # Only this file's options: the demo (or --echo) on the host asked for.
@@ -7374,6 +7389,8 @@ def main(argv=None):
         parser.error(f"--compat: {error}")
     except ValueError as error:
         parser.error(f"--push-allow: {error}")
+    except ModuleNotFoundError as error:       # (--metrics without a2a_metrics.py beside)
+        sys.exit(f"a2a_min: {error}")
     _serve_demo(args, server, what="agent" if args.echo else "echo agent")
 
 

@@ -110,3 +110,104 @@ def test_an_address_it_cannot_have_is_one_line_naming_what_is_wrong(server):
     line = one_line(err)
     assert status == 1 and "this machine has no address 10.99.99.99" in line
     assert "pick another port" not in line
+
+
+# -- Minor: the command line's messages ----------------------------------------------------
+
+@pytest.fixture
+def demo():
+    """The demo on a free port: its URL."""
+    import re
+    proc = subprocess.Popen([sys.executable, "a2a_min.py", "--port", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        yield re.search(r"http://127\.0\.0\.1:\d+", proc.stdout.readline()).group(0)
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_send_that_waits_for_input_says_the_line_that_answers_it(demo, stream):
+    status, out, err = cli("send", demo, "wait", *(["--stream"] if stream else []))
+    assert status == 3, (out, err)
+    line = one_line(err)
+    assert line.startswith(f"answer it: python3 a2a_min.py send {demo} 'your answer' --task ")
+    again = subprocess.run(line.split(": ", 1)[1].replace("python3", sys.executable, 1),
+                           shell=True, cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert again.returncode == 0 and "COMPLETED" in again.stdout, again
+
+
+def test_missing_credentials_name_the_option_that_gives_them():
+    import a2a_min
+    server = a2a_min.Server(lambda text: text, authenticate=a2a_min.BearerAuth({"t0ken": "me"}))
+    httpd = a2a_min.make_http_server(server, "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = "http://127.0.0.1:%d" % httpd.server_address[1]
+        status, _, err = cli("send", url, "hi", A2A_AUTH="")
+        assert status == 1 and "--auth 'Bearer <token>'" in err and "$A2A_AUTH" in err, err
+        status, out, _ = cli("send", url, "hi", "--auth", "Bearer t0ken", A2A_AUTH="")
+        assert status == 0 and "COMPLETED" in out
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.parametrize("argv", [["--port", "abc"], ["--workers", "0", "--store", "x.db"],
+                                  ["send"], ["send", "http://127.0.0.1:1", "hi", "--nope"],
+                                  ["push", "create"]])
+def test_a_usage_error_is_one_line_that_says_where_the_options_are(argv):
+    status, out, err = cli(*argv)
+    assert status == 2 and out == "" and "--help" in one_line(err), err
+
+
+def test_a_port_given_alone_says_it_is_an_option():
+    status, _, err = cli("8000")
+    assert status == 1
+    assert one_line(err) == "a2a_min: 8000: the port is an option: python3 a2a_min.py --port 8000"
+
+
+def test_metrics_without_its_companion_names_the_file_to_copy(tmp_path):
+    import shutil
+    shutil.copy(os.path.join(ROOT, "a2a_min.py"), tmp_path)
+    done = subprocess.run([sys.executable, "a2a_min.py", "--metrics", "--port", "0"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "a2a_metrics.py" in one_line(done.stderr)
+
+
+def test_the_https_banner_says_how_curl_trusts_it_and_its_curl_lines_show_errors():
+    import shutil
+    from harness import suite_pki
+    if not shutil.which("curl"):
+        pytest.skip("needs curl")
+    pki = suite_pki()
+    proc = subprocess.Popen([sys.executable, "a2a_min.py", "--port", "0", "--tls-cert",
+                             pki["cert"], "--tls-key", pki["key"]], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        lines = lines_until(proc.stdout, "/.well-known/agent-card.json")
+        assert any("--cacert ca.pem" in line for line in lines), lines
+        card = lines[-1].strip()
+        assert card.startswith("curl -sS https://127.0.0.1:"), card
+        untrusted = subprocess.run(card, shell=True, capture_output=True, text=True, timeout=30)
+        assert untrusted.returncode != 0 and "curl: (60)" in untrusted.stderr, untrusted
+        trusted = subprocess.run(card + f" --cacert {pki['ca']}", shell=True,
+                                 capture_output=True, text=True, timeout=30)
+        assert trusted.returncode == 0 and '"supportedInterfaces"' in trusted.stdout
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_the_performance_page_sets_up_what_its_first_command_needs():
+    """wrk, and the reference SDK's virtual environment its --sdk-python names."""
+    import re
+    with open(os.path.join(ROOT, "docs", "performance.md"), encoding="utf-8") as f:
+        text = f.read()
+    setup, commands = text.index("```bash\n"), text.index("```text\n")
+    assert setup < commands
+    block = re.search(r"```bash\n(.*?)```", text, re.S).group(1)
+    first = re.search(r"```text\n(.*?)\n", text).group(1)
+    sdk = re.search(r"--sdk-python (\S+)/bin/python", first).group(1)
+    assert "install wrk" in block and f"python3 -m venv {sdk} && {sdk}/bin/pip install" in block
