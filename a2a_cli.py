@@ -991,9 +991,9 @@ def verbs_main(argv=None, out=None, err=None):
         return _run(args, out, err, on_request)
     except A2AError as error:
         kind = type(error).__name__
-        print(f"error: {kind}: {error.message}", file=err)
-        if getattr(error, "retry_after", None):
-            print(f"  (try again after {error.retry_after} s)", file=err)
+        after = getattr(error, "retry_after", None)
+        print(f"error: {kind}: {error.message}" + (f" (Retry-After: {after} s)" if after else ""),
+              file=err)
         if isinstance(error, a2a_min.AuthenticationRequiredError) and not args.auth and \
                 "send -H '" in error.message:         # (the server's hint, for curl)
             print("  (give this command line the credentials with --auth 'Bearer <token>', or "

@@ -7260,6 +7260,8 @@ def _demo_parser(allow_abbrev=True):
         epilog="With a2a_cli.py beside this file: --store, --workers, --tls-*, --exec, "
                "--sign-key, and the client's verbs (%(prog)s send URL TEXT).")
     _one_line_errors(parser)
+    parser.add_argument("--version", action="version",
+                        version=f"a2a_min {__version__} (A2A {PROTOCOL_VERSION})")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--public-url", help="base URL to put in the agent card")

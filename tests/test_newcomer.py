@@ -211,3 +211,56 @@ def test_the_performance_page_sets_up_what_its_first_command_needs():
     first = re.search(r"```text\n(.*?)\n", text).group(1)
     sdk = re.search(r"--sdk-python (\S+)/bin/python", first).group(1)
     assert "install wrk" in block and f"python3 -m venv {sdk} && {sdk}/bin/pip install" in block
+
+
+@pytest.fixture
+def live():
+    """Serve a Server on a free port (threaded host, in this process): its URL."""
+    import a2a_min
+    made = []
+
+    def start(server):
+        httpd = a2a_min.make_http_server(server, "127.0.0.1", 0)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        made.append(httpd)
+        return "http://127.0.0.1:%d" % httpd.server_address[1]
+    yield start
+    for httpd in made:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.parametrize("binding", ["jsonrpc", "http+json"])
+def test_server_busy_says_try_again_once(live, binding):
+    import a2a_min
+
+    class Full:
+        def __call__(self, ctx):
+            return "never"
+
+        def admit(self, ctx):
+            raise a2a_min.ServerBusyError("no room for another task; try again shortly")
+    url = live(a2a_min.Server(Full()))
+    status, _, err = cli("send", url, "hi", "--binding", binding)
+    line = one_line(err)
+    assert status == 1 and line.count("try again") == 1 and "Retry-After: 1 s" in line, line
+
+
+def test_version():
+    import a2a_min
+    status, out, _ = cli("--version")
+    assert status == 0 and out == f"a2a_min {a2a_min.__version__} (A2A 1.0)\n"
+
+
+def test_a_store_in_a_folder_it_cannot_write_says_so():
+    """(/proc: a folder there is, where no file can be made, root or not)"""
+    status, _, err = cli("--store", "/proc/tasks.db", "--port", "0")
+    line = one_line(err)
+    assert status == 2 and "cannot make the file /proc/tasks.db in /proc" in line, line
+    assert "choose a folder this user may write to" in line
+
+
+def test_the_bearer_agent_example_has_a_help_page():
+    done = subprocess.run([sys.executable, "examples/bearer_agent.py", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and "[port]" in done.stdout and done.stderr == ""
