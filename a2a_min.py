@@ -3929,9 +3929,11 @@ def _rest_response(server, request):
         matches = _routes_for(path)
         if not matches:
             raise MethodNotFoundError(
-                f"nothing is served at {path}; the HTTP+JSON routes are /message:send, "
-                f"/tasks, /tasks/{{id}} ... (see the README), JSON-RPC is at {server.rpc_path} "
-                f"and the agent card at {_CARD_PATH}", metadata={"path": path})
+                f"nothing is served at {path}" + ("; the metrics are served with "
+                "Server(metrics=True) (--metrics)" if path == "/metrics" else "") +
+                "; the HTTP+JSON routes are /message:send, /tasks, /tasks/{id} ... (section 11 "
+                f"of the A2A specification), JSON-RPC is at {server.rpc_path} and the "
+                f"agent card at {_CARD_PATH}", metadata={"path": path})
         for route_verb, method, values in matches:
             if route_verb == verb or verb == "HEAD" and route_verb == "GET":
                 break
@@ -4063,15 +4065,17 @@ def _catalog_response(server, base_url):
 def _help_response(server, headers, base_url):
     """GET / : curl lines to try; a browser gets the agent console instead
     (a2a_console.py, when it is beside this file), unless Server(console=False)."""
+    text = _help_text(server, base_url or "http://127.0.0.1:8000")
     if server.console and "text/html" in headers.get("accept", ""):
         try:
             console = _companion("a2a_console", "the agent console")
         except ModuleNotFoundError as error:
             if error.name != "a2a_console":
                 raise
+            text += ("\nThe agent console, a browser's page here, is the companion a2a_console.py: "
+                     "copy it from the a2a_min repository beside a2a_min.py.\n")
         else:                                  # (a copied a2a_min.py alone: the text)
             return console.console_response(server, headers, base_url)
-    text = _help_text(server, base_url or "http://127.0.0.1:8000")
     return Response(200, [("Content-Type", "text/plain; charset=utf-8"), ("Vary", "Accept"),
                           _LINK], text.encode("utf-8"))
 

@@ -171,7 +171,7 @@ def test_a_port_given_alone_says_it_is_an_option():
 def test_metrics_without_its_companion_names_the_file_to_copy(tmp_path):
     import shutil
     shutil.copy(os.path.join(ROOT, "a2a_min.py"), tmp_path)
-    done = subprocess.run([sys.executable, "a2a_min.py", "--metrics", "--port", "0"],
+    done = subprocess.run([sys.executable, "-S", "a2a_min.py", "--metrics", "--port", "0"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and "a2a_metrics.py" in one_line(done.stderr)
 
@@ -264,3 +264,44 @@ def test_the_bearer_agent_example_has_a_help_page():
     done = subprocess.run([sys.executable, "examples/bearer_agent.py", "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and "[port]" in done.stdout and done.stderr == ""
+
+
+def test_postgresql_away_at_start_is_one_line_and_no_outage():
+    """Not "trying it again every 1 s" (an outage's line) and then exit 2."""
+    from harness import need
+    need("psycopg", "the PostgreSQL store needs psycopg 3 (pip install -e '.[postgres]')")
+    status, _, err = cli("--store", f"postgresql://a2a@127.0.0.1:{free_port()}/postgres",
+                         "--port", "0")
+    line = one_line(err)
+    assert status == 2 and "could not be opened" in line and "trying it again" not in line
+
+
+# -- Nits: what a copied a2a_min.py alone says ---------------------------------------------
+
+def alone(tmp_path, code):
+    """Run ``code`` in a folder holding a2a_min.py only (-S: nor the installed
+    companions): its stdout."""
+    import shutil
+    shutil.copy(os.path.join(ROOT, "a2a_min.py"), tmp_path)
+    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30, env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_browser_beside_no_console_is_told_which_file_gives_it(tmp_path):
+    page = alone(tmp_path, "import a2a_min\n"
+                 "answer = a2a_min.demo_server().handle_http('GET', '/', '', "
+                 "{'accept': 'text/html'}, b'', 'http://127.0.0.1:8000')\n"
+                 "print(answer.body.decode())")
+    assert "curl -sS" in page and "a2a_console.py: copy it" in page
+    assert str(tmp_path) not in page                   # (no path of the server's)
+
+
+def test_metrics_not_served_says_how_and_no_readme(tmp_path):
+    said = alone(tmp_path, "import a2a_min, json\n"
+                 "answer = a2a_min.demo_server().handle_http('GET', '/metrics', '', {}, b'', "
+                 "'http://127.0.0.1:8000')\n"
+                 "print(answer.status, json.loads(answer.body)['error']['message'])")
+    assert said.startswith("404 ") and "Server(metrics=True) (--metrics)" in said
+    assert "README" not in said
