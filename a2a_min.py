@@ -3165,9 +3165,10 @@ def _webhook_target(url, allow, resolve=None):
     for address in addresses:
         if host not in names and not _may_reach(address, networks):
             raise InvalidParamsError(
-                f"the webhook address {address} of {host} is not globally routable (loopback, "
-                "private, shared, link-local, multicast, reserved...); start the server with "
-                "push_allow=[...] (the demo: --push-allow) to allow it", field="url")
+                f"the webhook address {address}{'' if literal is not None else ' of ' + host} "
+                "is not globally routable (loopback, private, shared, link-local, multicast, "
+                "reserved...); start the server with push_allow=[...] (the demo: --push-allow) "
+                "to allow it", field="url")
     path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")   # as the request line may hold it
     if parts.query:
         path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")

@@ -305,3 +305,12 @@ def test_metrics_not_served_says_how_and_no_readme(tmp_path):
                  "print(answer.status, json.loads(answer.body)['error']['message'])")
     assert said.startswith("404 ") and "Server(metrics=True) (--metrics)" in said
     assert "README" not in said
+
+
+def test_a_webhook_address_refused_is_named_once():
+    import a2a_min
+    from harness import Client, user_message
+    server = a2a_min.Server(lambda text: text, push_notifications=True)
+    error = Client(server).error("SendMessage", {"message": user_message("x"), "configuration": {
+        "taskPushNotificationConfig": {"url": "http://10.0.0.5:9000/hook"}}})
+    assert "the webhook address 10.0.0.5 is not globally routable" in error["message"], error
