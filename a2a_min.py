@@ -762,7 +762,11 @@ def _scalar(type_, value, path):
         return value
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
         return names[value]
-    raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}")
+    near = [n for n in names if isinstance(value, str) and value and n.endswith(
+        "_" + value.upper().replace("-", "_"))]     # (A2A 0.3's "user", "input-required")
+    raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}" + (
+        f" (A2A 0.3's name for {near[0]}: 0.3 clients need Server(compat='0.3'), --compat 0.3)"
+        if near else ""))
 
 
 # How deep free-form JSON (metadata, data parts) may nest: deeper could be stored but
@@ -4925,7 +4929,9 @@ class Server:
             raise VersionNotSupportedError(
                 f"A2A-Version {version.strip()!r} is not supported; this server speaks "
                 f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
-                f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})",
+                f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})" + (
+                    "; for A2A 0.3 clients, serve with Server(compat='0.3') (--compat 0.3)"
+                    if version.strip().startswith("0.3") else ""),
                 metadata={"requestedVersion": version.strip(),
                           "supportedVersions": PROTOCOL_VERSION})
         call.version = PROTOCOL_VERSION

@@ -314,3 +314,34 @@ def test_a_webhook_address_refused_is_named_once():
     error = Client(server).error("SendMessage", {"message": user_message("x"), "configuration": {
         "taskPushNotificationConfig": {"url": "http://10.0.0.5:9000/hook"}}})
     assert "the webhook address 10.0.0.5 is not globally routable" in error["message"], error
+
+
+@pytest.mark.parametrize("version, role", [("0.3", "ROLE_USER"), ("1.0", "user")])
+def test_an_a2a_0_3_request_suggests_compat(version, role):
+    import a2a_min
+    from harness import Client
+    headers = {"a2a-version": version, "content-type": "application/json"}
+    error = Client(a2a_min.demo_server()).error("SendMessage", {"message": {
+        "messageId": "m1", "role": role, "parts": [{"text": "hi"}]}}, headers=headers)
+    assert "--compat 0.3" in error["message"], error
+    if role == "user":
+        assert "A2A 0.3's name for ROLE_USER" in error["message"]
+
+
+@pytest.mark.parametrize("auth", ["Bearer t0ken", "X-API-Key: t0ken"])
+def test_curl_lines_read_a2a_auth_as_auth_takes_it(live, auth):
+    """$A2A_AUTH means one thing: what --auth takes (a value, or a header)."""
+    import shutil
+    import a2a_min
+    if not shutil.which("curl"):
+        pytest.skip("needs curl")
+    check = a2a_min.BearerAuth({"t0ken": "me"}) if auth.startswith("Bearer") else \
+        a2a_min.ApiKeyAuth({"t0ken": "me"})
+    url = live(a2a_min.Server(lambda text: text, authenticate=check))
+    status, _, err = cli("send", url, "hi", "--curl", A2A_AUTH=auth)
+    assert status == 0, err
+    line = [l for l in err.splitlines() if "SendMessage" in l][0]
+    assert "t0ken" not in line
+    done = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "A2A_AUTH": auth})
+    assert '"TASK_STATE_COMPLETED"' in done.stdout, (line, done)
