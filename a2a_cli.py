@@ -758,8 +758,8 @@ def _show_task(task, out):
     print(f"task {task.get('id')}  {_state(status.get('state'))}  context {task.get('contextId')}",
           file=out)
     said = _text((status.get("message") or {}).get("parts"))
-    if said:
-        print(f"  status: {said}", file=out)
+    if said:                                   # (lines of its own, a program's stderr: indented)
+        print("  status: " + said.replace("\n", "\n    "), file=out)
     for artifact in task.get("artifacts") or ():
         name = artifact.get("name") or artifact.get("artifactId")
         print(f"  artifact {name}: {_text(artifact.get('parts'))}", file=out)
@@ -783,8 +783,8 @@ def _show_event(stream, event, out):
     elif "statusUpdate" in event:
         status = event["statusUpdate"].get("status", {})
         said = _text((status.get("message") or {}).get("parts"))
-        print(f"{mark}status {_state(status.get('state'))}" + (f": {said}" if said else ""),
-              file=out)
+        print(f"{mark}status {_state(status.get('state'))}" +
+              (": " + said.replace("\n", "\n    ") if said else ""), file=out)
     elif "artifactUpdate" in event:
         update = event["artifactUpdate"]
         artifact = update.get("artifact", {})

@@ -345,3 +345,18 @@ def test_curl_lines_read_a2a_auth_as_auth_takes_it(live, auth):
     done = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=30,
                           env={**os.environ, "A2A_AUTH": auth})
     assert '"TASK_STATE_COMPLETED"' in done.stdout, (line, done)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_failed_programs_stderr_lines_are_indented(stream):
+    import re
+    proc = subprocess.Popen([sys.executable, "a2a_min.py", "--port", "0", "--exec",
+                             "sh -c 'echo one >&2; echo two >&2; exit 3'"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:\d+", proc.stdout.readline()).group(0)
+        status, out, _ = cli("send", url, "hi", *(["--stream"] if stream else []))
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    assert status == 1 and "the program exited with 3:\n    one\n    two\n" in out, out
