@@ -6499,12 +6499,13 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, wor
     stop gracefully within ``grace`` seconds (HTTPServer.drain). ``workers``:
     processes sharing the listening socket and the store (a2a_store.serve_workers).
     ``on_ready(httpd)`` is called once listening (by default, a line saying
-    where). ``tls``: serve HTTPS (see "TLS")."""
+    where). ``tls``: serve HTTPS (see "TLS"). An address it cannot listen on
+    stops the program with one line that says why (SystemExit, exit status 1)."""
     if workers > 1 and not server.store.shared:
         raise ValueError(
             f"{workers} worker processes would each keep their own tasks in memory, and a "
             "client would find its task on one process in four; give them a store they share "
-            "(python a2a_min.py --store tasks.db, or Server(store=a2a_store.SQLiteStore(...)))")
+            "(python3 a2a_min.py --store tasks.db, or Server(store=a2a_store.SQLiteStore(...)))")
     try:
         httpd = make_http_server(server, host, port, tls=tls)
     except (OSError, OverflowError) as error:
@@ -6585,7 +6586,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     ``on_ready(asyncio_server)`` is called once listening (by default, a line
     saying where). ``timeout`` bounds how long a request may take to arrive,
     and an idle keep-alive connection. ``tls``: serve HTTPS (see "TLS"), each
-    handshake done within ``handshake_timeout`` seconds."""
+    handshake done within ``handshake_timeout`` seconds. An address it cannot
+    listen on stops the program with one line, as serve() does."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
