@@ -693,7 +693,7 @@ def main(argv=None):
     elif argv and not argv[0].startswith("-"):
         sys.exit(f"a2a_min: unknown verb {argv[0]!r}; the verbs are serve (the default: run "
                  f"the demo server) and {', '.join(VERBS)} (call an agent: "
-                 "python a2a_min.py send --help)")
+                 f"{a2a_min._prog()} send --help)")
     parser = _parser()
     args = parser.parse_args(argv)
     if args.workers < 1:
