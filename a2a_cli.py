@@ -695,7 +695,7 @@ def main(argv=None):
     elif argv and not argv[0].startswith("-"):
         sys.exit(f"a2a_min: unknown verb {argv[0]!r}; the verbs are serve (the default: run "
                  f"the demo server) and {', '.join(VERBS)} (call an agent: "
-                 "python a2a_min.py send --help)")
+                 f"{a2a_min._prog()} send --help)")
     parser = _parser()
     args = parser.parse_args(argv)
     if args.workers < 1:
@@ -722,7 +722,7 @@ def main(argv=None):
     except ValueError as error:
         parser.error(f"--push-allow: {error}")
     agent = other and other[0]
-    if args.stats_interval > 0:                # (INFO: seen where logging is set up so)
+    if args.stats_interval > 0:                # (INFO: on stderr, a2a_min._serve_demo)
         log_stats(server, args.stats_interval)
     try:
         a2a_min._serve_demo(args, server, tls=tls, workers=args.workers,
@@ -760,8 +760,8 @@ def _show_task(task, out):
     print(f"task {task.get('id')}  {_state(status.get('state'))}  context {task.get('contextId')}",
           file=out)
     said = _text((status.get("message") or {}).get("parts"))
-    if said:
-        print(f"  status: {said}", file=out)
+    if said:                                   # (lines of its own, a program's stderr: indented)
+        print("  status: " + said.replace("\n", "\n    "), file=out)
     for artifact in task.get("artifacts") or ():
         name = artifact.get("name") or artifact.get("artifactId")
         print(f"  artifact {name}: {_text(artifact.get('parts'))}", file=out)
@@ -785,8 +785,8 @@ def _show_event(stream, event, out):
     elif "statusUpdate" in event:
         status = event["statusUpdate"].get("status", {})
         said = _text((status.get("message") or {}).get("parts"))
-        print(f"{mark}status {_state(status.get('state'))}" + (f": {said}" if said else ""),
-              file=out)
+        print(f"{mark}status {_state(status.get('state'))}" +
+              (": " + said.replace("\n", "\n    ") if said else ""), file=out)
     elif "artifactUpdate" in event:
         update = event["artifactUpdate"]
         artifact = update.get("artifact", {})
@@ -851,6 +851,7 @@ _EXIT_HELP = ("Exit status: 0 done; 1 an error, or (send, watch) the task FAILED
 def _verbs_parser():
     import argparse
     common = argparse.ArgumentParser(add_help=False)
+    one_line = a2a_min._one_line_errors
     common.add_argument("--json", action="store_true", help="print the answers as they came")
     common.add_argument("--auth", default=os.environ.get("A2A_AUTH"), metavar="VALUE",
                         help="credentials: an Authorization value ('Bearer t0ken') or a header "
@@ -885,6 +886,7 @@ def _verbs_parser():
         prog=a2a_min._prog(), description="Call an A2A 1.0 agent (run with no verb, or 'serve', to "
                                     "serve the demo agent).",
         epilog=_EXIT_HELP)
+    one_line(parser)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     card = verbs.add_parser("card", parents=[common], help="show the agent card")
     card.add_argument("url")
@@ -938,6 +940,8 @@ def _verbs_parser():
     listed = push_verbs.add_parser("list", parents=[common], help="ListTaskPushNotificationConfigs")
     listed.add_argument("url")
     listed.add_argument("task")
+    for sub in [*verbs.choices.values(), *push_verbs.choices.values()]:
+        one_line(sub)
     return parser
 
 
@@ -989,9 +993,13 @@ def verbs_main(argv=None, out=None, err=None):
         return _run(args, out, err, on_request)
     except A2AError as error:
         kind = type(error).__name__
-        print(f"error: {kind}: {error.message}", file=err)
-        if getattr(error, "retry_after", None):
-            print(f"  (try again after {error.retry_after} s)", file=err)
+        after = getattr(error, "retry_after", None)
+        print(f"error: {kind}: {error.message}" + (f" (Retry-After: {after} s)" if after else ""),
+              file=err)
+        if isinstance(error, a2a_min.AuthenticationRequiredError) and not args.auth and \
+                "send -H '" in error.message:         # (the server's hint, for curl)
+            print("  (give this command line the credentials with --auth 'Bearer <token>', or "
+                  "--auth 'X-API-Key: <key>', or in $A2A_AUTH)", file=err)
         if isinstance(error, a2a_min.AuthenticationRequiredError) and args.auth and \
                 len(args.auth.split()) == 1 and ":" not in args.auth:
             print("  (--auth has one word and no scheme, so the Authorization header sent was "
@@ -1100,8 +1108,23 @@ def _run(args, out, err, on_request):
         else:
             _show_answer(answer, out)
     if args.verb == "send":
-        return EXIT_STATUS.get(((answer.get("task") or {}).get("status") or {}).get("state"), 0)
+        task = answer.get("task") or {}
+        return _exit_status(task.get("id"), (task.get("status") or {}).get("state"), args, err)
     return 0
+
+
+def _exit_status(task_id, state, args, err):
+    """send's and watch's exit status, by the state the task was left in; a
+    task that waits for the client (3) says the command line that answers it."""
+    status = EXIT_STATUS.get(state, 0)
+    if status == 3 and task_id:
+        import shlex
+        options = [*_tls_flags(args.tls)] + (["--binding", args.binding] if args.binding else
+                                             []) + (["--tenant", args.tenant] if args.tenant else [])
+        print(f"  answer it: {a2a_min._prog()} send {shlex.quote(args.url)} 'your answer' "
+              f"--task {shlex.quote(task_id)}{''.join(' ' + shlex.quote(w) for w in options)}",
+              file=err, flush=True)
+    return status
 
 
 def _client(args, card, url, on_request, limits):
@@ -1139,7 +1162,7 @@ def _follow(stream, args, out, err):
         print(f"error: {type(error).__name__}: {error.message}", file=err)
         _say_how_to_go_on(stream, args, err)
         return 1
-    return EXIT_STATUS.get(stream.state, 0)
+    return _exit_status(stream.task_id, stream.state, args, err)
 
 
 def _say_how_to_go_on(stream, args, err):

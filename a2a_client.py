@@ -1329,8 +1329,9 @@ def _curl_printer(secrets, show_secrets, out, tls_flags=()):
             words += ["-X", method]
         words.append(shlex.quote(url))
         for name, value in headers.items():
-            if name in secrets and not show_secrets:
-                words.append(f'-H "{name}: ${secrets[name]}"')
+            if name in secrets and not show_secrets:      # (the variable holds what --auth
+                words.append(f'-H "{name}: ${secrets[name]}"'   # does: a value, or a header)
+                             if name == "Authorization" else f'-H "${secrets[name]}"')
             else:
                 words += ["-H", shlex.quote(f"{name}: {value}")]
         if body is not None:

@@ -184,8 +184,10 @@ function request(operation, params) {
   for (const [name, value] of Object.entries(headers)) {
     // Everything single-quoted but the variable: the card's scheme and header name are the
     // agent's text, and must not run in the shell of whoever pastes the line.
+    // The credentials are $A2A_AUTH's, as for the command line's --curl and --auth: an
+    // Authorization value ('Bearer <token>'), or a whole header ('X-API-Key: <key>').
     words.push(name === (auth && auth.header)
-      ? "-H " + quote(name + ": " + auth.prefix) + '"$A2A_TOKEN"'
+      ? (name === "Authorization" ? '-H "Authorization: $A2A_AUTH"' : '-H "$A2A_AUTH"')
       : "-H " + quote(name + ": " + value));
   }
   if (body !== undefined) words.push("-d " + quote(body));
@@ -310,7 +312,9 @@ function showCard() {
   const select = $("binding");
   for (const binding of Object.keys(paths)) select.append(el("option", {value: binding}, binding));
   $("auth").hidden = !auth;
-  if (auth) $("auth-how").textContent = "sent as " + auth.header + ": " + auth.prefix + "…";
+  if (auth) $("auth-how").textContent = "sent as " + auth.header + ": " + auth.prefix + "…; the " +
+    "curl lines read $A2A_AUTH, as the command line's --auth: " + (auth.header === "Authorization"
+      ? "A2A_AUTH='" + auth.prefix + "<token>'" : "A2A_AUTH='" + auth.header + ": <key>'");
   $("send-how").textContent = caps.streaming ? "SendStreamingMessage (the card says the agent streams)"
                                              : "SendMessage (the card says the agent does not stream)";
 }
@@ -368,8 +372,7 @@ async function send() {
   }
   await listTasks();
   refreshStats();
-  if (taskId) await openOne(taskId);
-  previewSend();
+  if (taskId) await openOne(taskId);      // (the send's curl line stays: the request sent)
 }
 function previewSend() {
   const streaming = !!(card.capabilities || {}).streaming;

@@ -94,6 +94,7 @@ __all__ = [
 COMPANION_API = (
     # reaching companions; the log; ids; the command line that a2a_cli.py extends
     "_companion", "_log", "_new_id", "_prog", "_demo_parser", "_demo_options", "_serve_demo",
+    "_one_line_errors",
     # ProtoJSON's field names and base64, as the data model writes them
     "_snake", "_b64encode", "_b64decode", "_dumps",
     # the store contract (section 4): the one bounds policy, and what every store shares
@@ -766,7 +767,11 @@ def _scalar(type_, value, path):
         return value
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
         return names[value]
-    raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}")
+    near = [n for n in names if isinstance(value, str) and value and n.endswith(
+        "_" + value.upper().replace("-", "_"))]     # (A2A 0.3's "user", "input-required")
+    raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}" + (
+        f" (A2A 0.3's name for {near[0]}: 0.3 clients need Server(compat='0.3'), --compat 0.3)"
+        if near else ""))
 
 
 # How deep free-form JSON (metadata, data parts) may nest: deeper could be stored but
@@ -2124,7 +2129,7 @@ class _Channel:
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
                  "owner", "caller", "holder", "store", "active", "on_event", "limits",
                  "followers", "ended", "closing", "grown", "written", "appended", "held", "origin",
-                 "shared")
+                 "shared", "stopped")
 
     def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
                  holder=None):
@@ -2142,6 +2147,7 @@ class _Channel:
         self.followers = 0        # SubscribeToTask streams, which follow it across turns
         self.ended = False        # the server let go of it: no event will come again
         self.closing = closing    # the server's threading.Event: set when it shuts down
+        self.stopped = False      # its grace is over: streams end though a turn still runs
         self.grown = None         # the parts list the last append made, if only ``task`` has it
         self.written = 0          # bytes of the task's JSON when the store last wrote it whole
         self.appended = None      # bytes of the events it kept alone since (None: not known)
@@ -2413,9 +2419,11 @@ class _Follower:
 
     def _end_if_closing(self):
         """If the server is shutting down, end here (StopIteration), telling the
-        client to come back (``retry``) and resume with Last-Event-ID."""
+        client to come back (``retry``) and resume with Last-Event-ID; a turn
+        still running here is followed to its end first (shutdown's grace)."""
         closing = self.channel.closing
-        if closing is not None and closing.is_set():
+        if closing is not None and closing.is_set() and \
+                (self.channel.active is None or self.channel.stopped):
             self.retry = True
             self.close()
             raise StopIteration
@@ -3256,9 +3264,10 @@ def _webhook_target(url, allow, resolve=None):
     for address in addresses:
         if host not in names and not _may_reach(address, networks):
             raise InvalidParamsError(
-                f"the webhook address {address} of {host} is not globally routable (loopback, "
-                "private, shared, link-local, multicast, reserved...); start the server with "
-                "push_allow=[...] (the demo: --push-allow) to allow it", field="url")
+                f"the webhook address {address}{'' if literal is not None else ' of ' + host} "
+                "is not globally routable (loopback, private, shared, link-local, multicast, "
+                "reserved...); start the server with push_allow=[...] (the demo: --push-allow) "
+                "to allow it", field="url")
     path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")   # as the request line may hold it
     if parts.query:
         path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")
@@ -4056,9 +4065,11 @@ def _rest_response(server, request):
         matches = _routes_for(path)
         if not matches:
             raise MethodNotFoundError(
-                f"nothing is served at {path}; the HTTP+JSON routes are /message:send, "
-                f"/tasks, /tasks/{{id}} ... (see the README), JSON-RPC is at {server.rpc_path} "
-                f"and the agent card at {_CARD_PATH}", metadata={"path": path})
+                f"nothing is served at {path}" + ("; the metrics are served with "
+                "Server(metrics=True) (--metrics)" if path == "/metrics" else "") +
+                "; the HTTP+JSON routes are /message:send, /tasks, /tasks/{id} ... (section 11 "
+                f"of the A2A specification), JSON-RPC is at {server.rpc_path} and the "
+                f"agent card at {_CARD_PATH}", metadata={"path": path})
         for route_verb, method, values in matches:
             if route_verb == verb or verb == "HEAD" and route_verb == "GET":
                 break
@@ -4191,15 +4202,17 @@ def _catalog_response(server, base_url):
 def _help_response(server, headers, base_url):
     """GET / : curl lines to try; a browser gets the agent console instead
     (a2a_console.py, when it is beside this file), unless Server(console=False)."""
+    text = _help_text(server, base_url or "http://127.0.0.1:8000")
     if server.console and "text/html" in headers.get("accept", ""):
         try:
             console = _companion("a2a_console", "the agent console")
         except ModuleNotFoundError as error:
             if error.name != "a2a_console":
                 raise
+            text += ("\nThe agent console, a browser's page here, is the companion a2a_console.py: "
+                     "copy it from the a2a_min repository beside a2a_min.py.\n")
         else:                                  # (a copied a2a_min.py alone: the text)
             return console.console_response(server, headers, base_url)
-    text = _help_text(server, base_url or "http://127.0.0.1:8000")
     return Response(200, [("Content-Type", "text/plain; charset=utf-8"), ("Vary", "Accept"),
                           _LINK], text.encode("utf-8"))
 
@@ -4208,7 +4221,7 @@ def _help_text(server, base_url):
     """The JSON-RPC endpoint's help page: a curl line for each common call, to paste."""
     base = (server.public_url or base_url).rstrip("/")
     rpc = base + server.rpc_path
-    head = f"curl -s {rpc} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' -d "
+    head = f"curl -sS {rpc} -H 'A2A-Version: 1.0' -H 'Content-Type: application/json' -d "
     send = ('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":'
             '{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}')
     stream = ('{"jsonrpc":"2.0","id":2,"method":"SendStreamingMessage","params":{"message":'
@@ -4217,9 +4230,9 @@ def _help_text(server, base_url):
     get = '{"jsonrpc":"2.0","id":4,"method":"GetTask","params":{"id":"TASK_ID"}}'
     return (
         f"{server.card.fields['name']}: an A2A {PROTOCOL_VERSION} agent (a2a_min {__version__})\n\n"
-        f"The agent card:\n  curl -s {base}{_CARD_PATH}\n\n"
+        f"The agent card:\n  curl -sS {base}{_CARD_PATH}\n\n"
         f"Send a message (JSON-RPC):\n  {head}'{send}'\n\n"
-        f"Stream a reply (Server-Sent Events):\n  curl -sN {rpc} -H 'A2A-Version: 1.0' "
+        f"Stream a reply (Server-Sent Events):\n  curl -sSN {rpc} -H 'A2A-Version: 1.0' "
         f"-H 'Content-Type: application/json' -d '{stream}'\n\n"
         f"List tasks:\n  {head}'{listing}'\n\n"
         f"Get a task (put an id from above):\n  {head}'{get}'\n")
@@ -5035,7 +5048,9 @@ class Server:
             raise VersionNotSupportedError(
                 f"A2A-Version {version.strip()!r} is not supported; this server speaks "
                 f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
-                f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})",
+                f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})" + (
+                    "; for A2A 0.3 clients, serve with Server(compat='0.3') (--compat 0.3)"
+                    if version.strip().startswith("0.3") else ""),
                 metadata={"requestedVersion": version.strip(),
                           "supportedVersions": PROTOCOL_VERSION})
         call.version = PROTOCOL_VERSION
@@ -5754,8 +5769,9 @@ class Server:
                 self._refusals[key] = self._refusals.get(key, 0) + 1
 
     def shutdown(self, grace=10.0):
-        """Stop within ``grace`` seconds: streams end with a ``retry:`` hint, turns
-        and webhook deliveries may finish; then the webhook threads end, and the
+        """Stop within ``grace`` seconds: turns and webhook deliveries may finish,
+        the streams that follow one to its end, the others at once with a
+        ``retry:`` hint; then the webhook threads end, and the
         agent's ``close()`` is called, if any. Hosts call it when they stop.
         Returns {"turns", "deliveries"} left undone."""
         self._closing.set()
@@ -5771,6 +5787,11 @@ class Server:
         if turns or deliveries:
             _log().warning("shut down with %d turns still running and %d webhook deliveries "
                            "queued", turns, deliveries)
+        if turns:                              # the streams that follow them end now
+            with self._lock:
+                for channel in self._channels.values():
+                    channel.stopped = True
+            self.wake_streams()
         if self._pusher is not None:           # its threads end (what waits on a retry: dropped)
             self._pusher.stop()
         close = getattr(self.agent, "close", None)
@@ -6711,18 +6732,39 @@ def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, wor
     stop gracefully within ``grace`` seconds (HTTPServer.drain). ``workers``:
     processes sharing the listening socket and the store (a2a_store.serve_workers).
     ``on_ready(httpd)`` is called once listening (by default, a line saying
-    where). ``tls``: serve HTTPS (see "TLS")."""
+    where). ``tls``: serve HTTPS (see "TLS"). An address it cannot listen on
+    stops the program with one line that says why (SystemExit, exit status 1)."""
     if workers > 1 and not server.store.shared:
         raise ValueError(
             f"{workers} worker processes would each keep their own tasks in memory, and a "
             "client would find its task on one process in four; give them a store they share "
-            "(python a2a_min.py --store tasks.db, or Server(store=a2a_store.SQLiteStore(...)))")
-    httpd = make_http_server(server, host, port, tls=tls)
+            "(python3 a2a_min.py --store tasks.db, or Server(store=a2a_store.SQLiteStore(...)))")
+    try:
+        httpd = make_http_server(server, host, port, tls=tls)
+    except (OSError, OverflowError) as error:
+        raise _cannot_listen(error, host, port) from None
     (on_ready or _say_where)(httpd)
     if workers > 1:
         return _companion("a2a_store", "serve(workers=N)").serve_workers(
             httpd, workers, grace, _serve_until_stopped)
     _serve_until_stopped(httpd, grace)
+
+
+def _cannot_listen(error, host, port):
+    """What serve() and serve_asyncio() raise when they cannot listen: for an
+    address taken, not here or not allowed, one line naming the fix and exit
+    status 1 (SystemExit, as werkzeug's run_simple), not a traceback."""
+    import errno
+    fix = {errno.EADDRINUSE: "pick another port (--port N, serve(port=N)) or stop what uses it",
+           errno.EADDRNOTAVAIL: f"this machine has no address {host}: listen on 127.0.0.1, "
+                                "0.0.0.0 (all its addresses) or one of its own",
+           errno.EACCES: "a port below 1024 needs privileges: pick one above 1023",
+           }.get(getattr(error, "errno", None))
+    if isinstance(error, OverflowError):       # (socket's "bind(): port must be 0-65535")
+        return SystemExit(f"a2a_min: cannot listen on port {port}: a port is 0 to 65535 "
+                          "(0: any free one)")
+    return error if fix is None else SystemExit(
+        f"a2a_min: cannot listen on {host}:{port}: {os.strerror(error.errno)}; {fix}")
 
 
 def _say_where(listener):
@@ -6791,7 +6833,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     answer unread. ``max_caller_connections``: connections from one client
     address (default: half of ``max_connections``; past it, 429). ``tls``:
     serve HTTPS (see "TLS"), each handshake done within ``handshake_timeout``
-    seconds."""
+    seconds. An address it cannot listen on stops the program with one line,
+    as serve() does."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
@@ -6818,11 +6861,14 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
     def connection():
         return _LoopConnection(server, loop, connections, limits, date, spawn)
+    try:
+        listener = await loop.create_server(
+            connection, host, port, reuse_address=True, backlog=1024,
+            ssl=tls, ssl_handshake_timeout=handshake_timeout if tls else None)
+    except (OSError, OverflowError) as error:
+        raise _cannot_listen(error, host, port) from None
     previous = loop.get_exception_handler()
     loop.set_exception_handler(functools.partial(_out_of_files, previous, [0.0]))
-    listener = await loop.create_server(
-        connection, host, port, reuse_address=True, backlog=1024,
-        ssl=tls, ssl_handshake_timeout=handshake_timeout if tls else None)
     listener.tls = tls                             # (the SSLContext, or None: plain HTTP)
     named = list(host) if isinstance(host, (list, tuple)) else [host or ""]  # "Who may call"
     server.allow_hosts(named + [s.getsockname()[0] for s in listener.sockets], bound=True)
@@ -7495,7 +7541,9 @@ def _stop_on_ctrl_c(server, grace, stop_now=None):
         waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
             if turns else ""
         print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
-        raise KeyboardInterrupt
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            raise KeyboardInterrupt            # (not listening yet)
+        signal.raise_signal(signal.SIGTERM)    # the hosts' graceful stop: streams see turns end
     signal.signal(signal.SIGINT, on_sigint)
 
 
@@ -7506,6 +7554,9 @@ def _demo_banner(server, what, kept, tls, listener):
     base = f"{'https' if tls else 'http'}://{host}:{port}"
     print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} {what} on {base}/ "
           f"({kept}; Ctrl-C stops)\n", flush=True)
+    if tls:
+        print("HTTPS: give curl the certificate of the CA that issued this server's (--cacert "
+              "ca.pem; the server's own, if it is self-signed)\n", flush=True)
     print(_help_text(server, base), flush=True)
 
 
@@ -7514,6 +7565,14 @@ def _prog():
     python a2a_min.py (the file, or python -m a2a_min)."""
     name = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "a2a_min.py")
     return name if not name.endswith(".py") else f"python3 {name.replace('__main__', 'a2a_min')}"
+
+
+def _one_line_errors(parser):
+    """A usage error in one line that says where the options are listed, not
+    the whole usage first; ``parser``, so changed."""
+    parser.error = lambda message: parser.exit(
+        2, f"{parser.prog}: {message} (options: {parser.prog} --help)\n")
+    return parser
 
 
 def _demo_parser(allow_abbrev=True):
@@ -7525,6 +7584,9 @@ def _demo_parser(allow_abbrev=True):
         description="Serve a demo A2A 1.0 agent (serve is the default verb).",
         epilog="With a2a_cli.py beside this file: --store, --workers, --tls-*, --exec, "
                "--sign-key, and the client's verbs (%(prog)s send URL TEXT).")
+    _one_line_errors(parser)
+    parser.add_argument("--version", action="version",
+                        version=f"a2a_min {__version__} (A2A {PROTOCOL_VERSION})")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--public-url", help="base URL to put in the agent card")
@@ -7583,14 +7645,20 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
             sys.exit(f"--metrics {args.metrics}: say HOST:PORT (127.0.0.1:9464)")
         _companion("a2a_metrics", "--metrics").serve_metrics(
             server, host.strip("[]") or "127.0.0.1", int(port))
+    import logging                             # the log, INFO and up, on stderr (a
+    if not logging.getLogger().handlers:       # program that set up logging keeps its own)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        _log().addHandler(handler)
+        _log().setLevel(logging.INFO)
     if args.access_log:                        # the "a2a_min.access" lines, timed, to stderr
-        import logging
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(
             "%(message)s" if args.access_log == "json" else "%(asctime)s %(message)s"))
         access = logging.getLogger("a2a_min.access")
         access.addHandler(handler)
         access.setLevel(logging.INFO)
+        access.propagate = False
     if args.compat:
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
@@ -7602,25 +7670,16 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=
     grace = 10.0
     if workers == 1:
         _stop_on_ctrl_c(server, grace, stop_now)
-    try:
-        if args.server == "asyncio":
-            import asyncio
-            try:
-                asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls,
-                                          grace=grace))
-            except KeyboardInterrupt:
-                pass
-        else:
-            serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls,
-                  grace=grace)
-    except OSError as error:
-        # A port in use, an address not here, a port below 1024: one line that
-        # says which and what to do, not a traceback.
-        import errno
-        if error.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
-            raise
-        sys.exit(f"a2a_min: cannot listen on {args.host}:{args.port}: {error.strerror}; "
-                 f"pick another port with --port N (or stop what is using it)")
+    if args.server == "asyncio":               # (an address it cannot have: one line, exit 1)
+        import asyncio
+        try:
+            asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls,
+                                      grace=grace))
+        except KeyboardInterrupt:
+            pass
+    else:
+        serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls,
+              grace=grace)
 
 
 def main(argv=None):
@@ -7635,6 +7694,8 @@ def main(argv=None):
         _demo_parser(allow_abbrev=False).parse_known_args(words)[1]
     if os.environ.get("A2A_STORE"):            # (--store's default: a2a_cli.py's too)
         rest = rest or ["A2A_STORE"]
+    if rest[:1] and rest[0].isdigit():
+        sys.exit(f"a2a_min: {rest[0]}: the port is an option: {_prog()} --port {rest[0]}")
     if rest:
         try:
             cli = _companion("a2a_cli", rest[0])
@@ -7645,7 +7706,7 @@ def main(argv=None):
                 sys.exit(f"a2a_min: {rest[0]} needs a2a_cli.py beside a2a_min.py (copy it there): "
                          "serve's deployment flags (--store, --workers, --tls-*, --exec, "
                          "--sign-key), A2A_STORE and the client's verbs (with a2a_client.py) are "
-                         "its; python a2a_min.py --help lists what this file does alone")
+                         f"its; {_prog()} --help lists what this file does alone")
         else:
             sys.exit(cli.main(argv))
     # Only this file's options: the demo (or --echo) on the host asked for.
@@ -7659,6 +7720,8 @@ def main(argv=None):
         parser.error(f"--compat: {error}")
     except ValueError as error:
         parser.error(f"--push-allow: {error}")
+    except ModuleNotFoundError as error:       # (--metrics without a2a_metrics.py beside)
+        sys.exit(f"a2a_min: {error}")
     _serve_demo(args, server, what="agent" if args.echo else "echo agent")
 
 

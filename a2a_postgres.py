@@ -283,7 +283,9 @@ class PostgresStore(a2a_min._Bounds):
         self._complained = 0.0
         self._circuit = a2a_store._Circuit("the task store (PostgreSQL)", "cannot be reached right "
                                          "now", self._probe, probe_every)
+        self._started = False               # (a database away at start is the start's error)
         self._migrate()
+        self._started = True
 
     # -- connections ---------------------------------------------------------------
 
@@ -297,9 +299,10 @@ class PostgresStore(a2a_min._Bounds):
             conn = psycopg.connect(self.url, autocommit=True,
                                    connect_timeout=max(1, round(self.connect_timeout)))
         except psycopg.OperationalError as error:
-            self._circuit.opened(f"{_safe_url(self.url)}, schema {self.schema}: "
-                                 f"{str(error).strip()}; start it, or check the URL and the "
-                                 "network", began)
+            if self._started:
+                self._circuit.opened(f"{_safe_url(self.url)}, schema {self.schema}: "
+                                     f"{str(error).strip()}; start it, or check the URL and "
+                                     "the network", began)
             raise
         try:
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
@@ -427,10 +430,10 @@ class PostgresStore(a2a_min._Bounds):
         try:
             self._migrate_in()
         except psycopg.Error as error:
+            said = " ".join(str(error).split())     # (psycopg's are lines: one here)
             raise RuntimeError(f"the PostgreSQL task store at {_safe_url(self.url)} (schema "
-                               f"{self.schema}) could not be opened: {str(error).strip()}; start "
-                               "the database, or check the URL, the user and its rights"
-                               ) from None
+                               f"{self.schema}) could not be opened: {said}; start the "
+                               "database, or check the URL, the user and its rights") from None
 
     def _migrate_in(self):
         from psycopg import sql

@@ -377,6 +377,10 @@ class SQLiteStore(_Bounds):
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except (FileExistsError, IsADirectoryError):
             _own_file(path)
+        except OSError as error:                # (a folder of the system's, a read-only one)
+            raise RuntimeError(f"cannot make the file {path} in {folder} "
+                               f"({error.strerror.lower()}): choose a folder this user may "
+                               "write to for the task store") from None
         else:
             os.fchmod(fd, 0o600)
             os.close(fd)

@@ -8,11 +8,11 @@ passes or fails.
 
 Setup (once):
     apt-get install wrk
-    python -m venv /tmp/sdk && /tmp/sdk/bin/pip install 'a2a-sdk[http-server]==1.3.0' uvicorn
+    python3 -m venv /tmp/sdk && /tmp/sdk/bin/pip install 'a2a-sdk[http-server]==1.3.0' uvicorn
 
 Run:
-    python benchmarks/run.py --sdk-python /tmp/sdk/bin/python [--rounds 3] [--seconds 4]
-    python benchmarks/run.py --host asyncio --bare --sdk-python ... --only send --skip sse,memory
+    python3 benchmarks/run.py --sdk-python /tmp/sdk/bin/python [--rounds 3] [--seconds 4]
+    python3 benchmarks/run.py --host asyncio --bare --sdk-python ... --only send --skip sse,memory
 
 ``--host asyncio`` runs a2a_min on its asyncio server (with an ``async def``
 echo agent, as the SDK's executor is); ``--bare`` adds the ceiling: a bare
@@ -25,7 +25,7 @@ comparison every change to the core needs, in alternating rounds.
 SDK a venv of the same Python, so that the versions' speeds do not count (on
 3.12+ a short async turn ends inside the request: eager tasks):
 
-    python benchmarks/run.py --host asyncio --bare --python python3.12 \
+    python3 benchmarks/run.py --host asyncio --bare --python python3.12 \
         --sdk-python /tmp/sdk312/bin/python --only send --skip sse,memory --rounds 5
 """
 

@@ -1,6 +1,6 @@
 """An agent that only answers callers with a bearer token.
 
-    python examples/bearer_agent.py            # http://127.0.0.1:8001/
+    python3 examples/bearer_agent.py [PORT]    # http://127.0.0.1:8001/
 
     curl -s localhost:8001/tasks -H 'A2A-Version: 1.0'                    # 401
     curl -s localhost:8001/tasks -H 'A2A-Version: 1.0' \\
@@ -34,6 +34,9 @@ def make_server():
 
 
 if __name__ == "__main__":
-    a2a_min.serve(make_server(), port=int(sys.argv[1]) if len(sys.argv) > 1 else 8001,
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("port", nargs="?", type=int, default=8001, help="default 8001")
+    a2a_min.serve(make_server(), port=parser.parse_args().port,
                   on_ready=lambda httpd: print("bearer agent on http://%s:%d/" %
                                                httpd.server_address[:2], flush=True))

@@ -1,6 +1,6 @@
 """A webhook receiver to watch push notifications arrive.
 
-    python examples/webhook_receiver.py 9000          # prints every delivery
+    python3 examples/webhook_receiver.py 9000         # prints every delivery
 
 Then, with an agent that has push notifications on and allows this machine
 (Server(..., push_notifications=True, push_allow=["127.0.0.1/32"])):
@@ -13,7 +13,8 @@ Then, with an agent that has push notifications on and allows this machine
 
 Each delivery is one POST of a StreamResponse (a task, a status update or an
 artifact update) with Content-Type application/a2a+json, the Authorization
-header built from the config's authentication, and X-A2A-Notification-Token.
+header built from the config's authentication, X-A2A-Notification-Token, and
+traceparent (W3C trace context: the trace of the turn that made the event).
 """
 
 import json
@@ -25,7 +26,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         print(f"--- POST {self.path}")
-        for name in ("Content-Type", "Authorization", "X-A2A-Notification-Token"):
+        for name in ("Content-Type", "Authorization", "X-A2A-Notification-Token", "traceparent"):
             if self.headers.get(name):
                 print(f"{name}: {self.headers[name]}")
         try:
@@ -41,6 +42,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 9000
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("port", nargs="?", type=int, default=9000, help="default 9000")
+    port = parser.parse_args().port
     print(f"webhook receiver on http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()

@@ -290,10 +290,12 @@ def test_browser_a_token_when_the_card_asks_for_one(browser):
         send(browser, "no token")
         wait_for(browser, lambda d: text_of(d, "send-error"), "sending without a token failed")
         browser.find_element("id", "token").send_keys("s3cret")
-        assert "-H 'Authorization: Bearer '\"$A2A_TOKEN\"" in text_of(browser, "send-curl")
+        assert '-H "Authorization: $A2A_AUTH"' in text_of(browser, "send-curl")
+        assert "A2A_AUTH='Bearer <token>'" in text_of(browser, "auth-how")
         assert "s3cret" not in text_of(browser, "send-curl")
         send(browser, "with token")
         wait_for(browser, lambda d: "COMPLETED" in text_of(d, "task"), "the token was accepted")
+        assert "with token" in text_of(browser, "send-curl")      # the line of what was sent
         assert "Hidden" in text_of(browser, "stats")
     finally:
         live.close()
@@ -317,10 +319,10 @@ def test_browser_the_curl_line_quotes_what_the_card_says(browser, tmp_path):
     finally:
         live.close()
     words = subprocess.run(["bash", "-c", 'curl() { printf "%s\\n" "$@"; }; ' + line],
-                           cwd=tmp_path, env={"A2A_TOKEN": "tok", "PATH": os.environ["PATH"]},
+                           cwd=tmp_path, env={"A2A_AUTH": "Bearer tok", "PATH": os.environ["PATH"]},
                            capture_output=True, text=True, check=True).stdout.splitlines()
     assert not list(tmp_path.iterdir()), "pasting the curl line ran the card's text"
-    assert "Authorization: Bearer $(touch PWNED) `touch PWNED2` tok" in words, words
+    assert "Authorization: Bearer tok" in words, words            # (the card's text not in it)
 
 
 @pytest.mark.parametrize("width", [360, 375, 1280, 1600])

@@ -26,7 +26,8 @@ def test_the_readme_is_a_front_page():
         len(block.split()) for block in re.findall(r"```.*?```", text, flags=re.S))
     assert words <= 3000, words
     first = "\n".join(text.splitlines()[:200])
-    assert "python a2a_min.py " in first and "python -m pytest -q" in first
+    assert "python3 a2a_min.py " in first and "python3 -m pytest -q" in first
+    assert re.search(r"\bpython\b", text.replace("```python", "")) is None   # one spelling
     for heading in ("## Walkthrough: every JSON-RPC operation with curl",
                     "## Walkthrough: every HTTP+JSON route with curl",
                     "## Your agent in ten lines"):
@@ -57,3 +58,13 @@ def test_the_reference_names_every_option_and_limit_with_its_default():
     for limit, default in a2a_min.DEFAULT_LIMITS.items():
         assert table.get(limit) == repr(default), limit
     assert len(table) == len(options) + len(a2a_min.DEFAULT_LIMITS)
+
+
+def test_ci_runs_the_readmes_test_lines_as_written():
+    """The README's test command and its SQLite line are lines of .ci/run,
+    as written: the README promises nothing CI does not run."""
+    readme, ci = read("README.md"), read(".ci/run").splitlines()
+    command = re.findall(r"```bash\n(.*?)```", readme, re.S)[1].strip()
+    sqlite = re.search(r"`(A2A_TEST_STORE=sqlite [^`]*)`", readme).group(1)
+    assert command.endswith("python3 -m pytest -q") and command in ci
+    assert sqlite == "A2A_TEST_STORE=sqlite python3 -m pytest -q" and sqlite in ci

@@ -44,6 +44,7 @@ def test_webhook_receiver_prints_deliveries():
             lines.append(proc.stdout.readline())
         text = "".join(lines)
         assert "--- POST /hook" in text and "X-A2A-Notification-Token: t1" in text
+        assert "\ntraceparent: 00-" in text                # (the turn's trace)
         assert "pushed x" in text and "TASK_STATE_COMPLETED" in text
     finally:
         proc.terminate()

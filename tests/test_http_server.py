@@ -84,7 +84,7 @@ def test_other_responses_link_to_the_card(live):
 def test_help_page_plain_and_html(live):
     resp, body = live.request("GET", "/")
     assert resp.status == 200 and resp.getheader("Content-Type").startswith("text/plain")
-    assert b"curl -s " + live.url.encode() in body and b"SendMessage" in body
+    assert b"curl -sS " + live.url.encode() in body and b"SendMessage" in body
     resp, body = live.request("GET", "/", headers={"Accept": "text/html"})
     assert resp.getheader("Content-Type").startswith("text/html") and b"<pre>" in body
 

@@ -30,7 +30,10 @@ def run_walkthrough(heading, name="README.md"):
     try:
         url = re.search(r"http://127\.0\.0\.1:\d+", demo.stdout.readline()).group(0)
         script = script.replace("A2A=http://127.0.0.1:8000", f"A2A={url}")
-        out = subprocess.run(["bash", "-c", "set -e\n" + script], capture_output=True,
+        # (a job of the same shell, as the demo is when started with &: a
+        # bare `wait` would wait for it too)
+        job = "sleep 120 & sleeper=$!; trap 'kill $sleeper' EXIT\n"
+        out = subprocess.run(["bash", "-c", "set -e\n" + job + script], capture_output=True,
                              text=True, timeout=60,
                              env={**os.environ, "PATH": os.path.dirname(sys.executable)
                                   + os.pathsep + os.environ["PATH"]})

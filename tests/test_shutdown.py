@@ -1,6 +1,8 @@
 """Graceful shutdown on SIGTERM, over real sockets, on both bundled servers:
-no new connections, requests in flight finish, open streams end with an SSE
-retry hint (clients resume with Last-Event-ID), the process exits 0. Hosts
+no new connections, requests in flight finish, an open stream follows its
+task's running turn to the end (past the grace, or with no turn running, it
+ends with an SSE retry hint: clients resume with Last-Event-ID), the process
+exits 0. Hosts
 that own their signals call server.shutdown(grace) themselves (in-process
 test at the end). Also server.stats(), the counters behind every limit."""
 
@@ -35,13 +37,13 @@ def request(method, params):
 
 
 @pytest.mark.parametrize("name", sorted(HOSTS))
-def test_sigterm_finishes_requests_ends_streams_with_retry_and_exits_0(name):
+def test_sigterm_finishes_requests_and_the_turns_streams_and_exits_0(name):
     port = free_port()
     code = HOST.format(root=ROOT, tests=ROOT + "/tests") + HOSTS[name].format(port=port)
     proc = run_host([sys.executable, "-c", code], port)
     try:
         slow = json.loads(exchange(port, request("SendMessage", {
-            "message": user_message("slow5"), "configuration": {"returnImmediately": True}}),
+            "message": user_message("slow2"), "configuration": {"returnImmediately": True}}),
             until=b"}}", timeout=5).partition(b"\r\n\r\n")[2])["result"]["task"]["id"]
         stream = socket.create_connection(("127.0.0.1", port), timeout=10)
         stream.sendall(request("SubscribeToTask", {"id": slow}))
@@ -55,12 +57,12 @@ def test_sigterm_finishes_requests_ends_streams_with_retry_and_exits_0(name):
         in_flight.start()
         time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
-        while True:                                    # the stream ends, with a retry hint
+        while True:                                    # the stream sees the turn end
             chunk = stream.recv(65536)
             if not chunk:
                 break
             got += chunk
-        assert b"\nretry: 1000\n\n" in got, got[-300:]
+        assert b"TASK_STATE_COMPLETED" in got and b"retry:" not in got, got[-300:]
         in_flight.join(10)
         assert b"TASK_STATE_COMPLETED" in box["out"]   # the request in flight was answered
         assert proc.wait(10) == 0
@@ -87,8 +89,49 @@ def test_shutdown_in_process_ends_streams_and_waits_for_turns():
     reader.join(5)
     assert left == {"turns": 0, "deliveries": 0}
     assert time.monotonic() - started < 4               # waited for the turn, not the grace
-    assert frames[-1].endswith(b"retry: 1000\n\n")
+    assert b"TASK_STATE_COMPLETED" in frames[-1]        # the stream saw the turn end
     assert client.result("GetTask", {"id": task_id})["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_shutdown_ends_at_once_the_streams_of_no_turn_and_past_the_grace_the_others():
+    """A stream on a task that waits for input ends at once, with a retry
+    hint; one following a turn that outlasts the grace ends when it is over."""
+    gate = threading.Event()
+
+    def agent(ctx):
+        if ctx.text == "wait":
+            yield a2a_min.status_update("TASK_STATE_INPUT_REQUIRED", "say more")
+            return
+        yield a2a_min.status_update("TASK_STATE_WORKING")
+        gate.wait(60)
+        yield "done"
+    server = a2a_min.Server(agent, keepalive_interval=30)
+    client = Client(server)
+    try:
+        waiting = client.send("wait")["task"]["id"]
+        running = client.send("run", configuration={"returnImmediately": True})["task"]["id"]
+        frames, readers = {}, {}
+        for task_id in (waiting, running):
+            resp = client.raw({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+                               "params": {"id": task_id}})
+            frames[task_id] = []
+            readers[task_id] = threading.Thread(target=frames[task_id].extend,
+                                                args=(resp.stream,))
+            readers[task_id].start()
+        stopping = threading.Thread(target=server.shutdown, kwargs={"grace": 0.5})
+        stopping.start()
+        readers[waiting].join(10)
+        assert frames[waiting][-1].endswith(b"retry: 1000\n\n")
+        stopping.join(10)
+        readers[running].join(10)
+        assert not readers[running].is_alive()
+        assert not any(b"TASK_STATE_COMPLETED" in frame for frame in frames[running])
+        if server.store.shared:      # (the task outlives us: shutdown ends it, FAILED, and says)
+            assert b"TASK_STATE_FAILED" in frames[running][-1]
+        else:
+            assert frames[running][-1].endswith(b"retry: 1000\n\n")
+    finally:
+        gate.set()
 
 
 def test_stats_show_the_counters_behind_the_limits():
@@ -215,10 +258,42 @@ def test_ctrl_c_in_send_stream_says_how_to_follow_or_cancel_the_task():
 
 
 @pytest.mark.parametrize("host", ["threads", "asyncio"])
-def test_a_stream_cut_by_a_server_shutdown_says_so_and_how_to_resume(host):
+def test_ctrl_c_lets_an_open_stream_see_its_turn_end(host, tmp_path):
+    """Ctrl-C waits for the running turn, and its stream follows it to the
+    end: the client sees COMPLETED (exit 0), not a cut stream."""
+    gate = tmp_path / "gate"
     port = free_port()
-    server = demo_process(port, "--server", host, "--exec",
-                          "sh -c 'echo started; echo waiting; sleep 3'")
+    server = demo_process(port, "--server", host, "--exec", "sh -c 'echo started; echo waiting; "
+                          f"while [ ! -e {gate} ]; do sleep 0.05; done; echo finished'")
+    try:
+        proc, lines = client_stream(port)
+        server.send_signal(signal.SIGINT)
+        said = ""
+        while "stopping:" not in said:
+            line = server.stderr.readline()
+            assert line, said
+            said += line
+        gate.touch()                                   # the turn ends after Ctrl-C
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, (out, err)
+        assert "finished" in out and "COMPLETED" in out and "watch" not in err, (out, err)
+        assert server.wait(15) == 0 or server.returncode == 130
+    finally:
+        gate.touch()
+        if server.poll() is None:
+            server.kill()
+        server.wait(15)
+
+
+@pytest.mark.parametrize("host", ["threads", "asyncio"])
+def test_a_stream_cut_by_a_server_shutdown_says_so_and_how_to_resume(host):
+    """The turn outlasts the server's grace (0.5 s): its stream ends with a retry hint."""
+    port = free_port()
+    code = ("import sys; sys.path[:0] = [{root!r}]; import a2a_cli, a2a_min\n"
+            "agent = a2a_cli.exec_agent(['sh', '-c', 'echo started; echo waiting; sleep 60'])\n"
+            "server = a2a_min.Server(agent)\n").format(root=ROOT) + HOSTS[f"via_{host}"].format(
+        port=port).replace("grace=5", "grace=0.5")
+    server = run_host([sys.executable, "-c", code], port)
     try:
         proc, lines = client_stream(port)
         task_id = lines[0].split()[2]
