@@ -692,10 +692,13 @@ def main(argv=None):
         argv = argv[1:]
     elif argv and (argv[0] in VERBS or late):
         return verbs_main(argv)
-    elif argv and not argv[0].startswith("-"):
-        sys.exit(f"a2a_min: unknown verb {argv[0]!r}; the verbs are serve (the default: run "
-                 f"the demo server) and {', '.join(VERBS)} (call an agent: "
-                 f"{a2a_min._prog()} send --help)")
+    elif argv and not argv[0].startswith("-"):    # (a command line that does not parse: 2)
+        print(f"a2a_min: {argv[0]}: the port is an option: {a2a_min._prog()} --port {argv[0]}"
+              if argv[0].isdigit() else
+              f"a2a_min: unknown verb {argv[0]!r}; the verbs are serve (the default: run "
+              f"the demo server) and {', '.join(VERBS)} (call an agent: "
+              f"{a2a_min._prog()} send --help)", file=sys.stderr)
+        sys.exit(2)
     parser = _parser()
     args = parser.parse_args(argv)
     if args.workers < 1:

@@ -7694,8 +7694,10 @@ def main(argv=None):
         _demo_parser(allow_abbrev=False).parse_known_args(words)[1]
     if os.environ.get("A2A_STORE"):            # (--store's default: a2a_cli.py's too)
         rest = rest or ["A2A_STORE"]
-    if rest[:1] and rest[0].isdigit():
-        sys.exit(f"a2a_min: {rest[0]}: the port is an option: {_prog()} --port {rest[0]}")
+    if rest[:1] and rest[0].isdigit():         # (a command line that does not parse: 2)
+        print(f"a2a_min: {rest[0]}: the port is an option: {_prog()} --port {rest[0]}",
+              file=sys.stderr)
+        sys.exit(2)
     if rest:
         try:
             cli = _companion("a2a_cli", rest[0])

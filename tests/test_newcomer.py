@@ -164,8 +164,17 @@ def test_a_usage_error_is_one_line_that_says_where_the_options_are(argv):
 
 def test_a_port_given_alone_says_it_is_an_option():
     status, _, err = cli("8000")
-    assert status == 1
+    assert status == 2                     # (a command line that does not parse, as README says)
     assert one_line(err) == "a2a_min: 8000: the port is an option: python3 a2a_min.py --port 8000"
+
+
+def test_the_installed_command_says_so_too(capsys):
+    import a2a_cli
+    import pytest
+    for argv, said in ((["8000"], "8000: the port is an option"), (["sned"], "unknown verb 'sned'")):
+        with pytest.raises(SystemExit) as stop:
+            a2a_cli.main(argv)             # (what the console script a2a-min runs)
+        assert stop.value.code == 2 and said in one_line(capsys.readouterr().err)
 
 
 def test_metrics_without_its_companion_names_the_file_to_copy(tmp_path):

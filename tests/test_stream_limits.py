@@ -378,7 +378,6 @@ def test_running_out_of_descriptors_is_told_once_not_a_thousand_times():
     # 150 clients at once on 64 descriptors: the refused ones hold theirs a
     # moment, accept() fails (EMFILE) and asyncio pauses it; it used to log a
     # traceback for every place in the backlog, tens of megabytes a minute.
-    import os
     import selectors
     import tempfile
     with tempfile.TemporaryFile() as err:
