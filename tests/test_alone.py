@@ -101,8 +101,10 @@ def test_a_process_that_imported_opentelemetry_is_served_the_same_on_every_host(
 
 def test_spans_asked_for_without_a2a_otel_fail_at_construction_naming_the_file(tmp_path):
     need("opentelemetry.trace", "OpenTelemetry's API: pip install -e '.[test]'")
-    done = subprocess.run([sys.executable, "-c", "import a2a_min; a2a_min.Server(lambda ctx: 'ok',"
-                           " tracing='opentelemetry')"], cwd=alone(tmp_path), capture_output=True,
+    # (-S: no site-packages, where an installed checkout would lend a2a_otel.py)
+    done = subprocess.run([sys.executable, "-S", "-c", "import a2a_min; a2a_min.Server(lambda "
+                           "ctx: 'ok', tracing='opentelemetry')"], cwd=alone(tmp_path),
+                          capture_output=True,
                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": ""})
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]

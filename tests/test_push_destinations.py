@@ -47,9 +47,9 @@ def test_ten_dead_webhooks_do_not_delay_the_live_one_of_the_same_caller():
             send(client, "wait", f"http://127.0.0.1:{dead}/hook")
         assert wait_for(lambda: server.push_stats["retried"] >= 1, timeout=5)
         started = time.monotonic()
-        send(client, "x", live.url("/ok"))     # the task, WORKING, the artifact, COMPLETED
-        got = live.wait(4, "/ok", timeout=5)
-        assert len(got) == 4 and got[-1]["at"] - started < 1.0, (
+        send(client, "x", live.url("/ok"))     # the task, WORKING, the artifact, its end
+        got = live.wait(5, "/ok", timeout=5)   # (an empty chunk: lastChunk), COMPLETED
+        assert len(got) == 5 and got[-1]["at"] - started < 1.0, (
             [round(r["at"] - started, 2) for r in got], server.push_stats)
         # The dead destination fails its first delivery 4 times (1 + push_retries) and the
         # second one once more: 5 in a row (push_breaker) pause it, and what waits for it
@@ -57,13 +57,13 @@ def test_ten_dead_webhooks_do_not_delay_the_live_one_of_the_same_caller():
         assert wait_for(lambda: server.push_stats["paused_destinations"] == 1, timeout=10), \
             server.push_stats
         stats = server.push_stats
-        assert stats["failed"] == 2 and stats["paused"] == 18 and stats["delivered"] == 4, stats
+        assert stats["failed"] == 2 and stats["paused"] == 18 and stats["delivered"] == 5, stats
         assert server.stats()["push"]["paused_destinations"] == 1
         # While it is paused, its new events are dropped at once, and counted.
         send(client, "wait", f"http://127.0.0.1:{dead}/hook")
         assert server.push_stats["paused"] == 20
         (caller,) = server.push_stats_by_caller().values()
-        assert caller["paused"] == 20 and caller["waiting"] == 0 and caller["sent"] == 4
+        assert caller["paused"] == 20 and caller["waiting"] == 0 and caller["sent"] == 5
     finally:
         live.close()
 
@@ -78,8 +78,8 @@ def test_ten_dead_destinations_and_a_tarpit_leave_the_live_one_within_a_second()
             send(client, "wait", f"http://127.0.0.1:{closed_port()}/hook")
         started = time.monotonic()
         send(client, "x", live.url("/ok"))
-        got = live.wait(4, "/ok", timeout=5)
-        assert len(got) == 4 and got[-1]["at"] - started < 1.0, (
+        got = live.wait(5, "/ok", timeout=5)
+        assert len(got) == 5 and got[-1]["at"] - started < 1.0, (
             [round(r["at"] - started, 2) for r in got], server.push_stats)
     finally:
         live.close()
@@ -94,11 +94,11 @@ def test_each_destination_keeps_its_events_in_order_through_retries():
         # /fail/2 answers 500 twice: the task's first event is retried twice, and the
         # destination's later events wait behind it, so they still arrive in order.
         send(client, "x", receiver.url("/fail/2"))
-        got = receiver.wait(6, timeout=5)
+        got = receiver.wait(7, timeout=5)
         kinds = [next(iter(r["body"])) for r in got]
         assert kinds == ["task", "task", "task", "statusUpdate", "artifactUpdate",
-                         "statusUpdate"], kinds
-        assert wait_for(lambda: server.push_stats["delivered"] == 4)
+                         "artifactUpdate", "statusUpdate"], kinds
+        assert wait_for(lambda: server.push_stats["delivered"] == 5)
         assert server.push_stats["retried"] == 2
     finally:
         receiver.close()
@@ -115,8 +115,8 @@ def test_a_paused_destination_is_tried_again_after_push_pause_and_closes_on_an_a
         assert server.push_stats["failed"] == 3 and server.push_stats["paused"] == 1
         time.sleep(0.6)                        # the pause is over: one delivery may try
         send(client, "x", receiver.url("/ok"))
-        assert len(receiver.wait(4, "/ok", timeout=5)) == 4
-        assert wait_for(lambda: server.push_stats["delivered"] == 4)
+        assert len(receiver.wait(5, "/ok", timeout=5)) == 5
+        assert wait_for(lambda: server.push_stats["delivered"] == 5)
         assert server.push_stats["paused_destinations"] == 0
     finally:
         receiver.close()
@@ -150,10 +150,10 @@ def test_shutdown_waits_for_deliveries_that_can_go():
     try:
         server = server_with()
         client = Client(server)
-        send(client, "x", receiver.url("/stall"))   # 4 events, 0.3 s each, one at a time
+        send(client, "x", receiver.url("/stall"))   # 5 events, 0.3 s each, one at a time
         left = server.shutdown(grace=10.0)
-        assert left["deliveries"] == 0 and len(receiver.requests) == 4
-        assert server.push_stats["delivered"] == 4
+        assert left["deliveries"] == 0 and len(receiver.requests) == 5
+        assert server.push_stats["delivered"] == 5
     finally:
         receiver.close()
 
@@ -170,7 +170,7 @@ def test_the_delivery_threads_end_at_shutdown_and_with_a_server_dropped_without_
         before = push_threads()
         server = server_with()
         send(Client(server), "x", receiver.url("/ok"))
-        assert len(receiver.wait(4, "/ok")) == 4
+        assert len(receiver.wait(5, "/ok")) == 5
         ours = push_threads() - before
         assert len(ours) == 4                  # push_workers
         assert server.shutdown(grace=5) == {"turns": 0, "deliveries": 0}
