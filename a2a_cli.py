@@ -795,9 +795,11 @@ def _show_event(stream, event, out):
         artifact = update.get("artifact", {})
         name = artifact.get("name") or artifact.get("artifactId")
         text = _text(artifact.get("parts"))
-        # (a chunk that ends a line, as serve --exec sends them: print ends it)
-        print(f"{mark}artifact {name}{' (more)' if update.get('append') else ''}: "
-              f"{text[:-1] if text.endswith(chr(10)) else text}", file=out)
+        if not text and update.get("lastChunk"):    # (an empty chunk that only ends it)
+            print(f"{mark}artifact {name} (end)", file=out)
+        else:       # (a chunk that ends a line, as serve --exec sends them: print ends it)
+            print(f"{mark}artifact {name}{' (more)' if update.get('append') else ''}: "
+                  f"{text[:-1] if text.endswith(chr(10)) else text}", file=out)
     elif "message" in event:
         print(f"{mark}message: {_text(event['message'].get('parts'))}", file=out)
     out.flush()

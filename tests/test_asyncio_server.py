@@ -369,6 +369,7 @@ def _cyclic_garbage(run):
     """The objects of a2a_min that ``run()`` left in reference cycles."""
     import gc
     enabled = gc.isenabled()
+    time.sleep(0.2)             # (what earlier tests' threads let go of, let go of before)
     gc.disable()
     try:
         gc.collect()

@@ -264,9 +264,12 @@ def test_stream_events_in_order_and_closed_at_the_end(client):
     assert "task" in out[0] and out[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert out[1]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
     chunks = [o["artifactUpdate"] for o in out if "artifactUpdate" in o]
-    assert [c["artifact"]["parts"][0]["text"] for c in chunks] == ["one ", "two ", "three"]
-    assert [c.get("append", False) for c in chunks] == [False, True, True]
-    assert [c.get("lastChunk", False) for c in chunks] == [False, False, True]
+    # Each chunk as it was made; the last says lastChunk, or, if it went out before the
+    # agent ended (a shared store writes each at once), an empty chunk after it does.
+    texts = [c["artifact"]["parts"][0]["text"] for c in chunks]
+    assert texts[:3] == ["one ", "two ", "three"] and texts[3:] in ([], [""]), texts
+    assert [c.get("append", False) for c in chunks] == [False] + [True] * (len(chunks) - 1)
+    assert [c.get("lastChunk", False) for c in chunks] == [False] * (len(chunks) - 1) + [True]
     assert out[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     if not isinstance(client, GrpcClient):                       # gRPC has no event ids
         assert [i for i, _ in events] == list(range(len(events)))   # SSE ids count up

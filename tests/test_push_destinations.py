@@ -180,7 +180,7 @@ def test_the_delivery_threads_end_at_shutdown_and_with_a_server_dropped_without_
         server = server_with()
         client = Client(server)
         send(client, "x", receiver.url("/ok"))
-        assert len(receiver.wait(8, "/ok")) == 8
+        assert len(receiver.wait(10, "/ok")) == 10        # (five each)
         ours = push_threads() - before
         assert len(ours) == 4
         gone = weakref.ref(server)
