@@ -2293,6 +2293,21 @@ class _Channel:
                 task.json, task.version, task.next_seq = stored, self.version, self.next_seq
             self.task = task
 
+    def shared_task(self):
+        """{"task": the task now}, as JSON encoded once for every stream that
+        sends this version of it whole (SubscribeToTask's first event, a
+        reader that fell behind): they send that one copy (_SSEStream), kept
+        while one is sending it."""
+        import weakref
+        with self.lock:
+            shared = self.shared
+            shared = shared[2]() if shared and shared[:2] == (self.next_seq, self.version) \
+                else None
+            if shared is None:
+                shared = _StoredEvent.encode({"task": self.task}, None, None)
+                self.shared = (self.next_seq, self.version, weakref.ref(shared))
+            return shared
+
     def wake(self):
         """Tell every stream watching this channel to look again."""
         with self.lock:
@@ -2342,9 +2357,15 @@ class _Follower:
                 found = (channel.store.events(task["id"], self.seq - 1, raw=True) if self.raw
                          else channel.store.events(task["id"], self.seq - 1))
                 if found is not None and found[0] > self.seq:     # fell behind the kept events:
-                    now = channel.store.get(task["id"], channel.owner) or channel.snapshot()
-                    self.ready.append((found[0] - 1, {"task": now}))    # the whole task first
-                    self.seq, news = found[0], True
+                    # the task as it is now instead, which holds them all (one copy of its
+                    # JSON for every reader that fell behind at this version of it)
+                    if channel.store.shared:            # (another process may be ahead)
+                        now = channel.store.get(task["id"], channel.owner) or channel.snapshot()
+                        event, upto = {"task": now}, getattr(now, "next_seq", channel.next_seq)
+                    else:
+                        event, upto = channel.shared_task(), channel.next_seq
+                    self.ready.append((upto - 1, event))
+                    self.seq, news, found = upto, True, None
             except ServerBusyError:     # a shared store is away: read on once it is back
                 found = None
             if found is not None and found[1]:
@@ -5585,14 +5606,7 @@ class Server:
             if last_event_id is not None and oldest - 1 <= last_event_id < seq:
                 return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
                                  counted=True)
-            # The Task as JSON, encoded once for the subscribers of this version of it
-            # (they send that one copy: _SSEStream), kept while one is sending it.
-            import weakref
-            shared = channel.shared
-            shared = shared[2]() if shared and shared[:2] == (seq, channel.version) else None
-            if shared is None:
-                shared = _StoredEvent.encode({"task": task}, None, None)
-                channel.shared = (seq, channel.version, weakref.ref(shared))
+            shared = channel.shared_task()
         return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, shared)],
                          ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
 

@@ -523,3 +523,53 @@ def test_an_async_agent_that_fails_after_its_chunks_keeps_them_and_ends_failed()
     assert status["state"] == "TASK_STATE_FAILED" and "ValueError" in str(status["message"])
     task = client.result("GetTask", {"id": frames[0][1]["result"]["task"]["id"]})
     assert "".join(p["text"] for p in task["artifacts"][0]["parts"]) == "t0 t1 t2 t3 t4 "
+
+
+def test_readers_that_fell_behind_share_one_copy_of_the_task_and_get_no_event_twice():
+    """Two subscribers that read nothing while the agent made more events than
+    the replay buffer keeps: each is given the task as it is now, one copy of
+    its JSON for both (not one each: with tens of such readers on a big task,
+    memory grew by the task's size for each), numbered as the newest event,
+    and then only what comes after it (the events it holds are not given
+    again: a client appending them would show every chunk twice)."""
+    more, end = threading.Event(), threading.Event()
+
+    def agent(ctx):
+        yield a2a_min.status_update("TASK_STATE_WORKING")
+        more.wait(30)
+        for i in range(20):
+            yield "c%d," % i
+        end.wait(30)
+    server = a2a_min.Server(agent, store=MemoryTaskStore(replay_buffer=4))
+    client = Client(server)
+    task_id = client.result("SendMessage", {"message": user_message("go"), "configuration": {
+        "returnImmediately": True}})["task"]["id"]
+    call = a2a_min.CallContext(headers={"a2a-version": "1.0"})
+
+    def until(done):                 # (GetTask: what the turn holds is written first)
+        deadline = time.monotonic() + 10
+        while not done(client.result("GetTask", {"id": task_id})):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    try:
+        until(lambda task: task["status"]["state"] == "TASK_STATE_WORKING")
+        readers = [server.call("SubscribeToTask", {"id": task_id}, call) for _ in range(2)]
+        for reader in readers:
+            assert "task" in next(reader)[1]
+        more.set()
+        until(lambda task: len(task.get("artifacts", [{"parts": []}])[0]["parts"]) >= 19)
+        behind = [next(reader) for reader in readers]
+        assert behind[0][1] is behind[1][1], behind            # one copy for both
+        assert "task" in behind[0][1], behind
+        seq, whole = behind[0]
+        assert "".join(p["text"] for p in whole["task"]["artifacts"][0]["parts"]) == \
+            "".join("c%d," % i for i in range(20))
+        end.set()
+        rest = list(readers[0])
+        assert all(later > seq for later, _ in rest)
+        texts = [p["text"] for _, e in rest if "artifactUpdate" in e
+                 for p in e["artifactUpdate"]["artifact"]["parts"]]
+        assert all(not text for text in texts), texts    # (at most the empty closing chunk)
+        assert rest[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        more.set(), end.set()
