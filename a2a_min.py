@@ -3375,6 +3375,21 @@ def _as_it_is(body):
 
 
 _KEEPALIVE = b": keep-alive\n\n"
+
+
+def _unsent(sock, before):
+    """Bytes the kernel still holds for ``sock``'s client (Linux: TIOCOUTQ;
+    0 where it cannot tell), or -1 if they are ``before``'s or more: the
+    client read nothing since the last keep-alive (a kernel's buffers take a
+    stream's megabytes without a write ever waiting), and its stream ends."""
+    try:
+        import fcntl
+        import termios
+        held = int.from_bytes(fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, bytes(4)),
+                              sys.byteorder, signed=True)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return 0
+    return -1 if held and held >= before else held
 # The last frame of a stream the server ends as it shuts down: come back in a
 # second, and send Last-Event-ID to resume where this stream stopped.
 _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000\n\n"
@@ -6560,7 +6575,10 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                 if chunk is None:
                     sock.sendall(head)             # (else the client waits for it)
                     out, chunk = b"", next(stream, None)
+                unsent = 0                         # (at the last keep-alive: _unsent)
                 while chunk is not None and not gone:
+                    if chunk is _KEEPALIVE and (unsent := _unsent(sock, unsent)) < 0:
+                        return False               # it reads nothing: the task goes on
                     if len(chunk) > _JOINED:       # (a large chunk is sent as it is, not copied)
                         sock.sendall(out if close else out + b"%x\r\n" % len(chunk))
                         sock.sendall(chunk)
@@ -7143,6 +7161,7 @@ class _LoopConnection:
         write, stream = self.transport.write, response.stream
         out = _response_head(response, not keep, self.date)
         chunks = _LoopStream(stream, self.loop)
+        unsent, sock = 0, self.transport.get_extra_info("socket")     # (at the last keep-alive)
         try:
             chunk = _ready_now(stream)             # (what is ready goes with the head)
             if chunk is None:
@@ -7154,6 +7173,11 @@ class _LoopConnection:
                         chunk = await chunks.__anext__()
                     except StopAsyncIteration:
                         break
+                if chunk is _KEEPALIVE and sock is not None and \
+                        (unsent := _unsent(sock, unsent)) < 0:
+                    self.closed = True             # it reads nothing (_unsent): the task goes on
+                    self.transport.abort()
+                    return
                 if len(chunk) > _JOINED:           # (a slice at a time: what waits to be sent
                     write(out + b"%x\r\n" % len(chunk) if keep else out)   # is bounded, and
                     view = memoryview(chunk)       # the chunk, which streams may share, is

@@ -279,3 +279,39 @@ def test_each_line_an_exec_program_prints_arrives_as_it_is_printed(host, tmp_pat
     finally:
         gate.write_text("")
         stream.close()
+
+
+@pytest.mark.parametrize("host_class", [ThreadsHostClient, AsyncioHostClient])
+def test_a_subscriber_that_reads_nothing_is_let_go_though_the_kernel_took_its_bytes(host_class):
+    """A client that stops reading while the kernel still takes the stream's
+    bytes (they fit in its buffers: no write ever waits, so no timeout ever
+    fires) is let go at the second keep-alive that finds them all still
+    there; it used to hold its connection, and on threads a thread, for ever."""
+    import socket
+    import time
+
+    def agent(ctx):
+        yield a2a_min.status_update("TASK_STATE_INPUT_REQUIRED", "x" * 8000)
+    client = host_class(a2a_min.Server(agent, keepalive_interval=0.2))
+    try:
+        task_id = client.result("SendMessage", {"message": {
+            "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}})["task"]["id"]
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)    # (a window soon full)
+        sock.connect(("127.0.0.1", client.port))
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+                           "params": {"id": task_id}}).encode()
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\nContent-Type: "
+                     b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        time.sleep(2)                      # (reading nothing: ten keep-alives' time)
+        sock.settimeout(GUARD)
+        got, ended, deadline = b"", False, time.monotonic() + GUARD
+        try:
+            while not ended and time.monotonic() < deadline:    # (keep-alives: it never ends)
+                data = sock.recv(65536)
+                got, ended = got + data, not data
+        except ConnectionResetError:       # (asyncio aborts it)
+            ended = True
+        assert b'"task"' in got and ended  # it had its task, then its connection ended
+    finally:
+        client.close()
