@@ -24,6 +24,8 @@ server's own port then no longer has it: bounded in connections, and
 answering only the Host names it should, as the server's own port does.
 """
 
+import socket
+import sys
 import threading
 
 import a2a_min
@@ -146,7 +148,8 @@ def serve_metrics(server, host="127.0.0.1", port=9464, *, allowed_hosts=(),
     ``allowed_hosts`` ("*": any); another name gets 421, for a page of another
     site can point a name it owns at this address (DNS rebinding). At most
     ``max_connections`` at once, each a thread (one more is answered 503 and
-    closed), and a connection that sends nothing for ``timeout`` seconds is closed."""
+    closed), and a request must arrive whole within ``timeout`` seconds (a
+    client that trickles a byte at a time is cut there, not kept by each byte)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     metrics = server.metrics
     if metrics is None:
@@ -156,14 +159,33 @@ def serve_metrics(server, host="127.0.0.1", port=9464, *, allowed_hosts=(),
     slots = threading.BoundedSemaphore(max_connections)
 
     class Handler(BaseHTTPRequestHandler):
+        def handle(self):
+            cut = threading.Timer(timeout, self.cut)   # (the whole request, not each byte)
+            cut.daemon = True
+            cut.start()
+            try:
+                super().handle()
+            finally:
+                cut.cancel()
+
+        def cut(self):
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
         def do_GET(self):
             said = self.headers.get("Host")
             name = _name(said or "")
+            if said is None and self.request_version == "HTTP/1.1" or \
+                    len(self.headers.get_all("Host") or ()) > 1:
+                self.send_error(400, "an HTTP/1.1 request names one Host (RFC 9112 3.2)")
+                return
             if said is not None and not (name in names or "*" in names or any_address and (
                     name[:1] == "[" or not name.strip("0123456789.")) or
                     a2a_min._answers_to(server, said)):
                 found, status = False, 421
-                body = (f"this listener does not answer to the name {name[:80]!r}: name it in "
+                body = (f"this listener does not answer to Host {said[:80]!r}: name it in "
                         "serve_metrics(allowed_hosts=...) or --allow-host\n").encode()
             else:
                 found = self.path.partition("?")[0] == "/metrics"
@@ -197,6 +219,10 @@ def serve_metrics(server, host="127.0.0.1", port=9464, *, allowed_hosts=(),
             except BaseException:
                 slots.release()
                 raise
+
+        def handle_error(self, request, client_address):
+            if not isinstance(sys.exc_info()[1], OSError):   # (a client cut or gone: quiet)
+                super().handle_error(request, client_address)
 
         def process_request_thread(self, request, client_address):
             try:

@@ -6,6 +6,7 @@ served on an address of its own, and nothing at all when it is off."""
 import http.client
 import json
 import sys
+import time
 
 import pytest
 
@@ -241,7 +242,9 @@ def test_metrics_apart_answer_only_the_names_they_should():
                      "a2a.internal:9464"):
             assert metrics_get(port, host)[0] == 200, host
         status, body = metrics_get(port, f"rebound.example:{port}")
-        assert status == 421 and b"'rebound.example'" in body and b"allowed_hosts" in body
+        assert status == 421 and b"'rebound.example:" in body and b"allowed_hosts" in body
+        status, body = metrics_get(port, "localhost:1@evil.example")
+        assert status == 421 and b"'localhost:1@evil.example'" in body
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -269,9 +272,50 @@ def test_metrics_apart_hold_at_most_max_connections_and_close_idle_ones():
         extra.close()
         for sock in idle:                               # the listener closes each idle one
             assert sock.recv(100) == b""
-        assert metrics_get(port)[0] == 200
+        deadline = time.monotonic() + 10
+        while metrics_get(port)[0] != 200:              # (their threads let go of their places)
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
     finally:
         for sock in idle:
+            sock.close()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_metrics_apart_cut_a_request_that_trickles_and_want_one_host():
+    """A request must arrive whole within ``timeout``: a client sending a byte
+    now and then (each within the timeout) is cut at it, not kept by each
+    byte, so a few such clients cannot keep every scrape at 503. HTTP/1.1
+    without Host, or with two, is 400."""
+    import socket
+
+    import a2a_metrics
+    server = a2a_min.Server(lambda ctx: "ok", metrics=True)
+    port = free_port()
+    httpd = a2a_metrics.serve_metrics(server, "127.0.0.1", port, max_connections=2, timeout=0.5)
+    slow = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(2)]
+    try:
+        ended = [False, False]
+        deadline = time.monotonic() + 10
+        while not all(ended) and time.monotonic() < deadline:
+            for i, sock in enumerate(slow):
+                try:
+                    sock.send(b"G")            # (a byte every 0.1 s: never idle for 0.5 s)
+                except OSError:
+                    ended[i] = True
+            time.sleep(0.1)
+        assert all(ended)
+        while metrics_get(port)[0] != 200:     # (their threads let go of their places)
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        for head in (b"GET /metrics HTTP/1.1\r\n\r\n",
+                     b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n"):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(head)
+                assert sock.makefile("rb").readline().startswith(b"HTTP/1.0 400"), head
+    finally:
+        for sock in slow:
             sock.close()
         httpd.shutdown()
         httpd.server_close()
