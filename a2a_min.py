@@ -3389,7 +3389,9 @@ def _unsent(sock, before):
                               sys.byteorder, signed=True)
     except (ImportError, AttributeError, OSError, ValueError):
         return 0
-    return -1 if held and held >= before else held
+    return -1 if held and before and held >= before else held
+
+
 # The last frame of a stream the server ends as it shuts down: come back in a
 # second, and send Last-Event-ID to resume where this stream stopped.
 _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000\n\n"
