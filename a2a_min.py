@@ -6538,8 +6538,7 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                 self.certificate = sock.getpeercert() or None   # ssl's dict, if it sent one
             self.wait = timeout                    # the socket's timeout now
             sock.settimeout(timeout)
-            self.peer = self.client_address[0]
-            reader, buffer = _RequestReader(**limits), bytearray()
+            self.peer, reader, buffer = self.client_address[0], _RequestReader(**limits), bytearray()
             self.server.open.add(sock)
             try:
                 while not server._closing.is_set() or buffer:
@@ -6563,8 +6562,7 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
 
         def _send(self, sock, response, close, head_only=False):
             """Write ``response``; False if the client has gone."""
-            head = _response_head(response, close, date)
-            stream = response.stream
+            head, stream = _response_head(response, close, date), response.stream
             if self.wait != timeout:               # a client that stops reading is dropped
                 self.wait = timeout
                 sock.settimeout(timeout)
@@ -6572,15 +6570,14 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                 if stream is None or head_only:    # (a HEAD's answer has no body, ever)
                     sock.sendall(head if head_only else head + response.body)
                     return True
-                out, chunk = head, _ready_now(stream)   # (what is ready goes with the head)
+                out, chunk, unsent = head, _ready_now(stream), 0    # (ready: with the head)
                 gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
                 if chunk is None:
                     sock.sendall(head)             # (else the client waits for it)
                     out, chunk = b"", next(stream, None)
-                unsent = 0                         # (at the last keep-alive: _unsent)
                 while chunk is not None and not gone:
                     if chunk is _KEEPALIVE and (unsent := _unsent(sock, unsent)) < 0:
-                        return False               # it reads nothing: the task goes on
+                        return False               # it reads nothing (_unsent): the task goes on
                     if len(chunk) > _JOINED:       # (a large chunk is sent as it is, not copied)
                         sock.sendall(out if close else out + b"%x\r\n" % len(chunk))
                         sock.sendall(chunk)
@@ -6670,6 +6667,8 @@ def _threaded_server(server, max_connections, date, per_peer):
             within ``grace`` seconds, close idle connections, then the socket."""
             deadline = time.monotonic() + grace
             server.shutdown(grace)
+            # (streams woken at the grace's end write their last frame: a second at least)
+            deadline = max(deadline, time.monotonic() + 1.0)
             while True:
                 for sock in list(self.open):       # an idle keep-alive wakes up and closes
                     try:
