@@ -6525,8 +6525,7 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
     import socketserver
 
     class Handler(socketserver.BaseRequestHandler):
-        """One connection, on a thread of its own: read a request, answer it,
-        and again while the client keeps the connection alive."""
+        """One connection, on a thread of its own: requests and answers while it is kept."""
 
         def handle(self):
             self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -6547,6 +6546,7 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                         return
             finally:
                 self.server.open.discard(sock)
+                self.server.hangups.forget(sock)
                 if sock is not self.request:       # (TLS: socketserver closes only its own)
                     sock.close()
 
@@ -6717,10 +6717,12 @@ class _Hangups:
     """One thread per threaded server, while any of its streams waits: it
     polls their sockets for a client's close (EPOLLRDHUP: not for data, which
     a pipelined request may send) and wakes the stream, which then ends and
-    frees its connection at once rather than at its next keep-alive write."""
+    frees its connection at once rather than at its next keep-alive write. A
+    socket stays registered for its connection's life (forget()): the streams
+    of a kept connection cost no system call each."""
 
     def __init__(self):
-        self.poll, self.wakes, self.lock = None, {}, threading.Lock()
+        self.poll, self.wakes, self.socks, self.lock = None, {}, set(), threading.Lock()
 
     def watch(self, sock, stream):
         """A list, [True] once ``sock``'s client has closed (Linux: elsewhere
@@ -6730,33 +6732,47 @@ class _Hangups:
         gone, channel = [], getattr(getattr(stream, "events", None), "channel", None)
         if channel is None or stream.done or not hasattr(select, "EPOLLRDHUP"):
             return gone
+        fd = sock.fileno()
         with self.lock:
             if self.poll is None:
-                self.poll = select.epoll()
+                self.poll, self.socks = select.epoll(), set()
                 threading.Thread(target=self._run, args=(self.poll,), daemon=True,
                                  name="a2a-hangups").start()
-            self.wakes[sock.fileno()] = (gone, channel)
-            self.poll.register(sock.fileno(), select.EPOLLRDHUP)
+            self.wakes[fd] = (gone, channel)
+            if fd not in self.socks:
+                self.poll.register(fd, select.EPOLLRDHUP)
+                self.socks.add(fd)
         return gone
 
     def unwatch(self, sock):
         with self.lock:
-            if self.wakes.pop(sock.fileno(), None) is not None:
-                self.poll.unregister(sock.fileno())
+            self.wakes.pop(sock.fileno(), None)
+
+    def forget(self, sock):
+        """The connection ends: its socket is no longer watched (before it is
+        closed, as its number may be given to the next one)."""
+        with self.lock:
+            fd = sock.fileno()
+            self.wakes.pop(fd, None)
+            if fd in self.socks:
+                self.socks.discard(fd)
+                self.poll.unregister(fd)
 
     def _run(self, poll):
         while True:
             for fd, _ in poll.poll(1.0):
                 with self.lock:
                     gone, channel = self.wakes.pop(fd, (None, None))
-                    if gone is not None:
+                    if fd in self.socks:           # (closed: it would be told again and again)
+                        self.socks.discard(fd)
                         poll.unregister(fd)
+                    if gone is not None:
                         gone.append(True)
                 if channel is not None:
                     channel.wake()
             with self.lock:                        # none left to watch: the thread ends
                 if not self.wakes:
-                    self.poll = None
+                    self.poll, self.socks = None, set()
                     return poll.close()
 
 
