@@ -107,16 +107,19 @@ def _tls_problem(error):
 # end that group: SIGTERM, then SIGKILL ``stop_grace`` seconds later; it is
 # always waited for, so no zombie is left. A server that dies without
 # stopping (kill -9 of a worker, a crash) takes its programs too, on Linux:
-# each starts with PR_SET_PDEATHSIG (prctl(2), called through ctypes in
-# Popen's preexec_fn), and the kernel kills it when its parent dies. Two
-# caveats shape how. The kernel's "parent" is the *thread* that forked, so
-# every program is started by one thread that lives as long as the process
-# (_Programs.start), never by a request's thread, which ends with its
-# connection while the turn goes on in a worker. And preexec_fn runs Python
-# between fork and exec in a process with threads, where a lock another
-# thread held stays held: it makes that one call and nothing else. The
-# kernel's signal reaches the program alone; its children are reached by the
-# group's signals, and one that leaves the group (setsid) by none of these.
+# each starts with PR_SET_PDEATHSIG, set by util-linux's setpriv(1), which
+# then executes the program, and the kernel kills it when its parent dies.
+# Two caveats shape how. The kernel's "parent" is the *thread* that forked,
+# so every program is started by one thread that lives as long as the
+# process (_Programs.start), never by a request's thread, which ends with its
+# connection while the turn goes on in a worker. And nothing of ours runs
+# between fork and exec (no preexec_fn): Popen can then vfork, which runs no
+# fork handler; a forked child of a process serving gRPC ran gRPC's, and
+# sometimes crashed (SIGSEGV) before it was the program. Where there is no
+# setpriv (not Linux, or no util-linux) a server that dies leaves its
+# programs to their timeout. The kernel's signal reaches the program alone;
+# its children are reached by the group's signals, and one that leaves the
+# group (setsid) by none of these.
 # With --workers N the process that forks the workers (a2a_store's
 # serve_workers) ends them all: on Linux it adopts what a dead program leaves.
 #
@@ -307,38 +310,34 @@ class _Programs:
 def _launch_programs(jobs):
     """The launcher thread: start each program asked for (see above)."""
     import subprocess
-    die_with_parent = _death_signal()
+    before = _death_signal()
     while True:
         job = jobs.get()
         try:
-            job[3] = subprocess.Popen(job[0], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, env=job[1], start_new_session=True,
-                                      preexec_fn=die_with_parent)
+            job[3] = subprocess.Popen(before + job[0], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      env=job[1], start_new_session=True)
         except Exception as error:                 # (the turn that asked raises it)
             job[3] = error
         job[2].set()
 
 
 def _death_signal():
-    """Popen's preexec_fn that has the kernel kill the program when the
-    thread that started it dies (Linux's PR_SET_PDEATHSIG), or None where
-    there is no such thing."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (ImportError, OSError, AttributeError):
-        return None
-    import signal
-    parent = os.getpid()
-    option, kill = ctypes.c_int(1), ctypes.c_ulong(signal.SIGKILL)     # 1: PR_SET_PDEATHSIG
-
-    def die_with_parent():
-        prctl(option, kill)
-        if os.getppid() != parent:                 # the parent died before that call
-            os._exit(1)
-    return die_with_parent
+    """What goes before each program's own words so that the kernel kills it
+    when the thread that started it dies: util-linux's ``setpriv --pdeathsig
+    KILL --`` (Linux's PR_SET_PDEATHSIG), or nothing where there is none."""
+    import shutil
+    import subprocess
+    setpriv = shutil.which("setpriv", path=os.environ.get("PATH", "") + ":/usr/bin:/bin")
+    if not sys.platform.startswith("linux") or setpriv is None:
+        return []
+    words = [setpriv, "--pdeathsig", "KILL", "--"]
+    try:                                           # (util-linux before 2.33 has no --pdeathsig)
+        subprocess.run(words + ["true"], check=True, timeout=10, env={},
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return words
 
 
 def _environment_value(text, limit=1024):

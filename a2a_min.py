@@ -6804,16 +6804,19 @@ def _cannot_listen(error, host, port):
     address taken, not here or not allowed, one line naming the fix and exit
     status 1 (SystemExit, as werkzeug's run_simple), not a traceback."""
     import errno
+    code = getattr(error, "errno", None)
+    if code is None and type(error) is OSError:    # asyncio (3.13) drops each address that is
+        code = errno.EADDRNOTAVAIL                 # not here and says none was left (bpo-30945)
     fix = {errno.EADDRINUSE: "pick another port (--port N, serve(port=N)) or stop what uses it",
            errno.EADDRNOTAVAIL: f"this machine has no address {host}: listen on 127.0.0.1, "
                                 "0.0.0.0 (all its addresses) or one of its own",
            errno.EACCES: "a port below 1024 needs privileges: pick one above 1023",
-           }.get(getattr(error, "errno", None))
+           }.get(code)
     if isinstance(error, OverflowError):       # (socket's "bind(): port must be 0-65535")
         return SystemExit(f"a2a_min: cannot listen on port {port}: a port is 0 to 65535 "
                           "(0: any free one)")
     return error if fix is None else SystemExit(
-        f"a2a_min: cannot listen on {host}:{port}: {os.strerror(error.errno)}; {fix}")
+        f"a2a_min: cannot listen on {host}:{port}: {os.strerror(code)}; {fix}")
 
 
 def _say_where(listener):

@@ -345,6 +345,27 @@ def test_a_worker_killed_takes_its_program_with_it(tmp_path):
             os.kill(pid, 9)
 
 
+def test_programs_a_grpc_server_starts_are_never_crashed_by_grpcs_fork_handlers():
+    """Beside a gRPC server whose threads are inside gRPC, a forked child runs
+    gRPC's fork handlers, and one in a few crashed (SIGSEGV) before it was the
+    program: each program is started without our code between fork and exec
+    (setpriv sets the death signal), so Popen vforks and none runs."""
+    from harness import GrpcClient, grpc_available
+    if not grpc_available():
+        pytest.skip("gRPC binding: needs grpcio, protobuf and googleapis-common-protos")
+    client = GrpcClient(a2a_min.Server(a2a_cli.exec_agent(["echo", "hi"])))
+    try:
+        from google.protobuf.json_format import MessageToDict
+        ends = []
+        for n in range(30):
+            *_, last = client._rpc("SendStreamingMessage", {"message": user_message(f"x{n}")},
+                                   {"a2a-version": "1.0"})
+            ends.append(MessageToDict(last)["statusUpdate"]["status"])
+        assert all(end["state"] == "TASK_STATE_COMPLETED" for end in ends), ends
+    finally:
+        client.close()
+
+
 def test_cancel_ends_a_program_that_closed_its_output_and_frees_its_slot(tmp_path):
     pids = tmp_path / "pid"
     client = serve(program(

@@ -94,6 +94,7 @@ class Reader:
 
 
 def _text(event):
+    assert "artifactUpdate" in event, json.dumps(event)
     return event["artifactUpdate"]["artifact"]["parts"][0]["text"]
 
 
