@@ -3382,6 +3382,8 @@ def _unsent(sock, before):
     0 where it cannot tell), or -1 if they are ``before``'s or more: the
     client read nothing since the last keep-alive (a kernel's buffers take a
     stream's megabytes without a write ever waiting), and its stream ends."""
+    if sock is None:                               # (a transport without one)
+        return 0
     try:
         import fcntl
         import termios
@@ -6572,9 +6574,9 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
                     return True
                 out, chunk, unsent = head, _ready_now(stream), 0    # (ready: with the head)
                 gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
-                if chunk is None:
-                    sock.sendall(head)             # (else the client waits for it)
-                    out, chunk = b"", next(stream, None)
+                if chunk is None:                  # (the head alone, unless it waits)
+                    out = head if _head_waits(stream) else sock.sendall(head) or b""
+                    chunk = next(stream, None)
                 while chunk is not None and not gone:
                     if chunk is _KEEPALIVE and (unsent := _unsent(sock, unsent)) < 0:
                         return False               # it reads nothing (_unsent): the task goes on
@@ -6669,6 +6671,7 @@ def _threaded_server(server, max_connections, date, per_peer):
             server.shutdown(grace)
             # (streams woken at the grace's end write their last frame: a second at least)
             deadline = max(deadline, time.monotonic() + 1.0)
+            self.hangups.draining = True
             while True:
                 for sock in list(self.open):       # an idle keep-alive wakes up and closes
                     try:
@@ -6723,6 +6726,7 @@ class _Hangups:
 
     def __init__(self):
         self.poll, self.wakes, self.socks, self.lock = None, {}, set(), threading.Lock()
+        self.draining = False         # drain() shuts every connection's read side: not a close
 
     def watch(self, sock, stream):
         """A list, [True] once ``sock``'s client has closed (Linux: elsewhere
@@ -6762,7 +6766,8 @@ class _Hangups:
         while True:
             for fd, _ in poll.poll(1.0):
                 with self.lock:
-                    gone, channel = self.wakes.pop(fd, (None, None))
+                    gone, channel = self.wakes.pop(fd, (None, None)) if not self.draining \
+                        else (None, None)          # (drain() shut its read side: no close)
                     if fd in self.socks:           # (closed: it would be told again and again)
                         self.socks.discard(fd)
                         poll.unregister(fd)
@@ -7181,10 +7186,10 @@ class _LoopConnection:
         write, stream = self.transport.write, response.stream
         out = _response_head(response, not keep, self.date)
         chunks = _LoopStream(stream, self.loop)
-        unsent, sock = 0, self.transport.get_extra_info("socket")     # (at the last keep-alive)
+        unsent = 0                                 # (bytes unsent at the last keep-alive)
         try:
             chunk = _ready_now(stream)             # (what is ready goes with the head)
-            if chunk is None:
+            if chunk is None and not _head_waits(stream):
                 write(out)                         # (else the client waits for it)
                 out = b""
             while True:
@@ -7193,8 +7198,8 @@ class _LoopConnection:
                         chunk = await chunks.__anext__()
                     except StopAsyncIteration:
                         break
-                if chunk is _KEEPALIVE and sock is not None and \
-                        (unsent := _unsent(sock, unsent)) < 0:
+                if chunk is _KEEPALIVE and (unsent := _unsent(
+                        self.transport.get_extra_info("socket"), unsent)) < 0:
                     self.closed = True             # it reads nothing (_unsent): the task goes on
                     self.transport.abort()
                     return
@@ -7255,6 +7260,13 @@ def _ready_now(stream):
         return poll()
     except StopIteration:
         return None
+
+
+def _head_waits(stream):
+    """Whether a stream's head waits for its first event, to go with it in one
+    write: a new task's, due within first_event_wait (_Follower.begin_at).
+    Any other stream's head goes at once (else its client waits for it)."""
+    return bool(getattr(stream, "begin_at", None))
 
 
 def _chunks_to(request):

@@ -307,3 +307,32 @@ def test_a_stream_cut_by_a_server_shutdown_says_so_and_how_to_resume(host):
     assert "shutting down or restarting" in err, err
     assert re.search(rf"a2a_min\.py watch http://127\.0\.0\.1:{port} {task_id} "
                      r"--last-event-id \d+", err), err
+
+
+def test_the_read_side_drain_shuts_is_not_taken_for_a_clients_close():
+    """drain() shuts the read side of every open connection (an idle one wakes
+    and closes); the hang-up watch of a connection that streams saw that as
+    its client's close, and the stream ended without its retry frame (one in
+    ten shutdowns). Here, ten: each stream's last frame is the retry."""
+    import socket
+    from harness import Live
+
+    def agent(ctx):
+        yield "working"
+        ctx.cancelled.wait(5)                      # (the grace passes first)
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {
+        "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}}}).encode()
+    for _ in range(10):
+        live = Live(a2a_min.Server(agent))
+        with socket.create_connection(("127.0.0.1", live.port), timeout=10) as sock:
+            sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\nContent-Type: "
+                         b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            got = b""
+            while b"working" not in got:
+                got += sock.recv(65536)
+            live.httpd.shutdown()                  # (serve_forever returns: then drain)
+            live.httpd.drain(grace=0.05)
+            while (data := sock.recv(65536)):
+                got += data
+        assert b"retry: 1000" in got, got.decode(errors="replace")[-300:]
