@@ -1005,6 +1005,11 @@ def verbs_main(argv=None, out=None, err=None):
             print("  (give this command line the credentials with --auth 'Bearer <token>', or "
                   "--auth 'X-API-Key: <key>', or in $A2A_AUTH)", file=err)
         if isinstance(error, a2a_min.AuthenticationRequiredError) and args.auth and \
+                error.message.startswith("invalid credentials"):
+            print("  (the server refused the credentials --auth gave" + (
+                  ", from $A2A_AUTH" if args.auth == os.environ.get("A2A_AUTH") else "")
+                  + ": check the token or key, and that it is this agent's)", file=err)
+        if isinstance(error, a2a_min.AuthenticationRequiredError) and args.auth and \
                 len(args.auth.split()) == 1 and ":" not in args.auth:
             print("  (--auth has one word and no scheme, so the Authorization header sent was "
                   "not 'Bearer <token>': write --auth 'Bearer <token>', or a header of its own: "

@@ -741,6 +741,14 @@ def test_send_exits_by_the_state_the_task_was_left_in(stream):
         "was CANCELED" in helped
 
 
+def test_a_token_the_server_refuses_is_said_to_be_what_auth_gave(live_agent):
+    """The server's hint is curl's (send -H ...): the command line names its own flag."""
+    done = cli("get", live_agent.url, "nope", "--auth", "Bearer wrong")
+    assert done.returncode == 1 and "invalid credentials" in done.stderr, done.stderr
+    assert "refused the credentials --auth gave: check the token" in done.stderr, done.stderr
+    assert "wrong" not in done.stderr
+
+
 def test_auth_without_a_scheme_is_told_it_is_not_bearer(live_agent):
     done = cli("get", live_agent.url, "nope", "--auth", "s3cret")
     assert done.returncode == 1
