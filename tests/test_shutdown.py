@@ -313,7 +313,7 @@ def test_the_read_side_drain_shuts_is_not_taken_for_a_clients_close():
     """drain() shuts the read side of every open connection (an idle one wakes
     and closes); the hang-up watch of a connection that streams saw that as
     its client's close, and the stream ended without its retry frame (one in
-    ten shutdowns). Here, ten: each stream's last frame is the retry."""
+    ten shutdowns). Here, ten: each stream's last frame says why it ends."""
     import socket
     from harness import Live
 
@@ -335,4 +335,6 @@ def test_the_read_side_drain_shuts_is_not_taken_for_a_clients_close():
             live.httpd.drain(grace=0.05)
             while (data := sock.recv(65536)):
                 got += data
-        assert b"retry: 1000" in got, got.decode(errors="replace")[-300:]
+        # (the retry frame; or, with a store other processes share, the task's end: FAILED,
+        # saying the server shut down)
+        assert b"retry: 1000" in got or b"the server shut down" in got, got[-300:]
