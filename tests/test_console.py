@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import time
 
 import pytest
 
@@ -197,9 +198,12 @@ def test_browser_send_see_the_events_with_ids_and_the_task_completed(browser, de
 
 
 def test_browser_open_a_task_from_the_list(browser, demo):
-    ids = [demo.rpc("SendMessage", {"message": {"messageId": f"m{i}", "role": "ROLE_USER",
-                                                 "parts": [{"text": f"number {i}"}]}}
-                    )["result"]["task"]["id"] for i in range(3)]
+    ids = []
+    for i in range(3):            # (2 ms apart: tasks of one millisecond have no order of age)
+        time.sleep(0.002)
+        ids.append(demo.rpc("SendMessage", {"message": {
+            "messageId": f"m{i}", "role": "ROLE_USER", "parts": [{"text": f"number {i}"}]}}
+        )["result"]["task"]["id"])
     open_console(browser, demo)
     wait_for(browser, lambda d: len(d.find_elements("css selector", "#tasks button")) == 3,
              "the list showed the three tasks")
