@@ -49,14 +49,18 @@ def in_process():
                                    SEND).body)
 
 
-def threads():
-    httpd = a2a_min.make_http_server(server, "127.0.0.1", 0)
+def served(httpd):
+    """over_http() against ``httpd`` (socketserver's kind), served on a thread meanwhile."""
     threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
     try:
         return over_http(httpd.server_address[1])
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def threads():
+    return served(a2a_min.make_http_server(server, "127.0.0.1", 0))
 
 
 def on_asyncio():
@@ -88,13 +92,7 @@ def wsgi():
     class Quiet(WSGIRequestHandler):
         def log_message(self, *args):
             pass
-    httpd = make_server("127.0.0.1", 0, a2a_min.wsgi_app(server), handler_class=Quiet)
-    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-    try:
-        return over_http(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    return served(make_server("127.0.0.1", 0, a2a_min.wsgi_app(server), handler_class=Quiet))
 
 
 def asgi():
