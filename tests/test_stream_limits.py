@@ -240,26 +240,37 @@ def test_the_asyncio_cap_stays_below_the_descriptor_limit():
         proc.wait()
 
 
-def test_the_asyncio_server_counts_a_tls_connection_from_accept():
-    # Three clients that connect and never begin their TLS handshake hold
-    # three sockets: they count against max_connections (3) at once, and the
-    # next client, handshake done, is answered 503.
+def tls_server():
+    """The server side of TLS with the suite's certificate."""
     import ssl
     pki = suite_pki()
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(pki["cert"], pki["key"])
+    return tls
+
+
+def card_over_tls(port):
+    """The first bytes of the answer to GET the agent card over TLS."""
+    import ssl
+    client = ssl.create_default_context(cafile=suite_pki()["ca"])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            client.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+        sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        return sock.recv(65536)
+
+
+def test_the_asyncio_server_counts_a_tls_connection_from_accept():
+    # Three clients that connect and never begin their TLS handshake hold
+    # three sockets: they count against max_connections (3) at once, and the
+    # next client, handshake done, is answered 503.
     server = a2a_min.Server(lambda ctx: "hi")
-    with serving("asyncio", server, tls=tls, max_connections=3, handshake_timeout=30) as port:
+    with serving("asyncio", server, tls=tls_server(), max_connections=3,
+                 handshake_timeout=30) as port:
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
         try:
             until(lambda: server.stats()["hosts"]["asyncio"]["connections"] == 3,
                   "the handshakes not begun are counted")
-            client = ssl.create_default_context(cafile=pki["ca"])
-            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
-                    client.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
-                sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\n"
-                             b"Host: 127.0.0.1\r\n\r\n")
-                assert sock.recv(65536).startswith(b"HTTP/1.1 503")
+            assert card_over_tls(port).startswith(b"HTTP/1.1 503")
         finally:
             for sock in idle:
                 sock.close()
@@ -268,23 +279,15 @@ def test_the_asyncio_server_counts_a_tls_connection_from_accept():
 def test_a_tls_handshake_that_never_ends_is_not_counted_for_ever():
     # asyncio ends a handshake past handshake_timeout without telling the
     # protocol: the connection counted at accept() must be let go all the same.
-    import ssl
-    pki = suite_pki()
-    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    tls.load_cert_chain(pki["cert"], pki["key"])
     server = a2a_min.Server(lambda ctx: "hi")
-    with serving("asyncio", server, tls=tls, max_connections=3, handshake_timeout=0.2) as port:
+    with serving("asyncio", server, tls=tls_server(), max_connections=3,
+                 handshake_timeout=0.2) as port:
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
         try:
             until(lambda: all(sock.recv(1) == b"" for sock in idle), "the handshakes end")
             until(lambda: server.stats()["hosts"]["asyncio"]["connections"] == 0,
                   "the connections are let go")
-            client = ssl.create_default_context(cafile=pki["ca"])
-            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
-                    client.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
-                sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\n"
-                             b"Host: 127.0.0.1\r\n\r\n")
-                assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+            assert card_over_tls(port).startswith(b"HTTP/1.1 200")
         finally:
             for sock in idle:
                 sock.close()
