@@ -48,7 +48,6 @@ import errno
 import os
 import sys
 import threading
-import time
 
 try:
     import grpc
@@ -212,10 +211,13 @@ class A2AServiceServicer:
             # A double protobuf carries but JSON cannot: NaN or Infinity in a Struct or Value.
             context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
                 f"the request holds a number JSON has no form for (NaN or Infinity): {exc}")))
-        metrics, started, failed = self.server.metrics, time.perf_counter(), None
         call = self._call_context(context)
-        spans = self.server._spans          # (Server(tracing="opentelemetry"): a2a_otel)
-        span, current = spans.enter_grpc(method, call.headers) if spans else (None, None)
+        observers, failed = self.server.observers, None
+        if observers:                              # (Server(observers=...): as HTTP's are told)
+            watched = a2a_min.Request("POST", f"/{SERVICE_NAME}/{method}", "", call.headers, b"",
+                                      None, call.peer, None, binding="GRPC")
+            watched.call = call
+            a2a_min._started(self.server, watched)
         try:
             return self.server.call(method, params, call)
         except a2a_min.A2AError as error:
@@ -225,11 +227,11 @@ class A2AServiceServicer:
             failed = a2a_min.InternalError
             _unexpected(context, method)
         finally:
-            if metrics is not None:                # (Server(metrics=True): a2a_metrics)
-                metrics.observe(method, "GRPC", failed, time.perf_counter() - started)
-            if span is not None:
-                spans.leave(current)
-                spans.finish_grpc(span, failed)
+            if observers:
+                watched.error = failed
+                a2a_min._returned(watched)
+                a2a_min._answered(watched, "OK" if failed is None else failed.grpc_status, None,
+                                  a2a_min.METHODS[method][2])
 
     def _unary(self, method, request, context):
         result = self._call(method, request, context)

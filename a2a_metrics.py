@@ -82,10 +82,10 @@ def _number(value):
     return repr(float(value)) if isinstance(value, float) else str(int(value))
 
 
-class Metrics:
-    """What a Server counts for GET /metrics (Server(metrics=True) makes one).
-    ``here``: served on the server's own port (False once serve_metrics()
-    serves it apart)."""
+class Metrics(a2a_min.Observer):
+    """What a Server counts for GET /metrics (Server(metrics=True) makes one,
+    the observer of every request answered on any binding). ``here``: served
+    on the server's own port (False once serve_metrics() serves it apart)."""
 
     MEDIA_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -95,6 +95,13 @@ class Metrics:
         self.requests = {}          # (method, binding, outcome) -> count
         self.durations = {}         # (method, binding) -> [count per bucket..., sum, count]
         self.here = True
+
+    def request_answered(self, request, mark):
+        """An A2A request answered (an Observer's event): counted by method,
+        binding and outcome."""
+        call = request.call
+        if call is not None and call.method is not None:
+            self.observe(call.method, request.binding, request.error, request.seconds)
 
     def observe(self, method, binding, error, seconds):
         """One request answered: its A2A ``method``, ``binding``, the class of

@@ -71,7 +71,7 @@ LICENSE file beside it in its repository and must accompany copies of this file.
 
 __all__ = [
     # the server, and the hosts that put it on a socket or under another server
-    "Server", "Response", "serve", "serve_asyncio", "make_http_server", "wsgi_app", "asgi_app",
+    "Server", "Observer", "serve", "serve_asyncio", "make_http_server", "wsgi_app", "asgi_app",
     "lambda_handler",
     # what an agent is given, and what it returns or yields
     "RequestContext", "text_part", "data_part", "file_part", "status_update", "artifact_update",
@@ -79,7 +79,8 @@ __all__ = [
     # who is calling, and where tasks live
     "CallContext", "BearerAuth", "ApiKeyAuth", "MutualTlsAuth", "TaskStore",
     # (A TraceContext, W3C Trace Context, is what CallContext.trace and
-    # RequestContext.trace give: one is reached through them, not named.)
+    # RequestContext.trace give; a Request and its Response are what a host
+    # adapter and an Observer are handed: each is reached, not named.)
     # errors: the base, and those an agent, a hook or a store raises (the rest: the server's)
     "A2AError", "InvalidParamsError", "TaskNotFoundError", "UnsupportedOperationError",
     "ContentTypeNotSupportedError", "InvalidAgentResponseError", "ExtensionSupportRequiredError",
@@ -103,7 +104,9 @@ COMPANION_API = (
     "_no_longer_stored", "_over_share", "_store_full", "_too_many_configs", "_with_pending",
     # an event loop's (section 10), for a shared store's threads
     "_call_on",
-    # the bindings' pieces (section 7) that another binding or page builds on
+    # the bindings' pieces (section 7) that another binding or page builds on; what
+    # a binding tells the observers (Observer)
+    "_started", "_returned", "_answered",
     "_JSON", "_LINK", "_CARD_PATH", "_answer", "_card_response", "_error_headers",
     "_json_body", "_jsonrpc_error", "_last_event_id", "_parse_json_body", "_query_params",
     "_sse_response", "_Peer", "_may_reach",
@@ -1845,7 +1848,10 @@ class RequestContext(str):
     None for a new task), ``task_id``, ``context_id``, ``caller`` (the
     CallContext), ``extensions`` (URIs the client announced), ``metadata``,
     ``configuration``, ``cancelled`` (a threading.Event) and ``trace`` (the
-    turn's TraceContext, W3C Trace Context)."""
+    turn's TraceContext, W3C Trace Context); ``marks``, while observers
+    watch the turn, what each one's turn_started returned, by observer."""
+
+    marks = None
 
     def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
                 extensions=(), metadata=None, configuration=None):
@@ -1974,11 +1980,17 @@ class CallContext:
     @property
     def trace(self):
         """The request's TraceContext, from its traceparent header (read on
-        first use); None when the server's tracing is off."""
+        first use); None when the server's tracing is off. An observer that
+        makes a turn's span sets it to the span's (what the turn sends on)."""
         trace = self._trace
         if trace is None or type(trace) is str:     # (a str: the ids chosen for a new trace)
             trace = self._trace = TraceContext.from_headers(self.headers, trace)
         return trace or None
+
+    @trace.setter
+    def trace(self, trace):
+        if self._trace is not False:                # (tracing off: it stays off)
+            self._trace = trace
 
     @property
     def owner(self):
@@ -2639,8 +2651,8 @@ class _TurnWriter:
             return
         self.done = True                       # (no server's channel holds it: _end_turn)
         self.channel.active = None
-        if "_span" in self.ctx.__dict__:       # (OpenTelemetry's span of the turn: a2a_otel)
-            self.server._spans.turn_ended(self.ctx, "TASK_STATE_COMPLETED")
+        if self.ctx.marks is not None:         # (observers watch the turn)
+            _turn_ended(self.ctx, "TASK_STATE_COMPLETED")
         self.finished.set()
 
     def at_once(self, result, events=None):
@@ -2930,9 +2942,9 @@ class _TurnWriter:
         ended or waits for the client lets go of its channel (Server._forget)."""
         self.done = True
         self.channel.active = None
-        if "_span" in self.ctx.__dict__:       # (OpenTelemetry's span of the turn: a2a_otel)
+        if self.ctx.marks is not None:         # (observers watch the turn)
             task = self.channel.task
-            self.server._spans.turn_ended(self.ctx, task and task["status"]["state"])
+            _turn_ended(self.ctx, task and task["status"]["state"])
         self._unhold()                         # (what failed to be written is dropped)
         task = self.channel.task
         if task is not None:
@@ -3052,6 +3064,138 @@ class _PendingAnswer:
         if self.error is not None:
             raise self.error
         return self.value
+
+
+# -- Observers: what watches a server's work -------------------------------
+#
+# A log, metrics and spans watch requests, agent turns and webhook attempts;
+# none of them changes an answer. They come in through one door,
+# Server(observers=[...]): each an Observer, called at each event below in
+# list order, on the thread doing that work. What a *_started call returns is
+# the observer's own (a span, say), handed back to the call that ends it. The
+# access log is the built-in one (Server(access_log=True)); a2a_metrics's
+# Metrics (metrics=True) and a2a_otel's Spans (tracing="opentelemetry") are
+# companions built on this class. A server with none pays nothing for them.
+
+class Observer:
+    """What watches a Server: its requests on every binding, its agents'
+    turns, its webhook attempts. Each method here does nothing; override
+    those you need. They must be quick and must not raise."""
+
+    def request_started(self, request):
+        """A Request arrived (``binding`` is None until it is answered, but
+        for gRPC's). Returns this observer's mark for it."""
+
+    def request_returned(self, request, mark):
+        """The request's code returned on the thread it arrived on; an event
+        loop may finish its answer later, and a stream runs on."""
+
+    def request_answered(self, request, mark):
+        """Its answer is known: ``request.status``, ``.error``, ``.size``,
+        ``.seconds``, ``.binding`` and ``.call`` (see Request)."""
+
+    def turn_started(self, ctx, call):
+        """An agent's turn begins: ``ctx`` its RequestContext, ``call`` the
+        CallContext of the request that began it (a span of the turn's own
+        says so in ``call.trace``). Returns this observer's mark for it."""
+
+    def turn_ended(self, ctx, state, mark):
+        """The turn is over, its task in ``state`` (None: it made no task)."""
+
+    def webhook_started(self, url, headers):
+        """A webhook POST to ``url`` is about to go; ``headers``: the trace
+        headers it sends, a dict this may change. Returns this observer's mark."""
+
+    def webhook_ended(self, url, status, failure, mark):
+        """The attempt ended: the HTTP ``status`` it got (None: none), and
+        ``failure``, None when delivered, else its outcome ("failed", ...)."""
+
+
+def _started(server, request):
+    request.started = time.perf_counter()
+    request.marks = {observer: observer.request_started(request)
+                     for observer in server.observers}
+
+
+def _returned(request):
+    for observer, mark in request.marks.items():
+        observer.request_returned(request, mark)
+
+
+def _answered(request, status, size, stream):
+    request.status, request.size, request.stream = status, size, stream
+    request.seconds = time.perf_counter() - request.started
+    for observer, mark in request.marks.items():
+        observer.request_answered(request, mark)
+
+
+def _turn_started(server, ctx, call):
+    """Tell the observers a turn begins (they keep their marks in ctx.marks)."""
+    ctx.marks = {observer: observer.turn_started(ctx, call) for observer in server.observers}
+
+
+def _turn_ended(ctx, state):
+    marks, ctx.marks = ctx.marks, None
+    for observer, mark in marks.items():
+        observer.turn_ended(ctx, state, mark)
+
+
+def _observers(server, access_log, tracing, metrics, more):
+    """What watches ``server`` (its options of the same names): the access
+    log, then the metrics and spans it asks for by name (companions), then
+    the caller's own Observers."""
+    if access_log not in (None, False, True, "json", "plain"):
+        raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
+    if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
+            tracing, "get_tracer")):
+        raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
+                         "OpenTelemetry TracerProvider")
+    observers = [_AccessLog(server, access_log)] if access_log else []
+    if metrics:
+        server.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(server)
+        observers.append(server.metrics)
+    if tracing not in (True, False) and os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
+        observers.append(_companion("a2a_otel", "Server(tracing=...)").Spans(
+            server, None if isinstance(tracing, str) else tracing))
+    return observers + list(more)
+
+
+class _AccessLog(Observer):
+    """Server(access_log=...): a line per request answered, to the
+    "a2a_min.access" logger: text, or one JSON object (time, client, method,
+    path without its query, the A2A method, status, bytes, milliseconds,
+    trace, task and principal; never a credential)."""
+
+    def __init__(self, server, form):
+        self.server, self.json = server, form == "json"
+
+    def request_answered(self, request, mark):
+        call, ms, size = request.call, request.seconds * 1000, request.size
+        if call is not None:   # the trace it ran in (a text line: if it came or went on)
+            shown = self.json or call._trace is not None or "traceparent" in call.headers
+            trace = shown and call.trace and call.trace.trace_id
+        else:
+            found = self.server.tracing and _parse_traceparent(
+                request.headers.get("traceparent", ""))
+            trace = found and found[0]
+        if self.json:
+            line = _dumps({
+                "time": self.server._now(), "client": str(request.peer or "") or None,
+                "method": request.method, "path": request.path,
+                "a2a_method": call and call.method, "status": request.status, "bytes": size,
+                "stream": request.stream, "ms": round(ms, 2),
+                "trace_id": trace or None, "task_id": call and call.task_id,
+                "origin_trace_id": call and call.origin and call.origin[3:35],  # (its maker)
+                "principal": None if call is None or call.principal is None
+                else str(call.principal),
+            }).decode()
+        else:
+            line = (f"{request.peer or '-'} \"{request.method} {request.path}"
+                    f"{'?' if request.query else ''}{request.query}\" {request.status} "
+                    f"{'-' if size is None else size} {ms:.1f}ms"
+                    f"{' (a stream)' if request.stream else ''}"
+                    f"{' trace=' + trace if trace else ''}")
+        _log().getChild("access").info("%s", line)
 
 
 # =============================================================================
@@ -3519,20 +3663,27 @@ def _with_cors(response, origin):
     return response
 
 
-class _Request:
-    """One HTTP request as the bindings see it (Server.handle_http's arguments):
+class Request:
+    """One request as the bindings see it (Server.handle_http's arguments):
     ``method``, ``path``, ``query``, ``headers`` (lower-case names), ``body``
     bytes, the ``base_url`` the client reached, the client (``peer``: its
-    address and certificate) and an event-loop host's ``spawn`` hook."""
-    __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn",
-                 "call", "error", "span")
+    address and certificate) and an event-loop host's ``spawn`` hook. The
+    gRPC binding makes one too (``binding`` "GRPC", ``path`` the rpc's).
 
-    def __init__(self, method, path, query, headers, body, base_url, peer, spawn):
+    What observers read: ``call``, the CallContext a binding made of it, and
+    ``error``, the class of the A2AError it was answered with; once answered,
+    ``binding``, ``status`` (HTTP's, or a gRPC status name), ``stream`` (is
+    it one), ``size`` (the body's bytes; None for a stream or gRPC's) and
+    ``seconds`` (a stream's: to its head)."""
+    __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn",
+                 "call", "error", "binding", "marks", "started", "status", "size", "stream",
+                 "seconds")
+
+    def __init__(self, method, path, query, headers, body, base_url, peer, spawn, binding=None):
         self.method, self.path, self.query, self.headers = method, path, query, headers
         self.body, self.base_url, self.peer, self.spawn = body, base_url, peer, spawn
-        # The CallContext a binding made of it, the class of the A2AError it was
-        # answered with (both for the log and the metrics), its span (a2a_otel).
-        self.call = self.error = self.span = None
+        self.call = self.error = None
+        self.binding = binding
 
 
 def _handle_http(server, request):
@@ -3633,52 +3784,27 @@ class _MethodNotAllowed(Exception):
     the answer's media type when it is not application/json."""
 
 
-def _answered(response, request, started, server):
-    """Count ``response`` to ``request`` (Server(metrics=True)) and log it
-    (access_log) once its status is known (an answer an event loop finishes
-    later, when it is). The log has a line of text, or one JSON object (time,
-    client, method, path without its query, the A2A method, status, bytes,
-    milliseconds, trace, task and principal; never a credential)."""
-    if response.pending is not None:
+def _observed(server, request):
+    """handle_http for a server with observers: each is told the request
+    started, returned, and was answered (what the gRPC binding tells them too)."""
+    _started(server, request)
+    try:
+        response = _handle_http(server, request)
+    finally:
+        _returned(request)
+    if response.pending is not None:           # (an event loop finishes it: then)
         render = response.render
-        response.render = lambda pending: _answered(render(pending), request, started, server)
+        response.render = lambda pending: _answered_http(server, request, render(pending))
         return response
-    ms = (time.perf_counter() - started) * 1000
-    call = request.call
-    if request.span is not None:
-        server._spans.finish(request.span, request, response)
-    if server.metrics is not None and call is not None and call.method is not None:
-        binding = "JSONRPC" if request.method == "POST" and request.path.rstrip("/") == \
-            server.rpc_path.rstrip("/") else "HTTP+JSON"
-        server.metrics.observe(call.method, binding, request.error, ms / 1000)
-    if not server.access_log:
-        return response
-    size = None if response.stream is not None else len(response.body)
-    trace = request.span is not None and server._spans.trace_id(request.span)  # (OpenTelemetry)
-    if not trace and call is not None:  # the trace it ran in (a text line: if it came or went on)
-        shown = call._trace is not None or "traceparent" in call.headers or \
-            server.access_log == "json"
-        trace = shown and call.trace and call.trace.trace_id
-    elif not trace:
-        found = server.tracing and _parse_traceparent(request.headers.get("traceparent", ""))
-        trace = found and found[0]
-    if server.access_log == "json":
-        line = _dumps({
-            "time": server._now(), "client": str(request.peer or "") or None,
-            "method": request.method, "path": request.path,
-            "a2a_method": call and call.method, "status": response.status, "bytes": size,
-            "stream": response.stream is not None, "ms": round(ms, 2),
-            "trace_id": trace or None, "task_id": call and call.task_id,
-            "origin_trace_id": call and call.origin and call.origin[3:35],  # (the task's maker)
-            "principal": None if call is None or call.principal is None else str(call.principal),
-        }).decode()
-    else:
-        line = (f"{request.peer or '-'} \"{request.method} {request.path}"
-                f"{'?' if request.query else ''}{request.query}\" {response.status} "
-                f"{'-' if size is None else size} {ms:.1f}ms"
-                f"{' (a stream)' if response.stream else ''}"
-                f"{' trace=' + trace if trace else ''}")
-    _log().getChild("access").info("%s", line)
+    return _answered_http(server, request, response)
+
+
+def _answered_http(server, request, response):
+    if request.binding is None:
+        request.binding = "JSONRPC" if request.method == "POST" and \
+            request.path.rstrip("/") == server.rpc_path.rstrip("/") else "HTTP+JSON"
+    stream = response.stream is not None
+    _answered(request, response.status, None if stream else len(response.body), stream)
     return response
 
 
@@ -4570,19 +4696,22 @@ class _PushDelivery:
             server = self.server()              # (held while it delivers, never while it waits)
             if server is None:
                 return
-            spans, span, trace = server._spans, None, job[3]
-            if spans:                          # (a span for each attempt: a2a_otel)
-                span, trace = spans.webhook(job[0]["url"], trace)
+            url, trace, marks = job[0]["url"], job[3], None
+            if server.observers:               # (a span for each attempt: a2a_otel)
+                trace = dict(trace or {})
+                marks = {observer: observer.webhook_started(url, trace)
+                         for observer in server.observers}
             try:
-                outcome, why, status = self._attempt(job[0], job[1], trace)
+                outcome, why, status = self._attempt(job[0], job[1], trace or None)
             except Exception:
-                _log().exception("unexpected error delivering to %s", job[0].get("url"))
+                _log().exception("unexpected error delivering to %s", url)
                 outcome, why, status = "failed", "an unexpected error (logged)", None
-            if span is not None:
-                spans.webhook_done(span, status, None if outcome == "delivered" else outcome)
+            for observer, mark in (marks or {}).items():
+                observer.webhook_ended(url, status, None if outcome == "delivered" else outcome,
+                                       mark)
             with self.ready:
                 self._settle(caller, key, job, outcome, why, status)
-            del server, spans
+            del server
 
     def _next(self):
         """Wait for a turn to take or a warning to write: (caller, destination,
@@ -4905,6 +5034,7 @@ class Server:
                             "opentelemetry" or a TracerProvider: spans too (a2a_otel)
       metrics               count requests, serve GET /metrics (Prometheus;
                             the companion a2a_metrics) (False)
+      observers             more Observers of its requests, turns and webhooks
       console               the browser console of a2a_console.py (True)
       allowed_hosts         more Host names than localhost, the bound address
                             and public_url's ("*": any; others get 421)
@@ -4920,7 +5050,7 @@ class Server:
                  authenticate=None, push_notifications=False, push_allow=(),
                  push_tls_context=None, single_path=None, trust_forwarded=False, compat=None,
                  console=True, access_log=False, card_signer=None, allowed_hosts=(),
-                 cors_origins=(), tracing=True, metrics=False, **limits):
+                 cors_origins=(), tracing=True, metrics=False, observers=(), **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
@@ -4948,22 +5078,11 @@ class Server:
         self._holder_of = (None, None)      # (process id, this process's name in leases)
         self._unrecorded = {}               # task id -> owner: turns whose end the store missed
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
-        self.console, self.access_log = console, access_log  # the page at GET /; a line per request
-        if access_log not in (None, False, True, "json", "plain"):
-            raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
+        self.console = console              # the page at GET /
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
         self._origins = bool(tracing) and getattr(self.store, "origins", False)  # (kept by tasks)
-        if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
-                tracing, "get_tracer")):
-            raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
-                             "OpenTelemetry TracerProvider")
-        self._spans = False     # a2a_otel's if tracing asks: never for what the process imported
-        if tracing not in (True, False) and \
-                os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
-            self._spans = _companion("a2a_otel", "Server(tracing=...)").Spans(
-                self, None if isinstance(tracing, str) else tracing)
-        self.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(self) \
-            if metrics else None            # GET /metrics, and what it counts (a2a_metrics)
+        self.metrics = None                 # GET /metrics, and what it counts (a2a_metrics)
+        self.observers = _observers(self, access_log, tracing, metrics, observers)
         self._named = set()                 # names of Host headers we answer to (lower case)
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
@@ -5002,20 +5121,11 @@ class Server:
         event loop passes ``spawn`` (section 10): an unready answer is pending."""
         if certificate is not None:
             peer = _Peer(peer, certificate)
-        request = _Request(method, path, query, headers if headers is not None else {}, body,
-                           base_url, peer, spawn)
-        spans = self._spans
-        if not (self.access_log or self.metrics or spans):
-            return _handle_http(self, request)
-        started = time.perf_counter()
-        if not spans:
-            return _answered(_handle_http(self, request), request, started, self)
-        request.span, current = spans.enter(request)
-        try:
-            response = _handle_http(self, request)
-        finally:
-            spans.leave(current)
-        return _answered(response, request, started, self)
+        request = Request(method, path, query, headers if headers is not None else {}, body,
+                          base_url, peer, spawn)
+        if self.observers:
+            return _observed(self, request)
+        return _handle_http(self, request)
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape (section 7), or
@@ -5174,8 +5284,6 @@ class Server:
         origin = getattr(task, "origin", None)
         if origin and self.tracing:
             call.origin = origin
-            if self._spans:
-                self._spans.link(origin)
 
     def _end_unfinished(self, task_id, owner, why):
         """End FAILED a running task whose agent will not finish (its process
@@ -5309,8 +5417,8 @@ class Server:
             admit = getattr(self.agent, "admit", None)
             if admit is not None:              # an agent with no room refuses here (ServerBusy)
                 admit(ctx)
-            if self._spans:                    # (a turn's span, under its request's: a2a_otel)
-                self._spans.turn(ctx, call)
+            if self.observers:                 # (a turn's span, under its request's: a2a_otel)
+                _turn_started(self, ctx, call)
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
             if self._origins:                  # the task remembers the trace it was made in
@@ -5342,8 +5450,8 @@ class Server:
                     joined = (channel.next_seq - 1, {"task": channel.task})
                     if channel.on_event is not None:
                         channel.on_event(channel.caller or channel.owner, channel.task, joined[1])
-                    if self._spans:
-                        self._spans.turn(ctx, call)
+                    if self.observers:
+                        _turn_started(self, ctx, call)
                     channel.active = ctx
             except BaseException:              # the turn never began: unwatched, it goes
                 state = channel.task["status"]["state"]

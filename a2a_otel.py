@@ -2,7 +2,8 @@
 
 The optional companion of a2a_min.py. a2a_min never imports OpenTelemetry
 itself: a process that configured it (its SDK, or ``opentelemetry-instrument``)
-has imported it. A Server makes spans through this module when asked, never
+has imported it. A Server makes spans through this module when asked (its Spans is one of
+the server's observers, a2a_min.Observer), never
 because the process imported OpenTelemetry: ``Server(tracing="opentelemetry")``
 with the tracer provider the process set, ``Server(tracing=provider)`` with
 that one (a missing a2a_otel.py fails there, at construction);
@@ -122,8 +123,8 @@ def _without_secrets(url):
                                 "", "")))
 
 
-class Spans:
-    """A Server's spans (a2a_min makes one when OpenTelemetry is in use)."""
+class Spans(a2a_min.Observer):
+    """A Server's spans: the observer Server(tracing="opentelemetry") adds."""
 
     def __init__(self, server, provider=None):
         provider = provider or _trace.get_tracer_provider()
@@ -135,64 +136,58 @@ class Spans:
 
     # -- a request: a SERVER span, current while the request's own code runs --------
 
-    def enter(self, request):
-        """Start ``request``'s span (an a2a_min _Request); returns (span, token):
-        leave(token) when the request's synchronous part is done."""
+    def request_started(self, request):
+        """Start ``request``'s span; the mark is (span, the context token)."""
         parent = _remote(_parsed(request.headers))
-        method = request.method if request.method in _METHODS else "_OTHER"
-        attributes = {"http.request.method": method, "url.path": _bounded(request.path)}
-        if self._jsonrpc(request):
-            attributes["rpc.system"] = "jsonrpc"
-        span = self.tracer.start_span("HTTP" if method == "_OTHER" else method, context=parent,
-                                      kind=SpanKind.SERVER, attributes=attributes)
+        if request.binding == "GRPC":
+            method = request.path.rpartition("/")[2]
+            span = self.tracer.start_span(f"{_SERVICE}/{method}", context=parent,
+                                          kind=SpanKind.SERVER, attributes={
+                                              "rpc.system": "grpc", "rpc.service": _SERVICE,
+                                              "rpc.method": method})
+        else:
+            method = request.method if request.method in _METHODS else "_OTHER"
+            attributes = {"http.request.method": method, "url.path": _bounded(request.path)}
+            if self._jsonrpc(request):
+                attributes["rpc.system"] = "jsonrpc"
+            span = self.tracer.start_span("HTTP" if method == "_OTHER" else method,
+                                          context=parent, kind=SpanKind.SERVER,
+                                          attributes=attributes)
         return span, _context.attach(_trace.set_span_in_context(span))
 
-    def leave(self, token):
-        _context.detach(token)
+    def request_returned(self, request, mark):
+        _context.detach(mark[1])
 
-    def finish(self, span, request, response):
-        """End ``request``'s span with what it was answered."""
-        call = request.call
+    def request_answered(self, request, mark):
+        """End ``request``'s span with what it was answered; a request about a
+        task another turn made links to that turn's span."""
+        span, call = mark[0], request.call
+        if call is not None and call.origin:
+            made = a2a_min.TraceContext.from_traceparent(call.origin)
+            if made is not None and span.is_recording() and hasattr(span, "add_link"):
+                span.add_link(_span_context(made), _ORIGIN)     # (add_link: API 1.23 on)
+        if request.binding == "GRPC":
+            span.set_attribute("rpc.grpc.status_code", _GRPC_CODES.index(request.status))
+            _end(span, request.error, request.status in _GRPC_FAULTS)
+            return
         jsonrpc = self._jsonrpc(request)
         route = (self.rpc_path or "/") if jsonrpc else _route(request, call)
         if route is not None:
             span.set_attribute("http.route", route)
-        span.set_attribute("http.response.status_code", response.status)
+        span.set_attribute("http.response.status_code", request.status)
         if call is not None and call.method is not None:
             span.set_attribute("rpc.method" if jsonrpc else "a2a.method", call.method)
             span.update_name(f"{_SERVICE}/{call.method}" if jsonrpc
                              else f"{request.method} {route}")
         elif route is not None and request.method in _METHODS:
             span.update_name(f"{request.method} {route}")
-        _end(span, request.error, response.status >= 500)   # (the class of its error)
-
-    @staticmethod
-    def trace_id(span):
-        """The trace id of ``span``, or None (a provider that makes no spans)."""
-        found = span.get_span_context()
-        return f"{found.trace_id:032x}" if found.is_valid else None
-
-    # -- a gRPC call: a SERVER span around Server.call ------------------------------
-
-    def enter_grpc(self, method, headers):
-        parent = _remote(_parsed(headers))
-        span = self.tracer.start_span(f"{_SERVICE}/{method}", context=parent,
-                                      kind=SpanKind.SERVER, attributes={
-                                          "rpc.system": "grpc", "rpc.service": _SERVICE,
-                                          "rpc.method": method})
-        return span, _context.attach(_trace.set_span_in_context(span))
-
-    def finish_grpc(self, span, error):
-        """End a gRPC call's span; ``error``: the class of its A2AError, or None."""
-        status = "OK" if error is None else error.grpc_status
-        span.set_attribute("rpc.grpc.status_code", _GRPC_CODES.index(status))
-        _end(span, error, status in _GRPC_FAULTS)
+        _end(span, request.error, request.status >= 500)   # (the class of its error)
 
     # -- an agent turn: an INTERNAL span under its request's ---------------------------
 
-    def turn(self, ctx, call):
+    def turn_started(self, ctx, call):
         """Start ``ctx``'s turn span (under the current span: its request's) and
-        make the turn's TraceContext name it."""
+        make the turn's TraceContext name it; the mark is the span."""
         parent = _trace.get_current_span().get_span_context()
         origin = ctx.origin                     # a later turn: linked to the task's first
         links = [_trace.Link(_span_context(origin), _ORIGIN)] if origin else None
@@ -202,40 +197,32 @@ class Spans:
         incoming = _parsed(call.headers)
         made = _trace_context(span, f"{parent.span_id:016x}" if parent.is_valid else None,
                               incoming.tracestate if incoming else "")
-        if made is not None and call._trace is not False:
-            call._trace = made
-        ctx._span = span
+        if made is not None:
+            call.trace = made
+        return span
 
-    @staticmethod
-    def link(traceparent):
-        """Link the current span (a request's about a task) to the turn that
-        made the task: a link, not a parent, for a request has a caller of its own."""
-        made = a2a_min.TraceContext.from_traceparent(traceparent)
-        span = _trace.get_current_span()
-        if made is not None and span.is_recording() and hasattr(span, "add_link"):
-            span.add_link(_span_context(made), _ORIGIN)     # (add_link: API 1.23 on)
-
-    def turn_ended(self, ctx, state):
-        span = ctx.__dict__.pop("_span", None)
-        if span is not None:
-            if state is not None:
-                span.set_attribute("a2a.task.state", state)
-            if state == "TASK_STATE_FAILED":
-                span.set_status(Status(StatusCode.ERROR, "the task failed"))
-            span.end()
+    def turn_ended(self, ctx, state, span):
+        if state is not None:
+            span.set_attribute("a2a.task.state", state)
+        if state == "TASK_STATE_FAILED":
+            span.set_status(Status(StatusCode.ERROR, "the task failed"))
+        span.end()
 
     # -- a webhook POST: a CLIENT span under the turn's -------------------------------
 
-    def webhook(self, url, trace_headers):
-        """Start a delivery attempt's span; returns (span, the headers to send)."""
-        parent = _remote(_parsed(trace_headers or {}))
+    def webhook_started(self, url, headers):
+        """Start a delivery attempt's span; its traceparent goes in ``headers``."""
+        parent = _remote(_parsed(headers))
         span = self.tracer.start_span("POST", context=parent, kind=SpanKind.CLIENT,
                                       attributes={"http.request.method": "POST",
                                                   "url.full": _without_secrets(url)})
-        made = _trace_context(span, None, (trace_headers or {}).get("tracestate", ""))
-        return span, made.headers() if made is not None else trace_headers
+        made = _trace_context(span, None, headers.get("tracestate", ""))
+        if made is not None:
+            headers.clear()
+            headers.update(made.headers())
+        return span
 
-    def webhook_done(self, span, status, failure):
+    def webhook_ended(self, url, status, failure, span):
         if status is not None:
             span.set_attribute("http.response.status_code", status)
         if failure:
@@ -277,7 +264,8 @@ def traced(ctx):
     """Has ``ctx`` (an a2a_min.RequestContext, or None) a span of ours: is it
     a turn of a Server(tracing="opentelemetry")? (a2a_client's calls from it
     make spans too.)"""
-    return ctx is not None and "_span" in ctx.__dict__
+    return ctx is not None and ctx.marks is not None and \
+        any(isinstance(observer, Spans) for observer in ctx.marks)
 
 
 class client_span:
