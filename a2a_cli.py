@@ -18,7 +18,7 @@ does is in ``python a2a_min.py --help``; why, in the sections below.
 MIT License. Copyright (c) 2026 the a2a_min authors.
 """
 
-__all__ = ["main", "verbs_main", "exec_agent", "tls_context", "tls_arguments", "log_stats",
+__all__ = ["main", "verbs_main", "exec_agent", "tls_context", "log_stats",
            "VERBS", "EXIT_STATUS"]
 
 import functools
@@ -158,7 +158,7 @@ def exec_agent(argv, *, chunk="\n", timeout=300.0, max_procs=4, max_output=1 << 
             return
         for claim in list(reserved.values()):      # turns canceled before they began: free
             held = claim.peek()
-            if held is not None and held[0]._canceled:
+            if held is not None and held[0].cancelled.is_set():
                 claim()
         if not slots.acquire(blocking=False):
             raise ServerBusyError(f"all {max_procs} program slots are busy (--max-procs); try "
@@ -203,7 +203,7 @@ def _run_program(ctx, argv, chunk, timeout, max_output, stderr_lines, programs):
     try:
         yield status_update("TASK_STATE_WORKING")
         while True:
-            if ctx._canceled:
+            if ctx.cancelled.is_set():
                 return
             left = deadline - time.monotonic()
             if left <= 0:
@@ -394,7 +394,7 @@ class _Pipes:
         step = 0.0005
         while self.proc.poll() is None:
             left = deadline - time.monotonic()
-            if ctx._canceled:
+            if ctx.cancelled.is_set():
                 return None
             if left <= 0:
                 raise subprocess.TimeoutExpired(self.proc.args, 0)
@@ -554,22 +554,6 @@ def _demo_signer(args, parser):
         sys.exit(f"a2a_min: --sign-key {args.sign_key}: {error}")
 
 
-def tls_arguments(parser):
-    """The --tls-* options: the demo's, and a2a_grpc's."""
-    parser.add_argument("--tls-cert", metavar="FILE",
-                        help="serve HTTPS with this certificate (PEM; the chain may follow)")
-    parser.add_argument("--tls-key", metavar="FILE",
-                        help="its private key (PEM), unless it is in the --tls-cert file")
-    parser.add_argument("--tls-client-ca", metavar="FILE",
-                        help="mutual TLS: accept client certificates this CA issued; callers "
-                             "are their certificates' subjects, or URI or DNS names "
-                             "(MutualTlsAuth)")
-    parser.add_argument("--tls-client-cert", choices=("optional", "required"),
-                        default="optional",
-                        help="with --tls-client-ca: 'optional' (the default: the public card "
-                             "needs none) or 'required' for every connection")
-
-
 def _parser():
     """The demo's command line (a2a_min._demo_parser) and serve's deployment flags."""
     parser = a2a_min._demo_parser()
@@ -585,7 +569,7 @@ def _parser():
     parser.add_argument("--stats-interval", type=float, default=60.0, metavar="SECONDS",
                         help="log the counters that changed (stats()) this often (default 60; "
                              "0: never)")
-    tls_arguments(parser)
+    a2a_min._tls_arguments(parser)
     parser.add_argument("--sign-key", metavar="FILE",
                         help="sign the agent card with this private key (PEM: EC P-256, RSA or "
                              "Ed25519; needs --kid and --public-url, and the cryptography "
@@ -639,7 +623,7 @@ def _stats_lines(held, interval):
     while True:
         time.sleep(interval)
         server = held()
-        if server is None or server._closing.is_set():
+        if server is None or server.closing.is_set():
             return
         try:
             stats = server.stats()
@@ -708,7 +692,7 @@ def main(argv=None):
     if args.workers > 1 and args.server != "threads":
         parser.error("--workers N runs the threaded server (--server threads)")
     try:
-        store = args.store and a2a_min._companion("a2a_store", "--store").open_store(args.store)
+        store = args.store and a2a_min.open_store(args.store)
     except (ValueError, RuntimeError, OSError) as error:
         parser.error(f"--store: {error}")
     tls = _demo_tls(args, parser)

@@ -64,6 +64,15 @@ MIT License. Copyright (c) 2026 the a2a_min authors.
 __all__ = ["Client", "Stream", "ClientError", "fetch_card", "choose_interface", "error_from",
            "tls_context", "printable"]
 
+# The private names the command line (a2a_cli) and its check (a2a_check) build
+# on, besides __all__ (not for applications: they change with this file).
+COMPANION_API = (
+    # the connections a client keeps, and the text and curl lines it prints
+    "_Connections", "_Printable", "_curl_printer", "_text", "_tls_flags", "_credentials",
+    # what a2a_check reads of a card and an agent's URL
+    "_allowed", "_event_state", "_fix_url", "_is_local", "_major", "_origin",
+)
+
 import http.client
 import io
 import json

@@ -571,21 +571,18 @@ def main(argv=None):
     """python a2a_grpc.py [--host H] [--port 8000] [--grpc-port 50051]: the demo on
     JSON-RPC, HTTP+JSON and gRPC, one task store."""
     import argparse
-    # The --tls-* flags are the command line's (a2a_cli.py), reached through
-    # a2a_min's loader: a2a_cli imports a2a_client, which imports this module.
-    a2a_cli = a2a_min._companion("a2a_cli", "python a2a_grpc.py")
     parser = argparse.ArgumentParser(prog=a2a_min._prog(), description=main.__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--grpc-port", type=int, default=50051)
-    a2a_cli.tls_arguments(parser)                 # (TLS on every binding)
+    a2a_min._tls_arguments(parser)                # (TLS on every binding)
     args = parser.parse_args(argv)
     tls = None
     if args.tls_cert:
         tls = {"cert": args.tls_cert, "key": args.tls_key, "client_ca": args.tls_client_ca,
                "client_cert": args.tls_client_cert}
         try:
-            a2a_cli.tls_context(tls)               # (each file checked before anything starts)
+            a2a_min._tls_context(tls)              # (each file checked before anything starts)
         except ValueError as error:
             parser.error(str(error))
     server = a2a_min.demo_server(

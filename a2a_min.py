@@ -95,7 +95,7 @@ __all__ = [
 COMPANION_API = (
     # reaching companions; the log; ids; the command line that a2a_cli.py extends
     "_companion", "_log", "_new_id", "_prog", "_demo_parser", "_demo_options", "_serve_demo",
-    "_one_line_errors",
+    "_one_line_errors", "_tls_arguments", "_tls_context",
     # ProtoJSON's field names and base64, as the data model writes them
     "_snake", "_b64encode", "_b64decode", "_dumps",
     # the store contract (section 4): the one bounds policy, and what every store shares
@@ -141,7 +141,7 @@ if sys.version_info < (3, 10):        # (once, here: an older Python fails later
 
 # Companions import this module; it reaches them only through _companion(), so the
 # import graph stays a tree. ``a2a_min.SQLiteStore`` works through __getattr__ (PEP 562).
-_FORWARDED = dict.fromkeys(("SQLiteStore", "open_store", "SQLITE_SCHEMA_VERSION"), "a2a_store")
+_FORWARDED = dict.fromkeys(("SQLiteStore", "SQLITE_SCHEMA_VERSION"), "a2a_store")
 
 
 def _companion(name, wanted_by):
@@ -1320,6 +1320,24 @@ def _memory_store(limits):
     names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller", "max_bytes_per_caller",
              "max_page_bytes", "replay_buffer", "replay_buffer_bytes", "lease_ttl")
     return TaskStore(max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in names})
+
+
+def open_store(location=None, **limits):
+    """The task store a location names (the command line's --store, the
+    examples' A2A_STORE): None or "" for none (the Server keeps its tasks in
+    memory), a file name or an ``sqlite:`` URL for a2a_store's SQLiteStore, a
+    ``postgresql://`` (or ``postgres://``) URL for a2a_postgres's
+    PostgresStore (it needs psycopg). Each companion is imported only then."""
+    if not location:
+        return None
+    scheme = location.partition(":")[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        return _companion("a2a_postgres", "a postgresql:// store").PostgresStore(location, **limits)
+    if ":" in location and len(scheme) > 1 and scheme != "sqlite":
+        raise ValueError(f"{scheme}: URLs are not a store this a2a_min has: it keeps tasks in "
+                         "memory, in SQLite (a file name, or sqlite:PATH), or in PostgreSQL "
+                         "(postgresql://...)")
+    return _companion("a2a_store", "a store file").SQLiteStore(location, **limits)
 
 
 class _Entry:
@@ -2770,7 +2788,7 @@ class _TurnWriter:
 
     def flush(self):
         """Write the outputs held in ``batch`` at once: an async agent's, made
-        without waiting in between (Server._drive_async), one commit not one each."""
+        without waiting in between (_drive_async), one commit not one each."""
         batch = self.batch
         if batch:
             self.batch = []
@@ -2783,7 +2801,7 @@ class _TurnWriter:
     def _hold(self, output):
         """Hold a sync generator's ``output`` (True), to be written with the
         next ones in one commit, while nobody reads the task or its stream is
-        read on a thread: unlike an async agent's step (Server._drive_async),
+        read on a thread: unlike an async agent's step (_drive_async),
         a generator cannot be asked whether its next output is ready. The
         outputs held are written when they reach _HOLD_COUNT or _JOINED bytes,
         or at the end; and before that by a stream's thread once it has waited
@@ -2937,6 +2955,12 @@ class _TurnWriter:
                 "the task could not be stored; see the server log")
             channel.publish(None, {"error": self.error})
 
+    def saved(self, task, committed):
+        """A turn that at_once() ended was committed elsewhere (a shared
+        store's loop commits, a2a_store): the rest of its end."""
+        self.channel.save(task, committed)
+        self._end_turn()
+
     def _end_turn(self):
         """The turn is over: the task takes messages again, and a task that
         ended or waits for the client lets go of its channel (Server._forget)."""
@@ -2955,32 +2979,6 @@ class _TurnWriter:
                 # FAILED once it can, or this process's leases would keep it WORKING.
                 self.server._unrecorded[self.ctx.task_id] = self.channel.owner
         self.finished.set()
-
-
-class _Resumed:
-    """The rest of an async generator's step that began outside its task
-    (Server._drive_async sends it the first None itself) and now waits on
-    ``waiting``. Awaited, the task waits on that as if it had run the step
-    from the start: the result, an error or a cancellation reach the agent,
-    and the step's output (StopIteration's value) is the await's."""
-
-    __slots__ = ("step", "waiting")
-
-    def __init__(self, step, waiting):
-        self.step, self.waiting = step, waiting
-
-    def __await__(self):
-        step, waiting = self.step, self.waiting
-        while True:
-            try:
-                try:
-                    sent = yield waiting           # (what the agent awaits, to the task)
-                except BaseException as error:     # thrown into the task: into the agent
-                    waiting = step.throw(error)
-                else:
-                    waiting = step.send(sent)
-            except StopIteration as made:
-                return made.value
 
 
 class _Workers:
@@ -3872,7 +3870,7 @@ def _jsonrpc_response(server, request):
     def refuse(error):
         # JSON-RPC answers errors with HTTP 200, except where HTTP itself has something
         # to say: a body too large (413), credentials needed (401), a caller over its limits (429).
-        server._note(error)
+        server.count_refusal(error)
         request.error = type(error)     # (its class: the error holds a frame that holds request)
         status = error.http_status if isinstance(
             error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
@@ -4567,7 +4565,7 @@ class _PushDelivery:
         import itertools
         import random
         import weakref
-        self.server, self.limits, self.closing = weakref.ref(server), server.limits, server._closing
+        self.server, self.limits, self.closing = weakref.ref(server), server.limits, server.closing
         self.stopped = False              # stop(): the workers end at their next turn
         self.stats = dict.fromkeys(_PUSH_TOTALS, 0)
         self.lanes = {}                   # caller -> _PushLane, least recently used first
@@ -5066,7 +5064,7 @@ class Server:
         self._holding = set()               # turns holding outputs for a stream (_TurnWriter._hold)
         self._streams = {}                  # caller -> streams open (max_caller_streams)
         self._lock = threading.Lock()
-        self._closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
+        self.closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
         self._refusals = {}                 # limit (or error reason) -> requests refused by it
         self._gauges = {}                   # host name -> callable: its connections, threads
         self._own_loop = None               # runs async agents for threaded hosts
@@ -5130,7 +5128,7 @@ class Server:
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape (section 7), or
         None for an unknown path: for problems adapters find before handle_http."""
-        self._note(error)
+        self.count_refusal(error)
         return _error_response(self, path, status, error, media_type)
 
     # -- the agent card (section 8) -----------------------------------------
@@ -5285,7 +5283,7 @@ class Server:
         if origin and self.tracing:
             call.origin = origin
 
-    def _end_unfinished(self, task_id, owner, why):
+    def end_unfinished(self, task_id, owner, why):
         """End FAILED a running task whose agent will not finish (its process
         is gone, or is shutting down), with ``why`` as its status message."""
         try:
@@ -5308,8 +5306,9 @@ class Server:
         _log().warning("task %s ended FAILED: %s", task_id, why)
         self._forget(task_id)
 
-    def _holder(self):
-        """This process, as the store's leases name it (named again after a fork)."""
+    @property
+    def holder(self):
+        """This process, as a shared store's leases name it (named again after a fork)."""
         pid = os.getpid()
         if self._holder_of[0] != pid:
             self._holder_of = (pid, f"{pid}-{binascii.hexlify(os.urandom(6)).decode()}")
@@ -5318,7 +5317,7 @@ class Server:
     def _new_channel(self, owner, caller=None):
         return _Channel(self.store, owner, self.limits,
                         self._push_event if self.capabilities.get("pushNotifications") else None,
-                        caller, self._closing, self._holder() if self.store.shared else None)
+                        caller, self.closing, self.holder if self.store.shared else None)
 
     def _channel(self, task_id, owner, caller=None):
         """The live channel of an existing task, made from the store if it has
@@ -5365,6 +5364,75 @@ class Server:
             channel.publish(None, {"error": TaskNotFoundError(
                 f"task {task_id} expired and was removed from the store",
                 metadata={"taskId": task_id})})
+
+    # -- what a store shared by several processes is given ------------------------
+    #
+    # Such a store's watch thread (a2a_store's) brings this process the news
+    # of the other processes' commits. It uses these, and of the server only
+    # ``store``, ``limits``, ``closing`` (set by shutdown()) and ``holder``
+    # besides; end_unfinished (above) ends a task whose process is gone.
+
+    def followed(self):
+        """{task id: (the version read here, does a turn of it run here)}: the
+        tasks this process follows (a turn, a stream, a request waiting)."""
+        with self._lock:
+            return {task_id: (channel.version, channel.active is not None)
+                    for task_id, channel in self._channels.items()}
+
+    def following(self):
+        """Does this process follow any task, or owe the store a turn's end?
+        (While it does, the watch looks often.)"""
+        return bool(self._channels or self._unrecorded)
+
+    def wake(self, task_id, state=None, idle_only=False):
+        """Another process committed to ``task_id``: its streams here look
+        again (``idle_only``: unless a turn of it runs here, whose own commits
+        wake them); a turn of it running here stops if ``state`` says the task
+        ended there (CancelTask there)."""
+        channel = self._channels.get(task_id)
+        if channel is None:
+            return
+        turn = channel.active
+        if turn is None or not idle_only:
+            channel.wake()
+        if turn is not None and state in TERMINAL_STATES and channel.task is not None and \
+                channel.task["status"]["state"] not in TERMINAL_STATES:
+            turn._cancel()
+
+    def gone(self, task_id):
+        """Another process removed ``task_id``: a turn of it here stops, and
+        its streams end as an eviction here ends them."""
+        channel = self._channels.get(task_id)
+        if channel is not None and channel.active is not None:
+            channel.active._cancel()
+        self._evicted(task_id)
+
+    def let_go(self):
+        """Forget the tasks nobody here needs now (no turn, stream or waiting
+        request): the next request reads them from the store."""
+        with self._lock:
+            channels = list(self._channels.items())
+        for task_id, channel in channels:
+            if channel.active is None and not channel.followers and not channel.waiting \
+                    and not channel.wakers:
+                # The server's lock, then the channel's (a turn beginning holds that:
+                # see _start_turn), in the order SubscribeToTask takes them.
+                with self._lock, channel.lock:
+                    if self._channels.get(task_id) is channel:
+                        self._let_go(task_id, unless_followed=True)
+
+    def record_ends(self):
+        """End FAILED the tasks whose turns ended while the store could not be
+        written (it was away longer than it rides out): each is read anew, and
+        stays owed until it is idle there."""
+        for task_id, owner in list(self._unrecorded.items()):
+            self._forget(task_id)               # (its channel may be behind the store)
+            self.end_unfinished(task_id, owner, "the agent finished while the task store could "
+                                "not be written, so what it produced is lost (see the server "
+                                "log); send the message again")
+            stored = self.store.get(task_id, owner)
+            if stored is None or stored["status"]["state"] in _IDLE_STATES:
+                del self._unrecorded[task_id]
 
     def _view(self, task, history_length=None, include_artifacts=True):
         """A task as a response shows it (section 3.2.4 historyLength)."""
@@ -5570,7 +5638,7 @@ class Server:
         try:
             result = self.agent(turn.ctx)
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
-                (spawn or self._spawn_own)(self._drive_async(result, turn))
+                (spawn or self._spawn_own)(_drive_async(self, result, turn))
             elif isinstance(result, GeneratorType):
                 self._drain(result, turn, deadline)
             else:
@@ -5613,48 +5681,6 @@ class Server:
         running = _TURN.set(turn.ctx) if self.tracing else None
         try:
             self._drain(gen, turn, None)
-        finally:
-            if running is not None:
-                _TURN.reset(running)
-
-    async def _drive_async(self, result, turn):
-        """_drive and _drain for an async agent (a shared store's: via loop_threads)."""
-        # (RequestContext.current(), in this task; taken back at the end, or the
-        # task's context would hold the turn that holds the task: a cycle to collect)
-        running = _TURN.set(turn.ctx) if self.tracing else None
-        try:
-            if self._off_loop is not None:
-                return await self._off_loop.drive(result, turn)
-            try:
-                if isinstance(result, AsyncGeneratorType):
-                    # Each step runs here until the agent yields or waits: what it
-                    # yields without waiting is held (turn.batch) and written at once
-                    # when it waits or ends, so its chunks cost one commit and one
-                    # write together, and none waits on an agent that is waiting.
-                    turn.batch = []
-                    try:
-                        while not turn.done:
-                            step = result.__anext__()
-                            try:
-                                waiting = step.send(None)      # until it yields, or waits
-                            except StopIteration as made:      # it yielded, without waiting
-                                turn.emit(made.value, chunked=True)
-                                continue
-                            except StopAsyncIteration:
-                                break
-                            turn.flush()                       # it waits: out with what it made
-                            try:
-                                item = await _Resumed(step, waiting)
-                            except StopAsyncIteration:
-                                break
-                            turn.emit(item, chunked=True)
-                    finally:
-                        await result.aclose()
-                    turn.finish()
-                else:
-                    turn.complete(await result)
-            except Exception as exc:
-                turn.fail(exc)
         finally:
             if running is not None:
                 _TURN.reset(running)
@@ -5900,8 +5926,9 @@ class Server:
                 "refused": dict(self._refusals), "hosts": hosts,
                 "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()}}
 
-    def _note(self, error):
-        """Count a request refused by a limit (named in the error, if not its reason)."""
+    def count_refusal(self, error):
+        """Count a request refused by a limit (named in the error, if not its
+        reason): what stats() says; a binding answering an error itself calls it."""
         limit = error.metadata.get("limit")
         if isinstance(limit, str) or isinstance(
                 error, (PayloadTooLargeError, TaskStoreFullError, ServerBusyError)):
@@ -5915,7 +5942,7 @@ class Server:
         ``retry:`` hint; then the webhook threads end, and the
         agent's ``close()`` is called, if any. Hosts call it when they stop.
         Returns {"turns", "deliveries"} left undone."""
-        self._closing.set()
+        self.closing.set()
         self.wake_streams()
         deadline = time.monotonic() + grace
         while True:
@@ -5942,7 +5969,7 @@ class Server:
             with self._lock:
                 running = [(i, c.owner) for i, c in self._channels.items() if c.active]
             for task_id, owner in running:
-                self._end_unfinished(task_id, owner, "the server shut down before the agent "
+                self.end_unfinished(task_id, owner, "the server shut down before the agent "
                                      "finished; send the message again")
         return {"turns": turns, "deliveries": deliveries}
 
@@ -6018,7 +6045,8 @@ def _decode_page_token(token):
 # in it. A host on an asyncio event loop must never wait: one blocked call
 # stops every connection. The core gives it three hooks, made asyncio here:
 #
-#   CallContext.spawn      runs ``async def`` agents on the loop (_Spawner)
+#   CallContext.spawn      runs ``async def`` agents on the loop (_Spawner),
+#                          each turn driven by _drive_async
 #   Response.pending       SendMessage's answer while the turn runs, told when
 #                          it ends (_LoopAnswer brings that back to the loop)
 #   stream.poll()/watch()  a stream read without waiting (_LoopStream)
@@ -6116,6 +6144,89 @@ class _LoopAnswer:
             self.timer = None
         response = self.response
         self.fn(response.render(response.pending), *self.args)
+
+
+async def _drive_async(server, result, turn):
+    """Server._drive and _drain for an async agent, on the event loop. Its
+    writes run here, on the loop, unless the store is shared (a write may
+    wait for another process's): then each runs on a store thread
+    (Server._off_loop, the store's loop_threads: ``run`` and ``ended_on_loop``)."""
+    # (RequestContext.current(), in this task; taken back at the end, or the
+    # task's context would hold the turn that holds the task: a cycle to collect)
+    running = _TURN.set(turn.ctx) if server.tracing else None
+    off_loop = server._off_loop
+    try:
+        if isinstance(result, AsyncGeneratorType):
+            # Each step runs here until the agent yields or waits: what it
+            # yields without waiting is held (turn.batch) and written at once
+            # when it waits or ends, so its chunks cost one commit and one
+            # write together, and none waits on an agent that is waiting.
+            turn.batch = []
+            try:
+                while not turn.done:
+                    step = result.__anext__()
+                    try:
+                        waiting = step.send(None)      # until it yields, or waits
+                    except StopIteration as made:      # it yielded, without waiting
+                        turn.emit(made.value, chunked=True)
+                        continue
+                    except StopAsyncIteration:
+                        break
+                    if off_loop is None:               # it waits: out with what it made
+                        turn.flush()
+                    elif turn.batch:
+                        await off_loop.run(turn.flush)
+                    try:
+                        item = await _Resumed(step, waiting)
+                    except StopAsyncIteration:
+                        break
+                    turn.emit(item, chunked=True)
+            finally:
+                await result.aclose()
+            if off_loop is None:
+                turn.finish()
+            else:
+                await off_loop.run(turn.finish)
+        elif off_loop is None:
+            turn.complete(await result)
+        else:
+            answer = await result
+            if not off_loop.ended_on_loop(turn, answer):
+                await off_loop.run(turn.complete, answer)
+    except Exception as exc:
+        if off_loop is None:
+            turn.fail(exc)
+        else:
+            await off_loop.run(turn.fail, exc)
+    finally:
+        if running is not None:
+            _TURN.reset(running)
+
+
+class _Resumed:
+    """The rest of an async generator's step that began outside its task
+    (_drive_async sends it the first None itself) and now waits on
+    ``waiting``. Awaited, the task waits on that as if it had run the step
+    from the start: the result, an error or a cancellation reach the agent,
+    and the step's output (StopIteration's value) is the await's."""
+
+    __slots__ = ("step", "waiting")
+
+    def __init__(self, step, waiting):
+        self.step, self.waiting = step, waiting
+
+    def __await__(self):
+        step, waiting = self.step, self.waiting
+        while True:
+            try:
+                try:
+                    sent = yield waiting           # (what the agent awaits, to the task)
+                except BaseException as error:     # thrown into the task: into the agent
+                    waiting = step.throw(error)
+                else:
+                    waiting = step.send(sent)
+            except StopIteration as made:
+                return made.value
 
 
 async def _answer_async(response):
@@ -6543,6 +6654,23 @@ def _tls_context(tls):
     return _companion("a2a_cli", "tls= as file names").tls_context(tls)
 
 
+def _tls_arguments(parser):
+    """The --tls-* options of a2a_cli's and a2a_grpc's commands (their files:
+    _tls_context)."""
+    parser.add_argument("--tls-cert", metavar="FILE",
+                        help="serve HTTPS with this certificate (PEM; the chain may follow)")
+    parser.add_argument("--tls-key", metavar="FILE",
+                        help="its private key (PEM), unless it is in the --tls-cert file")
+    parser.add_argument("--tls-client-ca", metavar="FILE",
+                        help="mutual TLS: accept client certificates this CA issued; callers "
+                             "are their certificates' subjects, or URI or DNS names "
+                             "(MutualTlsAuth)")
+    parser.add_argument("--tls-client-cert", choices=("optional", "required"),
+                        default="optional",
+                        help="with --tls-client-ca: 'optional' (the default: the public card "
+                             "needs none) or 'required' for every connection")
+
+
 def _tls_handshake(sock, context, deadline_after):
     """The TLS socket for an accepted connection, its handshake done within
     ``deadline_after`` seconds; None (the connection closed) if it was not:
@@ -6650,7 +6778,7 @@ def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout
             self.peer, reader, buffer = self.client_address[0], _RequestReader(**limits), bytearray()
             self.server.open.add(sock)
             try:
-                while not server._closing.is_set() or buffer:
+                while not server.closing.is_set() or buffer:
                     request = _receive_request(self, sock, reader, buffer, server, timeout)
                     if request is None or not self._answer(sock, request):
                         return

@@ -29,6 +29,11 @@ MIT License. Copyright (c) 2026 the a2a_min authors.
 
 __all__ = ["SQLiteStore", "open_store", "serve_workers", "SQLITE_SCHEMA_VERSION"]
 
+# The private names a2a_postgres builds on, besides __all__: what any store
+# shared by processes needs (its outage circuit, a connection lent for a
+# request, the watch thread, an owner's key).
+COMPANION_API = ("_Circuit", "_Lent", "_StoreWatch", "SQLiteStore._key")
+
 import functools
 import json
 import os
@@ -1790,30 +1795,9 @@ def _end_orphans(workers):
     return found
 
 
-def open_store(location=None, **limits):
-    """The store a location names: None or "" for none (the Server then keeps
-    its tasks in memory), a file name or an ``sqlite:`` URL for an SQLiteStore
-    (see there), a ``postgresql://`` (or ``postgres://``) URL for a
-    PostgresStore of the companion module a2a_postgres (imported only then:
-    it needs psycopg). How the example apps read ``A2A_STORE`` from the
-    environment, and the command line its ``--store``."""
-    if not location:
-        return None
-    scheme = location.partition(":")[0].lower()
-    if scheme in ("postgresql", "postgres"):
-        try:
-            a2a_postgres = a2a_min._companion("a2a_postgres", "a postgresql:// store")
-        except ImportError as error:
-            raise RuntimeError(f"a postgresql:// store needs the companion module a2a_postgres "
-                               f"and psycopg 3 ({error}): in a checkout, pip install "
-                               "'.[postgres]'; beside a copied file, pip install "
-                               "'psycopg[binary]'") from None
-        return a2a_postgres.PostgresStore(location, **limits)
-    if ":" in location and len(scheme) > 1 and scheme != "sqlite":
-        raise ValueError(f"{scheme}: URLs are not a store this a2a_min has: it keeps tasks in "
-                         "memory, in SQLite (a file name, or sqlite:PATH), or in PostgreSQL "
-                         "(postgresql://...)")
-    return SQLiteStore(location, **limits)
+# The store a location names (a file, sqlite:, postgresql://): a2a_min's, which
+# reaches this module or a2a_postgres (so neither reaches the other).
+open_store = a2a_min.open_store
 
 
 # =============================================================================
@@ -1868,7 +1852,7 @@ class _StoreWatch:
         self.marks = {}                     # task id -> its version when last looked at
         self.woken = threading.Event()      # set: look now (news heard, or a task to follow)
         self.resting = False                # no task followed here: looks 10 times less often
-        threading.Thread(target=self._run, args=(server._closing, server.limits),
+        threading.Thread(target=self._run, args=(server.closing, server.limits),
                          name="a2a-store-watch", daemon=True).start()
 
     def _run(self, closing, limits):
@@ -1897,11 +1881,10 @@ class _StoreWatch:
                     if hasattr(server.store, "tidy"):     # upkeep, when there was news
                         server.store.tidy()
                         server.store.checkpoint()
-                if server._unrecorded:                    # turns whose end was not stored
-                    self._record_ends(server)
+                server.record_ends()                      # turns whose end was not stored
                 if time.monotonic() >= renew_at:          # (the store's leases, its ttl)
                     renew_at = time.monotonic() + server.store.lease_ttl / 3
-                    server.store.renew(server._holder())
+                    server.store.renew(server.holder)
                     for task_id, owner in server.store.expired():
                         self._abandoned(server, task_id, owner)
             except ServerBusyError:            # busy, or down (the store says so, once)
@@ -1914,7 +1897,7 @@ class _StoreWatch:
             # until a channel is made (Server._channel and _create_task: follow()).
             self.resting = True             # (said before looking: a channel made
             # meanwhile is seen here, or sees resting and wakes this thread)
-            resting = self.resting = not (server._channels or server._unrecorded)
+            resting = self.resting = not server.following()
             del server
 
     def follow(self):
@@ -1934,9 +1917,8 @@ class _StoreWatch:
         look, which follows (and finds a task gone, or ended there)."""
         woken.set()
         server = self.server()
-        channel = server._channels.get(task_id) if server is not None else None
-        if channel is not None and channel.active is None:
-            channel.wake()
+        if server is not None:
+            server.wake(task_id, idle_only=True)
 
     def _news(self, server, touched=None):
         """Another process committed: wake the streams here of each task that
@@ -1950,66 +1932,33 @@ class _StoreWatch:
         notifications name them), else every task followed here is looked at.
         A task changed if its version is not the one seen at the last look
         (or, at the first, the one its channel read)."""
-        with server._lock:
-            channels = {task_id: (channel, channel.version)
-                        for task_id, channel in server._channels.items()}
+        followed = server.followed()
         marks = self.marks
-        for task_id in [i for i in marks if i not in channels]:
+        for task_id in [i for i in marks if i not in followed]:
             del marks[task_id]
-        looked = [task_id for task_id in (channels if touched is None else touched)
-                  if task_id in channels]
+        looked = [task_id for task_id in (followed if touched is None else touched)
+                  if task_id in followed]
         heads = server.store.heads(looked) if looked else {}
         for task_id in looked:
-            channel, version = channels[task_id]
+            version, running = followed[task_id]
             head = heads.get(task_id)
             if head is None:
                 if version:                 # (stored before the look: so gone since)
-                    if channel.active is not None:
-                        channel.active._cancel()
-                    server._evicted(task_id)
+                    server.gone(task_id)
                 continue
             if marks.get(task_id, version) == head[0]:
                 continue
             marks[task_id] = head[0]
-            if touched is None or channel.active is not None:    # (else woken as news came)
-                channel.wake()
-            if channel.active is not None and channel.task is not None and \
-                    head[1] in TERMINAL_STATES and \
-                    channel.task["status"]["state"] not in TERMINAL_STATES:
-                channel.active._cancel()
-        for task_id, (channel, _) in channels.items():
-            if channel.active is None and not channel.followers and not channel.waiting \
-                    and not channel.wakers:
-                # Nobody here needs it now. The server's lock, then the channel's
-                # (a turn beginning holds that: see _start_turn), in the order
-                # SubscribeToTask takes them: the other order deadlocks with it.
-                with server._lock, channel.lock:
-                    if server._channels.get(task_id) is channel:
-                        server._let_go(task_id, unless_followed=True)
-
-    @staticmethod
-    def _record_ends(server):
-        """End FAILED the tasks whose turns ended while the store could not
-        be written (it was away longer than the store rides out): each is
-        read anew from the store, and stays on the list until it is idle
-        there."""
-        for task_id, owner in list(server._unrecorded.items()):
-            server._forget(task_id)             # (its channel may be behind the store)
-            server._end_unfinished(task_id, owner, "the agent finished while the task store "
-                                   "could not be written, so what it produced is lost (see the "
-                                   "server log); send the message again")
-            stored = server.store.get(task_id, owner)
-            if stored is None or stored["status"]["state"] in _IDLE_STATES:
-                del server._unrecorded[task_id]
+            if touched is None or running:  # (else woken as the news came: _heard)
+                server.wake(task_id, head[1])
+        server.let_go()
 
     @staticmethod
     def _abandoned(server, task_id, owner):
         """The process running this task is gone: end it FAILED."""
-        with server._lock:
-            mine = server._channels.get(task_id)
-            if mine is not None and mine.active is not None:
-                return                          # it runs here: renewed next time
-        server._end_unfinished(task_id, owner, "the server process running this task stopped "
+        if server.followed().get(task_id, (0, False))[1]:
+            return                              # it runs here: renewed next time
+        server.end_unfinished(task_id, owner, "the server process running this task stopped "
                                "before the agent finished (its lease ran out)")
 
 
@@ -2046,8 +1995,8 @@ class _WouldWait(BaseException):
 class StoreThreads:
     """What a host on an event loop does with ``server``, whose store other
     processes share (see above): ``handle_http(loop, spawn, *args)`` answers
-    a request, with a Response or an asyncio future of one, and ``drive``
-    runs an async agent's turn."""
+    a request, with a Response or an asyncio future of one; an async agent's
+    turn (a2a_min's one driver) writes through ``run`` and ``ended_on_loop``."""
 
     def __init__(self, server):
         self.server, self.pool = server, None
@@ -2078,26 +2027,6 @@ class StoreThreads:
                 pass
         return self.run(server.handle_http, *args, functools.partial(_call_on, loop, spawn))
 
-    async def drive(self, result, turn):
-        """Server._drive_async's turn (``result``: what the async agent returned,
-        a coroutine or an async generator), each write on a store thread."""
-        try:
-            if isinstance(result, types.AsyncGeneratorType):
-                try:
-                    async for item in result:
-                        await self.run(turn.emit, item, True)
-                        if turn.done:
-                            break
-                finally:
-                    await result.aclose()
-                await self.run(turn.finish)
-            else:
-                answer = await result
-                if not self.ended_on_loop(turn, answer):
-                    await self.run(turn.complete, answer)
-        except Exception as exc:
-            await self.run(turn.fail, exc)
-
     def ended_on_loop(self, turn, answer):
         """End the turn as _TurnWriter.complete would store it once, if it is
         one that may (turn.at_once): its task committed with the others this
@@ -2121,8 +2050,7 @@ class StoreThreads:
         if isinstance(committed, BaseException):
             self.run(turn.fail, committed)
             return
-        turn.channel.save(task, committed)
-        turn._end_turn()
+        turn.saved(task, committed)
 
 
 class _LoopCommits:

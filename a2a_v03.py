@@ -855,7 +855,7 @@ def speaks_rest(path, headers):
 def refusal(server, status, error):
     """A 0.3 HTTP+JSON error answer: HTTP ``status``, and the error's message
     and JSON-RPC code in a JSON object (0.3 had no google.rpc.Status)."""
-    server._note(error)
+    server.count_refusal(error)
     return Response(status, [("Content-Type", _JSON), *_error_headers(error)],
                     _json_body({"message": error.message, "code": error.code}))
 
@@ -962,7 +962,7 @@ def jsonrpc_response(server, name, params, request_id, request):
                         _result_body(request_id, method, result))
 
     def refuse(error):
-        server._note(error)
+        server.count_refusal(error)
         request.error = type(error)             # (what metrics and spans count it as)
         status = error.http_status if isinstance(
             error, (a2a_min.PayloadTooLargeError, a2a_min.AuthenticationRequiredError,

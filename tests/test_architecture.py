@@ -35,7 +35,7 @@ ORDER = ("Tables", "Errors", "The data model", "The task store", "Agent executio
 PROTOCOL = ("Tables", "Errors", "The data model", "The task store", "Agent execution",
             "Authentication", "Bindings", "Operations")
 # What a protocol section may use before it is defined: the hosts' hooks.
-HOST_HOOKS = {"_LoopThread"}
+HOST_HOOKS = {"_LoopThread", "_drive_async"}
 
 # Names that mean an event loop, a socket or an HTTP client: none may appear
 # in the code (not the comments) of a protocol section.
@@ -256,15 +256,26 @@ def _tree(module):
         return ast.parse(f.read())
 
 
+_LOADERS = {"_companion", "import_module", "__import__"}
+
+
 def _imports(module):
-    """The project's modules that ``module`` imports, anywhere in it (a lazy
-    import inside a function is an edge too)."""
+    """The project's modules that ``module`` imports, anywhere in it: a lazy
+    import inside a function is an edge too, and so is a load by name
+    (a2a_min._companion("a2a_x", ...), importlib.import_module, __import__)
+    but the core's own: a2a_min reaches companions only through its loader."""
     found = set()
     for node in ast.walk(_tree(module)):
         if isinstance(node, ast.Import):
             found.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and module != "a2a_min" and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                getattr(node.func, "id", None)
+            if called in _LOADERS:
+                found.add(node.args[0].value.split(".")[0])
     return {name for name in found if name in COMPANIONS or name == "a2a_min"}
 
 
@@ -342,3 +353,98 @@ def test_a_companions_tests_are_found_by_its_name():
             with open(os.path.join(ROOT, "tests", name), encoding="utf-8") as f:
                 assert ast.get_docstring(ast.parse(f.read())), name
 
+
+
+def _private_attributes_of_classes(tree):
+    """The private names (one leading underscore) a module's classes define:
+    methods, class attributes, __slots__ and what ``self.x = ...`` sets."""
+    names = set()
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        for node in cls.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        names.add(target.id)
+                        if target.id == "__slots__" and isinstance(node.value, ast.Tuple):
+                            names.update(e.value for e in node.value.elts
+                                         if isinstance(e, ast.Constant))
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                    isinstance(node.value, ast.Name) and node.value.id == "self":
+                names.add(node.attr)
+    return {name for name in names if name.startswith("_") and not name.startswith("__")}
+
+
+def test_no_companion_reaches_a_private_attribute_of_a_core_object():
+    """What a companion uses of a Server, a turn, a channel or a context is
+    their public surface (the observers', the shared store's): ``x._name``
+    where a core class defines _name is a side door, unless the companion's
+    own classes define that name too (then x is most likely its own)."""
+    core = _private_attributes_of_classes(TREE)
+    reached = {}
+    for module in COMPANIONS:
+        tree = _tree(module)
+        own = _private_attributes_of_classes(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in core and node.attr not in own \
+                    and not (isinstance(node.value, ast.Name) and (
+                        node.value.id in ("self", "cls") or node.value.id.startswith("a2a_"))):
+                reached.setdefault(module, []).append(f"{ast.unparse(node)} (line {node.lineno})")
+    assert not reached, reached
+
+
+def _private_names_used(module, of):
+    """The private names of companion ``of`` that ``module`` uses: ``from of
+    import _x``, ``of._x`` and ``of.Class._x``."""
+    used = set()
+    for node in ast.walk(_tree(module)):
+        if isinstance(node, ast.ImportFrom) and node.module == of:
+            used.update(a.name for a in node.names if a.name.startswith("_"))
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and \
+                not node.attr.startswith("__"):
+            base = node.value
+            if isinstance(base, ast.Name) and base.id == of:
+                used.add(node.attr)
+            elif isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and \
+                    base.value.id == of:
+                used.add(f"{base.attr}.{node.attr}")
+    return used
+
+
+def test_a_companions_private_names_are_used_by_others_only_where_it_declares_them():
+    """A companion that others build on says which of its private names they
+    may use (its COMPANION_API, as a2a_min's); every one declared is used."""
+    for of in COMPANIONS:
+        used = set()
+        for module in COMPANIONS:
+            if module != of:
+                used |= _private_names_used(module, of)
+        declared = set(_declared(of))
+        assert used <= declared, (of, sorted(used - declared))
+        assert declared <= used, (of, "declared but unused", sorted(declared - used))
+
+
+def _declared(module):
+    """A companion's COMPANION_API, read from its file (importing a2a_grpc
+    would need grpcio), or ()."""
+    for node in _tree(module).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "COMPANION_API"
+                                                for t in node.targets):
+            return ast.literal_eval(node.value)
+    return ()
+
+
+def test_async_and_await_only_where_the_docstring_says():
+    """The module docstring calls the protocol sections free of event loops:
+    no ``async def``, ``await``, ``async for``/``with`` nor ``__await__`` in
+    them; those live in section 10 and the adapters."""
+    spans = sections()
+    protocol = [(first, last) for _, title, first, last in spans if title.startswith(PROTOCOL)]
+    found = [(node.lineno, type(node).__name__, getattr(node, "name", ""))
+             for node in ast.walk(TREE)
+             if (isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith))
+                 or isinstance(node, ast.FunctionDef) and node.name == "__await__")
+             and any(first <= node.lineno <= last for first, last in protocol)]
+    assert not found, found

@@ -150,7 +150,7 @@ def test_asgi_mounted_under_a_prefix_and_lifespan():
     app = a2a_min.asgi_app(server, grace=1.0)
     asyncio.run(app({"type": "lifespan"}, receive, send))
     assert replies == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
-    assert server._closing.is_set()            # the lifespan shutdown stopped the server
+    assert server.closing.is_set()            # the lifespan shutdown stopped the server
 
 
 def test_single_path_mode():
