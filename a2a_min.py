@@ -313,9 +313,6 @@ DEFAULT_LIMITS = {
     "push_callers": 10_000,           # callers whose delivery counters are kept (idle ones go)
     "push_queue_bytes": 8 << 20,      # bytes of event bodies waiting per caller; more are dropped
     "push_log_interval": 10.0,        # seconds between two warnings summing up failed deliveries
-    "lease_ttl": 30.0,                # seconds a process's claim on a running task lasts unrenewed
-    "store_poll": 0.01,               # seconds between two looks for another process's commits
-    "store_threads": 8,               # threads an event-loop host lets wait on a shared store
     "max_turn_events": 100_000,       # events one turn of an agent may produce (then it FAILS)
     "max_turn_bytes": 32 << 20,       # bytes of JSON of the events one turn may produce (ditto)
     "max_caller_streams": 100,        # streams one caller may have open at once (then 429)
@@ -1182,13 +1179,11 @@ class _Bounds:
                  max_bytes_per_caller=DEFAULT_LIMITS["max_bytes_per_caller"],
                  max_page_bytes=DEFAULT_LIMITS["max_page_bytes"],
                  replay_buffer=DEFAULT_LIMITS["replay_buffer"],
-                 replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"],
-                 lease_ttl=DEFAULT_LIMITS["lease_ttl"]):
+                 replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"]):
         self.max_tasks, self.max_bytes, self.task_ttl = max_tasks, max_bytes, task_ttl
         self.max_tasks_per_caller, self.max_history = max_tasks_per_caller, max_history
         self.max_bytes_per_caller, self.max_page_bytes = max_bytes_per_caller, max_page_bytes
         self.replay_buffer, self.replay_buffer_bytes = replay_buffer, replay_buffer_bytes
-        self.lease_ttl = lease_ttl
         self.on_evict = None                # callable(task_id), set by the Server
 
     # -- the one eviction policy; each store gives its steps, on ``ctx`` (its transaction):
@@ -1314,11 +1309,16 @@ def _recently_read(recent, task_id, body):
     return task
 
 
+# What only a store shared by processes has (a2a_store, a2a_postgres): its leases,
+# its watch's look for the others' commits, its threads under an event loop.
+_SHARED_STORE_OPTIONS = {"lease_ttl", "store_poll", "store_threads"}
+
+
 def _memory_store(limits):
     """The store a Server keeps when it is given none: a TaskStore bounded by
     the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
     names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller", "max_bytes_per_caller",
-             "max_page_bytes", "replay_buffer", "replay_buffer_bytes", "lease_ttl")
+             "max_page_bytes", "replay_buffer", "replay_buffer_bytes")
     return TaskStore(max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in names})
 
 
@@ -5051,7 +5051,9 @@ class Server:
                  cors_origins=(), tracing=True, metrics=False, observers=(), **limits):
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
-            raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}")
+            raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}" + (
+                "; lease_ttl, store_poll and store_threads are a shared store's own options: "
+                "SQLiteStore(path, store_poll=...)" if unknown & _SHARED_STORE_OPTIONS else ""))
         self.limits = limits = {**DEFAULT_LIMITS, **limits}
         self.agent, self._agent_is_async = agent, _is_async_callable(agent)
         self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)

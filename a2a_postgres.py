@@ -251,7 +251,7 @@ class PostgresStore(a2a_min._Bounds):
 
     def __init__(self, url, *, schema="public", pool=8, pool_timeout=5.0, connect_timeout=5.0,
                  statement_timeout=10.0, write_wait=10.0, listen=None, poll=1.0, probe_every=1.0,
-                 **limits):
+                 lease_ttl=30.0, store_poll=0.01, store_threads=8, **limits):
         try:
             import psycopg  # noqa: F401
         except ImportError:
@@ -259,6 +259,7 @@ class PostgresStore(a2a_min._Bounds):
                                "'.[postgres]' in a checkout (or pip install 'psycopg[binary]')"
                                ) from None
         super().__init__(**limits)
+        self.lease_ttl, self.store_poll, self.store_threads = lease_ttl, store_poll, store_threads
         if url.startswith("postgres://"):
             url = "postgresql://" + url[len("postgres://"):]
         self.url = url

@@ -324,9 +324,13 @@ class SQLiteStore(_Bounds):
     once (a request waits for one past that), besides the one it writes on;
     ``commit_delay``: seconds a commit waits for other threads' commits to
     join it, when commits of this process have lately come together (see
-    _together; 0: never). The limits are TaskStore's: ``replay_buffer``
-    and ``replay_buffer_bytes`` bound each task's event log, ``lease_ttl``
-    is how long a process's claim on a running task lasts unrenewed.
+    _together; 0: never). What only a shared store has: ``lease_ttl``,
+    seconds a process's claim on a running task lasts unrenewed;
+    ``store_poll``, seconds between two looks for the other processes'
+    commits (ten times that while this one follows no task); ``store_threads``,
+    the threads an event-loop host lets wait on it. The limits are
+    TaskStore's: ``replay_buffer`` and ``replay_buffer_bytes`` bound each
+    task's event log.
 
     A file opened read-only still serves reads; each write then raises
     InternalError. A file that stops taking writes while the store runs (it
@@ -340,7 +344,8 @@ class SQLiteStore(_Bounds):
     origins = True                  # a new task's traceparent is kept (get()'s .origin)
 
     def __init__(self, path, *, durable=False, busy_timeout=5.0, connections=16,
-                 commit_delay=0.0005, probe_every=1.0, **limits):
+                 commit_delay=0.0005, probe_every=1.0, lease_ttl=30.0, store_poll=0.01,
+                 store_threads=8, **limits):
         import sqlite3
         path = os.fspath(path)
         if path.startswith("sqlite:"):
@@ -355,6 +360,7 @@ class SQLiteStore(_Bounds):
             raise ValueError(f"{path!r}: give the SQLite store a file name (for tasks kept in "
                              "memory, use TaskStore)")
         super().__init__(**limits)
+        self.lease_ttl, self.store_poll, self.store_threads = lease_ttl, store_poll, store_threads
         self.path = path
         self.durable = durable
         self.busy_timeout = busy_timeout
@@ -1852,10 +1858,10 @@ class _StoreWatch:
         self.marks = {}                     # task id -> its version when last looked at
         self.woken = threading.Event()      # set: look now (news heard, or a task to follow)
         self.resting = False                # no task followed here: looks 10 times less often
-        threading.Thread(target=self._run, args=(server.closing, server.limits),
+        threading.Thread(target=self._run, args=(server.closing, server.store.store_poll),
                          name="a2a-store-watch", daemon=True).start()
 
-    def _run(self, closing, limits):
+    def _run(self, closing, poll):
         seen, renew_at, resting = None, 0.0, False
         woken = self.woken                  # a store that hears of commits says so at once
         wake_on = getattr(self.server().store, "wake_on", None)
@@ -1863,7 +1869,7 @@ class _StoreWatch:
             wake_on(lambda task_id: self._heard(woken, task_id))
         del wake_on                         # (it holds the store, which holds the Server)
         while True:
-            if woken.wait(limits["store_poll"] * (10 if resting else 1)):
+            if woken.wait(poll * (10 if resting else 1)):
                 woken.clear()               # (a flood of news is looked at 1,000 times a second at most)
                 if closing.wait(0.001):
                     return
@@ -2010,7 +2016,7 @@ class StoreThreads:
             from concurrent.futures import ThreadPoolExecutor
             with self.lock:
                 if self.pool is None:
-                    self.pool = ThreadPoolExecutor(self.server.limits["store_threads"],
+                    self.pool = ThreadPoolExecutor(self.server.store.store_threads,
                                                    thread_name_prefix="a2a-store")
         return asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(fn, *args))
 

@@ -53,8 +53,8 @@ def agent(ctx):
         yield a2a_min.artifact_update(f"{time.time():.6f}", artifact_id=f"a{i}")
         time.sleep(interval)
 
-server = a2a_min.Server(agent, store=a2a_store.open_store(sys.argv[2]),
-                        store_poll=float(sys.argv[4]))
+server = a2a_min.Server(agent, store=a2a_store.open_store(sys.argv[2],
+                                                         store_poll=float(sys.argv[4])))
 a2a_min.serve(server, "127.0.0.1", int(sys.argv[3]))
 """
 

@@ -72,8 +72,8 @@ def test_on_an_event_loop_what_needs_no_write_is_answered_on_the_loop(tmp_path, 
         return "done: " + ctx.text
     # (store_poll: the watch thread's upkeep, which holds the store's writers off
     # for a moment and so may send a commit to a thread, stays out of the way.)
-    server = a2a_min.Server(agent, store=a2a_store.SQLiteStore(str(tmp_path / "tasks.db")),
-                            store_poll=3600)
+    server = a2a_min.Server(agent, store=a2a_store.SQLiteStore(str(tmp_path / "tasks.db"),
+                                                               store_poll=3600))
     if host == "asgi":
         need("uvicorn", "ASGI host: needs uvicorn (the test extra)")
     client = (AsgiHostClient if host == "asgi" else AsyncioHostClient)(server)
@@ -188,8 +188,8 @@ def test_an_agent_whose_task_was_canceled_elsewhere_ends_quietly(tmp_path, caplo
         went_on.wait(5)
         yield "after the cancel"
         yield "and more"
-    here = a2a_min.Server(agent, store=a2a_store.SQLiteStore(path), store_poll=30)
-    there = a2a_min.Server(agent, store=a2a_store.SQLiteStore(path), store_poll=30)
+    here = a2a_min.Server(agent, store=a2a_store.SQLiteStore(path, store_poll=30))
+    there = a2a_min.Server(agent, store=a2a_store.SQLiteStore(path, store_poll=30))
     task = Client(here).send("go", configuration={"returnImmediately": True})["task"]
     deadline = time.monotonic() + 5
     while Client(there).result("GetTask", {"id": task["id"]})["status"]["state"] != \
@@ -217,3 +217,16 @@ def test_a_push_config_id_is_bounded(tmp_path):
     error = client.error("CreateTaskPushNotificationConfig", {
         "taskId": task["id"], "url": "http://127.0.0.1:9/h", "id": "x" * 300})
     assert error["code"] == -32602 and "id is longer" in error["message"]
+
+
+def test_a_shared_stores_options_are_its_own_and_the_server_says_so(tmp_path):
+    """lease_ttl, store_poll and store_threads matter only to a store that
+    processes share: they are its constructor's, and a Server given one
+    names where it goes."""
+    with pytest.raises(TypeError, match=r"unknown Server options: store_poll; .*"
+                                        r"SQLiteStore\(path, store_poll=\.\.\.\)"):
+        a2a_min.Server(lambda ctx: "ok", store_poll=0.5)
+    store = a2a_store.SQLiteStore(str(tmp_path / "tasks.db"), lease_ttl=5.0, store_poll=0.5,
+                                  store_threads=2)
+    assert (store.lease_ttl, store.store_poll, store.store_threads) == (5.0, 0.5, 2)
+    assert not {"lease_ttl", "store_poll", "store_threads"} & set(a2a_min.DEFAULT_LIMITS)
