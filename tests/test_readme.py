@@ -177,3 +177,33 @@ def test_the_keys_the_readme_makes_are_not_committed():
     often a checkout: git ignores them."""
     patterns = open(f"{ROOT}/.gitignore", encoding="utf-8").read().split()
     assert "*.pem" in patterns and "*.key" in patterns
+
+
+def test_the_readmes_first_command_starts_the_demo_from_its_cached_module(tmp_path):
+    """README's first command, as pasted (on another port): the demo answers
+    its card, and started with -m it runs the module Python cached in
+    __pycache__ (a script would be compiled at every start)."""
+    first = re.search(r"```bash\n(.*?)```", page("README.md"), re.S).group(1)
+    command = first.split("  #")[0].strip()
+    assert command == "python3 -m a2a_min", command
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    shutil.copy(f"{ROOT}/a2a_min.py", folder)          # (the file alone, as vendored)
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep
+           + os.environ["PATH"]}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for start in range(2):                             # the first writes the cache, the next reads it
+        demo = subprocess.Popen(["bash", "-c", f"exec {command} --port 0"], cwd=folder, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            url = re.search(r"http://127\.0\.0\.1:\d+", demo.stdout.readline()).group(0)
+            out = subprocess.run(["curl", "-s", f"{url}/.well-known/agent-card.json"],
+                                 capture_output=True, text=True, timeout=30)
+            assert json.loads(out.stdout)["name"], out.stdout
+        finally:
+            demo.terminate()
+            demo.wait(10)
+        cached = list((folder / "__pycache__").glob("a2a_min.*.pyc"))
+        assert len(cached) == 1, cached
+        written = cached[0].stat().st_mtime_ns if start == 0 else written
+        assert cached[0].stat().st_mtime_ns == written     # (read, not written again)
