@@ -1130,9 +1130,6 @@ def _refusal(kind, task):
 #   appends = True                   commit(..., derived=True) keeps the event alone
 #   batches = True                   commit(..., first=events) appends those first
 #   raw_events = True                events(..., raw=True) may give an event as its JSON
-#   origins = True                   commit(..., origin=traceparent) keeps, with a new
-#                                    task, the trace of the turn that made it, which
-#                                    get() gives back as .origin (never in its JSON)
 #   wake_on(wake)                    call wake(task_id) when another process committed
 #   _circuit                         its database is known to be down (_Circuit)
 #
@@ -1243,13 +1240,13 @@ class _StoredTask(dict):
     """A Task dict that remembers the JSON it was stored as (``json``), which
     an answer splices in (_encoded_result) instead of encoding the task again."""
 
-    __slots__ = ("json", "version", "next_seq", "origin")
+    __slots__ = ("json", "version", "next_seq")
 
     @classmethod
     def decode(cls, body):
         task = cls(_decode_stored(body))
         task.json = body
-        task.version, task.next_seq, task.origin = 0, 0, None
+        task.version, task.next_seq = 0, 0
         return task
 
 
@@ -1345,17 +1342,16 @@ class _Entry:
     and what it needs without decoding it. ``size`` counts the kept events,
     configs and ``live`` (the running turn's parsed copy); ``pending`` holds a
     streamed artifact's chunks not yet in the JSON ([update, ...], how many are
-    this version's, their bytes); ``origin`` the traceparent of the turn that
-    made the task. Never changed once stored: readers take no lock."""
+    this version's, their bytes). Never changed once stored: readers take no lock."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
-                 "next_seq", "live", "pending", "origin")
+                 "next_seq", "live", "pending")
 
     def __init__(self, body, owner, context_id, state, stamp, caller, size, version, next_seq,
-                 live, pending, origin):
+                 live, pending):
         self.body, self.owner, self.context_id, self.state = body, owner, context_id, state
         self.stamp, self.caller, self.size, self.version = stamp, caller, size, version
-        self.next_seq, self.live, self.pending, self.origin = next_seq, live, pending, origin
+        self.next_seq, self.live, self.pending = next_seq, live, pending
 
 
 class TaskStore(_Bounds):
@@ -1365,7 +1361,6 @@ class TaskStore(_Bounds):
     appends = True          # a streamed artifact's chunks are kept as events a while
     batches = True          # commit(..., first=events) stores several events at once
     raw_events = True       # events(..., raw=True): a settled event as the JSON it keeps
-    origins = True          # commit(..., origin=): a new task's trace, get()'s .origin
 
     def __init__(self, **limits):
         super().__init__(**limits)
@@ -1390,11 +1385,11 @@ class TaskStore(_Bounds):
         pending = entry.pending
         if pending is not None:             # a streamed artifact's chunks, not yet in the JSON
             task = _with_pending(task, pending[0][:pending[1]])
-        task.version, task.next_seq, task.origin = entry.version, entry.next_seq, entry.origin
+        task.version, task.next_seq = entry.version, entry.next_seq
         return task
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None,
-               derived=False, first=(), origin=None):
+               derived=False, first=()):
         """Write ``task`` and append ``event`` to its log, as one change (see
         the contract above), after the events ``first`` (``batches``); the JSON
         is None when only the event was kept."""
@@ -1424,7 +1419,7 @@ class TaskStore(_Bounds):
         try:
             with self._lock:
                 seq = self._write(task, owner, version, event, caller, body, size, evicted, pending,
-                                  first, origin)
+                                  first)
         finally:
             for gone in evicted:                # (told even if the write was refused)
                 if self.on_evict:
@@ -1432,7 +1427,7 @@ class TaskStore(_Bounds):
         return (None if pending else body), version + 1, seq
 
     def _write(self, task, owner, version, event, caller, body, size, evicted, pending=None,
-               first=(), origin=None):
+               first=()):
         """commit(), with the store's lock held: returns the event's id."""
         task_id, status = task["id"], task["status"]
         state = status["state"]
@@ -1447,7 +1442,6 @@ class TaskStore(_Bounds):
             log, old_size, live = None, 0, 0
         else:
             caller, log, old_size, live = old.caller, self._logs.get(task_id), old.size, old.live
-            origin = old.origin
         if self._config_bytes:
             size += self._config_bytes.get(task_id, 0)
         idle_now = state in _IDLE_STATES          # ended, or waiting for the client
@@ -1499,7 +1493,7 @@ class TaskStore(_Bounds):
             size += log.weight            # a task weighs its JSON, its events and its configs
         self._tasks[task_id] = _Entry(body, owner, task.get("contextId", ""), state,
                                       status.get("timestamp", ""), caller, size, version + 1,
-                                      0 if log is None else log.next_seq, live, pending, origin)
+                                      0 if log is None else log.next_seq, live, pending)
         self._bytes += size - old_size
         share[0] += new
         share[1] += size - old_size
@@ -1588,8 +1582,7 @@ class TaskStore(_Bounds):
         entry = self._tasks[task_id]
         self._tasks[task_id] = _Entry(entry.body, entry.owner, entry.context_id, entry.state,
                                       entry.stamp, entry.caller, entry.size + grows,
-                                      entry.version, entry.next_seq, entry.live, entry.pending,
-                                      entry.origin)
+                                      entry.version, entry.next_seq, entry.live, entry.pending)
         self._config_bytes[task_id] = self._config_bytes.get(task_id, 0) + grows
         self._bytes += grows
         self._callers[entry.caller][1] += grows
@@ -1911,14 +1904,6 @@ class RequestContext(str):
         span of the turn's own), or None when the server's tracing is off."""
         return None if self.caller is None else self.caller.trace
 
-    @property
-    def origin(self):
-        """The TraceContext of the turn that made this task (its trace_id and
-        span_id, as the store kept them), when a later turn continues it; None
-        for a new task. A link, not a parent: this turn has a caller of its own."""
-        origin = getattr(self.task, "origin", None)
-        return TraceContext.from_traceparent(origin) if origin and self.trace else None
-
     @staticmethod
     def current():
         """The RequestContext of the turn this thread or asyncio task runs (a
@@ -1976,13 +1961,12 @@ class CallContext:
 
     __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
                  "last_event_id", "base_url", "spawn", "peer", "translated_from", "_trace",
-                 "method", "task_id", "origin")
+                 "method", "task_id")
 
     def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None,
                  spawn=None, peer=None, tracing=True):
         # (its trace is read on first use; the operation, and the task it names: the log)
         self._trace, self.method, self.task_id = None if tracing else False, None, None
-        self.origin = None      # the traceparent that made the task it names, if kept
         self.headers = headers or {}
         self.query = query or {}
         self.base_url = base_url
@@ -2001,8 +1985,8 @@ class CallContext:
         first use); None when the server's tracing is off. An observer that
         makes a turn's span sets it to the span's (what the turn sends on)."""
         trace = self._trace
-        if trace is None or type(trace) is str:     # (a str: the ids chosen for a new trace)
-            trace = self._trace = TraceContext.from_headers(self.headers, trace)
+        if trace is None:
+            trace = self._trace = TraceContext.from_headers(self.headers)
         return trace or None
 
     @trace.setter
@@ -2039,15 +2023,9 @@ class CallContext:
 # agents it reaches. A malformed header is ignored (the request begins a new
 # trace), never an error: tracing must not fail a call. The turn running in
 # a thread or asyncio task is a context variable (a key; its values live in
-# each thread's and task's context, not in this module).
-#
-# A new task is stored with its first turn's traceparent (a store that
-# ``origins``), outside the task's JSON: a trace id is the operator's, not
-# something every client that may read the task should see. A later request
-# about the task (SubscribeToTask, a message that continues it), in any
-# process, links to that turn (RequestContext.origin, the JSON access log's
-# origin_trace_id, an OpenTelemetry span link) rather than joining its
-# trace: it has a caller, and a trace, of its own.
+# each thread's and task's context, not in this module). A later request
+# about a task (SubscribeToTask, a message that continues it) is in a trace
+# of its own, its caller's: what ties the two is the task's id.
 
 _HEX = frozenset("0123456789abcdef")
 _TRACESTATE_KEY = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-*/")
@@ -2110,13 +2088,12 @@ class TraceContext:
         self.tracestate = tracestate
 
     @classmethod
-    def from_headers(cls, headers, ids=None):
+    def from_headers(cls, headers):
         """The turn's context for a request with these (lower-case) headers: a
-        span under its valid traceparent, or else the first of a new trace;
-        ``ids``: 48 random hex digits for its new ids (else read now)."""
+        span under its valid traceparent, or else the first of a new trace."""
         value = headers.get("traceparent")
         found = value and _parse_traceparent(value)
-        ids = ids or os.urandom(24).hex()
+        ids = os.urandom(24).hex()
         if not found:
             return cls(ids[:32], None, ids[32:])
         return cls(found[0], found[1], ids[32:], found[2],
@@ -2182,7 +2159,6 @@ class _Channel:
         self.written = 0          # bytes of the task's JSON when the store last wrote it whole
         self.appended = None      # bytes of the events it kept alone since (None: not known)
         self.held = None          # the _TurnWriter holding outputs for a thread to read (_hold)
-        self.origin = None        # the traceparent a new task is stored with (``origins``)
         self.shared = None        # (seq, version, weakref: the Task event subscribers share)
 
     def publish(self, task, event, tell=True, derived=False, first=()):
@@ -2204,8 +2180,10 @@ class _Channel:
             alone = derived and size is not None and self.appended is not None and \
                 self.appended + size <= max(self.written, _APPEND_FLOOR) and \
                 getattr(self.store, "appends", False)
-            if first or self.origin:            # (a store that ``batches``, or ``origins``)
-                stored, self.version, seq = self._commit(task, event, alone, first)
+            if first:                           # (a store that ``batches``)
+                stored, self.version, seq = self.store.commit(
+                    task, self.owner, self.version, event, self.caller, self.holder,
+                    derived=alone, first=first)
             else:
                 stored, self.version, seq = self.store.commit(
                     task, self.owner, self.version, event, self.caller, self.holder,
@@ -2218,22 +2196,6 @@ class _Channel:
             self.wake()
             if tell and self.on_event is not None:
                 self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
-
-    def _commit(self, task, event, derived, first=()):
-        """store.commit(), with the keywords only some stores take: ``first``,
-        and ``origin`` (the new task's first commit)."""
-        if first:
-            more = {"first": first, "origin": self.origin} if self.origin else {"first": first}
-            committed = self.store.commit(task, self.owner, self.version, event, self.caller,
-                                          self.holder, derived=derived, **more)
-        elif self.origin:
-            committed = self.store.commit(task, self.owner, self.version, event, self.caller,
-                                          self.holder, derived=derived, origin=self.origin)
-        else:
-            return self.store.commit(task, self.owner, self.version, event, self.caller,
-                                     self.holder, derived=derived)
-        self.origin = None
-        return committed
 
     def change(self, kind, body, now, event=None, tell=True, earlier=()):
         """Apply one event of TRANSITIONS to the task and publish it (as
@@ -2312,12 +2274,8 @@ class _Channel:
         turn nobody could watch); ``committed``: what the store's commit
         returned, if the caller committed it already (a2a_store)."""
         with self.lock:
-            if committed is None and self.origin:       # (a new task's: its trace kept)
-                committed = self.store.commit(task, self.owner, self.version, None, self.caller,
-                                              self.holder, origin=self.origin)
             stored, self.version, _ = committed or self.store.commit(
                 task, self.owner, self.version, None, self.caller, self.holder)
-            self.origin = None
             self.written, self.appended, self.grown = len(stored or b""), 0, None
             if type(task) is _StoredTask:
                 task.json, task.version, task.next_seq = stored, self.version, self.next_seq
@@ -3183,7 +3141,6 @@ class _AccessLog(Observer):
                 "a2a_method": call and call.method, "status": request.status, "bytes": size,
                 "stream": request.stream, "ms": round(ms, 2),
                 "trace_id": trace or None, "task_id": call and call.task_id,
-                "origin_trace_id": call and call.origin and call.origin[3:35],  # (its maker)
                 "principal": None if call is None or call.principal is None
                 else str(call.principal),
             }).decode()
@@ -4891,11 +4848,11 @@ class _Ids:
     random part of 64 ids (a system call each cost 0.6 us). list.pop() is
     atomic; a forked child starts a pool of its own, or its ids would repeat."""
 
-    __slots__ = ("pool", "memo", "random", "__weakref__")
+    __slots__ = ("pool", "memo", "__weakref__")
 
     def __init__(self):
         import weakref
-        self.pool, self.random = [], []
+        self.pool = []
         self.memo = (0, "")                     # (a millisecond, _uuid7_head of it)
         if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
             mine = weakref.ref(self)
@@ -4905,7 +4862,7 @@ class _Ids:
     def _forget(mine):
         ids = mine()
         if ids is not None:
-            ids.pool, ids.random = [], []
+            ids.pool = []
 
     def __call__(self):
         ms = int(time.time() * 1000)
@@ -4917,16 +4874,6 @@ class _Ids:
         except IndexError:
             self.pool = _uuid7_tails(64)
             return memo[1] + self.pool.pop()
-
-    def hexes(self):
-        """48 random hex digits (a new trace's ids: TraceContext), from a pool
-        of 64 made by one read of the random source."""
-        try:
-            return self.random.pop()
-        except IndexError:
-            digits = os.urandom(24 * 64).hex()
-            self.random = [digits[i:i + 48] for i in range(0, 48 * 64, 48)]
-            return self.random.pop()
 
 
 def _uuid7_tails(count):
@@ -5080,7 +5027,6 @@ class Server:
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
         self.console = console              # the page at GET /
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
-        self._origins = bool(tracing) and getattr(self.store, "origins", False)  # (kept by tasks)
         self.metrics = None                 # GET /metrics, and what it counts (a2a_metrics)
         self.observers = _observers(self, access_log, tracing, metrics, observers)
         self._named = set()                 # names of Host headers we answer to (lower case)
@@ -5278,13 +5224,6 @@ class Server:
                 metadata={"taskId": task_id})
         return task
 
-    def _link(self, call, task):
-        """A request about ``task`` names the trace that made it (.origin, if
-        its store kept one): in the request's span, and its log line."""
-        origin = getattr(task, "origin", None)
-        if origin and self.tracing:
-            call.origin = origin
-
     def end_unfinished(self, task_id, owner, why):
         """End FAILED a running task whose agent will not finish (its process
         is gone, or is shutting down), with ``why`` as its status message."""
@@ -5463,7 +5402,6 @@ class Server:
         task_id = message.get("taskId")
         if task_id:
             task = self._visible_task(task_id, call)
-            self._link(call, task)
             _check_event("input", task)
             if message.get("contextId") and message["contextId"] != task.get("contextId"):
                 raise InvalidParamsError(
@@ -5491,14 +5429,6 @@ class Server:
                 _turn_started(self, ctx, call)
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
-            if self._origins:                  # the task remembers the trace it was made in
-                if call._trace is None and "traceparent" not in call.headers:
-                    # A new trace: its ids chosen now (from the server's pool: no system
-                    # call), its TraceContext made of them when something asks (CallContext.trace).
-                    ids = call._trace = self._new_id.hexes()
-                    channel.origin = f"00-{ids[:32]}-{ids[32:]}-01"
-                else:
-                    channel.origin = call.trace.traceparent
             return ctx, channel, None          # its stream begins at its first event
         while True:
             with self._lock:
@@ -5739,7 +5669,6 @@ class Server:
         self._require_streaming()
         task_id = request["id"]
         task = self._visible_task(task_id, call)
-        self._link(call, task)
         state = task["status"]["state"]
         if state in TERMINAL_STATES:
             raise UnsupportedOperationError(

@@ -78,13 +78,6 @@ def _remote(trace_context):
     return _trace.set_span_in_context(_trace.NonRecordingSpan(_span_context(trace_context)))
 
 
-# A request about a task another turn made (SubscribeToTask, a continuing
-# message) links its spans to that turn's span, whose traceparent the store
-# kept with the task: a link, not a parent, for the request has a caller and
-# a trace of its own (OpenTelemetry's links are for exactly this).
-_ORIGIN = {"a2a.link": "task.origin"}
-
-
 def _trace_context(span, parent_id, tracestate=""):
     """The a2a_min.TraceContext of ``span``; None for the invalid span of a
     provider that makes none (the API's own, before an SDK is set)."""
@@ -159,13 +152,8 @@ class Spans(a2a_min.Observer):
         _context.detach(mark[1])
 
     def request_answered(self, request, mark):
-        """End ``request``'s span with what it was answered; a request about a
-        task another turn made links to that turn's span."""
+        """End ``request``'s span with what it was answered."""
         span, call = mark[0], request.call
-        if call is not None and call.origin:
-            made = a2a_min.TraceContext.from_traceparent(call.origin)
-            if made is not None and span.is_recording() and hasattr(span, "add_link"):
-                span.add_link(_span_context(made), _ORIGIN)     # (add_link: API 1.23 on)
         if request.binding == "GRPC":
             span.set_attribute("rpc.grpc.status_code", _GRPC_CODES.index(request.status))
             _end(span, request.error, request.status in _GRPC_FAULTS)
@@ -189,11 +177,8 @@ class Spans(a2a_min.Observer):
         """Start ``ctx``'s turn span (under the current span: its request's) and
         make the turn's TraceContext name it; the mark is the span."""
         parent = _trace.get_current_span().get_span_context()
-        origin = ctx.origin                     # a later turn: linked to the task's first
-        links = [_trace.Link(_span_context(origin), _ORIGIN)] if origin else None
         span = self.tracer.start_span("a2a.turn", kind=SpanKind.INTERNAL, attributes={
-            "a2a.task.id": _bounded(ctx.task_id), "a2a.context.id": _bounded(ctx.context_id)},
-            links=links)
+            "a2a.task.id": _bounded(ctx.task_id), "a2a.context.id": _bounded(ctx.context_id)})
         incoming = _parsed(call.headers)
         made = _trace_context(span, f"{parent.span_id:016x}" if parent.is_valid else None,
                               incoming.tracestate if incoming else "")

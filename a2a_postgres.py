@@ -149,7 +149,8 @@ _MIGRATIONS = (
         # task has events after next_seq, which its body lacks (a2a_min._newest)
         "ALTER TABLE a2a_tasks ADD COLUMN appended boolean NOT NULL DEFAULT false",
     ),
-    (   # version 3: the traceparent of the turn that made the task (``origins``)
+    (   # version 3: the traceparent of the turn that made the task (no longer
+        # written or read: a column is not dropped, so a schema keeps its version)
         "ALTER TABLE a2a_tasks ADD COLUMN origin text",
     ),
 )
@@ -185,9 +186,9 @@ _SQL_INSERT_AT_ONCE = """
         FROM a2a_counts WHERE caller IN ('', %(caller)s)
     ), made AS (
         INSERT INTO a2a_tasks (id, owner, caller, context_id, state, stamp, idle_ms, version,
-                               next_seq, first_seq, event_bytes, config_bytes, size, body, origin)
+                               next_seq, first_seq, event_bytes, config_bytes, size, body)
         SELECT %(id)s, %(owner)s, %(caller)s, %(context)s, %(state)s, %(stamp)s, %(now)s, 1,
-               0, 0, 0, 0, %(size)s, %(body)s, %(origin)s
+               0, 0, 0, 0, %(size)s, %(body)s
         FROM room WHERE fits
         ON CONFLICT (id) DO NOTHING
         RETURNING 1
@@ -204,7 +205,7 @@ _SQL_INSERT_AT_ONCE = """
 # with its row in one statement: one snapshot.
 _APPENDED = ("CASE WHEN appended THEN ARRAY(SELECT body FROM a2a_events WHERE task_id = "
              "a2a_tasks.id AND seq >= a2a_tasks.next_seq ORDER BY seq) END")
-_SQL_GET = (f"SELECT version, next_seq, body, {_APPENDED}, origin FROM a2a_tasks WHERE id = %s "
+_SQL_GET = (f"SELECT version, next_seq, body, {_APPENDED} FROM a2a_tasks WHERE id = %s "
             "AND owner = %s")
 
 # Eviction, oldest idle first, 64 at most to a statement. SKIP LOCKED: a task
@@ -247,7 +248,6 @@ class PostgresStore(a2a_min._Bounds):
 
     shared = True                   # other processes may write the same tasks
     appends = True                  # a streamed artifact's chunks may be written alone
-    origins = True                  # a new task's traceparent is kept (get()'s .origin)
 
     def __init__(self, url, *, schema="public", pool=8, pool_timeout=5.0, connect_timeout=5.0,
                  statement_timeout=10.0, write_wait=10.0, listen=None, poll=1.0, probe_every=1.0,
@@ -525,13 +525,13 @@ class PostgresStore(a2a_min._Bounds):
         return _task_of(*rows[0])
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None,
-               derived=False, origin=None):
+               derived=False):
         """Write ``task`` over ``version`` (0: a new task) and append ``event``
         to its log, atomically; ``holder`` (of a running task) takes its lease
         for lease_ttl, and an idle task's lease ends. Returns (JSON as stored,
         new version, the event's sequence number or None); ``derived``: only
         the event is written (a2a_min's "A streamed artifact"), and the JSON
-        returned is None; ``origin``, a new task's traceparent, is kept with it."""
+        returned is None."""
         task, event = a2a_min._cut_history(task, event, self.max_history)
         if derived:
             seq = self._transaction(self._append_in, _text(task["id"]), self._key(owner),
@@ -551,12 +551,12 @@ class PostgresStore(a2a_min._Bounds):
         caller_key = owner_key if caller is None else self._key(caller)
         if version == 0 and event_body is None and \
                 task["status"]["state"] in a2a_min._IDLE_STATES and self._insert_at_once(
-                    task, owner_key, caller_key, body, origin):
+                    task, owner_key, caller_key, body):
             return body, 1, None
         evicted = []
         try:            # (a task's change by its turn waits for a database that went away)
             seq, refused = self._transaction(self._commit_in, task, owner_key, caller_key,
-                                             version, body, event_body, holder, origin,
+                                             version, body, event_body, holder,
                                              evicted, wait=version > 0)
         finally:
             self._tell_evicted(evicted)
@@ -564,7 +564,7 @@ class PostgresStore(a2a_min._Bounds):
             raise refused
         return body, version + 1, seq
 
-    def _insert_at_once(self, task, owner_key, caller_key, body, origin):
+    def _insert_at_once(self, task, owner_key, caller_key, body):
         """The new task in one statement, if it fits (see _SQL_INSERT_AT_ONCE):
         whether it was inserted."""
         import psycopg
@@ -576,7 +576,7 @@ class PostgresStore(a2a_min._Bounds):
                     "id": _text(task["id"]), "owner": owner_key, "caller": caller_key,
                     "context": _text(task.get("contextId", "")), "state": status["state"],
                     "stamp": _text(status.get("timestamp", "")), "now": now, "size": len(body),
-                    "body": body, "origin": origin, "slot": conn.slot, "max_tasks": self.max_tasks,
+                    "body": body, "slot": conn.slot, "max_tasks": self.max_tasks,
                     "max_bytes": self.max_bytes, "max_share": self.max_tasks_per_caller,
                     "max_share_bytes": self.max_bytes_per_caller,
                     "deadline": now - int(self.task_ttl * 1000)}).fetchone()
@@ -591,7 +591,7 @@ class PostgresStore(a2a_min._Bounds):
         return made == 1
 
     def _commit_in(self, conn, task, owner_key, caller_key, version, body, event_body, holder,
-                   origin, evicted):
+                   evicted):
         """commit()'s transaction: (the event's sequence number or None, the
         TaskStoreFullError that refused the task or None: what was evicted to
         make room stays evicted)."""
@@ -651,11 +651,11 @@ class PostgresStore(a2a_min._Bounds):
             if new:
                 conn.execute(
                     "INSERT INTO a2a_tasks (id, owner, caller, context_id, state, stamp, idle_ms, "
-                    "version, next_seq, first_seq, event_bytes, config_bytes, size, body, origin) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, 0, %s, %s, %s)",
+                    "version, next_seq, first_seq, event_bytes, config_bytes, size, body) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, 0, %s, %s)",
                     (task_id, owner_key, caller_key, _text(task.get("contextId", "")), state,
                      _text(status.get("timestamp", "")), idle_ms, next_seq, first_seq, event_bytes, size,
-                     body, origin))
+                     body))
             else:
                 conn.execute(
                     "UPDATE a2a_tasks SET context_id = %s, state = %s, stamp = %s, idle_ms = %s, "
@@ -1074,19 +1074,17 @@ class _Listener:
         self.heard += 1
 
 
-def _task_of(version, next_seq, body, appended, origin=None):
+def _task_of(version, next_seq, body, appended):
     """The task of a row (its version, next_seq and body) and the events
-    appended alone after it (None: none), with .json, .version, .next_seq
-    and .origin."""
+    appended alone after it (None: none), with .json, .version and .next_seq."""
     if not appended:
         task = a2a_min._StoredTask.decode(bytes(body))
-        task.version, task.next_seq, task.origin = version, next_seq, origin
+        task.version, task.next_seq = version, next_seq
         return task
     task = a2a_min._with_pending(json.loads(bytes(body)), [
         json.loads(bytes(event))["artifactUpdate"] for event in appended])
     task.version, task.next_seq = a2a_min._newest(version, next_seq,
                                                   next_seq + len(appended) - 1)
-    task.origin = origin
     return task
 
 

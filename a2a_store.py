@@ -261,7 +261,8 @@ _SQLITE_MIGRATIONS = (
             DELETE FROM leases WHERE old.idle_ms IS NULL AND task_id = old.id;
         END""",
     ),
-    (   # version 5: the traceparent of the turn that made the task (``origins``)
+    (   # version 5: the traceparent of the turn that made the task (no longer
+        # written or read: a column is not dropped, so a file keeps its version)
         "ALTER TABLE tasks ADD COLUMN origin TEXT",
     ),
 )
@@ -284,10 +285,10 @@ _SQL_COMMIT_READ = """
 # bounds as they are (else commit() goes the general way, which makes room).
 _SQL_INSERT_AT_ONCE = """
     INSERT INTO tasks (n, id, owner, caller, context_id, state, stamp, idle_ms, version,
-                       next_seq, first_seq, event_bytes, size, body, origin)
-    SELECT (SELECT made FROM callers WHERE caller = '') + t.column9, t.column1, t.column2,
+                       next_seq, first_seq, event_bytes, size, body)
+    SELECT (SELECT made FROM callers WHERE caller = '') + t.column8, t.column1, t.column2,
            t.column3, t.column4, t.column5, t.column6, ?, 1, 0, 0, 0, length(t.column7),
-           t.column7, t.column8
+           t.column7
     FROM (VALUES ROWS) AS t
     WHERE (SELECT tasks + ? <= ? AND bytes + ? <= ? FROM callers WHERE caller = '')
           AND NOT EXISTS (SELECT 1 FROM tasks WHERE idle_ms < ?)
@@ -341,7 +342,6 @@ class SQLiteStore(_Bounds):
 
     shared = True                   # other processes may write the same tasks
     appends = True                  # a streamed artifact's chunks may be written alone
-    origins = True                  # a new task's traceparent is kept (get()'s .origin)
 
     def __init__(self, path, *, durable=False, busy_timeout=5.0, connections=16,
                  commit_delay=0.0005, probe_every=1.0, lease_ttl=30.0, store_poll=0.01,
@@ -747,7 +747,7 @@ class SQLiteStore(_Bounds):
         if sql is None:
             sql = self._statements[len(works), len(callers)] = (
                 _SQL_INSERT_AT_ONCE
-                .replace("ROWS", ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(works)))
+                .replace("ROWS", ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(works)))
                 .replace("SHARES", ", ".join(["(?, ?, ?)"] * len(callers))))
         try:
             done = db.execute(sql, [now] + values + [
@@ -870,7 +870,7 @@ class SQLiteStore(_Bounds):
         with self._db() as db:
             row = db.execute(
                 "SELECT n, version, next_seq, CASE WHEN n = ? AND version = ? THEN NULL ELSE "
-                "body END, appended, origin FROM tasks WHERE id = ? AND owner = ?",
+                "body END, appended FROM tasks WHERE id = ? AND owner = ?",
                 (n, version, task_id, self._key(owner))).fetchone()
             if row is not None and row[4]:
                 return self._with_appended(db, task_id, owner)
@@ -879,7 +879,7 @@ class SQLiteStore(_Bounds):
         if row[3] is None:
             return hit[1]                       # (an event comes with a new version)
         task = _StoredTask.decode(row[3])
-        task.version, task.next_seq, task.origin = row[1], row[2], row[5]
+        task.version, task.next_seq = row[1], row[2]
         if len(row[3]) <= _RECENT_BYTES and _decoded_size(row[3]) <= _RECENT_DECODED:
             recent = self._recent
             if len(recent) >= _RECENT:             # the oldest goes
@@ -896,7 +896,7 @@ class SQLiteStore(_Bounds):
         read in one read transaction, and applied."""
         db.execute("BEGIN")
         try:
-            row = db.execute("SELECT version, next_seq, body, origin FROM tasks WHERE id = ? "
+            row = db.execute("SELECT version, next_seq, body FROM tasks WHERE id = ? "
                              "AND owner = ?", (task_id, self._key(owner))).fetchone()
             if row is None:
                 return None
@@ -907,18 +907,17 @@ class SQLiteStore(_Bounds):
             db.execute("COMMIT")
         task = _with_pending(_decode_stored(row[2]), updates)
         task.version, task.next_seq = _newest(row[0], row[1], row[1] + len(updates) - 1)
-        task.origin = row[3]
         return task
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None,
-               derived=False, origin=None):
+               derived=False):
         """Write ``task`` over ``version`` (0: a new task), and append ``event``
         to its log, atomically; ``holder`` (of a running task) takes its lease
         for lease_ttl, and an idle task's lease ends. Returns (JSON as stored,
         new version, the event's sequence number or None). See the store
         contract: ``derived``, only the event is written (the JSON returned
-        is None); ``origin``, a new task's traceparent, is kept with it."""
-        work = self._commit_work(task, owner, version, event, caller, holder, derived, origin)
+        is None)."""
+        work = self._commit_work(task, owner, version, event, caller, holder, derived)
         return self._committed(work, self._together(work))
 
     def commit_many(self, calls, wait=True):
@@ -1021,7 +1020,7 @@ class SQLiteStore(_Bounds):
                 raise self._failed(error) from error
 
     def _commit_work(self, task, owner, version, event=None, caller=None, holder=None,
-                     derived=False, origin=None):
+                     derived=False):
         """What commit() will write, ready to be committed (a _GroupWork);
         ``derived``: only the event (its body is None)."""
         task, event = _cut_history(task, event, self.max_history)
@@ -1040,9 +1039,9 @@ class SQLiteStore(_Bounds):
         at_once = None
         if version == 0 and event_body is None and status["state"] in _IDLE_STATES:
             at_once = (task["id"], owner_key, caller_key, task.get("contextId", ""),
-                       status["state"], status.get("timestamp", ""), body, origin)
+                       status["state"], status.get("timestamp", ""), body)
         return _GroupWork(self._commit_in, (task, owner_key, caller_key, version, body,
-                                            event_body, holder, origin, []), at_once)
+                                            event_body, holder, []), at_once)
 
     def _committed(self, work, result):
         """commit()'s answer, once ``work`` was committed with ``result``."""
@@ -1053,7 +1052,7 @@ class SQLiteStore(_Bounds):
         return work.args[4], work.args[3] + 1, seq
 
     def _commit_in(self, db, task, owner_key, caller_key, version, body, event_body, holder,
-                   origin, evicted):
+                   evicted):
         """commit()'s transaction, on ``db`` (in a write transaction that may
         hold other threads' commits too: see _together). Returns (the event's
         sequence number or None, the TaskStoreFullError that refused the task
@@ -1108,7 +1107,7 @@ class SQLiteStore(_Bounds):
                 db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)",
                            (task_id, holder, now + int(self.lease_ttl * 1000)))
             self._write_row(db, new, task, version, (owner_key, caller_key, idle_ms,
-                            next_seq, first_seq, event_bytes, size, body, origin))
+                            next_seq, first_seq, event_bytes, size, body))
             if event_body is not None:
                 db.execute("INSERT INTO events (task_id, seq, body) VALUES (?, ?, ?)",
                            (task_id, seq, event_body))
@@ -1166,17 +1165,17 @@ class SQLiteStore(_Bounds):
     @staticmethod
     def _write_row(db, new, task, version, row):
         """INSERT or UPDATE the task's row (``row``: owner, caller, idle_ms,
-        next_seq, first_seq, event_bytes, size, body, origin)."""
-        owner_key, caller_key, idle_ms, next_seq, first_seq, event_bytes, size, body, origin = row
+        next_seq, first_seq, event_bytes, size, body)."""
+        owner_key, caller_key, idle_ms, next_seq, first_seq, event_bytes, size, body = row
         status = task["status"]
         if new:
             db.execute("INSERT INTO tasks (n, id, owner, caller, context_id, state, stamp, "
-                       "idle_ms, version, next_seq, first_seq, event_bytes, size, body, origin) "
+                       "idle_ms, version, next_seq, first_seq, event_bytes, size, body) "
                        "VALUES ((SELECT made + 1 FROM callers WHERE caller = ''), "
-                       "?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
+                       "?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
                        (task["id"], owner_key, caller_key, task.get("contextId", ""),
                         status["state"], status.get("timestamp", ""), idle_ms, next_seq,
-                        first_seq, event_bytes, size, body, origin))
+                        first_seq, event_bytes, size, body))
         else:
             db.execute("UPDATE tasks SET context_id = ?, state = ?, stamp = ?, idle_ms = ?, "
                        "version = ?, next_seq = ?, first_seq = ?, event_bytes = ?, size = ?, "
@@ -2047,7 +2046,7 @@ class StoreThreads:
             commits = self.commits[loop] = _LoopCommits(self, loop)
         channel = turn.channel
         commits.add(functools.partial(self.saved_on_loop, turn, task), task, channel.owner,
-                    channel.version, None, channel.caller, channel.holder, False, channel.origin)
+                    channel.version, None, channel.caller, channel.holder, False)
         return True
 
     def saved_on_loop(self, turn, task, committed):

@@ -87,7 +87,7 @@ def later(params, method):
 
 
 refused = later({"id": answer["result"]["task"]["id"]}, "SubscribeToTask")   # (it has ended)
-# A task that waits for its user, continued in a trace of its own: its turn links to the first.
+# A task that waits for its user, continued in a trace of its own.
 c = Live(a2a_min.Server(scenario_agent, name="C", tracing="opentelemetry"), timeout=5)
 waiting = json.loads(c.request("POST", "/", {"jsonrpc": "2.0", "id": 3, "method": "SendMessage",
                                              "params": {"message": user_message("wait")}},

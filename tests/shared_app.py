@@ -37,10 +37,9 @@ def note(ctx, what, **more):
     """One line in A2A_AGENT_LOG: which process did what for which task, when."""
     path = os.environ.get("A2A_AGENT_LOG")
     if path:
-        origin = ctx.origin                     # (the trace that made the task, if later)
         line = json.dumps({"pid": os.getpid(), "task": ctx.task_id, "text": ctx.text,
                            "what": what, "at": time.time(), "trace": ctx.trace.trace_id,
-                           "origin": origin and origin.traceparent, **more}) + "\n"
+                           **more}) + "\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line.encode())         # one write, O_APPEND: lines never interleave

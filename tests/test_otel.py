@@ -79,22 +79,17 @@ def test_one_trace_crosses_two_servers_and_a_webhook(binding, host):
     assert [s["name"] for s in spans if s["parent"] is None] == ["the user's request"]
     assert all(s["parent"][1] in by_id for s in spans if s["parent"])    # no span left open
     assert all(not s["links"] for s in spans)
-    # Later requests about a task, in traces of their own, link to the turn that made it.
+    # Later requests about a task are in traces of their own; the task's id ties them.
     assert found["refused"]["error"]["code"] == -32004                  # (A's task has ended)
     subscribe = [s for s in found["spans"] if s["attributes"].get("rpc.method") ==
                  "SubscribeToTask"]
     assert len(subscribe) == 1 and subscribe[0]["context"][0] != trace_id
-    assert subscribe[0]["links"] == [[turn_a["context"], {"a2a.link": "task.origin"}]]
+    assert not subscribe[0]["links"]
     assert found["continued"]["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     turns_c = [s for s in found["spans"] if s["name"] == "a2a.turn" and
                s["attributes"]["a2a.task.id"] == found["continued"]["result"]["task"]["id"]]
     assert len(turns_c) == 2 and turns_c[0]["context"][0] != turns_c[1]["context"][0]
-    first, second = turns_c
-    assert first["links"] == [] and second["links"] == [[first["context"], {
-        "a2a.link": "task.origin"}]]
-    requests_c = [s for s in found["spans"] if s["kind"] == "SERVER" and s["context"][1] ==
-                  second["parent"][1]]
-    assert requests_c[0]["links"] == second["links"]       # (its request's span too)
+    assert all(not s["links"] for s in found["spans"])
 
 
 def test_without_opentelemetry_imported_no_companion_is_loaded():

@@ -138,33 +138,6 @@ def test_a_new_task_is_written_at_version_0_and_read_back_by_its_owner_only(stor
     assert (version, seq) == (1, None) and store.get("t2", ALICE).next_seq == 0
 
 
-ORIGIN = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-
-
-def test_a_new_task_keeps_the_trace_that_made_it_out_of_its_json(store):
-    """``origins``: commit(..., origin=) of a new task keeps that traceparent,
-    and get() gives it back as .origin, through every later version (whole,
-    or an event written alone) and however the task was made (at once, or
-    running). It is never part of the task's JSON: no client sees it."""
-    assert store.origins is True
-    store.commit(task("t1", COMPLETED), ALICE, 0, origin=ORIGIN)     # (answered at once)
-    store.commit(task("t2"), ALICE, 0, {"task": task("t2")}, origin=ORIGIN)
-    store.commit(task("t3"), ALICE, 0)
-    for task_id, origin in (("t1", ORIGIN), ("t2", ORIGIN), ("t3", None)):
-        got = store.get(task_id, ALICE)
-        assert got.origin == origin and b"00f067aa" not in got.json, task_id
-    update = {"taskId": "t2", "contextId": "ctx", "artifact": {
-        "artifactId": "a", "parts": [{"text": "x"}]}}
-    grown = task("t2", artifacts=[update["artifact"]])
-    store.commit(grown, ALICE, 1, {"artifactUpdate": update}, derived=True)
-    assert store.get("t2", ALICE).origin == ORIGIN                 # (an event alone)
-    store.commit(task("t2", INPUT_REQUIRED), ALICE, 2, origin="00-" + "1" * 32 + "-" + "2" * 16
-                 + "-01")                                         # (a later one: not its maker)
-    got = store.get("t2", ALICE)
-    assert got.origin == ORIGIN and got.version == 3
-    assert all("00f067aa" not in json.dumps(t) for t in store.list(ALICE)[0])
-
-
 def test_every_commit_is_a_new_version_and_every_event_the_next_seq(store):
     """The version counts commits; next_seq counts events, with or without
     commits between them. A task read again after a change is the new one."""
@@ -1704,9 +1677,10 @@ def test_sqlite_a_version_2_file_is_brought_to_version_3(path):
     assert [t["id"] for t in store.list(ALICE)[0]] == ["t1", "t5", "t4"]     # newest stamp first
 
 
-def test_sqlite_a_version_4_file_keeps_its_tasks_and_new_ones_their_origin(path):
-    """Version 5 adds the column of the trace that made a task: a version 4
-    file's tasks have none, and are read and changed as before."""
+def test_sqlite_a_version_4_file_keeps_its_tasks(path):
+    """Version 5 added a column (the trace that made a task, no longer
+    written): a version 4 file is brought to it, and its tasks are read and
+    changed as before, new ones made beside them."""
     db = _old_file(path, 4)
     body = json.dumps(task("t1")).encode()
     db.execute("INSERT INTO tasks (n, id, owner, caller, context_id, state, stamp, idle_ms, "
@@ -1721,10 +1695,11 @@ def test_sqlite_a_version_4_file_keeps_its_tasks_and_new_ones_their_origin(path)
     store = a2a_store.SQLiteStore(path)
     assert sql(store, "SELECT value FROM meta") == [(str(a2a_store.SQLITE_SCHEMA_VERSION),)]
     got = store.get("t1", ALICE)
-    assert got == task("t1") and got.origin is None
+    assert got == task("t1")
     store.commit(task("t1", COMPLETED), ALICE, 1)
-    store.commit(task("t2", COMPLETED), ALICE, 0, origin=ORIGIN)
-    assert store.get("t1", ALICE).origin is None and store.get("t2", ALICE).origin == ORIGIN
+    store.commit(task("t2", COMPLETED), ALICE, 0)
+    assert store.get("t1", ALICE) == task("t1", COMPLETED)
+    assert store.get("t2", ALICE) == task("t2", COMPLETED)
 
 
 def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):

@@ -250,7 +250,7 @@ def test_the_json_access_log_is_one_object_a_line_without_credentials(caplog):
     assert len(lines) == 3 and all("s3cret" not in line for line in lines)
     first, second, third = map(json.loads, lines)
     assert set(first) == {"time", "client", "method", "path", "a2a_method", "status", "bytes",
-                          "stream", "ms", "trace_id", "task_id", "origin_trace_id", "principal"}
+                          "stream", "ms", "trace_id", "task_id", "principal"}
     assert first["time"].endswith("Z") and first["client"].startswith("127.0.0.1")
     assert (first["method"], first["path"], first["a2a_method"], first["status"]) == \
         ("POST", "/", "SendMessage", 200)
@@ -259,9 +259,8 @@ def test_the_json_access_log_is_one_object_a_line_without_credentials(caplog):
     assert (second["path"], second["a2a_method"], second["task_id"]) == \
         (f"/tasks/{task_id}", "GetTask", task_id)
     assert len(second["trace_id"]) == 32 and second["trace_id"] != TRACE   # a trace of its own
-    assert first["origin_trace_id"] is None and second["origin_trace_id"] is None
-    # SubscribeToTask names the trace that made the task (the store kept it)
-    assert (third["a2a_method"], third["origin_trace_id"]) == ("SubscribeToTask", TRACE)
+    # SubscribeToTask about it: a trace of its own too; its task id ties it to the first
+    assert (third["a2a_method"], third["task_id"]) == ("SubscribeToTask", task_id)
     assert third["trace_id"] not in (None, TRACE)
 
 
@@ -315,21 +314,16 @@ def test_an_agents_failure_is_logged_with_its_trace(caplog):
 
 
 @pytest.mark.parametrize("headers", [{}, {"traceparent": TRACEPARENT}], ids=["new", "given"])
-def test_a_task_is_stored_with_the_trace_its_first_turn_ran_in(headers):
-    """The traceparent kept with a new task names the turn's own span, the
-    one the agent sees (made when asked, for a new trace, of the ids the
-    server chose as the task was made), and is not in what clients read."""
+def test_no_trace_is_kept_with_a_task(headers):
+    """A task is stored as its JSON and nothing of the trace it was made in
+    (a later request about it is in a trace of its own; the task's id is
+    what ties them), and clients read no traceparent in it."""
     server = a2a_min.Server(lambda ctx: ctx.trace.traceparent)
     answer = rpc(server, "SendMessage", {"message": user_message("hi")},
                  headers={**V1, **headers})
     task = json.loads(answer.body)["result"]["task"]
     seen = task["artifacts"][0]["parts"][0]["text"]
-    stored = server.store.get(task["id"], ("", None))
-    assert stored.origin == seen and "traceparent" not in json.dumps(task)
     assert seen.startswith(f"00-{TRACE}-" if headers else "00-") and PARENT not in seen
     assert a2a_min._parse_traceparent(seen) is not None
-    off = a2a_min.Server(lambda ctx: "ok", tracing=False)
-    task = rpc(off, "SendMessage", {"message": user_message("hi")},
-               headers={**V1, **headers})
-    task = json.loads(task.body)["result"]["task"]
-    assert off.store.get(task["id"], ("", None)).origin is None
+    stored = server.store.get(task["id"], ("", None))
+    assert not hasattr(stored, "origin")
