@@ -2390,10 +2390,14 @@ class _Follower:
             if self.ended:
                 raise StopIteration
             channel = self.channel
+            if channel.stopped:                # the grace is over: what comes later waits
+                self._end_if_closing()         # for the client's resume (Last-Event-ID)
             with channel.lock:
                 if not self._take():
                     self._end_if_closing()
                     self._wait(channel)
+                    if channel.stopped:
+                        self._end_if_closing()
                     if self.begin is not None and time.monotonic() >= self.begin_at - 0.001:
                         self._begin()
                     if not self._take():
@@ -2447,6 +2451,8 @@ class _Follower:
             if self.ended:
                 raise StopIteration
             channel = self.channel
+            if channel.stopped:                # (as in __next__)
+                self._end_if_closing()
             news = False
             if channel.next_seq > self.seq or channel.store.shared or \
                     len(channel.tail) > self.tail_seen:     # (else nothing is new: no lock)

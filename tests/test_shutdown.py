@@ -304,7 +304,7 @@ def test_a_stream_cut_by_a_server_shutdown_says_so_and_how_to_resume(host):
             server.kill()
         server.wait(15)
     assert proc.returncode == 1 and "Traceback" not in err, err
-    assert "shutting down or restarting" in err, err
+    assert "shutting down or restarting" in err, (err, out)
     assert re.search(rf"a2a_min\.py watch http://127\.0\.0\.1:{port} {task_id} "
                      r"--last-event-id \d+", err), err
 
