@@ -816,6 +816,23 @@ def _json_type(value):
             int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
 
 
+def _parse_field(field, item, where):
+    """parse() of one field that is not a plain string: a map, a list, a
+    message or another scalar, each item checked (and named) in turn."""
+    value_type = field.map_value
+    if value_type:
+        if type(item) is not dict:
+            raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
+        check = parse if value_type in _FIELDS else _scalar
+        return {k: check(value_type, v, f"{where}.{k}") for k, v in item.items()}
+    check = parse if field.type in _FIELDS else _scalar      # (the same arguments)
+    if not field.repeated:
+        return check(field.type, item, where)
+    if type(item) is not list:
+        raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
+    return [check(field.type, v, f"{where}[{i}]") for i, v in enumerate(item)]
+
+
 def parse(message_type, value, path=""):
     """Check ``value`` against the proto message ``message_type``; return it canonical.
     The first problem raises InvalidParamsError naming the field."""
@@ -844,21 +861,7 @@ def parse(message_type, value, path=""):
             if not item.isascii():             # the common case, checked
                 _check_text(item, f"{path}.{name}" if path else name)
         else:
-            where = f"{path}.{name}" if path else name
-            vt = field.map_value
-            if vt:
-                if type(item) is not dict:
-                    raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
-                check = parse if vt in _FIELDS else _scalar
-                item = {k: check(vt, v, f"{where}.{k}") for k, v in item.items()}
-            else:
-                check = parse if type_ in _FIELDS else _scalar      # (the same arguments)
-                if not field.repeated:
-                    item = check(type_, item, where)
-                elif type(item) is not list:
-                    raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
-                else:
-                    item = [check(type_, v, f"{where}[{i}]") for i, v in enumerate(item)]
+            item = _parse_field(field, item, f"{path}.{name}" if path else name)
         if field.oneof:
             if oneofs is None:
                 oneofs = {}
@@ -1311,6 +1314,16 @@ def _recently_read(recent, task_id, body):
 _SHARED_STORE_OPTIONS = {"lease_ttl", "store_poll", "store_threads"}
 
 
+def _limits(given):
+    """DEFAULT_LIMITS with those ``given`` (a Server's keyword arguments)."""
+    unknown = set(given) - set(DEFAULT_LIMITS)
+    if unknown:
+        raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}" + (
+            "; lease_ttl, store_poll and store_threads are a shared store's own options: "
+            "SQLiteStore(path, store_poll=...)" if unknown & _SHARED_STORE_OPTIONS else ""))
+    return {**DEFAULT_LIMITS, **given}
+
+
 def _memory_store(limits):
     """The store a Server keeps when it is given none: a TaskStore bounded by
     the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
@@ -1459,32 +1472,15 @@ class TaskStore(_Bounds):
         grows = size + kept + event_size + _EVENT_OVERHEAD - old_size      # at most
         if first:
             grows += sum(len(earlier.json) + _EVENT_OVERHEAD for earlier in first)
-        share = self._callers.get(caller)
-        if share is None:
-            share = self._callers[caller] = [0, 0]
-        idle = self._idle
-        if (len(self._tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes
-                or share[0] + new > self.max_tasks_per_caller
-                or share[1] + grows > self.max_bytes_per_caller
-                or idle and idle[next(iter(idle))] < now - self.task_ttl):
-            try:
-                self._make_room(share, task_id, new, grows, caller, now, evicted)
-            except A2AError:
-                if not share[0]:            # a new caller refused: nothing to count
-                    self._callers.pop(caller, None)
-                raise
-            self._callers[caller] = share   # (back, if its last task was just evicted)
+        share = self._room(task_id, new, grows, caller, now, evicted)
         if pending is not None:     # (shared by versions, each reading its first ``count``)
             for earlier in first:
                 pending[0].append(earlier["artifactUpdate"])
             pending[0].append(event["artifactUpdate"])
         seq = None
         if event is not None:
-            if log is None:                   # (most tasks of a plain answer have none)
-                log = self._logs[task_id] = _EventLog()
-            for earlier in first:
-                log.append(earlier, len(earlier.json), self.replay_buffer, self.replay_buffer_bytes)
-            seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
+            log, seq = self._logged(task_id, log, event, event_size, first)
+        idle = self._idle
         if log is not None:
             if idle_now:
                 self._settle(task_id, log)
@@ -1503,6 +1499,35 @@ class TaskStore(_Bounds):
         elif not new:
             idle.pop(task_id, None)
         return seq
+
+    def _room(self, task_id, new, grows, caller, now, evicted):
+        """Room for a task that is ``new`` or ``grows`` by so many bytes, made
+        if a bound is over (_make_room; lock held): the caller's share, counted."""
+        share = self._callers.get(caller)
+        if share is None:
+            share = self._callers[caller] = [0, 0]
+        idle = self._idle
+        if (len(self._tasks) + new > self.max_tasks or self._bytes + grows > self.max_bytes
+                or share[0] + new > self.max_tasks_per_caller
+                or share[1] + grows > self.max_bytes_per_caller
+                or idle and idle[next(iter(idle))] < now - self.task_ttl):
+            try:
+                self._make_room(share, task_id, new, grows, caller, now, evicted)
+            except A2AError:
+                if not share[0]:            # a new caller refused: nothing to count
+                    self._callers.pop(caller, None)
+                raise
+            self._callers[caller] = share   # (back, if its last task was just evicted)
+        return share
+
+    def _logged(self, task_id, log, event, size, first):
+        """Append ``event`` (after ``first``) to the task's log, made if it has
+        none (most tasks of a plain answer): (the log, the event's id)."""
+        if log is None:
+            log = self._logs[task_id] = _EventLog()
+        for earlier in first:
+            log.append(earlier, len(earlier.json), self.replay_buffer, self.replay_buffer_bytes)
+        return log, log.append(event, size, self.replay_buffer, self.replay_buffer_bytes)
 
     def _settle(self, task_id, log):
         """A task ended or waits: its events keep only their JSON, a few writes
@@ -3811,35 +3836,38 @@ def _compat(version):
         raise RuntimeError(str(error)) from None
 
 
+def _jsonrpc_result(name, request_id, result):
+    """The JSON-RPC answer to method ``name``'s ``result``: one object, or a
+    stream of them (SSE), each with the request's id."""
+    rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
+    if not METHODS[name][2]:
+        encoded = _encoded_result(result)    # a task the store gave with its JSON
+        if encoded is None:                  # is spliced in, not encoded again
+            return Response(200, [("Content-Type", _JSON), _LINK], _json_body(
+                {"jsonrpc": "2.0", "id": request_id, "result": result}))
+        return Response(200, [("Content-Type", _JSON), _LINK],
+                        b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n")
+    return _sse_response(result, lambda event: {
+        "jsonrpc": "2.0", "id": request_id, "result": event},
+        lambda error: _jsonrpc_error(request_id, error),
+        lambda event: b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + event + b"}")
+
+
+def _jsonrpc_refused(server, request, request_id, error):
+    """The JSON-RPC error answer. HTTP 200, except where HTTP itself has
+    something to say: a body too large (413), credentials needed (401), a
+    caller over its limits (429)."""
+    server.count_refusal(error)
+    request.error = type(error)     # (its class: the error holds a frame that holds request)
+    status = error.http_status if isinstance(
+        error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
+    return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
+                    _json_body(_jsonrpc_error(request_id, error)))
+
+
 def _jsonrpc_response(server, request):
     """POST to the JSON-RPC endpoint."""
     headers, body, request_id = request.headers, request.body, None
-
-    def answer(result):
-        if not METHODS[name][2]:
-            encoded = _encoded_result(result)    # a task the store gave with its JSON
-            if encoded is None:                  # is spliced in, not encoded again
-                return Response(200, [("Content-Type", _JSON), _LINK], _json_body(
-                    {"jsonrpc": "2.0", "id": request_id, "result": result}))
-            rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
-            return Response(200, [("Content-Type", _JSON), _LINK],
-                            b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n")
-        rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
-        return _sse_response(result, lambda event: {
-            "jsonrpc": "2.0", "id": request_id, "result": event},
-            lambda error: _jsonrpc_error(request_id, error),
-            lambda event: b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + event + b"}")
-
-    def refuse(error):
-        # JSON-RPC answers errors with HTTP 200, except where HTTP itself has something
-        # to say: a body too large (413), credentials needed (401), a caller over its limits (429).
-        server.count_refusal(error)
-        request.error = type(error)     # (its class: the error holds a frame that holds request)
-        status = error.http_status if isinstance(
-            error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
-        return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
-                        _json_body(_jsonrpc_error(request_id, error)))
-
     try:
         envelope = _parse_json_body(body)        # (its Content-Type is JSON: _handle_http)
         if isinstance(envelope, list):
@@ -3869,7 +3897,9 @@ def _jsonrpc_response(server, request):
         if query or "last-event-id" in headers:
             call.last_event_id = _last_event_id(headers, query)
         if name in METHODS:
-            return _answer(server.call(name, params, call), answer, refuse)
+            return _answer(server.call(name, params, call),
+                           functools.partial(_jsonrpc_result, name, request_id),
+                           functools.partial(_jsonrpc_refused, server, request, request_id))
         if name in LEGACY_METHODS and server.compat is not None:        # A2A 0.3 (a2a_v03)
             return server.compat.jsonrpc_response(server, name, params, request_id, request)
         if name in LEGACY_METHODS:
@@ -3880,7 +3910,7 @@ def _jsonrpc_response(server, request):
         raise MethodNotFoundError(f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
                                   + ", ".join(METHODS), metadata={"method": name})
     except A2AError as error:
-        return refuse(error)
+        return _jsonrpc_refused(server, request, request_id, error)
     except Exception:
         _log().exception("unexpected error in a JSON-RPC call%s", _in_trace(request.call))
         return Response(200, [("Content-Type", _JSON), _LINK], _json_body(_jsonrpc_error(
@@ -4204,26 +4234,7 @@ def _rest_response(server, request):
             raise _MethodNotAllowed(", ".join(sorted({m[0] for m in matches})), media)
         if verb == "HEAD" and METHODS[method][2]:
             raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
-        request_type = METHODS[method][0]
-        if verb in ("GET", "DELETE", "HEAD"):
-            if body.strip():
-                raise InvalidRequestError(
-                    f"{verb} {path} takes no body; send its parameters in the query string")
-            params = _query_to_params(request_type, request.query) if request.query else {}
-        else:                                    # (a POST: its body is JSON, if any)
-            params = _parse_json_body(body) if body.strip() else {}
-            if not isinstance(params, dict):
-                raise InvalidParamsError(f"the body must be a JSON object ({request_type}), "
-                                         f"not {_json_type(params)}", field="body")
-        for name, value in values.items():       # the path's values fill the request
-            alias = _snake(name) if not name.islower() else name
-            given = params.pop(alias, None) if alias != name else None
-            given = params.get(name, given)
-            if given not in (None, "", value):
-                raise InvalidParamsError(
-                    f"{name} {given!r} in the request contradicts {value!r} in the path; "
-                    "send it once, in the path", field=name)
-            params[name] = value
+        params = _rest_params(request, METHODS[method][0], values)
         query = _query_params(request.query) if request.query else {}
         call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
                                           request.spawn, peer=request.peer, tracing=server.tracing)
@@ -4239,6 +4250,33 @@ def _rest_response(server, request):
         return _answer(server.call(method, params, call), answer, refuse)
     except A2AError as error:
         return refuse(error)
+
+
+def _rest_params(request, request_type, values):
+    """An HTTP+JSON request's message (``request_type``'s fields): from its
+    query (GET, DELETE) or its JSON body (POST), and the ``values`` its path
+    gave, which the rest may repeat but not contradict."""
+    verb, body = request.method, request.body
+    if verb in ("GET", "DELETE", "HEAD"):
+        if body.strip():
+            raise InvalidRequestError(
+                f"{verb} {request.path} takes no body; send its parameters in the query string")
+        params = _query_to_params(request_type, request.query) if request.query else {}
+    else:                                    # (a POST: its body is JSON, if any)
+        params = _parse_json_body(body) if body.strip() else {}
+        if not isinstance(params, dict):
+            raise InvalidParamsError(f"the body must be a JSON object ({request_type}), "
+                                     f"not {_json_type(params)}", field="body")
+    for name, value in values.items():       # the path's values fill the request
+        alias = _snake(name) if not name.islower() else name
+        given = params.pop(alias, None) if alias != name else None
+        given = params.get(name, given)
+        if given not in (None, "", value):
+            raise InvalidParamsError(
+                f"{name} {given!r} in the request contradicts {value!r} in the path; "
+                "send it once, in the path", field=name)
+        params[name] = value
+    return params
 
 
 def _parse_json_body(body):
@@ -5002,12 +5040,7 @@ class Server:
                  push_tls_context=None, single_path=None, trust_forwarded=False, compat=None,
                  console=True, access_log=False, card_signer=None, allowed_hosts=(),
                  cors_origins=(), tracing=True, metrics=False, observers=(), **limits):
-        unknown = set(limits) - set(DEFAULT_LIMITS)
-        if unknown:
-            raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}" + (
-                "; lease_ttl, store_poll and store_threads are a shared store's own options: "
-                "SQLiteStore(path, store_poll=...)" if unknown & _SHARED_STORE_OPTIONS else ""))
-        self.limits = limits = {**DEFAULT_LIMITS, **limits}
+        self.limits = limits = _limits(limits)
         self.agent, self._agent_is_async = agent, _is_async_callable(agent)
         self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)
         self.store = store if store is not None else _memory_store(limits)
@@ -5053,16 +5086,21 @@ class Server:
             schemes=getattr(authenticate, "security_schemes", None),
             required_extensions=required_extensions, extensions=extensions, card=card,
             signer=card_signer, max_age=card_max_age)
+        self._check_cards(card_signer)
+
+    def _check_cards(self, signer):
+        """The cards are valid as built, and a signer signs: now, not at the
+        first request. A signed card is built from public_url alone (section
+        8.4), never from a request's headers: no request can have the server
+        sign what it chose."""
         _check_card(self.agent_card())
-        if isinstance(extended_card, dict):
-            _check_card({**self.agent_card(), **extended_card})
-        # A signed card is built from public_url alone (section 8.4), never from
-        # a request's headers: no request can have the server sign what it chose.
-        if card_signer is not None:
-            if not public_url:
+        if isinstance(self.extended_card, dict):
+            _check_card({**self.agent_card(), **self.extended_card})
+        if signer is not None:
+            if not self.public_url:
                 raise ValueError("a signed card needs public_url (the URL clients reach this "
                                  "server at): the card signed must not depend on the request")
-            _card_response(self, {}, public_url)   # signed now: a failing signer fails now
+            _card_response(self, {}, self.public_url)   # signed now: a failing signer fails now
 
     # -- the HTTP entry point every host adapter calls -------------------------
 
@@ -5436,6 +5474,13 @@ class Server:
             channel = self._new_channel(call.owner, call.caller)
             channel.active = ctx
             return ctx, channel, None          # its stream begins at its first event
+        return (ctx,) + self._continue_task(ctx, call, message)
+
+    def _continue_task(self, ctx, call, message):
+        """_start_turn of a message that continues a task: it is recorded (the
+        task WORKING again) unless a turn runs, here or in another process;
+        (its channel, where its stream begins: see _start_turn)."""
+        task_id, context_id = ctx.task_id, ctx.context_id
         while True:
             with self._lock:
                 channel = self._channel(task_id, call.owner, call.caller)
@@ -5463,7 +5508,7 @@ class Server:
                 state = channel.task["status"]["state"]
                 self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
                 raise
-            return ctx, channel, joined
+            return channel, joined
 
     def _create_task(self, ctx, channel):
         """Make a new turn's task exist (store and first event), unless it does."""
@@ -6378,6 +6423,29 @@ class _RequestReader:
 
     # -- the head (RFC 9112 sections 2-5) ------------------------------------
 
+    def _fields(self, lines):
+        """The header fields of a head's ``lines`` (the request line first), by
+        lower-case name; one sent twice is joined with ", " but Host."""
+        headers = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            lower = name.lower()
+            if (not sep or lower not in _HEADER_NAMES and (not name or name.translate(_NOT_TOKEN))
+                    or not value.isprintable() and len(value.translate(_CONTROLS)) != len(value)):
+                # Also: "Name : value" and a folded line (one that starts with a
+                # space), both of which other parsers read differently; and
+                # control characters (a bare CR, a NUL) anywhere in the line.
+                self._refuse(400, f"malformed header line {line[:40]!r}: send 'Name: value', "
+                             "with no space before the colon, no folded lines and no control "
+                             "characters")
+            value = value.strip(" \t")
+            if lower in headers:
+                if lower == "host":                # (which one names the server? RFC 9112 3.2)
+                    self._refuse(400, "the request has two Host headers: send one")
+                value = headers[lower] + ", " + value
+            headers[lower] = value
+        return headers
+
     def _read_head(self, buffer):
         """The request line and headers, once the blank line after them is in
         ``buffer`` (RFC 9112 sections 3 and 5), checked as the theory above
@@ -6414,24 +6482,7 @@ class _RequestReader:
                 or parts[0] not in _METHODS and (not parts[0] or parts[0].translate(_NOT_TOKEN))
                 or parts[2] not in ("HTTP/1.1", "HTTP/1.0")):
             self._refuse(400, "the request line is not 'METHOD /path HTTP/1.1'")
-        headers = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            lower = name.lower()
-            if (not sep or lower not in _HEADER_NAMES and (not name or name.translate(_NOT_TOKEN))
-                    or not value.isprintable() and len(value.translate(_CONTROLS)) != len(value)):
-                # Also: "Name : value" and a folded line (one that starts with a
-                # space), both of which other parsers read differently; and
-                # control characters (a bare CR, a NUL) anywhere in the line.
-                self._refuse(400, f"malformed header line {line[:40]!r}: send 'Name: value', "
-                             "with no space before the colon, no folded lines and no control "
-                             "characters")
-            value = value.strip(" \t")
-            if lower in headers:
-                if lower == "host":                # (which one names the server? RFC 9112 3.2)
-                    self._refuse(400, "the request has two Host headers: send one")
-                value = headers[lower] + ", " + value
-            headers[lower] = value
+        headers = self._fields(lines)
         method, target, version = parts
         connection = headers.get("connection")
         keep = version == "HTTP/1.1" if connection is None else "close" not in connection.lower() \
@@ -6695,85 +6746,94 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
 
 
 def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout=10.0):
-    """make_http_server's handler class, reading requests with a _RequestReader."""
-    import socket
+    """make_http_server's handler class: one connection on a thread of its
+    own (_serve_connection), its requests read with a _RequestReader and
+    answered while it is kept (_answer_request, _send_response)."""
     import socketserver
+    given = (server, timeout, limits, date, tls, handshake_timeout)
 
     class Handler(socketserver.BaseRequestHandler):
-        """One connection, on a thread of its own: requests and answers while it is kept."""
-
-        def handle(self):
-            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock, self.scheme, self.certificate = self.request, "http://", None
-            if tls is not None:
-                sock, self.scheme = _tls_handshake(sock, tls, handshake_timeout), "https://"
-                if sock is None:
-                    return                         # (a TLS handshake that failed)
-                self.certificate = sock.getpeercert() or None   # ssl's dict, if it sent one
-            self.wait = timeout                    # the socket's timeout now
-            sock.settimeout(timeout)
-            self.peer, reader, buffer = self.client_address[0], _RequestReader(**limits), bytearray()
-            self.server.open.add(sock)
-            try:
-                while not server.closing.is_set() or buffer:
-                    request = _receive_request(self, sock, reader, buffer, server, timeout)
-                    if request is None or not self._answer(sock, request):
-                        return
-            finally:
-                self.server.open.discard(sock)
-                self.server.hangups.forget(sock)
-                if sock is not self.request:       # (TLS: socketserver closes only its own)
-                    sock.close()
-
-        def _answer(self, sock, request):
-            """Answer one request; True to keep the connection for another."""
-            host_header = request.headers.get("host") or "%s:%d" % self.server.server_address[:2]
-            response = server.handle_http(request.method, request.path, request.query,
-                                          request.headers, request.body,
-                                          self.scheme + host_header, self.peer,
-                                          certificate=self.certificate)
-            keep = request.keep_alive and (response.stream is None or _chunks_to(request))
-            return self._send(sock, response, not keep, request.method == "HEAD") and keep
-
-        def _send(self, sock, response, close, head_only=False):
-            """Write ``response``; False if the client has gone."""
-            head, stream = _response_head(response, close, date), response.stream
-            if self.wait != timeout:               # a client that stops reading is dropped
-                self.wait = timeout
-                sock.settimeout(timeout)
-            try:
-                if stream is None or head_only:    # (a HEAD's answer has no body, ever)
-                    sock.sendall(head if head_only else head + response.body)
-                    return True
-                out, chunk, unsent = head, _ready_now(stream), 0    # (ready: with the head)
-                gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
-                if chunk is None:                  # (the head alone, unless it waits)
-                    out = head if _head_waits(stream) else sock.sendall(head) or b""
-                    chunk = next(stream, None)
-                while chunk is not None and not gone:
-                    if chunk is _KEEPALIVE and (unsent := _unsent(sock, unsent)) < 0:
-                        return False               # it reads nothing (_unsent): the task goes on
-                    if len(chunk) > _JOINED:       # (a large chunk is sent as it is, not copied)
-                        sock.sendall(out if close else out + b"%x\r\n" % len(chunk))
-                        sock.sendall(chunk)
-                        out = b"" if close else b"\r\n"
-                    else:
-                        out += chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk)
-                    if getattr(stream, "done", False):
-                        break                      # (its end goes in the same write)
-                    sock.sendall(out)
-                    out, chunk = b"", next(stream, None)
-                if (out or not close) and not gone:
-                    sock.sendall(out if close else out + _LAST_CHUNK)
-                return not gone
-            except OSError:
-                return False                       # the client went away; the task goes on
-            finally:
-                if stream is not None:
-                    self.server.hangups.unwatch(sock)
-                    stream.close()
+        a2a, timeout, limits, date, tls, handshake_timeout = given
+        handle, _answer, _send = _serve_connection, _answer_request, _send_response
 
     return Handler
+
+
+def _serve_connection(self):
+    """A threaded handler's handle(): the connection's requests, one after
+    another, while it is kept and the server is not closing."""
+    import socket
+    server, timeout = self.a2a, self.timeout
+    self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock, self.scheme, self.certificate = self.request, "http://", None
+    if self.tls is not None:
+        sock, self.scheme = _tls_handshake(sock, self.tls, self.handshake_timeout), "https://"
+        if sock is None:
+            return                         # (a TLS handshake that failed)
+        self.certificate = sock.getpeercert() or None   # ssl's dict, if it sent one
+    self.wait = timeout                    # the socket's timeout now
+    sock.settimeout(timeout)
+    self.peer, reader, buffer = self.client_address[0], _RequestReader(**self.limits), bytearray()
+    self.server.open.add(sock)
+    try:
+        while not server.closing.is_set() or buffer:
+            request = _receive_request(self, sock, reader, buffer, server, timeout)
+            if request is None or not self._answer(sock, request):
+                return
+    finally:
+        self.server.open.discard(sock)
+        self.server.hangups.forget(sock)
+        if sock is not self.request:       # (TLS: socketserver closes only its own)
+            sock.close()
+
+
+def _answer_request(self, sock, request):
+    """Answer one request; True to keep the connection for another."""
+    host_header = request.headers.get("host") or "%s:%d" % self.server.server_address[:2]
+    response = self.a2a.handle_http(request.method, request.path, request.query,
+                                    request.headers, request.body, self.scheme + host_header,
+                                    self.peer, certificate=self.certificate)
+    keep = request.keep_alive and (response.stream is None or _chunks_to(request))
+    return self._send(sock, response, not keep, request.method == "HEAD") and keep
+
+
+def _send_response(self, sock, response, close, head_only=False):
+    """Write ``response``; False if the client has gone."""
+    head, stream = _response_head(response, close, self.date), response.stream
+    if self.wait != self.timeout:          # a client that stops reading is dropped
+        self.wait = self.timeout
+        sock.settimeout(self.timeout)
+    try:
+        if stream is None or head_only:    # (a HEAD's answer has no body, ever)
+            sock.sendall(head if head_only else head + response.body)
+            return True
+        out, chunk, unsent = head, _ready_now(stream), 0    # (ready: with the head)
+        gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
+        if chunk is None:                  # (the head alone, unless it waits)
+            out = head if _head_waits(stream) else sock.sendall(head) or b""
+            chunk = next(stream, None)
+        while chunk is not None and not gone:
+            if chunk is _KEEPALIVE and (unsent := _unsent(sock, unsent)) < 0:
+                return False               # it reads nothing (_unsent): the task goes on
+            if len(chunk) > _JOINED:       # (a large chunk is sent as it is, not copied)
+                sock.sendall(out if close else out + b"%x\r\n" % len(chunk))
+                sock.sendall(chunk)
+                out = b"" if close else b"\r\n"
+            else:
+                out += chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk)
+            if getattr(stream, "done", False):
+                break                      # (its end goes in the same write)
+            sock.sendall(out)
+            out, chunk = b"", next(stream, None)
+        if (out or not close) and not gone:
+            sock.sendall(out if close else out + _LAST_CHUNK)
+        return not gone
+    except OSError:
+        return False                       # the client went away; the task goes on
+    finally:
+        if stream is not None:
+            self.server.hangups.unwatch(sock)
+            stream.close()
 
 
 def _receive_request(handler, sock, reader, buffer, server, timeout):
@@ -6816,10 +6876,31 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
         buffer += data
 
 
+def _drain_threaded(self, grace=10.0):
+    """The threaded server's drain(), after serve_forever() has returned: shut
+    the Server down gracefully (Server.shutdown), let requests in flight
+    finish within ``grace`` seconds, close idle connections, then the socket."""
+    import socket
+    deadline = time.monotonic() + grace
+    self.a2a.shutdown(grace)
+    # (streams woken at the grace's end write their last frame: a second at least)
+    deadline = max(deadline, time.monotonic() + 1.0)
+    self.hangups.draining = True
+    while True:
+        for sock in list(self.open):       # an idle keep-alive wakes up and closes
+            try:
+                sock.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+        if not self.active or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    self.server_close()
+
+
 def _threaded_server(server, max_connections, date, per_peer):
     """make_http_server's server class: a connection cap (503 past it), one
-    per client address (429), drain()."""
-    import socket
+    per client address (429), drain() (_drain_threaded)."""
     import socketserver
     class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
         """socketserver's threaded TCP server, counting its connections."""
@@ -6836,25 +6917,7 @@ def _threaded_server(server, max_connections, date, per_peer):
             server._gauges["threads"] = lambda: {"connections": self.active,
                                                  "threads": threading.active_count()}
 
-        def drain(self, grace=10.0):
-            """After serve_forever() has returned: shut the Server down
-            gracefully (Server.shutdown), let requests in flight finish
-            within ``grace`` seconds, close idle connections, then the socket."""
-            deadline = time.monotonic() + grace
-            server.shutdown(grace)
-            # (streams woken at the grace's end write their last frame: a second at least)
-            deadline = max(deadline, time.monotonic() + 1.0)
-            self.hangups.draining = True
-            while True:
-                for sock in list(self.open):       # an idle keep-alive wakes up and closes
-                    try:
-                        sock.shutdown(socket.SHUT_RD)
-                    except OSError:
-                        pass
-                if not self.active or time.monotonic() >= deadline:
-                    break
-                time.sleep(0.05)
-            self.server_close()
+        a2a, drain = server, _drain_threaded
 
         def process_request(self, request, client_address):
             with self.count_lock:
@@ -7048,6 +7111,17 @@ def _busy(server, max_connections, held=None):
 # accept(), a TLS handshake included), a new connection gets 503.
 
 
+def _within_open_files(connections):
+    """At most ``connections``, and three quarters of the open-file limit: past
+    it, accept() fails (and a connection needs a file)."""
+    try:
+        import resource
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        return min(connections, files * 3 // 4) if files > 0 else connections
+    except ImportError:                            # (Windows)
+        return connections
+
+
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         max_header_bytes=65536, max_headers=100, max_connections=4096,
                         on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0,
@@ -7075,12 +7149,7 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         pass                                       # not the main thread: the caller stops us
     connections = set()                            # counted from accept(), TLS or not
     server._gauges["asyncio"] = lambda: {"connections": len(connections)}
-    try:                                           # (past the open-file limit, accept() fails)
-        import resource
-        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        max_connections = min(max_connections, files * 3 // 4) if files > 0 else max_connections
-    except ImportError:                            # (Windows)
-        pass
+    max_connections = _within_open_files(max_connections)
     limits = (timeout, {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
                         "max_body_bytes": server.limits["max_body_bytes"]}, max_connections,
               handshake_timeout if tls else None,
@@ -7106,23 +7175,31 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     try:
         await stop                                 # serving, until SIGTERM or cancelled
     finally:
-        deadline = loop.time() + grace
-        listener.close()
-        await loop.run_in_executor(None, server.shutdown, grace)    # streams end, turns finish
-        while any(c.busy is not None for c in connections) and loop.time() < deadline:
-            await asyncio.sleep(0.05)              # requests in flight
-        busy = [c.busy for c in connections if hasattr(c.busy, "cancel")]
-        for connection in list(connections):       # then the rest, idle or not, is closed
-            if connection.transport is not None:   # (else a TLS handshake, which asyncio ends)
-                connection.transport.abort()
-        for task in busy:
-            task.cancel()
-        await asyncio.gather(*busy, return_exceptions=True)
+        await _stop_asyncio(server, loop, listener, connections, grace)
         loop.set_exception_handler(previous)
         try:
             loop.remove_signal_handler(signal.SIGTERM)
         except (NotImplementedError, RuntimeError, ValueError):
             pass
+
+
+async def _stop_asyncio(server, loop, listener, connections, grace):
+    """serve_asyncio's end: stop listening, Server.shutdown (streams end,
+    turns may finish within ``grace``), let requests in flight finish, then
+    close every connection left, idle or not."""
+    import asyncio
+    deadline = loop.time() + grace
+    listener.close()
+    await loop.run_in_executor(None, server.shutdown, grace)    # streams end, turns finish
+    while any(c.busy is not None for c in connections) and loop.time() < deadline:
+        await asyncio.sleep(0.05)              # requests in flight
+    busy = [c.busy for c in connections if hasattr(c.busy, "cancel")]
+    for connection in list(connections):       # then the rest, idle or not, is closed
+        if connection.transport is not None:   # (else a TLS handshake, which asyncio ends)
+            connection.transport.abort()
+    for task in busy:
+        task.cancel()
+    await asyncio.gather(*busy, return_exceptions=True)
 
 
 def _out_of_files(previous, said, loop, context):
@@ -7535,13 +7612,43 @@ def wsgi_app(server):
     return app
 
 
+def _asgi_request(scope):
+    """An ASGI http scope's path (under its root_path), headers (lower-case
+    names, repeats joined) and the base URL the client reached."""
+    from urllib.parse import quote
+    prefix = scope.get("root_path", "")
+    raw = scope.get("raw_path")
+    path = raw.decode("latin-1") if raw else quote(scope["path"], safe="/:@!$&'()*+,;=-._~")
+    if prefix and path.startswith(prefix):
+        path = path[len(prefix):] or "/"
+    headers = {}
+    for name, value in scope["headers"]:
+        name, value = name.decode("latin-1").lower(), value.decode("latin-1")
+        headers[name] = headers[name] + ", " + value if name in headers else value
+    host = headers.get("host") or "%s:%s" % tuple(scope.get("server") or ("127.0.0.1", 80))
+    return path, headers, f"{scope.get('scheme', 'http')}://{host}{prefix}"
+
+
+async def _asgi_lifespan(server, grace, receive, send):
+    """An ASGI lifespan: started at once; at its shutdown, Server.shutdown
+    within ``grace`` seconds, off the loop."""
+    import asyncio
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 def asgi_app(server, *, grace=10.0):
     """An ASGI 3 application serving ``server``: ``app = a2a_min.asgi_app(server)``.
 
     At the ASGI server's lifespan shutdown it stops ``server`` gracefully
     (Server.shutdown, within ``grace`` seconds: streams end with a retry
     hint, running turns may finish), off the event loop."""
-    from urllib.parse import quote
     spawners = []                                  # the _Spawner of the app's loop
 
     def spawner(loop):
@@ -7551,28 +7658,12 @@ def asgi_app(server, *, grace=10.0):
 
     async def app(scope, receive, send):
         import asyncio
-        while scope["type"] == "lifespan":     # started at once; Server.shutdown off the loop
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        if scope["type"] == "lifespan":
+            return await _asgi_lifespan(server, grace, receive, send)
         if scope["type"] != "http":
             return
         loop = asyncio.get_running_loop()
-        prefix = scope.get("root_path", "")
-        raw = scope.get("raw_path")
-        path = raw.decode("latin-1") if raw else quote(scope["path"], safe="/:@!$&'()*+,;=-._~")
-        if prefix and path.startswith(prefix):
-            path = path[len(prefix):] or "/"
-        headers = {}
-        for name, value in scope["headers"]:
-            name, value = name.decode("latin-1").lower(), value.decode("latin-1")
-            headers[name] = headers[name] + ", " + value if name in headers else value
-        host = headers.get("host") or "%s:%s" % tuple(scope.get("server") or ("127.0.0.1", 80))
-        base_url = f"{scope.get('scheme', 'http')}://{host}{prefix}"
+        path, headers, base_url = _asgi_request(scope)
         limit = server.limits["max_body_bytes"]
         chunks, size, more = [], 0, True
         while more:
@@ -7654,6 +7745,39 @@ async def _disconnected(receive):
 BUFFERED_STREAMS = "urn:a2a-min:buffered-streams"
 
 
+def _lambda_request(event):
+    """handle_http's arguments for an API Gateway (REST: payload 1.0; HTTP
+    API and function URLs: 2.0) event."""
+    import base64
+    v2 = event.get("version") == "2.0"
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    if v2:
+        method = event["requestContext"]["http"]["method"]
+        path, query = event.get("rawPath") or "/", event.get("rawQueryString", "")
+        if event.get("cookies"):
+            headers["cookie"] = "; ".join(event["cookies"])
+    else:
+        from urllib.parse import urlencode
+        method, path = event["httpMethod"], event.get("path") or "/"
+        multi = event.get("multiValueQueryStringParameters")
+        single = event.get("queryStringParameters") or {}
+        query = urlencode(multi, doseq=True) if multi else urlencode(single)
+    body = event.get("body") or ""
+    body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
+    context_of = event.get("requestContext", {})
+    stage = context_of.get("stage", "$default")
+    prefix = f"/{stage}" if not v2 and stage != "$default" and "execute-api" in \
+        headers.get("host", "") else ""
+    base_url = f"{headers.get('x-forwarded-proto', 'https')}://{headers.get('host', 'localhost')}{prefix}"
+    peer = (context_of.get("http") or context_of.get("identity") or {}).get("sourceIp")
+    # The Host check (see "Who may call") is the platform's: API Gateway and
+    # function URLs deliver only requests addressed to their own names, and
+    # a function is not on the network of the browsers that call it, where
+    # a rebound name could point. So Host is not passed on.
+    headers.pop("host", None)
+    return method, path, query, headers, body, base_url, peer
+
+
 def lambda_handler(server, *, margin=1.0):
     """An AWS Lambda handler: ``handler = a2a_min.lambda_handler(server)``.
 
@@ -7670,33 +7794,7 @@ def lambda_handler(server, *, margin=1.0):
                            "cannot send a response as it is written."})
 
     def handler(event, context):
-        v2 = event.get("version") == "2.0"
-        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-        if v2:
-            method = event["requestContext"]["http"]["method"]
-            path, query = event.get("rawPath") or "/", event.get("rawQueryString", "")
-            if event.get("cookies"):
-                headers["cookie"] = "; ".join(event["cookies"])
-        else:
-            from urllib.parse import urlencode
-            method, path = event["httpMethod"], event.get("path") or "/"
-            multi = event.get("multiValueQueryStringParameters")
-            single = event.get("queryStringParameters") or {}
-            query = urlencode(multi, doseq=True) if multi else urlencode(single)
-        body = event.get("body") or ""
-        body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
-        context_of = event.get("requestContext", {})
-        stage = context_of.get("stage", "$default")
-        prefix = f"/{stage}" if not v2 and stage != "$default" and "execute-api" in \
-            headers.get("host", "") else ""
-        base_url = f"{headers.get('x-forwarded-proto', 'https')}://{headers.get('host', 'localhost')}{prefix}"
-        peer = (context_of.get("http") or context_of.get("identity") or {}).get("sourceIp")
-        # The Host check (see "Who may call") is the platform's: API Gateway and
-        # function URLs deliver only requests addressed to their own names, and
-        # a function is not on the network of the browsers that call it, where
-        # a rebound name could point. So Host is not passed on.
-        headers.pop("host", None)
-        response = server.handle_http(method, path, query, headers, body, base_url, peer=peer)
+        response = server.handle_http(*_lambda_request(event))
         data = response.body
         if response.stream is not None:
             chunks = []
