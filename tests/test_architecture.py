@@ -11,7 +11,7 @@ run one way (companions import a2a_min; a2a_min reaches them only through
 _companion()), with no cycle, and a companion uses no private name of
 a2a_min but those of its declared second tier, COMPANION_API. Figures:
 explanation a quarter of the lines (of each section too), no function over
-80 lines, at most 40 public names.
+60 lines, at most 40 public names.
 """
 import ast
 import io
@@ -184,11 +184,11 @@ def test_explanation_is_a_quarter_of_the_file_and_of_each_section():
         assert share >= 0.25, f"section {number} ({title}): {share:.1%} of its lines explain"
 
 
-def test_no_function_is_longer_than_80_lines():
+def test_no_function_is_longer_than_60_lines():
     long = [(node.name, node.lineno, node.end_lineno - node.lineno + 1)
             for node in ast.walk(TREE)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.end_lineno - node.lineno + 1 > 80]
+            and node.end_lineno - node.lineno + 1 > 60]
     assert not long, long
 
 
