@@ -33,7 +33,8 @@ event loops, but for the webhooks it sends; the last three sections meet the wor
 2. errors: one class per protocol error, knowing its code in every binding;
 3. the data model: ProtoJSON dicts checked against the proto's table; _apply changes a task;
 4. the task store: where tasks live, bounded, behind a small interface;
-5. agent execution: how your function becomes task updates and stream events;
+5. agent execution: how your function becomes task updates and stream events,
+   and the observers that watch requests, turns and webhooks (logs, metrics, spans);
 6. authentication, and which webhook addresses are allowed;
 7. bindings: JSON-RPC, HTTP+JSON, SSE, the agent card and RFC 9727 API catalog, as bytes;
 8. webhook delivery: push notifications, sent from background threads;
