@@ -2180,7 +2180,7 @@ class _Channel:
         self.followers = 0        # SubscribeToTask streams, which follow it across turns
         self.ended = False        # the server let go of it: no event will come again
         self.closing = closing    # the server's threading.Event: set when it shuts down
-        self.stopped = False      # its grace is over: streams end though a turn still runs
+        self.stopped = None       # grace over: the seq its streams end at (a turn running or not)
         self.grown = None         # the parts list the last append made, if only ``task`` has it
         self.written = 0          # bytes of the task's JSON when the store last wrote it whole
         self.appended = None      # bytes of the events it kept alone since (None: not known)
@@ -2416,13 +2416,13 @@ class _Follower:
             if self.ended:
                 raise StopIteration
             channel = self.channel
-            if channel.stopped:                # the grace is over: what comes later waits
-                self._end_if_closing()         # for the client's resume (Last-Event-ID)
+            if channel.stopped is not None and self.seq >= channel.stopped:   # the grace is
+                self._end_if_closing()         # over: what comes later waits for the resume
             with channel.lock:
                 if not self._take():
                     self._end_if_closing()
                     self._wait(channel)
-                    if channel.stopped:
+                    if channel.stopped is not None and self.seq >= channel.stopped:
                         self._end_if_closing()
                     if self.begin is not None and time.monotonic() >= self.begin_at - 0.001:
                         self._begin()
@@ -2462,7 +2462,7 @@ class _Follower:
         still running here is followed to its end first (shutdown's grace)."""
         closing = self.channel.closing
         if closing is not None and closing.is_set() and \
-                (self.channel.active is None or self.channel.stopped):
+                (self.channel.active is None or self.channel.stopped is not None):
             self.retry = True
             self.close()
             raise StopIteration
@@ -2477,7 +2477,7 @@ class _Follower:
             if self.ended:
                 raise StopIteration
             channel = self.channel
-            if channel.stopped:                # (as in __next__)
+            if channel.stopped is not None and self.seq >= channel.stopped:   # (as __next__)
                 self._end_if_closing()
             news = False
             if channel.next_seq > self.seq or channel.store.shared or \
@@ -5938,22 +5938,22 @@ class Server:
         if turns or deliveries:
             _log().warning("shut down with %d turns still running and %d webhook deliveries "
                            "queued", turns, deliveries)
-        if turns:                              # the streams that follow them end now
-            with self._lock:
+        if turns and self.store.shared:        # the tasks outlive us: end them, not at lease end
+            with self._lock:                   # (their streams say so: FAILED, before the stop)
+                running = [(i, c.owner) for i, c in self._channels.items() if c.active]
+            for task_id, owner in running:
+                self.end_unfinished(task_id, owner, "the server shut down before the agent "
+                                     "finished; send the message again")
+        if turns:                              # the streams that follow them end now: what
+            with self._lock:                   # comes later is theirs at the resume
                 for channel in self._channels.values():
-                    channel.stopped = True
+                    channel.stopped = channel.next_seq
             self.wake_streams()
         if self._pusher is not None:           # its threads end (what waits on a retry: dropped)
             self._pusher.stop()
         close = getattr(self.agent, "close", None)
         if close is not None:                  # what the agent still runs ends (serve --exec)
             close()
-        if turns and self.store.shared:        # the tasks outlive us: end them, not at lease end
-            with self._lock:
-                running = [(i, c.owner) for i, c in self._channels.items() if c.active]
-            for task_id, owner in running:
-                self.end_unfinished(task_id, owner, "the server shut down before the agent "
-                                     "finished; send the message again")
         return {"turns": turns, "deliveries": deliveries}
 
     # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
