@@ -1125,7 +1125,7 @@ def _refusal(kind, task):
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
 #   renew(holder) / expired()        (shared) leases: which process runs a task's agent
 #   heads(task_ids)                  (shared) {id: (version, state)}: what the watch reads
-#   watch(server), loop_threads(server)   (shared) the thread that brings other
+#   watch(live), loop_threads(live)  (shared) the thread that brings other
 #                                    processes' news; how a loop's writes may wait
 #
 # A shared store may also have (the server uses them if so):
@@ -2354,7 +2354,7 @@ class _Follower:
         self.tail_seen = 0            # how many of channel.tail were given
         self.raw = False              # the reader takes an artifact update as its JSON (bytes)
         self.begin = begin            # the turn that makes the task, if it is not made yet
-        self.begin_at = begin and time.monotonic() + begin.server.limits["first_event_wait"]
+        self.begin_at = begin and time.monotonic() + begin.live.limits["first_event_wait"]
         self.on_close = None          # called once when closed (Server._counted_stream)
 
     def _take(self):
@@ -2485,7 +2485,7 @@ class _Follower:
                 with channel.lock:
                     news = self._take()
             if not news and idle and self.begin is not None:    # (its first event is due)
-                off_loop = self.begin.server._off_loop
+                off_loop = self.begin.live.off_loop
                 if off_loop is not None and channel.task is None:   # (a shared store's
                     off_loop.run(self.begin.begin)                  # write may wait: not here)
                     self.begin = None
@@ -2570,12 +2570,12 @@ _HOLD, _HOLD_COUNT = 0.001, 256
 class _TurnWriter:
     """Turns one agent turn's outputs into task changes and events."""
 
-    __slots__ = ("server", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
+    __slots__ = ("live", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
                  "chunk_id", "finished", "events", "bytes", "batch", "holds", "held", "held_at",
                  "held_bytes", "broken")
 
-    def __init__(self, server, ctx, channel, watched=False):
-        self.server, self.ctx, self.channel = server, ctx, channel
+    def __init__(self, live, ctx, channel, watched=False):
+        self.live, self.ctx, self.channel = live, ctx, channel
         self.watched = watched     # a stream follows this turn from its start
         self.done = False          # the task reached an end state for this turn
         self.reply = None          # a direct Message reply, if the agent gave one
@@ -2604,7 +2604,7 @@ class _TurnWriter:
             if not item.isascii():
                 _check_agent_text(item)
             if not chunked:
-                return self._artifact({"artifact": {"artifactId": self.server._new_id(),
+                return self._artifact({"artifact": {"artifactId": self.live.new_id(),
                                                     "parts": [{"text": item}]}}, trusted=True)
             return self._chunk(item)
         elif isinstance(item, dict) and "parts" in item and "messageId" in item:
@@ -2633,7 +2633,7 @@ class _TurnWriter:
             if channel.task is not None or channel.tail or self.done or ctx._canceled:
                 return
             try:
-                self.server._create_task(ctx, channel)
+                self.live.make_task(ctx, channel)
             except Exception as exc:            # no task: the stream ends with the error,
                 _log().error("task %s could not be made%s", ctx.task_id, _in_trace(ctx),
                              exc_info=exc)
@@ -2674,13 +2674,13 @@ class _TurnWriter:
                 and not ctx._canceled
                 and (not self.watched or getattr(channel.store, "batches", False))):
             return None
-        now = self.server._now()
+        now = self.live.now()
         ids = {"taskId": ctx.task_id, "contextId": ctx.context_id}
-        artifact = {**ids, "artifact": {"artifactId": self.server._new_id(),
+        artifact = {**ids, "artifact": {"artifactId": self.live.new_id(),
                                         "parts": [{"text": result}]}}
         status = {**ids, "status": {"state": "TASK_STATE_COMPLETED", "timestamp": now}}
         submitted = _apply(None, "message", ctx.message, now)
-        if events is not None:                 # (as _create_task, _artifact and _status would)
+        if events is not None:                 # (as make_task, _artifact and _status would)
             events += ({"task": submitted}, self._counted({"artifactUpdate": artifact}),
                        {"statusUpdate": status})
         return _StoredTask(_apply(_apply(submitted, "artifactUpdate", artifact, None),
@@ -2691,7 +2691,7 @@ class _TurnWriter:
         others append to it."""
         first = self.chunk_id is None
         if first:
-            self.chunk_id = self.server._new_id()
+            self.chunk_id = self.live.new_id()
         body = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id,   # (as _checked)
                 "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
         if not first:
@@ -2726,7 +2726,7 @@ class _TurnWriter:
         status = body["status"]
         if self.chunk is not None and status["state"] in _STREAM_END:
             self._close_chunk()                 # (its artifact ends before the turn does)
-        now = status["timestamp"] = self.server._now()
+        now = status["timestamp"] = self.live.now()
         if "message" in status:
             status["message"] = {**status["message"], "taskId": self.ctx.task_id,
                                  "contextId": self.ctx.context_id}
@@ -2762,7 +2762,7 @@ class _TurnWriter:
         channel = self.channel
         with channel.lock:
             if channel.task is None:
-                self.server._create_task(self.ctx, channel)
+                self.live.make_task(self.ctx, channel)
             if self.ctx._canceled:
                 self.done = True
                 return False
@@ -2811,12 +2811,12 @@ class _TurnWriter:
                     self.release()
                 return False                    # (written at once, as ever)
             if channel.task is None:            # (the task itself is not held: GetTask finds it)
-                self.server._create_task(self.ctx, channel)
+                self.live.make_task(self.ctx, channel)
             size = len(getattr(output[3], "json", b""))
             if held is None:
                 self.held, self.held_at, channel.held = [output], time.monotonic(), self
                 self.held_bytes = size
-                self.server._holding.add(self)  # (ListTasks has them written first)
+                self.live.holding.add(self)  # (ListTasks has them written first)
                 if channel.waiting:             # (a reader now waits _HOLD, not keepalive)
                     channel.cond.notify_all()
                 return True
@@ -2846,7 +2846,7 @@ class _TurnWriter:
         held, self.held = self.held, None
         if self.channel.held is self:
             self.channel.held = None
-        self.server._holding.discard(self)
+        self.live.holding.discard(self)
         return held
 
     def _counted(self, event):
@@ -2856,7 +2856,7 @@ class _TurnWriter:
         event = _StoredEvent.encode(event, None, None)
         self.events += 1
         self.bytes += len(event.json)
-        limits = self.server.limits
+        limits = self.live.limits
         if self.events > limits["max_turn_events"] or self.bytes > limits["max_turn_bytes"]:
             limit, unit = (("max_turn_events", "events") if self.events > limits["max_turn_events"]
                            else ("max_turn_bytes", "bytes of events"))
@@ -2929,7 +2929,7 @@ class _TurnWriter:
         channel, ctx = self.channel, self.ctx
         with channel.lock:
             if channel.task is not None and not ctx._canceled:
-                now, ids = self.server._now(), {"taskId": ctx.task_id, "contextId": ctx.context_id}
+                now, ids = self.live.now(), {"taskId": ctx.task_id, "contextId": ctx.context_id}
                 status = {"state": "TASK_STATE_FAILED", "timestamp": now,
                           "message": new_message("the agent failed, and what it produced could "
                                                  "not be stored; see the server log", **ids)}
@@ -2964,10 +2964,10 @@ class _TurnWriter:
         if task is not None:
             state = task["status"]["state"]
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
-                self.server._forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
-            elif self.server.store.shared:  # its end was not written: the store watch ends it
+                self.live.forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
+            elif self.live.store.shared:  # its end was not written: the store watch ends it
                 # FAILED once it can, or this process's leases would keep it WORKING.
-                self.server._unrecorded[self.ctx.task_id] = self.channel.owner
+                self.live.unrecorded[self.ctx.task_id] = self.channel.owner
         self.finished.set()
 
 
@@ -3006,20 +3006,457 @@ _OUTPUT_HANDLERS = {"statusUpdate": _TurnWriter._status,
                     "artifactUpdate": _TurnWriter._artifact, "message": _TurnWriter._message}
 
 
+# -- the live tasks: clock, ids, channels and turns ------------------------------
+
+
+class _Ids:
+    """_new_id() for one server: one read of the OS's random source makes the
+    random part of 64 ids (a system call each cost 0.6 us). list.pop() is
+    atomic; a forked child starts a pool of its own, or its ids would repeat."""
+
+    __slots__ = ("pool", "memo", "__weakref__")
+
+    def __init__(self):
+        import weakref
+        self.pool = []
+        self.memo = (0, "")                     # (a millisecond, _uuid7_head of it)
+        if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
+            mine = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: _Ids._forget(mine))
+
+    @staticmethod
+    def _forget(mine):
+        ids = mine()
+        if ids is not None:
+            ids.pool = []
+
+    def __call__(self):
+        ms = int(time.time() * 1000)
+        memo = self.memo
+        if memo[0] != ms:                       # the time part, formatted once a millisecond
+            memo = self.memo = (ms, _uuid7_head(ms))
+        try:
+            return memo[1] + self.pool.pop()
+        except IndexError:
+            self.pool = _uuid7_tails(64)
+            return memo[1] + self.pool.pop()
+
+
+def _uuid7_tails(count):
+    """``count`` random parts of version 7 UUIDs (as _uuid7_tail's), built a
+    column at a time: each of their 22 places is one slice assignment for all
+    of them, 20 random hex digits each; the spaces after them split them."""
+    digits = os.urandom(10 * count).hex().encode("ascii")
+    out = bytearray(b"-" * (22 * count))      # "xxx-Vxxx-xxxxxxxxxxxx "
+    for place, digit in _TAIL_DIGITS:
+        out[place::22] = digits[digit::20]
+    out[4::22] = digits[3::20].translate(_VARIANT_DIGITS)
+    out[21::22] = b" " * count
+    return out.decode("ascii").split()
+
+
+# Where each random digit goes in a tail (place, digit); the variant (10xx in
+# binary, keeping the digit's two low bits) is place 4, made of digit 3.
+_TAIL_DIGITS = tuple(zip((0, 1, 2, 5, 6, 7, *range(9, 21)), (0, 1, 2, 4, 5, 6, *range(7, 19))))
+_VARIANT_DIGITS = bytes.maketrans(b"0123456789abcdef", b"89ab89ab89ab89ab")
+
+
+class _Clock:
+    """A server's clock: now as an RFC 3339 UTC timestamp with milliseconds
+    (section 5.5). The part to the second is formatted again only when the
+    second changes: 0.42 us a timestamp against 1.13 us, and a turn writes three."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self):
+        self.memo = (None, "")
+
+    def __call__(self):
+        t = time.time()
+        second = int(t)
+        memo = self.memo
+        if memo[0] != second:                  # one tuple, replaced whole: thread-safe
+            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(second)[:6])
+        return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
+
+class _LiveTasks:
+    """This process's tasks that can still change, and the agent's turns that
+    change them. Each live task has a _Channel (``channels``, by task id,
+    under ``lock``), made when a turn begins or a stream follows it and let go
+    when it ends or nobody needs it. A turn begins here (begin, or
+    continue_task for a task that waits for input), is driven here (start,
+    drive: the one agent driver; _drive_async for an async agent), and its
+    TurnWriter writes what the agent makes through the channel. Server
+    holds one (``Server.live``): the operations ask it for channels and
+    turns, and never drive the agent themselves.
+
+    It is also what a store shared by several processes is given
+    (a2a_store's watch, below ``followed``): besides those methods, only
+    ``store``, ``limits``, ``closing`` (set by shutdown) and ``holder``."""
+
+    def __init__(self, agent, store, limits, observers, tracing, closing, on_event, add_push):
+        self.agent, self.agent_is_async = agent, _is_async_callable(agent)
+        self.store, self.limits, self.observers, self.tracing = store, limits, observers, tracing
+        self.closing = closing      # set by Server.shutdown(): streams end, with a retry hint
+        self.on_event = on_event    # callable(owner, task, event) for each event: webhooks
+        self.add_push = add_push    # callable(ctx, owner): a turn's inline push config, kept
+        self.now, self.new_id = _Clock(), _Ids()   # timestamps and ids (section 9)
+        self.lock = threading.Lock()
+        self.channels = {}          # task id -> _Channel, while the task can change
+        self.holding = set()        # turns holding outputs for a stream (_TurnWriter._hold)
+        self.unrecorded = {}        # task id -> owner: turns whose end the store missed
+        self.watch = None           # the _StoreWatch of a shared store, in this process
+        self.own_loop = None        # runs async agents for threaded hosts
+        self.workers = None         # the worker threads of sync agents (pool)
+        self.holder_of = (None, None)   # (process id, this process's name in leases)
+        # (a shared store's write may wait for another's: a loop uses its threads)
+        self.off_loop = store.loop_threads(self) if store.shared else None
+        store.on_evict = self.evicted   # its streams end when the store drops a task
+
+    def watched(self):
+        """This process's watch of a shared store, started on first use (and
+        again after a fork)."""
+        if self.watch is None or self.watch.pid != os.getpid():
+            with self.lock:
+                if self.watch is None or self.watch.pid != os.getpid():
+                    self.watch = self.store.watch(self)
+
+    def begin(self, ctx, call):
+        """A new task's turn: its channel, not yet in ``channels`` (the task is
+        made by the turn's first event: make_task)."""
+        admit = getattr(self.agent, "admit", None)
+        if admit is not None:              # an agent with no room refuses here (ServerBusy)
+            admit(ctx)
+        if self.observers:                 # (a turn's span, under its request's: a2a_otel)
+            _turn_started(self, ctx, call)
+        channel = self.new_channel(call.owner, call.caller)
+        channel.active = ctx
+        return channel
+
+    def running(self):
+        """How many turns run here now."""
+        with self.lock:
+            return sum(channel.active is not None for channel in self.channels.values())
+
+    def cut(self):
+        """Shutdown, its grace over with turns still running: in a shared store
+        their tasks end FAILED (they outlive this process: ended now, not when
+        its lease ends; their streams say so before they stop), and the streams
+        following them end at the event they reached: what comes later is theirs
+        when they resume."""
+        with self.lock:
+            running = [(i, c.owner) for i, c in self.channels.items() if c.active]
+        if self.store.shared:
+            for task_id, owner in running:
+                self.end_unfinished(task_id, owner, "the server shut down before the agent "
+                                    "finished; send the message again")
+        with self.lock:
+            for channel in self.channels.values():
+                channel.stopped = channel.next_seq
+        self.wake_streams()
+
+    def end_unfinished(self, task_id, owner, why):
+        """End FAILED a running task whose agent will not finish (its process
+        is gone, or is shutting down), with ``why`` as its status message."""
+        try:
+            with self.lock:
+                channel = self.channel(task_id, owner)
+            with channel.lock:
+                task = channel.task
+                if task["status"]["state"] in _IDLE_STATES:
+                    return
+                now = self.now()
+                body = {"taskId": task_id, "contextId": task.get("contextId", ""),
+                        "status": {"state": "TASK_STATE_FAILED", "timestamp": now,
+                                   "message": new_message(why, taskId=task_id,
+                                                          contextId=task.get("contextId", ""))}}
+                channel.change("statusUpdate", body, now, {"statusUpdate": body})
+                if channel.active is not None:
+                    channel.active._cancel()
+        except A2AError:                       # ended meanwhile, or gone: nothing to do
+            return
+        _log().warning("task %s ended FAILED: %s", task_id, why)
+        self.forget(task_id)
+
+    @property
+    def holder(self):
+        """This process, as a shared store's leases name it (named again after a fork)."""
+        pid = os.getpid()
+        if self.holder_of[0] != pid:
+            self.holder_of = (pid, f"{pid}-{binascii.hexlify(os.urandom(6)).decode()}")
+        return self.holder_of[1]
+
+    def new_channel(self, owner, caller=None):
+        return _Channel(self.store, owner, self.limits,
+                        self.on_event,
+                        caller, self.closing, self.holder if self.store.shared else None)
+
+    def channel(self, task_id, owner, caller=None):
+        """The live channel of an existing task, made from the store if it has
+        none. With the server's lock held."""
+        channel = self.channels.get(task_id)
+        if channel is None:
+            task = self.store.get(task_id, owner)
+            if task is None:
+                raise TaskNotFoundError(f"no task with id {task_id!r}",
+                                        metadata={"taskId": task_id})
+            channel = self.channels[task_id] = self.new_channel(owner, caller)
+            channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
+            if getattr(self.watch, "resting", False):
+                self.watch.follow()           # (a shared store's watch: news matters again)
+        return channel
+
+    def wake_streams(self):
+        """Wake every waiting stream to check that its client is still there
+        (hosts call this when one leaves)."""
+        with self.lock:
+            channels = list(self.channels.values())
+        for channel in channels:
+            channel.wake()
+
+    def forget(self, task_id, unless_followed=False):
+        """Let go of a task's channel: it has ended, or it waits for the client
+        (``unless_followed``: and no stream follows it, nor has a turn begun)."""
+        with self.lock:
+            self._let_go(task_id, unless_followed)
+
+    def _let_go(self, task_id, unless_followed):
+        """_forget(), with the server's lock held."""
+        channel = self.channels.get(task_id)
+        if channel is None or unless_followed and (channel.followers or channel.active):
+            return
+        del self.channels[task_id]
+        channel.ended = True
+
+    def evicted(self, task_id):
+        """The store dropped an idle task: end any stream still watching it."""
+        with self.lock:
+            channel = self.channels.pop(task_id, None)
+        if channel is not None:
+            channel.publish(None, {"error": TaskNotFoundError(
+                f"task {task_id} expired and was removed from the store",
+                metadata={"taskId": task_id})})
+
+    # -- what a store shared by several processes is given ------------------------
+    #
+    # Such a store's watch thread (a2a_store's) brings this process the news
+    # of the other processes' commits. It uses these, and of the server only
+    # ``store``, ``limits``, ``closing`` (set by shutdown()) and ``holder``
+    # besides; end_unfinished (above) ends a task whose process is gone.
+
+    def followed(self):
+        """{task id: (the version read here, does a turn of it run here)}: the
+        tasks this process follows (a turn, a stream, a request waiting)."""
+        with self.lock:
+            return {task_id: (channel.version, channel.active is not None)
+                    for task_id, channel in self.channels.items()}
+
+    def following(self):
+        """Does this process follow any task, or owe the store a turn's end?
+        (While it does, the watch looks often.)"""
+        return bool(self.channels or self.unrecorded)
+
+    def wake(self, task_id, state=None, idle_only=False):
+        """Another process committed to ``task_id``: its streams here look
+        again (``idle_only``: unless a turn of it runs here, whose own commits
+        wake them); a turn of it running here stops if ``state`` says the task
+        ended there (CancelTask there)."""
+        channel = self.channels.get(task_id)
+        if channel is None:
+            return
+        turn = channel.active
+        if turn is None or not idle_only:
+            channel.wake()
+        if turn is not None and state in TERMINAL_STATES and channel.task is not None and \
+                channel.task["status"]["state"] not in TERMINAL_STATES:
+            turn._cancel()
+
+    def gone(self, task_id):
+        """Another process removed ``task_id``: a turn of it here stops, and
+        its streams end as an eviction here ends them."""
+        channel = self.channels.get(task_id)
+        if channel is not None and channel.active is not None:
+            channel.active._cancel()
+        self.evicted(task_id)
+
+    def let_go(self):
+        """Forget the tasks nobody here needs now (no turn, stream or waiting
+        request): the next request reads them from the store."""
+        with self.lock:
+            channels = list(self.channels.items())
+        for task_id, channel in channels:
+            if channel.active is None and not channel.followers and not channel.waiting \
+                    and not channel.wakers:
+                # The server's lock, then the channel's (a turn beginning holds that:
+                # see Server._start_turn), in the order SubscribeToTask takes them.
+                with self.lock, channel.lock:
+                    if self.channels.get(task_id) is channel:
+                        self._let_go(task_id, unless_followed=True)
+
+    def record_ends(self):
+        """End FAILED the tasks whose turns ended while the store could not be
+        written (it was away longer than it rides out): each is read anew, and
+        stays owed until it is idle there."""
+        for task_id, owner in list(self.unrecorded.items()):
+            self.forget(task_id)               # (its channel may be behind the store)
+            self.end_unfinished(task_id, owner, "the agent finished while the task store could "
+                                "not be written, so what it produced is lost (see the server "
+                                "log); send the message again")
+            stored = self.store.get(task_id, owner)
+            if stored is None or stored["status"]["state"] in _IDLE_STATES:
+                del self.unrecorded[task_id]
+
+    def continue_task(self, ctx, call, message):
+        """Server._start_turn of a message that continues a task: it is recorded (the
+        task WORKING again) unless a turn runs, here or in another process;
+        (its channel, where its stream begins: see Server._start_turn)."""
+        task_id, context_id = ctx.task_id, ctx.context_id
+        while True:
+            with self.lock:
+                channel = self.channel(task_id, call.owner, call.caller)
+            try:
+                with channel.lock:
+                    if channel.ended:       # let go of meanwhile (the store's watch): anew
+                        continue
+                    if channel.active is not None:         # a turn runs here, maybe ending
+                        raise _still_working(task_id)
+                    self.add_push(ctx, call.owner)
+                    # Record the message; refused if a turn began meanwhile, in
+                    # any process. A webhook is sent the whole task each turn.
+                    now = self.now()
+                    status = {"state": TRANSITIONS["input"][1], "timestamp": now}
+                    channel.change("input", message, now, {"statusUpdate": {
+                        "taskId": task_id, "contextId": context_id, "status": status}},
+                        tell=False)
+                    joined = (channel.next_seq - 1, {"task": channel.task})
+                    if channel.on_event is not None:
+                        channel.on_event(channel.caller or channel.owner, channel.task, joined[1])
+                    if self.observers:
+                        _turn_started(self, ctx, call)
+                    channel.active = ctx
+            except BaseException:              # the turn never began: unwatched, it goes
+                state = channel.task["status"]["state"]
+                self.forget(task_id, unless_followed=state not in TERMINAL_STATES)
+                raise
+            return channel, joined
+
+    def make_task(self, ctx, channel):
+        """Make a new turn's task exist (store and first event), unless it does."""
+        with channel.lock:
+            if channel.task is None:
+                task = _apply(None, "message", ctx.message, self.now())
+                # Known before the store has the task: none makes a second channel.
+                with self.lock:
+                    self.channels[ctx.task_id] = channel
+                    if getattr(self.watch, "resting", False):
+                        self.watch.follow()
+                try:
+                    channel.publish(task, {"task": task}, tell=False)
+                    self.add_push(ctx, channel.owner)   # its webhook, told first
+                    if channel.on_event is not None:
+                        event = {"task": channel.task}
+                        channel.on_event(channel.caller or channel.owner, channel.task, event)
+                except BaseException:
+                    with self.lock:
+                        if self.channels.get(ctx.task_id) is channel:
+                            del self.channels[ctx.task_id]
+                    self.store.delete(ctx.task_id)
+                    raise
+            return channel.task
+
+
+    # -- driving the agent -----------------------------------------------------
+    #
+    # A blocking SendMessage on a threaded host runs a sync agent on its own
+    # thread: a hand-off is most of a small request's cost. Past the deadline,
+    # the rest of a generator moves to a worker thread. Async agents run on an
+    # event loop (CallContext.spawn, or the server's own); otherwise sync ones
+    # run on a bounded pool (max_workers), so a client that leaves stops nothing.
+
+    def start(self, turn, spawn=None):
+        """Run a turn in the background: an async agent through ``spawn``, else a worker."""
+        if spawn is not None and self.agent_is_async:
+            self.drive(turn, None, spawn)     # only makes the coroutine: no wait
+        else:
+            self.pool().submit(self.drive, turn, None, spawn)
+
+    def pool(self):
+        """The worker threads of sync agents, made on first use."""
+        with self.lock:
+            if self.workers is None:
+                self.workers = _Workers(self.limits["max_workers"])
+            return self.workers
+
+    def drive(self, turn, deadline=None, spawn=None):
+        """Call the agent and feed what it produces to ``turn``."""
+        if turn.ctx._canceled:                 # canceled while it waited for a worker
+            return turn.finish()
+        # The turn, for RequestContext.current() (an async agent's: in its task, _drive_async).
+        running = _TURN.set(turn.ctx) if self.tracing and not self.agent_is_async else None
+        try:
+            result = self.agent(turn.ctx)
+            if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
+                (spawn or self.spawn_own)(_drive_async(self, result, turn))
+            elif isinstance(result, GeneratorType):
+                self.drain(result, turn, deadline)
+            else:
+                turn.complete(result)
+        except Exception as exc:                       # the agent failed: fail the task
+            turn.fail(exc)
+        finally:
+            if running is not None:
+                _TURN.reset(running)
+
+    def spawn_own(self, coroutine):
+        """Run ``coroutine`` on the server's own event loop (_LoopThread)."""
+        with self.lock:
+            if self.own_loop is None:
+                self.own_loop = _LoopThread()
+        self.own_loop.spawn(coroutine)
+
+    def drain(self, gen, turn, deadline):
+        """Run a generator agent to its end (or, past ``deadline``, hand it to a worker)."""
+        try:
+            turn.holds = True                  # (its outputs may be held: _TurnWriter._hold)
+            for item in gen:
+                turn.emit(item, chunked=True)
+                if turn.done:
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    self.pool().submit(self.drive_on, gen, turn)
+                    gen = None                 # now the worker's to finish and close
+                    return
+            turn.finish()
+        except Exception as exc:
+            turn.fail(exc)
+        finally:
+            if gen is not None:
+                gen.close()
+
+    def drive_on(self, gen, turn):
+        """_drain on a worker thread: the rest of a generator that outlasted the
+        time a request's thread gives it."""
+        running = _TURN.set(turn.ctx) if self.tracing else None
+        try:
+            self.drain(gen, turn, None)
+        finally:
+            if running is not None:
+                _TURN.reset(running)
+
+
 class _PendingAnswer:
     """SendMessage's answer while its turn still runs, for a host on an event
     loop, which must not wait. It is settled when the turn ends, or at
     ``deadline`` (time.monotonic(): blocking_timeout), when the host calls
-    expire(). ``add_done_callback(fn, *args)`` has ``fn(self, *args)`` called
-    once settled, in the thread that settled it (arguments, not closures: a
-    closure holding what holds it is a reference cycle)."""
+    expire(): ``answer()`` is its value then. ``add_done_callback(fn, *args)``
+    has ``fn(self, *args)`` called once settled, in the thread that settled it
+    (arguments, not closures: a closure holding what holds it is a reference
+    cycle)."""
 
-    __slots__ = ("server", "turn", "history_length", "call", "deadline", "lock", "settled",
-                 "value", "error", "callbacks")
+    __slots__ = ("answer", "turn", "deadline", "lock", "settled", "value", "error", "callbacks")
 
-    def __init__(self, server, turn, history_length, call, deadline):
-        self.server, self.turn, self.history_length = server, turn, history_length
-        self.call, self.deadline, self.lock = call, deadline, threading.Lock()
+    def __init__(self, answer, turn, deadline):
+        self.answer, self.turn, self.deadline, self.lock = answer, turn, deadline, threading.Lock()
         self.settled, self.value, self.error, self.callbacks = False, None, None, []
         turn.finished.add_waker(self.expire)
 
@@ -3030,7 +3467,7 @@ class _PendingAnswer:
             if self.settled:
                 return
             try:
-                self.value = self.server._turn_result(self.turn, self.history_length, self.call)
+                self.value = self.answer()
             except Exception as exc:
                 self.error = exc
             self.settled = True
@@ -4886,78 +5323,6 @@ class _PushDelivery:
 #   SendMessage waits for it (up to blocking_timeout), a stream follows it.
 
 
-# -- a server's clock and ids ---------------------------------------------------------
-
-class _Ids:
-    """_new_id() for one server: one read of the OS's random source makes the
-    random part of 64 ids (a system call each cost 0.6 us). list.pop() is
-    atomic; a forked child starts a pool of its own, or its ids would repeat."""
-
-    __slots__ = ("pool", "memo", "__weakref__")
-
-    def __init__(self):
-        import weakref
-        self.pool = []
-        self.memo = (0, "")                     # (a millisecond, _uuid7_head of it)
-        if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
-            mine = weakref.ref(self)
-            os.register_at_fork(after_in_child=lambda: _Ids._forget(mine))
-
-    @staticmethod
-    def _forget(mine):
-        ids = mine()
-        if ids is not None:
-            ids.pool = []
-
-    def __call__(self):
-        ms = int(time.time() * 1000)
-        memo = self.memo
-        if memo[0] != ms:                       # the time part, formatted once a millisecond
-            memo = self.memo = (ms, _uuid7_head(ms))
-        try:
-            return memo[1] + self.pool.pop()
-        except IndexError:
-            self.pool = _uuid7_tails(64)
-            return memo[1] + self.pool.pop()
-
-
-def _uuid7_tails(count):
-    """``count`` random parts of version 7 UUIDs (as _uuid7_tail's), built a
-    column at a time: each of their 22 places is one slice assignment for all
-    of them, 20 random hex digits each; the spaces after them split them."""
-    digits = os.urandom(10 * count).hex().encode("ascii")
-    out = bytearray(b"-" * (22 * count))      # "xxx-Vxxx-xxxxxxxxxxxx "
-    for place, digit in _TAIL_DIGITS:
-        out[place::22] = digits[digit::20]
-    out[4::22] = digits[3::20].translate(_VARIANT_DIGITS)
-    out[21::22] = b" " * count
-    return out.decode("ascii").split()
-
-
-# Where each random digit goes in a tail (place, digit); the variant (10xx in
-# binary, keeping the digit's two low bits) is place 4, made of digit 3.
-_TAIL_DIGITS = tuple(zip((0, 1, 2, 5, 6, 7, *range(9, 21)), (0, 1, 2, 4, 5, 6, *range(7, 19))))
-_VARIANT_DIGITS = bytes.maketrans(b"0123456789abcdef", b"89ab89ab89ab89ab")
-
-
-class _Clock:
-    """A server's clock: now as an RFC 3339 UTC timestamp with milliseconds
-    (section 5.5). The part to the second is formatted again only when the
-    second changes: 0.42 us a timestamp against 1.13 us, and a turn writes three."""
-
-    __slots__ = ("memo",)
-
-    def __init__(self):
-        self.memo = (None, "")
-
-    def __call__(self):
-        t = time.time()
-        second = int(t)
-        memo = self.memo
-        if memo[0] != second:                  # one tuple, replaced whole: thread-safe
-            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(second)[:6])
-        return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
-
 
 # -- the agent card (section 8.1) ----------------------------------------------------
 
@@ -5042,28 +5407,20 @@ class Server:
                  console=True, access_log=False, card_signer=None, allowed_hosts=(),
                  cors_origins=(), tracing=True, metrics=False, observers=(), **limits):
         self.limits = limits = _limits(limits)
-        self.agent, self._agent_is_async = agent, _is_async_callable(agent)
-        self._now, self._new_id = _Clock(), _Ids()   # timestamps and ids (just above)
+        self.agent = agent
         self.store = store if store is not None else _memory_store(limits)
-        self.store.on_evict = self._evicted     # its streams end when the store drops a task
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
         self.assume_version, self.public_url = assume_version, public_url
-        self._channels = {}                 # task id -> _Channel, while the task can change
-        self._holding = set()               # turns holding outputs for a stream (_TurnWriter._hold)
         self._streams = {}                  # caller -> streams open (max_caller_streams)
         self._lock = threading.Lock()
         self.closing = threading.Event()   # set by shutdown(): streams end, with a retry hint
         self._refusals = {}                 # limit (or error reason) -> requests refused by it
         self._gauges = {}                   # host name -> callable: its connections, threads
-        self._own_loop = None               # runs async agents for threaded hosts
-        self._workers = None                # the worker threads of sync agents (_pool)
         self.authenticate, self.trust_forwarded = authenticate, trust_forwarded
         self.push_allow, self.push_tls_context = _parse_allow(push_allow), push_tls_context
         self._pusher = None                 # the _PushDelivery, started on first use under
         self._pusher_lock = threading.Lock()  # its own lock (never nested in _lock)
-        self._holder_of = (None, None)      # (process id, this process's name in leases)
-        self._unrecorded = {}               # task id -> owner: turns whose end the store missed
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
         self.console = console              # the page at GET /
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
@@ -5076,9 +5433,10 @@ class Server:
         if public_url:
             self.allow_hosts([_url_host(public_url)])
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
-        self._watch = None                  # the _StoreWatch of a shared store, in this process
-        # (a shared store's write may wait for another's: a loop uses its threads)
-        self._off_loop = self.store.loop_threads(self) if self.store.shared else None
+        self.live = _LiveTasks(agent, self.store, limits, self.observers, tracing, self.closing,
+                               self._push_event if push_notifications else None,
+                               self._add_inline_push)
+        self._now, self._new_id = self.live.now, self.live.new_id
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.card = _Card(
             name=name, description=description, version=version, streaming=streaming,
@@ -5208,10 +5566,8 @@ class Server:
         response dict, or an iterator of (seq, StreamResponse) for a stream."""
         call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION},
                                    tracing=self.tracing)
-        if self.store.shared and (self._watch is None or self._watch.pid != os.getpid()):
-            with self._lock:          # this process's watch of a shared store (again after a fork)
-                if self._watch is None or self._watch.pid != os.getpid():
-                    self._watch = self.store.watch(self)
+        if self.store.shared:
+            self.live.watched()         # this process's watch of the shared store
         call.method = method            # (first: a call refused below is counted and logged too)
         if self.authenticate is not None:
             call.principal = self.authenticate(call)
@@ -5259,7 +5615,7 @@ class Server:
         same whether it does not exist or is someone else's (section 13.1).
         Outputs a turn holds for its stream's thread are written first (_hold)."""
         call.task_id = task_id
-        channel = self._channels.get(task_id)
+        channel = self.live.channels.get(task_id)
         if channel is not None and channel.held is not None:
             channel.held.release(reader=True)
         task = self.store.get(task_id, call.owner)
@@ -5269,156 +5625,6 @@ class Server:
                 metadata={"taskId": task_id})
         return task
 
-    def end_unfinished(self, task_id, owner, why):
-        """End FAILED a running task whose agent will not finish (its process
-        is gone, or is shutting down), with ``why`` as its status message."""
-        try:
-            with self._lock:
-                channel = self._channel(task_id, owner)
-            with channel.lock:
-                task = channel.task
-                if task["status"]["state"] in _IDLE_STATES:
-                    return
-                now = self._now()
-                body = {"taskId": task_id, "contextId": task.get("contextId", ""),
-                        "status": {"state": "TASK_STATE_FAILED", "timestamp": now,
-                                   "message": new_message(why, taskId=task_id,
-                                                          contextId=task.get("contextId", ""))}}
-                channel.change("statusUpdate", body, now, {"statusUpdate": body})
-                if channel.active is not None:
-                    channel.active._cancel()
-        except A2AError:                       # ended meanwhile, or gone: nothing to do
-            return
-        _log().warning("task %s ended FAILED: %s", task_id, why)
-        self._forget(task_id)
-
-    @property
-    def holder(self):
-        """This process, as a shared store's leases name it (named again after a fork)."""
-        pid = os.getpid()
-        if self._holder_of[0] != pid:
-            self._holder_of = (pid, f"{pid}-{binascii.hexlify(os.urandom(6)).decode()}")
-        return self._holder_of[1]
-
-    def _new_channel(self, owner, caller=None):
-        return _Channel(self.store, owner, self.limits,
-                        self._push_event if self.capabilities.get("pushNotifications") else None,
-                        caller, self.closing, self.holder if self.store.shared else None)
-
-    def _channel(self, task_id, owner, caller=None):
-        """The live channel of an existing task, made from the store if it has
-        none. With the server's lock held."""
-        channel = self._channels.get(task_id)
-        if channel is None:
-            task = self.store.get(task_id, owner)
-            if task is None:
-                raise TaskNotFoundError(f"no task with id {task_id!r}",
-                                        metadata={"taskId": task_id})
-            channel = self._channels[task_id] = self._new_channel(owner, caller)
-            channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
-            if getattr(self._watch, "resting", False):
-                self._watch.follow()           # (a shared store's watch: news matters again)
-        return channel
-
-    def wake_streams(self):
-        """Wake every waiting stream to check that its client is still there
-        (hosts call this when one leaves)."""
-        with self._lock:
-            channels = list(self._channels.values())
-        for channel in channels:
-            channel.wake()
-
-    def _forget(self, task_id, unless_followed=False):
-        """Let go of a task's channel: it has ended, or it waits for the client
-        (``unless_followed``: and no stream follows it, nor has a turn begun)."""
-        with self._lock:
-            self._let_go(task_id, unless_followed)
-
-    def _let_go(self, task_id, unless_followed):
-        """_forget(), with the server's lock held."""
-        channel = self._channels.get(task_id)
-        if channel is None or unless_followed and (channel.followers or channel.active):
-            return
-        del self._channels[task_id]
-        channel.ended = True
-
-    def _evicted(self, task_id):
-        """The store dropped an idle task: end any stream still watching it."""
-        with self._lock:
-            channel = self._channels.pop(task_id, None)
-        if channel is not None:
-            channel.publish(None, {"error": TaskNotFoundError(
-                f"task {task_id} expired and was removed from the store",
-                metadata={"taskId": task_id})})
-
-    # -- what a store shared by several processes is given ------------------------
-    #
-    # Such a store's watch thread (a2a_store's) brings this process the news
-    # of the other processes' commits. It uses these, and of the server only
-    # ``store``, ``limits``, ``closing`` (set by shutdown()) and ``holder``
-    # besides; end_unfinished (above) ends a task whose process is gone.
-
-    def followed(self):
-        """{task id: (the version read here, does a turn of it run here)}: the
-        tasks this process follows (a turn, a stream, a request waiting)."""
-        with self._lock:
-            return {task_id: (channel.version, channel.active is not None)
-                    for task_id, channel in self._channels.items()}
-
-    def following(self):
-        """Does this process follow any task, or owe the store a turn's end?
-        (While it does, the watch looks often.)"""
-        return bool(self._channels or self._unrecorded)
-
-    def wake(self, task_id, state=None, idle_only=False):
-        """Another process committed to ``task_id``: its streams here look
-        again (``idle_only``: unless a turn of it runs here, whose own commits
-        wake them); a turn of it running here stops if ``state`` says the task
-        ended there (CancelTask there)."""
-        channel = self._channels.get(task_id)
-        if channel is None:
-            return
-        turn = channel.active
-        if turn is None or not idle_only:
-            channel.wake()
-        if turn is not None and state in TERMINAL_STATES and channel.task is not None and \
-                channel.task["status"]["state"] not in TERMINAL_STATES:
-            turn._cancel()
-
-    def gone(self, task_id):
-        """Another process removed ``task_id``: a turn of it here stops, and
-        its streams end as an eviction here ends them."""
-        channel = self._channels.get(task_id)
-        if channel is not None and channel.active is not None:
-            channel.active._cancel()
-        self._evicted(task_id)
-
-    def let_go(self):
-        """Forget the tasks nobody here needs now (no turn, stream or waiting
-        request): the next request reads them from the store."""
-        with self._lock:
-            channels = list(self._channels.items())
-        for task_id, channel in channels:
-            if channel.active is None and not channel.followers and not channel.waiting \
-                    and not channel.wakers:
-                # The server's lock, then the channel's (a turn beginning holds that:
-                # see _start_turn), in the order SubscribeToTask takes them.
-                with self._lock, channel.lock:
-                    if self._channels.get(task_id) is channel:
-                        self._let_go(task_id, unless_followed=True)
-
-    def record_ends(self):
-        """End FAILED the tasks whose turns ended while the store could not be
-        written (it was away longer than it rides out): each is read anew, and
-        stays owed until it is idle there."""
-        for task_id, owner in list(self._unrecorded.items()):
-            self._forget(task_id)               # (its channel may be behind the store)
-            self.end_unfinished(task_id, owner, "the agent finished while the task store could "
-                                "not be written, so what it produced is lost (see the server "
-                                "log); send the message again")
-            stored = self.store.get(task_id, owner)
-            if stored is None or stored["status"]["state"] in _IDLE_STATES:
-                del self._unrecorded[task_id]
 
     def _view(self, task, history_length=None, include_artifacts=True):
         """A task as a response shows it (section 3.2.4 historyLength)."""
@@ -5466,74 +5672,9 @@ class Server:
             message, task=task, task_id=task_id, context_id=context_id, caller=call,
             extensions=call.extensions, metadata=request.get("metadata", {}),
             configuration=request.get("configuration", {}))
-        if task is None:
-            admit = getattr(self.agent, "admit", None)
-            if admit is not None:              # an agent with no room refuses here (ServerBusy)
-                admit(ctx)
-            if self.observers:                 # (a turn's span, under its request's: a2a_otel)
-                _turn_started(self, ctx, call)
-            channel = self._new_channel(call.owner, call.caller)
-            channel.active = ctx
-            return ctx, channel, None          # its stream begins at its first event
-        return (ctx,) + self._continue_task(ctx, call, message)
-
-    def _continue_task(self, ctx, call, message):
-        """_start_turn of a message that continues a task: it is recorded (the
-        task WORKING again) unless a turn runs, here or in another process;
-        (its channel, where its stream begins: see _start_turn)."""
-        task_id, context_id = ctx.task_id, ctx.context_id
-        while True:
-            with self._lock:
-                channel = self._channel(task_id, call.owner, call.caller)
-            try:
-                with channel.lock:
-                    if channel.ended:       # let go of meanwhile (the store's watch): anew
-                        continue
-                    if channel.active is not None:         # a turn runs here, maybe ending
-                        raise _still_working(task_id)
-                    self._add_inline_push(ctx, call.owner)
-                    # Record the message; refused if a turn began meanwhile, in
-                    # any process. A webhook is sent the whole task each turn.
-                    now = self._now()
-                    status = {"state": TRANSITIONS["input"][1], "timestamp": now}
-                    channel.change("input", message, now, {"statusUpdate": {
-                        "taskId": task_id, "contextId": context_id, "status": status}},
-                        tell=False)
-                    joined = (channel.next_seq - 1, {"task": channel.task})
-                    if channel.on_event is not None:
-                        channel.on_event(channel.caller or channel.owner, channel.task, joined[1])
-                    if self.observers:
-                        _turn_started(self, ctx, call)
-                    channel.active = ctx
-            except BaseException:              # the turn never began: unwatched, it goes
-                state = channel.task["status"]["state"]
-                self._forget(task_id, unless_followed=state not in TERMINAL_STATES)
-                raise
-            return channel, joined
-
-    def _create_task(self, ctx, channel):
-        """Make a new turn's task exist (store and first event), unless it does."""
-        with channel.lock:
-            if channel.task is None:
-                task = _apply(None, "message", ctx.message, self._now())
-                # Known before the store has the task: none makes a second channel.
-                with self._lock:
-                    self._channels[ctx.task_id] = channel
-                    if getattr(self._watch, "resting", False):
-                        self._watch.follow()
-                try:
-                    channel.publish(task, {"task": task}, tell=False)
-                    self._add_inline_push(ctx, channel.owner)   # its webhook, told first
-                    if channel.on_event is not None:
-                        event = {"task": channel.task}
-                        channel.on_event(channel.caller or channel.owner, channel.task, event)
-                except BaseException:
-                    with self._lock:
-                        if self._channels.get(ctx.task_id) is channel:
-                            del self._channels[ctx.task_id]
-                    self.store.delete(ctx.task_id)
-                    raise
-            return channel.task
+        if task is None:                       # its stream begins at its first event
+            return ctx, self.live.begin(ctx, call), None
+        return (ctx,) + self.live.continue_task(ctx, call, message)
 
     def send_message(self, request, call):
         """SendMessage: {"task": Task} or {"message": Message}, once the turn ends
@@ -5544,23 +5685,24 @@ class Server:
             history_length = _history_length(config, "configuration.historyLength")
             self._check_inline_push(config)
         ctx, channel, _ = self._start_turn(request, call)
-        turn = _TurnWriter(self, ctx, channel)
+        turn = _TurnWriter(self.live, ctx, channel)
         if config.get("returnImmediately"):
-            self._create_task(ctx, channel)
-            self._start(turn, call.spawn)
+            self.live.make_task(ctx, channel)
+            self.live.start(turn, call.spawn)
             return {"task": self._view(channel.snapshot(), history_length)}
         deadline = time.monotonic() + self.limits["blocking_timeout"]
         if call.spawn is None:                 # a thread: it may wait for the turn
-            self._drive(turn, deadline)
+            self.live.drive(turn, deadline)
             if not turn.finished.is_set:       # async, or handed to a worker at the deadline
                 turn.finished.wait(max(0.0, deadline - time.monotonic()))
             return self._turn_result(turn, history_length, call)
         # A host on an event loop must not wait: the turn starts, and if it has
         # not ended yet the host gets a pending answer and its deadline.
-        self._start(turn, call.spawn)
+        self.live.start(turn, call.spawn)
         if turn.finished.is_set:
             return self._turn_result(turn, history_length, call)
-        return _PendingAnswer(self, turn, history_length, call, deadline)
+        return _PendingAnswer(functools.partial(
+            self._turn_result, turn, history_length, call), turn, deadline)
 
     def _turn_result(self, turn, history_length, call):
         """SendMessage's answer once the turn has ended, or its deadline passed."""
@@ -5570,7 +5712,7 @@ class Server:
             return {"message": turn.reply}
         if turn.held:                          # (past its deadline: what it holds, written)
             turn.release(reader=True)
-        task = turn.channel.snapshot() or self._create_task(turn.ctx, turn.channel)
+        task = turn.channel.snapshot() or self.live.make_task(turn.ctx, turn.channel)
         return {"task": self._view(task, history_length)}
 
     def send_streaming_message(self, request, call):
@@ -5580,8 +5722,8 @@ class Server:
         self._check_inline_push(request.get("configuration", {}))
         ctx, channel, joined = self._start_turn(request, call)
         keepalive = self.limits["keepalive_interval"]   # (seconds between SSE comments)
-        turn = _TurnWriter(self, ctx, channel, watched=True)
-        self._start(turn, call.spawn)
+        turn = _TurnWriter(self.live, ctx, channel, watched=True)
+        self.live.start(turn, call.spawn)
         if joined is None:
             return _Follower(channel, 0, keepalive, _STREAM_END, begin=turn)
         return _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
@@ -5590,84 +5732,6 @@ class Server:
         if not self.capabilities.get("streaming"):
             raise UnsupportedOperationError(
                 "this agent does not stream (capabilities.streaming is false); use SendMessage")
-
-    # -- driving the agent -----------------------------------------------------
-    #
-    # A blocking SendMessage on a threaded host runs a sync agent on its own
-    # thread: a hand-off is most of a small request's cost. Past the deadline,
-    # the rest of a generator moves to a worker thread. Async agents run on an
-    # event loop (CallContext.spawn, or the server's own); otherwise sync ones
-    # run on a bounded pool (max_workers), so a client that leaves stops nothing.
-
-    def _start(self, turn, spawn=None):
-        """Run a turn in the background: an async agent through ``spawn``, else a worker."""
-        if spawn is not None and self._agent_is_async:
-            self._drive(turn, None, spawn)     # only makes the coroutine: no wait
-        else:
-            self._pool().submit(self._drive, turn, None, spawn)
-
-    def _pool(self):
-        """The worker threads of sync agents, made on first use."""
-        with self._lock:
-            if self._workers is None:
-                self._workers = _Workers(self.limits["max_workers"])
-            return self._workers
-
-    def _drive(self, turn, deadline=None, spawn=None):
-        """Call the agent and feed what it produces to ``turn``."""
-        if turn.ctx._canceled:                 # canceled while it waited for a worker
-            return turn.finish()
-        # The turn, for RequestContext.current() (an async agent's: in its task, _drive_async).
-        running = _TURN.set(turn.ctx) if self.tracing and not self._agent_is_async else None
-        try:
-            result = self.agent(turn.ctx)
-            if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
-                (spawn or self._spawn_own)(_drive_async(self, result, turn))
-            elif isinstance(result, GeneratorType):
-                self._drain(result, turn, deadline)
-            else:
-                turn.complete(result)
-        except Exception as exc:                       # the agent failed: fail the task
-            turn.fail(exc)
-        finally:
-            if running is not None:
-                _TURN.reset(running)
-
-    def _spawn_own(self, coroutine):
-        """Run ``coroutine`` on the server's own event loop (_LoopThread)."""
-        with self._lock:
-            if self._own_loop is None:
-                self._own_loop = _LoopThread()
-        self._own_loop.spawn(coroutine)
-
-    def _drain(self, gen, turn, deadline):
-        """Run a generator agent to its end (or, past ``deadline``, hand it to a worker)."""
-        try:
-            turn.holds = True                  # (its outputs may be held: _TurnWriter._hold)
-            for item in gen:
-                turn.emit(item, chunked=True)
-                if turn.done:
-                    break
-                if deadline is not None and time.monotonic() > deadline:
-                    self._pool().submit(self._drive_on, gen, turn)
-                    gen = None                 # now the worker's to finish and close
-                    return
-            turn.finish()
-        except Exception as exc:
-            turn.fail(exc)
-        finally:
-            if gen is not None:
-                gen.close()
-
-    def _drive_on(self, gen, turn):
-        """_drain on a worker thread: the rest of a generator that outlasted the
-        time a request's thread gives it."""
-        running = _TURN.set(turn.ctx) if self.tracing else None
-        try:
-            self._drain(gen, turn, None)
-        finally:
-            if running is not None:
-                _TURN.reset(running)
 
     # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
 
@@ -5686,7 +5750,7 @@ class Server:
                 f"{self.limits['default_page_size']}); got {size}", field="pageSize")
         cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
         status = request.get("status")
-        for turn in list(self._holding):       # (what turns hold is written first: _hold)
+        for turn in list(self.live.holding):       # (what turns hold is written first: _hold)
             turn.release(reader=True)
         tasks, total, last = self.store.list(
             call.owner, context_id=request.get("contextId"), cursor=cursor, limit=size,
@@ -5701,8 +5765,8 @@ class Server:
         """CancelTask: the task, now CANCELED; the running agent is told."""
         task_id = request["id"]
         _check_event("cancel", self._visible_task(task_id, call))
-        with self._lock:
-            channel = self._channel(task_id, call.owner, call.caller)
+        with self.live.lock:
+            channel = self.live.channel(task_id, call.owner, call.caller)
         now = self._now()
         with channel.lock:                     # (the turn may have ended meanwhile)
             event = {"statusUpdate": {"taskId": task_id,
@@ -5711,7 +5775,7 @@ class Server:
             task = channel.change("cancel", None, now, event)
             if channel.active is not None:     # the agent runs here (elsewhere:
                 channel.active._cancel()       # a2a_store.py, "Sharing a store")
-        self._forget(task_id)
+        self.live.forget(task_id)
         return task
 
     # -- SubscribeToTask (section 3.1.6) -----------------------------------------
@@ -5726,8 +5790,8 @@ class Server:
             raise UnsupportedOperationError(
                 f"task {task_id} is {state}: a finished task has no more events to stream; "
                 "use GetTask to read it", metadata={"taskId": task_id, "state": state})
-        with self._lock:                       # (a waiting task's channel is made again)
-            channel = self._channel(task_id, call.owner, call.caller)
+        with self.live.lock:                   # (a waiting task's channel is made again)
+            channel = self.live.channel(task_id, call.owner, call.caller)
             with channel.lock:                 # counted before the turn can let it go
                 channel.followers += 1
         # The stream: from after Last-Event-ID if that event is still kept, else
@@ -5869,7 +5933,7 @@ class Server:
                 if self._pusher is None:
                     self._pusher = _PushDelivery(self)
                 pusher = self._pusher
-        channel = self._channels.get(task["id"])    # the running turn's trace goes along
+        channel = self.live.channels.get(task["id"])    # the running turn's trace goes along
         turn = channel and channel.active or _TURN.get(None)
         trace = turn.trace if turn is not None and self.tracing else None
         pusher.submit(owner, configs, event, task, trace and trace.headers())
@@ -5894,11 +5958,12 @@ class Server:
         """The counters behind every cap and budget, as one dict: the store, the
         live tasks, SubscribeToTask streams and all streams, agent threads, refusals per limit,
         hosts' connections, webhooks."""
+        with self.live.lock:
+            live = len(self.live.channels)
+            subscribers = sum(channel.followers for channel in self.live.channels.values())
+        workers = self.live.workers.count if self.live.workers else 0
         with self._lock:
-            live = len(self._channels)
-            subscribers = sum(channel.followers for channel in self._channels.values())
             streams = sum(self._streams.values())       # (of every kind: max_caller_streams)
-            workers = self._workers.count if self._workers else 0
         hosts = {name: gauge() for name, gauge in list(self._gauges.items())}   # (a copy)
         try:
             store = self.store.stats() if hasattr(self.store, "stats") else {}
@@ -5926,11 +5991,10 @@ class Server:
         agent's ``close()`` is called, if any. Hosts call it when they stop.
         Returns {"turns", "deliveries"} left undone."""
         self.closing.set()
-        self.wake_streams()
+        self.live.wake_streams()
         deadline = time.monotonic() + grace
         while True:
-            with self._lock:
-                turns = sum(c.active is not None for c in self._channels.values())
+            turns = self.live.running()
             deliveries = self._pusher.pending() if self._pusher else 0
             if not (turns or deliveries) or time.monotonic() >= deadline:
                 break
@@ -5938,17 +6002,8 @@ class Server:
         if turns or deliveries:
             _log().warning("shut down with %d turns still running and %d webhook deliveries "
                            "queued", turns, deliveries)
-        if turns and self.store.shared:        # the tasks outlive us: end them, not at lease end
-            with self._lock:                   # (their streams say so: FAILED, before the stop)
-                running = [(i, c.owner) for i, c in self._channels.items() if c.active]
-            for task_id, owner in running:
-                self.end_unfinished(task_id, owner, "the server shut down before the agent "
-                                     "finished; send the message again")
-        if turns:                              # the streams that follow them end now: what
-            with self._lock:                   # comes later is theirs at the resume
-                for channel in self._channels.values():
-                    channel.stopped = channel.next_seq
-            self.wake_streams()
+        if turns:
+            self.live.cut()
         if self._pusher is not None:           # its threads end (what waits on a retry: dropped)
             self._pusher.stop()
         close = getattr(self.agent, "close", None)
@@ -6129,15 +6184,15 @@ class _LoopAnswer:
         self.fn(response.render(response.pending), *self.args)
 
 
-async def _drive_async(server, result, turn):
-    """Server._drive and _drain for an async agent, on the event loop. Its
+async def _drive_async(live, result, turn):
+    """_LiveTasks.drive and drain for an async agent, on the event loop. Its
     writes run here, on the loop, unless the store is shared (a write may
     wait for another process's): then each runs on a store thread
-    (Server._off_loop, the store's loop_threads: ``run`` and ``ended_on_loop``)."""
+    (_LiveTasks.off_loop, the store's loop_threads: ``run`` and ``ended_on_loop``)."""
     # (RequestContext.current(), in this task; taken back at the end, or the
     # task's context would hold the turn that holds the task: a cycle to collect)
-    running = _TURN.set(turn.ctx) if server.tracing else None
-    off_loop = server._off_loop
+    running = _TURN.set(turn.ctx) if live.tracing else None
+    off_loop = live.off_loop
     try:
         if isinstance(result, AsyncGeneratorType):
             # Each step runs here until the agent yields or waits: what it
@@ -7358,11 +7413,12 @@ class _LoopConnection:
             base_url = self.scheme + (request.headers.get("host") or self.local)
             args = (method, request.path, request.query, request.headers, request.body, base_url,
                     self.peer)
-            off_loop = server._off_loop            # (a shared store: a write may wait)
+            off_loop = server.live.off_loop            # (a shared store: a write may wait)
             if off_loop is None:
                 response = server.handle_http(*args, self.spawn)
             else:
-                response = off_loop.handle_http(self.loop, self.spawn, *args)
+                response = off_loop.handle_http(server.handle_http, self.loop, self.spawn,
+                                                 *args)
                 if not isinstance(response, Response):     # it runs on a store thread
                     self.busy = response
                     response.add_done_callback(
@@ -7681,11 +7737,11 @@ def asgi_app(server, *, grace=10.0):
         else:
             args = (scope["method"], path, scope.get("query_string", b"").decode("latin-1"),
                     headers, b"".join(chunks), base_url, (scope.get("client") or (None,))[0])
-            off_loop = server._off_loop            # (a shared store: a write may wait)
+            off_loop = server.live.off_loop            # (a shared store: a write may wait)
             if off_loop is None:
                 response = server.handle_http(*args, spawner(loop))
             else:
-                response = off_loop.handle_http(loop, spawner(loop), *args)
+                response = off_loop.handle_http(server.handle_http, loop, spawner(loop), *args)
                 if not isinstance(response, Response):     # it runs on a store thread
                     response = await response
             response = await _answer_async(response)
@@ -7878,8 +7934,7 @@ def _stop_on_ctrl_c(server, grace, stop_now=None):
             print("a2a_min: stopped now", file=sys.stderr, flush=True)
             os._exit(130)
         pressed.append(True)
-        with server._lock:                     # the running turns Ctrl-C waits for
-            turns = sum(c.active is not None for c in server._channels.values())
+        turns = server.live.running()          # the running turns Ctrl-C waits for
         waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
             if turns else ""
         print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)

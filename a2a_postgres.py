@@ -810,13 +810,13 @@ class PostgresStore(a2a_min._Bounds):
         return rows[0][0], [(seq, a2a_min._StoredEvent.decode(bytes(body)))
                             for _, seq, body in rows if seq is not None]
 
-    def watch(self, server):
+    def watch(self, live):
         """The watch of a shared store, as SQLiteStore's (a2a_store._StoreWatch)."""
-        return a2a_store._StoreWatch(server)
+        return a2a_store._StoreWatch(live)
 
-    def loop_threads(self, server):
+    def loop_threads(self, live):
         """As SQLiteStore's: every write of an event loop's host on a store thread."""
-        return a2a_store.StoreThreads(server)
+        return a2a_store.StoreThreads(live)
 
     def changed(self):
         """A number that moves when a task others may follow changed: the

@@ -1239,16 +1239,16 @@ class SQLiteStore(_Bounds):
         return rows[0][0], [(seq, _StoredEvent.decode(body)) for _, seq, body in rows
                             if seq is not None]
 
-    def watch(self, server):
-        """The thread that brings ``server`` news of other processes' commits
-        (see "Sharing a store between processes" below): what a shared store
-        gives the server that uses it."""
-        return _StoreWatch(server)
+    def watch(self, live):
+        """The thread that brings a server's live tasks (``Server.live``) news
+        of other processes' commits (see "Sharing a store between processes"
+        below): what a shared store gives the server that uses it."""
+        return _StoreWatch(live)
 
-    def loop_threads(self, server):
-        """What a host on an event loop does with ``server`` on this store
-        (StoreThreads, "a shared store under an event loop" below)."""
-        return StoreThreads(server)
+    def loop_threads(self, live):
+        """What a host on an event loop does with a server's live tasks on this
+        store (StoreThreads, "a shared store under an event loop" below)."""
+        return StoreThreads(live)
 
     def changed(self):
         """A number that changes when another connection (another process, or
@@ -1847,23 +1847,23 @@ open_store = a2a_min.open_store
 
 class _StoreWatch:
     """The thread that watches a shared store for one process of a Server.
-    It holds the Server weakly, and ends when the Server shuts down or is
-    gone: a thread must not keep alive what nobody else uses."""
+    It holds the Server's live tasks (a2a_min._LiveTasks) weakly, and ends
+    when the Server shuts down or is gone: a thread must not keep alive what nobody else uses."""
 
-    def __init__(self, server):
+    def __init__(self, live):
         import weakref
-        self.server = weakref.ref(server)
+        self.live = weakref.ref(live)
         self.pid = os.getpid()
         self.marks = {}                     # task id -> its version when last looked at
         self.woken = threading.Event()      # set: look now (news heard, or a task to follow)
         self.resting = False                # no task followed here: looks 10 times less often
-        threading.Thread(target=self._run, args=(server.closing, server.store.store_poll),
+        threading.Thread(target=self._run, args=(live.closing, live.store.store_poll),
                          name="a2a-store-watch", daemon=True).start()
 
     def _run(self, closing, poll):
         seen, renew_at, resting = None, 0.0, False
         woken = self.woken                  # a store that hears of commits says so at once
-        wake_on = getattr(self.server().store, "wake_on", None)
+        wake_on = getattr(self.live().store, "wake_on", None)
         if wake_on is not None:
             wake_on(lambda task_id: self._heard(woken, task_id))
         del wake_on                         # (it holds the store, which holds the Server)
@@ -1874,24 +1874,24 @@ class _StoreWatch:
                     return
             elif closing.is_set():
                 return
-            server = self.server()
-            if server is None:
+            live = self.live()
+            if live is None:
                 return
             try:
-                version = server.store.changed()
+                version = live.store.changed()
                 if version != seen:
                     seen = version
-                    touched = getattr(server.store, "touched", None)
-                    self._news(server, touched and touched())
-                    if hasattr(server.store, "tidy"):     # upkeep, when there was news
-                        server.store.tidy()
-                        server.store.checkpoint()
-                server.record_ends()                      # turns whose end was not stored
+                    touched = getattr(live.store, "touched", None)
+                    self._news(live, touched and touched())
+                    if hasattr(live.store, "tidy"):     # upkeep, when there was news
+                        live.store.tidy()
+                        live.store.checkpoint()
+                live.record_ends()                      # turns whose end was not stored
                 if time.monotonic() >= renew_at:          # (the store's leases, its ttl)
-                    renew_at = time.monotonic() + server.store.lease_ttl / 3
-                    server.store.renew(server.holder)
-                    for task_id, owner in server.store.expired():
-                        self._abandoned(server, task_id, owner)
+                    renew_at = time.monotonic() + live.store.lease_ttl / 3
+                    live.store.renew(live.holder)
+                    for task_id, owner in live.store.expired():
+                        self._abandoned(live, task_id, owner)
             except ServerBusyError:            # busy, or down (the store says so, once)
                 closing.wait(1.0)
             except Exception:                  # the store failed: say so, go on
@@ -1902,8 +1902,8 @@ class _StoreWatch:
             # until a channel is made (Server._channel and _create_task: follow()).
             self.resting = True             # (said before looking: a channel made
             # meanwhile is seen here, or sees resting and wakes this thread)
-            resting = self.resting = not server.following()
-            del server
+            resting = self.resting = not live.following()
+            del live
 
     def follow(self):
         """A task is followed here now: look as often as ``store_poll`` again."""
@@ -1921,11 +1921,11 @@ class _StoreWatch:
         they are made, and of another's (CancelTask there) at the watch's
         look, which follows (and finds a task gone, or ended there)."""
         woken.set()
-        server = self.server()
-        if server is not None:
-            server.wake(task_id, idle_only=True)
+        live = self.live()
+        if live is not None:
+            live.wake(task_id, idle_only=True)
 
-    def _news(self, server, touched=None):
+    def _news(self, live, touched=None):
         """Another process committed: wake the streams here of each task that
         changed, end those of a task that is gone (evicted there: as
         Server._evicted ends them here), and tell each turn running here
@@ -1937,33 +1937,33 @@ class _StoreWatch:
         notifications name them), else every task followed here is looked at.
         A task changed if its version is not the one seen at the last look
         (or, at the first, the one its channel read)."""
-        followed = server.followed()
+        followed = live.followed()
         marks = self.marks
         for task_id in [i for i in marks if i not in followed]:
             del marks[task_id]
         looked = [task_id for task_id in (followed if touched is None else touched)
                   if task_id in followed]
-        heads = server.store.heads(looked) if looked else {}
+        heads = live.store.heads(looked) if looked else {}
         for task_id in looked:
             version, running = followed[task_id]
             head = heads.get(task_id)
             if head is None:
                 if version:                 # (stored before the look: so gone since)
-                    server.gone(task_id)
+                    live.gone(task_id)
                 continue
             if marks.get(task_id, version) == head[0]:
                 continue
             marks[task_id] = head[0]
             if touched is None or running:  # (else woken as the news came: _heard)
-                server.wake(task_id, head[1])
-        server.let_go()
+                live.wake(task_id, head[1])
+        live.let_go()
 
     @staticmethod
-    def _abandoned(server, task_id, owner):
+    def _abandoned(live, task_id, owner):
         """The process running this task is gone: end it FAILED."""
-        if server.followed().get(task_id, (0, False))[1]:
+        if live.followed().get(task_id, (0, False))[1]:
             return                              # it runs here: renewed next time
-        server.end_unfinished(task_id, owner, "the server process running this task stopped "
+        live.end_unfinished(task_id, owner, "the live process running this task stopped "
                                "before the agent finished (its lease ran out)")
 
 
@@ -1972,7 +1972,7 @@ class _StoreWatch:
 # A host on an event loop (serve_asyncio, asgi_app) must never wait, and a
 # write to a store that other processes share may wait for another
 # process's to finish. The core asks a shared store for its StoreThreads
-# (store.loop_threads(server)), and such a host hands them every request:
+# (store.loop_threads(live)), and such a host hands them every request:
 #
 #   - a request that needs no write (every read, and a SendMessage that
 #     starts a new task: its first write comes before the agent) is answered
@@ -1998,13 +1998,15 @@ class _WouldWait(BaseException):
 
 
 class StoreThreads:
-    """What a host on an event loop does with ``server``, whose store other
-    processes share (see above): ``handle_http(loop, spawn, *args)`` answers
-    a request, with a Response or an asyncio future of one; an async agent's
+    """What a host on an event loop does with a server whose store other
+    processes share (see above), given its live tasks (``Server.live``):
+    ``handle_http(answer, loop, spawn, *args)`` answers a request with
+    ``answer`` (the server's handle_http), with a Response or an asyncio
+    future of one; an async agent's
     turn (a2a_min's one driver) writes through ``run`` and ``ended_on_loop``."""
 
-    def __init__(self, server):
-        self.server, self.pool = server, None
+    def __init__(self, live):
+        self.live, self.pool = live, None
         self.lock = threading.Lock()
         self.commits = weakref.WeakKeyDictionary()      # loop -> its _LoopCommits
 
@@ -2015,29 +2017,28 @@ class StoreThreads:
             from concurrent.futures import ThreadPoolExecutor
             with self.lock:
                 if self.pool is None:
-                    self.pool = ThreadPoolExecutor(self.server.store.store_threads,
+                    self.pool = ThreadPoolExecutor(self.live.store.store_threads,
                                                    thread_name_prefix="a2a-store")
         return asyncio.get_running_loop().run_in_executor(self.pool, functools.partial(fn, *args))
 
-    def handle_http(self, loop, spawn, *args):
-        """``server.handle_http(*args, spawn)`` on the loop if it needs no write,
-        else on a store thread (a future of the Response)."""
-        server = self.server
-        not_waiting = getattr(server.store, "not_waiting", None)
+    def handle_http(self, answer, loop, spawn, *args):
+        """``answer(*args, spawn)`` on the loop if it needs no write, else on a
+        store thread (a future of the Response)."""
+        not_waiting = getattr(self.live.store, "not_waiting", None)
         if not_waiting is not None:
             try:
                 with not_waiting():
-                    return server.handle_http(*args, spawn)
+                    return answer(*args, spawn)
             except _WouldWait:
                 pass
-        return self.run(server.handle_http, *args, functools.partial(_call_on, loop, spawn))
+        return self.run(answer, *args, functools.partial(_call_on, loop, spawn))
 
     def ended_on_loop(self, turn, answer):
         """End the turn as _TurnWriter.complete would store it once, if it is
         one that may (turn.at_once): its task committed with the others this
         pass of the loop ends (_LoopCommits), not on a store thread. Whether it did."""
         task = turn.at_once(answer)
-        if task is None or not hasattr(self.server.store, "commit_many"):
+        if task is None or not hasattr(self.live.store, "commit_many"):
             return False
         import asyncio
         loop = asyncio.get_running_loop()
@@ -2080,7 +2081,7 @@ class _LoopCommits:
             ready = getattr(self.loop, "_ready", None)    # (asyncio's own loop has it)
             # (Not inside not_waiting(): an eager task, Python 3.12+, may end its
             # turn within the request that began it, where no write may be made.)
-            if ready is not None and not ready and not self.threads.server.store._refusing():
+            if ready is not None and not ready and not self.threads.live.store._refusing():
                 self.flush()
             else:
                 self.loop.call_soon(self.flush)
@@ -2088,7 +2089,7 @@ class _LoopCommits:
     def flush(self):
         batch, self.waiting = self.waiting, []
         calls = [args for args, _ in batch]
-        store = self.threads.server.store
+        store = self.threads.live.store
         try:
             outcomes = store.commit_many(calls, wait=False)
         except _WouldWait:                  # a write lock is held: wait on a thread

@@ -5,6 +5,7 @@ our asyncio server and under uvicorn); a turn that ends at once, stored as the
 general path stores it; and requests that leave no reference cycles, in-process
 and on our threaded and asyncio servers."""
 
+import functools
 import http.client
 import json
 import socket
@@ -26,12 +27,13 @@ def test_a_pending_answer_settles_once_and_tells_every_callback():
     arguments; result() gives the answer or raises its error."""
     server = a2a_min.Server(lambda text: "echo: " + text)
     ctx, channel, _ = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
-    turn = a2a_min._TurnWriter(server, ctx, channel)
-    pending = a2a_min._PendingAnswer(server, turn, None, ctx.caller, time.monotonic() + 60)
+    turn = a2a_min._TurnWriter(server.live, ctx, channel)
+    pending = a2a_min._PendingAnswer(functools.partial(
+        server._turn_result, turn, None, ctx.caller), turn, time.monotonic() + 60)
     seen = []
     pending.add_done_callback(lambda got, tag: seen.append((tag, got.result())), "before")
     assert not pending.done() and seen == []
-    server._drive(turn)                                 # the turn ends: the answer settles
+    server.live.drive(turn)                                 # the turn ends: the answer settles
     assert pending.done() and len(seen) == 1 and seen[0][0] == "before"
     assert seen[0][1]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     pending.expire()                                    # once only
@@ -42,9 +44,10 @@ def test_a_pending_answer_settles_once_and_tells_every_callback():
         raise a2a_min.UnsupportedOperationError("not today")
     server = a2a_min.Server(refuse)
     ctx, channel, _ = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
-    turn = a2a_min._TurnWriter(server, ctx, channel)
-    pending = a2a_min._PendingAnswer(server, turn, None, ctx.caller, time.monotonic() + 60)
-    server._drive(turn)
+    turn = a2a_min._TurnWriter(server.live, ctx, channel)
+    pending = a2a_min._PendingAnswer(functools.partial(
+        server._turn_result, turn, None, ctx.caller), turn, time.monotonic() + 60)
+    server.live.drive(turn)
     with pytest.raises(a2a_min.UnsupportedOperationError):
         pending.result()
 

@@ -326,7 +326,7 @@ def test_a_stream_end_wakes_only_its_own_task(grpc_env, monkeypatch):
         woken.append(channel.task["id"] if channel.task else None)
         wake(channel)
     monkeypatch.setattr(a2a_min._Channel, "wake", counting_wake)
-    monkeypatch.setattr(server, "wake_streams", lambda: broadcasts.append(1))
+    monkeypatch.setattr(server.live, "wake_streams", lambda: broadcasts.append(1))
     quiet = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
     leaving = stub(channel, "SendMessage")(message("wait"), metadata=MD).task
     watch_quiet = subscribe(channel, quiet.id)

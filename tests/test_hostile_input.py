@@ -143,8 +143,8 @@ def test_head_on_a_stream_route_opens_no_subscription():
     task_id = client.send("wait")["task"]["id"]
     got = server.handle_http("HEAD", f"/tasks/{task_id}:subscribe", "", dict(V1), b"")
     assert got.status == 405 and got.stream is None
-    with server._lock:
-        assert task_id not in server._channels or not server._channels[task_id].followers
+    with server.live.lock:
+        assert task_id not in server.live.channels or not server.live.channels[task_id].followers
 
 
 @pytest.mark.parametrize("value", ["\u00b2", "-1", "1e3", "9" * 40, " 3 "])

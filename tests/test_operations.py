@@ -334,7 +334,7 @@ def followed(server, task_id, within=5):
     """Wait until a SubscribeToTask stream follows the task (is counted on its channel)."""
     deadline = time.monotonic() + within
     while True:
-        channel = server._channels.get(task_id)
+        channel = server.live.channels.get(task_id)
         if channel is not None and channel.followers:
             return
         assert time.monotonic() < deadline, "no subscriber joined"
@@ -592,13 +592,13 @@ def test_a_new_turn_keeps_the_channel_the_last_turn_lets_go_of():
     server = a2a_min.Server(agent)
     first = server.call("SendMessage", {"message": user_message("hi")})["task"]
     assert first["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    assert first["id"] not in server._channels           # waiting: let go
+    assert first["id"] not in server.live.channels           # waiting: let go
     reply = server.call("SendMessage", {"message": user_message("go", taskId=first["id"]),
                                         "configuration": {"returnImmediately": True}})
-    channel = server._channels[first["id"]]
+    channel = server.live.channels[first["id"]]
     assert channel.active is not None
-    server._forget(first["id"], unless_followed=True)   # what a late _end_turn would do
-    assert server._channels.get(first["id"]) is channel
+    server.live.forget(first["id"], unless_followed=True)   # what a late _end_turn would do
+    assert server.live.channels.get(first["id"]) is channel
     canceled = server.call("CancelTask", {"id": reply["task"]["id"]})
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     assert channel.active is None or channel.active.cancelled.is_set()

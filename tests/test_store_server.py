@@ -83,14 +83,14 @@ def test_on_an_event_loop_what_needs_no_write_is_answered_on_the_loop(tmp_path, 
         assert client.result("GetTask", {"id": tasks[0]["id"]})["artifacts"][0]["parts"] == [
             {"text": "done: hello 0"}]
         assert len(client.result("ListTasks", {})["tasks"]) == 20
-        assert server._off_loop.pool is None                # no store thread was needed
+        assert server.live.off_loop.pool is None                # no store thread was needed
         waiting = client.send("wait")["task"]
         assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
         more = user_message("more")
         more["taskId"] = waiting["id"]
         continued = client.result("SendMessage", {"message": more})["task"]
         assert continued["status"]["state"] == "TASK_STATE_COMPLETED"
-        assert server._off_loop.pool is not None            # that one wrote on a store thread
+        assert server.live.off_loop.pool is not None            # that one wrote on a store thread
         assert client.error("CancelTask", {"id": continued["id"]})["code"] == -32002
     finally:
         client.close()
@@ -201,7 +201,7 @@ def test_an_agent_whose_task_was_canceled_elsewhere_ends_quietly(tmp_path, caplo
             "TASK_STATE_CANCELED"
         went_on.set()
         deadline = time.monotonic() + 5
-        while here._channels.get(task["id"]) is not None:     # the turn ends, and lets go
+        while here.live.channels.get(task["id"]) is not None:     # the turn ends, and lets go
             assert time.monotonic() < deadline
             time.sleep(0.01)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

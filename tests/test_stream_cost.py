@@ -124,7 +124,7 @@ def test_an_append_grows_the_parts_without_copying_those_before():
     made (copying the list at every chunk is the square again); a task
     handed to a reader before (snapshot()) keeps its parts as they were."""
     server = a2a_min.Server(lambda ctx: "x")
-    channel = server._new_channel(("", None))
+    channel = server.live.new_channel(("", None))
     ids = {"taskId": "t", "contextId": "c"}
     task = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
     channel.publish(task, {"task": task})
@@ -421,11 +421,11 @@ def test_held_chunks_are_written_before_a_list_or_a_subscriber_reads():
         {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
          "params": {"message": user_message("go")}}).encode())
     deadline = time.monotonic() + 5
-    while not server._holding and time.monotonic() < deadline:
+    while not server.live.holding and time.monotonic() < deadline:
         time.sleep(0.002)                       # (held: nobody reads yet)
-    assert server._holding
+    assert server.live.holding
     tasks = client.result("ListTasks", {"includeArtifacts": True})["tasks"]
-    assert len(tasks[0]["artifacts"][0]["parts"]) == 10 and not server._holding
+    assert len(tasks[0]["artifacts"][0]["parts"]) == 10 and not server.live.holding
     go.set()
     b"".join(response.stream)
 
