@@ -2953,7 +2953,7 @@ class _TurnWriter:
 
     def _end_turn(self):
         """The turn is over: the task takes messages again, and a task that
-        ended or waits for the client lets go of its channel (Server._forget)."""
+        ended or waits for the client lets go of its channel (_LiveTasks.forget)."""
         self.done = True
         self.channel.active = None
         if self.ctx.marks is not None:         # (observers watch the turn)
@@ -3193,7 +3193,7 @@ class _LiveTasks:
 
     def channel(self, task_id, owner, caller=None):
         """The live channel of an existing task, made from the store if it has
-        none. With the server's lock held."""
+        none. With ``lock`` held."""
         channel = self.channels.get(task_id)
         if channel is None:
             task = self.store.get(task_id, owner)
@@ -3221,7 +3221,7 @@ class _LiveTasks:
             self._let_go(task_id, unless_followed)
 
     def _let_go(self, task_id, unless_followed):
-        """_forget(), with the server's lock held."""
+        """forget(), with ``lock`` held."""
         channel = self.channels.get(task_id)
         if channel is None or unless_followed and (channel.followers or channel.active):
             return
