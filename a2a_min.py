@@ -33,15 +33,17 @@ event loops, but for the webhooks it sends; the last three sections meet the wor
 2. errors: one class per protocol error, knowing its code in every binding;
 3. the data model: ProtoJSON dicts checked against the proto's table; _apply changes a task;
 4. the task store: where tasks live, bounded, behind a small interface;
-5. agent execution: how your function becomes task updates and stream events,
-   and the observers that watch requests, turns and webhooks (logs, metrics, spans);
-6. authentication, and which webhook addresses are allowed;
-7. bindings: JSON-RPC, HTTP+JSON, SSE, the agent card and RFC 9727 API catalog, as bytes;
-8. webhook delivery: push notifications, sent from background threads;
-9. operations: the eleven A2A operations, free of any binding, on the Server;
-10. running on an event loop: the core's hooks, turned into asyncio;
-11. adapters: threaded or asyncio HTTP/1.1 servers, WSGI, ASGI, AWS Lambda;
-12. the command line demo.
+5. authentication, and which webhook addresses are allowed;
+6. agent execution: how your function becomes task updates and stream events (the
+   live tasks and their turns), and the observers that watch requests, turns and
+   webhooks (logs, metrics, spans);
+7. operations: the eleven A2A operations, free of any binding, and call(), their door;
+8. bindings: JSON-RPC, HTTP+JSON, SSE, the agent card and RFC 9727 API catalog, as bytes;
+9. webhook delivery: push notifications, sent from background threads;
+10. the server: the Server that wires them together;
+11. running on an event loop: the core's hooks, turned into asyncio;
+12. adapters: threaded or asyncio HTTP/1.1 servers, WSGI, ASGI, AWS Lambda;
+13. the command line demo.
 
 The rule: this file alone answers every A2A 1.0 request in one process, with the
 bounded in-memory store, on every bundled host: all eleven operations on JSON-RPC
@@ -1824,7 +1826,248 @@ def _too_many_configs(task_id, count):
 
 
 # =============================================================================
-# 5. Agent execution
+# 5. Authentication, and which webhook addresses are allowed
+# =============================================================================
+#
+# Authentication (sections 7, 13.1). A2A carries credentials in the transport
+# (HTTP headers, gRPC metadata), as the card's securitySchemes describe. The
+# Server takes one hook, authenticate(CallContext) -> principal, which raises
+# AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
+# UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks it creates:
+# another's task is reported exactly like one that does not exist. Secrets
+# are compared in constant time.
+#
+# Webhook addresses (section 13.2). A caller could aim a webhook at what only
+# the server can reach (its loopback, the cloud's metadata address, its
+# private network: request forgery), so a webhook may reach only globally
+# routable unicast addresses, or what push_allow names. A literal address is
+# checked when the config is created, a host name at each delivery (section 8).
+
+
+class BearerAuth:
+    """Authorization: Bearer <token>. ``tokens`` maps each token to its principal."""
+
+    def __init__(self, tokens, *, name="bearer"):
+        self.tokens = [(token.encode(), principal) for token, principal in dict(tokens).items()]
+        self.security_schemes = {name: {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
+
+    def __call__(self, call):
+        header = call.headers.get("authorization", "")
+        kind, _, token = header.partition(" ")
+        hint, challenge = "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"'
+        if header.strip() and kind.lower() != "bearer":
+            # (said apart from "missing": a token sent without its scheme is a common slip)
+            raise AuthenticationRequiredError("the Authorization header is not 'Bearer <token>'"
+                                              + (" (it has no scheme)" if not token.strip() else "")
+                                              + ": " + hint, challenge=challenge)
+        return _match_secret(self.tokens, token.strip(), hint, challenge)   # (blank if no header)
+
+
+class ApiKeyAuth:
+    """An API key in a header, a query parameter or a cookie (``location``).
+    ``keys`` maps each key to its principal."""
+
+    def __init__(self, keys, *, name="X-API-Key", location="header", scheme_name="apiKey"):
+        if location not in ("header", "query", "cookie"):
+            raise ValueError("location must be header, query or cookie")
+        self.keys = [(key.encode(), principal) for key, principal in dict(keys).items()]
+        self.name, self.location = name, location
+        self.security_schemes = {scheme_name: {"apiKeySecurityScheme": {
+            "location": location, "name": name}}}
+
+    def __call__(self, call):
+        if self.location == "header":
+            given = call.headers.get(self.name.lower(), "")
+        elif self.location == "query":
+            given = call.query.get(self.name, "")
+        else:
+            cookies = (c.strip().partition("=") for c in call.headers.get("cookie", "").split(";"))
+            given = next((value for name, _, value in cookies if name == self.name), "")
+        hint = {"header": f"send -H '{self.name}: <key>'", "query": f"add ?{self.name}=<key>",
+                "cookie": f"send the cookie {self.name}=<key>"}[self.location]
+        return _match_secret(self.keys, given, hint, f'ApiKey name="{self.name}"')
+
+
+class MutualTlsAuth:
+    """Mutual TLS (MutualTlsSecurityScheme): the caller is who the client certificate says,
+    once verified against the server's client CA (tls={"client_ca": ...}). ``principal``
+    (older name ``principal_of``) maps getpeercert()'s dict (on every binding) to a string,
+    or raises an A2AError to refuse; by default it is ``certificate_principal``."""
+
+    def __init__(self, *, principal=None, principal_of=None, scheme_name="mtls"):
+        self.principal_of = principal or principal_of or certificate_principal
+        self.security_schemes = {scheme_name: {"mtlsSecurityScheme": {
+            "description": "a client certificate issued by the CA this agent trusts"}}}
+
+    def __call__(self, call):
+        if not call.certificate:
+            raise AuthenticationRequiredError(
+                "this agent needs a client certificate (mutual TLS): connect over https with "
+                "one its CA issued (curl --cert client.pem --key client.key ...)",
+                challenge='Certificate realm="a2a"')
+        return self.principal_of(call.certificate)
+
+
+# A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280
+# section 4.1.2.4). As RFC 4514 text, with every character its section 2.4
+# names escaped, two subjects never give one string: a CN "alice,O=Example"
+# is "CN=alice\,O=Example". An empty subject (SPIFFE, much current PKI)
+# gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's
+# text can be (ssl's type names hold no ":"); neither is refused, never "".
+_SUBJECT_SHORT_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+                        "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
+                        "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
+
+
+def _rfc4514_value(value):
+    """An attribute value escaped as RFC 4514 section 2.4 says."""
+    def escaped(i, c):
+        if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1) or c == "#" and i == 0:
+            return "\\" + c
+        return "\\00" if c == "\0" else c
+    return "".join(escaped(i, c) for i, c in enumerate(value))
+
+
+def certificate_principal(certificate):
+    """The principal of a verified client certificate: its subject as RFC 4514
+    text ("CN=alice,O=Example"), else "URI:<first URI SAN>" or "DNS:<first DNS SAN>"."""
+    rdns = certificate.get("subject", ())
+    if rdns:
+        return ",".join("+".join(f"{_SUBJECT_SHORT_NAMES.get(k, k)}={_rfc4514_value(v)}"
+                                 for k, v in rdn) for rdn in reversed(rdns))
+    for wanted in ("URI", "DNS"):
+        for kind, value in certificate.get("subjectAltName", ()):
+            if kind == wanted and value:
+                return f"{kind}:{value}"
+    raise AuthenticationRequiredError(
+        "this client certificate names nobody: its subject is empty and it has no URI or DNS "
+        "subjectAltName (give MutualTlsAuth(principal=...) to name such certificates)",
+        challenge='Certificate realm="a2a"')
+
+
+class _Peer(str):
+    """The client's address (a str), carrying its TLS connection's verified certificate."""
+    __slots__ = ("certificate",)
+
+    def __new__(cls, address, certificate):
+        peer = super().__new__(cls, address or "")
+        peer.certificate = certificate
+        return peer
+
+
+def _match_secret(known, given, hint, challenge):
+    """The principal of ``given`` among ``known`` (bytes, principal), all compared."""
+    import hmac
+    given = given.encode()
+    found = [principal for secret, principal in known if hmac.compare_digest(secret, given)]
+    if not (given and found):
+        raise AuthenticationRequiredError(("missing credentials: " if not given else
+                                           "invalid credentials: ") + hint, challenge=challenge)
+    return found[0]
+
+
+# Ranges Python 3.10's is_global still counts as global: IETF protocol
+# assignments, IPv6 site-local, local-use NAT64, IPv6 documentation.
+_NOT_GLOBAL = ("192.0.0.0/24", "fec0::/10", "64:ff9b:1::/48", "3fff::/20")
+_NAT64 = 0x0064_ff9b << 64          # 64:ff9b::/96, as the top 96 bits of an address
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")   # an IDNA host name's
+_HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"  # C0 but HTAB, and DEL
+# The largest webhook URL, config id (when the client chooses it) and header
+# value a push config may hold: it is kept with its task, and counts in its size.
+_MAX_URL, _MAX_CONFIG_ID, _MAX_HEADER_VALUE = 2048, 256, 4096
+
+
+def _parse_allow(entries):
+    """push_allow -> (host names in IDNA form, networks)."""
+    import ipaddress
+    names, networks = set(), []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            names.add(entry.lower().rstrip(".").encode("idna").decode("ascii"))
+    return names, networks
+
+
+def _may_reach(address, networks):
+    """Whether webhooks may be sent to ``address``: push_allow names its network, or it
+    is a globally routable unicast address. An IPv6 address that leads to IPv4 ones
+    (IPv4-mapped, 6to4, NAT64, Teredo's server and client) is judged by all of those."""
+    import ipaddress
+    if any(address in network for network in networks):
+        return True
+    if address.version == 6:
+        nat64 = int(address) >> 32 == _NAT64
+        embedded = [a for a in (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
+                                ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF) if nat64
+                                else None) if a is not None]
+        if embedded:
+            return all(_may_reach(a, networks) for a in embedded)
+    return (address.is_global and not address.is_multicast and not address.is_reserved
+            and not any(address in ipaddress.ip_network(n) for n in _NOT_GLOBAL))
+
+
+def _public_config(config):
+    """A stored push config as the protocol shows it: without payloadVersion (0.3's)."""
+    return config if "payloadVersion" not in config else {
+        k: v for k, v in config.items() if k != "payloadVersion"}
+
+
+def _webhook_target(url, allow, resolve=None):
+    """Check a webhook URL, or raise InvalidParamsError. With ``resolve``
+    (host, port -> addresses: _resolve_host, at delivery), or for a literal
+    address, return (scheme, host, port, path, vetted addresses)."""
+    import ipaddress
+    from urllib.parse import quote, urlsplit
+    if not url.isprintable():          # (urlsplit drops LF, CR and TAB; the log would not)
+        raise InvalidParamsError("the webhook URL must not contain control characters (line "
+                                 "breaks, ESC...): percent-encode them (%0A)", field="url")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise InvalidParamsError(f"the webhook URL is not valid (its port or its [address]): "
+                                 f"{url[:60]!r}", field="url") from None
+    if parts.scheme not in ("http", "https"):
+        raise InvalidParamsError(f"webhook URLs must be http or https, not {url[:40]!r}",
+                                 field="url")
+    if "@" in parts.netloc:
+        raise InvalidParamsError("webhook URLs must not carry credentials (user@host); put "
+                                 "them in authentication", field="url")
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    host = (parts.hostname or "").rstrip(".")
+    try:
+        literal = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+        try:                       # the form DNS, TLS and the Host header all see
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            host = ""
+    if literal is None and not (host and set(host) <= _NAME_CHARS) or port == 0:
+        raise InvalidParamsError(f"the webhook URL needs a host (a name or an address) and a "
+                                 f"port other than 0: {url[:60]!r}", field="url")
+    if literal is None and not resolve:
+        return None                        # names are resolved when a delivery is made
+    names, networks = allow
+    addresses = [literal] if literal is not None else [
+        ipaddress.ip_address(a) for a in resolve(host, port)]
+    for address in addresses:
+        if host not in names and not _may_reach(address, networks):
+            raise InvalidParamsError(
+                f"the webhook address {address}{'' if literal is not None else ' of ' + host} "
+                "is not globally routable (loopback, private, shared, link-local, multicast, "
+                "reserved...); start the server with push_allow=[...] (the demo: --push-allow) "
+                "to allow it", field="url")
+    path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")   # as the request line may hold it
+    if parts.query:
+        path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")
+    return parts.scheme, host, port, path, [str(a) for a in dict.fromkeys(addresses)]
+
+
+# =============================================================================
+# 6. Agent execution
 # =============================================================================
 #
 # Your agent is a callable. It receives a RequestContext, which *is* the text
@@ -1875,168 +2118,6 @@ def _too_many_configs(task_id, count):
 # and waits on a threading condition; a host on an event loop gets hooks: a
 # stream to poll() and watch(), a pending answer to add_done_callback() to,
 # and CallContext.spawn to run ``async def`` agents.
-
-
-class RequestContext(str):
-    """What the agent is told about a request. Its string value is the text
-    of the user's message (all text parts, joined by newlines).
-
-    Attributes: ``message`` (the Message dict), ``task`` (the Task dict so far,
-    None for a new task), ``task_id``, ``context_id``, ``caller`` (the
-    CallContext), ``extensions`` (URIs the client announced), ``metadata``,
-    ``configuration``, ``cancelled`` (a threading.Event) and ``trace`` (the
-    turn's TraceContext, W3C Trace Context); ``marks``, while observers
-    watch the turn, what each one's turn_started returned, by observer."""
-
-    marks = None
-
-    def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
-                extensions=(), metadata=None, configuration=None):
-        parts = message.get("parts", ())
-        if len(parts) == 1:                    # the usual message: one part
-            text = parts[0].get("text", "")
-        else:
-            text = "\n".join(p["text"] for p in parts if "text" in p)
-        self = super().__new__(cls, text)
-        self.message = message
-        self.task = task
-        self.task_id = task_id
-        self.context_id = context_id
-        self.caller = caller
-        self.extensions = extensions
-        self.metadata = {} if metadata is None else metadata
-        self.configuration = {} if configuration is None else configuration
-        self._canceled = False      # what the server checks; ``cancelled`` shows it as an Event
-        return self
-
-    @property
-    def cancelled(self):
-        """A threading.Event, set when the task is canceled (made on first use)."""
-        event = self.__dict__.get("_event")
-        if event is None:
-            event = self.__dict__.setdefault("_event", threading.Event())
-            if self._canceled:
-                event.set()
-        return event
-
-    def _cancel(self):
-        self._canceled = True
-        if "_event" in self.__dict__:
-            self._event.set()
-
-    @property
-    def trace(self):
-        """The turn's TraceContext (W3C Trace Context: the caller's trace, a
-        span of the turn's own), or None when the server's tracing is off."""
-        return None if self.caller is None else self.caller.trace
-
-    @staticmethod
-    def current():
-        """The RequestContext of the turn this thread or asyncio task runs (a
-        thread the agent starts: contextvars.copy_context().run), or None; kept
-        while the server's ``tracing`` is on: a2a_client sends its ``trace`` on."""
-        return _TURN.get(None)
-
-    @property
-    def text(self):
-        """The user's text as a plain str."""
-        return str.__str__(self)
-
-    def require_extension(self, uri):
-        """Raise ExtensionSupportRequiredError unless the client announced ``uri``
-        (section 3.3.2). Raised before any output, it fails the request."""
-        if uri not in self.extensions:
-            raise _extension_required(uri)
-
-
-def _is_async_callable(fn):
-    """Is ``fn``, or its __call__, an ``async def`` (generator) function?"""
-    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
-    return code is not None and bool(code.co_flags & 0x280)   # CO_COROUTINE | CO_ASYNC_GENERATOR
-
-
-def _check_agent_text(text):
-    """The agent's text, if UTF-8 can encode it (else no task could hold it)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidAgentResponseError(
-            f"the agent produced text with a lone surrogate ({text[exc.start]!r} at "
-            f"{exc.start}), which cannot be stored or sent") from None
-
-
-def _extension_required(uri):
-    return ExtensionSupportRequiredError(
-        f"this agent requires the extension {uri}; announce it with "
-        f"-H 'A2A-Extensions: {uri}' (gRPC metadata a2a-extensions)", metadata={"extension": uri})
-
-
-class CallContext:
-    """Who is calling and how: binding-neutral facts about one request.
-
-    ``headers`` has lower-case names (HTTP headers or gRPC metadata),
-    ``tenant`` the tenant the request addresses, ``principal`` whoever the
-    authentication hook said the caller is (None: anonymous), ``extensions``
-    the URIs of A2A-Extensions, ``version`` the A2A-Version served,
-    ``base_url`` how the client reached the server, ``peer`` the client's
-    address (behind a trusted proxy, the one the proxy saw).
-
-    ``spawn``, set by a host on an event loop, runs a coroutine there; it also
-    says this thread must never wait: an ``async def`` agent runs through it,
-    and a turn still running is answered with a _PendingAnswer."""
-
-    __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
-                 "last_event_id", "base_url", "spawn", "peer", "translated_from", "_trace",
-                 "method", "task_id")
-
-    def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None,
-                 spawn=None, peer=None, tracing=True):
-        # (its trace is read on first use; the operation, and the task it names: the log)
-        self._trace, self.method, self.task_id = None if tracing else False, None, None
-        self.headers = headers or {}
-        self.query = query or {}
-        self.base_url = base_url
-        self.peer = peer
-        self.spawn = spawn
-        self.tenant = tenant
-        self.principal = principal
-        self.extensions = ()
-        self.version = PROTOCOL_VERSION
-        self.last_event_id = None
-        self.translated_from = None   # the older version a translation answers in ("0.3"), if any
-
-    @property
-    def trace(self):
-        """The request's TraceContext, from its traceparent header (read on
-        first use); None when the server's tracing is off. An observer that
-        makes a turn's span sets it to the span's (what the turn sends on)."""
-        trace = self._trace
-        if trace is None:
-            trace = self._trace = TraceContext.from_headers(self.headers)
-        return trace or None
-
-    @trace.setter
-    def trace(self, trace):
-        if self._trace is not False:                # (tracing off: it stays off)
-            self._trace = trace
-
-    @property
-    def owner(self):
-        """Who the tasks of this request belong to: (tenant, principal)."""
-        return (self.tenant, self.principal)
-
-    @property
-    def certificate(self):
-        """The client's verified TLS certificate (mutual TLS: ssl's
-        getpeercert() dict, with its subject), or None."""
-        return getattr(self.peer, "certificate", None)
-
-    @property
-    def caller(self):
-        """Whom the per-caller limits count this request against: the
-        principal, or else the client's address (not the tenant: an anonymous
-        client picks that, and would get a share per tenant it names)."""
-        return ("principal", self.principal) if self.principal is not None else ("peer", self.peer)
 
 
 # Distributed tracing: W3C Trace Context (Level 1). A request may carry
@@ -2145,190 +2226,140 @@ class TraceContext:
         return f"TraceContext({self.traceparent!r}, parent_id={self.parent_id!r})"
 
 
+# -- Observers: what watches a server's work -------------------------------
+#
+# A log, metrics and spans watch requests, agent turns and webhook attempts;
+# none of them changes an answer. They come in through one door,
+# Server(observers=[...]): each an Observer, called at each event below in
+# list order, on the thread doing that work. What a *_started call returns is
+# the observer's own (a span, say), handed back to the call that ends it. The
+# access log is the built-in one (Server(access_log=True)); a2a_metrics's
+# Metrics (metrics=True) and a2a_otel's Spans (tracing="opentelemetry") are
+# companions built on this class. A server with none pays nothing for them.
+
+class Observer:
+    """What watches a Server: its requests on every binding, its agents'
+    turns, its webhook attempts. Each method here does nothing; override
+    those you need. They must be quick and must not raise."""
+
+    def request_started(self, request):
+        """A Request arrived (``binding`` is None until it is answered, but
+        for gRPC's). Returns this observer's mark for it."""
+
+    def request_returned(self, request, mark):
+        """The request's code returned on the thread it arrived on; an event
+        loop may finish its answer later, and a stream runs on."""
+
+    def request_answered(self, request, mark):
+        """Its answer is known: ``request.status``, ``.error``, ``.size``,
+        ``.seconds``, ``.binding`` and ``.call`` (see Request)."""
+
+    def turn_started(self, ctx, call):
+        """An agent's turn begins: ``ctx`` its RequestContext, ``call`` the
+        CallContext of the request that began it (a span of the turn's own
+        says so in ``call.trace``). Returns this observer's mark for it."""
+
+    def turn_ended(self, ctx, state, mark):
+        """The turn is over, its task in ``state`` (None: it made no task)."""
+
+    def webhook_started(self, url, headers):
+        """A webhook POST to ``url`` is about to go; ``headers``: the trace
+        headers it sends, a dict this may change. Returns this observer's mark."""
+
+    def webhook_ended(self, url, status, failure, mark):
+        """The attempt ended: the HTTP ``status`` it got (None: none), and
+        ``failure``, None when delivered, else its outcome ("failed", ...)."""
+
+
+def _started(server, request):
+    request.started = time.perf_counter()
+    request.marks = {observer: observer.request_started(request)
+                     for observer in server.observers}
+
+
+def _returned(request):
+    for observer, mark in request.marks.items():
+        observer.request_returned(request, mark)
+
+
+def _answered(request, status, size, stream):
+    request.status, request.size, request.stream = status, size, stream
+    request.seconds = time.perf_counter() - request.started
+    for observer, mark in request.marks.items():
+        observer.request_answered(request, mark)
+
+
+def _turn_started(server, ctx, call):
+    """Tell the observers a turn begins (they keep their marks in ctx.marks)."""
+    ctx.marks = {observer: observer.turn_started(ctx, call) for observer in server.observers}
+
+
+def _turn_ended(ctx, state):
+    marks, ctx.marks = ctx.marks, None
+    for observer, mark in marks.items():
+        observer.turn_ended(ctx, state, mark)
+
+
+def _observers(server, access_log, tracing, metrics, more):
+    """What watches ``server`` (its options of the same names): the access
+    log, then the metrics and spans it asks for by name (companions), then
+    the caller's own Observers."""
+    if access_log not in (None, False, True, "json", "plain"):
+        raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
+    if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
+            tracing, "get_tracer")):
+        raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
+                         "OpenTelemetry TracerProvider")
+    observers = [_AccessLog(server, access_log)] if access_log else []
+    if metrics:
+        server.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(server)
+        observers.append(server.metrics)
+    if tracing not in (True, False) and os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
+        observers.append(_companion("a2a_otel", "Server(tracing=...)").Spans(
+            server, None if isinstance(tracing, str) else tracing))
+    return observers + list(more)
+
+
+class _AccessLog(Observer):
+    """Server(access_log=...): a line per request answered, to the
+    "a2a_min.access" logger: text, or one JSON object (time, client, method,
+    path without its query, the A2A method, status, bytes, milliseconds,
+    trace, task and principal; never a credential)."""
+
+    def __init__(self, server, form):
+        self.server, self.json = server, form == "json"
+
+    def request_answered(self, request, mark):
+        call, ms, size = request.call, request.seconds * 1000, request.size
+        if call is not None:   # the trace it ran in (a text line: if it came or went on)
+            shown = self.json or call._trace is not None or "traceparent" in call.headers
+            trace = shown and call.trace and call.trace.trace_id
+        else:
+            found = self.server.tracing and _parse_traceparent(
+                request.headers.get("traceparent", ""))
+            trace = found and found[0]
+        if self.json:
+            line = _dumps({
+                "time": self.server._now(), "client": str(request.peer or "") or None,
+                "method": request.method, "path": request.path,
+                "a2a_method": call and call.method, "status": request.status, "bytes": size,
+                "stream": request.stream, "ms": round(ms, 2),
+                "trace_id": trace or None, "task_id": call and call.task_id,
+                "principal": None if call is None or call.principal is None
+                else str(call.principal),
+            }).decode()
+        else:
+            line = (f"{request.peer or '-'} \"{request.method} {request.path}"
+                    f"{'?' if request.query else ''}{request.query}\" {request.status} "
+                    f"{'-' if size is None else size} {ms:.1f}ms"
+                    f"{' (a stream)' if request.stream else ''}"
+                    f"{' trace=' + trace if trace else ''}")
+        _log().getChild("access").info("%s", line)
+
+
 # SendStreamingMessage ends when the task ends or waits for the client
 # (section 3.1.2); SubscribeToTask only when the task ends (section 3.1.6).
 _STREAM_END = TERMINAL_STATES | INTERRUPTED_STATES
-
-
-class _Channel:
-    """The live side of one task in this process: where its writers and the
-    streams following it meet. The store keeps the task's events; the channel
-    holds the newest snapshot and its version (what a writer read, so the
-    store can refuse a lost update), the running turn (``active``) and the
-    wake-ups: threads wait on ``cond``, streams on an event loop put a
-    callable in ``wakers``. ``tail`` holds what is not stored but ends the
-    streams: a direct reply of a turn that made no task, or an error."""
-
-    __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
-                 "owner", "caller", "holder", "store", "active", "on_event", "limits",
-                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin",
-                 "shared", "stopped")
-
-    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
-                 holder=None):
-        self.lock, self.wakers = threading.RLock(), set()
-        self.cond, self.waiting = None, 0   # a Condition on lock (made on first wait), its waiters
-        self.task, self.version = None, 0   # newest snapshot, its version in the store (0: none)
-        self.next_seq = 0         # the id of the task's next event, as far as this process knows
-        self.tail = []            # (id, event) pairs that are not stored (see above)
-        self.store, self.owner = store, owner
-        self.caller = caller      # whom a new task counts against in the store
-        self.holder = holder      # this process, as the store's leases name it
-        self.active = None        # the RequestContext of the running turn, if any
-        self.on_event = on_event  # told of every task event (push notifications)
-        self.limits = limits      # the server's: max_history
-        self.followers = 0        # SubscribeToTask streams, which follow it across turns
-        self.ended = False        # the server let go of it: no event will come again
-        self.closing = closing    # the server's threading.Event: set when it shuts down
-        self.stopped = None       # grace over: the seq its streams end at (a turn running or not)
-        self.grown = None         # the parts list the last append made, if only ``task`` has it
-        self.written = 0          # bytes of the task's JSON when the store last wrote it whole
-        self.appended = None      # bytes of the events it kept alone since (None: not known)
-        self.held = None          # the _TurnWriter holding outputs for a thread to read (_hold)
-        self.shared = None        # (seq, version, weakref: the Task event subscribers share)
-
-    def publish(self, task, event, tell=True, derived=False, first=()):
-        """Commit the new task snapshot with its event (after the events
-        ``first``, to a store that ``batches``); wake the streams, and (``tell``)
-        the webhooks. ``task`` None: an event that is not stored (see
-        ``tail``). ``derived``: ``event`` is an artifactUpdate applied to the
-        stored task, which the store may keep alone (see "The task store")."""
-        with self.lock:
-            if task is None:
-                self.tail.append((self.next_seq, event))
-                self.wake()
-                return
-            if not derived:                     # (an artifact update adds no history)
-                task, event = _cut_history(task, event, self.limits["max_history"])
-            size = len(event.json) if type(event) is _StoredEvent else None
-            if derived and first and size is not None:    # (and the chunks made just before)
-                size += sum(len(earlier.json) for earlier in first)
-            alone = derived and size is not None and self.appended is not None and \
-                self.appended + size <= max(self.written, _APPEND_FLOOR) and \
-                getattr(self.store, "appends", False)
-            if first:                           # (a store that ``batches``)
-                stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder,
-                    derived=alone, first=first)
-            else:
-                stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder,
-                    derived=alone)
-            if alone and stored is None:
-                self.appended += size
-            else:
-                self.written, self.appended = len(stored or b""), 0
-            self.task, self.next_seq = task, seq + 1
-            self.wake()
-            if tell and self.on_event is not None:
-                self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
-
-    def change(self, kind, body, now, event=None, tell=True, earlier=()):
-        """Apply one event of TRANSITIONS to the task and publish it (as
-        ``event``, or else as the whole task). If another writer committed
-        first, read the task again: the table decides again. ``earlier``: the
-        (kind, body, now, event) changes one turn made just before it, without
-        waiting (_TurnWriter.batch), published in the same commit (batched)."""
-        with self.lock:
-            if earlier:
-                return self._batched(earlier + [(kind, body, now, event)])
-            for _ in range(16):
-                grown, self.grown = self.grown, None    # an append grows it in place (_apply)
-                mark = 0 if grown is None else len(grown)   # taken back if the store refuses
-                task = _apply(self.task, kind, body, now,
-                              grown if kind == "artifactUpdate" else None)
-                try:
-                    self.publish(task, event or {"task": task}, tell,
-                                 derived=kind == "artifactUpdate")
-                except BaseException as error:
-                    if grown is not None and self.task is not task:    # (not committed)
-                        del grown[mark:]
-                    if not isinstance(error, UnsupportedOperationError) or self.task is None:
-                        raise
-                    self.reload()           # a conflict, or the task ended meanwhile
-                    continue
-                if kind == "artifactUpdate" and body.get("append"):
-                    self.grown = _parts_of(task, body["artifact"]["artifactId"])
-                return task
-            raise ConflictError(f"task {self.task['id']} changes too fast to write to; retry")
-
-    def _batched(self, batch):
-        """change() for several: in one commit, when the store ``batches`` and
-        no webhook needs telling of each; else one by one."""
-        with self.lock:
-            if self.on_event is not None or not getattr(self.store, "batches", False):
-                for kind, body, now, event in batch:
-                    self.change(kind, body, now, event)
-                return
-            grown = first_grown = self.grown
-            self.grown, mark = None, 0 if grown is None else len(grown)
-            task, derived = self.task, True
-            for kind, body, now, event in batch:
-                derived = derived and kind == "artifactUpdate"
-                task = _apply(task, kind, body, now, grown if kind == "artifactUpdate" else None)
-                grown = (_parts_of(task, body["artifact"]["artifactId"])
-                         if kind == "artifactUpdate" and body.get("append") else None)
-            try:
-                self.publish(task, batch[-1][3], derived=derived,
-                             first=[event for _, _, _, event in batch[:-1]])
-            except BaseException:
-                if first_grown is not None and self.task is not task:   # (not committed)
-                    del first_grown[mark:]
-                raise
-            self.grown = grown
-
-    def snapshot(self):
-        """The task as it is now, for a reader outside the turn: the next
-        append copies its parts again rather than grow this one's."""
-        with self.lock:
-            self.grown = None
-            return self.task
-
-    def reload(self):
-        """Read the task again from the store (TaskNotFoundError if it is gone)."""
-        with self.lock:
-            task = self.store.get(self.task["id"], self.owner)
-            if task is None:
-                raise TaskNotFoundError(f"task {self.task['id']} is no longer stored",
-                                        metadata={"taskId": self.task["id"]})
-            self.task, self.version = task, task.version
-            self.next_seq = max(self.next_seq, task.next_seq)
-            self.grown = self.appended = None       # (what the store keeps is not known)
-
-    def save(self, task, committed=None):
-        """Store a snapshot no stream or webhook hears of (the shortcut of a
-        turn nobody could watch); ``committed``: what the store's commit
-        returned, if the caller committed it already (a2a_store)."""
-        with self.lock:
-            stored, self.version, _ = committed or self.store.commit(
-                task, self.owner, self.version, None, self.caller, self.holder)
-            self.written, self.appended, self.grown = len(stored or b""), 0, None
-            if type(task) is _StoredTask:
-                task.json, task.version, task.next_seq = stored, self.version, self.next_seq
-            self.task = task
-
-    def shared_task(self):
-        """{"task": the task now}, as JSON encoded once for every stream that
-        sends this version of it whole (SubscribeToTask's first event, a
-        reader that fell behind): they send that one copy (_SSEStream), kept
-        while one is sending it."""
-        import weakref
-        with self.lock:
-            shared = self.shared
-            shared = shared[2]() if shared and shared[:2] == (self.next_seq, self.version) \
-                else None
-            if shared is None:
-                shared = _StoredEvent.encode({"task": self.task}, None, None)
-                self.shared = (self.next_seq, self.version, weakref.ref(shared))
-            return shared
-
-    def wake(self):
-        """Tell every stream watching this channel to look again."""
-        with self.lock:
-            if self.waiting:
-                self.cond.notify_all()
-            for wake in self.wakers:
-                wake()
 
 
 class _Follower:
@@ -2557,6 +2588,84 @@ class _Done:
         self.wakers.append(wake)
         if self.is_set:
             wake()
+
+
+class _Workers:
+    """A bounded pool of daemon threads (a stuck agent never blocks exit).
+    Sync agents of streams, of returnImmediately and of every request on an
+    event loop run here, at most ``limit`` at once; the rest wait (SUBMITTED)."""
+
+    def __init__(self, limit):
+        from queue import SimpleQueue
+        self.limit, self.count, self.jobs = limit, 0, SimpleQueue()
+        self.idle, self.lock = threading.Semaphore(0), threading.Lock()
+
+    def submit(self, fn, *args):
+        self.jobs.put((fn, args))
+        if self.idle.acquire(blocking=False):
+            return                             # an idle worker will take it
+        with self.lock:
+            if self.count >= self.limit:
+                return                         # all busy: it waits in the queue
+            self.count += 1
+        threading.Thread(target=self._work, name="a2a-worker", daemon=True).start()
+
+    def _work(self):
+        while True:
+            fn, args = self.jobs.get()
+            try:
+                fn(*args)
+            except Exception:
+                _log().exception("unexpected error in a worker")
+            fn = args = None                   # (not held while it waits: a dropped Server goes)
+            self.idle.release()
+
+
+class _PendingAnswer:
+    """SendMessage's answer while its turn still runs, for a host on an event
+    loop, which must not wait. It is settled when the turn ends, or at
+    ``deadline`` (time.monotonic(): blocking_timeout), when the host calls
+    expire(): ``answer()`` is its value then. ``add_done_callback(fn, *args)``
+    has ``fn(self, *args)`` called once settled, in the thread that settled it
+    (arguments, not closures: a closure holding what holds it is a reference
+    cycle)."""
+
+    __slots__ = ("answer", "turn", "deadline", "lock", "settled", "value", "error", "callbacks")
+
+    def __init__(self, answer, turn, deadline):
+        self.answer, self.turn, self.deadline, self.lock = answer, turn, deadline, threading.Lock()
+        self.settled, self.value, self.error, self.callbacks = False, None, None, []
+        turn.finished.add_waker(self.expire)
+
+    def expire(self):
+        """Settle now: with the turn's answer if it has ended, else with the task
+        as it is (the deadline passed). Later calls do nothing."""
+        with self.lock:
+            if self.settled:
+                return
+            try:
+                self.value = self.answer()
+            except Exception as exc:
+                self.error = exc
+            self.settled = True
+            callbacks, self.callbacks = self.callbacks, None
+        for fn, args in callbacks:
+            fn(self, *args)
+
+    def done(self):
+        return self.settled
+
+    def add_done_callback(self, fn, *args):
+        with self.lock:
+            if not self.settled:
+                self.callbacks.append((fn, args))
+                return
+        fn(self, *args)
+
+    def result(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 # The most bytes of ready SSE frames joined into one write (_SSEStream._joined).
@@ -2971,39 +3080,351 @@ class _TurnWriter:
         self.finished.set()
 
 
-class _Workers:
-    """A bounded pool of daemon threads (a stuck agent never blocks exit).
-    Sync agents of streams, of returnImmediately and of every request on an
-    event loop run here, at most ``limit`` at once; the rest wait (SUBMITTED)."""
-
-    def __init__(self, limit):
-        from queue import SimpleQueue
-        self.limit, self.count, self.jobs = limit, 0, SimpleQueue()
-        self.idle, self.lock = threading.Semaphore(0), threading.Lock()
-
-    def submit(self, fn, *args):
-        self.jobs.put((fn, args))
-        if self.idle.acquire(blocking=False):
-            return                             # an idle worker will take it
-        with self.lock:
-            if self.count >= self.limit:
-                return                         # all busy: it waits in the queue
-            self.count += 1
-        threading.Thread(target=self._work, name="a2a-worker", daemon=True).start()
-
-    def _work(self):
-        while True:
-            fn, args = self.jobs.get()
-            try:
-                fn(*args)
-            except Exception:
-                _log().exception("unexpected error in a worker")
-            fn = args = None                   # (not held while it waits: a dropped Server goes)
-            self.idle.release()
-
-
 _OUTPUT_HANDLERS = {"statusUpdate": _TurnWriter._status,
                     "artifactUpdate": _TurnWriter._artifact, "message": _TurnWriter._message}
+
+
+class _Channel:
+    """The live side of one task in this process: where its writers and the
+    streams following it meet. The store keeps the task's events; the channel
+    holds the newest snapshot and its version (what a writer read, so the
+    store can refuse a lost update), the running turn (``active``) and the
+    wake-ups: threads wait on ``cond``, streams on an event loop put a
+    callable in ``wakers``. ``tail`` holds what is not stored but ends the
+    streams: a direct reply of a turn that made no task, or an error."""
+
+    __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
+                 "owner", "caller", "holder", "store", "active", "on_event", "limits",
+                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin",
+                 "shared", "stopped")
+
+    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
+                 holder=None):
+        self.lock, self.wakers = threading.RLock(), set()
+        self.cond, self.waiting = None, 0   # a Condition on lock (made on first wait), its waiters
+        self.task, self.version = None, 0   # newest snapshot, its version in the store (0: none)
+        self.next_seq = 0         # the id of the task's next event, as far as this process knows
+        self.tail = []            # (id, event) pairs that are not stored (see above)
+        self.store, self.owner = store, owner
+        self.caller = caller      # whom a new task counts against in the store
+        self.holder = holder      # this process, as the store's leases name it
+        self.active = None        # the RequestContext of the running turn, if any
+        self.on_event = on_event  # told of every task event (push notifications)
+        self.limits = limits      # the server's: max_history
+        self.followers = 0        # SubscribeToTask streams, which follow it across turns
+        self.ended = False        # the server let go of it: no event will come again
+        self.closing = closing    # the server's threading.Event: set when it shuts down
+        self.stopped = None       # grace over: the seq its streams end at (a turn running or not)
+        self.grown = None         # the parts list the last append made, if only ``task`` has it
+        self.written = 0          # bytes of the task's JSON when the store last wrote it whole
+        self.appended = None      # bytes of the events it kept alone since (None: not known)
+        self.held = None          # the _TurnWriter holding outputs for a thread to read (_hold)
+        self.shared = None        # (seq, version, weakref: the Task event subscribers share)
+
+    def publish(self, task, event, tell=True, derived=False, first=()):
+        """Commit the new task snapshot with its event (after the events
+        ``first``, to a store that ``batches``); wake the streams, and (``tell``)
+        the webhooks. ``task`` None: an event that is not stored (see
+        ``tail``). ``derived``: ``event`` is an artifactUpdate applied to the
+        stored task, which the store may keep alone (see "The task store")."""
+        with self.lock:
+            if task is None:
+                self.tail.append((self.next_seq, event))
+                self.wake()
+                return
+            if not derived:                     # (an artifact update adds no history)
+                task, event = _cut_history(task, event, self.limits["max_history"])
+            size = len(event.json) if type(event) is _StoredEvent else None
+            if derived and first and size is not None:    # (and the chunks made just before)
+                size += sum(len(earlier.json) for earlier in first)
+            alone = derived and size is not None and self.appended is not None and \
+                self.appended + size <= max(self.written, _APPEND_FLOOR) and \
+                getattr(self.store, "appends", False)
+            if first:                           # (a store that ``batches``)
+                stored, self.version, seq = self.store.commit(
+                    task, self.owner, self.version, event, self.caller, self.holder,
+                    derived=alone, first=first)
+            else:
+                stored, self.version, seq = self.store.commit(
+                    task, self.owner, self.version, event, self.caller, self.holder,
+                    derived=alone)
+            if alone and stored is None:
+                self.appended += size
+            else:
+                self.written, self.appended = len(stored or b""), 0
+            self.task, self.next_seq = task, seq + 1
+            self.wake()
+            if tell and self.on_event is not None:
+                self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
+
+    def change(self, kind, body, now, event=None, tell=True, earlier=()):
+        """Apply one event of TRANSITIONS to the task and publish it (as
+        ``event``, or else as the whole task). If another writer committed
+        first, read the task again: the table decides again. ``earlier``: the
+        (kind, body, now, event) changes one turn made just before it, without
+        waiting (_TurnWriter.batch), published in the same commit (batched)."""
+        with self.lock:
+            if earlier:
+                return self._batched(earlier + [(kind, body, now, event)])
+            for _ in range(16):
+                grown, self.grown = self.grown, None    # an append grows it in place (_apply)
+                mark = 0 if grown is None else len(grown)   # taken back if the store refuses
+                task = _apply(self.task, kind, body, now,
+                              grown if kind == "artifactUpdate" else None)
+                try:
+                    self.publish(task, event or {"task": task}, tell,
+                                 derived=kind == "artifactUpdate")
+                except BaseException as error:
+                    if grown is not None and self.task is not task:    # (not committed)
+                        del grown[mark:]
+                    if not isinstance(error, UnsupportedOperationError) or self.task is None:
+                        raise
+                    self.reload()           # a conflict, or the task ended meanwhile
+                    continue
+                if kind == "artifactUpdate" and body.get("append"):
+                    self.grown = _parts_of(task, body["artifact"]["artifactId"])
+                return task
+            raise ConflictError(f"task {self.task['id']} changes too fast to write to; retry")
+
+    def _batched(self, batch):
+        """change() for several: in one commit, when the store ``batches`` and
+        no webhook needs telling of each; else one by one."""
+        with self.lock:
+            if self.on_event is not None or not getattr(self.store, "batches", False):
+                for kind, body, now, event in batch:
+                    self.change(kind, body, now, event)
+                return
+            grown = first_grown = self.grown
+            self.grown, mark = None, 0 if grown is None else len(grown)
+            task, derived = self.task, True
+            for kind, body, now, event in batch:
+                derived = derived and kind == "artifactUpdate"
+                task = _apply(task, kind, body, now, grown if kind == "artifactUpdate" else None)
+                grown = (_parts_of(task, body["artifact"]["artifactId"])
+                         if kind == "artifactUpdate" and body.get("append") else None)
+            try:
+                self.publish(task, batch[-1][3], derived=derived,
+                             first=[event for _, _, _, event in batch[:-1]])
+            except BaseException:
+                if first_grown is not None and self.task is not task:   # (not committed)
+                    del first_grown[mark:]
+                raise
+            self.grown = grown
+
+    def snapshot(self):
+        """The task as it is now, for a reader outside the turn: the next
+        append copies its parts again rather than grow this one's."""
+        with self.lock:
+            self.grown = None
+            return self.task
+
+    def reload(self):
+        """Read the task again from the store (TaskNotFoundError if it is gone)."""
+        with self.lock:
+            task = self.store.get(self.task["id"], self.owner)
+            if task is None:
+                raise TaskNotFoundError(f"task {self.task['id']} is no longer stored",
+                                        metadata={"taskId": self.task["id"]})
+            self.task, self.version = task, task.version
+            self.next_seq = max(self.next_seq, task.next_seq)
+            self.grown = self.appended = None       # (what the store keeps is not known)
+
+    def save(self, task, committed=None):
+        """Store a snapshot no stream or webhook hears of (the shortcut of a
+        turn nobody could watch); ``committed``: what the store's commit
+        returned, if the caller committed it already (a2a_store)."""
+        with self.lock:
+            stored, self.version, _ = committed or self.store.commit(
+                task, self.owner, self.version, None, self.caller, self.holder)
+            self.written, self.appended, self.grown = len(stored or b""), 0, None
+            if type(task) is _StoredTask:
+                task.json, task.version, task.next_seq = stored, self.version, self.next_seq
+            self.task = task
+
+    def shared_task(self):
+        """{"task": the task now}, as JSON encoded once for every stream that
+        sends this version of it whole (SubscribeToTask's first event, a
+        reader that fell behind): they send that one copy (_SSEStream), kept
+        while one is sending it."""
+        import weakref
+        with self.lock:
+            shared = self.shared
+            shared = shared[2]() if shared and shared[:2] == (self.next_seq, self.version) \
+                else None
+            if shared is None:
+                shared = _StoredEvent.encode({"task": self.task}, None, None)
+                self.shared = (self.next_seq, self.version, weakref.ref(shared))
+            return shared
+
+    def wake(self):
+        """Tell every stream watching this channel to look again."""
+        with self.lock:
+            if self.waiting:
+                self.cond.notify_all()
+            for wake in self.wakers:
+                wake()
+
+
+class RequestContext(str):
+    """What the agent is told about a request. Its string value is the text
+    of the user's message (all text parts, joined by newlines).
+
+    Attributes: ``message`` (the Message dict), ``task`` (the Task dict so far,
+    None for a new task), ``task_id``, ``context_id``, ``caller`` (the
+    CallContext), ``extensions`` (URIs the client announced), ``metadata``,
+    ``configuration``, ``cancelled`` (a threading.Event) and ``trace`` (the
+    turn's TraceContext, W3C Trace Context); ``marks``, while observers
+    watch the turn, what each one's turn_started returned, by observer."""
+
+    marks = None
+
+    def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
+                extensions=(), metadata=None, configuration=None):
+        parts = message.get("parts", ())
+        if len(parts) == 1:                    # the usual message: one part
+            text = parts[0].get("text", "")
+        else:
+            text = "\n".join(p["text"] for p in parts if "text" in p)
+        self = super().__new__(cls, text)
+        self.message = message
+        self.task = task
+        self.task_id = task_id
+        self.context_id = context_id
+        self.caller = caller
+        self.extensions = extensions
+        self.metadata = {} if metadata is None else metadata
+        self.configuration = {} if configuration is None else configuration
+        self._canceled = False      # what the server checks; ``cancelled`` shows it as an Event
+        return self
+
+    @property
+    def cancelled(self):
+        """A threading.Event, set when the task is canceled (made on first use)."""
+        event = self.__dict__.get("_event")
+        if event is None:
+            event = self.__dict__.setdefault("_event", threading.Event())
+            if self._canceled:
+                event.set()
+        return event
+
+    def _cancel(self):
+        self._canceled = True
+        if "_event" in self.__dict__:
+            self._event.set()
+
+    @property
+    def trace(self):
+        """The turn's TraceContext (W3C Trace Context: the caller's trace, a
+        span of the turn's own), or None when the server's tracing is off."""
+        return None if self.caller is None else self.caller.trace
+
+    @staticmethod
+    def current():
+        """The RequestContext of the turn this thread or asyncio task runs (a
+        thread the agent starts: contextvars.copy_context().run), or None; kept
+        while the server's ``tracing`` is on: a2a_client sends its ``trace`` on."""
+        return _TURN.get(None)
+
+    @property
+    def text(self):
+        """The user's text as a plain str."""
+        return str.__str__(self)
+
+    def require_extension(self, uri):
+        """Raise ExtensionSupportRequiredError unless the client announced ``uri``
+        (section 3.3.2). Raised before any output, it fails the request."""
+        if uri not in self.extensions:
+            raise _extension_required(uri)
+
+
+def _is_async_callable(fn):
+    """Is ``fn``, or its __call__, an ``async def`` (generator) function?"""
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    return code is not None and bool(code.co_flags & 0x280)   # CO_COROUTINE | CO_ASYNC_GENERATOR
+
+
+def _check_agent_text(text):
+    """The agent's text, if UTF-8 can encode it (else no task could hold it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidAgentResponseError(
+            f"the agent produced text with a lone surrogate ({text[exc.start]!r} at "
+            f"{exc.start}), which cannot be stored or sent") from None
+
+
+def _extension_required(uri):
+    return ExtensionSupportRequiredError(
+        f"this agent requires the extension {uri}; announce it with "
+        f"-H 'A2A-Extensions: {uri}' (gRPC metadata a2a-extensions)", metadata={"extension": uri})
+
+
+class CallContext:
+    """Who is calling and how: binding-neutral facts about one request.
+
+    ``headers`` has lower-case names (HTTP headers or gRPC metadata),
+    ``tenant`` the tenant the request addresses, ``principal`` whoever the
+    authentication hook said the caller is (None: anonymous), ``extensions``
+    the URIs of A2A-Extensions, ``version`` the A2A-Version served,
+    ``base_url`` how the client reached the server, ``peer`` the client's
+    address (behind a trusted proxy, the one the proxy saw).
+
+    ``spawn``, set by a host on an event loop, runs a coroutine there; it also
+    says this thread must never wait: an ``async def`` agent runs through it,
+    and a turn still running is answered with a _PendingAnswer."""
+
+    __slots__ = ("headers", "query", "tenant", "principal", "extensions", "version",
+                 "last_event_id", "base_url", "spawn", "peer", "translated_from", "_trace",
+                 "method", "task_id")
+
+    def __init__(self, headers=None, query=None, tenant="", principal=None, base_url=None,
+                 spawn=None, peer=None, tracing=True):
+        # (its trace is read on first use; the operation, and the task it names: the log)
+        self._trace, self.method, self.task_id = None if tracing else False, None, None
+        self.headers = headers or {}
+        self.query = query or {}
+        self.base_url = base_url
+        self.peer = peer
+        self.spawn = spawn
+        self.tenant = tenant
+        self.principal = principal
+        self.extensions = ()
+        self.version = PROTOCOL_VERSION
+        self.last_event_id = None
+        self.translated_from = None   # the older version a translation answers in ("0.3"), if any
+
+    @property
+    def trace(self):
+        """The request's TraceContext, from its traceparent header (read on
+        first use); None when the server's tracing is off. An observer that
+        makes a turn's span sets it to the span's (what the turn sends on)."""
+        trace = self._trace
+        if trace is None:
+            trace = self._trace = TraceContext.from_headers(self.headers)
+        return trace or None
+
+    @trace.setter
+    def trace(self, trace):
+        if self._trace is not False:                # (tracing off: it stays off)
+            self._trace = trace
+
+    @property
+    def owner(self):
+        """Who the tasks of this request belong to: (tenant, principal)."""
+        return (self.tenant, self.principal)
+
+    @property
+    def certificate(self):
+        """The client's verified TLS certificate (mutual TLS: ssl's
+        getpeercert() dict, with its subject), or None."""
+        return getattr(self.peer, "certificate", None)
+
+    @property
+    def caller(self):
+        """Whom the per-caller limits count this request against: the
+        principal, or else the client's address (not the tenant: an anonymous
+        client picks that, and would get a share per tenant it names)."""
+        return ("principal", self.principal) if self.principal is not None else ("peer", self.peer)
 
 
 # -- the live tasks: clock, ids, channels and turns ------------------------------
@@ -3100,7 +3521,7 @@ class _LiveTasks:
         self.closing = closing      # set by Server.shutdown(): streams end, with a retry hint
         self.on_event = on_event    # callable(owner, task, event) for each event: webhooks
         self.add_push = add_push    # callable(ctx, owner): a turn's inline push config, kept
-        self.now, self.new_id = _Clock(), _Ids()   # timestamps and ids (section 9)
+        self.now, self.new_id = _Clock(), _Ids()   # timestamps and ids (just above)
         self.lock = threading.Lock()
         self.channels = {}          # task id -> _Channel, while the task can change
         self.holding = set()        # turns holding outputs for a stream (_TurnWriter._hold)
@@ -3444,433 +3865,526 @@ class _LiveTasks:
                 _TURN.reset(running)
 
 
-class _PendingAnswer:
-    """SendMessage's answer while its turn still runs, for a host on an event
-    loop, which must not wait. It is settled when the turn ends, or at
-    ``deadline`` (time.monotonic(): blocking_timeout), when the host calls
-    expire(): ``answer()`` is its value then. ``add_done_callback(fn, *args)``
-    has ``fn(self, *args)`` called once settled, in the thread that settled it
-    (arguments, not closures: a closure holding what holds it is a reference
-    cycle)."""
-
-    __slots__ = ("answer", "turn", "deadline", "lock", "settled", "value", "error", "callbacks")
-
-    def __init__(self, answer, turn, deadline):
-        self.answer, self.turn, self.deadline, self.lock = answer, turn, deadline, threading.Lock()
-        self.settled, self.value, self.error, self.callbacks = False, None, None, []
-        turn.finished.add_waker(self.expire)
-
-    def expire(self):
-        """Settle now: with the turn's answer if it has ended, else with the task
-        as it is (the deadline passed). Later calls do nothing."""
-        with self.lock:
-            if self.settled:
-                return
-            try:
-                self.value = self.answer()
-            except Exception as exc:
-                self.error = exc
-            self.settled = True
-            callbacks, self.callbacks = self.callbacks, None
-        for fn, args in callbacks:
-            fn(self, *args)
-
-    def done(self):
-        return self.settled
-
-    def add_done_callback(self, fn, *args):
-        with self.lock:
-            if not self.settled:
-                self.callbacks.append((fn, args))
-                return
-        fn(self, *args)
-
-    def result(self):
-        if self.error is not None:
-            raise self.error
-        return self.value
-
-
-# -- Observers: what watches a server's work -------------------------------
-#
-# A log, metrics and spans watch requests, agent turns and webhook attempts;
-# none of them changes an answer. They come in through one door,
-# Server(observers=[...]): each an Observer, called at each event below in
-# list order, on the thread doing that work. What a *_started call returns is
-# the observer's own (a span, say), handed back to the call that ends it. The
-# access log is the built-in one (Server(access_log=True)); a2a_metrics's
-# Metrics (metrics=True) and a2a_otel's Spans (tracing="opentelemetry") are
-# companions built on this class. A server with none pays nothing for them.
-
-class Observer:
-    """What watches a Server: its requests on every binding, its agents'
-    turns, its webhook attempts. Each method here does nothing; override
-    those you need. They must be quick and must not raise."""
-
-    def request_started(self, request):
-        """A Request arrived (``binding`` is None until it is answered, but
-        for gRPC's). Returns this observer's mark for it."""
-
-    def request_returned(self, request, mark):
-        """The request's code returned on the thread it arrived on; an event
-        loop may finish its answer later, and a stream runs on."""
-
-    def request_answered(self, request, mark):
-        """Its answer is known: ``request.status``, ``.error``, ``.size``,
-        ``.seconds``, ``.binding`` and ``.call`` (see Request)."""
-
-    def turn_started(self, ctx, call):
-        """An agent's turn begins: ``ctx`` its RequestContext, ``call`` the
-        CallContext of the request that began it (a span of the turn's own
-        says so in ``call.trace``). Returns this observer's mark for it."""
-
-    def turn_ended(self, ctx, state, mark):
-        """The turn is over, its task in ``state`` (None: it made no task)."""
-
-    def webhook_started(self, url, headers):
-        """A webhook POST to ``url`` is about to go; ``headers``: the trace
-        headers it sends, a dict this may change. Returns this observer's mark."""
-
-    def webhook_ended(self, url, status, failure, mark):
-        """The attempt ended: the HTTP ``status`` it got (None: none), and
-        ``failure``, None when delivered, else its outcome ("failed", ...)."""
-
-
-def _started(server, request):
-    request.started = time.perf_counter()
-    request.marks = {observer: observer.request_started(request)
-                     for observer in server.observers}
-
-
-def _returned(request):
-    for observer, mark in request.marks.items():
-        observer.request_returned(request, mark)
-
-
-def _answered(request, status, size, stream):
-    request.status, request.size, request.stream = status, size, stream
-    request.seconds = time.perf_counter() - request.started
-    for observer, mark in request.marks.items():
-        observer.request_answered(request, mark)
-
-
-def _turn_started(server, ctx, call):
-    """Tell the observers a turn begins (they keep their marks in ctx.marks)."""
-    ctx.marks = {observer: observer.turn_started(ctx, call) for observer in server.observers}
-
-
-def _turn_ended(ctx, state):
-    marks, ctx.marks = ctx.marks, None
-    for observer, mark in marks.items():
-        observer.turn_ended(ctx, state, mark)
-
-
-def _observers(server, access_log, tracing, metrics, more):
-    """What watches ``server`` (its options of the same names): the access
-    log, then the metrics and spans it asks for by name (companions), then
-    the caller's own Observers."""
-    if access_log not in (None, False, True, "json", "plain"):
-        raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
-    if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
-            tracing, "get_tracer")):
-        raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
-                         "OpenTelemetry TracerProvider")
-    observers = [_AccessLog(server, access_log)] if access_log else []
-    if metrics:
-        server.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(server)
-        observers.append(server.metrics)
-    if tracing not in (True, False) and os.environ.get("OTEL_SDK_DISABLED", "").lower() != "true":
-        observers.append(_companion("a2a_otel", "Server(tracing=...)").Spans(
-            server, None if isinstance(tracing, str) else tracing))
-    return observers + list(more)
-
-
-class _AccessLog(Observer):
-    """Server(access_log=...): a line per request answered, to the
-    "a2a_min.access" logger: text, or one JSON object (time, client, method,
-    path without its query, the A2A method, status, bytes, milliseconds,
-    trace, task and principal; never a credential)."""
-
-    def __init__(self, server, form):
-        self.server, self.json = server, form == "json"
-
-    def request_answered(self, request, mark):
-        call, ms, size = request.call, request.seconds * 1000, request.size
-        if call is not None:   # the trace it ran in (a text line: if it came or went on)
-            shown = self.json or call._trace is not None or "traceparent" in call.headers
-            trace = shown and call.trace and call.trace.trace_id
-        else:
-            found = self.server.tracing and _parse_traceparent(
-                request.headers.get("traceparent", ""))
-            trace = found and found[0]
-        if self.json:
-            line = _dumps({
-                "time": self.server._now(), "client": str(request.peer or "") or None,
-                "method": request.method, "path": request.path,
-                "a2a_method": call and call.method, "status": request.status, "bytes": size,
-                "stream": request.stream, "ms": round(ms, 2),
-                "trace_id": trace or None, "task_id": call and call.task_id,
-                "principal": None if call is None or call.principal is None
-                else str(call.principal),
-            }).decode()
-        else:
-            line = (f"{request.peer or '-'} \"{request.method} {request.path}"
-                    f"{'?' if request.query else ''}{request.query}\" {request.status} "
-                    f"{'-' if size is None else size} {ms:.1f}ms"
-                    f"{' (a stream)' if request.stream else ''}"
-                    f"{' trace=' + trace if trace else ''}")
-        _log().getChild("access").info("%s", line)
-
-
 # =============================================================================
-# 6. Authentication, and which webhook addresses are allowed
+# 7. Operations
 # =============================================================================
 #
-# Authentication (sections 7, 13.1). A2A carries credentials in the transport
-# (HTTP headers, gRPC metadata), as the card's securitySchemes describe. The
-# Server takes one hook, authenticate(CallContext) -> principal, which raises
-# AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
-# UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks it creates:
-# another's task is reported exactly like one that does not exist. Secrets
-# are compared in constant time.
+# Section 5.1 asks every binding to give the same results and errors: each of
+# the eleven operations of section 3.1 is one function of (server, request,
+# call) on ProtoJSON dicts, and every binding reaches them through one door,
+# Server.call() (_call, at the end of this section). It first authenticates
+# the caller (section 7), checks the service parameters (section 3.2), parses
+# the request (MESSAGES) and takes the tenant (section 3.2.5). The operations on tasks
+# share three ideas:
 #
-# Webhook addresses (section 13.2). A caller could aim a webhook at what only
-# the server can reach (its loopback, the cloud's metadata address, its
-# private network: request forgery), so a webhook may reach only globally
-# routable unicast addresses, or what push_allow names. A literal address is
-# checked when the config is created, a host name at each delivery (section 8).
+# - Ownership. A task belongs to (tenant, principal); another caller's task is
+#   reported exactly as a missing one: TaskNotFoundError (section 13.1).
+# - One channel per live task. Its writers (the turn, CancelTask, a new
+#   message) and readers (streams) meet on one _Channel (section 6); when the
+#   task ends or waits for the client, the store alone holds it.
+# - Turns. Each user message starts one turn of the agent. A blocking
+#   SendMessage waits for it (up to blocking_timeout), a stream follows it.
+#
+# Each function takes the server, the request parsed into its proto
+# message's dict (SendMessageRequest, GetTaskRequest, ...) and the caller's
+# CallContext; it returns the response's dict, or for a stream a _Follower of
+# its events. The live side of a task (its channel and turn) is the server's
+# _LiveTasks' (section "Agent execution"); these functions only ask it.
 
 
-class BearerAuth:
-    """Authorization: Bearer <token>. ``tokens`` maps each token to its principal."""
+# -- tasks -----------------------------------------------------------------
 
-    def __init__(self, tokens, *, name="bearer"):
-        self.tokens = [(token.encode(), principal) for token, principal in dict(tokens).items()]
-        self.security_schemes = {name: {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
+def _visible_task(server, task_id, call):
+    """The task, if the caller may see it; else TaskNotFoundError, the
+    same whether it does not exist or is someone else's (section 13.1).
+    Outputs a turn holds for its stream's thread are written first (_hold)."""
+    call.task_id = task_id
+    channel = server.live.channels.get(task_id)
+    if channel is not None and channel.held is not None:
+        channel.held.release(reader=True)
+    task = server.store.get(task_id, call.owner)
+    if task is None:
+        raise TaskNotFoundError(
+            f"no task with id {task_id!r}; ListTasks shows the tasks you can see",
+            metadata={"taskId": task_id})
+    return task
 
-    def __call__(self, call):
-        header = call.headers.get("authorization", "")
-        kind, _, token = header.partition(" ")
-        hint, challenge = "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"'
-        if header.strip() and kind.lower() != "bearer":
-            # (said apart from "missing": a token sent without its scheme is a common slip)
-            raise AuthenticationRequiredError("the Authorization header is not 'Bearer <token>'"
-                                              + (" (it has no scheme)" if not token.strip() else "")
-                                              + ": " + hint, challenge=challenge)
-        return _match_secret(self.tokens, token.strip(), hint, challenge)   # (blank if no header)
 
-
-class ApiKeyAuth:
-    """An API key in a header, a query parameter or a cookie (``location``).
-    ``keys`` maps each key to its principal."""
-
-    def __init__(self, keys, *, name="X-API-Key", location="header", scheme_name="apiKey"):
-        if location not in ("header", "query", "cookie"):
-            raise ValueError("location must be header, query or cookie")
-        self.keys = [(key.encode(), principal) for key, principal in dict(keys).items()]
-        self.name, self.location = name, location
-        self.security_schemes = {scheme_name: {"apiKeySecurityScheme": {
-            "location": location, "name": name}}}
-
-    def __call__(self, call):
-        if self.location == "header":
-            given = call.headers.get(self.name.lower(), "")
-        elif self.location == "query":
-            given = call.query.get(self.name, "")
+def _view(task, history_length=None, include_artifacts=True):
+    """A task as a response shows it (section 3.2.4 historyLength)."""
+    out = task
+    if history_length is not None and "history" in task:
+        out = dict(task)                   # a copy: the store's task stays whole
+        if history_length == 0:
+            del out["history"]
         else:
-            cookies = (c.strip().partition("=") for c in call.headers.get("cookie", "").split(";"))
-            given = next((value for name, _, value in cookies if name == self.name), "")
-        hint = {"header": f"send -H '{self.name}: <key>'", "query": f"add ?{self.name}=<key>",
-                "cookie": f"send the cookie {self.name}=<key>"}[self.location]
-        return _match_secret(self.keys, given, hint, f'ApiKey name="{self.name}"')
+            out["history"] = task["history"][-history_length:]
+    if not include_artifacts and "artifacts" in out:
+        out = dict(out)
+        del out["artifacts"]
+    return out
 
 
-class MutualTlsAuth:
-    """Mutual TLS (MutualTlsSecurityScheme): the caller is who the client certificate says,
-    once verified against the server's client CA (tls={"client_ca": ...}). ``principal``
-    (older name ``principal_of``) maps getpeercert()'s dict (on every binding) to a string,
-    or raises an A2AError to refuse; by default it is ``certificate_principal``."""
+# -- SendMessage, SendStreamingMessage (sections 3.1.1, 3.1.2) ------------
 
-    def __init__(self, *, principal=None, principal_of=None, scheme_name="mtls"):
-        self.principal_of = principal or principal_of or certificate_principal
-        self.security_schemes = {scheme_name: {"mtlsSecurityScheme": {
-            "description": "a client certificate issued by the CA this agent trusts"}}}
-
-    def __call__(self, call):
-        if not call.certificate:
-            raise AuthenticationRequiredError(
-                "this agent needs a client certificate (mutual TLS): connect over https with "
-                "one its CA issued (curl --cert client.pem --key client.key ...)",
-                challenge='Certificate realm="a2a"')
-        return self.principal_of(call.certificate)
-
-
-# A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280
-# section 4.1.2.4). As RFC 4514 text, with every character its section 2.4
-# names escaped, two subjects never give one string: a CN "alice,O=Example"
-# is "CN=alice\,O=Example". An empty subject (SPIFFE, much current PKI)
-# gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's
-# text can be (ssl's type names hold no ":"); neither is refused, never "".
-_SUBJECT_SHORT_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
-                        "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
-                        "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
-
-
-def _rfc4514_value(value):
-    """An attribute value escaped as RFC 4514 section 2.4 says."""
-    def escaped(i, c):
-        if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1) or c == "#" and i == 0:
-            return "\\" + c
-        return "\\00" if c == "\0" else c
-    return "".join(escaped(i, c) for i, c in enumerate(value))
-
-
-def certificate_principal(certificate):
-    """The principal of a verified client certificate: its subject as RFC 4514
-    text ("CN=alice,O=Example"), else "URI:<first URI SAN>" or "DNS:<first DNS SAN>"."""
-    rdns = certificate.get("subject", ())
-    if rdns:
-        return ",".join("+".join(f"{_SUBJECT_SHORT_NAMES.get(k, k)}={_rfc4514_value(v)}"
-                                 for k, v in rdn) for rdn in reversed(rdns))
-    for wanted in ("URI", "DNS"):
-        for kind, value in certificate.get("subjectAltName", ()):
-            if kind == wanted and value:
-                return f"{kind}:{value}"
-    raise AuthenticationRequiredError(
-        "this client certificate names nobody: its subject is empty and it has no URI or DNS "
-        "subjectAltName (give MutualTlsAuth(principal=...) to name such certificates)",
-        challenge='Certificate realm="a2a"')
-
-
-class _Peer(str):
-    """The client's address (a str), carrying its TLS connection's verified certificate."""
-    __slots__ = ("certificate",)
-
-    def __new__(cls, address, certificate):
-        peer = super().__new__(cls, address or "")
-        peer.certificate = certificate
-        return peer
-
-
-def _match_secret(known, given, hint, challenge):
-    """The principal of ``given`` among ``known`` (bytes, principal), all compared."""
-    import hmac
-    given = given.encode()
-    found = [principal for secret, principal in known if hmac.compare_digest(secret, given)]
-    if not (given and found):
-        raise AuthenticationRequiredError(("missing credentials: " if not given else
-                                           "invalid credentials: ") + hint, challenge=challenge)
-    return found[0]
-
-
-# Ranges Python 3.10's is_global still counts as global: IETF protocol
-# assignments, IPv6 site-local, local-use NAT64, IPv6 documentation.
-_NOT_GLOBAL = ("192.0.0.0/24", "fec0::/10", "64:ff9b:1::/48", "3fff::/20")
-_NAT64 = 0x0064_ff9b << 64          # 64:ff9b::/96, as the top 96 bits of an address
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._")   # an IDNA host name's
-_HEADER_CONTROLS = bytes(range(9)) + bytes(range(10, 32)) + b"\x7f"  # C0 but HTAB, and DEL
-# The largest webhook URL, config id (when the client chooses it) and header
-# value a push config may hold: it is kept with its task, and counts in its size.
-_MAX_URL, _MAX_CONFIG_ID, _MAX_HEADER_VALUE = 2048, 256, 4096
-
-
-def _parse_allow(entries):
-    """push_allow -> (host names in IDNA form, networks)."""
-    import ipaddress
-    names, networks = set(), []
-    for entry in entries:
-        try:
-            networks.append(ipaddress.ip_network(entry, strict=False))
-        except ValueError:
-            names.add(entry.lower().rstrip(".").encode("idna").decode("ascii"))
-    return names, networks
-
-
-def _may_reach(address, networks):
-    """Whether webhooks may be sent to ``address``: push_allow names its network, or it
-    is a globally routable unicast address. An IPv6 address that leads to IPv4 ones
-    (IPv4-mapped, 6to4, NAT64, Teredo's server and client) is judged by all of those."""
-    import ipaddress
-    if any(address in network for network in networks):
-        return True
-    if address.version == 6:
-        nat64 = int(address) >> 32 == _NAT64
-        embedded = [a for a in (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
-                                ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF) if nat64
-                                else None) if a is not None]
-        if embedded:
-            return all(_may_reach(a, networks) for a in embedded)
-    return (address.is_global and not address.is_multicast and not address.is_reserved
-            and not any(address in ipaddress.ip_network(n) for n in _NOT_GLOBAL))
-
-
-def _public_config(config):
-    """A stored push config as the protocol shows it: without payloadVersion (0.3's)."""
-    return config if "payloadVersion" not in config else {
-        k: v for k, v in config.items() if k != "payloadVersion"}
-
-
-def _webhook_target(url, allow, resolve=None):
-    """Check a webhook URL, or raise InvalidParamsError. With ``resolve``
-    (host, port -> addresses: _resolve_host, at delivery), or for a literal
-    address, return (scheme, host, port, path, vetted addresses)."""
-    import ipaddress
-    from urllib.parse import quote, urlsplit
-    if not url.isprintable():          # (urlsplit drops LF, CR and TAB; the log would not)
-        raise InvalidParamsError("the webhook URL must not contain control characters (line "
-                                 "breaks, ESC...): percent-encode them (%0A)", field="url")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise InvalidParamsError(f"the webhook URL is not valid (its port or its [address]): "
-                                 f"{url[:60]!r}", field="url") from None
-    if parts.scheme not in ("http", "https"):
-        raise InvalidParamsError(f"webhook URLs must be http or https, not {url[:40]!r}",
-                                 field="url")
-    if "@" in parts.netloc:
-        raise InvalidParamsError("webhook URLs must not carry credentials (user@host); put "
-                                 "them in authentication", field="url")
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80
-    host = (parts.hostname or "").rstrip(".")
-    try:
-        literal = ipaddress.ip_address(host)
-    except ValueError:
-        literal = None
-        try:                       # the form DNS, TLS and the Host header all see
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            host = ""
-    if literal is None and not (host and set(host) <= _NAME_CHARS) or port == 0:
-        raise InvalidParamsError(f"the webhook URL needs a host (a name or an address) and a "
-                                 f"port other than 0: {url[:60]!r}", field="url")
-    if literal is None and not resolve:
-        return None                        # names are resolved when a delivery is made
-    names, networks = allow
-    addresses = [literal] if literal is not None else [
-        ipaddress.ip_address(a) for a in resolve(host, port)]
-    for address in addresses:
-        if host not in names and not _may_reach(address, networks):
+def _start_turn(server, request, call):
+    """Check a new user message and prepare its turn: (context, channel,
+    joined), ``joined`` where a continuing task's stream begins: (seq of the
+    status update that told the others, {"task": Task}); None for a new task."""
+    message = request["message"]
+    if message["role"] != "ROLE_USER":
+        raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
+                                 field="message.role")
+    task_id = message.get("taskId")
+    if task_id:
+        task = _visible_task(server, task_id, call)
+        _check_event("input", task)
+        if message.get("contextId") and message["contextId"] != task.get("contextId"):
             raise InvalidParamsError(
-                f"the webhook address {address}{'' if literal is not None else ' of ' + host} "
-                "is not globally routable (loopback, private, shared, link-local, multicast, "
-                "reserved...); start the server with push_allow=[...] (the demo: --push-allow) "
-                "to allow it", field="url")
-    path = quote(parts.path or "/", safe="/%!$&'()*+,;=:@~")   # as the request line may hold it
-    if parts.query:
-        path += "?" + quote(parts.query, safe="/%!$&'()*+,;=:@~?")
-    return parts.scheme, host, port, path, [str(a) for a in dict.fromkeys(addresses)]
+                f"message.contextId {message['contextId']!r} contradicts task {task_id}, whose "
+                f"contextId is {task.get('contextId')!r}; omit contextId or send the task's",
+                field="message.contextId")
+        context_id = task.get("contextId")
+    else:
+        circuit = getattr(server.store, "_circuit", None)   # (a store of your own may have none)
+        if circuit is not None and circuit.down:    # no agent works for a store that is away
+            circuit.check()
+        task = None
+        task_id = call.task_id = server.live.new_id()   # always the server's (section 3.1.1)
+        context_id = message.get("contextId") or server.live.new_id()
+    message = {**message, "contextId": context_id, "taskId": task_id}
+    ctx = RequestContext(
+        message, task=task, task_id=task_id, context_id=context_id, caller=call,
+        extensions=call.extensions, metadata=request.get("metadata", {}),
+        configuration=request.get("configuration", {}))
+    if task is None:                       # its stream begins at its first event
+        return ctx, server.live.begin(ctx, call), None
+    return (ctx,) + server.live.continue_task(ctx, call, message)
+
+
+def _send_message(server, request, call):
+    """SendMessage: {"task": Task} or {"message": Message}, once the turn ends
+    or is interrupted, or after blocking_timeout; returnImmediately: at once."""
+    config = request.get("configuration", {})
+    history_length = None
+    if config:
+        history_length = _history_length(config, "configuration.historyLength")
+        _check_inline_push(server, config)
+    ctx, channel, _ = _start_turn(server, request, call)
+    turn = _TurnWriter(server.live, ctx, channel)
+    if config.get("returnImmediately"):
+        server.live.make_task(ctx, channel)
+        server.live.start(turn, call.spawn)
+        return {"task": _view(channel.snapshot(), history_length)}
+    deadline = time.monotonic() + server.limits["blocking_timeout"]
+    if call.spawn is None:                 # a thread: it may wait for the turn
+        server.live.drive(turn, deadline)
+        if not turn.finished.is_set:       # async, or handed to a worker at the deadline
+            turn.finished.wait(max(0.0, deadline - time.monotonic()))
+        return _turn_result(server, turn, history_length, call)
+    # A host on an event loop must not wait: the turn starts, and if it has
+    # not ended yet the host gets a pending answer and its deadline.
+    server.live.start(turn, call.spawn)
+    if turn.finished.is_set:
+        return _turn_result(server, turn, history_length, call)
+    return _PendingAnswer(functools.partial(
+        _turn_result, server, turn, history_length, call), turn, deadline)
+
+
+def _turn_result(server, turn, history_length, call):
+    """SendMessage's answer once the turn has ended, or its deadline passed."""
+    if turn.error is not None:
+        raise turn.error
+    if turn.reply is not None:
+        return {"message": turn.reply}
+    if turn.held:                          # (past its deadline: what it holds, written)
+        turn.release(reader=True)
+    task = turn.channel.snapshot() or server.live.make_task(turn.ctx, turn.channel)
+    return {"task": _view(task, history_length)}
+
+
+def _send_streaming_message(server, request, call):
+    """SendStreamingMessage: an iterator of (seq, StreamResponse), from the
+    new task's first event, or from the continuing task as ``joined``."""
+    _require_streaming(server)
+    _check_inline_push(server, request.get("configuration", {}))
+    ctx, channel, joined = _start_turn(server, request, call)
+    keepalive = server.limits["keepalive_interval"]   # (seconds between SSE comments)
+    turn = _TurnWriter(server.live, ctx, channel, watched=True)
+    server.live.start(turn, call.spawn)
+    if joined is None:
+        return _Follower(channel, 0, keepalive, _STREAM_END, begin=turn)
+    return _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
+
+
+def _require_streaming(server):
+    """UnsupportedOperationError unless the card says the agent streams
+    (capabilities.streaming; section 3.1.2 and 3.1.6)."""
+    if not server.capabilities.get("streaming"):
+        raise UnsupportedOperationError(
+            "this agent does not stream (capabilities.streaming is false); use SendMessage")
+
+
+# -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
+
+def _get_task(server, request, call):
+    """GetTask: the task, its history cut to historyLength."""
+    history_length = _history_length(request)
+    return _view(_visible_task(server, request["id"], call), history_length)
+
+
+def _list_tasks(server, request, call):
+    """ListTasks: one page of the caller's tasks, newest first."""
+    history_length = _history_length(request)
+    size = request.get("pageSize", server.limits["default_page_size"])
+    if not 1 <= size <= server.limits["max_page_size"]:
+        raise InvalidParamsError(
+            f"pageSize must be between 1 and {server.limits['max_page_size']} (default "
+            f"{server.limits['default_page_size']}); got {size}", field="pageSize")
+    cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
+    status = request.get("status")
+    for turn in list(server.live.holding):       # (what turns hold is written first: _hold)
+        turn.release(reader=True)
+    tasks, total, last = server.store.list(
+        call.owner, context_id=request.get("contextId"), cursor=cursor, limit=size,
+        status=None if status == "TASK_STATE_UNSPECIFIED" else status,
+        after=request.get("statusTimestampAfter"))
+    include = request.get("includeArtifacts", False)
+    return {"tasks": [_view(t, history_length, include) for t in tasks],
+            "nextPageToken": _encode_page_token(last) if last else "",
+            "pageSize": size, "totalSize": total}
+
+
+def _cancel_task(server, request, call):
+    """CancelTask: the task, now CANCELED; the running agent is told."""
+    task_id = request["id"]
+    _check_event("cancel", _visible_task(server, task_id, call))
+    with server.live.lock:
+        channel = server.live.channel(task_id, call.owner, call.caller)
+    now = server.live.now()
+    with channel.lock:                     # (the turn may have ended meanwhile)
+        event = {"statusUpdate": {"taskId": task_id,
+                                  "contextId": channel.task.get("contextId", ""),
+                                  "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}
+        task = channel.change("cancel", None, now, event)
+        if channel.active is not None:     # the agent runs here (elsewhere:
+            channel.active._cancel()       # a2a_store.py, "Sharing a store")
+    server.live.forget(task_id)
+    return task
+
+
+# -- SubscribeToTask (section 3.1.6) -----------------------------------------
+
+def _subscribe_to_task(server, request, call):
+    """SubscribeToTask: the current Task, then every event until it ends."""
+    _require_streaming(server)
+    task_id = request["id"]
+    task = _visible_task(server, task_id, call)
+    state = task["status"]["state"]
+    if state in TERMINAL_STATES:
+        raise UnsupportedOperationError(
+            f"task {task_id} is {state}: a finished task has no more events to stream; "
+            "use GetTask to read it", metadata={"taskId": task_id, "state": state})
+    with server.live.lock:                   # (a waiting task's channel is made again)
+        channel = server.live.channel(task_id, call.owner, call.caller)
+        with channel.lock:                 # counted before the turn can let it go
+            channel.followers += 1
+    # The stream: from after Last-Event-ID if that event is still kept, else
+    # from the current Task (section 3.1.6), numbered as the event before the
+    # next. Task and next id are read together, from the store.
+    last_event_id = call.last_event_id
+    keepalive = server.limits["keepalive_interval"]
+    with channel.lock:
+        channel.reload()
+        task, seq = channel.task, channel.next_seq
+        oldest = (server.store.events(task["id"], seq - 1) or (seq,))[0]
+        if last_event_id is not None and oldest - 1 <= last_event_id < seq:
+            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
+                             counted=True)
+        shared = channel.shared_task()
+    return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, shared)],
+                     ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
+
+
+# -- push notification configs (sections 3.1.7-3.1.10) ------------------------
+
+# A push config names a webhook sent every event of a task as a
+# StreamResponse (section 4.3.3). Configs are kept, scoped and evicted with
+# their task. Without push_notifications, PushNotificationNotSupported (3.1.7).
+
+
+def _require_push(server):
+    """PushNotificationNotSupportedError unless the card says the agent
+    sends webhooks (capabilities.pushNotifications; section 3.1.7)."""
+    if not server.capabilities.get("pushNotifications"):
+        raise PushNotificationNotSupportedError(
+            "this agent does not send push notifications (capabilities.pushNotifications "
+            "is false); use SendStreamingMessage or poll GetTask instead")
+
+
+def _create_task_push_notification_config(server, request, call):
+    """CreateTaskPushNotificationConfig: register a webhook for a task."""
+    _require_push(server)
+    task = _visible_task(server, request.get("taskId", ""), call)
+    return _public_config(_add_push_config(server, task["id"], request, call.tenant,
+                                                call.translated_from))
+
+
+def _get_task_push_notification_config(server, request, call):
+    """GetTaskPushNotificationConfig: one webhook of a task."""
+    _require_push(server)
+    task = _visible_task(server, request["taskId"], call)
+    config = server.store.get_config(task["id"], request["id"])
+    if config is None:                     # section 3.1.8: TaskNotFoundError
+        raise TaskNotFoundError(
+            f"task {task['id']} has no push notification config {request['id']!r}; "
+            "ListTaskPushNotificationConfigs shows its configs",
+            metadata={"taskId": task["id"], "id": request["id"]})
+    return _public_config(config)
+
+
+def _list_task_push_notification_configs(server, request, call):
+    """ListTaskPushNotificationConfigs: a task's webhooks, one page at a time."""
+    _require_push(server)
+    task = _visible_task(server, request["taskId"], call)
+    size = request.get("pageSize") or server.limits["default_page_size"]
+    if not 1 <= size <= server.limits["max_page_size"]:
+        raise InvalidParamsError(f"pageSize must be between 1 and "
+                                 f"{server.limits['max_page_size']}; got {size}", field="pageSize")
+    configs = server.store.configs(task["id"])
+    ids = [c["id"] for c in configs]
+    token = request.get("pageToken")
+    if token and token not in ids:
+        raise InvalidParamsError("pageToken is not one this server issued; pass the "
+                                 "nextPageToken of the previous answer unchanged",
+                                 field="pageToken")
+    start = ids.index(token) + 1 if token else 0     # after the token's config
+    page = configs[start:start + size]
+    return {"configs": [_public_config(c) for c in page],
+            "nextPageToken": page[-1]["id"] if start + size < len(configs) else ""}
+
+
+def _delete_task_push_notification_config(server, request, call):
+    """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
+    _require_push(server)
+    task = _visible_task(server, request["taskId"], call)
+    server.store.delete_config(task["id"], request["id"])
+    return {}
+
+
+def _check_push_config(server, config):
+    """Refuse what can be refused without the network (section 13.2): a scheme
+    other than http(s), userinfo, port 0, a literal address that is not
+    globally routable, header values that cannot be sent as they are.
+    Host names are resolved and checked at delivery."""
+    if len(config["url"]) > _MAX_URL:
+        raise InvalidParamsError(f"url is longer than {_MAX_URL} characters", field="url")
+    if len(config.get("id", "")) > _MAX_CONFIG_ID:
+        raise InvalidParamsError(f"id is longer than {_MAX_CONFIG_ID} characters", field="id")
+    _webhook_target(config["url"], server.push_allow, resolve=False)
+    auth = config.get("authentication", {})
+    for field, value in (("token", config.get("token", "")),
+                         ("authentication.scheme", auth.get("scheme", "")),
+                         ("authentication.credentials", auth.get("credentials", ""))):
+        if len(value) > _MAX_HEADER_VALUE:
+            raise InvalidParamsError(f"{field} is longer than {_MAX_HEADER_VALUE} characters "
+                                     "(it is sent in an HTTP header)", field=field)
+        try:                               # headers are latin-1 on the wire
+            raw = value.encode("latin-1")
+        except UnicodeEncodeError:
+            raise InvalidParamsError(f"{field} must be latin-1 text: it is sent in an HTTP "
+                                     "header", field=field) from None
+        if raw.translate(None, _HEADER_CONTROLS) != raw:   # would end or corrupt it
+            raise InvalidParamsError(f"{field} must not contain control characters (line "
+                                     "breaks, NUL...): it is sent in an HTTP header",
+                                     field=field)
+
+
+def _add_push_config(server, task_id, config, tenant, payload_version=None):
+    """Keep a checked webhook config (a few KiB at most) with its task, under
+    a fresh id unless the client chose one, which it replaces. A config
+    registered through 0.3 keeps that version for what its webhook is sent."""
+    _check_push_config(server, config)
+    config = {**config, "taskId": task_id, "id": config.get("id") or server.live.new_id()}
+    if tenant:
+        config["tenant"] = tenant
+    if payload_version:
+        config["payloadVersion"] = payload_version
+    server.store.put_config(task_id, config, server.limits["max_push_configs"])
+    return config
+
+
+def _check_inline_push(server, configuration):
+    """SendMessage's configuration.taskPushNotificationConfig, checked up front."""
+    config = configuration.get("taskPushNotificationConfig")
+    if config is not None:
+        _require_push(server)
+        _check_push_config(server, config)
+
+
+def _add_inline_push(server, ctx, owner):
+    config = ctx.configuration.get("taskPushNotificationConfig")
+    if config is not None:
+        _add_push_config(server, ctx.task_id, config, owner[0],
+                              getattr(ctx.caller, "translated_from", None))
+
+
+# -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
+
+def _get_extended_agent_card(server, request, call):
+    """GetExtendedAgentCard: the card for authenticated callers."""
+    if not server.capabilities.get("extendedAgentCard"):
+        raise UnsupportedOperationError(
+            "this agent has no extended card (capabilities.extendedAgentCard is false); "
+            "the public card is at /.well-known/agent-card.json")
+    if server.authenticate is not None and call.principal is None:
+        raise AuthenticationRequiredError(
+            "the extended agent card is for authenticated callers; send the credentials "
+            "the card's securitySchemes describe")
+    extended = server.extended_card(call) if callable(server.extended_card) else server.extended_card
+    if not extended:
+        raise ExtendedAgentCardNotConfiguredError(
+            "the card promises an extended card but the server has none configured")
+    return {**server.agent_card(call.base_url), **extended}
+
+
+# JSON-RPC method -> the function that implements it (a table, not getattr).
+OPERATIONS = {
+    "SendMessage": _send_message, "SendStreamingMessage": _send_streaming_message,
+    "GetTask": _get_task, "ListTasks": _list_tasks,
+    "CancelTask": _cancel_task, "SubscribeToTask": _subscribe_to_task,
+    "CreateTaskPushNotificationConfig": _create_task_push_notification_config,
+    "GetTaskPushNotificationConfig": _get_task_push_notification_config,
+    "ListTaskPushNotificationConfigs": _list_task_push_notification_configs,
+    "DeleteTaskPushNotificationConfig": _delete_task_push_notification_config,
+    "GetExtendedAgentCard": _get_extended_agent_card,
+}
+
+
+def _history_length(request, field="historyLength"):
+    """historyLength: None (unset: the whole history), 0 (none) or N > 0 (newest N)."""
+    value = request.get("historyLength")
+    if value is not None and value < 0:
+        raise InvalidParamsError(f"{field} must be 0 or more (0 omits the history); got {value}",
+                                 field=field)
+    return value
+
+
+# ListTasks page tokens (section 3.1.4: opaque to the client): the sort key of
+# the page's last task, (status timestamp, id), as URL-safe base64 JSON; the
+# next page is every matching task after it. Holding no server state, a token
+# never expires, survives restarts, and is not moved by changes between pages.
+
+def _encode_page_token(key):
+    return _b64encode(json.dumps(list(key)).encode()).replace("+", "-").replace("/", "_").rstrip("=")
+
+
+def _decode_page_token(token):
+    """A pageToken -> (status timestamp, task id); one not ours is InvalidParams."""
+    try:
+        stamp, task_id = json.loads(_b64decode(token))
+        if isinstance(stamp, str) and isinstance(task_id, str):
+            (stamp + task_id).encode()         # (UnicodeEncodeError: a lone surrogate)
+            return stamp, task_id
+    except (ValueError, TypeError, binascii.Error, RecursionError):
+        pass
+    raise InvalidParamsError(
+        "pageToken is not one this server issued; pass the nextPageToken of the previous "
+        "ListTasks answer unchanged, or omit it for the first page", field="pageToken")
+
+
+# -- the one door: call() -----------------------------------------------------
+
+def _check_service_parameters(server, call, method):
+    """Version (section 3.2.1) and required extensions (section 3.2.2)."""
+    version = call.headers.get("a2a-version") or call.query.get("A2A-Version") \
+        or server.assume_version
+    if not version:
+        raise VersionNotSupportedError(
+            "this request sent no A2A-Version, which means A2A 0.3; this server speaks "
+            f"A2A {PROTOCOL_VERSION}. Add the header: -H 'A2A-Version: {PROTOCOL_VERSION}' "
+            f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
+            f"the metadata a2a-version: {PROTOCOL_VERSION})",
+            metadata={"supportedVersions": PROTOCOL_VERSION})
+    if version != PROTOCOL_VERSION and ".".join(
+            version.strip().split(".")[:2]) != PROTOCOL_VERSION:
+        raise VersionNotSupportedError(
+            f"A2A-Version {version.strip()!r} is not supported; this server speaks "
+            f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
+            f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})" + (
+                "; for A2A 0.3 clients, serve with Server(compat='0.3') (--compat 0.3)"
+                if version.strip().startswith("0.3") else ""),
+            metadata={"requestedVersion": version.strip(),
+                      "supportedVersions": PROTOCOL_VERSION})
+    call.version = PROTOCOL_VERSION
+    raw = call.headers.get("a2a-extensions")
+    if raw:
+        call.extensions = tuple(u.strip() for u in raw.split(",") if u.strip())
+    if method in ("SendMessage", "SendStreamingMessage"):
+        for uri in server.required_extensions:
+            if uri not in call.extensions:
+                raise _extension_required(uri)
+
+
+def _call(server, method, params, call=None):
+    """Server.call(): run one operation by its JSON-RPC name on raw params (a
+    dict): the response dict, or an iterator of (seq, StreamResponse) for a stream."""
+    call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION},
+                               tracing=server.tracing)
+    if server.store.shared:
+        server.live.watched()         # this process's watch of the shared store
+    call.method = method            # (first: a call refused below is counted and logged too)
+    if server.authenticate is not None:
+        call.principal = server.authenticate(call)
+    _check_service_parameters(server, call, method)
+    if server.compat is not None and call.translated_from is None:
+        server.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
+    request = parse(METHODS[method][0], params)
+    tenant = request.get("tenant", "")     # section 3.2.5
+    if tenant:
+        call.tenant = tenant
+    if METHODS[method][2]:                 # a stream: counted against its caller while open
+        return _counted_stream(server, OPERATIONS[method], request, call)
+    return OPERATIONS[method](server, request, call)
+
+
+def _counted_stream(server, operation, request, call):
+    """``operation``'s stream, if its caller has fewer than max_caller_streams
+    open (else CallerLimitError): one caller cannot hold every connection."""
+    caller, limit = call.caller, server.limits["max_caller_streams"]
+    with server._lock:
+        held = server._streams.get(caller, 0)
+        if held >= limit:
+            raise CallerLimitError(
+                f"you have {held} streams open, the most one caller may (max_caller_streams "
+                f"is {limit}); close one, or poll with GetTask, then try again",
+                metadata={"limit": "max_caller_streams", "value": limit})
+        server._streams[caller] = held + 1
+    try:
+        follower = operation(server, request, call)
+    except BaseException:
+        _stream_closed(server, caller)
+        raise
+    follower.on_close = functools.partial(_stream_closed, server, caller)
+    return follower
+
+
+def _stream_closed(server, caller):
+    """A stream of ``caller``'s ended: one fewer counted against it."""
+    with server._lock:
+        held = server._streams.pop(caller) - 1
+        if held:
+            server._streams[caller] = held
 
 
 # =============================================================================
-# 7. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
+# 8. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
 # =============================================================================
 #
 # Bytes in, bytes out. handle_http() takes an HTTP request's parts (method,
 # path, query string, headers with lower-case names, body bytes) and returns
 # a Response: status, headers and a body or a stream of SSE chunks. Nothing
-# here knows about sockets; every host adapter (section 11) calls it.
+# here knows about sockets; every host adapter ("Adapters") calls it.
 #
 # A binding is a codec around Server.call() (section 9): it finds the
 # operation (a JSON-RPC method, or a REST route), turns the request into its
@@ -4110,7 +4624,22 @@ class Request:
         self.binding = binding
 
 
-def _handle_http(server, request):
+def _handle_http(server, method, path, query="", headers=None, body=b"", base_url=None,
+                 peer=None, spawn=None, certificate=None):
+    """Server.handle_http(): answer one HTTP request (section 7): ``headers``
+    with lower-case names, ``certificate`` the client's verified one
+    (getpeercert()). A host on an event loop passes ``spawn`` ("Running on
+    an event loop"): an unready answer is pending."""
+    if certificate is not None:
+        peer = _Peer(peer, certificate)
+    request = Request(method, path, query, headers if headers is not None else {}, body,
+                      base_url, peer, spawn)
+    if server.observers:
+        return _observed(server, request)
+    return _route_http(server, request)
+
+
+def _route_http(server, request):
     """Route one HTTP request: the card, the JSON-RPC endpoint (and its help
     page), or an HTTP+JSON route; first, whether it may be answered at all
     (its Host, its content type: "Who may call")."""
@@ -4148,7 +4677,7 @@ def _handle_http(server, request):
 
 
 def _routed(server, request):
-    """_handle_http, once the request may be answered."""
+    """_route_http, once the request may be answered."""
     method, path, headers, body = request.method, request.path, request.headers, request.body
     if server.trust_forwarded and "x-forwarded-for" in headers:
         forwarded = headers["x-forwarded-for"].rpartition(",")[2].strip()  # the proxy's peer
@@ -4213,7 +4742,7 @@ def _observed(server, request):
     started, returned, and was answered (what the gRPC binding tells them too)."""
     _started(server, request)
     try:
-        response = _handle_http(server, request)
+        response = _route_http(server, request)
     finally:
         _returned(request)
     if response.pending is not None:           # (an event loop finishes it: then)
@@ -4307,7 +4836,7 @@ def _jsonrpc_response(server, request):
     """POST to the JSON-RPC endpoint."""
     headers, body, request_id = request.headers, request.body, None
     try:
-        envelope = _parse_json_body(body)        # (its Content-Type is JSON: _handle_http)
+        envelope = _parse_json_body(body)        # (its Content-Type is JSON: _route_http)
         if isinstance(envelope, list):
             raise InvalidRequestError(
                 "JSON-RPC batches are not supported by A2A; send one request object per HTTP POST")
@@ -4842,7 +5371,7 @@ def _help_text(server, base_url):
 
 
 # =============================================================================
-# 8. Webhook delivery
+# 9. Webhook delivery
 # =============================================================================
 #
 # Push notifications (sections 3.1.7-3.1.10, 4.3.3, 13.2). Each task event is
@@ -5300,28 +5829,13 @@ class _PushDelivery:
 
 
 # =============================================================================
-# 9. Operations
+# 10. The server
 # =============================================================================
 #
-# The Server ties the protocol together: it keeps the store (section 4), runs
-# the agent's turns (5), authenticates callers (6), answers through the
-# bindings (7) and hands task events to the webhooks (8).
-#
-# Section 5.1 asks every binding to give the same results and errors: each of
-# the eleven operations of section 3.1 is one method on ProtoJSON dicts, which
-# every binding calls through Server.call(). call() first authenticates
-# (section 7), checks the service parameters (section 3.2), parses the request
-# (MESSAGES) and takes the tenant (section 3.2.5). The operations on tasks
-# share three ideas:
-#
-# - Ownership. A task belongs to (tenant, principal); another caller's task is
-#   reported exactly as a missing one: TaskNotFoundError (section 13.1).
-# - One channel per live task. Its writers (the turn, CancelTask, a new
-#   message) and readers (streams) meet on one _Channel (section 5); when the
-#   task ends or waits for the client, the store alone holds it.
-# - Turns. Each user message starts one turn of the agent. A blocking
-#   SendMessage waits for it (up to blocking_timeout), a stream follows it.
-
+# The Server ties the protocol together. It is wiring: it keeps the task store
+# and its live tasks (_LiveTasks), the card, the hosts and origins it answers,
+# and the webhooks' delivery, and opens two doors: handle_http() for every
+# host adapter, call() for every binding. The operations are above it.
 
 
 # -- the agent card (section 8.1) ----------------------------------------------------
@@ -5435,7 +5949,7 @@ class Server:
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
         self.live = _LiveTasks(agent, self.store, limits, self.observers, tracing, self.closing,
                                self._push_event if push_notifications else None,
-                               self._add_inline_push)
+                               functools.partial(_add_inline_push, self))
         self._now, self._new_id = self.live.now, self.live.new_id
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.card = _Card(
@@ -5461,20 +5975,10 @@ class Server:
                                  "server at): the card signed must not depend on the request")
             _card_response(self, {}, self.public_url)   # signed now: a failing signer fails now
 
-    # -- the HTTP entry point every host adapter calls -------------------------
+    # -- the doors: every host adapter calls handle_http, every binding call ---
 
-    def handle_http(self, method, path, query="", headers=None, body=b"", base_url=None,
-                    peer=None, spawn=None, certificate=None):
-        """Answer one HTTP request (section 7): ``headers`` with lower-case names,
-        ``certificate`` the client's verified one (getpeercert()). A host on an
-        event loop passes ``spawn`` (section 10): an unready answer is pending."""
-        if certificate is not None:
-            peer = _Peer(peer, certificate)
-        request = Request(method, path, query, headers if headers is not None else {}, body,
-                          base_url, peer, spawn)
-        if self.observers:
-            return _observed(self, request)
-        return _handle_http(self, request)
+    handle_http = _handle_http  # one HTTP request, answered ("Bindings")
+    call = _call                # one operation, from any binding ("Operations")
 
     def error_response(self, path, status, error, media_type=None):
         """An error answer for ``path`` in its binding's shape (section 7), or
@@ -5528,398 +6032,6 @@ class Server:
     @property
     def capabilities(self):
         return self.card.fields["capabilities"]
-
-    # -- checks every operation shares ---------------------------------------
-
-    def check_service_parameters(self, call, method):
-        """Version (section 3.2.1) and required extensions (section 3.2.2)."""
-        version = call.headers.get("a2a-version") or call.query.get("A2A-Version") \
-            or self.assume_version
-        if not version:
-            raise VersionNotSupportedError(
-                "this request sent no A2A-Version, which means A2A 0.3; this server speaks "
-                f"A2A {PROTOCOL_VERSION}. Add the header: -H 'A2A-Version: {PROTOCOL_VERSION}' "
-                f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
-                f"the metadata a2a-version: {PROTOCOL_VERSION})",
-                metadata={"supportedVersions": PROTOCOL_VERSION})
-        if version != PROTOCOL_VERSION and ".".join(
-                version.strip().split(".")[:2]) != PROTOCOL_VERSION:
-            raise VersionNotSupportedError(
-                f"A2A-Version {version.strip()!r} is not supported; this server speaks "
-                f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
-                f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})" + (
-                    "; for A2A 0.3 clients, serve with Server(compat='0.3') (--compat 0.3)"
-                    if version.strip().startswith("0.3") else ""),
-                metadata={"requestedVersion": version.strip(),
-                          "supportedVersions": PROTOCOL_VERSION})
-        call.version = PROTOCOL_VERSION
-        raw = call.headers.get("a2a-extensions")
-        if raw:
-            call.extensions = tuple(u.strip() for u in raw.split(",") if u.strip())
-        if method in ("SendMessage", "SendStreamingMessage"):
-            for uri in self.required_extensions:
-                if uri not in call.extensions:
-                    raise _extension_required(uri)
-
-    def call(self, method, params, call=None):
-        """Run one operation by its JSON-RPC name on raw params (a dict): the
-        response dict, or an iterator of (seq, StreamResponse) for a stream."""
-        call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION},
-                                   tracing=self.tracing)
-        if self.store.shared:
-            self.live.watched()         # this process's watch of the shared store
-        call.method = method            # (first: a call refused below is counted and logged too)
-        if self.authenticate is not None:
-            call.principal = self.authenticate(call)
-        self.check_service_parameters(call, method)
-        if self.compat is not None and call.translated_from is None:
-            self.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
-        request = parse(METHODS[method][0], params)
-        tenant = request.get("tenant", "")     # section 3.2.5
-        if tenant:
-            call.tenant = tenant
-        if METHODS[method][2]:                 # a stream: counted against its caller while open
-            return self._counted_stream(OPERATIONS[method], request, call)
-        return OPERATIONS[method](self, request, call)
-
-    def _counted_stream(self, operation, request, call):
-        """``operation``'s stream, if its caller has fewer than max_caller_streams
-        open (else CallerLimitError): one caller cannot hold every connection."""
-        caller, limit = call.caller, self.limits["max_caller_streams"]
-        with self._lock:
-            held = self._streams.get(caller, 0)
-            if held >= limit:
-                raise CallerLimitError(
-                    f"you have {held} streams open, the most one caller may (max_caller_streams "
-                    f"is {limit}); close one, or poll with GetTask, then try again",
-                    metadata={"limit": "max_caller_streams", "value": limit})
-            self._streams[caller] = held + 1
-        try:
-            follower = operation(self, request, call)
-        except BaseException:
-            self._stream_closed(caller)
-            raise
-        follower.on_close = functools.partial(self._stream_closed, caller)
-        return follower
-
-    def _stream_closed(self, caller):
-        with self._lock:
-            held = self._streams.pop(caller) - 1
-            if held:
-                self._streams[caller] = held
-
-    # -- tasks -----------------------------------------------------------------
-
-    def _visible_task(self, task_id, call):
-        """The task, if the caller may see it; else TaskNotFoundError, the
-        same whether it does not exist or is someone else's (section 13.1).
-        Outputs a turn holds for its stream's thread are written first (_hold)."""
-        call.task_id = task_id
-        channel = self.live.channels.get(task_id)
-        if channel is not None and channel.held is not None:
-            channel.held.release(reader=True)
-        task = self.store.get(task_id, call.owner)
-        if task is None:
-            raise TaskNotFoundError(
-                f"no task with id {task_id!r}; ListTasks shows the tasks you can see",
-                metadata={"taskId": task_id})
-        return task
-
-
-    def _view(self, task, history_length=None, include_artifacts=True):
-        """A task as a response shows it (section 3.2.4 historyLength)."""
-        out = task
-        if history_length is not None and "history" in task:
-            out = dict(task)                   # a copy: the store's task stays whole
-            if history_length == 0:
-                del out["history"]
-            else:
-                out["history"] = task["history"][-history_length:]
-        if not include_artifacts and "artifacts" in out:
-            out = dict(out)
-            del out["artifacts"]
-        return out
-
-    # -- SendMessage, SendStreamingMessage (sections 3.1.1, 3.1.2) ------------
-
-    def _start_turn(self, request, call):
-        """Check a new user message and prepare its turn: (context, channel,
-        joined), ``joined`` where a continuing task's stream begins: (seq of the
-        status update that told the others, {"task": Task}); None for a new task."""
-        message = request["message"]
-        if message["role"] != "ROLE_USER":
-            raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
-                                     field="message.role")
-        task_id = message.get("taskId")
-        if task_id:
-            task = self._visible_task(task_id, call)
-            _check_event("input", task)
-            if message.get("contextId") and message["contextId"] != task.get("contextId"):
-                raise InvalidParamsError(
-                    f"message.contextId {message['contextId']!r} contradicts task {task_id}, whose "
-                    f"contextId is {task.get('contextId')!r}; omit contextId or send the task's",
-                    field="message.contextId")
-            context_id = task.get("contextId")
-        else:
-            circuit = getattr(self.store, "_circuit", None)   # (a store of your own may have none)
-            if circuit is not None and circuit.down:    # no agent works for a store that is away
-                circuit.check()
-            task = None
-            task_id = call.task_id = self._new_id()   # always the server's (section 3.1.1)
-            context_id = message.get("contextId") or self._new_id()
-        message = {**message, "contextId": context_id, "taskId": task_id}
-        ctx = RequestContext(
-            message, task=task, task_id=task_id, context_id=context_id, caller=call,
-            extensions=call.extensions, metadata=request.get("metadata", {}),
-            configuration=request.get("configuration", {}))
-        if task is None:                       # its stream begins at its first event
-            return ctx, self.live.begin(ctx, call), None
-        return (ctx,) + self.live.continue_task(ctx, call, message)
-
-    def send_message(self, request, call):
-        """SendMessage: {"task": Task} or {"message": Message}, once the turn ends
-        or is interrupted, or after blocking_timeout; returnImmediately: at once."""
-        config = request.get("configuration", {})
-        history_length = None
-        if config:
-            history_length = _history_length(config, "configuration.historyLength")
-            self._check_inline_push(config)
-        ctx, channel, _ = self._start_turn(request, call)
-        turn = _TurnWriter(self.live, ctx, channel)
-        if config.get("returnImmediately"):
-            self.live.make_task(ctx, channel)
-            self.live.start(turn, call.spawn)
-            return {"task": self._view(channel.snapshot(), history_length)}
-        deadline = time.monotonic() + self.limits["blocking_timeout"]
-        if call.spawn is None:                 # a thread: it may wait for the turn
-            self.live.drive(turn, deadline)
-            if not turn.finished.is_set:       # async, or handed to a worker at the deadline
-                turn.finished.wait(max(0.0, deadline - time.monotonic()))
-            return self._turn_result(turn, history_length, call)
-        # A host on an event loop must not wait: the turn starts, and if it has
-        # not ended yet the host gets a pending answer and its deadline.
-        self.live.start(turn, call.spawn)
-        if turn.finished.is_set:
-            return self._turn_result(turn, history_length, call)
-        return _PendingAnswer(functools.partial(
-            self._turn_result, turn, history_length, call), turn, deadline)
-
-    def _turn_result(self, turn, history_length, call):
-        """SendMessage's answer once the turn has ended, or its deadline passed."""
-        if turn.error is not None:
-            raise turn.error
-        if turn.reply is not None:
-            return {"message": turn.reply}
-        if turn.held:                          # (past its deadline: what it holds, written)
-            turn.release(reader=True)
-        task = turn.channel.snapshot() or self.live.make_task(turn.ctx, turn.channel)
-        return {"task": self._view(task, history_length)}
-
-    def send_streaming_message(self, request, call):
-        """SendStreamingMessage: an iterator of (seq, StreamResponse), from the
-        new task's first event, or from the continuing task as ``joined``."""
-        self._require_streaming()
-        self._check_inline_push(request.get("configuration", {}))
-        ctx, channel, joined = self._start_turn(request, call)
-        keepalive = self.limits["keepalive_interval"]   # (seconds between SSE comments)
-        turn = _TurnWriter(self.live, ctx, channel, watched=True)
-        self.live.start(turn, call.spawn)
-        if joined is None:
-            return _Follower(channel, 0, keepalive, _STREAM_END, begin=turn)
-        return _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
-
-    def _require_streaming(self):
-        if not self.capabilities.get("streaming"):
-            raise UnsupportedOperationError(
-                "this agent does not stream (capabilities.streaming is false); use SendMessage")
-
-    # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
-
-    def get_task(self, request, call):
-        """GetTask: the task, its history cut to historyLength."""
-        history_length = _history_length(request)
-        return self._view(self._visible_task(request["id"], call), history_length)
-
-    def list_tasks(self, request, call):
-        """ListTasks: one page of the caller's tasks, newest first."""
-        history_length = _history_length(request)
-        size = request.get("pageSize", self.limits["default_page_size"])
-        if not 1 <= size <= self.limits["max_page_size"]:
-            raise InvalidParamsError(
-                f"pageSize must be between 1 and {self.limits['max_page_size']} (default "
-                f"{self.limits['default_page_size']}); got {size}", field="pageSize")
-        cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
-        status = request.get("status")
-        for turn in list(self.live.holding):       # (what turns hold is written first: _hold)
-            turn.release(reader=True)
-        tasks, total, last = self.store.list(
-            call.owner, context_id=request.get("contextId"), cursor=cursor, limit=size,
-            status=None if status == "TASK_STATE_UNSPECIFIED" else status,
-            after=request.get("statusTimestampAfter"))
-        include = request.get("includeArtifacts", False)
-        return {"tasks": [self._view(t, history_length, include) for t in tasks],
-                "nextPageToken": _encode_page_token(last) if last else "",
-                "pageSize": size, "totalSize": total}
-
-    def cancel_task(self, request, call):
-        """CancelTask: the task, now CANCELED; the running agent is told."""
-        task_id = request["id"]
-        _check_event("cancel", self._visible_task(task_id, call))
-        with self.live.lock:
-            channel = self.live.channel(task_id, call.owner, call.caller)
-        now = self._now()
-        with channel.lock:                     # (the turn may have ended meanwhile)
-            event = {"statusUpdate": {"taskId": task_id,
-                                      "contextId": channel.task.get("contextId", ""),
-                                      "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}
-            task = channel.change("cancel", None, now, event)
-            if channel.active is not None:     # the agent runs here (elsewhere:
-                channel.active._cancel()       # a2a_store.py, "Sharing a store")
-        self.live.forget(task_id)
-        return task
-
-    # -- SubscribeToTask (section 3.1.6) -----------------------------------------
-
-    def subscribe_to_task(self, request, call):
-        """SubscribeToTask: the current Task, then every event until it ends."""
-        self._require_streaming()
-        task_id = request["id"]
-        task = self._visible_task(task_id, call)
-        state = task["status"]["state"]
-        if state in TERMINAL_STATES:
-            raise UnsupportedOperationError(
-                f"task {task_id} is {state}: a finished task has no more events to stream; "
-                "use GetTask to read it", metadata={"taskId": task_id, "state": state})
-        with self.live.lock:                   # (a waiting task's channel is made again)
-            channel = self.live.channel(task_id, call.owner, call.caller)
-            with channel.lock:                 # counted before the turn can let it go
-                channel.followers += 1
-        # The stream: from after Last-Event-ID if that event is still kept, else
-        # from the current Task (section 3.1.6), numbered as the event before the
-        # next. Task and next id are read together, from the store.
-        last_event_id = call.last_event_id
-        keepalive = self.limits["keepalive_interval"]
-        with channel.lock:
-            channel.reload()
-            task, seq = channel.task, channel.next_seq
-            oldest = (self.store.events(task["id"], seq - 1) or (seq,))[0]
-            if last_event_id is not None and oldest - 1 <= last_event_id < seq:
-                return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
-                                 counted=True)
-            shared = channel.shared_task()
-        return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, shared)],
-                         ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
-
-    # -- push notification configs (sections 3.1.7-3.1.10) ------------------------
-
-    # A push config names a webhook sent every event of a task as a
-    # StreamResponse (section 4.3.3). Configs are kept, scoped and evicted with
-    # their task. Without push_notifications, PushNotificationNotSupported (3.1.7).
-
-    def _require_push(self):
-        if not self.capabilities.get("pushNotifications"):
-            raise PushNotificationNotSupportedError(
-                "this agent does not send push notifications (capabilities.pushNotifications "
-                "is false); use SendStreamingMessage or poll GetTask instead")
-
-    def create_task_push_notification_config(self, request, call):
-        """CreateTaskPushNotificationConfig: register a webhook for a task."""
-        self._require_push()
-        task = self._visible_task(request.get("taskId", ""), call)
-        return _public_config(self._add_push_config(task["id"], request, call.tenant,
-                                                    call.translated_from))
-
-    def get_task_push_notification_config(self, request, call):
-        """GetTaskPushNotificationConfig: one webhook of a task."""
-        self._require_push()
-        task = self._visible_task(request["taskId"], call)
-        config = self.store.get_config(task["id"], request["id"])
-        if config is None:                     # section 3.1.8: TaskNotFoundError
-            raise TaskNotFoundError(
-                f"task {task['id']} has no push notification config {request['id']!r}; "
-                "ListTaskPushNotificationConfigs shows its configs",
-                metadata={"taskId": task["id"], "id": request["id"]})
-        return _public_config(config)
-
-    def list_task_push_notification_configs(self, request, call):
-        """ListTaskPushNotificationConfigs: a task's webhooks, one page at a time."""
-        self._require_push()
-        task = self._visible_task(request["taskId"], call)
-        size = request.get("pageSize") or self.limits["default_page_size"]
-        if not 1 <= size <= self.limits["max_page_size"]:
-            raise InvalidParamsError(f"pageSize must be between 1 and "
-                                     f"{self.limits['max_page_size']}; got {size}", field="pageSize")
-        configs = self.store.configs(task["id"])
-        ids = [c["id"] for c in configs]
-        token = request.get("pageToken")
-        if token and token not in ids:
-            raise InvalidParamsError("pageToken is not one this server issued; pass the "
-                                     "nextPageToken of the previous answer unchanged",
-                                     field="pageToken")
-        start = ids.index(token) + 1 if token else 0     # after the token's config
-        page = configs[start:start + size]
-        return {"configs": [_public_config(c) for c in page],
-                "nextPageToken": page[-1]["id"] if start + size < len(configs) else ""}
-
-    def delete_task_push_notification_config(self, request, call):
-        """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
-        self._require_push()
-        task = self._visible_task(request["taskId"], call)
-        self.store.delete_config(task["id"], request["id"])
-        return {}
-
-    def _check_push_config(self, config):
-        """Refuse what can be refused without the network (section 13.2): a scheme
-        other than http(s), userinfo, port 0, a literal address that is not
-        globally routable, header values that cannot be sent as they are.
-        Host names are resolved and checked at delivery."""
-        if len(config["url"]) > _MAX_URL:
-            raise InvalidParamsError(f"url is longer than {_MAX_URL} characters", field="url")
-        if len(config.get("id", "")) > _MAX_CONFIG_ID:
-            raise InvalidParamsError(f"id is longer than {_MAX_CONFIG_ID} characters", field="id")
-        _webhook_target(config["url"], self.push_allow, resolve=False)
-        auth = config.get("authentication", {})
-        for field, value in (("token", config.get("token", "")),
-                             ("authentication.scheme", auth.get("scheme", "")),
-                             ("authentication.credentials", auth.get("credentials", ""))):
-            if len(value) > _MAX_HEADER_VALUE:
-                raise InvalidParamsError(f"{field} is longer than {_MAX_HEADER_VALUE} characters "
-                                         "(it is sent in an HTTP header)", field=field)
-            try:                               # headers are latin-1 on the wire
-                raw = value.encode("latin-1")
-            except UnicodeEncodeError:
-                raise InvalidParamsError(f"{field} must be latin-1 text: it is sent in an HTTP "
-                                         "header", field=field) from None
-            if raw.translate(None, _HEADER_CONTROLS) != raw:   # would end or corrupt it
-                raise InvalidParamsError(f"{field} must not contain control characters (line "
-                                         "breaks, NUL...): it is sent in an HTTP header",
-                                         field=field)
-
-    def _add_push_config(self, task_id, config, tenant, payload_version=None):
-        """Keep a checked webhook config (a few KiB at most) with its task, under
-        a fresh id unless the client chose one, which it replaces. A config
-        registered through 0.3 keeps that version for what its webhook is sent."""
-        self._check_push_config(config)
-        config = {**config, "taskId": task_id, "id": config.get("id") or self._new_id()}
-        if tenant:
-            config["tenant"] = tenant
-        if payload_version:
-            config["payloadVersion"] = payload_version
-        self.store.put_config(task_id, config, self.limits["max_push_configs"])
-        return config
-
-    def _check_inline_push(self, configuration):
-        """SendMessage's configuration.taskPushNotificationConfig, checked up front."""
-        config = configuration.get("taskPushNotificationConfig")
-        if config is not None:
-            self._require_push()
-            self._check_push_config(config)
-
-    def _add_inline_push(self, ctx, owner):
-        config = ctx.configuration.get("taskPushNotificationConfig")
-        if config is not None:
-            self._add_push_config(ctx.task_id, config, owner[0],
-                                  getattr(ctx.caller, "translated_from", None))
 
     def _push_event(self, owner, task, event):
         """Channel hook: hand a task event to the task's webhooks, in its
@@ -6011,72 +6123,9 @@ class Server:
             close()
         return {"turns": turns, "deliveries": deliveries}
 
-    # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
-
-    def get_extended_agent_card(self, request, call):
-        """GetExtendedAgentCard: the card for authenticated callers."""
-        if not self.capabilities.get("extendedAgentCard"):
-            raise UnsupportedOperationError(
-                "this agent has no extended card (capabilities.extendedAgentCard is false); "
-                "the public card is at /.well-known/agent-card.json")
-        if self.authenticate is not None and call.principal is None:
-            raise AuthenticationRequiredError(
-                "the extended agent card is for authenticated callers; send the credentials "
-                "the card's securitySchemes describe")
-        extended = self.extended_card(call) if callable(self.extended_card) else self.extended_card
-        if not extended:
-            raise ExtendedAgentCardNotConfiguredError(
-                "the card promises an extended card but the server has none configured")
-        return {**self.agent_card(call.base_url), **extended}
-
-
-# JSON-RPC method -> the Server method that implements it (a table, not getattr).
-OPERATIONS = {
-    "SendMessage": Server.send_message, "SendStreamingMessage": Server.send_streaming_message,
-    "GetTask": Server.get_task, "ListTasks": Server.list_tasks,
-    "CancelTask": Server.cancel_task, "SubscribeToTask": Server.subscribe_to_task,
-    "CreateTaskPushNotificationConfig": Server.create_task_push_notification_config,
-    "GetTaskPushNotificationConfig": Server.get_task_push_notification_config,
-    "ListTaskPushNotificationConfigs": Server.list_task_push_notification_configs,
-    "DeleteTaskPushNotificationConfig": Server.delete_task_push_notification_config,
-    "GetExtendedAgentCard": Server.get_extended_agent_card,
-}
-
-
-def _history_length(request, field="historyLength"):
-    """historyLength: None (unset: the whole history), 0 (none) or N > 0 (newest N)."""
-    value = request.get("historyLength")
-    if value is not None and value < 0:
-        raise InvalidParamsError(f"{field} must be 0 or more (0 omits the history); got {value}",
-                                 field=field)
-    return value
-
-
-# ListTasks page tokens (section 3.1.4: opaque to the client): the sort key of
-# the page's last task, (status timestamp, id), as URL-safe base64 JSON; the
-# next page is every matching task after it. Holding no server state, a token
-# never expires, survives restarts, and is not moved by changes between pages.
-
-def _encode_page_token(key):
-    return _b64encode(json.dumps(list(key)).encode()).replace("+", "-").replace("/", "_").rstrip("=")
-
-
-def _decode_page_token(token):
-    """A pageToken -> (status timestamp, task id); one not ours is InvalidParams."""
-    try:
-        stamp, task_id = json.loads(_b64decode(token))
-        if isinstance(stamp, str) and isinstance(task_id, str):
-            (stamp + task_id).encode()         # (UnicodeEncodeError: a lone surrogate)
-            return stamp, task_id
-    except (ValueError, TypeError, binascii.Error, RecursionError):
-        pass
-    raise InvalidParamsError(
-        "pageToken is not one this server issued; pass the nextPageToken of the previous "
-        "ListTasks answer unchanged, or omit it for the first page", field="pageToken")
-
 
 # =============================================================================
-# 10. Running on an event loop
+# 11. Running on an event loop
 # =============================================================================
 #
 # Everything above is synchronous: a thread calls handle_http() and may wait
@@ -6353,7 +6402,7 @@ class _LoopStream:
 
 
 # =============================================================================
-# 11. Adapters: HTTP/1.1, the threaded and asyncio servers, WSGI, ASGI, Lambda
+# 12. Adapters: HTTP/1.1, the threaded and asyncio servers, WSGI, ASGI, Lambda
 # =============================================================================
 #
 # A host adapter turns its world into handle_http() arguments and writes the
@@ -7876,7 +7925,7 @@ def lambda_handler(server, *, margin=1.0):
 
 
 # =============================================================================
-# 12. The demo
+# 13. The demo
 # =============================================================================
 #
 # ``python a2a_min.py`` runs a small agent that shows most of the protocol: a

@@ -28,12 +28,12 @@ TREE = ast.parse(SOURCE)
 
 # The sections in the order they teach; the protocol's are free of event
 # loops and sockets (webhook delivery sends HTTP, so it is not one of them:
-# the operations that come after it only hand it events).
-ORDER = ("Tables", "Errors", "The data model", "The task store", "Agent execution",
-         "Authentication", "Bindings", "Webhook delivery", "Operations",
+# the server that comes after it only hands it events).
+ORDER = ("Tables", "Errors", "The data model", "The task store", "Authentication",
+         "Agent execution", "Operations", "Bindings", "Webhook delivery", "The server",
          "Running on an event loop", "Adapters", "The demo")
-PROTOCOL = ("Tables", "Errors", "The data model", "The task store", "Agent execution",
-            "Authentication", "Bindings", "Operations")
+PROTOCOL = ("Tables", "Errors", "The data model", "The task store", "Authentication",
+            "Agent execution", "Operations", "Bindings", "The server")
 # What a protocol section may use before it is defined: the hosts' hooks.
 HOST_HOOKS = {"_LoopThread", "_drive_async"}
 

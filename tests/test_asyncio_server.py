@@ -26,10 +26,11 @@ def test_a_pending_answer_settles_once_and_tells_every_callback():
     deadline; callbacks added before or after are called once, with their
     arguments; result() gives the answer or raises its error."""
     server = a2a_min.Server(lambda text: "echo: " + text)
-    ctx, channel, _ = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
+    ctx, channel, _ = a2a_min._start_turn(server, {"message": user_message("hi")},
+                                           a2a_min.CallContext())
     turn = a2a_min._TurnWriter(server.live, ctx, channel)
     pending = a2a_min._PendingAnswer(functools.partial(
-        server._turn_result, turn, None, ctx.caller), turn, time.monotonic() + 60)
+        a2a_min._turn_result, server, turn, None, ctx.caller), turn, time.monotonic() + 60)
     seen = []
     pending.add_done_callback(lambda got, tag: seen.append((tag, got.result())), "before")
     assert not pending.done() and seen == []
@@ -43,10 +44,11 @@ def test_a_pending_answer_settles_once_and_tells_every_callback():
     def refuse(text):
         raise a2a_min.UnsupportedOperationError("not today")
     server = a2a_min.Server(refuse)
-    ctx, channel, _ = server._start_turn({"message": user_message("hi")}, a2a_min.CallContext())
+    ctx, channel, _ = a2a_min._start_turn(server, {"message": user_message("hi")},
+                                           a2a_min.CallContext())
     turn = a2a_min._TurnWriter(server.live, ctx, channel)
     pending = a2a_min._PendingAnswer(functools.partial(
-        server._turn_result, turn, None, ctx.caller), turn, time.monotonic() + 60)
+        a2a_min._turn_result, server, turn, None, ctx.caller), turn, time.monotonic() + 60)
     server.live.drive(turn)
     with pytest.raises(a2a_min.UnsupportedOperationError):
         pending.result()
