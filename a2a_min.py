@@ -3534,6 +3534,11 @@ class _LiveTasks:
         self.off_loop = store.loop_threads(self) if store.shared else None
         store.on_evict = self.evicted   # its streams end when the store drops a task
 
+    def new_channel(self, owner, caller=None):
+        """A channel for a task of ``owner``'s (``caller``: whom it counts against)."""
+        return _Channel(self.store, owner, self.limits, self.on_event, caller, self.closing,
+                        self.holder if self.store.shared else None)
+
     def watched(self):
         """This process's watch of a shared store, started on first use (and
         again after a fork)."""
@@ -3606,11 +3611,6 @@ class _LiveTasks:
         if self.holder_of[0] != pid:
             self.holder_of = (pid, f"{pid}-{binascii.hexlify(os.urandom(6)).decode()}")
         return self.holder_of[1]
-
-    def new_channel(self, owner, caller=None):
-        return _Channel(self.store, owner, self.limits,
-                        self.on_event,
-                        caller, self.closing, self.holder if self.store.shared else None)
 
     def channel(self, task_id, owner, caller=None):
         """The live channel of an existing task, made from the store if it has
@@ -4761,48 +4761,6 @@ def _answered_http(server, request, response):
     return response
 
 
-def _metrics_response(server, request):
-    """GET /metrics (Server(metrics=True): a2a_metrics), for whoever the
-    authentication hook lets in."""
-    if request.method not in ("GET", "HEAD"):
-        raise _MethodNotAllowed("GET")
-    if server.authenticate is not None:
-        try:
-            server.authenticate(CallContext(request.headers, peer=request.peer, tracing=False))
-        except A2AError as error:
-            return server.error_response(request.path, error.http_status, error)
-    return Response(200, [("Content-Type", server.metrics.MEDIA_TYPE)], server.metrics.render())
-
-
-def _single_path_response(server, request):
-    """Single-path mode: the card and JSON-RPC on one path, nothing else."""
-    prefix, method, path = server.single_path, request.method, request.path
-    at_prefix = path.rstrip("/") == prefix.rstrip("/")
-    if at_prefix and method == "POST":
-        return _jsonrpc_response(server, request)
-    if method in ("GET", "HEAD") and (at_prefix or path == prefix.rstrip("/") + _CARD_PATH):
-        return _card_response(server, request.headers, request.base_url)
-    if at_prefix:
-        raise _MethodNotAllowed("GET, POST")
-    if path == _CATALOG_PATH and method in ("GET", "HEAD"):     # if the host lets it reach us
-        return _catalog_response(server, request.base_url)
-    return server.error_response(prefix, 404, MethodNotFoundError(
-        f"this server answers only at {prefix}: POST for JSON-RPC, GET for the agent card"))
-
-
-def _compat(version):
-    """The module that translates an older protocol version (``compat``), or
-    None. Only 0.3 has one: the companion a2a_v03, imported only then."""
-    if version is None:
-        return None
-    if str(version) not in ("0.3", "0.3.0"):
-        raise ValueError(f"compat={version!r}: the one older version served is '0.3'")
-    try:
-        return _companion("a2a_v03", "compat='0.3'")
-    except ModuleNotFoundError as error:
-        raise RuntimeError(str(error)) from None
-
-
 def _jsonrpc_result(name, request_id, result):
     """The JSON-RPC answer to method ``name``'s ``result``: one object, or a
     stream of them (SSE), each with the request's id."""
@@ -4882,6 +4840,48 @@ def _jsonrpc_response(server, request):
         _log().exception("unexpected error in a JSON-RPC call%s", _in_trace(request.call))
         return Response(200, [("Content-Type", _JSON), _LINK], _json_body(_jsonrpc_error(
             request_id, InternalError("internal error; see the server log"))))
+
+
+def _metrics_response(server, request):
+    """GET /metrics (Server(metrics=True): a2a_metrics), for whoever the
+    authentication hook lets in."""
+    if request.method not in ("GET", "HEAD"):
+        raise _MethodNotAllowed("GET")
+    if server.authenticate is not None:
+        try:
+            server.authenticate(CallContext(request.headers, peer=request.peer, tracing=False))
+        except A2AError as error:
+            return server.error_response(request.path, error.http_status, error)
+    return Response(200, [("Content-Type", server.metrics.MEDIA_TYPE)], server.metrics.render())
+
+
+def _single_path_response(server, request):
+    """Single-path mode: the card and JSON-RPC on one path, nothing else."""
+    prefix, method, path = server.single_path, request.method, request.path
+    at_prefix = path.rstrip("/") == prefix.rstrip("/")
+    if at_prefix and method == "POST":
+        return _jsonrpc_response(server, request)
+    if method in ("GET", "HEAD") and (at_prefix or path == prefix.rstrip("/") + _CARD_PATH):
+        return _card_response(server, request.headers, request.base_url)
+    if at_prefix:
+        raise _MethodNotAllowed("GET, POST")
+    if path == _CATALOG_PATH and method in ("GET", "HEAD"):     # if the host lets it reach us
+        return _catalog_response(server, request.base_url)
+    return server.error_response(prefix, 404, MethodNotFoundError(
+        f"this server answers only at {prefix}: POST for JSON-RPC, GET for the agent card"))
+
+
+def _compat(version):
+    """The module that translates an older protocol version (``compat``), or
+    None. Only 0.3 has one: the companion a2a_v03, imported only then."""
+    if version is None:
+        return None
+    if str(version) not in ("0.3", "0.3.0"):
+        raise ValueError(f"compat={version!r}: the one older version served is '0.3'")
+    try:
+        return _companion("a2a_v03", "compat='0.3'")
+    except ModuleNotFoundError as error:
+        raise RuntimeError(str(error)) from None
 
 
 def _error_response(server, path, status, error, media_type=None):
