@@ -2463,9 +2463,7 @@ class _Follower:
         return self._give()
 
     def _wait(self, channel):
-        """Wait for news, up to ``keepalive``, with the channel's lock held. A
-        turn that holds outputs for this thread (_TurnWriter._hold) woke it:
-        it waits _HOLD for them, then has them written itself."""
+        """Wait for news, up to ``keepalive``, with the channel's lock held."""
         if channel.cond is None:
             channel.cond = threading.Condition(channel.lock)
         channel.waiting += 1
@@ -2476,14 +2474,7 @@ class _Follower:
                     wait = min(wait, max(0.0, self.begin_at - time.monotonic()))
                 else:
                     self.begin = None
-            if channel.held is None:
-                channel.cond.wait(wait)
-            while channel.held is not None and channel.next_seq <= self.seq:
-                left = channel.held.held_at + _HOLD - time.monotonic()
-                if left > 0:
-                    channel.cond.wait(left)
-                else:                 # (a generator that yielded, then blocked)
-                    channel.held.release(reader=True)
+            channel.cond.wait(wait)
         finally:
             channel.waiting -= 1
 
@@ -2536,12 +2527,9 @@ class _Follower:
             begin.begin()
 
     def watch(self, wake):
-        """Have ``wake()`` called, from any thread, whenever the channel has news
-        (outputs held for a thread to read are written now: _TurnWriter._hold)."""
+        """Have ``wake()`` called, from any thread, whenever the channel has news."""
         with self.channel.lock:
             self.channel.wakers.add(wake)
-            if self.channel.held is not None:
-                self.channel.held.release(reader=True)
 
     def unwatch(self, wake):
         with self.channel.lock:
@@ -2669,19 +2657,14 @@ class _PendingAnswer:
 
 
 # The most bytes of ready SSE frames joined into one write (_SSEStream._joined).
-# A sync generator's outputs are held while a thread reads its stream, and
-# written together (_TurnWriter._hold): at most _HOLD_COUNT of them, or _JOINED
-# bytes of their JSON (a write's worth); a waiting reader, at most _HOLD seconds.
 _JOINED = 65536
-_HOLD, _HOLD_COUNT = 0.001, 256
 
 
 class _TurnWriter:
     """Turns one agent turn's outputs into task changes and events."""
 
     __slots__ = ("live", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
-                 "chunk_id", "finished", "events", "bytes", "batch", "holds", "held", "held_at",
-                 "held_bytes", "broken")
+                 "chunk_id", "finished", "events", "bytes", "batch")
 
     def __init__(self, live, ctx, channel, watched=False):
         self.live, self.ctx, self.channel = live, ctx, channel
@@ -2694,10 +2677,6 @@ class _TurnWriter:
         self.finished = _Done()    # set when the turn is over
         self.events = self.bytes = 0    # the updates of this turn and their bytes of JSON (limits)
         self.batch = None          # a list while outputs are held to be written together (flush)
-        self.holds = False         # a sync generator's turn: it may hold outputs (_hold)
-        self.held = None           # the outputs it holds, a list, and since when (``held_at``)
-        self.held_at, self.held_bytes = 0.0, 0
-        self.broken = None         # why a reader could not write them (raised here next)
 
     def emit(self, item, chunked):
         """One output of the agent (the table above). A generator's strs are
@@ -2810,13 +2789,13 @@ class _TurnWriter:
 
     def _close_chunk(self):
         """The turn ends: its chunked artifact's last chunk says lastChunk. If
-        that chunk is still held to be written with others (``batch``, _hold),
+        that chunk is still held to be written with others (``batch``),
         it says so itself; if it went out already (the agent waited after it),
         an empty chunk follows that says it. Nothing is held back to know."""
         body, self.chunk = self.chunk, None
         if body is None:
             return
-        waiting = self.batch or self.held
+        waiting = self.batch
         if waiting and waiting[-1][1] is body:
             kind, body, now, event = waiting[-1]
             body["lastChunk"] = True
@@ -2866,8 +2845,6 @@ class _TurnWriter:
             if self.batch is not None:
                 self.batch.append((kind, body, now, event))
                 return True
-            if self.holds and self._hold((kind, body, now, event)):
-                return True
         channel = self.channel
         with channel.lock:
             if channel.task is None:
@@ -2896,67 +2873,6 @@ class _TurnWriter:
             except BaseException:
                 self.done = False           # (an end it held was not written either)
                 raise
-
-    def _hold(self, output):
-        """Hold a sync generator's ``output`` (True), to be written with the
-        next ones in one commit, while nobody reads the task or its stream is
-        read on a thread: unlike an async agent's step (_drive_async),
-        a generator cannot be asked whether its next output is ready. The
-        outputs held are written when they reach _HOLD_COUNT or _JOINED bytes,
-        or at the end; and before that by a stream's thread once it has waited
-        _HOLD for them (_Follower._wait: the generator blocked), and by
-        GetTask, ListTasks, SubscribeToTask, a SendMessage past its deadline
-        or a stream on an event loop before they read the task: what nobody
-        reads is not late. Nothing is held for a webhook, or in a shared
-        store (other processes read it)."""
-        channel = self.channel
-        with channel.lock:
-            if self.broken is not None:
-                raise self.broken
-            held = self.held
-            if channel.wakers or channel.store.shared or channel.on_event is not None \
-                    or self.ctx._canceled:
-                if held:                        # (in order: those before it go first)
-                    self.release()
-                return False                    # (written at once, as ever)
-            if channel.task is None:            # (the task itself is not held: GetTask finds it)
-                self.live.make_task(self.ctx, channel)
-            size = len(getattr(output[3], "json", b""))
-            if held is None:
-                self.held, self.held_at, channel.held = [output], time.monotonic(), self
-                self.held_bytes = size
-                self.live.holding.add(self)  # (ListTasks has them written first)
-                if channel.waiting:             # (a reader now waits _HOLD, not keepalive)
-                    channel.cond.notify_all()
-                return True
-            held.append(output)
-            self.held_bytes += size
-            if len(held) >= _HOLD_COUNT or self.held_bytes >= _JOINED:
-                self.release()
-            return True
-
-    def release(self, reader=False):
-        """Write the outputs held (_hold) in one commit: from the turn's thread,
-        or from a ``reader``'s, which keeps what failed for the turn to raise."""
-        channel = self.channel
-        with channel.lock:
-            held = self._unhold()
-            if not held:
-                return
-            try:
-                self._publish(*held.pop(), earlier=held)
-            except Exception as exc:
-                if not reader:
-                    raise
-                self.broken = exc
-
-    def _unhold(self):
-        """Hold nothing any more: the outputs that were held, to write or drop."""
-        held, self.held = self.held, None
-        if self.channel.held is self:
-            self.channel.held = None
-        self.live.holding.discard(self)
-        return held
 
     def _counted(self, event):
         """``event`` encoded (a _StoredEvent), and counted against the turn's
@@ -2995,9 +2911,6 @@ class _TurnWriter:
         if not self.done:
             self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, trusted=True)
         self.flush()
-        self.release()
-        if self.broken is not None:
-            raise self.broken
         self._end_turn()
 
     def fail(self, exc):
@@ -3006,11 +2919,10 @@ class _TurnWriter:
         self.chunk = None
         try:
             self.flush()                    # what it made before it raised goes first
-            self.release()
         except Exception as lost:
             _log().error("task %s: the agent's last outputs could not be stored%s",
                          self.ctx.task_id, _in_trace(self.ctx), exc_info=lost)
-        self.batch, self.holds = None, False
+        self.batch = None
         with self.channel.lock:                # (a stream's reader may make the task: begin)
             refused = self.channel.task is None and isinstance(exc, A2AError)
             if refused:
@@ -3068,7 +2980,6 @@ class _TurnWriter:
         if self.ctx.marks is not None:         # (observers watch the turn)
             task = self.channel.task
             _turn_ended(self.ctx, task and task["status"]["state"])
-        self._unhold()                         # (what failed to be written is dropped)
         task = self.channel.task
         if task is not None:
             state = task["status"]["state"]
@@ -3095,8 +3006,8 @@ class _Channel:
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
                  "owner", "caller", "holder", "store", "active", "on_event", "limits",
-                 "followers", "ended", "closing", "grown", "written", "appended", "held", "origin",
-                 "shared", "stopped")
+                 "followers", "ended", "closing", "grown", "written", "appended", "shared",
+                 "stopped")
 
     def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
                  holder=None):
@@ -3118,7 +3029,6 @@ class _Channel:
         self.grown = None         # the parts list the last append made, if only ``task`` has it
         self.written = 0          # bytes of the task's JSON when the store last wrote it whole
         self.appended = None      # bytes of the events it kept alone since (None: not known)
-        self.held = None          # the _TurnWriter holding outputs for a thread to read (_hold)
         self.shared = None        # (seq, version, weakref: the Task event subscribers share)
 
     def publish(self, task, event, tell=True, derived=False, first=()):
@@ -3524,7 +3434,6 @@ class _LiveTasks:
         self.now, self.new_id = _Clock(), _Ids()   # timestamps and ids (just above)
         self.lock = threading.Lock()
         self.channels = {}          # task id -> _Channel, while the task can change
-        self.holding = set()        # turns holding outputs for a stream (_TurnWriter._hold)
         self.unrecorded = {}        # task id -> owner: turns whose end the store missed
         self.watch = None           # the _StoreWatch of a shared store, in this process
         self.own_loop = None        # runs async agents for threaded hosts
@@ -3838,7 +3747,6 @@ class _LiveTasks:
     def drain(self, gen, turn, deadline):
         """Run a generator agent to its end (or, past ``deadline``, hand it to a worker)."""
         try:
-            turn.holds = True                  # (its outputs may be held: _TurnWriter._hold)
             for item in gen:
                 turn.emit(item, chunked=True)
                 if turn.done:
@@ -3896,12 +3804,8 @@ class _LiveTasks:
 
 def _visible_task(server, task_id, call):
     """The task, if the caller may see it; else TaskNotFoundError, the
-    same whether it does not exist or is someone else's (section 13.1).
-    Outputs a turn holds for its stream's thread are written first (_hold)."""
+    same whether it does not exist or is someone else's (section 13.1)."""
     call.task_id = task_id
-    channel = server.live.channels.get(task_id)
-    if channel is not None and channel.held is not None:
-        channel.held.release(reader=True)
     task = server.store.get(task_id, call.owner)
     if task is None:
         raise TaskNotFoundError(
@@ -3997,8 +3901,6 @@ def _turn_result(server, turn, history_length, call):
         raise turn.error
     if turn.reply is not None:
         return {"message": turn.reply}
-    if turn.held:                          # (past its deadline: what it holds, written)
-        turn.release(reader=True)
     task = turn.channel.snapshot() or server.live.make_task(turn.ctx, turn.channel)
     return {"task": _view(task, history_length)}
 
@@ -4043,8 +3945,6 @@ def _list_tasks(server, request, call):
             f"{server.limits['default_page_size']}); got {size}", field="pageSize")
     cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
     status = request.get("status")
-    for turn in list(server.live.holding):       # (what turns hold is written first: _hold)
-        turn.release(reader=True)
     tasks, total, last = server.store.list(
         call.owner, context_id=request.get("contextId"), cursor=cursor, limit=size,
         status=None if status == "TASK_STATE_UNSPECIFIED" else status,

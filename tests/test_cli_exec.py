@@ -116,7 +116,7 @@ def test_the_timeout_holds_while_the_output_becomes_events():
     task = client.result("SendMessage", {"message": user_message("x")})["task"]
     assert task["status"]["state"] == "TASK_STATE_FAILED"
     assert "longer than 0.5 s" in task["status"]["message"]["parts"][0]["text"]
-    assert len(task["artifacts"][0]["parts"]) <= 2 * a2a_min._HOLD_COUNT   # (held: a commit each)
+    assert len(task["artifacts"][0]["parts"]) < 100     # (each line a commit: few came)
 
 
 @pytest.mark.parametrize("kind", ["plain", "forks a child", "ignores SIGTERM"])

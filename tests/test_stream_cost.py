@@ -82,14 +82,10 @@ def test_a_streamed_turn_writes_the_task_in_bytes_linear_in_its_chunks(make_stor
     """Twice the chunks, about twice the task JSON written (it was four
     times: the whole task at every chunk), and every chunk still committed
     (its event stored, in order, for the streams and Last-Event-ID): one
-    commit a chunk in a shared store, fewer in memory, where a turn nobody
-    reads writes the chunks it holds together (_TurnWriter._hold)."""
+    commit a chunk, on every store."""
     count = CHUNKS[make_store.kind]
     once, twice = _streamed(make_store, count), _streamed(make_store, 2 * count)
-    if make_store.kind == "memory":
-        assert twice[1] < once[1] + count / 16
-    else:
-        assert twice[1] == once[1] + count            # one commit a chunk, as before
+    assert twice[1] == once[1] + count                # one commit a chunk
     assert twice[0] < 2.5 * once[0], (once, twice)
 
 
@@ -113,7 +109,7 @@ def test_readers_see_every_chunk_while_the_store_keeps_them_as_events(make_store
     Client(server).result("SendMessage", {"message": user_message("go")})
     assert sorted(seen) == [10, 150, 299]
     for i, (task, listed) in seen.items():
-        # (every chunk so far: what the turn holds is written before a read)
+        # (every chunk so far)
         text = "".join(p["text"] for p in task["artifacts"][0]["parts"])
         assert text == "".join("c%d," % k for k in range(i + 1)), i
         assert listed["artifacts"] == task["artifacts"] and listed["id"] == task["id"]
@@ -351,13 +347,11 @@ def _chunks(frames):
             for _, frame in list(frames) if "artifactUpdate" in frame.get("result", {})]
 
 
-def test_a_sync_generators_chunks_are_written_together_while_a_thread_reads(make_store):
-    """A sync generator cannot say whether its next chunk is ready, so while
-    a stream's thread reads its turn, its outputs are held and written
-    together (_TurnWriter._hold): at most _HOLD_COUNT a commit, not one
-    each, in memory. A shared store (another process reads it) and a
-    webhook get one commit per event, as before. Readers get every chunk,
-    in order, ids 0, 1, 2, ..."""
+def test_a_sync_generators_chunks_are_each_written_as_it_makes_them(make_store):
+    """Each chunk a sync generator yields is committed as it comes, one
+    commit each on every store (nothing is held to be joined: issue 51 took
+    that shortcut out, its budget held without it); readers get every chunk,
+    in order, ids 0, 1, 2, ..., and the empty last chunk that says lastChunk."""
     def agent(ctx):
         for i in range(200):
             yield "t%d " % i
@@ -365,21 +359,16 @@ def test_a_sync_generators_chunks_are_written_together_while_a_thread_reads(make
     written = _counted(store)
     frames, reader = _stream_reader(a2a_min.Server(agent, store=store))
     reader.join(10)
-    ending = 0 if make_store.kind == "memory" else 1       # (the empty last chunk)
-    assert [seq for seq, _ in frames] == list(range(202 + ending))
-    assert _chunks(frames) == ["t%d " % i for i in range(200)] + [""] * ending
+    assert [seq for seq, _ in frames] == list(range(203))
+    assert _chunks(frames) == ["t%d " % i for i in range(200)] + [""]
     assert frames[-1][1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    if make_store.kind == "memory":             # the task, then the chunks <= 256 a commit
-        assert 2 <= written[1] < 40, written
-    else:                                       # (and the empty chunk that says lastChunk)
-        assert written[1] == 203, written
+    assert written[1] == 203, written           # (the task, 200 chunks, the empty last one)
 
 
-def test_chunks_a_sync_generator_holds_reach_readers_while_it_blocks():
+def test_chunks_a_sync_generator_made_reach_readers_while_it_blocks():
     """A generator that yields and then blocks (a model's next tokens are
-    slow) does not keep what it yielded from its readers: the stream's
-    thread writes the held chunks itself once it has waited _HOLD for them,
-    and GetTask and ListTasks write them before they read: all of them.""" 
+    slow) does not keep what it yielded from its readers: the stream and
+    GetTask have every chunk it made before it blocked.""" 
     go, waited = threading.Event(), []
 
     def agent(ctx):
@@ -405,9 +394,9 @@ def test_chunks_a_sync_generator_holds_reach_readers_while_it_blocks():
     assert frames[-2][1]["result"]["artifactUpdate"]["lastChunk"]
 
 
-def test_held_chunks_are_written_before_a_list_or_a_subscriber_reads():
+def test_listtasks_has_the_chunks_a_generator_made_before_it_blocked():
     """With no thread reading the stream yet, and the generator blocked,
-    the chunks it holds are written when ListTasks reads the tasks."""
+    ListTasks shows every chunk it made: each was written as it came."""
     go = threading.Event()
 
     def agent(ctx):
@@ -420,42 +409,14 @@ def test_held_chunks_are_written_before_a_list_or_a_subscriber_reads():
     response = server.handle_http("POST", "/", "", dict(V1), json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
          "params": {"message": user_message("go")}}).encode())
-    deadline = time.monotonic() + 5
-    while not server.live.holding and time.monotonic() < deadline:
-        time.sleep(0.002)                       # (held: nobody reads yet)
-    assert server.live.holding
-    tasks = client.result("ListTasks", {"includeArtifacts": True})["tasks"]
-    assert len(tasks[0]["artifacts"][0]["parts"]) == 10 and not server.live.holding
+    deadline, parts = time.monotonic() + 5, []
+    while len(parts) < 10 and time.monotonic() < deadline:
+        time.sleep(0.002)
+        tasks = client.result("ListTasks", {"includeArtifacts": True})["tasks"]
+        parts = tasks[0].get("artifacts", [{}])[0].get("parts", []) if tasks else []
+    assert [p["text"] for p in parts] == ["t%d " % i for i in range(10)]
     go.set()
     b"".join(response.stream)
-
-
-def test_held_chunks_a_reader_cannot_write_fail_the_turn_it_holds_them_for():
-    """If the store refuses the held chunks when the reader's thread writes
-    them (the generator blocked), the turn raises that refusal at its next
-    output and ends FAILED, saying why; the reader's thread gets the FAILED
-    event, not the exception."""
-    go, refused = threading.Event(), threading.Event()
-
-    class Refusing(MemoryTaskStore):
-        def commit(self, *args, first=(), **kwargs):
-            if first:
-                refused.set()
-                raise a2a_min.TaskStoreFullError("the store is full (a test's)")
-            return super().commit(*args, first=first, **kwargs)
-
-    def agent(ctx):
-        for i in range(10):
-            yield "t%d " % i
-        go.wait(10)
-        yield "end"
-    frames, reader = _stream_reader(a2a_min.Server(agent, store=Refusing()))
-    assert refused.wait(5)
-    go.set()
-    reader.join(10)
-    status = frames[-1][1]["result"]["statusUpdate"]["status"]
-    assert status["state"] == "TASK_STATE_FAILED"
-    assert "the store is full (a test's)" in json.dumps(status["message"])
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
@@ -471,7 +432,7 @@ def test_a_settled_tasks_chunks_are_spliced_from_their_json_not_parsed_again(
 
     def agent(ctx):
         yield "t0 "
-        yield "t1 "                             # (t0 goes out: a chunk waits for the next)
+        yield "t1 "                             # (each goes out as it comes)
         go.wait(10)
         for i in range(2, 200):                 # ~27 KiB of events: settled at the end
             yield "t%d " % i
@@ -501,7 +462,7 @@ def test_a_settled_tasks_chunks_are_spliced_from_their_json_not_parsed_again(
     results = [payload.get("result", payload) for _, payload in events]
     chunks = [r["artifactUpdate"]["artifact"]["parts"][0]["text"] for r in results
               if "artifactUpdate" in r]
-    assert chunks == ["t%d " % i for i in range(200)]
+    assert chunks == ["t%d " % i for i in range(200)] + [""]    # (and the lastChunk one)
     assert [seq for seq, _ in events] == list(range(len(events)))
     assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert not [body for body in parsed if body.startswith(b'{"artifactUpdate":')]
@@ -544,7 +505,7 @@ def test_readers_that_fell_behind_share_one_copy_of_the_task_and_get_no_event_tw
         "returnImmediately": True}})["task"]["id"]
     call = a2a_min.CallContext(headers={"a2a-version": "1.0"})
 
-    def until(done):                 # (GetTask: what the turn holds is written first)
+    def until(done):                 # (GetTask: what the turn has written)
         deadline = time.monotonic() + 10
         while not done(client.result("GetTask", {"id": task_id})):
             assert time.monotonic() < deadline
