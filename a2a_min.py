@@ -6400,15 +6400,13 @@ class _HTTPRequest:
         self.body, self.keep_alive = None, keep_alive
 
     def arguments(self, scheme, local, peer):
-        """handle_http's arguments for this request, which reached ``local``
-        (host:port) by ``scheme``: the base URL is the Host it names, else that."""
+        """handle_http's arguments: the base URL is ``scheme``, then Host or ``local``."""
         return (self.method, self.path, self.query, self.headers, self.body,
                 scheme + (self.headers.get("host") or local), peer)
 
     def keeps(self, response):
-        """Whether the connection stays for another request after ``response``:
-        not if the client asked to close, nor after a stream to an HTTP/1.0
-        client, which cannot read chunks (RFC 9112 section 7): the close ends it."""
+        """Whether the connection stays after ``response``: not if the client
+        said close, nor after a stream to HTTP/1.0, which cannot read chunks."""
         return self.keep_alive and (response.stream is None or self.version == "HTTP/1.1")
 
 
@@ -6817,7 +6815,7 @@ class _WritePlan:
             self.unsent = _unsent(self.sock, self.unsent)
             if self.unsent < 0:
                 raise ConnectionAbortedError("the client reads nothing; its task goes on")
-        out, pieces = self.out, []
+        out, pieces = self.out, ()
         if len(chunk) > _JOINED:                    # (its size line, then slices of it)
             view = memoryview(chunk)
             pieces = [out + b"%x\r\n" % len(chunk) if self.chunked else out]
@@ -6827,7 +6825,7 @@ class _WritePlan:
             out += b"%x\r\n%s\r\n" % (len(chunk), chunk) if self.chunked else chunk
         self.done = getattr(self.stream, "done", False)
         self.out = out if self.done else b""
-        return pieces if self.done else pieces + [out]
+        return pieces if self.done else (*pieces, out)
 
     def end(self):
         """The last bytes (b"" for none): what is held, then the last chunk."""
@@ -6840,7 +6838,10 @@ def _response_head(response, close, date, body=False):
     status = response.status
     lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Status')}",
              f"Server: a2a_min/{__version__}", "Date: " + date()]
-    lines += [f"{name}: {value}" for name, value in _header_list(response)]
+    for name, value in response.headers:          # (_header_list, unrolled: every answer's)
+        lines.append(f"{name}: {value}")
+    if response.stream is None and status != 304 and status != 204:
+        lines.append(f"Content-Length: {len(response.body)}")
     if close:
         lines.append("Connection: close")
     elif response.stream is not None:              # (the connection stays for more)
@@ -6907,6 +6908,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
     admission = _Admission(server, max_connections, max_caller_connections)
     httpd = _threaded_server(server, admission, date)((host, port), handler)
     httpd.tls = tls                                # (the SSLContext, or None: plain HTTP)
+    handler.local = "%s:%d" % httpd.server_address[:2]     # (for a request without a Host)
     server.allow_hosts((host, httpd.server_address[0]), bound=True)   # (see "Who may call")
     return httpd
 
@@ -6936,12 +6938,9 @@ def _serve_connection(self):
         sock, self.scheme = _tls_handshake(sock, self.tls, self.handshake_timeout), "https://"
         if sock is None:
             return                         # (a TLS handshake that failed)
-        certificate = sock.getpeercert()   # ssl's dict, if it sent one
-        if certificate:                    # (the operations read it from the peer)
-            self.peer = _Peer(self.peer, certificate)
+        self.peer = _Peer(self.peer, sock.getpeercert() or None)   # ssl's dict, if it sent one
     self.wait = timeout                    # the socket's timeout now
     sock.settimeout(timeout)
-    self.local = "%s:%d" % self.server.server_address[:2]    # (a request without a Host)
     reader, buffer = _RequestReader(**self.limits), bytearray()
     self.server.open.add(sock)
     try:
@@ -7234,9 +7233,8 @@ class _Admission:
         self.active, self.peers, self.lock = 0, {}, threading.Lock()   # (and per address)
 
     def admit(self, peer, active=None):
-        """None if a connection from ``peer`` is served, counted until leave(peer),
-        with ``active`` connections open (else those admitted); if not, the
-        answer that refuses it: 503 (Retry-After) past ``most``, else 429."""
+        """None if a connection from ``peer`` is served (until leave(peer)), with
+        ``active`` (else those admitted) open; if not, its 503 or 429 answer."""
         with self.lock:
             held = self.peers.get(peer, 0)
             full = (self.active if active is None else active) >= self.most
@@ -7382,9 +7380,8 @@ def _out_of_files(previous, said, loop, context):
 
 
 def _handle_on_loop(server, loop, spawn, args):
-    """handle_http(*args) for a host on an event loop (serve_asyncio, ASGI):
-    a Response, or a future of one where a shared store's write may wait (it
-    runs on a store thread)."""
+    """handle_http(*args) on an event loop: a Response, or a future of one (a
+    shared store's write may wait: it runs on a store thread)."""
     off_loop = server.live.off_loop
     if off_loop is None:
         return server.handle_http(*args, spawn)
@@ -7419,17 +7416,14 @@ class _LoopConnection:
         self.peer = (transport.get_extra_info("peername") or ("",))[0]
         refusal = self.admission.admit(self.peer, len(self.connections) - 1)   # (this one:
         if refusal is not None:                    # counted at accept) refused, and closed
-            self.write(refusal, close=True)
-            return self.close_after_answer()
+            return self.close_after_answer(refusal)
         self.counted = self.peer
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
         self.scheme = "http://"
         if transport.get_extra_info("sslcontext") is not None:
             self.scheme = "https://"
-            certificate = transport.get_extra_info("peercert") or None
-            if certificate:                        # (the operations read it from the peer)
-                self.peer = _Peer(self.peer, certificate)
+            self.peer = _Peer(self.peer, transport.get_extra_info("peercert") or None)
             if self.buffer:                        # what came with the end of the handshake
                 self.serve_buffered()
 
@@ -7492,8 +7486,7 @@ class _LoopConnection:
             if self.drained is not None:           # it has not read its answers: give up
                 return self.transport.abort()
             if self.buffer:                        # a request began, and stalled
-                self.write(_timed_out(self.server, self.timeout), close=True)
-                return self.close_after_answer()
+                return self.close_after_answer(_timed_out(self.server, self.timeout))
             return self.transport.close()
         wait = self.timeout - waited if self.busy is None else self.timeout
         if self.drained is not None:
@@ -7507,8 +7500,8 @@ class _LoopConnection:
             try:
                 request = self.reader.read(self.buffer)
             except _BadRequest as bad:
-                self.write(server.error_response(bad.path, bad.status, bad.error), close=True)
-                return self.close_after_answer()
+                return self.close_after_answer(
+                    server.error_response(bad.path, bad.status, bad.error))
             if request is None:
                 if self.reader.expects_continue:
                     self.reader.expects_continue = False
@@ -7536,7 +7529,7 @@ class _LoopConnection:
             self.busy = task
             task.add_done_callback(functools.partial(self.streamed, keep))
             return False
-        self.write(response, head_only=method == "HEAD", close=not keep)
+        self.transport.write(_response_head(response, not keep, self.date, method != "HEAD"))
         if response.stream is not None:
             response.stream.close()
         if not keep:
@@ -7545,19 +7538,17 @@ class _LoopConnection:
         self.ready_since = self.loop.time()
         return True
 
-    def close_after_answer(self):
-        """Stop sending, and close once the client has (or after a second),
-        reading nothing more meanwhile: closing a socket with input still
-        unread makes the kernel reset the connection, which can destroy the
-        answer before the client reads it (RFC 9112 section 9.6)."""
+    def close_after_answer(self, response):
+        """Write ``response``, the last, and close once the client has (or after
+        a second), reading nothing more meanwhile: closing a socket with input
+        still unread makes the kernel reset the connection, which can destroy
+        the answer before the client reads it (RFC 9112 section 9.6)."""
+        self.transport.write(_response_head(response, True, self.date, True))
         self.closed = True
         if self.transport.can_write_eof():         # (a TLS transport cannot half-close)
             self.transport.write_eof()
         self.timer.cancel()
         self.timer = self.loop.call_later(1.0, self.transport.abort)
-
-    def write(self, response, head_only=False, close=False):
-        self.transport.write(_response_head(response, close, self.date, not head_only))
 
     def answered_later(self, response, request):
         """An agent's turn has given its answer, or handle_http() has returned
@@ -7630,12 +7621,8 @@ class _LoopConnection:
 # root_path) is stripped from the path and kept in the base URL the card shows.
 
 
-_PATH_SAFE = "/:@!$&'()*+,;=-._~"          # what a decoded path keeps unquoted (RFC 3986)
-
-
 def _header_list(response):
-    """``response``'s headers as (name, value) pairs, with Content-Length
-    when it has a body of known length."""
+    """``response``'s headers, and Content-Length if its body's is known."""
     headers = list(response.headers)
     if response.stream is None and response.status not in (204, 304):
         headers.append(("Content-Length", str(len(response.body))))
@@ -7656,7 +7643,7 @@ def wsgi_app(server):
 
     def app(environ, start_response):
         prefix = environ.get("SCRIPT_NAME", "")
-        path = quote(environ.get("PATH_INFO", "") or "/", safe=_PATH_SAFE)
+        path = quote(environ.get("PATH_INFO", "") or "/", safe="/:@!$&'()*+,;=-._~")
         headers = {key[5:].replace("_", "-").lower(): value
                    for key, value in environ.items() if key.startswith("HTTP_")}
         for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
@@ -7694,7 +7681,7 @@ def _asgi_request(scope):
     from urllib.parse import quote
     prefix = scope.get("root_path", "")
     raw = scope.get("raw_path")
-    path = raw.decode("latin-1") if raw else quote(scope["path"], safe=_PATH_SAFE)
+    path = raw.decode("latin-1") if raw else quote(scope["path"], safe="/:@!$&'()*+,;=-._~")
     if prefix and path.startswith(prefix):
         path = path[len(prefix):] or "/"
     headers = {}
