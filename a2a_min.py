@@ -6404,11 +6404,6 @@ class _HTTPRequest:
         return (self.method, self.path, self.query, self.headers, self.body,
                 scheme + (self.headers.get("host") or local), peer)
 
-    def keeps(self, response):
-        """Whether the connection stays after ``response``: not if the client
-        said close, nor after a stream to HTTP/1.0, which cannot read chunks."""
-        return self.keep_alive and (response.stream is None or self.version == "HTTP/1.1")
-
 
 # Characters of an RFC 9110 token (a method, a header name).
 _TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -6958,7 +6953,8 @@ def _serve_connection(self):
 def _answer_request(self, sock, request):
     """Answer one request; True to keep the connection for another."""
     response = self.a2a.handle_http(*request.arguments(self.scheme, self.local, self.peer))
-    keep = request.keeps(response)
+    # (a stream to an HTTP/1.0 client, which cannot read chunks: the close ends it)
+    keep = request.keep_alive and (response.stream is None or request.version == "HTTP/1.1")
     return self._send(sock, response, not keep, request.method == "HEAD") and keep
 
 
@@ -7523,7 +7519,8 @@ class _LoopConnection:
             self.busy = response.pending
             _LoopAnswer(self.loop, response, self.answered_later, request)
             return False
-        keep, method = request.keeps(response), request.method
+        method = request.method    # (a stream to HTTP/1.0 cannot be chunked: the close ends it)
+        keep = request.keep_alive and (response.stream is None or request.version == "HTTP/1.1")
         if response.stream is not None and method != "HEAD":   # (a HEAD's has no body, ever)
             task = self.loop.create_task(self.pump(response, keep))
             self.busy = task
