@@ -6348,6 +6348,11 @@ class _HTTPRequest:
         self.path, _, self.query = target.partition("?")
         self.body, self.keep_alive = None, keep_alive
 
+    def arguments(self, scheme, local, peer):
+        """handle_http's arguments: the base URL is ``scheme``, then Host or ``local``."""
+        return (self.method, self.path, self.query, self.headers, self.body,
+                scheme + (self.headers.get("host") or local), peer)
+
 
 # Characters of an RFC 9110 token (a method, a header name).
 _TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -6380,7 +6385,8 @@ class _RequestReader:
     left is the start of the next request. A request that can never be valid
     raises _BadRequest; the host answers it and closes the connection.
     ``expects_continue`` is true while the body of a request whose head said
-    "Expect: 100-continue" is awaited: the host answers "100 Continue" once.
+    "Expect: 100-continue" is awaited: the host answers "100 Continue" and
+    sets it false (once answered, never again for that request).
     """
 
     def __init__(self, *, max_header_bytes=65536, max_headers=100,
@@ -6709,6 +6715,108 @@ def _tls_handshake(sock, context, deadline_after):
         return None
 
 
+# -- writing an answer -------------------------------------------------------------
+#
+# Both servers write the bytes _WritePlan decides, each its own way: sendall
+# on the connection's thread; transport.write on the loop, waiting while the
+# client reads slowly. A stream's head goes with what of it is ready (a short
+# stream is one write), or waits for a new task's first event (_Follower's
+# begin_at), else goes at once. Each event goes as it is made, never held for
+# the next, and the end goes with the last. On a kept connection each is a
+# chunk (RFC 9112 section 7.1); an HTTP/1.0 client cannot read chunks: it gets
+# the bytes, and the close ends them. A chunk over _JOINED bytes goes a slice
+# at a time, not copied (streams share it). A client that has read nothing
+# since the last keep-alive (_unsent) is a client gone.
+
+_LAST_CHUNK = b"0\r\n\r\n"
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"     # (curl waits for it before a large body)
+
+
+class _WritePlan:
+    """The bytes a Response with a stream goes out as, in order; no I/O. Write
+    ``head`` (if any: else it waits), then the pieces ``put(chunk)`` gives for
+    ``first`` (if not None) and each chunk after it until ``done`` or the
+    stream's end, then ``end()``."""
+
+    __slots__ = ("stream", "out", "chunked", "sock", "unsent", "done", "head", "first")
+
+    def __init__(self, response, close, date, sock):
+        self.stream, self.chunked, self.sock = response.stream, not close, sock
+        self.out = _response_head(response, close, date)   # what goes with the next write
+        self.unsent, self.done, self.head = 0, False, b""  # (unsent at the last keep-alive)
+        try:
+            self.first = response.stream.poll() if hasattr(response.stream, "poll") else None
+        except StopIteration:
+            self.first = None
+        if self.first is None and not getattr(response.stream, "begin_at", None):
+            self.head, self.out = self.out, b""
+
+    def put(self, chunk):
+        """The pieces to write now for ``chunk``: none when it ends the stream
+        (it goes with end()). ConnectionAbortedError (a connection lost) when
+        the client has read nothing since the last keep-alive."""
+        if chunk is _KEEPALIVE:
+            self.unsent = _unsent(self.sock, self.unsent)
+            if self.unsent < 0:
+                raise ConnectionAbortedError("the client reads nothing; its task goes on")
+        out, pieces = self.out, ()
+        if len(chunk) > _JOINED:                    # (its size line, then slices of it)
+            view = memoryview(chunk)
+            pieces = [out + b"%x\r\n" % len(chunk) if self.chunked else out]
+            pieces += [view[at:at + _JOINED] for at in range(0, len(chunk), _JOINED)]
+            out = b"\r\n" if self.chunked else b""
+        else:
+            out += b"%x\r\n%s\r\n" % (len(chunk), chunk) if self.chunked else chunk
+        self.done = getattr(self.stream, "done", False)
+        self.out = out if self.done else b""
+        return pieces if self.done else (*pieces, out)
+
+    def end(self):
+        """The last bytes (b"" for none): what is held, then the last chunk."""
+        return self.out + _LAST_CHUNK if self.chunked else self.out
+
+
+def _response_head(response, close, date, body=False):
+    """The status line and headers of ``response`` as bytes, up to the blank
+    line; and its body after them if ``body`` (not a stream's, nor a HEAD's)."""
+    status = response.status
+    lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Status')}",
+             f"Server: a2a_min/{__version__}", "Date: " + date()]
+    for name, value in response.headers:          # (_header_list, unrolled: every answer's)
+        lines.append(f"{name}: {value}")
+    if response.stream is None and status != 304 and status != 204:
+        lines.append(f"Content-Length: {len(response.body)}")
+    if close:
+        lines.append("Connection: close")
+    elif response.stream is not None:              # (the connection stays for more)
+        lines.append("Transfer-Encoding: chunked")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head + response.body if body and response.stream is None else head
+
+
+class _DateHeader:
+    """The Date header's value (RFC 9110 section 6.6.1), one per host: made
+    again only when the second changes, not for every response."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self):
+        self.memo = (None, "")
+
+    def __call__(self):
+        now = int(time.time())
+        if self.memo[0] != now:                # one tuple, replaced whole: thread-safe
+            self.memo = (now, time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now)))
+        return self.memo[1]
+
+
+def _timed_out(server, timeout):
+    """The answer (408) to a request that did not arrive whole in ``timeout`` s."""
+    return server.error_response(None, 408, InvalidRequestError(
+        f"the request did not arrive within {timeout:g} s; send the whole head and the "
+        "body it announces", metadata={"limit": "timeout", "value": timeout}))
+
+
 # -- the threaded server ---------------------------------------------------------
 #
 # The standard library's threaded TCP server (socketserver's TCPServer with
@@ -6720,9 +6828,7 @@ def _tls_handshake(sock, context, deadline_after):
 # One thread per connection, up to ``max_connections`` of them: past it a new
 # connection is answered 503 with Retry-After and closed, so a flood of idle
 # connections costs a refusal each, not a thread each. HTTP/1.1 keep-alive,
-# Nagle's algorithm off (or every SSE event would wait ~40 ms for a delayed
-# ACK). A stream is sent in chunks and its connection stays for the next
-# request (to an HTTP/1.0 client, it has no length and closes at its end).
+# Nagle's algorithm off (or every SSE event would wait ~40 ms for a delayed ACK).
 
 
 def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_header_bytes=65536,
@@ -6743,9 +6849,10 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
               "max_body_bytes": server.limits["max_body_bytes"]}
     tls = _tls_context(tls)
     handler = _threaded_handler(server, timeout, limits, date, tls, handshake_timeout)
-    per_peer = max_caller_connections or max(1, max_connections // 2)
-    httpd = _threaded_server(server, max_connections, date, per_peer)((host, port), handler)
+    admission = _Admission(server, max_connections, max_caller_connections)
+    httpd = _threaded_server(server, admission, date)((host, port), handler)
     httpd.tls = tls                                # (the SSLContext, or None: plain HTTP)
+    handler.local = "%s:%d" % httpd.server_address[:2]     # (for a request without a Host)
     server.allow_hosts((host, httpd.server_address[0]), bound=True)   # (see "Who may call")
     return httpd
 
@@ -6770,15 +6877,15 @@ def _serve_connection(self):
     import socket
     server, timeout = self.a2a, self.timeout
     self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock, self.scheme, self.certificate = self.request, "http://", None
+    sock, self.scheme, self.peer = self.request, "http://", self.client_address[0]
     if self.tls is not None:
         sock, self.scheme = _tls_handshake(sock, self.tls, self.handshake_timeout), "https://"
         if sock is None:
             return                         # (a TLS handshake that failed)
-        self.certificate = sock.getpeercert() or None   # ssl's dict, if it sent one
+        self.peer = _Peer(self.peer, sock.getpeercert() or None)   # ssl's dict, if it sent one
     self.wait = timeout                    # the socket's timeout now
     sock.settimeout(timeout)
-    self.peer, reader, buffer = self.client_address[0], _RequestReader(**self.limits), bytearray()
+    reader, buffer = _RequestReader(**self.limits), bytearray()
     self.server.open.add(sock)
     try:
         while not server.closing.is_set() or buffer:
@@ -6794,47 +6901,36 @@ def _serve_connection(self):
 
 def _answer_request(self, sock, request):
     """Answer one request; True to keep the connection for another."""
-    host_header = request.headers.get("host") or "%s:%d" % self.server.server_address[:2]
-    response = self.a2a.handle_http(request.method, request.path, request.query,
-                                    request.headers, request.body, self.scheme + host_header,
-                                    self.peer, certificate=self.certificate)
-    keep = request.keep_alive and (response.stream is None or _chunks_to(request))
+    response = self.a2a.handle_http(*request.arguments(self.scheme, self.local, self.peer))
+    # (a stream to an HTTP/1.0 client, which cannot read chunks: the close ends it)
+    keep = request.keep_alive and (response.stream is None or request.version == "HTTP/1.1")
     return self._send(sock, response, not keep, request.method == "HEAD") and keep
 
 
 def _send_response(self, sock, response, close, head_only=False):
-    """Write ``response``; False if the client has gone."""
-    head, stream = _response_head(response, close, self.date), response.stream
+    """Write ``response``, its stream as _WritePlan says; False if the client has gone."""
+    stream = response.stream
     if self.wait != self.timeout:          # a client that stops reading is dropped
         self.wait = self.timeout
         sock.settimeout(self.timeout)
     try:
         if stream is None or head_only:    # (a HEAD's answer has no body, ever)
-            sock.sendall(head if head_only else head + response.body)
+            sock.sendall(_response_head(response, close, self.date, not head_only))
             return True
-        out, chunk, unsent = head, _ready_now(stream), 0    # (ready: with the head)
+        plan = _WritePlan(response, close, self.date, sock)
         gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
-        if chunk is None:                  # (the head alone, unless it waits)
-            out = head if _head_waits(stream) else sock.sendall(head) or b""
-            chunk = next(stream, None)
+        if plan.head:
+            sock.sendall(plan.head)
+        chunk = next(stream, None) if plan.first is None else plan.first
         while chunk is not None and not gone:
-            if chunk is _KEEPALIVE and (unsent := _unsent(sock, unsent)) < 0:
-                return False               # it reads nothing (_unsent): the task goes on
-            if len(chunk) > _JOINED:       # (a large chunk is sent as it is, not copied)
-                sock.sendall(out if close else out + b"%x\r\n" % len(chunk))
-                sock.sendall(chunk)
-                out = b"" if close else b"\r\n"
-            else:
-                out += chunk if close else b"%x\r\n%s\r\n" % (len(chunk), chunk)
-            if getattr(stream, "done", False):
-                break                      # (its end goes in the same write)
-            sock.sendall(out)
-            out, chunk = b"", next(stream, None)
-        if (out or not close) and not gone:
-            sock.sendall(out if close else out + _LAST_CHUNK)
+            for piece in plan.put(chunk):
+                sock.sendall(piece)
+            chunk = None if plan.done else next(stream, None)
+        if not gone and (end := plan.end()):
+            sock.sendall(end)
         return not gone
-    except OSError:
-        return False                       # the client went away; the task goes on
+    except OSError:                        # the client went away, or reads nothing
+        return False                       # (_WritePlan.put): the task goes on
     finally:
         if stream is not None:
             self.server.hangups.unwatch(sock)
@@ -6846,7 +6942,6 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
     by ``reader``), or None when the connection is to close: its client
     closed it, or was answered 400 or 408 (``handler._send``)."""
     deadline = time.monotonic() + timeout
-    continued = False
     while True:
         try:
             request = reader.read(buffer) if buffer else None
@@ -6855,9 +6950,9 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
             return None
         if request is not None:
             return request
-        if reader.expects_continue and not continued:
-            continued = True
-            sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        if reader.expects_continue:
+            reader.expects_continue = False
+            sock.sendall(_CONTINUE)
         try:
             # Each wait ends at the request's deadline; the timeout is changed only
             # when it must be (a system call), and is whole before a request's first byte.
@@ -6869,10 +6964,7 @@ def _receive_request(handler, sock, reader, buffer, server, timeout):
             data = sock.recv(16384)
         except TimeoutError:
             if buffer:                     # a request began and stalled
-                handler._send(sock, server.error_response(None, 408, InvalidRequestError(
-                    f"the request did not arrive within {timeout:g} s; send the whole "
-                    "head and the body it announces",
-                    metadata={"limit": "timeout", "value": timeout})), True)
+                handler._send(sock, _timed_out(server, timeout), True)
             return None
         except OSError:
             return None
@@ -6897,15 +6989,15 @@ def _drain_threaded(self, grace=10.0):
                 sock.shutdown(socket.SHUT_RD)
             except OSError:
                 pass
-        if not self.active or time.monotonic() >= deadline:
+        if not self.admission.active or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
     self.server_close()
 
 
-def _threaded_server(server, max_connections, date, per_peer):
-    """make_http_server's server class: a connection cap (503 past it), one
-    per client address (429), drain() (_drain_threaded)."""
+def _threaded_server(server, admission, date):
+    """make_http_server's server class: connections admitted (_Admission),
+    drain() (_drain_threaded)."""
     import socketserver
     class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
         """socketserver's threaded TCP server, counting its connections."""
@@ -6914,29 +7006,22 @@ def _threaded_server(server, max_connections, date, per_peer):
         request_queue_size = 128
 
         def __init__(self, *args):
-            self.active, self.peers = 0, {}        # connections: all, and per client address
             self.hangups = _Hangups()              # a stream's client that closes, noticed
             self.open = set()                      # the connections' sockets
-            self.count_lock = threading.Lock()
+            self.admission = admission
             super().__init__(*args)
-            server._gauges["threads"] = lambda: {"connections": self.active,
+            server._gauges["threads"] = lambda: {"connections": admission.active,
                                                  "threads": threading.active_count()}
 
         a2a, drain = server, _drain_threaded
 
         def process_request(self, request, client_address):
-            with self.count_lock:
-                held = self.peers.get(client_address[0], 0)
-                busy = self.active >= max_connections or held >= per_peer
-                if not busy:
-                    self.active, self.peers[client_address[0]] = self.active + 1, held + 1
-            if not busy:
+            refusal = admission.admit(client_address[0])
+            if refusal is None:
                 return super().process_request(request, client_address)
-            response = _busy(server, max_connections) if self.active >= max_connections \
-                else _busy(server, per_peer, held)
             try:
                 request.settimeout(0)              # never wait for a client we refuse
-                request.send(_response_head(response, True, date) + response.body)
+                request.send(_response_head(refusal, True, date, True))
             except OSError:
                 pass
             self.shutdown_request(request)
@@ -6945,11 +7030,7 @@ def _threaded_server(server, max_connections, date, per_peer):
             try:
                 super().process_request_thread(request, client_address)
             finally:
-                with self.count_lock:
-                    self.active -= 1
-                    held = self.peers.pop(client_address[0]) - 1
-                    if held:
-                        self.peers[client_address[0]] = held
+                admission.leave(client_address[0])
 
         def handle_error(self, request, client_address):
             _log().debug("connection from %s ended with an error", client_address, exc_info=True)
@@ -7088,18 +7169,38 @@ def _serve_until_stopped(httpd, grace):
         httpd.drain(grace)
 
 
-def _busy(server, max_connections, held=None):
-    """The answer to a connection past ``max_connections`` (503, Retry-After),
-    or (``held``: its client address's) past max_caller_connections (429)."""
-    if held is not None:
-        return server.error_response(None, 429, CallerLimitError(
+class _Admission:
+    """Who of the connections a server accepts it serves: at most ``most`` at
+    once, ``per_peer`` of them from one client address (default: half)."""
+
+    def __init__(self, server, most, per_peer=None):
+        self.server, self.most, self.per_peer = server, most, per_peer or max(1, most // 2)
+        self.active, self.peers, self.lock = 0, {}, threading.Lock()   # (and per address)
+
+    def admit(self, peer, active=None):
+        """None if a connection from ``peer`` is served (until leave(peer)), with
+        ``active`` (else those admitted) open; if not, its 503 or 429 answer."""
+        with self.lock:
+            held = self.peers.get(peer, 0)
+            full = (self.active if active is None else active) >= self.most
+            if not full and held < self.per_peer:
+                self.active, self.peers[peer] = self.active + 1, held + 1
+                return None
+        if full:
+            return self.server.error_response(None, 503, ServerBusyError(
+                f"the server is serving {self.most} connections, its most; try again shortly",
+                metadata={"limit": "max_connections", "value": self.most}))
+        return self.server.error_response(None, 429, CallerLimitError(
             f"you have {held} connections open, the most one client address may "
-            f"(max_caller_connections is {max_connections}); close some (a kept-alive "
+            f"(max_caller_connections is {self.per_peer}); close some (a kept-alive "
             "connection serves request after request), then try again",
-            metadata={"limit": "max_caller_connections", "value": max_connections}))
-    return server.error_response(None, 503, ServerBusyError(
-        f"the server is serving {max_connections} connections, its most; try again shortly",
-        metadata={"limit": "max_connections", "value": max_connections}))
+            metadata={"limit": "max_caller_connections", "value": self.per_peer}))
+
+    def leave(self, peer):
+        with self.lock:
+            held, self.active = self.peers.pop(peer) - 1, self.active - 1
+            if held:
+                self.peers[peer] = held
 
 
 # -- an asyncio server ---------------------------------------------------------------
@@ -7156,9 +7257,9 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     server._gauges["asyncio"] = lambda: {"connections": len(connections)}
     max_connections = _within_open_files(max_connections)
     limits = (timeout, {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
-                        "max_body_bytes": server.limits["max_body_bytes"]}, max_connections,
+                        "max_body_bytes": server.limits["max_body_bytes"]},
               handshake_timeout if tls else None,
-              (max_caller_connections or max(1, max_connections // 2), {}))   # (and per address)
+              _Admission(server, max_connections, max_caller_connections))
     date = _DateHeader()
     spawn = _Spawner(loop)                         # async agents run on this loop
     tls = _tls_context(tls)
@@ -7223,6 +7324,15 @@ def _out_of_files(previous, said, loop, context):
     loop.default_exception_handler(context)
 
 
+def _handle_on_loop(server, loop, spawn, args):
+    """handle_http(*args) on an event loop: a Response, or a future of one (a
+    shared store's write may wait: it runs on a store thread)."""
+    off_loop = server.live.off_loop
+    if off_loop is None:
+        return server.handle_http(*args, spawn)
+    return off_loop.handle_http(server.handle_http, loop, spawn, *args)
+
+
 class _LoopConnection:
     """One HTTP/1.1 connection of serve_asyncio, as an asyncio protocol."""
 
@@ -7230,14 +7340,12 @@ class _LoopConnection:
         self.server, self.loop, self.connections = server, loop, connections
         self.date = date           # the host's Date header
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
-        self.timeout, reader_limits, self.max_connections, handshake, self.per_peer = limits
-        self.counted = None        # the client's address, once counted in per_peer[1]
+        self.timeout, reader_limits, handshake, self.admission = limits
+        self.counted = None        # the client's address, once admitted (_Admission)
         self.reader = _RequestReader(**reader_limits)
         self.buffer = bytearray()
         self.busy = None           # a slow answer: a _PendingAnswer, or a Task (a stream)
         self.closed = False
-        self.continued = False     # "100 Continue" sent for the request being read
-        self.chunked = True        # the request is HTTP/1.1: a stream's answer may be chunked
         self.drained = None        # a future while the transport's buffer is full
         self.ready_since = loop.time()
         self.transport = None      # (TLS: bytes may come before connection_made; they wait)
@@ -7251,22 +7359,16 @@ class _LoopConnection:
         self.transport = transport
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
         self.peer = (transport.get_extra_info("peername") or ("",))[0]
-        most, peers = self.per_peer
-        held = peers.get(self.peer, 0)
-        full = len(self.connections) > self.max_connections
-        if full or held >= most:                   # refused (503, or 429), and closed
-            self.write(_busy(self.server, self.max_connections) if full else
-                       _busy(self.server, most, held), close=True)
-            return self.close_after_answer()
-        peers[self.peer], self.counted = held + 1, self.peer
+        refusal = self.admission.admit(self.peer, len(self.connections) - 1)   # (this one:
+        if refusal is not None:                    # counted at accept) refused, and closed
+            return self.close_after_answer(refusal)
+        self.counted = self.peer
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
         self.scheme = "http://"
         if transport.get_extra_info("sslcontext") is not None:
             self.scheme = "https://"
-            certificate = transport.get_extra_info("peercert") or None
-            if certificate:                        # (the operations read it from the peer)
-                self.peer = _Peer(self.peer, certificate)
+            self.peer = _Peer(self.peer, transport.get_extra_info("peercert") or None)
             if self.buffer:                        # what came with the end of the handshake
                 self.serve_buffered()
 
@@ -7295,9 +7397,7 @@ class _LoopConnection:
             self.timer.cancel()
         self.connections.discard(self)
         if self.counted is not None:
-            peers, held = self.per_peer[1], self.per_peer[1].pop(self.counted) - 1
-            if held:
-                peers[self.counted] = held
+            self.admission.leave(self.counted)
         if self.busy is not None and hasattr(self.busy, "cancel"):
             self.busy.cancel()     # stops pumping the stream; the agent's task goes on
         if self.drained is not None and not self.drained.done():
@@ -7331,11 +7431,7 @@ class _LoopConnection:
             if self.drained is not None:           # it has not read its answers: give up
                 return self.transport.abort()
             if self.buffer:                        # a request began, and stalled
-                self.write(self.server.error_response(None, 408, InvalidRequestError(
-                    f"the request did not arrive within {self.timeout:g} s; send the whole "
-                    "head and the body its Content-Length announces",
-                    metadata={"limit": "timeout", "value": self.timeout})), close=True)
-                return self.close_after_answer()
+                return self.close_after_answer(_timed_out(self.server, self.timeout))
             return self.transport.close()
         wait = self.timeout - waited if self.busy is None else self.timeout
         if self.drained is not None:
@@ -7349,47 +7445,37 @@ class _LoopConnection:
             try:
                 request = self.reader.read(self.buffer)
             except _BadRequest as bad:
-                self.write(self.server.error_response(bad.path, bad.status, bad.error), close=True)
-                return self.close_after_answer()
+                return self.close_after_answer(
+                    server.error_response(bad.path, bad.status, bad.error))
             if request is None:
-                if self.reader.expects_continue and not self.continued:
-                    self.continued = True          # curl waits for this before a large body
-                    self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                if self.reader.expects_continue:
+                    self.reader.expects_continue = False
+                    self.transport.write(_CONTINUE)
                 return
-            self.continued = False
-            method, keep = request.method, request.keep_alive
-            self.chunked = _chunks_to(request)   # (a stream may keep the connection)
-            base_url = self.scheme + (request.headers.get("host") or self.local)
-            args = (method, request.path, request.query, request.headers, request.body, base_url,
-                    self.peer)
-            off_loop = server.live.off_loop            # (a shared store: a write may wait)
-            if off_loop is None:
-                response = server.handle_http(*args, self.spawn)
-            else:
-                response = off_loop.handle_http(server.handle_http, self.loop, self.spawn,
-                                                 *args)
-                if not isinstance(response, Response):     # it runs on a store thread
-                    self.busy = response
-                    response.add_done_callback(
-                        functools.partial(self.handled_off_loop, method, keep))
-                    return
-            if not self.answer(response, method, keep):
+            response = _handle_on_loop(server, self.loop, self.spawn,
+                                       request.arguments(self.scheme, self.local, self.peer))
+            if not isinstance(response, Response):     # it runs on a store thread
+                self.busy = response
+                response.add_done_callback(lambda done: self.answered_later(done.result(), request))
+                return
+            if not self.answer(response, request):
                 return
 
-    def answer(self, response, method, keep):
-        """Write ``response``, or begin to (a turn still running, a stream).
-        True if the connection is ready for its next request."""
+    def answer(self, response, request):
+        """Write ``response`` to ``request``, or begin to (a turn still running,
+        a stream). True if the connection is ready for its next request."""
         if response.pending is not None:           # one request at a time: the rest waits
             self.busy = response.pending
-            _LoopAnswer(self.loop, response, self.answered_later, method, keep)
+            _LoopAnswer(self.loop, response, self.answered_later, request)
             return False
+        method = request.method    # (a stream to HTTP/1.0 cannot be chunked: the close ends it)
+        keep = request.keep_alive and (response.stream is None or request.version == "HTTP/1.1")
         if response.stream is not None and method != "HEAD":   # (a HEAD's has no body, ever)
-            keep = keep and self.chunked
             task = self.loop.create_task(self.pump(response, keep))
             self.busy = task
             task.add_done_callback(functools.partial(self.streamed, keep))
             return False
-        self.write(response, head_only=method == "HEAD", close=not keep)
+        self.transport.write(_response_head(response, not keep, self.date, method != "HEAD"))
         if response.stream is not None:
             response.stream.close()
         if not keep:
@@ -7398,89 +7484,62 @@ class _LoopConnection:
         self.ready_since = self.loop.time()
         return True
 
-    def handled_off_loop(self, method, keep, future):
-        """handle_http() returned on a store thread: answer, then go on."""
-        self.busy = None
-        if self.closed:
-            return
-        if self.answer(future.result(), method, keep) and self.buffer:
-            self.loop.call_soon(self.serve_buffered)
-
-    def close_after_answer(self):
-        """Stop sending, and close once the client has (or after a second),
-        reading nothing more meanwhile: closing a socket with input still
-        unread makes the kernel reset the connection, which can destroy the
-        answer before the client reads it (RFC 9112 section 9.6)."""
+    def close_after_answer(self, response):
+        """Write ``response``, the last, and close once the client has (or after
+        a second), reading nothing more meanwhile: closing a socket with input
+        still unread makes the kernel reset the connection, which can destroy
+        the answer before the client reads it (RFC 9112 section 9.6)."""
+        self.transport.write(_response_head(response, True, self.date, True))
         self.closed = True
         if self.transport.can_write_eof():         # (a TLS transport cannot half-close)
             self.transport.write_eof()
         self.timer.cancel()
         self.timer = self.loop.call_later(1.0, self.transport.abort)
 
-    def write(self, response, head_only=False, close=False):
-        head = _response_head(response, close, self.date)
-        self.transport.write(head if head_only or response.stream is not None
-                             else head + response.body)
-
-    def answered_later(self, response, method, keep):
-        """An agent's turn has given its answer: write it, then go on."""
+    def answered_later(self, response, request):
+        """An agent's turn has given its answer, or handle_http() has returned
+        on a store thread: answer, then go on."""
         self.busy = None
-        if self.closed:
-            return
-        self.write(response, head_only=method == "HEAD", close=not keep)
-        if not keep:
-            return self.transport.close()
+        if not self.closed and self.answer(response, request):
+            self.go_on()
+
+    def go_on(self):
+        """An answer is written and the connection kept: its clock starts for
+        the next request, and a pipelined one is served (after this callback)."""
         self.ready_since = self.loop.time()
         if self.drained is None:                   # (not while the client does not read)
             self.transport.resume_reading()
-        if self.buffer:                            # a pipelined request: after this callback
+        if self.buffer:
             self.loop.call_soon(self.serve_buffered)
 
     async def pump(self, response, keep):
-        """Send a stream's head, then each event as it comes: in chunks when
-        the connection is kept (HTTP/1.1), else up to the close."""
-        write, stream = self.transport.write, response.stream
-        out = _response_head(response, not keep, self.date)
-        chunks = _LoopStream(stream, self.loop)
-        unsent = 0                                 # (bytes unsent at the last keep-alive)
+        """Write a stream's answer as _WritePlan says, each event as it comes,
+        waiting while the client reads slowly (pause_writing)."""
+        write = self.transport.write
+        chunks = _LoopStream(response.stream, self.loop)
+        plan = _WritePlan(response, not keep, self.date, self.transport.get_extra_info("socket"))
+        chunk = plan.first
         try:
-            chunk = _ready_now(stream)             # (what is ready goes with the head)
-            if chunk is None and not _head_waits(stream):
-                write(out)                         # (else the client waits for it)
-                out = b""
-            while True:
+            if plan.head:
+                write(plan.head)
+            while not plan.done:
                 if chunk is None:
                     try:
                         chunk = await chunks.__anext__()
                     except StopAsyncIteration:
                         break
-                if chunk is _KEEPALIVE and (unsent := _unsent(
-                        self.transport.get_extra_info("socket"), unsent)) < 0:
-                    self.closed = True             # it reads nothing (_unsent): the task goes on
-                    self.transport.abort()
-                    return
-                if len(chunk) > _JOINED:           # (a slice at a time: what waits to be sent
-                    write(out + b"%x\r\n" % len(chunk) if keep else out)   # is bounded, and
-                    view = memoryview(chunk)       # the chunk, which streams may share, is
-                    for at in range(0, len(chunk), _JOINED):    # not copied whole)
-                        if self.drained is not None:
-                            await self.drained
-                        if self.closed:
-                            return
-                        write(view[at:at + _JOINED])
-                    out = b"\r\n" if keep else b""
-                else:
-                    out += b"%x\r\n%s\r\n" % (len(chunk), chunk) if keep else chunk
-                if getattr(stream, "done", False):
-                    break                          # (its end goes in the same write)
-                write(out)
-                out, chunk = b"", None
-                if self.drained is not None:
-                    await self.drained             # the client reads slowly: wait for it
-                if self.closed:
-                    return
-            if out or keep:
-                write(out + _LAST_CHUNK if keep else out)
+                for piece in plan.put(chunk):
+                    write(piece)
+                    if self.drained is not None:
+                        await self.drained         # the client reads slowly: wait for it
+                    if self.closed:
+                        return
+                chunk = None
+            if end := plan.end():
+                write(end)
+        except ConnectionAbortedError:             # it reads nothing (_unsent): the task goes on
+            self.closed = True
+            self.transport.abort()
         finally:
             chunks.close()
 
@@ -7491,76 +7550,8 @@ class _LoopConnection:
         if not task.cancelled() and task.exception() is not None:
             _log().error("unexpected error in a stream", exc_info=task.exception())
         elif keep and not task.cancelled() and not self.closed:
-            self.ready_since = self.loop.time()
-            if self.drained is None:
-                self.transport.resume_reading()
-            if self.buffer:
-                self.loop.call_soon(self.serve_buffered)
-            return
+            return self.go_on()
         self.transport.close()
-
-
-# A stream answered on a kept connection is chunked (RFC 9112 section 7.1):
-# each write its size in hex, CRLF, the bytes, CRLF; this chunk ends it.
-_LAST_CHUNK = b"0\r\n\r\n"
-
-
-def _ready_now(stream):
-    """A stream's next chunk if it is ready without waiting, else None. The
-    hosts write it with the head, and a short stream's end with its last
-    chunk: one write (and one packet to read) for a whole short stream."""
-    poll = getattr(stream, "poll", None)
-    if poll is None:
-        return None
-    try:
-        return poll()
-    except StopIteration:
-        return None
-
-
-def _head_waits(stream):
-    """Whether a stream's head waits for its first event, to go with it in one
-    write: a new task's, due within first_event_wait (_Follower.begin_at).
-    Any other stream's head goes at once (else its client waits for it)."""
-    return bool(getattr(stream, "begin_at", None))
-
-
-def _chunks_to(request):
-    """Whether a stream's answer to ``request`` may be chunked, keeping the
-    connection: an HTTP/1.0 client cannot read chunks (RFC 9112 section 7)."""
-    return request.version == "HTTP/1.1"
-
-
-def _response_head(response, close, date):
-    """The status line and headers of ``response`` as bytes, up to the blank line."""
-    status = response.status
-    lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Status')}",
-             f"Server: a2a_min/{__version__}", "Date: " + date()]
-    for name, value in response.headers:
-        lines.append(f"{name}: {value}")
-    if response.stream is None and status != 304 and status != 204:
-        lines.append(f"Content-Length: {len(response.body)}")
-    if close:
-        lines.append("Connection: close")
-    elif response.stream is not None:              # (the connection stays for more)
-        lines.append("Transfer-Encoding: chunked")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-class _DateHeader:
-    """The Date header's value (RFC 9110 section 6.6.1), one per host: made
-    again only when the second changes, not for every response."""
-
-    __slots__ = ("memo",)
-
-    def __init__(self):
-        self.memo = (None, "")
-
-    def __call__(self):
-        now = int(time.time())
-        if self.memo[0] != now:                # one tuple, replaced whole: thread-safe
-            self.memo = (now, time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now)))
-        return self.memo[1]
 
 
 # -- WSGI (PEP 3333) and ASGI 3 -------------------------------------------------
@@ -7574,6 +7565,22 @@ class _DateHeader:
 # awaits each chunk (no thread per stream) and sends it with more_body,
 # watching for the client's disconnect meanwhile. A mount prefix (SCRIPT_NAME,
 # root_path) is stripped from the path and kept in the base URL the card shows.
+
+
+def _header_list(response):
+    """``response``'s headers, and Content-Length if its body's is known."""
+    headers = list(response.headers)
+    if response.stream is None and response.status not in (204, 304):
+        headers.append(("Content-Length", str(len(response.body))))
+    return headers
+
+
+def _too_large(server, path):
+    """The answer (413) to a body over max_body_bytes, found before handle_http."""
+    limit = server.limits["max_body_bytes"]
+    return server.error_response(path, 413, PayloadTooLargeError(
+        f"the request body is over {limit} bytes, the most this server accepts",
+        metadata={"limit": limit}))
 
 
 def wsgi_app(server):
@@ -7600,17 +7607,13 @@ def wsgi_app(server):
         else:
             body = b""
         if body is None or len(body) > limit:
-            response = server.error_response(path, 413, PayloadTooLargeError(
-                f"the request body is over {limit} bytes, the most this server accepts",
-                metadata={"limit": limit}))
+            response = _too_large(server, path)
         else:
             response = server.handle_http(environ["REQUEST_METHOD"], path,
                                           environ.get("QUERY_STRING", ""), headers, body, base_url,
                                           peer=environ.get("REMOTE_ADDR"))
-        headers = list(response.headers)
-        if response.stream is None and response.status not in (204, 304):
-            headers.append(("Content-Length", str(len(response.body))))
-        start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Status')}", headers)
+        start_response(f"{response.status} {_HTTP_REASONS.get(response.status, 'Status')}",
+                       _header_list(response))
         if environ["REQUEST_METHOD"] == "HEAD":    # no body, ever (wsgiref would write it)
             return [] if response.stream is None else response.stream.close() or []
         # (a stream: the WSGI server close()s it at the end)
@@ -7680,26 +7683,18 @@ def asgi_app(server, *, grace=10.0):
             size += len(chunks[-1])
             more = message.get("more_body", False)
             if size > limit:
-                response = server.error_response(path, 413, PayloadTooLargeError(
-                    f"the request body is over {limit} bytes, the most this server accepts"))
+                response = _too_large(server, path)
                 break
         else:
             args = (scope["method"], path, scope.get("query_string", b"").decode("latin-1"),
                     headers, b"".join(chunks), base_url, (scope.get("client") or (None,))[0])
-            off_loop = server.live.off_loop            # (a shared store: a write may wait)
-            if off_loop is None:
-                response = server.handle_http(*args, spawner(loop))
-            else:
-                response = off_loop.handle_http(server.handle_http, loop, spawner(loop), *args)
-                if not isinstance(response, Response):     # it runs on a store thread
-                    response = await response
+            response = _handle_on_loop(server, loop, spawner(loop), args)
+            if not isinstance(response, Response):         # it runs on a store thread
+                response = await response
             response = await _answer_async(response)
-        headers = list(response.headers)
-        if response.stream is None and response.status not in (204, 304):
-            headers.append(("Content-Length", str(len(response.body))))
         await send({"type": "http.response.start", "status": response.status,
                     "headers": [(k.lower().encode("latin-1"), v.encode("latin-1"))
-                                for k, v in headers]})
+                                for k, v in _header_list(response)]})
         if response.stream is None:
             await send({"type": "http.response.body", "body": response.body})
             return
