@@ -3804,7 +3804,8 @@ class _LiveTasks:
 
 def _visible_task(server, task_id, call):
     """The task, if the caller may see it; else TaskNotFoundError, the
-    same whether it does not exist or is someone else's (section 13.1)."""
+    same whether it does not exist or is someone else's (section 13.1).
+    The call keeps the id: the access log and spans name the task."""
     call.task_id = task_id
     task = server.store.get(task_id, call.owner)
     if task is None:
