@@ -2206,12 +2206,6 @@ class TraceContext:
         return cls(found[0], found[1], ids[32:], found[2],
                    _parse_tracestate(headers.get("tracestate", "")))
 
-    @classmethod
-    def from_traceparent(cls, value):
-        """The span a ``traceparent`` value names (its id is ``span_id``), or None."""
-        found = _parse_traceparent(value)
-        return found and cls(found[0], None, found[1], found[2])
-
     @property
     def traceparent(self):
         return f"00-{self.trace_id}-{self.span_id}-0{self.flags}"     # (flags: 0 or 1)
