@@ -2380,7 +2380,7 @@ class _Follower:
         self.raw = False              # the reader takes an artifact update as its JSON (bytes)
         self.begin = begin            # the turn that makes the task, if it is not made yet
         self.begin_at = begin and time.monotonic() + begin.live.limits["first_event_wait"]
-        self.on_close = None          # called once when closed (Server._counted_stream)
+        self.on_close = None          # called once when closed (_counted_stream)
 
     def _take(self):
         """Move the task's new events (from the store) to ``ready``, with the
@@ -3611,8 +3611,8 @@ class _LiveTasks:
         for task_id, channel in channels:
             if channel.active is None and not channel.followers and not channel.waiting \
                     and not channel.wakers:
-                # The server's lock, then the channel's (a turn beginning holds that:
-                # see Server._start_turn), in the order SubscribeToTask takes them.
+                # This lock, then the channel's (a turn beginning holds that:
+                # see _start_turn), in the order SubscribeToTask takes them.
                 with self.lock, channel.lock:
                     if self.channels.get(task_id) is channel:
                         self._let_go(task_id, unless_followed=True)
@@ -3631,9 +3631,9 @@ class _LiveTasks:
                 del self.unrecorded[task_id]
 
     def continue_task(self, ctx, call, message):
-        """Server._start_turn of a message that continues a task: it is recorded (the
-        task WORKING again) unless a turn runs, here or in another process;
-        (its channel, where its stream begins: see Server._start_turn)."""
+        """_start_turn (in Operations) for a message that continues a task: it
+        is recorded (the task WORKING again) unless a turn runs, here or in
+        another process; (its channel, where its stream begins)."""
         task_id, context_id = ctx.task_id, ctx.context_id
         while True:
             with self.lock:

@@ -1899,7 +1899,7 @@ class _StoreWatch:
                 closing.wait(1.0)
             # Nothing followed here (no task's channel, no end to record): no news
             # can matter to this process but its leases', so it looks less often,
-            # until a channel is made (Server._channel and _create_task: follow()).
+            # until a channel is made (_LiveTasks.channel and make_task: follow()).
             self.resting = True             # (said before looking: a channel made
             # meanwhile is seen here, or sees resting and wakes this thread)
             resting = self.resting = not live.following()
@@ -1928,7 +1928,7 @@ class _StoreWatch:
     def _news(self, live, touched=None):
         """Another process committed: wake the streams here of each task that
         changed, end those of a task that is gone (evicted there: as
-        Server._evicted ends them here), and tell each turn running here
+        _LiveTasks.evicted ends them here), and tell each turn running here
         whose task has ended elsewhere (CancelTask there). Which tasks
         changed is read once, for all of them (store.heads: their marks and
         states), not by each stream: 100 streams here would otherwise each
