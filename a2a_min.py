@@ -4136,7 +4136,8 @@ def _get_extended_agent_card(server, request, call):
         raise AuthenticationRequiredError(
             "the extended agent card is for authenticated callers; send the credentials "
             "the card's securitySchemes describe")
-    extended = server.extended_card(call) if callable(server.extended_card) else server.extended_card
+    extended = server.extended_card
+    extended = extended(call) if callable(extended) else extended
     if not extended:
         raise ExtendedAgentCardNotConfiguredError(
             "the card promises an extended card but the server has none configured")
