@@ -105,9 +105,9 @@ COMPANION_API = (
     "_Bounds", "_IDLE_STATES", "_StoredTask", "_StoredEvent", "_decode_stored", "_decoded_size",
     "_RECENT", "_RECENT_BYTES", "_RECENT_DECODED", "_check_version", "_cut_history", "_newest",
     "_no_longer_stored", "_over_share", "_store_full", "_too_many_configs", "_with_pending",
-    # an event loop's (section 10), for a shared store's threads
-    "_call_on",
-    # the bindings' pieces (section 7) that another binding or page builds on; what
+    # a shared store's live tasks (agent execution) and its threads on an event loop
+    "_LiveTasks", "_call_on",
+    # the bindings' pieces that another binding or page builds on; what
     # a binding tells the observers (Observer)
     "_started", "_returned", "_answered",
     "_JSON", "_LINK", "_CARD_PATH", "_answer", "_card_response", "_error_headers",
@@ -1127,8 +1127,8 @@ def _refusal(kind, task):
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
 #   renew(holder) / expired()        (shared) leases: which process runs a task's agent
 #   heads(task_ids)                  (shared) {id: (version, state)}: what the watch reads
-#   watch(live), loop_threads(live)  (shared) the thread that brings other
-#                                    processes' news; how a loop's writes may wait
+#   live_tasks                       (shared) the _LiveTasks subclass a server uses on
+#                                    it: it watches the others' news (a2a_store's)
 #
 # A shared store may also have (the server uses them if so):
 #   touched()                        ids changed since the last call (None: unknown)
@@ -2980,6 +2980,7 @@ class _TurnWriter:
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
                 self.live.forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
             elif self.live.store.shared:  # its end was not written: the store watch ends it
+                # (SharedLiveTasks.record_ends)
                 # FAILED once it can, or this process's leases would keep it WORKING.
                 self.live.unrecorded[self.ctx.task_id] = self.channel.owner
         self.finished.set()
@@ -3415,9 +3416,15 @@ class _LiveTasks:
     holds one (``Server.live``): the operations ask it for channels and
     turns, and never drive the agent themselves.
 
-    It is also what a store shared by several processes is given
-    (a2a_store's watch, below ``followed``): besides those methods, only
-    ``store``, ``limits``, ``closing`` (set by shutdown) and ``holder``."""
+    A store shared by several processes brings its own subclass of it
+    (``store.live_tasks``: a2a_store's SharedLiveTasks), which watches the
+    others' commits, names this process in the store's leases (``holder``)
+    and ends the turns another process left unfinished; ``off_loop`` is
+    where a host on an event loop has such a store's writes run."""
+
+    holder = None                   # this process, as a shared store's leases name it
+    off_loop = None                 # a shared store's threads for an event loop's writes
+    watch = None                    # a shared store's watch of the others' commits
 
     def __init__(self, agent, store, limits, observers, tracing, closing, on_event, add_push):
         self.agent, self.agent_is_async = agent, _is_async_callable(agent)
@@ -3428,27 +3435,14 @@ class _LiveTasks:
         self.now, self.new_id = _Clock(), _Ids()   # timestamps and ids (just above)
         self.lock = threading.Lock()
         self.channels = {}          # task id -> _Channel, while the task can change
-        self.unrecorded = {}        # task id -> owner: turns whose end the store missed
-        self.watch = None           # the _StoreWatch of a shared store, in this process
         self.own_loop = None        # runs async agents for threaded hosts
         self.workers = None         # the worker threads of sync agents (pool)
-        self.holder_of = (None, None)   # (process id, this process's name in leases)
-        # (a shared store's write may wait for another's: a loop uses its threads)
-        self.off_loop = store.loop_threads(self) if store.shared else None
         store.on_evict = self.evicted   # its streams end when the store drops a task
 
     def new_channel(self, owner, caller=None):
         """A channel for a task of ``owner``'s (``caller``: whom it counts against)."""
         return _Channel(self.store, owner, self.limits, self.on_event, caller, self.closing,
-                        self.holder if self.store.shared else None)
-
-    def watched(self):
-        """This process's watch of a shared store, started on first use (and
-        again after a fork)."""
-        if self.watch is None or self.watch.pid != os.getpid():
-            with self.lock:
-                if self.watch is None or self.watch.pid != os.getpid():
-                    self.watch = self.store.watch(self)
+                        self.holder)
 
     def begin(self, ctx, call):
         """A new task's turn: its channel, not yet in ``channels`` (the task is
@@ -3467,53 +3461,20 @@ class _LiveTasks:
         with self.lock:
             return sum(channel.active is not None for channel in self.channels.values())
 
+    def stop(self, channel):
+        """Tell the turn running on ``channel``, if any, that its task ended
+        (canceled, here or by another process): its further output is dropped."""
+        if channel.active is not None:
+            channel.active._cancel()
+
     def cut(self):
-        """Shutdown, its grace over with turns still running: in a shared store
-        their tasks end FAILED (they outlive this process: ended now, not when
-        its lease ends; their streams say so before they stop), and the streams
-        following them end at the event they reached: what comes later is theirs
-        when they resume."""
-        with self.lock:
-            running = [(i, c.owner) for i, c in self.channels.items() if c.active]
-        if self.store.shared:
-            for task_id, owner in running:
-                self.end_unfinished(task_id, owner, "the server shut down before the agent "
-                                    "finished; send the message again")
+        """Shutdown, its grace over with turns still running: the streams
+        following them end at the event they reached; what comes later is
+        theirs when they resume (Last-Event-ID)."""
         with self.lock:
             for channel in self.channels.values():
                 channel.stopped = channel.next_seq
         self.wake_streams()
-
-    def end_unfinished(self, task_id, owner, why):
-        """End FAILED a running task whose agent will not finish (its process
-        is gone, or is shutting down), with ``why`` as its status message."""
-        try:
-            with self.lock:
-                channel = self.channel(task_id, owner)
-            with channel.lock:
-                task = channel.task
-                if task["status"]["state"] in _IDLE_STATES:
-                    return
-                now = self.now()
-                body = {"taskId": task_id, "contextId": task.get("contextId", ""),
-                        "status": {"state": "TASK_STATE_FAILED", "timestamp": now,
-                                   "message": new_message(why, taskId=task_id,
-                                                          contextId=task.get("contextId", ""))}}
-                channel.change("statusUpdate", body, now, {"statusUpdate": body})
-                if channel.active is not None:
-                    channel.active._cancel()
-        except A2AError:                       # ended meanwhile, or gone: nothing to do
-            return
-        _log().warning("task %s ended FAILED: %s", task_id, why)
-        self.forget(task_id)
-
-    @property
-    def holder(self):
-        """This process, as a shared store's leases name it (named again after a fork)."""
-        pid = os.getpid()
-        if self.holder_of[0] != pid:
-            self.holder_of = (pid, f"{pid}-{binascii.hexlify(os.urandom(6)).decode()}")
-        return self.holder_of[1]
 
     def channel(self, task_id, owner, caller=None):
         """The live channel of an existing task, made from the store if it has
@@ -3560,75 +3521,6 @@ class _LiveTasks:
             channel.publish(None, {"error": TaskNotFoundError(
                 f"task {task_id} expired and was removed from the store",
                 metadata={"taskId": task_id})})
-
-    # -- what a store shared by several processes is given ------------------------
-    #
-    # Such a store's watch thread (a2a_store's) brings this process the news
-    # of the other processes' commits. It uses these, and of the server only
-    # ``store``, ``limits``, ``closing`` (set by shutdown()) and ``holder``
-    # besides; end_unfinished (above) ends a task whose process is gone.
-
-    def followed(self):
-        """{task id: (the version read here, does a turn of it run here)}: the
-        tasks this process follows (a turn, a stream, a request waiting)."""
-        with self.lock:
-            return {task_id: (channel.version, channel.active is not None)
-                    for task_id, channel in self.channels.items()}
-
-    def following(self):
-        """Does this process follow any task, or owe the store a turn's end?
-        (While it does, the watch looks often.)"""
-        return bool(self.channels or self.unrecorded)
-
-    def wake(self, task_id, state=None, idle_only=False):
-        """Another process committed to ``task_id``: its streams here look
-        again (``idle_only``: unless a turn of it runs here, whose own commits
-        wake them); a turn of it running here stops if ``state`` says the task
-        ended there (CancelTask there)."""
-        channel = self.channels.get(task_id)
-        if channel is None:
-            return
-        turn = channel.active
-        if turn is None or not idle_only:
-            channel.wake()
-        if turn is not None and state in TERMINAL_STATES and channel.task is not None and \
-                channel.task["status"]["state"] not in TERMINAL_STATES:
-            turn._cancel()
-
-    def gone(self, task_id):
-        """Another process removed ``task_id``: a turn of it here stops, and
-        its streams end as an eviction here ends them."""
-        channel = self.channels.get(task_id)
-        if channel is not None and channel.active is not None:
-            channel.active._cancel()
-        self.evicted(task_id)
-
-    def let_go(self):
-        """Forget the tasks nobody here needs now (no turn, stream or waiting
-        request): the next request reads them from the store."""
-        with self.lock:
-            channels = list(self.channels.items())
-        for task_id, channel in channels:
-            if channel.active is None and not channel.followers and not channel.waiting \
-                    and not channel.wakers:
-                # This lock, then the channel's (a turn beginning holds that:
-                # see _start_turn), in the order SubscribeToTask takes them.
-                with self.lock, channel.lock:
-                    if self.channels.get(task_id) is channel:
-                        self._let_go(task_id, unless_followed=True)
-
-    def record_ends(self):
-        """End FAILED the tasks whose turns ended while the store could not be
-        written (it was away longer than it rides out): each is read anew, and
-        stays owed until it is idle there."""
-        for task_id, owner in list(self.unrecorded.items()):
-            self.forget(task_id)               # (its channel may be behind the store)
-            self.end_unfinished(task_id, owner, "the agent finished while the task store could "
-                                "not be written, so what it produced is lost (see the server "
-                                "log); send the message again")
-            stored = self.store.get(task_id, owner)
-            if stored is None or stored["status"]["state"] in _IDLE_STATES:
-                del self.unrecorded[task_id]
 
     def continue_task(self, ctx, call, message):
         """_start_turn (in Operations) for a message that continues a task: it
@@ -3962,8 +3854,8 @@ def _cancel_task(server, request, call):
                                   "contextId": channel.task.get("contextId", ""),
                                   "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}
         task = channel.change("cancel", None, now, event)
-        if channel.active is not None:     # the agent runs here (elsewhere:
-            channel.active._cancel()       # a2a_store.py, "Sharing a store")
+        server.live.stop(channel)          # the agent, if it runs here (elsewhere:
+                                           # a2a_store.py, "Sharing a store")
     server.live.forget(task_id)
     return task
 
@@ -5843,9 +5735,10 @@ class Server:
         if public_url:
             self.allow_hosts([_url_host(public_url)])
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
-        self.live = _LiveTasks(agent, self.store, limits, self.observers, tracing, self.closing,
-                               self._push_event if push_notifications else None,
-                               functools.partial(_add_inline_push, self))
+        live = getattr(self.store, "live_tasks", _LiveTasks)   # (a shared store's own)
+        self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
+                         self._push_event if push_notifications else None,
+                         functools.partial(_add_inline_push, self))
         self._now, self._new_id = self.live.now, self.live.new_id
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.card = _Card(
@@ -6133,7 +6026,7 @@ async def _drive_async(live, result, turn):
     """_LiveTasks.drive and drain for an async agent, on the event loop. Its
     writes run here, on the loop, unless the store is shared (a write may
     wait for another process's): then each runs on a store thread
-    (_LiveTasks.off_loop, the store's loop_threads: ``run`` and ``ended_on_loop``)."""
+    (_LiveTasks.off_loop, a shared store's StoreThreads: ``run`` and ``ended_on_loop``)."""
     # (RequestContext.current(), in this task; taken back at the end, or the
     # task's context would hold the turn that holds the task: a cycle to collect)
     running = _TURN.set(turn.ctx) if live.tracing else None

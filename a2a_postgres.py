@@ -810,13 +810,10 @@ class PostgresStore(a2a_min._Bounds):
         return rows[0][0], [(seq, a2a_min._StoredEvent.decode(bytes(body)))
                             for _, seq, body in rows if seq is not None]
 
-    def watch(self, live):
-        """The watch of a shared store, as SQLiteStore's (a2a_store._StoreWatch)."""
-        return a2a_store._StoreWatch(live)
-
-    def loop_threads(self, live):
-        """As SQLiteStore's: every write of an event loop's host on a store thread."""
-        return a2a_store.StoreThreads(live)
+    @property
+    def live_tasks(self):
+        """As SQLiteStore's: a Server's live tasks on a shared store."""
+        return a2a_store.SharedLiveTasks
 
     def changed(self):
         """A number that moves when a task others may follow changed: the

@@ -32,7 +32,7 @@ __all__ = ["SQLiteStore", "open_store", "serve_workers", "SQLITE_SCHEMA_VERSION"
 # The private names a2a_postgres builds on, besides __all__: what any store
 # shared by processes needs (its outage circuit, a connection lent for a
 # request, the watch thread, an owner's key).
-COMPANION_API = ("_Circuit", "_Lent", "_StoreWatch", "SQLiteStore._key")
+COMPANION_API = ("_Circuit", "_Lent", "SQLiteStore._key")
 
 import functools
 import json
@@ -1239,16 +1239,12 @@ class SQLiteStore(_Bounds):
         return rows[0][0], [(seq, _StoredEvent.decode(body)) for _, seq, body in rows
                             if seq is not None]
 
-    def watch(self, live):
-        """The thread that brings a server's live tasks (``Server.live``) news
-        of other processes' commits (see "Sharing a store between processes"
-        below): what a shared store gives the server that uses it."""
-        return _StoreWatch(live)
-
-    def loop_threads(self, live):
-        """What a host on an event loop does with a server's live tasks on this
-        store (StoreThreads, "a shared store under an event loop" below)."""
-        return StoreThreads(live)
+    @property
+    def live_tasks(self):
+        """The class of a Server's live tasks on this store (SharedLiveTasks,
+        "Sharing a store between processes" below): what a shared store gives
+        the server that uses it."""
+        return SharedLiveTasks
 
     def changed(self):
         """A number that changes when another connection (another process, or
@@ -1845,6 +1841,135 @@ open_store = a2a_min.open_store
 # leaves no task waiting for a lease to run out.
 
 
+class SharedLiveTasks(a2a_min._LiveTasks):
+    """A Server's live tasks on a store other processes share (the store's
+    ``live_tasks``): a2a_min's, and what sharing needs besides. Its watch
+    thread (_StoreWatch) brings this process the news of the other
+    processes' commits through the methods below; each commit of a running
+    task names this process (``holder``) in the store's leases; a host on an
+    event loop has its writes run on the store's threads (``off_loop``:
+    StoreThreads), as a write may wait for another process's."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.unrecorded = {}        # task id -> owner: turns whose end the store missed
+        self.holder_of = (None, None)   # (process id, this process's name in leases)
+        self.off_loop = StoreThreads(self)
+
+    def watched(self):
+        """This process's watch of the store, started on first use (and again
+        after a fork)."""
+        if self.watch is None or self.watch.pid != os.getpid():
+            with self.lock:
+                if self.watch is None or self.watch.pid != os.getpid():
+                    self.watch = _StoreWatch(self)
+
+    def end_unfinished(self, task_id, owner, why):
+        """End FAILED a running task whose agent will not finish (its process
+        is gone, or is shutting down), with ``why`` as its status message."""
+        try:
+            with self.lock:
+                channel = self.channel(task_id, owner)
+            with channel.lock:
+                task = channel.task
+                if task["status"]["state"] in _IDLE_STATES:
+                    return
+                now = self.now()
+                body = {"taskId": task_id, "contextId": task.get("contextId", ""),
+                        "status": {"state": "TASK_STATE_FAILED", "timestamp": now,
+                                   "message": a2a_min.new_message(why, taskId=task_id,
+                                                          contextId=task.get("contextId", ""))}}
+                channel.change("statusUpdate", body, now, {"statusUpdate": body})
+                self.stop(channel)
+        except A2AError:                       # ended meanwhile, or gone: nothing to do
+            return
+        _log().warning("task %s ended FAILED: %s", task_id, why)
+        self.forget(task_id)
+
+    @property
+    def holder(self):
+        """This process, as a shared store's leases name it (named again after a fork)."""
+        pid = os.getpid()
+        if self.holder_of[0] != pid:
+            self.holder_of = (pid, f"{pid}-{os.urandom(6).hex()}")
+        return self.holder_of[1]
+
+
+    def followed(self):
+        """{task id: (the version read here, does a turn of it run here)}: the
+        tasks this process follows (a turn, a stream, a request waiting)."""
+        with self.lock:
+            return {task_id: (channel.version, channel.active is not None)
+                    for task_id, channel in self.channels.items()}
+
+    def following(self):
+        """Does this process follow any task, or owe the store a turn's end?
+        (While it does, the watch looks often.)"""
+        return bool(self.channels or self.unrecorded)
+
+    def wake(self, task_id, state=None, idle_only=False):
+        """Another process committed to ``task_id``: its streams here look
+        again (``idle_only``: unless a turn of it runs here, whose own commits
+        wake them); a turn of it running here stops if ``state`` says the task
+        ended there (CancelTask there)."""
+        channel = self.channels.get(task_id)
+        if channel is None:
+            return
+        turn = channel.active
+        if turn is None or not idle_only:
+            channel.wake()
+        if turn is not None and state in TERMINAL_STATES and channel.task is not None and \
+                channel.task["status"]["state"] not in TERMINAL_STATES:
+            self.stop(channel)
+
+    def gone(self, task_id):
+        """Another process removed ``task_id``: a turn of it here stops, and
+        its streams end as an eviction here ends them."""
+        channel = self.channels.get(task_id)
+        if channel is not None:
+            self.stop(channel)
+        self.evicted(task_id)
+
+    def let_go(self):
+        """Forget the tasks nobody here needs now (no turn, stream or waiting
+        request): the next request reads them from the store."""
+        with self.lock:
+            channels = list(self.channels.items())
+        for task_id, channel in channels:
+            if channel.active is None and not channel.followers and not channel.waiting \
+                    and not channel.wakers:
+                # This lock, then the channel's (a turn beginning holds that:
+                # see _start_turn), in the order SubscribeToTask takes them.
+                with self.lock, channel.lock:
+                    if self.channels.get(task_id) is channel:
+                        self._let_go(task_id, unless_followed=True)
+
+    def record_ends(self):
+        """End FAILED the tasks whose turns ended while the store could not be
+        written (it was away longer than it rides out): each is read anew, and
+        stays owed until it is idle there."""
+        for task_id, owner in list(self.unrecorded.items()):
+            self.forget(task_id)               # (its channel may be behind the store)
+            self.end_unfinished(task_id, owner, "the agent finished while the task store could "
+                                "not be written, so what it produced is lost (see the server "
+                                "log); send the message again")
+            stored = self.store.get(task_id, owner)
+            if stored is None or stored["status"]["state"] in _IDLE_STATES:
+                del self.unrecorded[task_id]
+
+    def cut(self):
+        """Shutdown, its grace over with turns still running: their tasks end
+        FAILED now (they outlive this process: not when its lease ends; their
+        streams say so before they stop), then the streams stop as
+        a2a_min's do."""
+        with self.lock:
+            running = [(i, c.owner) for i, c in self.channels.items() if c.active]
+        for task_id, owner in running:
+            self.end_unfinished(task_id, owner, "the server shut down before the agent "
+                                "finished; send the message again")
+        super().cut()
+
+
 class _StoreWatch:
     """The thread that watches a shared store for one process of a Server.
     It holds the Server's live tasks (a2a_min._LiveTasks) weakly, and ends
@@ -1972,7 +2097,7 @@ class _StoreWatch:
 # A host on an event loop (serve_asyncio, asgi_app) must never wait, and a
 # write to a store that other processes share may wait for another
 # process's to finish. The core asks a shared store for its StoreThreads
-# (store.loop_threads(live)), and such a host hands them every request:
+# (SharedLiveTasks.off_loop), and such a host hands them every request:
 #
 #   - a request that needs no write (every read, and a SendMessage that
 #     starts a new task: its first write comes before the agent) is answered
