@@ -2612,10 +2612,10 @@ class _PendingAnswer:
     (arguments, not closures: a closure holding what holds it is a reference
     cycle)."""
 
-    __slots__ = ("answer", "turn", "deadline", "lock", "settled", "value", "error", "callbacks")
+    __slots__ = ("answer", "deadline", "lock", "settled", "value", "error", "callbacks")
 
     def __init__(self, answer, turn, deadline):
-        self.answer, self.turn, self.deadline, self.lock = answer, turn, deadline, threading.Lock()
+        self.answer, self.deadline, self.lock = answer, deadline, threading.Lock()
         self.settled, self.value, self.error, self.callbacks = False, None, None, []
         turn.finished.add_waker(self.expire)
 
@@ -2979,10 +2979,8 @@ class _TurnWriter:
             state = task["status"]["state"]
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
                 self.live.forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
-            elif self.live.store.shared:  # its end was not written: the store watch ends it
-                # (SharedLiveTasks.record_ends)
-                # FAILED once it can, or this process's leases would keep it WORKING.
-                self.live.unrecorded[self.ctx.task_id] = self.channel.owner
+            else:                          # its end was not written (a shared store away)
+                self.live.unrecorded(self.ctx.task_id, self.channel.owner)
         self.finished.set()
 
 
@@ -3460,6 +3458,11 @@ class _LiveTasks:
         """How many turns run here now."""
         with self.lock:
             return sum(channel.active is not None for channel in self.channels.values())
+
+    def unrecorded(self, task_id, owner):
+        """A turn ended but its task is not idle in the store: the store could
+        not be written. Nothing to do in memory; a shared store's live tasks
+        end it FAILED once they can (SharedLiveTasks)."""
 
     def stop(self, channel):
         """Tell the turn running on ``channel``, if any, that its task ended

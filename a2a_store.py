@@ -1852,7 +1852,7 @@ class SharedLiveTasks(a2a_min._LiveTasks):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self.unrecorded = {}        # task id -> owner: turns whose end the store missed
+        self.missed = {}            # task id -> owner: turns whose end the store missed
         self.holder_of = (None, None)   # (process id, this process's name in leases)
         self.off_loop = StoreThreads(self)
 
@@ -1905,7 +1905,7 @@ class SharedLiveTasks(a2a_min._LiveTasks):
     def following(self):
         """Does this process follow any task, or owe the store a turn's end?
         (While it does, the watch looks often.)"""
-        return bool(self.channels or self.unrecorded)
+        return bool(self.channels or self.missed)
 
     def wake(self, task_id, state=None, idle_only=False):
         """Another process committed to ``task_id``: its streams here look
@@ -1944,18 +1944,23 @@ class SharedLiveTasks(a2a_min._LiveTasks):
                     if self.channels.get(task_id) is channel:
                         self._let_go(task_id, unless_followed=True)
 
+    def unrecorded(self, task_id, owner):
+        """A turn's end the store missed: the watch ends its task FAILED once
+        it can (record_ends), or this process's leases would keep it WORKING."""
+        self.missed[task_id] = owner
+
     def record_ends(self):
         """End FAILED the tasks whose turns ended while the store could not be
         written (it was away longer than it rides out): each is read anew, and
         stays owed until it is idle there."""
-        for task_id, owner in list(self.unrecorded.items()):
+        for task_id, owner in list(self.missed.items()):
             self.forget(task_id)               # (its channel may be behind the store)
             self.end_unfinished(task_id, owner, "the agent finished while the task store could "
                                 "not be written, so what it produced is lost (see the server "
                                 "log); send the message again")
             stored = self.store.get(task_id, owner)
             if stored is None or stored["status"]["state"] in _IDLE_STATES:
-                del self.unrecorded[task_id]
+                del self.missed[task_id]
 
     def cut(self):
         """Shutdown, its grace over with turns still running: their tasks end

@@ -234,7 +234,7 @@ def test_a_turn_that_ends_while_the_database_stays_away_ends_failed_once_it_is_b
         database.halt()
         go_on.set()
         time.sleep(2)                                   # past write_wait: the turn gave up
-        assert task_id in server.live.unrecorded
+        assert task_id in server.live.missed
         database.start()
         refused = []
 
@@ -248,7 +248,7 @@ def test_a_turn_that_ends_while_the_database_stays_away_ends_failed_once_it_is_b
         assert set(refused) <= {"SERVER_BUSY"}, refused
         got = client.result("GetTask", {"id": task_id})
         assert "could not be written" in got["status"]["message"]["parts"][0]["text"]
-        assert not server.live.unrecorded
+        assert not server.live.missed
     finally:
         database.stop()
 
