@@ -44,8 +44,14 @@ from a2a_min import _log
 
 
 def tls_context(tls):
-    """``tls=`` as an ssl.SSLContext (None stays None). A file that cannot be
-    read, or a key that does not match, is a ValueError naming the file."""
+    """``tls=`` as an ssl.SSLContext (None stays None): {"cert": "server.pem",
+    "key": "server.key"} (the key may be in the cert file), and for mutual TLS
+    "client_ca": "ca.pem", the CA whose client certificates are accepted, with
+    "client_cert": "optional" (the default: a client without one still reads
+    the public card, and MutualTlsAuth asks for one where the card says so) or
+    "required" (no handshake without one). TLS 1.2 at least, 1.3 when the
+    client has it, no renegotiation. A file that cannot be read, or a key that
+    does not match, is a ValueError naming the file."""
     if tls is None or not isinstance(tls, dict):
         return tls
     import ssl

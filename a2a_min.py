@@ -6027,13 +6027,14 @@ class _LoopAnswer:
 
 async def _drive_async(live, result, turn):
     """_LiveTasks.drive and drain for an async agent, on the event loop. Its
-    writes run here, on the loop, unless the store is shared (a write may
-    wait for another process's): then each runs on a store thread
-    (_LiveTasks.off_loop, a shared store's StoreThreads: ``run`` and ``ended_on_loop``)."""
+    writes run here, unless the store is shared (a write may wait for another
+    process's): then on a store thread, through _LiveTasks.off_loop's ``run``
+    (a shared store's StoreThreads), and a plain answer through its ``ended_on_loop``."""
     # (RequestContext.current(), in this task; taken back at the end, or the
     # task's context would hold the turn that holds the task: a cycle to collect)
     running = _TURN.set(turn.ctx) if live.tracing else None
     off_loop = live.off_loop
+    write = _write_here if off_loop is None else off_loop.run
     try:
         if isinstance(result, AsyncGeneratorType):
             # Each step runs here until the agent yields or waits: what it
@@ -6051,10 +6052,8 @@ async def _drive_async(live, result, turn):
                         continue
                     except StopAsyncIteration:
                         break
-                    if off_loop is None:               # it waits: out with what it made
-                        turn.flush()
-                    elif turn.batch:
-                        await off_loop.run(turn.flush)
+                    if turn.batch:                     # it waits: out with what it made
+                        await write(turn.flush)
                     try:
                         item = await _Resumed(step, waiting)
                     except StopAsyncIteration:
@@ -6062,24 +6061,21 @@ async def _drive_async(live, result, turn):
                     turn.emit(item, chunked=True)
             finally:
                 await result.aclose()
-            if off_loop is None:
-                turn.finish()
-            else:
-                await off_loop.run(turn.finish)
-        elif off_loop is None:
-            turn.complete(await result)
+            await write(turn.finish)
         else:
             answer = await result
-            if not off_loop.ended_on_loop(turn, answer):
-                await off_loop.run(turn.complete, answer)
+            if off_loop is None or not off_loop.ended_on_loop(turn, answer):
+                await write(turn.complete, answer)
     except Exception as exc:
-        if off_loop is None:
-            turn.fail(exc)
-        else:
-            await off_loop.run(turn.fail, exc)
+        await write(turn.fail, exc)
     finally:
         if running is not None:
             _TURN.reset(running)
+
+
+async def _write_here(fn, *args):
+    """_drive_async's write with no shared store: here, on the loop."""
+    fn(*args)
 
 
 class _Resumed:
@@ -6511,25 +6507,15 @@ class _RequestReader:
 
 # -- TLS ---------------------------------------------------------------------------
 #
-# Production deployments MUST use HTTPS (specification section 7.1). The two
-# servers here speak it with the standard library's ssl: ``tls=`` is an
-# ssl.SSLContext of your own, or a dict of file names that a2a_cli.py's
-# tls_context() turns into one: {"cert": "server.pem", "key": "server.key"} (the key may be
-# in the cert file), and for mutual TLS "client_ca": "ca.pem", the CA whose
-# client certificates are accepted, with "client_cert": "optional" (the
-# default: a client without one still reads the public card and calls what
-# needs no credentials, and MutualTlsAuth asks for one where the card says
-# so) or "required" (no handshake without one). TLS 1.2 at least; 1.3 when
-# the client has it; otherwise the standard library's defaults (its ciphers,
-# no compression), and no renegotiation.
-#
-# A handshake happens on its connection, never on the accept loop, within a
-# deadline for the whole of it: on the connection's own thread (threaded), or
-# a step each time bytes arrive (asyncio's SSL protocol). A verified client
-# certificate reaches the operations as CallContext.certificate. Plain HTTP
-# sent to an HTTPS port is answered with a hint on the threaded server, which
-# can look at a connection's first byte before the handshake; asyncio's SSL
-# protocol cannot, and closes the connection.
+# Production deployments MUST use HTTPS (specification section 7.1). ``tls=``
+# is an ssl.SSLContext of your own, or a dict of file names for a2a_cli.py's
+# tls_context() (TLS 1.2 at least, no renegotiation; mutual TLS optional or
+# required). A handshake happens on its connection, never on the accept loop,
+# within a deadline for the whole of it: on the connection's own thread
+# (threaded), or a step each time bytes arrive (asyncio's SSL protocol). A
+# verified client certificate reaches the operations as CallContext.certificate.
+# Plain HTTP sent to an HTTPS port gets a hint on the threaded server, which
+# can look at a connection's first byte before the handshake; asyncio cannot.
 
 _TLS_RECORD = b"\x16"                 # the first byte of a TLS handshake record
 _PLAIN_ON_TLS_TEXT = b"This port speaks HTTPS: use https:// (curl https://...).\n"
