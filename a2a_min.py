@@ -6236,6 +6236,11 @@ class _HTTPRequest:
         self.path, _, self.query = target.partition("?")
         self.body, self.keep_alive = None, keep_alive
 
+    def keeps(self, response):
+        """Is the connection kept after ``response``? (Not after a stream to an
+        HTTP/1.0 client, which cannot read chunks: the close ends it.)"""
+        return self.keep_alive and (response.stream is None or self.version == "HTTP/1.1")
+
     def arguments(self, scheme, local, peer):
         """handle_http's arguments: the base URL is ``scheme``, then Host or ``local``."""
         return (self.method, self.path, self.query, self.headers, self.body,
@@ -6277,7 +6282,7 @@ class _RequestReader:
     sets it false (once answered, never again for that request).
     """
 
-    def __init__(self, *, max_header_bytes=65536, max_headers=100,
+    def __init__(self, max_header_bytes=65536, max_headers=100,
                  max_body_bytes=DEFAULT_LIMITS["max_body_bytes"]):
         self.max_header_bytes = max_header_bytes
         self.max_headers = max_headers
@@ -6718,137 +6723,152 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
     ``timeout``: seconds within which each request must arrive whole (and an
     idle keep-alive connection is closed); ``max_connections``: connections
     (threads) served at once, ``max_caller_connections`` of them from one
-    client address (default: half; past it, 429). ``tls``: serve HTTPS (see "TLS" below: an
-    ssl.SSLContext, or a dict of file names), each handshake done within
-    ``handshake_timeout`` seconds on its connection's thread.
+    client address (default: half; past it, 429). ``tls``: serve HTTPS (see "TLS"), each
+    handshake done within ``handshake_timeout`` seconds on its connection's thread.
     """
-    date = _DateHeader()
-    limits = {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
-              "max_body_bytes": server.limits["max_body_bytes"]}
+    import socketserver
     tls = _tls_context(tls)
-    handler = _threaded_handler(server, timeout, limits, date, tls, handshake_timeout)
     admission = _Admission(server, max_connections, max_caller_connections)
-    httpd = _threaded_server(server, admission, date)((host, port), handler)
-    httpd.tls = tls                                # (the SSLContext, or None: plain HTTP)
-    handler.local = "%s:%d" % httpd.server_address[:2]     # (for a request without a Host)
+
+    class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+        """socketserver's threaded TCP server: a connection admitted is served
+        on a thread of its own (_ThreadedConnection)."""
+        daemon_threads = True
+        allow_reuse_address = True
+        request_queue_size = 128
+        drain = _drain_threaded
+
+        def process_request(self, request, client_address):
+            refusal = admission.admit(client_address[0])
+            if refusal is None:
+                return super().process_request(request, client_address)
+            try:
+                request.settimeout(0)              # never wait for a client we refuse
+                request.send(_response_head(refusal, True, self.date, True))
+            except OSError:
+                pass
+            self.shutdown_request(request)
+
+        def process_request_thread(self, request, client_address):
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                admission.leave(client_address[0])
+
+        def handle_error(self, request, client_address):
+            _log().debug("connection from %s ended with an error", client_address, exc_info=True)
+
+    httpd = HTTPServer((host, port), _ThreadedConnection)
+    httpd.a2a, httpd.admission, httpd.tls, httpd.date = server, admission, tls, _DateHeader()
+    httpd.readers = functools.partial(_RequestReader, max_header_bytes, max_headers,
+                                      server.limits["max_body_bytes"])
+    httpd.wait_for, httpd.handshake_timeout = timeout, handshake_timeout
+    httpd.hangups = _Hangups()                     # a stream's client that closes, noticed
+    httpd.open = set()                             # the connections' sockets
+    httpd.local = "%s:%d" % httpd.server_address[:2]    # (for a request without a Host)
+    server._gauges["threads"] = lambda: {"connections": admission.active,
+                                         "threads": threading.active_count()}
     server.allow_hosts((host, httpd.server_address[0]), bound=True)   # (see "Who may call")
     return httpd
 
 
-def _threaded_handler(server, timeout, limits, date, tls=None, handshake_timeout=10.0):
-    """make_http_server's handler class: one connection on a thread of its
-    own (_serve_connection), its requests read with a _RequestReader and
-    answered while it is kept (_answer_request, _send_response)."""
-    import socketserver
-    given = (server, timeout, limits, date, tls, handshake_timeout)
+class _ThreadedConnection:
+    """make_http_server's handler class: one connection, on a thread of its
+    own, its requests read with a _RequestReader (receive) and answered
+    (send) one after another, while it is kept and the server is not closing."""
 
-    class Handler(socketserver.BaseRequestHandler):
-        a2a, timeout, limits, date, tls, handshake_timeout = given
-        handle, _answer, _send = _serve_connection, _answer_request, _send_response
-
-    return Handler
-
-
-def _serve_connection(self):
-    """A threaded handler's handle(): the connection's requests, one after
-    another, while it is kept and the server is not closing."""
-    import socket
-    server, timeout = self.a2a, self.timeout
-    self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock, self.scheme, self.peer = self.request, "http://", self.client_address[0]
-    if self.tls is not None:
-        sock, self.scheme = _tls_handshake(sock, self.tls, self.handshake_timeout), "https://"
-        if sock is None:
-            return                         # (a TLS handshake that failed)
-        self.peer = _Peer(self.peer, sock.getpeercert() or None)   # ssl's dict, if it sent one
-    self.wait = timeout                    # the socket's timeout now
-    sock.settimeout(timeout)
-    reader, buffer = _RequestReader(**self.limits), bytearray()
-    self.server.open.add(sock)
-    try:
-        while not server.closing.is_set() or buffer:
-            request = _receive_request(self, sock, reader, buffer, server, timeout)
-            if request is None or not self._answer(sock, request):
-                return
-    finally:
-        self.server.open.discard(sock)
-        self.server.hangups.forget(sock)
-        if sock is not self.request:       # (TLS: socketserver closes only its own)
-            sock.close()
-
-
-def _answer_request(self, sock, request):
-    """Answer one request; True to keep the connection for another."""
-    response = self.a2a.handle_http(*request.arguments(self.scheme, self.local, self.peer))
-    # (a stream to an HTTP/1.0 client, which cannot read chunks: the close ends it)
-    keep = request.keep_alive and (response.stream is None or request.version == "HTTP/1.1")
-    return self._send(sock, response, not keep, request.method == "HEAD") and keep
-
-
-def _send_response(self, sock, response, close, head_only=False):
-    """Write ``response``, its stream as _WritePlan says; False if the client has gone."""
-    stream = response.stream
-    if self.wait != self.timeout:          # a client that stops reading is dropped
-        self.wait = self.timeout
+    def __init__(self, sock, client_address, httpd):
+        import socket
+        server, self.httpd, self.timeout = httpd.a2a, httpd, httpd.wait_for
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        accepted, scheme, peer = sock, "http://", client_address[0]
+        if httpd.tls is not None:
+            sock, scheme = _tls_handshake(sock, httpd.tls, httpd.handshake_timeout), "https://"
+            if sock is None:
+                return                     # (a TLS handshake that failed)
+            peer = _Peer(peer, sock.getpeercert() or None)     # ssl's dict, if it sent one
+        self.wait = self.timeout           # the socket's timeout now
         sock.settimeout(self.timeout)
-    try:
-        if stream is None or head_only:    # (a HEAD's answer has no body, ever)
-            sock.sendall(_response_head(response, close, self.date, not head_only))
-            return True
-        plan = _WritePlan(response, close, self.date, sock)
-        gone = self.server.hangups.watch(sock, stream)    # (set: the client closed)
-        if plan.head:
-            sock.sendall(plan.head)
-        chunk = next(stream, None) if plan.first is None else plan.first
-        while chunk is not None and not gone:
-            for piece in plan.put(chunk):
-                sock.sendall(piece)
-            chunk = None if plan.done else next(stream, None)
-        if not gone and (end := plan.end()):
-            sock.sendall(end)
-        return not gone
-    except OSError:                        # the client went away, or reads nothing
-        return False                       # (_WritePlan.put): the task goes on
-    finally:
-        if stream is not None:
-            self.server.hangups.unwatch(sock)
-            stream.close()
-
-
-def _receive_request(handler, sock, reader, buffer, server, timeout):
-    """The threaded server's next request on ``sock`` (read into ``buffer``
-    by ``reader``), or None when the connection is to close: its client
-    closed it, or was answered 400 or 408 (``handler._send``)."""
-    deadline = time.monotonic() + timeout
-    while True:
+        reader, buffer = httpd.readers(), bytearray()
+        httpd.open.add(sock)
         try:
-            request = reader.read(buffer) if buffer else None
-        except _BadRequest as bad:
-            handler._send(sock, server.error_response(bad.path, bad.status, bad.error), True)
-            return None
-        if request is not None:
-            return request
-        if reader.expects_continue:
-            reader.expects_continue = False
-            sock.sendall(_CONTINUE)
+            while not server.closing.is_set() or buffer:
+                request = self.receive(sock, reader, buffer, server)
+                if request is None:
+                    return
+                response = server.handle_http(*request.arguments(scheme, httpd.local, peer))
+                keep = request.keeps(response)
+                if not self.send(sock, response, not keep, request.method == "HEAD") or not keep:
+                    return
+        finally:
+            httpd.open.discard(sock)
+            httpd.hangups.forget(sock)
+            if sock is not accepted:       # (TLS: socketserver closes only its own)
+                sock.close()
+
+    def receive(self, sock, reader, buffer, server):
+        """The next request on ``sock`` (read into ``buffer`` by ``reader``),
+        or None when the connection is to close: its client closed it, or was
+        answered 400 or 408."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                request = reader.read(buffer) if buffer else None
+            except _BadRequest as bad:
+                self.send(sock, server.error_response(bad.path, bad.status, bad.error), True)
+                return None
+            if request is not None:
+                return request
+            if reader.expects_continue:
+                reader.expects_continue = False
+                sock.sendall(_CONTINUE)
+            try:
+                # Each wait ends at the request's deadline; the timeout is changed only
+                # when it must be (a system call), and is whole before a request's first byte.
+                if buffer or reader.reading:
+                    left = deadline - time.monotonic()
+                    if left < self.wait - 1.0 or left <= 0:
+                        self.wait = max(left, 0.001)
+                        sock.settimeout(self.wait)
+                data = sock.recv(16384)
+            except TimeoutError:
+                if buffer:                 # a request began and stalled
+                    self.send(sock, _timed_out(server, self.timeout), True)
+                return None
+            except OSError:
+                return None
+            if not data:
+                return None                # the client closed the connection
+            buffer += data
+
+    def send(self, sock, response, close, head_only=False):
+        """Write ``response``, its stream as _WritePlan says; False if the client has gone."""
+        stream, date, hangups = response.stream, self.httpd.date, self.httpd.hangups
+        if self.wait != self.timeout:      # a client that stops reading is dropped
+            self.wait = self.timeout
+            sock.settimeout(self.timeout)
         try:
-            # Each wait ends at the request's deadline; the timeout is changed only
-            # when it must be (a system call), and is whole before a request's first byte.
-            if buffer or reader.reading:
-                left = deadline - time.monotonic()
-                if left < handler.wait - 1.0 or left <= 0:
-                    handler.wait = max(left, 0.001)
-                    sock.settimeout(handler.wait)
-            data = sock.recv(16384)
-        except TimeoutError:
-            if buffer:                     # a request began and stalled
-                handler._send(sock, _timed_out(server, timeout), True)
-            return None
-        except OSError:
-            return None
-        if not data:
-            return None                    # the client closed the connection
-        buffer += data
+            if stream is None or head_only:    # (a HEAD's answer has no body, ever)
+                sock.sendall(_response_head(response, close, date, not head_only))
+                return True
+            plan = _WritePlan(response, close, date, sock)
+            gone = hangups.watch(sock, stream)    # (set: the client closed)
+            if plan.head:
+                sock.sendall(plan.head)
+            chunk = next(stream, None) if plan.first is None else plan.first
+            while chunk is not None and not gone:
+                for piece in plan.put(chunk):
+                    sock.sendall(piece)
+                chunk = None if plan.done else next(stream, None)
+            if not gone and (end := plan.end()):
+                sock.sendall(end)
+            return not gone
+        except OSError:                    # the client went away, or reads nothing
+            return False                   # (_WritePlan.put): the task goes on
+        finally:
+            if stream is not None:
+                hangups.unwatch(sock)
+                stream.close()
 
 
 def _drain_threaded(self, grace=10.0):
@@ -6871,49 +6891,6 @@ def _drain_threaded(self, grace=10.0):
             break
         time.sleep(0.05)
     self.server_close()
-
-
-def _threaded_server(server, admission, date):
-    """make_http_server's server class: connections admitted (_Admission),
-    drain() (_drain_threaded)."""
-    import socketserver
-    class HTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
-        """socketserver's threaded TCP server, counting its connections."""
-        daemon_threads = True
-        allow_reuse_address = True
-        request_queue_size = 128
-
-        def __init__(self, *args):
-            self.hangups = _Hangups()              # a stream's client that closes, noticed
-            self.open = set()                      # the connections' sockets
-            self.admission = admission
-            super().__init__(*args)
-            server._gauges["threads"] = lambda: {"connections": admission.active,
-                                                 "threads": threading.active_count()}
-
-        a2a, drain = server, _drain_threaded
-
-        def process_request(self, request, client_address):
-            refusal = admission.admit(client_address[0])
-            if refusal is None:
-                return super().process_request(request, client_address)
-            try:
-                request.settimeout(0)              # never wait for a client we refuse
-                request.send(_response_head(refusal, True, date, True))
-            except OSError:
-                pass
-            self.shutdown_request(request)
-
-        def process_request_thread(self, request, client_address):
-            try:
-                super().process_request_thread(request, client_address)
-            finally:
-                admission.leave(client_address[0])
-
-        def handle_error(self, request, client_address):
-            _log().debug("connection from %s ended with an error", client_address, exc_info=True)
-
-    return HTTPServer
 
 
 class _Hangups:
@@ -7346,8 +7323,7 @@ class _LoopConnection:
             self.busy = response.pending
             _LoopAnswer(self.loop, response, self.answered_later, request)
             return False
-        method = request.method    # (a stream to HTTP/1.0 cannot be chunked: the close ends it)
-        keep = request.keep_alive and (response.stream is None or request.version == "HTTP/1.1")
+        method, keep = request.method, request.keeps(response)
         if response.stream is not None and method != "HEAD":   # (a HEAD's has no body, ever)
             task = self.loop.create_task(self.pump(response, keep))
             self.busy = task
