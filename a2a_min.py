@@ -6197,19 +6197,17 @@ class _LoopStream:
 # Response back. It makes no protocol decision.
 #
 # Both servers bundled here read requests with one reader, _RequestReader: a
-# pure object (no sockets) that takes the bytes received so far and says
-# whether they hold a whole request yet (RFC 9112). It refuses whatever two
-# HTTP parsers could read as ending in different places, since that is how
-# a request is smuggled past a proxy (RFC 9112 section 11.2), and every
-# refusal closes the connection: after a framing error nobody knows where the
-# next request starts. Limits are counted in bytes as they arrive: the head
-# (max_header_bytes, max_headers), the body (max_body_bytes, checked against
-# Content-Length before the body is read), a chunk-size line and the trailers.
-#
-# Time is bounded per request, not per read: a request must arrive whole
-# within ``timeout`` seconds of the connection being ready for it, or it gets
-# 408 and the connection closes (a client trickling one byte a second is cut
-# off like one that sends nothing).
+# pure object (no sockets) that says whether the bytes received so far hold
+# a whole request yet (RFC 9112). It refuses whatever two HTTP parsers could
+# read as ending in different places, the way a request is smuggled past a
+# proxy (RFC 9112 section 11.2), and every refusal closes the connection:
+# after a framing error nobody knows where the next request starts. Limits
+# are counted in bytes as they arrive: the head (max_header_bytes,
+# max_headers), the body (max_body_bytes, checked against Content-Length
+# before it is read), a chunk-size line and the trailers. Time is bounded per
+# request, not per read: a request must arrive whole within ``timeout``
+# seconds of the connection being ready for it, or it gets 408 and the
+# connection closes (a client trickling a byte a second is cut off too).
 
 
 class _BadRequest(Exception):
@@ -6702,16 +6700,13 @@ def _timed_out(server, timeout):
 
 # -- the threaded server ---------------------------------------------------------
 #
-# The standard library's threaded TCP server (socketserver's TCPServer with
-# ThreadingMixIn, the parts of http.server.ThreadingHTTPServer) without
-# importing http.server itself: that module and the email package it parses
-# headers with cost about 100 ms of start-up and more CPU per request than the
-# whole A2A call. Requests are read with _RequestReader.
-#
-# One thread per connection, up to ``max_connections`` of them: past it a new
-# connection is answered 503 with Retry-After and closed, so a flood of idle
-# connections costs a refusal each, not a thread each. HTTP/1.1 keep-alive,
-# Nagle's algorithm off (or every SSE event would wait ~40 ms for a delayed ACK).
+# socketserver's threaded TCP server, without http.server: that module and
+# the email package it parses headers with cost about 100 ms of start-up and
+# more CPU per request than the whole A2A call. One thread per connection, up
+# to ``max_connections``: past it a new connection is answered 503 with
+# Retry-After and closed, so a flood of idle connections costs a refusal
+# each, not a thread each. HTTP/1.1 keep-alive, Nagle's algorithm off (or
+# every SSE event would wait ~40 ms for a delayed ACK).
 
 
 def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_header_bytes=65536,
@@ -7062,14 +7057,13 @@ class _Admission:
 #
 # One event loop, no thread per connection and none per stream. Each
 # connection is an asyncio protocol (_LoopConnection) whose bytes go to its
-# _RequestReader; bytes after one request (a pipelined second one) wait for
-# the next. A request is answered on the loop by handle_http(..., spawn), with
-# the hooks of section 10. One clock per connection: a request must arrive
-# whole within ``timeout`` of the connection being ready for it (else 408, or
-# a close when idle), and a client that stops reading its answer (a stream's
-# too) is dropped after ``timeout``. Past ``max_connections`` (at most three
-# quarters of the open-file limit, so accept() does not run out; counted from
-# accept(), a TLS handshake included), a new connection gets 503.
+# _RequestReader; a pipelined request waits for the answer before it. A
+# request is answered on the loop by handle_http(..., spawn), with the hooks
+# of section 11. One clock per connection bounds a request's arrival (408, or
+# a close when idle) and a client that stops reading its answer (dropped after
+# ``timeout``). Past ``max_connections`` (at most three quarters of the
+# open-file limit, so accept() does not run out; counted from accept(), a TLS
+# handshake included), a new connection gets 503.
 
 
 def _within_open_files(connections):
@@ -7090,16 +7084,9 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     """Serve ``server`` on the running asyncio event loop until cancelled (or
     SIGTERM, when the loop runs in the main thread), then stop gracefully
     within ``grace`` seconds: Server.shutdown, requests in flight finish,
-    idle connections close.
-
-    ``on_ready(asyncio_server)`` is called once listening (by default, a line
-    saying where). ``timeout`` bounds how long a request may take to arrive,
-    and an idle keep-alive connection, and how long a client may leave its
-    answer unread. ``max_caller_connections``: connections from one client
-    address (default: half of ``max_connections``; past it, 429). ``tls``:
-    serve HTTPS (see "TLS"), each handshake done within ``handshake_timeout``
-    seconds. An address it cannot listen on stops the program with one line,
-    as serve() does."""
+    idle connections close. ``on_ready(asyncio_server)`` and an address it
+    cannot listen on: as serve(). The other options are make_http_server()'s;
+    ``timeout`` also bounds how long a client may leave its answer unread."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
@@ -7111,8 +7098,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
     connections = set()                            # counted from accept(), TLS or not
     server._gauges["asyncio"] = lambda: {"connections": len(connections)}
     max_connections = _within_open_files(max_connections)
-    limits = (timeout, {"max_header_bytes": max_header_bytes, "max_headers": max_headers,
-                        "max_body_bytes": server.limits["max_body_bytes"]},
+    limits = (timeout, functools.partial(_RequestReader, max_header_bytes, max_headers,
+                                         server.limits["max_body_bytes"]),
               handshake_timeout if tls else None,
               _Admission(server, max_connections, max_caller_connections))
     date = _DateHeader()
@@ -7195,9 +7182,9 @@ class _LoopConnection:
         self.server, self.loop, self.connections = server, loop, connections
         self.date = date           # the host's Date header
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
-        self.timeout, reader_limits, handshake, self.admission = limits
+        self.timeout, readers, handshake, self.admission = limits
         self.counted = None        # the client's address, once admitted (_Admission)
-        self.reader = _RequestReader(**reader_limits)
+        self.reader = readers()
         self.buffer = bytearray()
         self.busy = None           # a slow answer: a _PendingAnswer, or a Task (a stream)
         self.closed = False
@@ -7411,14 +7398,12 @@ class _LoopConnection:
 # -- WSGI (PEP 3333) and ASGI 3 -------------------------------------------------
 #
 # The same handle_http() under other people's servers: gunicorn, uwsgi or
-# mod_wsgi through WSGI; uvicorn, hypercorn or a mount inside an existing
-# Starlette/FastAPI app through ASGI. Each adapter only translates: it reads
-# the request into method, raw path, query, headers and body, and writes the
-# Response back. A stream is an iterator of byte chunks: WSGI servers send
-# each one as it comes and close() it when the client leaves; the ASGI adapter
-# awaits each chunk (no thread per stream) and sends it with more_body,
-# watching for the client's disconnect meanwhile. A mount prefix (SCRIPT_NAME,
-# root_path) is stripped from the path and kept in the base URL the card shows.
+# mod_wsgi through WSGI; uvicorn, hypercorn or a mount inside a Starlette or
+# FastAPI app through ASGI. A stream is an iterator of byte chunks: WSGI
+# servers send each as it comes and close() it when the client leaves; the
+# ASGI adapter awaits each (no thread per stream), watching for the client's
+# disconnect. A mount prefix (SCRIPT_NAME, root_path) is stripped from the
+# path and kept in the base URL the card shows.
 
 
 def _header_list(response):
