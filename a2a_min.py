@@ -6731,6 +6731,7 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
         daemon_threads = True
         allow_reuse_address = True
         request_queue_size = 128
+        drain = _drain_threaded
 
         def process_request(self, request, client_address):
             refusal = admission.admit(client_address[0])
@@ -6752,29 +6753,8 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
         def handle_error(self, request, client_address):
             _log().debug("connection from %s ended with an error", client_address, exc_info=True)
 
-        def drain(self, grace=10.0):
-            """After serve_forever() has returned: shut the Server down gracefully
-            (Server.shutdown), let requests in flight finish within ``grace``
-            seconds, close idle connections, then the socket."""
-            import socket
-            deadline = time.monotonic() + grace
-            server.shutdown(grace)
-            # (streams woken at the grace's end write their last frame: a second at least)
-            deadline = max(deadline, time.monotonic() + 1.0)
-            self.hangups.draining = True
-            while True:
-                for sock in list(self.open):       # an idle keep-alive wakes up and closes
-                    try:
-                        sock.shutdown(socket.SHUT_RD)
-                    except OSError:
-                        pass
-                if not admission.active or time.monotonic() >= deadline:
-                    break
-                time.sleep(0.05)
-            self.server_close()
-
     httpd = HTTPServer((host, port), _ThreadedConnection)
-    httpd.a2a, httpd.tls, httpd.date = server, tls, _DateHeader()
+    httpd.a2a, httpd.admission, httpd.tls, httpd.date = server, admission, tls, _DateHeader()
     httpd.readers = functools.partial(_RequestReader, max_header_bytes, max_headers,
                                       server.limits["max_body_bytes"])
     httpd.wait_for, httpd.handshake_timeout = timeout, handshake_timeout
@@ -6884,6 +6864,28 @@ class _ThreadedConnection:
             if stream is not None:
                 hangups.unwatch(sock)
                 stream.close()
+
+
+def _drain_threaded(self, grace=10.0):
+    """The threaded server's drain(), after serve_forever() has returned: shut
+    the Server down gracefully (Server.shutdown), let requests in flight
+    finish within ``grace`` seconds, close idle connections, then the socket."""
+    import socket
+    deadline = time.monotonic() + grace
+    self.a2a.shutdown(grace)
+    # (streams woken at the grace's end write their last frame: a second at least)
+    deadline = max(deadline, time.monotonic() + 1.0)
+    self.hangups.draining = True
+    while True:
+        for sock in list(self.open):       # an idle keep-alive wakes up and closes
+            try:
+                sock.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+        if not self.admission.active or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    self.server_close()
 
 
 class _Hangups:
