@@ -2437,24 +2437,16 @@ class _Follower:
 
     def __next__(self):
         """The next event, waiting for it up to ``keepalive``: then the tick (None, None)."""
-        if not self.ready:
-            if self.ended:
-                raise StopIteration
-            channel = self.channel
-            if channel.stopped is not None and self.seq >= channel.stopped:   # the grace is
-                self._end_if_closing()         # over: what comes later waits for the resume
+        channel = self.channel
+        if not (self.ready or self.ended) and (channel.stopped is None
+                                               or self.seq < channel.stopped):
             with channel.lock:
                 if not self._take():
                     self._end_if_closing()
                     self._wait(channel)
-                    if channel.stopped is not None and self.seq >= channel.stopped:
-                        self._end_if_closing()
                     if self.begin is not None and time.monotonic() >= self.begin_at - 0.001:
                         self._begin()
-                    if not self._take():
-                        self._end_if_closing()
-                        return None, None
-        return self._give()
+        return self.poll() or (None, None)     # (what it found, or what came meanwhile)
 
     def _wait(self, channel):
         """Wait for news, up to ``keepalive``, with the channel's lock held."""
@@ -2483,18 +2475,17 @@ class _Follower:
             self.close()
             raise StopIteration
 
-    # -- for a host on an event loop, which must not block in __next__ ------------
-
     def poll(self, idle=False):
         """The next (seq, StreamResponse) without waiting, or None if nothing
         is new (with ``idle``, the host waited ``keepalive`` seconds: the tick
-        (None, None) instead). Raises StopIteration at the end."""
+        (None, None) instead). Raises StopIteration at the end. (A host on an
+        event loop reads a stream so, as it must not block in __next__.)"""
         if not self.ready:
             if self.ended:
                 raise StopIteration
             channel = self.channel
-            if channel.stopped is not None and self.seq >= channel.stopped:   # (as __next__)
-                self._end_if_closing()
+            if channel.stopped is not None and self.seq >= channel.stopped:   # the grace is
+                self._end_if_closing()         # over: what comes later waits for the resume
             news = False
             if channel.next_seq > self.seq or channel.store.shared or \
                     len(channel.tail) > self.tail_seen:     # (else nothing is new: no lock)
