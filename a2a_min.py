@@ -2993,8 +2993,7 @@ class _Channel:
                  "followers", "ended", "closing", "grown", "written", "appended", "shared",
                  "stopped")
 
-    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
-                 holder=None):
+    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None):
         self.lock, self.wakers = threading.RLock(), set()
         self.cond, self.waiting = None, 0   # a Condition on lock (made on first wait), its waiters
         self.task, self.version = None, 0   # newest snapshot, its version in the store (0: none)
@@ -3002,7 +3001,7 @@ class _Channel:
         self.tail = []            # (id, event) pairs that are not stored (see above)
         self.store, self.owner = store, owner
         self.caller = caller      # whom a new task counts against in the store
-        self.holder = holder      # this process, as the store's leases name it
+        self.holder = None        # this process, as a shared store's leases name it
         self.active = None        # the RequestContext of the running turn, if any
         self.on_event = on_event  # told of every task event (push notifications)
         self.limits = limits      # the server's: max_history
@@ -3034,22 +3033,23 @@ class _Channel:
             alone = derived and size is not None and self.appended is not None and \
                 self.appended + size <= max(self.written, _APPEND_FLOOR) and \
                 getattr(self.store, "appends", False)
-            if first:                           # (a store that ``batches``)
-                stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder,
-                    derived=alone, first=first)
-            else:
-                stored, self.version, seq = self.store.commit(
-                    task, self.owner, self.version, event, self.caller, self.holder,
-                    derived=alone)
+            more = {"first": first} if first else {}     # (a store that ``batches``)
+            stored, self.version, seq = self.store.commit(
+                task, self.owner, self.version, event, self.caller, self.holder,
+                derived=alone, **more)
             if alone and stored is None:
                 self.appended += size
             else:
                 self.written, self.appended = len(stored or b""), 0
             self.task, self.next_seq = task, seq + 1
             self.wake()
-            if tell and self.on_event is not None:
-                self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
+            if tell:
+                self.tell(event)                # (in order: under the lock)
+
+    def tell(self, event):
+        """Tell the webhooks (``on_event``) of the task's ``event``."""
+        if self.on_event is not None:
+            self.on_event(self.caller or self.owner, self.task, event)
 
     def change(self, kind, body, now, event=None, tell=True, earlier=()):
         """Apply one event of TRANSITIONS to the task and publish it (as
@@ -3411,9 +3411,7 @@ class _LiveTasks:
     and ends the turns another process left unfinished; ``off_loop`` is
     where a host on an event loop has such a store's writes run."""
 
-    holder = None                   # this process, as a shared store's leases name it
     off_loop = None                 # a shared store's threads for an event loop's writes
-    watch = None                    # a shared store's watch of the others' commits
 
     def __init__(self, agent, store, limits, observers, tracing, closing, on_event, add_push):
         self.agent, self.agent_is_async = agent, _is_async_callable(agent)
@@ -3430,8 +3428,11 @@ class _LiveTasks:
 
     def new_channel(self, owner, caller=None):
         """A channel for a task of ``owner``'s (``caller``: whom it counts against)."""
-        return _Channel(self.store, owner, self.limits, self.on_event, caller, self.closing,
-                        self.holder)
+        return _Channel(self.store, owner, self.limits, self.on_event, caller, self.closing)
+
+    def keep(self, task_id, channel):
+        """Hold ``channel`` in ``channels`` (with ``lock`` held): the task is live here."""
+        self.channels[task_id] = channel
 
     def begin(self, ctx, call):
         """A new task's turn: its channel, not yet in ``channels`` (the task is
@@ -3479,10 +3480,9 @@ class _LiveTasks:
             if task is None:
                 raise TaskNotFoundError(f"no task with id {task_id!r}",
                                         metadata={"taskId": task_id})
-            channel = self.channels[task_id] = self.new_channel(owner, caller)
+            channel = self.new_channel(owner, caller)
             channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
-            if getattr(self.watch, "resting", False):
-                self.watch.follow()           # (a shared store's watch: news matters again)
+            self.keep(task_id, channel)
         return channel
 
     def wake_streams(self):
@@ -3539,8 +3539,7 @@ class _LiveTasks:
                         "taskId": task_id, "contextId": context_id, "status": status}},
                         tell=False)
                     joined = (channel.next_seq - 1, {"task": channel.task})
-                    if channel.on_event is not None:
-                        channel.on_event(channel.caller or channel.owner, channel.task, joined[1])
+                    channel.tell(joined[1])
                     if self.observers:
                         _turn_started(self, ctx, call)
                     channel.active = ctx
@@ -3557,15 +3556,11 @@ class _LiveTasks:
                 task = _apply(None, "message", ctx.message, self.now())
                 # Known before the store has the task: none makes a second channel.
                 with self.lock:
-                    self.channels[ctx.task_id] = channel
-                    if getattr(self.watch, "resting", False):
-                        self.watch.follow()
+                    self.keep(ctx.task_id, channel)
                 try:
                     channel.publish(task, {"task": task}, tell=False)
                     self.add_push(ctx, channel.owner)   # its webhook, told first
-                    if channel.on_event is not None:
-                        event = {"task": channel.task}
-                        channel.on_event(channel.caller or channel.owner, channel.task, event)
+                    channel.tell({"task": channel.task})
                 except BaseException:
                     with self.lock:
                         if self.channels.get(ctx.task_id) is channel:
@@ -3731,9 +3726,6 @@ def _start_turn(server, request, call):
                 field="message.contextId")
         context_id = task.get("contextId")
     else:
-        circuit = getattr(server.store, "_circuit", None)   # (a store of your own may have none)
-        if circuit is not None and circuit.down:    # no agent works for a store that is away
-            circuit.check()
         task = None
         task_id = call.task_id = server.live.new_id()   # always the server's (section 3.1.1)
         context_id = message.get("contextId") or server.live.new_id()
@@ -3819,11 +3811,7 @@ def _get_task(server, request, call):
 def _list_tasks(server, request, call):
     """ListTasks: one page of the caller's tasks, newest first."""
     history_length = _history_length(request)
-    size = request.get("pageSize", server.limits["default_page_size"])
-    if not 1 <= size <= server.limits["max_page_size"]:
-        raise InvalidParamsError(
-            f"pageSize must be between 1 and {server.limits['max_page_size']} (default "
-            f"{server.limits['default_page_size']}); got {size}", field="pageSize")
+    size = _page_size(server, request.get("pageSize", server.limits["default_page_size"]))
     cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
     status = request.get("status")
     tasks, total, last = server.store.list(
@@ -3834,6 +3822,15 @@ def _list_tasks(server, request, call):
     return {"tasks": [_view(t, history_length, include) for t in tasks],
             "nextPageToken": _encode_page_token(last) if last else "",
             "pageSize": size, "totalSize": total}
+
+
+def _page_size(server, size):
+    """``size``, if it is a page size this server serves (else InvalidParams)."""
+    if not 1 <= size <= server.limits["max_page_size"]:
+        raise InvalidParamsError(
+            f"pageSize must be between 1 and {server.limits['max_page_size']} (default "
+            f"{server.limits['default_page_size']}); got {size}", field="pageSize")
+    return size
 
 
 def _cancel_task(server, request, call):
@@ -3903,36 +3900,37 @@ def _require_push(server):
             "is false); use SendStreamingMessage or poll GetTask instead")
 
 
+def _push_task(server, task_id, call):
+    """The id of the task whose webhooks a config operation reaches, if the
+    agent sends webhooks and the caller may see the task."""
+    _require_push(server)
+    return _visible_task(server, task_id, call)["id"]
+
+
 def _create_task_push_notification_config(server, request, call):
     """CreateTaskPushNotificationConfig: register a webhook for a task."""
-    _require_push(server)
-    task = _visible_task(server, request.get("taskId", ""), call)
-    return _public_config(_add_push_config(server, task["id"], request, call.tenant,
-                                                call.translated_from))
+    task_id = _push_task(server, request.get("taskId", ""), call)
+    return _public_config(_add_push_config(server, task_id, request, call.tenant,
+                                           call.translated_from))
 
 
 def _get_task_push_notification_config(server, request, call):
     """GetTaskPushNotificationConfig: one webhook of a task."""
-    _require_push(server)
-    task = _visible_task(server, request["taskId"], call)
-    config = server.store.get_config(task["id"], request["id"])
+    task_id = _push_task(server, request["taskId"], call)
+    config = server.store.get_config(task_id, request["id"])
     if config is None:                     # section 3.1.8: TaskNotFoundError
         raise TaskNotFoundError(
-            f"task {task['id']} has no push notification config {request['id']!r}; "
+            f"task {task_id} has no push notification config {request['id']!r}; "
             "ListTaskPushNotificationConfigs shows its configs",
-            metadata={"taskId": task["id"], "id": request["id"]})
+            metadata={"taskId": task_id, "id": request["id"]})
     return _public_config(config)
 
 
 def _list_task_push_notification_configs(server, request, call):
     """ListTaskPushNotificationConfigs: a task's webhooks, one page at a time."""
-    _require_push(server)
-    task = _visible_task(server, request["taskId"], call)
-    size = request.get("pageSize") or server.limits["default_page_size"]
-    if not 1 <= size <= server.limits["max_page_size"]:
-        raise InvalidParamsError(f"pageSize must be between 1 and "
-                                 f"{server.limits['max_page_size']}; got {size}", field="pageSize")
-    configs = server.store.configs(task["id"])
+    task_id = _push_task(server, request["taskId"], call)
+    size = _page_size(server, request.get("pageSize") or server.limits["default_page_size"])
+    configs = server.store.configs(task_id)
     ids = [c["id"] for c in configs]
     token = request.get("pageToken")
     if token and token not in ids:
@@ -3947,9 +3945,7 @@ def _list_task_push_notification_configs(server, request, call):
 
 def _delete_task_push_notification_config(server, request, call):
     """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
-    _require_push(server)
-    task = _visible_task(server, request["taskId"], call)
-    server.store.delete_config(task["id"], request["id"])
+    server.store.delete_config(_push_task(server, request["taskId"], call), request["id"])
     return {}
 
 
