@@ -2283,17 +2283,6 @@ def _answered(request, status, size, stream):
         observer.request_answered(request, mark)
 
 
-def _turn_started(server, ctx, call):
-    """Tell the observers a turn begins (they keep their marks in ctx.marks)."""
-    ctx.marks = {observer: observer.turn_started(ctx, call) for observer in server.observers}
-
-
-def _turn_ended(ctx, state):
-    marks, ctx.marks = ctx.marks, None
-    for observer, mark in marks.items():
-        observer.turn_ended(ctx, state, mark)
-
-
 def _observers(server, access_log, tracing, metrics, more):
     """What watches ``server`` (its options of the same names): the access
     log, then the metrics and spans it asks for by name (companions), then
@@ -2399,14 +2388,11 @@ class _Follower:
                     # the task as it is now instead, which holds them all (one copy of its
                     # JSON for every reader that fell behind at this version of it)
                     if channel.store.shared:            # (another process may be ahead)
-                        now = channel.store.get(task["id"], channel.owner) or channel.snapshot()
-                        event, upto = {"task": now}, getattr(now, "next_seq", channel.next_seq)
-                    else:
-                        event, upto = channel.shared_task(), channel.next_seq
-                    self.ready.append((upto - 1, event))
-                    self.seq, news, found = upto, True, None
-            except ServerBusyError:     # a shared store is away: read on once it is back
-                found = None
+                        channel.reload()
+                    self.ready.append((channel.next_seq - 1, channel.shared_task()))
+                    self.seq, news, found = channel.next_seq, True, None
+            except (ServerBusyError, TaskNotFoundError):    # a shared store is away (read on
+                found = None                                # once it is back), or it is gone
             if found is not None and found[1]:
                 self.ready.extend(found[1])
                 self.seq, news = found[1][-1][0] + 1, True
@@ -2711,9 +2697,7 @@ class _TurnWriter:
                 _log().error("task %s could not be made%s", ctx.task_id, _in_trace(ctx),
                              exc_info=exc)
                 ctx._cancel()                   # and the agent's outputs have nowhere to go
-                self.error = exc if isinstance(exc, A2AError) else InternalError(
-                    "the task could not be stored; see the server log")
-                channel.publish(None, {"error": self.error})
+                self._refuse(exc)
 
     def complete(self, result):
         """The agent returned one answer (not a generator): its output, then the end."""
@@ -2729,12 +2713,8 @@ class _TurnWriter:
         if task is None:
             self.emit(result, chunked=False)
             self.finish()
-            return
-        self.done = True                       # (no server's channel holds it: _end_turn)
-        self.channel.active = None
-        if self.ctx.marks is not None:         # (observers watch the turn)
-            _turn_ended(self.ctx, "TASK_STATE_COMPLETED")
-        self.finished.set()
+        else:
+            self._end_turn(kept=False)
 
     def at_once(self, result, events=None):
         """The task this turn leaves, if it can be stored in one write (else
@@ -2912,8 +2892,7 @@ class _TurnWriter:
             refused = self.channel.task is None and isinstance(exc, A2AError)
             if refused:
                 _log().info("agent refused the request: %s", exc.message)
-                self.error = exc
-                self.channel.publish(None, {"error": exc})
+                self._refuse(exc)
         if not refused:
             _log().error("agent failed on task %s%s", self.ctx.task_id, _in_trace(self.ctx),
                          exc_info=exc)
@@ -2946,10 +2925,14 @@ class _TurnWriter:
                 except Exception as again:
                     _log().error("task %s could not be stored at all%s", ctx.task_id,
                                  _in_trace(ctx), exc_info=again)
-            # Nothing could be stored: end the waiting streams with the error.
-            self.error = exc if isinstance(exc, A2AError) else InternalError(
-                "the task could not be stored; see the server log")
-            channel.publish(None, {"error": self.error})
+            self._refuse(exc)                  # nothing could be stored
+
+    def _refuse(self, exc):
+        """The request fails with ``exc`` (an A2AError, else InternalError) and
+        no task: the streams waiting for one end with it."""
+        self.error = exc if isinstance(exc, A2AError) else InternalError(
+            "the task could not be stored; see the server log")
+        self.channel.publish(None, {"error": self.error})
 
     def saved(self, task, committed):
         """A turn that at_once() ended was committed elsewhere (a shared
@@ -2957,16 +2940,18 @@ class _TurnWriter:
         self.channel.save(task, committed)
         self._end_turn()
 
-    def _end_turn(self):
+    def _end_turn(self, kept=True):
         """The turn is over: the task takes messages again, and a task that
-        ended or waits for the client lets go of its channel (_LiveTasks.forget)."""
+        ended or waits for the client lets go of its channel (_LiveTasks.forget;
+        not ``kept``: the live tasks never held it, as at_once's)."""
         self.done = True
         self.channel.active = None
-        if self.ctx.marks is not None:         # (observers watch the turn)
-            task = self.channel.task
-            _turn_ended(self.ctx, task and task["status"]["state"])
         task = self.channel.task
-        if task is not None:
+        marks, self.ctx.marks = self.ctx.marks, None
+        if marks is not None:                  # (observers watch the turn)
+            for observer, mark in marks.items():
+                observer.turn_ended(self.ctx, task and task["status"]["state"], mark)
+        if task is not None and kept:
             state = task["status"]["state"]
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
                 self.live.forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
@@ -3056,54 +3041,36 @@ class _Channel:
         ``event``, or else as the whole task). If another writer committed
         first, read the task again: the table decides again. ``earlier``: the
         (kind, body, now, event) changes one turn made just before it, without
-        waiting (_TurnWriter.batch), published in the same commit (batched)."""
+        waiting (_TurnWriter.batch), published in the same commit when the
+        store ``batches`` and no webhook needs telling of each."""
         with self.lock:
-            if earlier:
-                return self._batched(earlier + [(kind, body, now, event)])
+            changes = [*earlier, (kind, body, now, event)]
+            if earlier and (self.on_event is not None or not getattr(self.store, "batches", False)):
+                for one in earlier:
+                    self.change(*one)
+                changes = changes[-1:]
             for _ in range(16):
-                grown, self.grown = self.grown, None    # an append grows it in place (_apply)
-                mark = 0 if grown is None else len(grown)   # taken back if the store refuses
-                task = _apply(self.task, kind, body, now,
-                              grown if kind == "artifactUpdate" else None)
+                grown = first_grown = self.grown    # an append grows it in place (_apply)
+                self.grown, mark = None, 0 if grown is None else len(grown)   # (taken back
+                task, derived = self.task, True                         # if the store refuses)
+                for kind, body, now, _ in changes:
+                    derived = derived and kind == "artifactUpdate"
+                    task = _apply(task, kind, body, now, grown if kind == "artifactUpdate" else None)
+                    grown = (_parts_of(task, body["artifact"]["artifactId"])
+                             if kind == "artifactUpdate" and body.get("append") else None)
                 try:
-                    self.publish(task, event or {"task": task}, tell,
-                                 derived=kind == "artifactUpdate")
+                    self.publish(task, changes[-1][3] or {"task": task}, tell, derived=derived,
+                                 first=[one[3] for one in changes[:-1]])
                 except BaseException as error:
-                    if grown is not None and self.task is not task:    # (not committed)
-                        del grown[mark:]
+                    if first_grown is not None and self.task is not task:    # (not committed)
+                        del first_grown[mark:]
                     if not isinstance(error, UnsupportedOperationError) or self.task is None:
                         raise
                     self.reload()           # a conflict, or the task ended meanwhile
                     continue
-                if kind == "artifactUpdate" and body.get("append"):
-                    self.grown = _parts_of(task, body["artifact"]["artifactId"])
+                self.grown = grown
                 return task
             raise ConflictError(f"task {self.task['id']} changes too fast to write to; retry")
-
-    def _batched(self, batch):
-        """change() for several: in one commit, when the store ``batches`` and
-        no webhook needs telling of each; else one by one."""
-        with self.lock:
-            if self.on_event is not None or not getattr(self.store, "batches", False):
-                for kind, body, now, event in batch:
-                    self.change(kind, body, now, event)
-                return
-            grown = first_grown = self.grown
-            self.grown, mark = None, 0 if grown is None else len(grown)
-            task, derived = self.task, True
-            for kind, body, now, event in batch:
-                derived = derived and kind == "artifactUpdate"
-                task = _apply(task, kind, body, now, grown if kind == "artifactUpdate" else None)
-                grown = (_parts_of(task, body["artifact"]["artifactId"])
-                         if kind == "artifactUpdate" and body.get("append") else None)
-            try:
-                self.publish(task, batch[-1][3], derived=derived,
-                             first=[event for _, _, _, event in batch[:-1]])
-            except BaseException:
-                if first_grown is not None and self.task is not task:   # (not committed)
-                    del first_grown[mark:]
-                raise
-            self.grown = grown
 
     def snapshot(self):
         """The task as it is now, for a reader outside the turn: the next
@@ -3440,11 +3407,16 @@ class _LiveTasks:
         admit = getattr(self.agent, "admit", None)
         if admit is not None:              # an agent with no room refuses here (ServerBusy)
             admit(ctx)
-        if self.observers:                 # (a turn's span, under its request's: a2a_otel)
-            _turn_started(self, ctx, call)
+        self.observe(ctx, call)
         channel = self.new_channel(call.owner, call.caller)
         channel.active = ctx
         return channel
+
+    def observe(self, ctx, call):
+        """Tell the observers a turn begins (a turn's span, under its request's:
+        a2a_otel); they keep their marks in ctx.marks, for _end_turn."""
+        if self.observers:
+            ctx.marks = {observer: observer.turn_started(ctx, call) for observer in self.observers}
 
     def running(self):
         """How many turns run here now."""
@@ -3540,8 +3512,7 @@ class _LiveTasks:
                         tell=False)
                     joined = (channel.next_seq - 1, {"task": channel.task})
                     channel.tell(joined[1])
-                    if self.observers:
-                        _turn_started(self, ctx, call)
+                    self.observe(ctx, call)
                     channel.active = ctx
             except BaseException:              # the turn never began: unwatched, it goes
                 state = channel.task["status"]["state"]
