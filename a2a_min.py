@@ -2739,9 +2739,9 @@ class _TurnWriter:
         return _StoredTask(_apply(_apply(submitted, "artifactUpdate", artifact, None),
                                   "statusUpdate", status, None))
 
-    def _chunk(self, text):
+    def _chunk(self, text, last=False):
         """Publish a text chunk of the turn's artifact: the first makes it, the
-        others append to it."""
+        others append to it; the ``last`` says so (lastChunk)."""
         first = self.chunk_id is None
         if first:
             self.chunk_id = self.live.new_id()
@@ -2749,7 +2749,9 @@ class _TurnWriter:
                 "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
         if not first:
             body["append"] = True
-        self.chunk = body
+        if last:
+            body["lastChunk"] = True
+        self.chunk = None if last else body
         self._publish("artifactUpdate", body, None)
 
     def _close_chunk(self):
@@ -2768,10 +2770,7 @@ class _TurnWriter:
             self.bytes += len(again.json) - len(event.json)
             waiting[-1] = (kind, body, now, again)
             return
-        self._publish("artifactUpdate", {
-            "taskId": self.ctx.task_id, "contextId": self.ctx.context_id, "append": True,
-            "lastChunk": True, "artifact": {"artifactId": self.chunk_id, "parts": [{"text": ""}]}},
-            None)
+        self._chunk("", last=True)
 
     def _status(self, body, trusted=False):
         """Publish a status update (``trusted``: built here, not by the agent)."""
@@ -3563,14 +3562,15 @@ class _LiveTasks:
                 self.workers = _Workers(self.limits["max_workers"])
             return self.workers
 
-    def drive(self, turn, deadline=None, spawn=None):
-        """Call the agent and feed what it produces to ``turn``."""
-        if turn.ctx._canceled:                 # canceled while it waited for a worker
+    def drive(self, turn, deadline=None, spawn=None, gen=None):
+        """Call the agent and feed what it produces to ``turn`` (``gen``: the
+        rest of its generator, on a worker: it outlasted its request's thread)."""
+        if turn.ctx._canceled and gen is None:   # canceled while it waited for a worker
             return turn.finish()
         # The turn, for RequestContext.current() (an async agent's: in its task, _drive_async).
         running = _TURN.set(turn.ctx) if self.tracing and not self.agent_is_async else None
         try:
-            result = self.agent(turn.ctx)
+            result = self.agent(turn.ctx) if gen is None else gen
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
                 (spawn or self.spawn_own)(_drive_async(self, result, turn))
             elif isinstance(result, GeneratorType):
@@ -3598,7 +3598,7 @@ class _LiveTasks:
                 if turn.done:
                     break
                 if deadline is not None and time.monotonic() > deadline:
-                    self.pool().submit(self.drive_on, gen, turn)
+                    self.pool().submit(self.drive, turn, None, None, gen)
                     gen = None                 # now the worker's to finish and close
                     return
             turn.finish()
@@ -3607,16 +3607,6 @@ class _LiveTasks:
         finally:
             if gen is not None:
                 gen.close()
-
-    def drive_on(self, gen, turn):
-        """_drain on a worker thread: the rest of a generator that outlasted the
-        time a request's thread gives it."""
-        running = _TURN.set(turn.ctx) if self.tracing else None
-        try:
-            self.drain(gen, turn, None)
-        finally:
-            if running is not None:
-                _TURN.reset(running)
 
 
 # =============================================================================
