@@ -2423,16 +2423,24 @@ class _Follower:
 
     def __next__(self):
         """The next event, waiting for it up to ``keepalive``: then the tick (None, None)."""
-        channel = self.channel
-        if not (self.ready or self.ended) and (channel.stopped is None
-                                               or self.seq < channel.stopped):
+        if not self.ready:
+            if self.ended:
+                raise StopIteration
+            channel = self.channel
+            if channel.stopped is not None and self.seq >= channel.stopped:   # the grace is
+                self._end_if_closing()         # over: what comes later waits for the resume
             with channel.lock:
                 if not self._take():
                     self._end_if_closing()
                     self._wait(channel)
+                    if channel.stopped is not None and self.seq >= channel.stopped:
+                        self._end_if_closing()
                     if self.begin is not None and time.monotonic() >= self.begin_at - 0.001:
                         self._begin()
-        return self.poll() or (None, None)     # (what it found, or what came meanwhile)
+                    if not self._take():
+                        self._end_if_closing()
+                        return None, None
+        return self._give()
 
     def _wait(self, channel):
         """Wait for news, up to ``keepalive``, with the channel's lock held."""
@@ -2461,17 +2469,18 @@ class _Follower:
             self.close()
             raise StopIteration
 
+    # -- for a host on an event loop, which must not block in __next__ ------------
+
     def poll(self, idle=False):
         """The next (seq, StreamResponse) without waiting, or None if nothing
         is new (with ``idle``, the host waited ``keepalive`` seconds: the tick
-        (None, None) instead). Raises StopIteration at the end. (A host on an
-        event loop reads a stream so, as it must not block in __next__.)"""
+        (None, None) instead). Raises StopIteration at the end."""
         if not self.ready:
             if self.ended:
                 raise StopIteration
             channel = self.channel
-            if channel.stopped is not None and self.seq >= channel.stopped:   # the grace is
-                self._end_if_closing()         # over: what comes later waits for the resume
+            if channel.stopped is not None and self.seq >= channel.stopped:   # (as __next__)
+                self._end_if_closing()
             news = False
             if channel.next_seq > self.seq or channel.store.shared or \
                     len(channel.tail) > self.tail_seen:     # (else nothing is new: no lock)
@@ -2739,9 +2748,9 @@ class _TurnWriter:
         return _StoredTask(_apply(_apply(submitted, "artifactUpdate", artifact, None),
                                   "statusUpdate", status, None))
 
-    def _chunk(self, text, last=False):
+    def _chunk(self, text):
         """Publish a text chunk of the turn's artifact: the first makes it, the
-        others append to it; the ``last`` says so (lastChunk)."""
+        others append to it."""
         first = self.chunk_id is None
         if first:
             self.chunk_id = self.live.new_id()
@@ -2749,9 +2758,7 @@ class _TurnWriter:
                 "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
         if not first:
             body["append"] = True
-        if last:
-            body["lastChunk"] = True
-        self.chunk = None if last else body
+        self.chunk = body
         self._publish("artifactUpdate", body, None)
 
     def _close_chunk(self):
@@ -2770,7 +2777,10 @@ class _TurnWriter:
             self.bytes += len(again.json) - len(event.json)
             waiting[-1] = (kind, body, now, again)
             return
-        self._chunk("", last=True)
+        self._publish("artifactUpdate", {
+            "taskId": self.ctx.task_id, "contextId": self.ctx.context_id, "append": True,
+            "lastChunk": True, "artifact": {"artifactId": self.chunk_id, "parts": [{"text": ""}]}},
+            None)
 
     def _status(self, body, trusted=False):
         """Publish a status update (``trusted``: built here, not by the agent)."""
@@ -2946,11 +2956,11 @@ class _TurnWriter:
         self.done = True
         self.channel.active = None
         task = self.channel.task
-        marks, self.ctx.marks = self.ctx.marks, None
-        if marks is not None:                  # (observers watch the turn)
+        if self.ctx.marks is not None:         # (observers watch the turn)
+            marks, self.ctx.marks = self.ctx.marks, None
             for observer, mark in marks.items():
                 observer.turn_ended(self.ctx, task and task["status"]["state"], mark)
-        if task is not None and kept:
+        if kept and task is not None:
             state = task["status"]["state"]
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
                 self.live.forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
@@ -3017,18 +3027,22 @@ class _Channel:
             alone = derived and size is not None and self.appended is not None and \
                 self.appended + size <= max(self.written, _APPEND_FLOOR) and \
                 getattr(self.store, "appends", False)
-            more = {"first": first} if first else {}     # (a store that ``batches``)
-            stored, self.version, seq = self.store.commit(
-                task, self.owner, self.version, event, self.caller, self.holder,
-                derived=alone, **more)
+            if first:                           # (a store that ``batches``)
+                stored, self.version, seq = self.store.commit(
+                    task, self.owner, self.version, event, self.caller, self.holder,
+                    derived=alone, first=first)
+            else:
+                stored, self.version, seq = self.store.commit(
+                    task, self.owner, self.version, event, self.caller, self.holder,
+                    derived=alone)
             if alone and stored is None:
                 self.appended += size
             else:
                 self.written, self.appended = len(stored or b""), 0
             self.task, self.next_seq = task, seq + 1
             self.wake()
-            if tell:
-                self.tell(event)                # (in order: under the lock)
+            if tell and self.on_event is not None:
+                self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
 
     def tell(self, event):
         """Tell the webhooks (``on_event``) of the task's ``event``."""
@@ -3040,36 +3054,54 @@ class _Channel:
         ``event``, or else as the whole task). If another writer committed
         first, read the task again: the table decides again. ``earlier``: the
         (kind, body, now, event) changes one turn made just before it, without
-        waiting (_TurnWriter.batch), published in the same commit when the
-        store ``batches`` and no webhook needs telling of each."""
+        waiting (_TurnWriter.batch), published in the same commit (batched)."""
         with self.lock:
-            changes = [*earlier, (kind, body, now, event)]
-            if earlier and (self.on_event is not None or not getattr(self.store, "batches", False)):
-                for one in earlier:
-                    self.change(*one)
-                changes = changes[-1:]
+            if earlier:
+                return self._batched(earlier + [(kind, body, now, event)])
             for _ in range(16):
-                grown = first_grown = self.grown    # an append grows it in place (_apply)
-                self.grown, mark = None, 0 if grown is None else len(grown)   # (taken back
-                task, derived = self.task, True                         # if the store refuses)
-                for kind, body, now, _ in changes:
-                    derived = derived and kind == "artifactUpdate"
-                    task = _apply(task, kind, body, now, grown if kind == "artifactUpdate" else None)
-                    grown = (_parts_of(task, body["artifact"]["artifactId"])
-                             if kind == "artifactUpdate" and body.get("append") else None)
+                grown, self.grown = self.grown, None    # an append grows it in place (_apply)
+                mark = 0 if grown is None else len(grown)   # taken back if the store refuses
+                task = _apply(self.task, kind, body, now,
+                              grown if kind == "artifactUpdate" else None)
                 try:
-                    self.publish(task, changes[-1][3] or {"task": task}, tell, derived=derived,
-                                 first=[one[3] for one in changes[:-1]])
+                    self.publish(task, event or {"task": task}, tell,
+                                 derived=kind == "artifactUpdate")
                 except BaseException as error:
-                    if first_grown is not None and self.task is not task:    # (not committed)
-                        del first_grown[mark:]
+                    if grown is not None and self.task is not task:    # (not committed)
+                        del grown[mark:]
                     if not isinstance(error, UnsupportedOperationError) or self.task is None:
                         raise
                     self.reload()           # a conflict, or the task ended meanwhile
                     continue
-                self.grown = grown
+                if kind == "artifactUpdate" and body.get("append"):
+                    self.grown = _parts_of(task, body["artifact"]["artifactId"])
                 return task
             raise ConflictError(f"task {self.task['id']} changes too fast to write to; retry")
+
+    def _batched(self, batch):
+        """change() for several: in one commit, when the store ``batches`` and
+        no webhook needs telling of each; else one by one."""
+        with self.lock:
+            if self.on_event is not None or not getattr(self.store, "batches", False):
+                for kind, body, now, event in batch:
+                    self.change(kind, body, now, event)
+                return
+            grown = first_grown = self.grown
+            self.grown, mark = None, 0 if grown is None else len(grown)
+            task, derived = self.task, True
+            for kind, body, now, event in batch:
+                derived = derived and kind == "artifactUpdate"
+                task = _apply(task, kind, body, now, grown if kind == "artifactUpdate" else None)
+                grown = (_parts_of(task, body["artifact"]["artifactId"])
+                         if kind == "artifactUpdate" and body.get("append") else None)
+            try:
+                self.publish(task, batch[-1][3], derived=derived,
+                             first=[event for _, _, _, event in batch[:-1]])
+            except BaseException:
+                if first_grown is not None and self.task is not task:   # (not committed)
+                    del first_grown[mark:]
+                raise
+            self.grown = grown
 
     def snapshot(self):
         """The task as it is now, for a reader outside the turn: the next
