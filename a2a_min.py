@@ -3405,9 +3405,10 @@ class _LiveTasks:
 
     A store shared by several processes brings its own subclass of it
     (``store.live_tasks``: a2a_store's SharedLiveTasks), which watches the
-    others' commits, names this process in the store's leases (``holder``)
-    and ends the turns another process left unfinished; ``off_loop`` is
-    where a host on an event loop has such a store's writes run."""
+    others' commits (from ``keep``), names this process in the store's
+    leases (``new_channel``), refuses new turns while the store is away
+    (``begin``) and ends the turns another process left unfinished;
+    ``off_loop`` is where a host on an event loop has such a store's writes run."""
 
     off_loop = None                 # a shared store's threads for an event loop's writes
 
