@@ -2283,17 +2283,6 @@ def _answered(request, status, size, stream):
         observer.request_answered(request, mark)
 
 
-def _turn_started(server, ctx, call):
-    """Tell the observers a turn begins (they keep their marks in ctx.marks)."""
-    ctx.marks = {observer: observer.turn_started(ctx, call) for observer in server.observers}
-
-
-def _turn_ended(ctx, state):
-    marks, ctx.marks = ctx.marks, None
-    for observer, mark in marks.items():
-        observer.turn_ended(ctx, state, mark)
-
-
 def _observers(server, access_log, tracing, metrics, more):
     """What watches ``server`` (its options of the same names): the access
     log, then the metrics and spans it asks for by name (companions), then
@@ -2399,14 +2388,11 @@ class _Follower:
                     # the task as it is now instead, which holds them all (one copy of its
                     # JSON for every reader that fell behind at this version of it)
                     if channel.store.shared:            # (another process may be ahead)
-                        now = channel.store.get(task["id"], channel.owner) or channel.snapshot()
-                        event, upto = {"task": now}, getattr(now, "next_seq", channel.next_seq)
-                    else:
-                        event, upto = channel.shared_task(), channel.next_seq
-                    self.ready.append((upto - 1, event))
-                    self.seq, news, found = upto, True, None
-            except ServerBusyError:     # a shared store is away: read on once it is back
-                found = None
+                        channel.reload()
+                    self.ready.append((channel.next_seq - 1, channel.shared_task()))
+                    self.seq, news, found = channel.next_seq, True, None
+            except (ServerBusyError, TaskNotFoundError):    # a shared store is away (read on
+                found = None                                # once it is back), or it is gone
             if found is not None and found[1]:
                 self.ready.extend(found[1])
                 self.seq, news = found[1][-1][0] + 1, True
@@ -2720,9 +2706,7 @@ class _TurnWriter:
                 _log().error("task %s could not be made%s", ctx.task_id, _in_trace(ctx),
                              exc_info=exc)
                 ctx._cancel()                   # and the agent's outputs have nowhere to go
-                self.error = exc if isinstance(exc, A2AError) else InternalError(
-                    "the task could not be stored; see the server log")
-                channel.publish(None, {"error": self.error})
+                self._refuse(exc)
 
     def complete(self, result):
         """The agent returned one answer (not a generator): its output, then the end."""
@@ -2738,12 +2722,8 @@ class _TurnWriter:
         if task is None:
             self.emit(result, chunked=False)
             self.finish()
-            return
-        self.done = True                       # (no server's channel holds it: _end_turn)
-        self.channel.active = None
-        if self.ctx.marks is not None:         # (observers watch the turn)
-            _turn_ended(self.ctx, "TASK_STATE_COMPLETED")
-        self.finished.set()
+        else:
+            self._end_turn(kept=False)
 
     def at_once(self, result, events=None):
         """The task this turn leaves, if it can be stored in one write (else
@@ -2921,8 +2901,7 @@ class _TurnWriter:
             refused = self.channel.task is None and isinstance(exc, A2AError)
             if refused:
                 _log().info("agent refused the request: %s", exc.message)
-                self.error = exc
-                self.channel.publish(None, {"error": exc})
+                self._refuse(exc)
         if not refused:
             _log().error("agent failed on task %s%s", self.ctx.task_id, _in_trace(self.ctx),
                          exc_info=exc)
@@ -2955,10 +2934,14 @@ class _TurnWriter:
                 except Exception as again:
                     _log().error("task %s could not be stored at all%s", ctx.task_id,
                                  _in_trace(ctx), exc_info=again)
-            # Nothing could be stored: end the waiting streams with the error.
-            self.error = exc if isinstance(exc, A2AError) else InternalError(
-                "the task could not be stored; see the server log")
-            channel.publish(None, {"error": self.error})
+            self._refuse(exc)                  # nothing could be stored
+
+    def _refuse(self, exc):
+        """The request fails with ``exc`` (an A2AError, else InternalError) and
+        no task: the streams waiting for one end with it."""
+        self.error = exc if isinstance(exc, A2AError) else InternalError(
+            "the task could not be stored; see the server log")
+        self.channel.publish(None, {"error": self.error})
 
     def saved(self, task, committed):
         """A turn that at_once() ended was committed elsewhere (a shared
@@ -2966,16 +2949,18 @@ class _TurnWriter:
         self.channel.save(task, committed)
         self._end_turn()
 
-    def _end_turn(self):
+    def _end_turn(self, kept=True):
         """The turn is over: the task takes messages again, and a task that
-        ended or waits for the client lets go of its channel (_LiveTasks.forget)."""
+        ended or waits for the client lets go of its channel (_LiveTasks.forget;
+        not ``kept``: the live tasks never held it, as at_once's)."""
         self.done = True
         self.channel.active = None
-        if self.ctx.marks is not None:         # (observers watch the turn)
-            task = self.channel.task
-            _turn_ended(self.ctx, task and task["status"]["state"])
         task = self.channel.task
-        if task is not None:
+        if self.ctx.marks is not None:         # (observers watch the turn)
+            marks, self.ctx.marks = self.ctx.marks, None
+            for observer, mark in marks.items():
+                observer.turn_ended(self.ctx, task and task["status"]["state"], mark)
+        if kept and task is not None:
             state = task["status"]["state"]
             if state in _IDLE_STATES:          # ended, or waiting: nobody writes until the client
                 self.live.forget(self.ctx.task_id, unless_followed=state not in TERMINAL_STATES)
@@ -3002,8 +2987,7 @@ class _Channel:
                  "followers", "ended", "closing", "grown", "written", "appended", "shared",
                  "stopped")
 
-    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None,
-                 holder=None):
+    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None):
         self.lock, self.wakers = threading.RLock(), set()
         self.cond, self.waiting = None, 0   # a Condition on lock (made on first wait), its waiters
         self.task, self.version = None, 0   # newest snapshot, its version in the store (0: none)
@@ -3011,7 +2995,7 @@ class _Channel:
         self.tail = []            # (id, event) pairs that are not stored (see above)
         self.store, self.owner = store, owner
         self.caller = caller      # whom a new task counts against in the store
-        self.holder = holder      # this process, as the store's leases name it
+        self.holder = None        # this process, as a shared store's leases name it
         self.active = None        # the RequestContext of the running turn, if any
         self.on_event = on_event  # told of every task event (push notifications)
         self.limits = limits      # the server's: max_history
@@ -3059,6 +3043,11 @@ class _Channel:
             self.wake()
             if tell and self.on_event is not None:
                 self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
+
+    def tell(self, event):
+        """Tell the webhooks (``on_event``) of the task's ``event``."""
+        if self.on_event is not None:
+            self.on_event(self.caller or self.owner, self.task, event)
 
     def change(self, kind, body, now, event=None, tell=True, earlier=()):
         """Apply one event of TRANSITIONS to the task and publish it (as
@@ -3416,13 +3405,12 @@ class _LiveTasks:
 
     A store shared by several processes brings its own subclass of it
     (``store.live_tasks``: a2a_store's SharedLiveTasks), which watches the
-    others' commits, names this process in the store's leases (``holder``)
-    and ends the turns another process left unfinished; ``off_loop`` is
-    where a host on an event loop has such a store's writes run."""
+    others' commits (from ``keep``), names this process in the store's
+    leases (``new_channel``), refuses new turns while the store is away
+    (``begin``) and ends the turns another process left unfinished;
+    ``off_loop`` is where a host on an event loop has such a store's writes run."""
 
-    holder = None                   # this process, as a shared store's leases name it
     off_loop = None                 # a shared store's threads for an event loop's writes
-    watch = None                    # a shared store's watch of the others' commits
 
     def __init__(self, agent, store, limits, observers, tracing, closing, on_event, add_push):
         self.agent, self.agent_is_async = agent, _is_async_callable(agent)
@@ -3439,8 +3427,11 @@ class _LiveTasks:
 
     def new_channel(self, owner, caller=None):
         """A channel for a task of ``owner``'s (``caller``: whom it counts against)."""
-        return _Channel(self.store, owner, self.limits, self.on_event, caller, self.closing,
-                        self.holder)
+        return _Channel(self.store, owner, self.limits, self.on_event, caller, self.closing)
+
+    def keep(self, task_id, channel):
+        """Hold ``channel`` in ``channels`` (with ``lock`` held): the task is live here."""
+        self.channels[task_id] = channel
 
     def begin(self, ctx, call):
         """A new task's turn: its channel, not yet in ``channels`` (the task is
@@ -3448,11 +3439,16 @@ class _LiveTasks:
         admit = getattr(self.agent, "admit", None)
         if admit is not None:              # an agent with no room refuses here (ServerBusy)
             admit(ctx)
-        if self.observers:                 # (a turn's span, under its request's: a2a_otel)
-            _turn_started(self, ctx, call)
+        self.observe(ctx, call)
         channel = self.new_channel(call.owner, call.caller)
         channel.active = ctx
         return channel
+
+    def observe(self, ctx, call):
+        """Tell the observers a turn begins (a turn's span, under its request's:
+        a2a_otel); they keep their marks in ctx.marks, for _end_turn."""
+        if self.observers:
+            ctx.marks = {observer: observer.turn_started(ctx, call) for observer in self.observers}
 
     def running(self):
         """How many turns run here now."""
@@ -3488,10 +3484,9 @@ class _LiveTasks:
             if task is None:
                 raise TaskNotFoundError(f"no task with id {task_id!r}",
                                         metadata={"taskId": task_id})
-            channel = self.channels[task_id] = self.new_channel(owner, caller)
+            channel = self.new_channel(owner, caller)
             channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
-            if getattr(self.watch, "resting", False):
-                self.watch.follow()           # (a shared store's watch: news matters again)
+            self.keep(task_id, channel)
         return channel
 
     def wake_streams(self):
@@ -3548,10 +3543,8 @@ class _LiveTasks:
                         "taskId": task_id, "contextId": context_id, "status": status}},
                         tell=False)
                     joined = (channel.next_seq - 1, {"task": channel.task})
-                    if channel.on_event is not None:
-                        channel.on_event(channel.caller or channel.owner, channel.task, joined[1])
-                    if self.observers:
-                        _turn_started(self, ctx, call)
+                    channel.tell(joined[1])
+                    self.observe(ctx, call)
                     channel.active = ctx
             except BaseException:              # the turn never began: unwatched, it goes
                 state = channel.task["status"]["state"]
@@ -3566,15 +3559,11 @@ class _LiveTasks:
                 task = _apply(None, "message", ctx.message, self.now())
                 # Known before the store has the task: none makes a second channel.
                 with self.lock:
-                    self.channels[ctx.task_id] = channel
-                    if getattr(self.watch, "resting", False):
-                        self.watch.follow()
+                    self.keep(ctx.task_id, channel)
                 try:
                     channel.publish(task, {"task": task}, tell=False)
                     self.add_push(ctx, channel.owner)   # its webhook, told first
-                    if channel.on_event is not None:
-                        event = {"task": channel.task}
-                        channel.on_event(channel.caller or channel.owner, channel.task, event)
+                    channel.tell({"task": channel.task})
                 except BaseException:
                     with self.lock:
                         if self.channels.get(ctx.task_id) is channel:
@@ -3606,14 +3595,15 @@ class _LiveTasks:
                 self.workers = _Workers(self.limits["max_workers"])
             return self.workers
 
-    def drive(self, turn, deadline=None, spawn=None):
-        """Call the agent and feed what it produces to ``turn``."""
-        if turn.ctx._canceled:                 # canceled while it waited for a worker
+    def drive(self, turn, deadline=None, spawn=None, gen=None):
+        """Call the agent and feed what it produces to ``turn`` (``gen``: the
+        rest of its generator, on a worker: it outlasted its request's thread)."""
+        if turn.ctx._canceled and gen is None:   # canceled while it waited for a worker
             return turn.finish()
         # The turn, for RequestContext.current() (an async agent's: in its task, _drive_async).
         running = _TURN.set(turn.ctx) if self.tracing and not self.agent_is_async else None
         try:
-            result = self.agent(turn.ctx)
+            result = self.agent(turn.ctx) if gen is None else gen
             if isinstance(result, AsyncGeneratorType) or hasattr(result, "__await__"):
                 (spawn or self.spawn_own)(_drive_async(self, result, turn))
             elif isinstance(result, GeneratorType):
@@ -3641,7 +3631,7 @@ class _LiveTasks:
                 if turn.done:
                     break
                 if deadline is not None and time.monotonic() > deadline:
-                    self.pool().submit(self.drive_on, gen, turn)
+                    self.pool().submit(self.drive, turn, None, None, gen)
                     gen = None                 # now the worker's to finish and close
                     return
             turn.finish()
@@ -3650,16 +3640,6 @@ class _LiveTasks:
         finally:
             if gen is not None:
                 gen.close()
-
-    def drive_on(self, gen, turn):
-        """_drain on a worker thread: the rest of a generator that outlasted the
-        time a request's thread gives it."""
-        running = _TURN.set(turn.ctx) if self.tracing else None
-        try:
-            self.drain(gen, turn, None)
-        finally:
-            if running is not None:
-                _TURN.reset(running)
 
 
 # =============================================================================
@@ -3740,9 +3720,6 @@ def _start_turn(server, request, call):
                 field="message.contextId")
         context_id = task.get("contextId")
     else:
-        circuit = getattr(server.store, "_circuit", None)   # (a store of your own may have none)
-        if circuit is not None and circuit.down:    # no agent works for a store that is away
-            circuit.check()
         task = None
         task_id = call.task_id = server.live.new_id()   # always the server's (section 3.1.1)
         context_id = message.get("contextId") or server.live.new_id()
@@ -3828,11 +3805,7 @@ def _get_task(server, request, call):
 def _list_tasks(server, request, call):
     """ListTasks: one page of the caller's tasks, newest first."""
     history_length = _history_length(request)
-    size = request.get("pageSize", server.limits["default_page_size"])
-    if not 1 <= size <= server.limits["max_page_size"]:
-        raise InvalidParamsError(
-            f"pageSize must be between 1 and {server.limits['max_page_size']} (default "
-            f"{server.limits['default_page_size']}); got {size}", field="pageSize")
+    size = _page_size(server, request.get("pageSize", server.limits["default_page_size"]))
     cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
     status = request.get("status")
     tasks, total, last = server.store.list(
@@ -3843,6 +3816,15 @@ def _list_tasks(server, request, call):
     return {"tasks": [_view(t, history_length, include) for t in tasks],
             "nextPageToken": _encode_page_token(last) if last else "",
             "pageSize": size, "totalSize": total}
+
+
+def _page_size(server, size):
+    """``size``, if it is a page size this server serves (else InvalidParams)."""
+    if not 1 <= size <= server.limits["max_page_size"]:
+        raise InvalidParamsError(
+            f"pageSize must be between 1 and {server.limits['max_page_size']} (default "
+            f"{server.limits['default_page_size']}); got {size}", field="pageSize")
+    return size
 
 
 def _cancel_task(server, request, call):
@@ -3912,36 +3894,37 @@ def _require_push(server):
             "is false); use SendStreamingMessage or poll GetTask instead")
 
 
+def _push_task(server, task_id, call):
+    """The id of the task whose webhooks a config operation reaches, if the
+    agent sends webhooks and the caller may see the task."""
+    _require_push(server)
+    return _visible_task(server, task_id, call)["id"]
+
+
 def _create_task_push_notification_config(server, request, call):
     """CreateTaskPushNotificationConfig: register a webhook for a task."""
-    _require_push(server)
-    task = _visible_task(server, request.get("taskId", ""), call)
-    return _public_config(_add_push_config(server, task["id"], request, call.tenant,
-                                                call.translated_from))
+    task_id = _push_task(server, request.get("taskId", ""), call)
+    return _public_config(_add_push_config(server, task_id, request, call.tenant,
+                                           call.translated_from))
 
 
 def _get_task_push_notification_config(server, request, call):
     """GetTaskPushNotificationConfig: one webhook of a task."""
-    _require_push(server)
-    task = _visible_task(server, request["taskId"], call)
-    config = server.store.get_config(task["id"], request["id"])
+    task_id = _push_task(server, request["taskId"], call)
+    config = server.store.get_config(task_id, request["id"])
     if config is None:                     # section 3.1.8: TaskNotFoundError
         raise TaskNotFoundError(
-            f"task {task['id']} has no push notification config {request['id']!r}; "
+            f"task {task_id} has no push notification config {request['id']!r}; "
             "ListTaskPushNotificationConfigs shows its configs",
-            metadata={"taskId": task["id"], "id": request["id"]})
+            metadata={"taskId": task_id, "id": request["id"]})
     return _public_config(config)
 
 
 def _list_task_push_notification_configs(server, request, call):
     """ListTaskPushNotificationConfigs: a task's webhooks, one page at a time."""
-    _require_push(server)
-    task = _visible_task(server, request["taskId"], call)
-    size = request.get("pageSize") or server.limits["default_page_size"]
-    if not 1 <= size <= server.limits["max_page_size"]:
-        raise InvalidParamsError(f"pageSize must be between 1 and "
-                                 f"{server.limits['max_page_size']}; got {size}", field="pageSize")
-    configs = server.store.configs(task["id"])
+    task_id = _push_task(server, request["taskId"], call)
+    size = _page_size(server, request.get("pageSize") or server.limits["default_page_size"])
+    configs = server.store.configs(task_id)
     ids = [c["id"] for c in configs]
     token = request.get("pageToken")
     if token and token not in ids:
@@ -3956,9 +3939,7 @@ def _list_task_push_notification_configs(server, request, call):
 
 def _delete_task_push_notification_config(server, request, call):
     """DeleteTaskPushNotificationConfig: remove a webhook (a missing one is fine)."""
-    _require_push(server)
-    task = _visible_task(server, request["taskId"], call)
-    server.store.delete_config(task["id"], request["id"])
+    server.store.delete_config(_push_task(server, request["taskId"], call), request["id"])
     return {}
 
 

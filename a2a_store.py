@@ -1855,6 +1855,27 @@ class SharedLiveTasks(a2a_min._LiveTasks):
         self.missed = {}            # task id -> owner: turns whose end the store missed
         self.holder_of = (None, None)   # (process id, this process's name in leases)
         self.off_loop = StoreThreads(self)
+        self.watch = None           # the watch of the others' commits (watched)
+
+    def begin(self, ctx, call):
+        """a2a_min's, refused at once while the store is known to be away: no
+        agent works for a task that cannot be stored."""
+        circuit = getattr(self.store, "_circuit", None)    # (a store of your own may have none)
+        if circuit is not None and circuit.down:
+            circuit.check()
+        return super().begin(ctx, call)
+
+    def new_channel(self, owner, caller=None):
+        """a2a_min's, naming this process in the leases of the tasks it runs."""
+        channel = super().new_channel(owner, caller)
+        channel.holder = self.holder
+        return channel
+
+    def keep(self, task_id, channel):
+        """a2a_min's; a watch that rests (no task followed here) looks often again."""
+        super().keep(task_id, channel)
+        if self.watch is not None and self.watch.resting:
+            self.watch.follow()
 
     def watched(self):
         """This process's watch of the store, started on first use (and again
