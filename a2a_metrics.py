@@ -119,6 +119,18 @@ class Metrics(a2a_min.Observer):
             row[-2] += seconds
             row[-1] += 1
 
+    def response(self, request):
+        """The answer to GET /metrics on the server's own port (a2a_min
+        routes it here), for whoever the authentication hook lets in."""
+        server = self.server
+        if server.authenticate is not None:
+            try:
+                server.authenticate(a2a_min.CallContext(request.headers, peer=request.peer,
+                                                        tracing=False))
+            except a2a_min.A2AError as error:
+                return server.error_response(request.path, error.http_status, error)
+        return a2a_min.Response(200, [("Content-Type", self.MEDIA_TYPE)], self.render())
+
     def render(self):
         """The metrics in the Prometheus text format, as bytes."""
         stats = self.server.stats()
