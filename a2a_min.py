@@ -4490,20 +4490,24 @@ def _routed(server, request):
             f"the request body is {len(body)} bytes; this server accepts at most {limit}",
             metadata={"limit": limit}), media)
     try:
-        if server.single_path:
-            return _single_path_response(server, request)
-        if path == _CARD_PATH or path == _CATALOG_PATH:
+        if path == server._card_path or path == _CATALOG_PATH:
             if method not in ("GET", "HEAD"):
                 raise _MethodNotAllowed("GET")
-            if path == _CARD_PATH:
-                return _card_response(server, headers, request.base_url)
-            return _catalog_response(server, request.base_url)
+            if path == _CATALOG_PATH:
+                return _catalog_response(server, request.base_url)
+            return _card_response(server, headers, request.base_url)
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
                 return _jsonrpc_response(server, request)
+            if method in ("GET", "HEAD") and server.single_path:    # (the card, there too)
+                return _card_response(server, headers, request.base_url)
             if method in ("GET", "HEAD"):
                 return _help_response(server, headers, request.base_url)
             raise _MethodNotAllowed("GET, POST")
+        if server.single_path:                 # single-path mode: nothing else
+            return server.error_response(server.single_path, 404, MethodNotFoundError(
+                f"this server answers only at {server.single_path}: POST for JSON-RPC, GET for "
+                "the agent card"))
         if path == "/metrics" and server.metrics is not None and server.metrics.here:
             if method not in ("GET", "HEAD"):
                 raise _MethodNotAllowed("GET")
@@ -4638,22 +4642,6 @@ def _call_context(server, request):
     if query or "last-event-id" in headers:
         call.last_event_id = _last_event_id(headers, query)
     return call
-
-
-def _single_path_response(server, request):
-    """Single-path mode: the card and JSON-RPC on one path, nothing else."""
-    prefix, method, path = server.single_path, request.method, request.path
-    at_prefix = path.rstrip("/") == prefix.rstrip("/")
-    if at_prefix and method == "POST":
-        return _jsonrpc_response(server, request)
-    if method in ("GET", "HEAD") and (at_prefix or path == prefix.rstrip("/") + _CARD_PATH):
-        return _card_response(server, request.headers, request.base_url)
-    if at_prefix:
-        raise _MethodNotAllowed("GET, POST")
-    if path == _CATALOG_PATH and method in ("GET", "HEAD"):     # if the host lets it reach us
-        return _catalog_response(server, request.base_url)
-    return server.error_response(prefix, 404, MethodNotFoundError(
-        f"this server answers only at {prefix}: POST for JSON-RPC, GET for the agent card"))
 
 
 def _compat(version):
@@ -5086,7 +5074,7 @@ _LINKSET = 'application/linkset+json; profile="https://www.rfc-editor.org/info/r
 def _catalog_response(server, base_url):
     """GET /.well-known/api-catalog: the agent's interfaces, each described by the card."""
     base = (server.public_url or base_url or "").rstrip("/")
-    card_url = base + (server.single_path + _CARD_PATH if server.single_path else _CARD_PATH)
+    card_url = base + server._card_path
     apis = {}
     for interface in server.agent_card(base_url)["supportedInterfaces"]:
         if interface["url"].startswith(("http://", "https://")):
@@ -5711,6 +5699,7 @@ class Server:
         self.store = store if store is not None else _memory_store(limits)
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
+        self._card_path = (self.single_path or "").rstrip("/") + _CARD_PATH
         self.assume_version, self.public_url = assume_version, public_url
         self._streams = {}                  # caller -> streams open (max_caller_streams)
         self._lock = threading.Lock()
