@@ -3,7 +3,7 @@
 The optional companion of a2a_min.py, standard library only. It is imported
 only when asked for::
 
-    server = a2a_min.Server(agent, metrics=True)     # python a2a_min.py --metrics
+    server = a2a_min.Server(agent, metrics=True)     # python a2a_min.py --metrics (a2a_cli)
     a2a_min.serve(server, port=8000)                 # curl localhost:8000/metrics
 
 What it counts. Every A2A request, on every binding (JSON-RPC, HTTP+JSON, and

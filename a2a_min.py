@@ -57,16 +57,16 @@ imported only when asked for (through _companion(), which names the file to copy
 - a2a_store.py: tasks in SQLite, shared by processes (--store, --workers,
   serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
 - a2a_cli.py: the command line's deployment flags (--tls-* from files and their
-  reload, --exec, --sign-key) and the client's verbs; a2a_client.py: for programs;
+  reload, --metrics, --access-log, --exec, --sign-key...) and the client's verbs;
+  a2a_client.py: for programs;
 - a2a_console.py: the page a browser gets at GET /;
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
+- a2a_metrics.py: Prometheus metrics; a2a_otel.py: OpenTelemetry spans;
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-What this file does not do: keep a task past its process, or share one between
-processes; read certificate files (give serve() an ssl.SSLContext, or use
-a2a_cli.py); speak gRPC; sign cards; run programs as agents; serve a browser
-page. It trusts the agent it is given; what it is sent is network input, held to
-the limits of section 1 (DEFAULT_LIMITS).
+TLS here is an ssl.SSLContext given to serve(). This file trusts the agent it is
+given; what it is sent is network input, held to the limits of section 1
+(DEFAULT_LIMITS).
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file beside it in its repository and must accompany copies of this file.
@@ -5708,8 +5708,7 @@ class Server:
         self._gauges = {}                   # host name -> callable: its connections, threads
         self.authenticate, self.trust_forwarded = authenticate, trust_forwarded
         self.push_allow, self.push_tls_context = _parse_allow(push_allow), push_tls_context
-        self._pusher = None                 # the _PushDelivery, started on first use under
-        self._pusher_lock = threading.Lock()  # its own lock (never nested in _lock)
+        self._pusher = None                 # the _PushDelivery, started on first use
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
         self.console = console              # the page at GET /
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
@@ -5817,7 +5816,7 @@ class Server:
             return
         pusher = self._pusher
         if pusher is None:
-            with self._pusher_lock:
+            with self._lock:
                 if self._pusher is None:
                     self._pusher = _PushDelivery(self)
                 pusher = self._pusher
@@ -7875,8 +7874,8 @@ def main(argv=None):
     # without abbreviations (an abbreviation of an a2a_cli.py option would
     # otherwise be taken for one of these); what is left belongs to a2a_cli.
     words = argv[1:] if argv[:1] == ["serve"] else argv
-    rest = words if {"-h", "--help"} & set(words) else \
-        _demo_parser(allow_abbrev=False).parse_known_args(words)[1]
+    parser = _demo_parser(allow_abbrev=False)
+    rest = words if {"-h", "--help"} & set(words) else parser.parse_known_args(words)[1]
     if os.environ.get("A2A_STORE"):            # (--store's default: a2a_cli.py's too)
         rest = rest or ["A2A_STORE"]
     if rest[:1] and rest[0].isdigit():         # (a command line that does not parse: 2)
@@ -7898,7 +7897,6 @@ def main(argv=None):
         else:
             sys.exit(cli.main(argv))
     # Only this file's options: the demo (or --echo) on the host asked for.
-    parser = _demo_parser()
     args = parser.parse_args(words)
     try:
         options = _demo_options(args)
