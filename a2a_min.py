@@ -4612,7 +4612,11 @@ def _jsonrpc_response(server, request):
         if not isinstance(params, dict):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
-        call = _call_context(server, request)
+        query = _query_params(request.query) if request.query else {}
+        call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
+                                          request.spawn, peer=request.peer, tracing=server.tracing)
+        if query or "last-event-id" in headers:
+            call.last_event_id = _last_event_id(headers, query)
         if name in METHODS:
             return _answer(server.call(name, params, call),
                            functools.partial(_jsonrpc_result, name, request_id),
@@ -4632,16 +4636,6 @@ def _jsonrpc_response(server, request):
         _log().exception("unexpected error in a JSON-RPC call%s", _in_trace(request.call))
         return _jsonrpc_refused(server, request, request_id,
                                 InternalError("internal error; see the server log"))
-
-
-def _call_context(server, request):
-    """The CallContext of a request a binding answers (kept on it: ``call``)."""
-    headers, query = request.headers, _query_params(request.query) if request.query else {}
-    call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
-                                      request.spawn, peer=request.peer, tracing=server.tracing)
-    if query or "last-event-id" in headers:
-        call.last_event_id = _last_event_id(headers, query)
-    return call
 
 
 def _compat(version):
@@ -4688,11 +4682,15 @@ def _last_event_id(headers, query):
 def _encoded_result(result):
     """The JSON of an operation's result; a task the store gave with its JSON
     (a _StoredTask, or {"task": a _StoredTask}) is spliced in, not encoded again."""
-    task = result.get("task") if type(result) is dict and len(result) == 1 else result
-    stored = getattr(task, "json", None) if type(task) is _StoredTask else None
-    if stored is None:
-        return _dumps(result)
-    return stored if task is result else b'{"task":' + stored + b"}"
+    if type(result) is _StoredTask:
+        stored = getattr(result, "json", None)
+        if stored is not None:
+            return stored
+    elif type(result) is dict and len(result) == 1 and type(result.get("task")) is _StoredTask:
+        stored = getattr(result["task"], "json", None)
+        if stored is not None:
+            return b'{"task":' + stored + b"}"
+    return _dumps(result)
 
 
 def _answer(result, answer, refuse):
@@ -4972,7 +4970,11 @@ def _rest_response(server, request):
         if verb == "HEAD" and METHODS[method][2]:
             raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
         params = _rest_params(request, METHODS[method][0], values)
-        call = _call_context(server, request)
+        query = _query_params(request.query) if request.query else {}
+        call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
+                                          request.spawn, peer=request.peer, tracing=server.tracing)
+        if query or "last-event-id" in headers:
+            call.last_event_id = _last_event_id(headers, query)
 
         def answer(result):
             if not METHODS[method][2]:
