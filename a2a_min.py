@@ -4177,7 +4177,7 @@ def _stream_closed(server, caller):
 # a Response: status, headers and a body or a stream of SSE chunks. Nothing
 # here knows about sockets; every host adapter ("Adapters") calls it.
 #
-# A binding is a codec around Server.call() (section 9): it finds the
+# A binding is a codec around Server.call() (section 7): it finds the
 # operation (a JSON-RPC method, or a REST route), turns the request into its
 # params, and the result, errors included, into bytes in its own shape, with
 # a Link header to the card (RFC 8288). The operations never see a binding,
@@ -5758,8 +5758,8 @@ class Server:
     call = _call                # one operation, from any binding ("Operations")
 
     def error_response(self, path, status, error, media_type=None):
-        """An error answer for ``path`` in its binding's shape (section 7), or
-        None for an unknown path: for problems adapters find before handle_http."""
+        """An error answer for ``path`` in its binding's shape (section 7): for
+        problems adapters find before handle_http."""
         self.count_refusal(error)
         return _error_response(self, path, status, error, media_type)
 
