@@ -4389,16 +4389,6 @@ def _with_cors(origin, response):
     return response
 
 
-def _then(response, finish):
-    """``finish(response)``; for an answer still to come (pending, on an
-    event loop), ``finish`` of the real one, once it is rendered."""
-    if response.pending is None:
-        return finish(response)
-    render = response.render
-    response.render = lambda pending: finish(render(pending))
-    return response
-
-
 class Request:
     """One request as the bindings see it (Server.handle_http's arguments):
     ``method``, ``path``, ``query``, ``headers`` (lower-case names), ``body``
@@ -4700,6 +4690,16 @@ def _answer(result, answer, refuse):
     if type(result) is not _PendingAnswer:
         return answer(result)
     return Response(200, [], pending=result, render=functools.partial(_respond, answer, refuse))
+
+
+def _then(response, finish):
+    """``finish(response)``; for an answer still to come (pending, on an
+    event loop), ``finish`` of the real one, once it is rendered."""
+    if response.pending is None:
+        return finish(response)
+    render = response.render
+    response.render = lambda pending: finish(render(pending))
+    return response
 
 
 def _respond(answer, refuse, pending):
