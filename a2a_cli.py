@@ -1,9 +1,9 @@
 """a2a_cli: the a2a-min command line: serve an agent for real, or call one.
 
 ``python a2a_min.py`` alone runs the demo agent (its options: --host, --port,
---server, --public-url, --access-log, --compat, --push-allow and a few
-more). With this file beside it, the same command takes what a deployment
-needs, and the client's verbs:
+--server, --public-url, --compat, --push-allow and a few more). With this
+file beside it, the same command takes what a deployment needs, and the
+client's verbs:
 
     python a2a_min.py --store tasks.db --workers 4        # tasks in SQLite, 4 processes
     python a2a_min.py --store postgresql://...            # or PostgreSQL (a2a_postgres.py)
@@ -572,6 +572,15 @@ def _parser():
                              "across restarts (default: $A2A_STORE, else in memory)")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="N processes on one port (threaded server; needs --store)")
+    parser.add_argument("--metrics", nargs="?", const=True, metavar="HOST:PORT",
+                        help="serve Prometheus metrics at GET /metrics (with HOST:PORT, there "
+                             "instead, without authentication)")
+    parser.add_argument("--opentelemetry", action="store_true", help=(
+        "make OpenTelemetry spans (a2a_otel.py) with the provider the process set: "
+        "opentelemetry-instrument python a2a_min.py --opentelemetry"))
+    parser.add_argument("--access-log", nargs="?", const="plain", choices=("plain", "json"),
+                        help="print a line for every request to stderr (json: one JSON "
+                             "object a line)")
     parser.add_argument("--stats-interval", type=float, default=60.0, metavar="SECONDS",
                         help="log the counters that changed (stats()) this often (default 60; "
                              "0: never)")
@@ -653,6 +662,45 @@ def _stats_lines(held, interval):
             _log().info("stats: %s", ", ".join(f"{k}={v}" for k, v in sorted(changed.items())))
 
 
+def _server_options(args):
+    """The Server options of the demo's flags and of serve's own."""
+    return dict(a2a_min._demo_options(args), access_log=args.access_log,
+                metrics=bool(args.metrics),
+                tracing="opentelemetry" if args.opentelemetry else True)
+
+
+def _serve_metrics_apart(args, server):
+    """--metrics HOST:PORT: GET /metrics on an address of its own."""
+    if args.metrics and args.workers > 1:      # (each process would count its own part)
+        sys.exit("--metrics counts the requests of one process: with --workers, scrape "
+                 "each worker's own server instead (serve one process per port)")
+    if isinstance(args.metrics, str):
+        host, _, port = args.metrics.rpartition(":")
+        if not port.isdigit():
+            sys.exit(f"--metrics {args.metrics}: say HOST:PORT (127.0.0.1:9464)")
+        import a2a_metrics
+        a2a_metrics.serve_metrics(server, host.strip("[]") or "127.0.0.1", int(port))
+
+
+def _log_to_stderr(access_log):
+    """The log, INFO and up, on stderr (a program that set up logging keeps
+    its own); with --access-log, the "a2a_min.access" lines too, timed."""
+    import logging
+    if not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        _log().addHandler(handler)
+        _log().setLevel(logging.INFO)
+    if access_log:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(
+            "%(message)s" if access_log == "json" else "%(asctime)s %(message)s"))
+        access = logging.getLogger("a2a_min.access")
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
+        access.propagate = False
+
+
 def _what_it_keeps(args, server, tls):
     """The banner's parenthesis: where the tasks are, and what else is on."""
     kept = f"tasks in {args.store}" if args.store else "tasks in memory"
@@ -704,7 +752,7 @@ def main(argv=None):
     tls = _demo_tls(args, parser)
     signer = _demo_signer(args, parser)
     try:
-        options = dict(a2a_min._demo_options(args), card_signer=signer, store=store,
+        options = dict(_server_options(args), card_signer=signer, store=store,
                        authenticate=MutualTlsAuth() if args.tls_client_ca else None)
         other = _demo_agent_of(args, parser)
         server = demo_server(**options) if other is None else Server(
@@ -713,12 +761,18 @@ def main(argv=None):
         parser.error(f"--compat: {error}")
     except ValueError as error:
         parser.error(f"--push-allow: {error}")
+    except ModuleNotFoundError as error:       # (--metrics without a2a_metrics.py beside)
+        sys.exit(f"a2a_min: {error}")
     agent = other and other[0]
-    if args.stats_interval > 0:                # (INFO: on stderr, a2a_min._serve_demo)
+    _serve_metrics_apart(args, server)
+    _log_to_stderr(args.access_log)
+    if args.stats_interval > 0:                # (INFO: on stderr, _log_to_stderr)
         log_stats(server, args.stats_interval)
+    host = {"tls": tls}
+    if args.workers > 1:
+        host["workers"] = args.workers
     try:
-        a2a_min._serve_demo(args, server, tls=tls, workers=args.workers,
-                            what="agent" if other else "echo agent",
+        a2a_min._serve_demo(args, server, **host, what="agent" if other else "echo agent",
                             kept=_what_it_keeps(args, server, tls),
                             stop_now=agent and functools.partial(_stop_programs, agent))
     finally:

@@ -3,7 +3,7 @@
 The optional companion of a2a_min.py, standard library only. It is imported
 only when asked for::
 
-    server = a2a_min.Server(agent, metrics=True)     # python a2a_min.py --metrics
+    server = a2a_min.Server(agent, metrics=True)     # python a2a_min.py --metrics (a2a_cli)
     a2a_min.serve(server, port=8000)                 # curl localhost:8000/metrics
 
 What it counts. Every A2A request, on every binding (JSON-RPC, HTTP+JSON, and
@@ -118,6 +118,18 @@ class Metrics(a2a_min.Observer):
                     row[i] += 1                  # (each bucket counts those at or under it)
             row[-2] += seconds
             row[-1] += 1
+
+    def response(self, request):
+        """The answer to GET /metrics on the server's own port (a2a_min
+        routes it here), for whoever the authentication hook lets in."""
+        server = self.server
+        if server.authenticate is not None:
+            try:
+                server.authenticate(a2a_min.CallContext(request.headers, peer=request.peer,
+                                                        tracing=False))
+            except a2a_min.A2AError as error:
+                return server.error_response(request.path, error.http_status, error)
+        return a2a_min.Response(200, [("Content-Type", self.MEDIA_TYPE)], self.render())
 
     def render(self):
         """The metrics in the Prometheus text format, as bytes."""

@@ -57,16 +57,16 @@ imported only when asked for (through _companion(), which names the file to copy
 - a2a_store.py: tasks in SQLite, shared by processes (--store, --workers,
   serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
 - a2a_cli.py: the command line's deployment flags (--tls-* from files and their
-  reload, --exec, --sign-key) and the client's verbs; a2a_client.py: for programs;
+  reload, --metrics, --access-log, --exec, --sign-key...) and the client's verbs;
+  a2a_client.py: for programs;
 - a2a_console.py: the page a browser gets at GET /;
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
+- a2a_metrics.py: Prometheus metrics; a2a_otel.py: OpenTelemetry spans;
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-What this file does not do: keep a task past its process, or share one between
-processes; read certificate files (give serve() an ssl.SSLContext, or use
-a2a_cli.py); speak gRPC; sign cards; run programs as agents; serve a browser
-page. It trusts the agent it is given; what it is sent is network input, held to
-the limits of section 1 (DEFAULT_LIMITS).
+TLS here is an ssl.SSLContext given to serve(). This file trusts the agent it is
+given; what it is sent is network input, held to the limits of section 1
+(DEFAULT_LIMITS).
 
 MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
 LICENSE file beside it in its repository and must accompany copies of this file.
@@ -4158,7 +4158,7 @@ def _stream_closed(server, caller):
 # a Response: status, headers and a body or a stream of SSE chunks. Nothing
 # here knows about sockets; every host adapter ("Adapters") calls it.
 #
-# A binding is a codec around Server.call() (section 9): it finds the
+# A binding is a codec around Server.call() (section 7): it finds the
 # operation (a JSON-RPC method, or a REST route), turns the request into its
 # params, and the result, errors included, into bytes in its own shape, with
 # a Link header to the card (RFC 8288). The operations never see a binding,
@@ -4362,12 +4362,9 @@ def _cors_allowed(server, origin):
     return origin in origins or "*" in origins or origin.lower() in origins
 
 
-def _with_cors(response, origin):
+def _with_cors(origin, response):
     """``response`` readable by a page of ``origin`` (one the user named)."""
-    if response.pending is not None:              # (an answer still to come: when it does)
-        render = response.render
-        response.render = lambda pending: _with_cors(render(pending), origin)
-    elif all(name != "Access-Control-Allow-Origin" for name, _ in response.headers):
+    if all(name != "Access-Control-Allow-Origin" for name, _ in response.headers):
         response.headers += [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
                              ("Access-Control-Expose-Headers", "Retry-After, WWW-Authenticate")]
     return response
@@ -4444,7 +4441,7 @@ def _route_http(server, request):
     elif method == "OPTIONS":
         return _preflight(server, path, headers)
     if server.cors_origins and "origin" in headers and _cors_allowed(server, headers["origin"]):
-        return _with_cors(_routed(server, request), headers["origin"])
+        return _then(_routed(server, request), functools.partial(_with_cors, headers["origin"]))
     return _routed(server, request)
 
 
@@ -4464,22 +4461,28 @@ def _routed(server, request):
             f"the request body is {len(body)} bytes; this server accepts at most {limit}",
             metadata={"limit": limit}), media)
     try:
-        if server.single_path:
-            return _single_path_response(server, request)
-        if path == _CARD_PATH or path == _CATALOG_PATH:
+        if path == server._card_path or path == _CATALOG_PATH:
             if method not in ("GET", "HEAD"):
                 raise _MethodNotAllowed("GET")
-            if path == _CARD_PATH:
-                return _card_response(server, headers, request.base_url)
-            return _catalog_response(server, request.base_url)
+            if path == _CATALOG_PATH:
+                return _catalog_response(server, request.base_url)
+            return _card_response(server, headers, request.base_url)
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
                 return _jsonrpc_response(server, request)
+            if method in ("GET", "HEAD") and server.single_path:    # (the card, there too)
+                return _card_response(server, headers, request.base_url)
             if method in ("GET", "HEAD"):
                 return _help_response(server, headers, request.base_url)
             raise _MethodNotAllowed("GET, POST")
+        if server.single_path:                 # single-path mode: nothing else
+            return server.error_response(server.single_path, 404, MethodNotFoundError(
+                f"this server answers only at {server.single_path}: POST for JSON-RPC, GET for "
+                "the agent card"))
         if path == "/metrics" and server.metrics is not None and server.metrics.here:
-            return _metrics_response(server, request)
+            if method not in ("GET", "HEAD"):
+                raise _MethodNotAllowed("GET")
+            return server.metrics.response(request)     # (a2a_metrics: who may read it)
         if server.compat is not None and server.compat.speaks_rest(path, headers):   # A2A 0.3
             return server.compat.rest_response(server, request)
         if path[:4] in ("/v1/", "/v1") and not headers.get("a2a-version") and \
@@ -4517,11 +4520,7 @@ def _observed(server, request):
         response = _route_http(server, request)
     finally:
         _returned(request)
-    if response.pending is not None:           # (an event loop finishes it: then)
-        render = response.render
-        response.render = lambda pending: _answered_http(server, request, render(pending))
-        return response
-    return _answered_http(server, request, response)
+    return _then(response, functools.partial(_answered_http, server, request))
 
 
 def _answered_http(server, request, response):
@@ -4538,12 +4537,8 @@ def _jsonrpc_result(name, request_id, result):
     stream of them (SSE), each with the request's id."""
     rid = b"%d" % request_id if type(request_id) is int else _dumps(request_id)
     if not METHODS[name][2]:
-        encoded = _encoded_result(result)    # a task the store gave with its JSON
-        if encoded is None:                  # is spliced in, not encoded again
-            return Response(200, [("Content-Type", _JSON), _LINK], _json_body(
-                {"jsonrpc": "2.0", "id": request_id, "result": result}))
-        return Response(200, [("Content-Type", _JSON), _LINK],
-                        b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + encoded + b"}\n")
+        return Response(200, [("Content-Type", _JSON), _LINK], b'{"jsonrpc":"2.0","id":' + rid
+                        + b',"result":' + _encoded_result(result) + b"}\n")
     return _sse_response(result, lambda event: {
         "jsonrpc": "2.0", "id": request_id, "result": event},
         lambda error: _jsonrpc_error(request_id, error),
@@ -4610,37 +4605,8 @@ def _jsonrpc_response(server, request):
         return _jsonrpc_refused(server, request, request_id, error)
     except Exception:
         _log().exception("unexpected error in a JSON-RPC call%s", _in_trace(request.call))
-        return Response(200, [("Content-Type", _JSON), _LINK], _json_body(_jsonrpc_error(
-            request_id, InternalError("internal error; see the server log"))))
-
-
-def _metrics_response(server, request):
-    """GET /metrics (Server(metrics=True): a2a_metrics), for whoever the
-    authentication hook lets in."""
-    if request.method not in ("GET", "HEAD"):
-        raise _MethodNotAllowed("GET")
-    if server.authenticate is not None:
-        try:
-            server.authenticate(CallContext(request.headers, peer=request.peer, tracing=False))
-        except A2AError as error:
-            return server.error_response(request.path, error.http_status, error)
-    return Response(200, [("Content-Type", server.metrics.MEDIA_TYPE)], server.metrics.render())
-
-
-def _single_path_response(server, request):
-    """Single-path mode: the card and JSON-RPC on one path, nothing else."""
-    prefix, method, path = server.single_path, request.method, request.path
-    at_prefix = path.rstrip("/") == prefix.rstrip("/")
-    if at_prefix and method == "POST":
-        return _jsonrpc_response(server, request)
-    if method in ("GET", "HEAD") and (at_prefix or path == prefix.rstrip("/") + _CARD_PATH):
-        return _card_response(server, request.headers, request.base_url)
-    if at_prefix:
-        raise _MethodNotAllowed("GET, POST")
-    if path == _CATALOG_PATH and method in ("GET", "HEAD"):     # if the host lets it reach us
-        return _catalog_response(server, request.base_url)
-    return server.error_response(prefix, 404, MethodNotFoundError(
-        f"this server answers only at {prefix}: POST for JSON-RPC, GET for the agent card"))
+        return _jsonrpc_refused(server, request, request_id,
+                                InternalError("internal error; see the server log"))
 
 
 def _compat(version):
@@ -4685,16 +4651,17 @@ def _last_event_id(headers, query):
 
 
 def _encoded_result(result):
-    """The JSON of an operation's result if it is known without encoding (a
-    _StoredTask, or {"task": a _StoredTask}), else None."""
+    """The JSON of an operation's result; a task the store gave with its JSON
+    (a _StoredTask, or {"task": a _StoredTask}) is spliced in, not encoded again."""
     if type(result) is _StoredTask:
-        return getattr(result, "json", None)
-    if type(result) is dict and len(result) == 1:
-        task = result.get("task")
-        if type(task) is _StoredTask:
-            json = getattr(task, "json", None)
-            return None if json is None else b'{"task":' + json + b"}"
-    return None
+        stored = getattr(result, "json", None)
+        if stored is not None:
+            return stored
+    elif type(result) is dict and len(result) == 1 and type(result.get("task")) is _StoredTask:
+        stored = getattr(result["task"], "json", None)
+        if stored is not None:
+            return b'{"task":' + stored + b"}"
+    return _dumps(result)
 
 
 def _answer(result, answer, refuse):
@@ -4704,6 +4671,16 @@ def _answer(result, answer, refuse):
     if type(result) is not _PendingAnswer:
         return answer(result)
     return Response(200, [], pending=result, render=functools.partial(_respond, answer, refuse))
+
+
+def _then(response, finish):
+    """``finish(response)``; for an answer still to come (pending, on an
+    event loop), ``finish`` of the real one, once it is rendered."""
+    if response.pending is None:
+        return finish(response)
+    render = response.render
+    response.render = lambda pending: finish(render(pending))
+    return response
 
 
 def _respond(answer, refuse, pending):
@@ -4982,9 +4959,8 @@ def _rest_response(server, request):
 
         def answer(result):
             if not METHODS[method][2]:
-                body = _encoded_result(result)
-                body = _json_body(result) if body is None else body + b"\n"
-                return Response(200, [("Content-Type", media), _LINK], body)
+                return Response(200, [("Content-Type", media), _LINK],
+                                _encoded_result(result) + b"\n")
             return _sse_response(result, _as_it_is, _status_error, _as_it_is)
         return _answer(server.call(method, params, call), answer, refuse)
     except A2AError as error:
@@ -5062,10 +5038,7 @@ def _card_response(server, headers, base_url):
         cached = server.card.cache = (key, body, etag, modified)
     _, body, etag, modified = cached
     common = [("ETag", etag), ("Last-Modified", modified),
-              ("Cache-Control", f"public, max-age={server.card.max_age}"),
-              ("Access-Control-Allow-Origin", "*"), ("Link", f'<{_CATALOG_PATH}>; rel="api-catalog"')]
-    if server.public_url is None:                 # (its URLs are made of the request's Host)
-        common.append(("Vary", "Host"))
+              ("Link", f'<{_CATALOG_PATH}>; rel="api-catalog"'), *_discovery_headers(server)]
     match = headers.get("if-none-match", "")
     if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
         return Response(304, common)
@@ -5084,7 +5057,7 @@ _LINKSET = 'application/linkset+json; profile="https://www.rfc-editor.org/info/r
 def _catalog_response(server, base_url):
     """GET /.well-known/api-catalog: the agent's interfaces, each described by the card."""
     base = (server.public_url or base_url or "").rstrip("/")
-    card_url = base + (server.single_path + _CARD_PATH if server.single_path else _CARD_PATH)
+    card_url = base + server._card_path
     apis = {}
     for interface in server.agent_card(base_url)["supportedInterfaces"]:
         if interface["url"].startswith(("http://", "https://")):
@@ -5097,10 +5070,18 @@ def _catalog_response(server, base_url):
         if server.console and not server.single_path and url == base + "/":
             entry["service-doc"] = [{"href": url, "type": "text/html"}]   # the agent console
         linkset.append(entry)
-    vary = [("Vary", "Host")] if server.public_url is None else []    # (as the card's)
-    return Response(200, [("Content-Type", _LINKSET), ("Access-Control-Allow-Origin", "*"),
-                          ("Cache-Control", f"public, max-age={server.card.max_age}"), _LINK,
-                          *vary], _json_body({"linkset": linkset}))
+    return Response(200, [("Content-Type", _LINKSET), _LINK, *_discovery_headers(server)],
+                    _json_body({"linkset": linkset}))
+
+
+def _discovery_headers(server):
+    """The card's and the catalog's: cacheable, readable from any origin, and
+    varying by Host when their URLs are made of the request's Host."""
+    headers = [("Cache-Control", f"public, max-age={server.card.max_age}"),
+               ("Access-Control-Allow-Origin", "*")]
+    if server.public_url is None:
+        headers.append(("Vary", "Host"))
+    return headers
 
 
 def _help_response(server, headers, base_url):
@@ -5261,6 +5242,9 @@ class _PushDestination:
         self.failures = 0                 # attempts failed in a row (no answer, or 5xx)
         self.paused_until = 0.0           # time.monotonic() until which it is paused
 
+    def idle(self):
+        return not (self.jobs or self.busy)
+
 
 class _PushLane:
     """One caller's deliveries, by destination, and the caller's counters."""
@@ -5279,7 +5263,16 @@ class _PushLane:
 
     def idle(self):
         """Nothing queued, in flight or backing off: the lane may be forgotten."""
-        return not self.in_flight and not any(d.jobs or d.busy for d in self.dests.values())
+        return not self.in_flight and all(d.idle() for d in self.dests.values())
+
+
+def _forget_idle(table, limit, idle):
+    """Past ``limit`` entries, the first (least recently used) of ``table``
+    for which ``idle`` is true is forgotten, to make room for one more."""
+    if len(table) >= limit:
+        key = next((key for key, value in table.items() if idle(value)), None)
+        if key is not None:
+            del table[key]
 
 
 def _destination(url):
@@ -5338,7 +5331,10 @@ class _PushDelivery:
         bodies = {None: _dumps(event)}
         now = time.monotonic()
         with self.ready:
-            lane = self.lanes.pop(caller, None) or self._new_lane()
+            lane = self.lanes.pop(caller, None)
+            if lane is None:                     # (its counts stay in the totals)
+                _forget_idle(self.lanes, self.limits["push_callers"], _PushLane.idle)
+                lane = _PushLane()
             self.lanes[caller] = lane            # now the most recently used
             for config in configs:
                 version = config.get("payloadVersion")
@@ -5348,7 +5344,11 @@ class _PushDelivery:
                     body = bodies[version] = bodies[None] if compat is None or task is None \
                         else _dumps(compat.push_payload(task, event))
                 key = _destination(config["url"])
-                dest = lane.dests.get(key) or self._new_destination(lane, key)
+                dest = lane.dests.get(key)
+                if dest is None:                 # (with its failures)
+                    _forget_idle(lane.dests, self.limits["push_destinations"],
+                                 _PushDestination.idle)
+                    dest = lane.dests[key] = _PushDestination()
                 if dest.paused_until > now:
                     self._note(caller, lane, "paused", self._paused_why(key, dest, now))
                     continue
@@ -5363,21 +5363,6 @@ class _PushDelivery:
                     lane.ready.append(key)
             self._enqueue(caller, lane)
             self.ready.notify()
-
-    def _new_lane(self):
-        if len(self.lanes) >= self.limits["push_callers"]:
-            idle = next((c for c, lane in self.lanes.items() if lane.idle()), None)
-            if idle is not None:
-                del self.lanes[idle]             # its counts stay in the totals
-        return _PushLane()
-
-    def _new_destination(self, lane, key):
-        """Past push_destinations, an idle one is forgotten (with its failures)."""
-        if len(lane.dests) >= self.limits["push_destinations"]:
-            idle = next((k for k, d in lane.dests.items() if not (d.jobs or d.busy)), None)
-            if idle is not None:
-                del lane.dests[idle]
-        return lane.dests.setdefault(key, _PushDestination())
 
     def _enqueue(self, caller, lane):
         """Put the caller in line if it has a delivery that may go and room in its share."""
@@ -5697,6 +5682,7 @@ class Server:
         self.store = store if store is not None else _memory_store(limits)
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
+        self._card_path = (self.single_path or "").rstrip("/") + _CARD_PATH
         self.assume_version, self.public_url = assume_version, public_url
         self._streams = {}                  # caller -> streams open (max_caller_streams)
         self._lock = threading.Lock()
@@ -5705,8 +5691,7 @@ class Server:
         self._gauges = {}                   # host name -> callable: its connections, threads
         self.authenticate, self.trust_forwarded = authenticate, trust_forwarded
         self.push_allow, self.push_tls_context = _parse_allow(push_allow), push_tls_context
-        self._pusher = None                 # the _PushDelivery, started on first use under
-        self._pusher_lock = threading.Lock()  # its own lock (never nested in _lock)
+        self._pusher = None                 # the _PushDelivery, started on first use
         self.compat = _compat(compat)       # the 0.3 translation (a2a_v03), or None
         self.console = console              # the page at GET /
         self.tracing = tracing              # W3C trace context read, and sent on (CallContext.trace)
@@ -5723,7 +5708,7 @@ class Server:
         self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
                          self._push_event if push_notifications else None,
                          functools.partial(_add_inline_push, self))
-        self._now, self._new_id = self.live.now, self.live.new_id
+        self._now = self.live.now           # (the access log's clock)
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.card = _Card(
             name=name, description=description, version=version, streaming=streaming,
@@ -5754,8 +5739,8 @@ class Server:
     call = _call                # one operation, from any binding ("Operations")
 
     def error_response(self, path, status, error, media_type=None):
-        """An error answer for ``path`` in its binding's shape (section 7), or
-        None for an unknown path: for problems adapters find before handle_http."""
+        """An error answer for ``path`` in its binding's shape (section 7): for
+        problems adapters find before handle_http."""
         self.count_refusal(error)
         return _error_response(self, path, status, error, media_type)
 
@@ -5814,7 +5799,7 @@ class Server:
             return
         pusher = self._pusher
         if pusher is None:
-            with self._pusher_lock:
+            with self._lock:
                 if self._pusher is None:
                     self._pusher = _PushDelivery(self)
                 pusher = self._pusher
@@ -7652,7 +7637,8 @@ def lambda_handler(server, *, margin=1.0):
 # (--public-url, --compat, --push-allow, --allow-host, --cors-origin...).
 #
 # What a deployment adds lives in a2a_cli.py: --store (A2A_STORE), --workers,
-# --tls-*, --exec, --sign-key and the client's verbs. main() reads its own
+# --tls-*, --metrics, --access-log, --opentelemetry, --exec, --sign-key and
+# the client's verbs (and the log's lines on stderr). main() reads its own
 # options first, without abbreviations; anything left over goes to
 # a2a_cli.main() whole, which builds on _demo_parser and serves through
 # _serve_demo (without that file, one line names it). So this file alone never
@@ -7743,8 +7729,9 @@ def _demo_parser(allow_abbrev=True):
     parser = argparse.ArgumentParser(
         prog=_prog(), allow_abbrev=allow_abbrev,
         description="Serve a demo A2A 1.0 agent (serve is the default verb).",
-        epilog="With a2a_cli.py beside this file: --store, --workers, --tls-*, --exec, "
-               "--sign-key, and the client's verbs (%(prog)s send URL TEXT).")
+        epilog="With a2a_cli.py beside this file: --store, --workers, --tls-*, --metrics, "
+               "--access-log, --opentelemetry, --exec, --sign-key, and the client's verbs "
+               "(%(prog)s send URL TEXT).")
     _one_line_errors(parser)
     parser.add_argument("--version", action="version",
                         version=f"a2a_min {__version__} (A2A {PROTOCOL_VERSION})")
@@ -7769,15 +7756,6 @@ def _demo_parser(allow_abbrev=True):
     parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN", help=(
         "let web pages from this origin (https://app.example) call the API from a browser "
         "(repeatable; none may by default)"))
-    parser.add_argument("--metrics", nargs="?", const=True, metavar="HOST:PORT",
-                        help="serve Prometheus metrics at GET /metrics (with HOST:PORT, there "
-                             "instead, without authentication)")
-    parser.add_argument("--opentelemetry", action="store_true", help=(
-        "make OpenTelemetry spans (a2a_otel.py) with the provider the process set: "
-        "opentelemetry-instrument python a2a_min.py --opentelemetry"))
-    parser.add_argument("--access-log", nargs="?", const="plain", choices=("plain", "json"),
-                        help="print a line for every request to stderr (json: one JSON "
-                             "object a line)")
     parser.add_argument("--echo", action="store_true",
                         help="the agent answers each message with its text (nothing else)")
     return parser
@@ -7787,60 +7765,35 @@ def _demo_options(args):
     """The Server options the demo's flags name."""
     return dict(public_url=args.public_url, assume_version=args.assume_version, compat=args.compat,
                 single_path=args.single_path, push_notifications=bool(args.push_allow),
-                push_allow=args.push_allow, access_log=args.access_log,
-                metrics=bool(args.metrics), allowed_hosts=args.allow_host,
-                tracing="opentelemetry" if args.opentelemetry else True,
+                push_allow=args.push_allow, allowed_hosts=args.allow_host,
                 cors_origins=args.cors_origin)
 
 
-def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", tls=None,
-                workers=1, stop_now=None):
+def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", stop_now=None,
+                **host):
     """Serve ``server`` as the command line does: the banner, Ctrl-C, and a
-    port that is taken said in one line."""
-    if args.metrics and workers > 1:           # (each process would count its own part)
-        sys.exit("--metrics counts the requests of one process: with --workers, scrape "
-                 "each worker's own server instead (serve one process per port)")
-    if isinstance(args.metrics, str):          # GET /metrics on an address of its own
-        host, _, port = args.metrics.rpartition(":")
-        if not port.isdigit():
-            sys.exit(f"--metrics {args.metrics}: say HOST:PORT (127.0.0.1:9464)")
-        _companion("a2a_metrics", "--metrics").serve_metrics(
-            server, host.strip("[]") or "127.0.0.1", int(port))
-    import logging                             # the log, INFO and up, on stderr (a
-    if not logging.getLogger().handlers:       # program that set up logging keeps its own)
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        _log().addHandler(handler)
-        _log().setLevel(logging.INFO)
-    if args.access_log:                        # the "a2a_min.access" lines, timed, to stderr
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(
-            "%(message)s" if args.access_log == "json" else "%(asctime)s %(message)s"))
-        access = logging.getLogger("a2a_min.access")
-        access.addHandler(handler)
-        access.setLevel(logging.INFO)
-        access.propagate = False
+    port that is taken said in one line. ``host``: serve()'s further
+    arguments (a2a_cli.py's tls=, workers=)."""
     if args.compat:
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
         kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
-    ready = functools.partial(_demo_banner, server, what, kept, tls)
+    ready = functools.partial(_demo_banner, server, what, kept, host.get("tls"))
     # Ten seconds for running turns to finish once asked to stop (SIGTERM or
     # Ctrl-C): a rolling restart's usual grace. With workers, Ctrl-C reaches
     # every worker, and each stops itself.
     grace = 10.0
-    if workers == 1:
+    if host.get("workers", 1) == 1:
         _stop_on_ctrl_c(server, grace, stop_now)
     if args.server == "asyncio":               # (an address it cannot have: one line, exit 1)
         import asyncio
         try:
-            asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, tls=tls,
-                                      grace=grace))
+            asyncio.run(serve_asyncio(server, args.host, args.port, on_ready=ready, grace=grace,
+                                      **host))
         except KeyboardInterrupt:
             pass
     else:
-        serve(server, args.host, args.port, on_ready=ready, workers=workers, tls=tls,
-              grace=grace)
+        serve(server, args.host, args.port, on_ready=ready, grace=grace, **host)
 
 
 def main(argv=None):
@@ -7851,8 +7804,8 @@ def main(argv=None):
     # without abbreviations (an abbreviation of an a2a_cli.py option would
     # otherwise be taken for one of these); what is left belongs to a2a_cli.
     words = argv[1:] if argv[:1] == ["serve"] else argv
-    rest = words if {"-h", "--help"} & set(words) else \
-        _demo_parser(allow_abbrev=False).parse_known_args(words)[1]
+    parser = _demo_parser(allow_abbrev=False)
+    rest = words if {"-h", "--help"} & set(words) else parser.parse_known_args(words)[1]
     if os.environ.get("A2A_STORE"):            # (--store's default: a2a_cli.py's too)
         rest = rest or ["A2A_STORE"]
     if rest[:1] and rest[0].isdigit():         # (a command line that does not parse: 2)
@@ -7867,13 +7820,13 @@ def main(argv=None):
                 raise
             if rest[0] not in ("-h", "--help"):
                 sys.exit(f"a2a_min: {rest[0]} needs a2a_cli.py beside a2a_min.py (copy it there): "
-                         "serve's deployment flags (--store, --workers, --tls-*, --exec, "
-                         "--sign-key), A2A_STORE and the client's verbs (with a2a_client.py) are "
-                         f"its; {_prog()} --help lists what this file does alone")
+                         "serve's deployment flags (--store, --workers, --tls-*, --metrics, "
+                         "--access-log, --exec...), A2A_STORE and the client's verbs (with "
+                         f"a2a_client.py) are its; {_prog()} --help lists what this file does "
+                         "alone")
         else:
             sys.exit(cli.main(argv))
     # Only this file's options: the demo (or --echo) on the host asked for.
-    parser = _demo_parser()
     args = parser.parse_args(words)
     try:
         options = _demo_options(args)
@@ -7883,8 +7836,6 @@ def main(argv=None):
         parser.error(f"--compat: {error}")
     except ValueError as error:
         parser.error(f"--push-allow: {error}")
-    except ModuleNotFoundError as error:       # (--metrics without a2a_metrics.py beside)
-        sys.exit(f"a2a_min: {error}")
     _serve_demo(args, server, what="agent" if args.echo else "echo agent")
 
 

@@ -178,11 +178,17 @@ def test_the_installed_command_says_so_too(capsys):
 
 
 def test_metrics_without_its_companion_names_the_file_to_copy(tmp_path):
+    """--metrics is the command line's (a2a_cli.py), and counts with a2a_metrics.py."""
     import shutil
-    shutil.copy(os.path.join(ROOT, "a2a_min.py"), tmp_path)
+    for name in ("a2a_min.py", "a2a_cli.py", "a2a_client.py", "a2a_check.py"):
+        shutil.copy(os.path.join(ROOT, name), tmp_path)
     done = subprocess.run([sys.executable, "-S", "a2a_min.py", "--metrics", "--port", "0"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and "a2a_metrics.py" in one_line(done.stderr)
+    os.remove(tmp_path / "a2a_cli.py")
+    done = subprocess.run([sys.executable, "-S", "a2a_min.py", "--metrics", "--port", "0"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "a2a_cli.py" in one_line(done.stderr)
 
 
 def test_the_https_banner_says_how_curl_trusts_it_and_its_curl_lines_show_errors():

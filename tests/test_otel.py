@@ -267,9 +267,10 @@ def test_the_command_line_asks_for_spans_with_opentelemetry():
     found = spans_of("""
     traced = provider()
     trace.set_tracer_provider(traced)
-    parser = a2a_min._demo_parser()
+    import a2a_cli
+    parser = a2a_cli._parser()
     for argv in ([], ['--opentelemetry']):
-        options = a2a_min._demo_options(parser.parse_args(argv))
+        options = a2a_cli._server_options(parser.parse_args(argv))
         send(a2a_min.Server(lambda ctx: 'ok', **options), {})
     print(json.dumps([s['name'] for s in spans(traced)]))
     """)
