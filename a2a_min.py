@@ -103,7 +103,7 @@ COMPANION_API = (
     "_snake", "_b64encode", "_b64decode", "_dumps",
     # the store contract (section 4): the one bounds policy, and what every store shares
     "_Bounds", "_IDLE_STATES", "_StoredTask", "_StoredEvent", "_decode_stored", "_decoded_size",
-    "_RECENT", "_RECENT_BYTES", "_RECENT_DECODED", "_check_version", "_cut_history", "_newest",
+    "_RECENT", "_RECENT_BYTES", "_RECENT_DECODED", "_check_version", "_cut_history",
     "_no_longer_stored", "_over_share", "_store_full", "_too_many_configs", "_with_pending",
     # a shared store's live tasks (agent execution) and its threads on an event loop
     "_LiveTasks", "_call_on",
@@ -1173,8 +1173,6 @@ class _Bounds:
     """What every store is given: the limits (DEFAULT_LIMITS' by default),
     ``on_evict`` (the Server sets it) and the policy that keeps within them."""
 
-    _circuit = None             # a shared store's outage circuit (_Circuit); memory has none
-
     def __init__(self, *, max_tasks=DEFAULT_LIMITS["max_tasks"],
                  task_ttl=DEFAULT_LIMITS["task_ttl"], max_history=DEFAULT_LIMITS["max_history"],
                  max_bytes=DEFAULT_LIMITS["max_store_bytes"],
@@ -1203,22 +1201,18 @@ class _Bounds:
         full; else refuse the write (CallerLimitError, 429; TaskStoreFullError, 503)."""
         self._expire(ctx, now, task_id, evicted)
         tasks, size, share_tasks, share_bytes = self._held(ctx, caller)
-        limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
-        if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                ctx, task_id, caller, share_tasks + new, share_bytes + grows, limit_tasks,
-                limit_bytes, evicted)
-            share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
-                raise _over_share(share_tasks, share_bytes, new, limit_tasks, limit_bytes)
-        if tasks + new > self.max_tasks or size + grows > self.max_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                ctx, task_id, None, tasks + new, size + grows, self.max_tasks, self.max_bytes,
-                evicted)
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if tasks + new > self.max_tasks or size + grows > self.max_bytes:
-                raise _store_full(tasks, size, new, self.max_tasks, self.max_bytes)
+        freed = (0, 0)       # (what the caller's evictions free, the store's counts too)
+        for whose, held_tasks, held_bytes, max_tasks, max_bytes, refusal in (
+                (caller, share_tasks, share_bytes, self.max_tasks_per_caller,
+                 self.max_bytes_per_caller, _over_share),
+                (None, tasks, size, self.max_tasks, self.max_bytes, _store_full)):
+            held_tasks, held_bytes = held_tasks - freed[0], held_bytes - freed[1]
+            if held_tasks + new > max_tasks or held_bytes + grows > max_bytes:
+                freed = self._evict_down(ctx, task_id, whose, held_tasks + new,
+                                         held_bytes + grows, max_tasks, max_bytes, evicted)
+                held_tasks, held_bytes = held_tasks - freed[0], held_bytes - freed[1]
+                if held_tasks + new > max_tasks or held_bytes + grows > max_bytes:
+                    raise refusal(held_tasks, held_bytes, new, max_tasks, max_bytes)
 
     def _evict_down(self, ctx, task_id, caller, held_tasks, held_bytes, max_tasks, max_bytes,
                     evicted, batches=None):
@@ -1358,7 +1352,8 @@ class _Entry:
     and what it needs without decoding it. ``size`` counts the kept events,
     configs and ``live`` (the running turn's parsed copy); ``pending`` holds a
     streamed artifact's chunks not yet in the JSON ([update, ...], how many are
-    this version's, their bytes). Never changed once stored: readers take no lock."""
+    this version's, their bytes). Readers take no lock: but for ``size``, which
+    only a holder of the lock reads, an entry never changes once stored."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
                  "next_seq", "live", "pending")
@@ -1411,15 +1406,16 @@ class TaskStore(_Bounds):
         is None when only the event was kept."""
         if not derived:                         # (an artifact update adds no history)
             task, event = _cut_history(task, event, self.max_history)
+        if first:                               # (the chunks made just before it)
+            first = [e if type(e) is _StoredEvent else _StoredEvent.encode(e, None, None)
+                     for e in first]
         old = self._tasks.get(task["id"]) if derived else None
         if old is not None and old.version == version:      # (else refused by _write)
             if type(event) is not _StoredEvent:
                 event = _StoredEvent.encode(event, None, None)
             updates, count, weight = old.pending or ([], 0, 0)
-            pending = (updates, count + 1, weight + len(event.json))
-            if first:                           # (and the chunks made just before it)
-                pending = (updates, count + 1 + len(first),
-                           pending[2] + sum(len(e.json) for e in first))
+            pending = (updates, count + 1 + len(first),
+                       weight + len(event.json) + sum(len(e.json) for e in first))
             body = old.body                     # the JSON as last written, and the events
             size = len(body) + pending[2] + _ENTRY_OVERHEAD
         else:
@@ -1428,9 +1424,6 @@ class TaskStore(_Bounds):
             size = len(body) + _ENTRY_OVERHEAD
             if event is not None and type(event) is not _StoredEvent:
                 event = _StoredEvent.encode(event, task, body)      # kept as its JSON
-            if first:
-                first = [e if type(e) is _StoredEvent else _StoredEvent.encode(e, None, None)
-                         for e in first]
         evicted = []
         try:
             with self._lock:
@@ -1581,11 +1574,7 @@ class TaskStore(_Bounds):
                 if old is None and len(configs) >= max_configs:
                     raise _too_many_configs(task_id, len(configs))
                 grows = size - (0 if old is None else _decoded_size(_dumps(old)))
-                share = self._callers[entry.caller]
-                if (self._bytes + grows > self.max_bytes
-                        or share[1] + grows > self.max_bytes_per_caller):
-                    self._make_room(share, task_id, 0, grows, entry.caller, time.monotonic(),
-                                    evicted)
+                self._room(task_id, 0, grows, entry.caller, time.monotonic(), evicted)
                 self._configs.setdefault(task_id, {})[config["id"]] = config
                 self._resize(task_id, grows)
         finally:
@@ -1608,9 +1597,7 @@ class TaskStore(_Bounds):
     def _resize(self, task_id, grows):
         """A task's configs grew by ``grows`` bytes: so did it (lock held)."""
         entry = self._tasks[task_id]
-        self._tasks[task_id] = _Entry(entry.body, entry.owner, entry.context_id, entry.state,
-                                      entry.stamp, entry.caller, entry.size + grows,
-                                      entry.version, entry.next_seq, entry.live, entry.pending)
+        entry.size += grows
         self._config_bytes[task_id] = self._config_bytes.get(task_id, 0) + grows
         self._bytes += grows
         self._callers[entry.caller][1] += grows
@@ -1755,14 +1742,6 @@ def _with_pending(task, updates):
         task = _apply(task, "artifactUpdate", update, None, grown)
         grown = _parts_of(task, update["artifact"]["artifactId"]) if update.get("append") else None
     return _StoredTask(task)
-
-
-def _newest(version, next_seq, newest):
-    """A task's (version, next event id) from its database row and its newest
-    event's id (None: none appended alone, each of which is a version more)."""
-    if newest is None or newest < next_seq:
-        return version, next_seq
-    return version + newest + 1 - next_seq, newest + 1
 
 
 def _check_version(task_id, stored, version):

@@ -31,8 +31,8 @@ __all__ = ["SQLiteStore", "open_store", "serve_workers", "SQLITE_SCHEMA_VERSION"
 
 # The private names a2a_postgres builds on, besides __all__: what any store
 # shared by processes needs (its outage circuit, a connection lent for a
-# request, the watch thread, an owner's key).
-COMPANION_API = ("_Circuit", "_Lent", "SQLiteStore._key")
+# request, the watch thread, a task's version from its row, an owner's key).
+COMPANION_API = ("_Circuit", "_Lent", "_newest", "SQLiteStore._key")
 
 import functools
 import json
@@ -49,7 +49,7 @@ from a2a_min import (A2AError, InternalError, ServerBusyError, TaskStoreFullErro
 # The second tier (a2a_min.COMPANION_API): the store contract's helpers.
 from a2a_min import (_IDLE_STATES, _RECENT, _RECENT_BYTES, _RECENT_DECODED, _Bounds,
                      _StoredEvent, _StoredTask, _call_on, _check_version, _cut_history,
-                     _decode_stored, _decoded_size, _dumps, _log, _newest, _no_longer_stored,
+                     _decode_stored, _decoded_size, _dumps, _log, _no_longer_stored,
                      _over_share, _store_full, _too_many_configs, _with_pending)
 
 
@@ -247,7 +247,7 @@ _SQLITE_MIGRATIONS = (
     (   # version 4: events appended alone (see "A streamed artifact" in "The task
         # store"): ``appended`` says that the task has events after ``next_seq``,
         # which its body lacks, and that its newest version and event are
-        # counted from them (SQLiteStore._newest); their bytes count in its size
+        # counted from them (_newest); their bytes count in its size
         # once it is written whole again
         "ALTER TABLE tasks ADD COLUMN appended INTEGER NOT NULL DEFAULT 0",
         "DROP TRIGGER tasks_removed",
@@ -1483,6 +1483,14 @@ def _key(value):
     """An owner or caller as the text the SQLite store compares: JSON, keys
     sorted; what JSON cannot hold (a principal object) by its str()."""
     return json.dumps(value, sort_keys=True, default=str)
+
+
+def _newest(version, next_seq, newest):
+    """A task's (version, next event id) from its database row and its newest
+    event's id (None: none appended alone, each of which is a version more)."""
+    if newest is None or newest < next_seq:
+        return version, next_seq
+    return version + newest + 1 - next_seq, newest + 1
 
 
 
