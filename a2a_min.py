@@ -726,45 +726,40 @@ def _bad(path, problem):
     return InvalidParamsError(f"{path} {problem}", field=path)
 
 
+# What a value of each scalar (or well-known) type must be, as _scalar says it.
+_MUST_BE = {
+    "string": "a string", "bool": "true or false", "int32": "a 32-bit integer",
+    "Struct": "a JSON object",
+    "bytes": "base64-encoded bytes (standard or URL-safe alphabet)",
+    "Timestamp": "an RFC 3339 timestamp such as 2025-10-28T10:30:00.000Z"}
+
+
 def _scalar(type_, value, path):
     """Check and canonicalize one scalar (or well-known type) value."""
-    if type_ == "string":
-        if isinstance(value, str):
-            return value if value.isascii() else _check_text(value, path)
-        raise _bad(path, f"must be a string, not {_json_type(value)}")
-    if type_ == "bool":
-        if isinstance(value, bool):
-            return value
-        raise _bad(path, f"must be true or false, not {_json_type(value)}")
-    if type_ == "int32":
-        if isinstance(value, str) and 0 < len(value.lstrip("-")) <= 10 \
-                and value.lstrip("-").isdecimal() and value.count("-") <= value.startswith("-"):
-            value = int(value)       # ProtoJSON also accepts integers as strings
-        if isinstance(value, float) and value.is_integer():
+    text = isinstance(value, str)
+    if type_ == "int32":             # ProtoJSON also accepts integers as strings, and 1.0
+        if text and (digits := value.removeprefix("-")).isdecimal() and len(digits) <= 10 \
+                or isinstance(value, float) and value.is_integer():
             value = int(value)
-        if isinstance(value, int) and not isinstance(value, bool) and -2**31 <= value < 2**31:
+    try:
+        if type_ == "string" and text:
+            return value if value.isascii() else _check_text(value, path)
+        if type_ == "bool" and isinstance(value, bool):
             return value
-        raise _bad(path, f"must be a 32-bit integer, not {_json_type(value)}")
-    if type_ == "bytes":
-        if isinstance(value, str):
-            try:
-                return _b64encode(_b64decode(value))
-            except (binascii.Error, ValueError):
-                pass
-        raise _bad(path, "must be base64-encoded bytes (standard or URL-safe alphabet)")
-    if type_ == "Timestamp":
-        if isinstance(value, str):
-            try:
-                return _parse_timestamp(value)[1]
-            except (ValueError, OverflowError):
-                pass
-        raise _bad(path, "must be an RFC 3339 timestamp such as 2025-10-28T10:30:00.000Z")
-    if type_ == "Struct":
-        if isinstance(value, dict):
+        if type_ == "int32" and isinstance(value, int) and not isinstance(value, bool) \
+                and -2**31 <= value < 2**31:
+            return value
+        if type_ == "bytes" and text:
+            return _b64encode(_b64decode(value))
+        if type_ == "Timestamp" and text:
+            return _parse_timestamp(value)[1]
+        if type_ == "Value" or type_ == "Struct" and isinstance(value, dict):
             return _check_value(value, path, 1)
-        raise _bad(path, f"must be a JSON object, not {_json_type(value)}")
-    if type_ == "Value":
-        return _check_value(value, path, 1)
+    except (binascii.Error, ValueError, OverflowError):
+        pass
+    if type_ in _MUST_BE:
+        raise _bad(path, f"must be {_MUST_BE[type_]}" + (
+            "" if type_ in ("bytes", "Timestamp") else f", not {_json_type(value)}"))
     names = ENUMS[type_]
     if isinstance(value, str) and value in names:
         return value
@@ -1025,15 +1020,11 @@ def _apply(task, kind, body, now, grown=None):
     error when the event may not meet the task's state. ``grown`` is a parts list the
     caller owns (_Channel.grown), which an append extends in place rather than copy
     it at every chunk (the square of the chunks)."""
-    state = None if task is None else task["status"]["state"]
-    meets, leaves = TRANSITIONS[kind]
-    if state not in meets:
-        raise _refusal(kind, task)
+    if task is not None:                       # (only a "message" meets no task)
+        _check_event(kind, task)
     if kind == "artifactUpdate":
         artifact = body["artifact"]
-        artifacts = task.get("artifacts")
-        if artifacts is None:                  # the task's first artifact: its parts a list
-            return {**task, "artifacts": [{**artifact, "parts": list(artifact["parts"])}]}
+        artifacts = list(task.get("artifacts", ()))
         i = len(artifacts) - 1              # (a streamed artifact is usually the last)
         while i >= 0 and artifacts[i]["artifactId"] != artifact["artifactId"]:
             i -= 1
@@ -1048,7 +1039,6 @@ def _apply(task, kind, body, now, grown=None):
             artifact = {**artifacts[i], "parts": parts}
         else:                               # (a list of its own, not the event's: the
             artifact = {**artifact, "parts": list(artifact["parts"])}   # next append's)
-        artifacts = list(artifacts)
         if i < 0:
             artifacts.append(artifact)
         else:
@@ -1060,7 +1050,7 @@ def _apply(task, kind, body, now, grown=None):
         if "message" in status:                # what the agent said is part of the history
             task["history"] = task.get("history", []) + [status["message"]]
         return task
-    status = {"state": leaves, "timestamp": now}
+    status = {"state": TRANSITIONS[kind][1], "timestamp": now}
     if kind == "cancel":
         return {**task, "status": status}
     if task is None:                           # "message": a new task
