@@ -1159,22 +1159,22 @@ def _refusal(kind, task):
 _ENTRY_OVERHEAD, _EVENT_OVERHEAD = 512, 160
 
 
+# The limits of DEFAULT_LIMITS a store keeps (with max_bytes: max_store_bytes).
+_STORE_LIMITS = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller",
+                 "max_bytes_per_caller", "max_page_bytes", "replay_buffer", "replay_buffer_bytes")
+
+
 class _Bounds:
     """What every store is given: the limits (DEFAULT_LIMITS' by default),
     ``on_evict`` (the Server sets it) and the policy that keeps within them."""
 
-    def __init__(self, *, max_tasks=DEFAULT_LIMITS["max_tasks"],
-                 task_ttl=DEFAULT_LIMITS["task_ttl"], max_history=DEFAULT_LIMITS["max_history"],
-                 max_bytes=DEFAULT_LIMITS["max_store_bytes"],
-                 max_tasks_per_caller=DEFAULT_LIMITS["max_tasks_per_caller"],
-                 max_bytes_per_caller=DEFAULT_LIMITS["max_bytes_per_caller"],
-                 max_page_bytes=DEFAULT_LIMITS["max_page_bytes"],
-                 replay_buffer=DEFAULT_LIMITS["replay_buffer"],
-                 replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"]):
-        self.max_tasks, self.max_bytes, self.task_ttl = max_tasks, max_bytes, task_ttl
-        self.max_tasks_per_caller, self.max_history = max_tasks_per_caller, max_history
-        self.max_bytes_per_caller, self.max_page_bytes = max_bytes_per_caller, max_page_bytes
-        self.replay_buffer, self.replay_buffer_bytes = replay_buffer, replay_buffer_bytes
+    def __init__(self, *, max_bytes=DEFAULT_LIMITS["max_store_bytes"], **limits):
+        unknown = set(limits) - set(_STORE_LIMITS)
+        if unknown:
+            raise TypeError(f"unknown store limits: {', '.join(sorted(unknown))}")
+        for name in _STORE_LIMITS:
+            setattr(self, name, limits.get(name, DEFAULT_LIMITS[name]))
+        self.max_bytes = max_bytes
         self.on_evict = None                # callable(task_id), set by the Server
 
     # -- the one eviction policy; each store gives its steps, on ``ctx`` (its transaction):
@@ -1314,9 +1314,8 @@ def _limits(given):
 def _memory_store(limits):
     """The store a Server keeps when it is given none: a TaskStore bounded by
     the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
-    names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller", "max_bytes_per_caller",
-             "max_page_bytes", "replay_buffer", "replay_buffer_bytes")
-    return TaskStore(max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in names})
+    return TaskStore(max_bytes=limits["max_store_bytes"],
+                     **{name: limits[name] for name in _STORE_LIMITS})
 
 
 def open_store(location=None, **limits):
