@@ -814,23 +814,6 @@ def _json_type(value):
             int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
 
 
-def _parse_field(field, item, where):
-    """parse() of one field that is not a plain string: a map, a list, a
-    message or another scalar, each item checked (and named) in turn."""
-    value_type = field.map_value
-    if value_type:
-        if type(item) is not dict:
-            raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
-        check = parse if value_type in _FIELDS else _scalar
-        return {k: check(value_type, v, f"{where}.{k}") for k, v in item.items()}
-    check = parse if field.type in _FIELDS else _scalar      # (the same arguments)
-    if not field.repeated:
-        return check(field.type, item, where)
-    if type(item) is not list:
-        raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
-    return [check(field.type, v, f"{where}[{i}]") for i, v in enumerate(item)]
-
-
 def parse(message_type, value, path=""):
     """Check ``value`` against the proto message ``message_type``; return it canonical.
     The first problem raises InvalidParamsError naming the field."""
@@ -882,14 +865,37 @@ def parse(message_type, value, path=""):
     return out
 
 
-def _check_card(value, message_type="AgentCard", path="card"):
+def _parse_field(field, item, where, message=parse):
+    """parse() of one field that is not a plain string: a map, a list, a
+    message or another scalar, each item checked (and named) in turn;
+    ``message``, what checks a message (_exact_names: another check)."""
+    value_type = field.map_value
+    if value_type:
+        if type(item) is not dict:
+            raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
+        check = message if value_type in _FIELDS else _scalar
+        return {k: check(value_type, v, f"{where}.{k}") for k, v in item.items()}
+    check = message if field.type in _FIELDS else _scalar      # (the same arguments)
+    if not field.repeated:
+        return check(field.type, item, where)
+    if type(item) is not list:
+        raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
+    return [check(field.type, v, f"{where}[{i}]") for i, v in enumerate(item)]
+
+
+def _check_card(card):
     """Check a Server's agent card at start-up: it must parse, and every key must be a
     field's JSON name (a typo, or a field of A2A 0.3, is an error that names it)."""
-    if message_type == "AgentCard":
-        try:
-            parse("AgentCard", value)
-        except InvalidParamsError as exc:
-            raise ValueError(f"the agent card is not valid: {exc.message}") from None
+    try:
+        parse("AgentCard", card)
+    except InvalidParamsError as exc:
+        raise ValueError(f"the agent card is not valid: {exc.message}") from None
+    _exact_names("AgentCard", card, "card")
+
+
+def _exact_names(message_type, value, path):
+    """ValueError for the first key of ``value`` (parsed already) that is not
+    a field's JSON name, in it or in the messages it holds."""
     fields = _FIELDS[message_type]
     for key, item in value.items():
         field = fields.get(key)
@@ -898,17 +904,8 @@ def _check_card(value, message_type="AgentCard", path="card"):
             raise ValueError(
                 f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
                 + ", ".join(row[1] for row in MESSAGES[message_type]) + ")")
-        inner = field.map_value or field.type
-        if inner not in _FIELDS or item is None:
-            continue
-        if field.map_value:
-            items = [(f"{path}.{key}.{k}", v) for k, v in item.items()]
-        elif field.repeated:
-            items = [(f"{path}.{key}[{i}]", v) for i, v in enumerate(item)]
-        else:
-            items = [(f"{path}.{key}", item)]
-        for where, v in items:
-            _check_card(v, inner, where)
+        if (field.map_value or field.type) in _FIELDS and item is not None:
+            _parse_field(field, item, f"{path}.{key}", _exact_names)
 
 
 # Small constructors for what agents produce. Each returns the ProtoJSON dict.
