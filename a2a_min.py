@@ -128,7 +128,7 @@ import os
 import sys
 import threading
 import time
-from collections import deque
+from collections import deque, namedtuple
 from types import AsyncGeneratorType, GeneratorType
 
 if sys.version_info < (3, 10):        # (once, here: an older Python fails later, and obscurely)
@@ -1108,23 +1108,16 @@ def _refusal(kind, task):
 #                                    and its event, at once; refused (ConflictError)
 #                                    unless the stored version is ``version`` (0: new)
 #   events(task_id, after)           (oldest id kept, [(id, event) after ``after``])
-#   changed()                        a number that moves when another process commits
 #   list(owner, *, context_id, status, after, cursor, limit)   ListTasks' page
 #   put_config / get_config / configs / delete_config         push configs
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
-#   renew(holder) / expired()        (shared) leases: which process runs a task's agent
-#   heads(task_ids)                  (shared) {id: (version, state)}: what the watch reads
-#   live_tasks                       (shared) the _LiveTasks subclass a server uses on
-#                                    it: it watches the others' news (a2a_store's)
 #
-# A shared store may also have (the server uses them if so):
-#   touched()                        ids changed since the last call (None: unknown)
-#   tidy() / checkpoint()            upkeep the watch thread does between requests
-#   appends = True                   commit(..., derived=True) keeps the event alone
-#   batches = True                   commit(..., first=events) appends those first
-#   raw_events = True                events(..., raw=True) may give an event as its JSON
-#   wake_on(wake)                    call wake(task_id) when another process committed
-#   _circuit                         its database is known to be down (_Circuit)
+# A store may say (the server uses them if so): ``appends`` (commit(...,
+# derived=True) keeps the event alone), ``batches`` (commit(..., first=events)
+# appends those first), ``raw_events`` (events(..., raw=True) may give an
+# event as its JSON). A shared one adds leases (``holder``: the process whose
+# agent runs a task), the watch's reads and its own live tasks: a2a_store.py,
+# "Sharing a store between processes", and docs/deploying.md ("Your own store").
 #
 # Versions keep two writers of one task from losing an update: the second
 # to commit the version it read is refused, reads the task again, and the
@@ -1133,10 +1126,10 @@ def _refusal(kind, task):
 # 3.1.6): the newest ``replay_buffer`` events (``replay_buffer_bytes``) kept.
 #
 # Writing the whole task at each chunk of a streamed artifact would cost the
-# square of the chunks (10,000 tokens took 14 s). So with derived=True a store
-# that says ``appends`` keeps the event alone as a pending change, until the
-# pending events weigh as much as the task did when last written whole (at
-# least _APPEND_FLOOR): each byte streamed is written a bounded number of times.
+# square of the chunks. So a store that ``appends`` keeps a derived event alone
+# until the pending events weigh as much as the task did when last written
+# whole (at least _APPEND_FLOOR): each byte streamed is written a bounded
+# number of times.
 #
 # Tasks are copy-on-write: a reader never sees one change under it. Each is
 # stored with its owner (tenant, principal), and someone else's task is
@@ -1146,11 +1139,9 @@ def _refusal(kind, task):
 # memory), bounded in tasks and bytes, in all and per caller (_make_room).
 # Idle tasks (ended, or waiting for the client) expire after ``task_ttl``; a
 # running one is never evicted, so a stuck agent's tasks cost their caller
-# its share and nobody else anything.
-#
-# ListTasks (section 3.1.4) sorts by status timestamp, newest first; its page
-# token, the (timestamp, id) of the last task returned, stays valid whatever
-# changes in between.
+# its share and nobody else anything. ListTasks (section 3.1.4) sorts by
+# status timestamp, newest first; its page token, the (timestamp, id) of the
+# last task returned, stays valid whatever changes in between.
 
 # What an entry, and a kept event, cost beyond their JSON (tracemalloc).
 _ENTRY_OVERHEAD, _EVENT_OVERHEAD = 512, 160
@@ -1333,22 +1324,13 @@ def open_store(location=None, **limits):
     return _companion("a2a_store", "a store file").SQLiteStore(location, **limits)
 
 
-class _Entry:
-    """What TaskStore keeps of a task: its JSON (``body``, as last written whole)
-    and what it needs without decoding it. ``size`` counts the kept events,
-    configs and ``live`` (the running turn's parsed copy); ``pending`` holds a
-    streamed artifact's chunks not yet in the JSON ([update, ...], how many are
-    this version's, their bytes). Readers take no lock: but for ``size``, which
-    only a holder of the lock reads, an entry never changes once stored."""
-
-    __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
-                 "next_seq", "live", "pending")
-
-    def __init__(self, body, owner, context_id, state, stamp, caller, size, version, next_seq,
-                 live, pending):
-        self.body, self.owner, self.context_id, self.state = body, owner, context_id, state
-        self.stamp, self.caller, self.size, self.version = stamp, caller, size, version
-        self.next_seq, self.live, self.pending = next_seq, live, pending
+# What TaskStore keeps of a task: its JSON (``body``, as last written whole) and what
+# it needs without decoding it. ``size`` counts the kept events, configs and ``live``
+# (the running turn's parsed copy); ``pending`` holds a streamed artifact's chunks not
+# yet in the JSON ([update, ...], how many are this version's, their bytes). A tuple:
+# never changed once stored, so readers take no lock.
+_Entry = namedtuple("_Entry", "body owner context_id state stamp caller size version "
+                              "next_seq live pending")
 
 
 class TaskStore(_Bounds):
@@ -1583,7 +1565,7 @@ class TaskStore(_Bounds):
     def _resize(self, task_id, grows):
         """A task's configs grew by ``grows`` bytes: so did it (lock held)."""
         entry = self._tasks[task_id]
-        entry.size += grows
+        self._tasks[task_id] = entry._replace(size=entry.size + grows)
         self._config_bytes[task_id] = self._config_bytes.get(task_id, 0) + grows
         self._bytes += grows
         self._callers[entry.caller][1] += grows
@@ -1650,10 +1632,10 @@ class TaskStore(_Bounds):
         with self._lock:
             entries = list(self._tasks.items())
         matches = sorted(
-            ((e.stamp, task_id), e) for task_id, e in entries
-            if e.owner == owner and (not context_id or e.context_id == context_id)
-            and (not status or e.state == status) and (not after or e.stamp >= after))
-        matches.reverse()
+            (((e.stamp, task_id), e) for task_id, e in entries
+             if e.owner == owner and (not context_id or e.context_id == context_id)
+             and (not status or e.state == status) and (not after or e.stamp >= after)),
+            reverse=True)
         total = len(matches)
         if cursor is not None:
             cursor = tuple(cursor)

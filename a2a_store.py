@@ -1847,6 +1847,19 @@ open_store = a2a_min.open_store
 # again. A graceful shutdown does the same at once for the turns that did
 # not finish in time (Server.shutdown), so a rolling restart of workers
 # leaves no task waiting for a lease to run out.
+#
+# So a shared store has, besides a2a_min's store contract (its section 4):
+#
+#   changed()                        a number that moves when another process commits
+#   renew(holder) / expired()        leases: which process runs a task's agent
+#   heads(task_ids)                  {id: (version, state)}: what the watch reads
+#   live_tasks                       the _LiveTasks subclass a server uses on it
+#                                    (SharedLiveTasks): it watches the others' news
+#   touched()                        (if it can) ids changed since the last call
+#   tidy() / checkpoint()            (if it has them) upkeep between requests
+#   wake_on(wake)                    (if it can) call wake(task_id) when another
+#                                    process committed
+#   _circuit                         its database is known to be down (_Circuit)
 
 
 class SharedLiveTasks(a2a_min._LiveTasks):
