@@ -850,9 +850,8 @@ def parse(message_type, value, path=""):
                 raise _bad(path or message_type, f"may set only one of its '{field.oneof}' "
                            f"fields; got both {oneofs[field.oneof]} and {name}")
             oneofs[field.oneof] = name
-        elif not field.optional and type_ not in _FIELDS and (item is False or item == ""
-                or item == 0 and not isinstance(item, bool) or item == []):
-            continue                           # defaults are not sent in ProtoJSON
+        elif not field.optional and type_ not in _FIELDS and item in (False, "", []):
+            continue                           # defaults (0 == False) are not sent in ProtoJSON
         out[name] = item
     for name in _REQUIRED[message_type]:
         got = out.get(name)
@@ -1442,8 +1441,13 @@ class TaskStore(_Bounds):
                 pending[0].append(earlier["artifactUpdate"])
             pending[0].append(event["artifactUpdate"])
         seq = None
-        if event is not None:
-            log, seq = self._logged(task_id, log, event, event_size, first)
+        if event is not None:                   # kept, after ``first``, in a log made now
+            if log is None:                     # if it has none (most tasks of a plain answer)
+                log = self._logs[task_id] = _EventLog()
+            for earlier in first:
+                log.append(earlier, len(earlier.json), self.replay_buffer,
+                           self.replay_buffer_bytes)
+            seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
         idle = self._idle
         if log is not None:
             if idle_now:
@@ -1484,15 +1488,6 @@ class TaskStore(_Bounds):
             self._callers[caller] = share   # (back, if its last task was just evicted)
         return share
 
-    def _logged(self, task_id, log, event, size, first):
-        """Append ``event`` (after ``first``) to the task's log, made if it has
-        none (most tasks of a plain answer): (the log, the event's id)."""
-        if log is None:
-            log = self._logs[task_id] = _EventLog()
-        for earlier in first:
-            log.append(earlier, len(earlier.json), self.replay_buffer, self.replay_buffer_bytes)
-        return log, log.append(event, size, self.replay_buffer, self.replay_buffer_bytes)
-
     def _settle(self, task_id, log):
         """A task ended or waits: its events keep only their JSON, a few writes
         later if they are small (_SETTLING), so that the streams that read them
@@ -1514,8 +1509,6 @@ class TaskStore(_Bounds):
             if log is None:                   # no events yet (or no such task)
                 return None if task_id not in self._tasks else (0, [])
             oldest = log.events[0][0] if log.events else log.next_seq
-            if log.next_seq <= after + 1:
-                return oldest, []
             found = log.events[max(after + 1 - oldest, 0):]     # (the ids run on by one)
         if raw:
             return oldest, found
@@ -1603,13 +1596,13 @@ class TaskStore(_Bounds):
     def _held(self, share, caller):
         return len(self._tasks), self._bytes, share[0], share[1]
 
-    def _idle_batch(self, share, task_id, caller, count=64):
+    def _idle_batch(self, share, task_id, caller):
         batch = []
         for i in self._idle:
             entry = self._tasks[i]
             if i != task_id and (caller is None or entry.caller == caller):
                 batch.append((i, entry.size))
-                if len(batch) == count:
+                if len(batch) == 64:
                     break
         return batch
 
