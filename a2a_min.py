@@ -1326,10 +1326,11 @@ def open_store(location=None, **limits):
 # What TaskStore keeps of a task: its JSON (``body``, as last written whole) and what
 # it needs without decoding it. ``size`` counts the kept events, configs and ``live``
 # (the running turn's parsed copy); ``pending`` holds a streamed artifact's chunks not
-# yet in the JSON ([update, ...], how many are this version's, their bytes). A tuple:
-# never changed once stored, so readers take no lock.
+# yet in the JSON ([update, ...], how many are this version's, their bytes); ``configs``
+# is the size of its push configs. A tuple: never changed once stored, so readers take
+# no lock.
 _Entry = namedtuple("_Entry", "body owner context_id state stamp caller size version "
-                              "next_seq live pending")
+                              "next_seq live pending configs")
 
 
 class TaskStore(_Bounds):
@@ -1346,7 +1347,6 @@ class TaskStore(_Bounds):
         self._tasks = {}                    # id -> _Entry
         self._logs = {}                     # id -> _EventLog, the task's newest events
         self._configs = {}                  # id -> {config id: push config}, in order made
-        self._config_bytes = {}             # id -> the size of its configs (_decoded_size)
         self._bytes = 0
         self._idle = {}                     # id -> when it ended or began to wait, oldest first
         self._callers = {}                  # caller -> [tasks, bytes]
@@ -1415,11 +1415,11 @@ class TaskStore(_Bounds):
         new = old is None
         if new:
             caller = owner if caller is None else caller
-            log, old_size, live = None, 0, 0
+            log, old_size, live, configs = None, 0, 0, 0
         else:
-            caller, log, old_size, live = old.caller, self._logs.get(task_id), old.size, old.live
-        if self._config_bytes:
-            size += self._config_bytes.get(task_id, 0)
+            caller, log, old_size = old.caller, self._logs.get(task_id), old.size
+            live, configs = old.live, old.configs
+        size += configs
         idle_now = state in _IDLE_STATES          # ended, or waiting for the client
         if idle_now:
             live = 0
@@ -1457,7 +1457,7 @@ class TaskStore(_Bounds):
             size += log.weight            # a task weighs its JSON, its events and its configs
         self._tasks[task_id] = _Entry(body, owner, task.get("contextId", ""), state,
                                       status.get("timestamp", ""), caller, size, version + 1,
-                                      0 if log is None else log.next_seq, live, pending)
+                                      0 if log is None else log.next_seq, live, pending, configs)
         self._bytes += size - old_size
         share[0] += new
         share[1] += size - old_size
@@ -1558,8 +1558,8 @@ class TaskStore(_Bounds):
     def _resize(self, task_id, grows):
         """A task's configs grew by ``grows`` bytes: so did it (lock held)."""
         entry = self._tasks[task_id]
-        self._tasks[task_id] = entry._replace(size=entry.size + grows)
-        self._config_bytes[task_id] = self._config_bytes.get(task_id, 0) + grows
+        self._tasks[task_id] = entry._replace(size=entry.size + grows,
+                                              configs=entry.configs + grows)
         self._bytes += grows
         self._callers[entry.caller][1] += grows
 
@@ -1573,8 +1573,7 @@ class TaskStore(_Bounds):
     def _remove(self, task_id):
         """Forget a task and what it counted for (with the store's lock held)."""
         entry = self._tasks.pop(task_id, None)
-        for kept in (self._recent, self._logs, self._configs, self._config_bytes, self._idle,
-                     self._settling):
+        for kept in (self._recent, self._logs, self._configs, self._idle, self._settling):
             kept.pop(task_id, None)
         if entry is None:
             return
