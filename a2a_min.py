@@ -761,11 +761,11 @@ def _scalar(type_, value, path):
         raise _bad(path, f"must be {_MUST_BE[type_]}" + (
             "" if type_ in ("bytes", "Timestamp") else f", not {_json_type(value)}"))
     names = ENUMS[type_]
-    if isinstance(value, str) and value in names:
+    if text and value in names:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
         return names[value]
-    near = [n for n in names if isinstance(value, str) and value and n.endswith(
+    near = [n for n in names if text and value and n.endswith(
         "_" + value.upper().replace("-", "_"))]     # (A2A 0.3's "user", "input-required")
     raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}" + (
         f" (A2A 0.3's name for {near[0]}: 0.3 clients need Server(compat='0.3'), --compat 0.3)"
