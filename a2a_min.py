@@ -1424,9 +1424,8 @@ class TaskStore(_Bounds):
         if idle_now:
             live = 0
         elif live and event is not None and "task" not in event:
-            live += _decoded_size(event.json)
-            for earlier in first:
-                live += _decoded_size(earlier.json)
+            for kept in (*first, event):
+                live += _decoded_size(kept.json)
         else:   # its channel holds it parsed: counted whole as its turn begins, then per event
             live = _decoded_size(body)
         size += live
@@ -1437,18 +1436,14 @@ class TaskStore(_Bounds):
             grows += sum(len(earlier.json) + _EVENT_OVERHEAD for earlier in first)
         share = self._room(task_id, new, grows, caller, now, evicted)
         if pending is not None:     # (shared by versions, each reading its first ``count``)
-            for earlier in first:
-                pending[0].append(earlier["artifactUpdate"])
-            pending[0].append(event["artifactUpdate"])
+            pending[0].extend(kept["artifactUpdate"] for kept in (*first, event))
         seq = None
         if event is not None:                   # kept, after ``first``, in a log made now
             if log is None:                     # if it has none (most tasks of a plain answer)
                 log = self._logs[task_id] = _EventLog()
-            for earlier in first:
-                log.append(earlier, len(earlier.json), self.replay_buffer,
-                           self.replay_buffer_bytes)
-            seq = log.append(event, event_size, self.replay_buffer, self.replay_buffer_bytes)
-        idle = self._idle
+            for kept in (*first, event):
+                seq = log.append(kept, len(kept.json), self.replay_buffer,
+                                 self.replay_buffer_bytes)
         if log is not None:
             if idle_now:
                 self._settle(task_id, log)
@@ -1462,10 +1457,9 @@ class TaskStore(_Bounds):
         share[0] += new
         share[1] += size - old_size
         if idle_now:
-            if new or task_id not in idle:
-                idle[task_id] = now
-        elif not new:
-            idle.pop(task_id, None)
+            self._idle.setdefault(task_id, now)         # (idle since it first was)
+        else:
+            self._idle.pop(task_id, None)
         return seq
 
     def _room(self, task_id, new, grows, caller, now, evicted):
