@@ -1107,6 +1107,7 @@ def _refusal(kind, task):
 #                                    and its event, at once; refused (ConflictError)
 #                                    unless the stored version is ``version`` (0: new)
 #   events(task_id, after)           (oldest id kept, [(id, event) after ``after``])
+#   changed()                        a number that moves when another process commits
 #   list(owner, *, context_id, status, after, cursor, limit)   ListTasks' page
 #   put_config / get_config / configs / delete_config         push configs
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
@@ -1409,9 +1410,7 @@ class TaskStore(_Bounds):
         state = status["state"]
         now = time.monotonic()
         old = self._tasks.get(task_id)
-        if (version != 0 if old is None else old.version != version or old.owner != owner
-                or old.state in TERMINAL_STATES):     # (else: the version the writer read)
-            _check_version(task_id, old and (old.owner == owner, old.state, old.version), version)
+        _check_version(task_id, old and (old.owner == owner, old.state, old.version), version)
         new = old is None
         if new:
             caller = owner if caller is None else caller

@@ -1850,7 +1850,6 @@ open_store = a2a_min.open_store
 #
 # So a shared store has, besides a2a_min's store contract (its section 4):
 #
-#   changed()                        a number that moves when another process commits
 #   renew(holder) / expired()        leases: which process runs a task's agent
 #   heads(task_ids)                  {id: (version, state)}: what the watch reads
 #   live_tasks                       the _LiveTasks subclass a server uses on it
