@@ -128,7 +128,7 @@ import os
 import sys
 import threading
 import time
-from collections import deque, namedtuple
+from collections import deque
 from types import AsyncGeneratorType, GeneratorType
 
 if sys.version_info < (3, 10):        # (once, here: an older Python fails later, and obscurely)
@@ -1016,8 +1016,10 @@ def _apply(task, kind, body, now, grown=None):
     error when the event may not meet the task's state. ``grown`` is a parts list the
     caller owns (_Channel.grown), which an append extends in place rather than copy
     it at every chunk (the square of the chunks)."""
-    if task is not None:                       # (only a "message" meets no task)
-        _check_event(kind, task)
+    state = None if task is None else task["status"]["state"]
+    meets, leaves = TRANSITIONS[kind]
+    if state not in meets:
+        raise _refusal(kind, task)
     if kind == "artifactUpdate":
         artifact = body["artifact"]
         artifacts = list(task.get("artifacts", ()))
@@ -1046,7 +1048,7 @@ def _apply(task, kind, body, now, grown=None):
         if "message" in status:                # what the agent said is part of the history
             task["history"] = task.get("history", []) + [status["message"]]
         return task
-    status = {"state": TRANSITIONS[kind][1], "timestamp": now}
+    status = {"state": leaves, "timestamp": now}
     if kind == "cancel":
         return {**task, "status": status}
     if task is None:                           # "message": a new task
@@ -1324,14 +1326,23 @@ def open_store(location=None, **limits):
     return _companion("a2a_store", "a store file").SQLiteStore(location, **limits)
 
 
-# What TaskStore keeps of a task: its JSON (``body``, as last written whole) and what
-# it needs without decoding it. ``size`` counts the kept events, configs and ``live``
-# (the running turn's parsed copy); ``pending`` holds a streamed artifact's chunks not
-# yet in the JSON ([update, ...], how many are this version's, their bytes); ``configs``
-# is the size of its push configs. A tuple: never changed once stored, so readers take
-# no lock.
-_Entry = namedtuple("_Entry", "body owner context_id state stamp caller size version "
-                              "next_seq live pending configs")
+class _Entry:
+    """What TaskStore keeps of a task: its JSON (``body``, as last written whole)
+    and what it needs without decoding it. ``size`` counts the kept events, its
+    push configs (``configs`` bytes) and ``live`` (the running turn's parsed
+    copy); ``pending`` holds a streamed artifact's chunks not yet in the JSON
+    ([update, ...], how many are this version's, their bytes). Readers take no
+    lock: but for ``size`` and ``configs``, which only a holder of the lock
+    reads, an entry never changes once stored."""
+
+    __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
+                 "next_seq", "live", "pending", "configs")
+
+    def __init__(self, body, owner, context_id, state, stamp, caller, size, version, next_seq,
+                 live, pending, configs):
+        self.body, self.owner, self.context_id, self.state = body, owner, context_id, state
+        self.stamp, self.caller, self.size, self.version = stamp, caller, size, version
+        self.next_seq, self.live, self.pending, self.configs = next_seq, live, pending, configs
 
 
 class TaskStore(_Bounds):
@@ -1410,7 +1421,9 @@ class TaskStore(_Bounds):
         state = status["state"]
         now = time.monotonic()
         old = self._tasks.get(task_id)
-        _check_version(task_id, old and (old.owner == owner, old.state, old.version), version)
+        if (version != 0 if old is None else old.version != version or old.owner != owner
+                or old.state in TERMINAL_STATES):     # (else: the version the writer read)
+            _check_version(task_id, old and (old.owner == owner, old.state, old.version), version)
         new = old is None
         if new:
             caller = owner if caller is None else caller
@@ -1551,8 +1564,8 @@ class TaskStore(_Bounds):
     def _resize(self, task_id, grows):
         """A task's configs grew by ``grows`` bytes: so did it (lock held)."""
         entry = self._tasks[task_id]
-        self._tasks[task_id] = entry._replace(size=entry.size + grows,
-                                              configs=entry.configs + grows)
+        entry.size += grows
+        entry.configs += grows
         self._bytes += grows
         self._callers[entry.caller][1] += grows
 
