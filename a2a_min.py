@@ -103,7 +103,7 @@ COMPANION_API = (
     "_snake", "_b64encode", "_b64decode", "_dumps",
     # the store contract (section 4): the one bounds policy, and what every store shares
     "_Bounds", "_IDLE_STATES", "_StoredTask", "_StoredEvent", "_decode_stored", "_decoded_size",
-    "_RECENT", "_RECENT_BYTES", "_RECENT_DECODED", "_check_version", "_cut_history", "_newest",
+    "_RECENT", "_RECENT_BYTES", "_RECENT_DECODED", "_check_version", "_cut_history",
     "_no_longer_stored", "_over_share", "_store_full", "_too_many_configs", "_with_pending",
     # a shared store's live tasks (agent execution) and its threads on an event loop
     "_LiveTasks", "_call_on",
@@ -726,51 +726,46 @@ def _bad(path, problem):
     return InvalidParamsError(f"{path} {problem}", field=path)
 
 
+# What a value of each scalar (or well-known) type must be, as _scalar says it.
+_MUST_BE = {
+    "string": "a string", "bool": "true or false", "int32": "a 32-bit integer",
+    "Struct": "a JSON object",
+    "bytes": "base64-encoded bytes (standard or URL-safe alphabet)",
+    "Timestamp": "an RFC 3339 timestamp such as 2025-10-28T10:30:00.000Z"}
+
+
 def _scalar(type_, value, path):
     """Check and canonicalize one scalar (or well-known type) value."""
-    if type_ == "string":
-        if isinstance(value, str):
-            return value if value.isascii() else _check_text(value, path)
-        raise _bad(path, f"must be a string, not {_json_type(value)}")
-    if type_ == "bool":
-        if isinstance(value, bool):
-            return value
-        raise _bad(path, f"must be true or false, not {_json_type(value)}")
-    if type_ == "int32":
-        if isinstance(value, str) and 0 < len(value.lstrip("-")) <= 10 \
-                and value.lstrip("-").isdecimal() and value.count("-") <= value.startswith("-"):
-            value = int(value)       # ProtoJSON also accepts integers as strings
-        if isinstance(value, float) and value.is_integer():
+    text = isinstance(value, str)
+    if type_ == "int32":             # ProtoJSON also accepts integers as strings, and 1.0
+        if text and (digits := value.removeprefix("-")).isdecimal() and len(digits) <= 10 \
+                or isinstance(value, float) and value.is_integer():
             value = int(value)
-        if isinstance(value, int) and not isinstance(value, bool) and -2**31 <= value < 2**31:
+    try:
+        if type_ == "string" and text:
+            return value if value.isascii() else _check_text(value, path)
+        if type_ == "bool" and isinstance(value, bool):
             return value
-        raise _bad(path, f"must be a 32-bit integer, not {_json_type(value)}")
-    if type_ == "bytes":
-        if isinstance(value, str):
-            try:
-                return _b64encode(_b64decode(value))
-            except (binascii.Error, ValueError):
-                pass
-        raise _bad(path, "must be base64-encoded bytes (standard or URL-safe alphabet)")
-    if type_ == "Timestamp":
-        if isinstance(value, str):
-            try:
-                return _parse_timestamp(value)[1]
-            except (ValueError, OverflowError):
-                pass
-        raise _bad(path, "must be an RFC 3339 timestamp such as 2025-10-28T10:30:00.000Z")
-    if type_ == "Struct":
-        if isinstance(value, dict):
+        if type_ == "int32" and isinstance(value, int) and not isinstance(value, bool) \
+                and -2**31 <= value < 2**31:
+            return value
+        if type_ == "bytes" and text:
+            return _b64encode(_b64decode(value))
+        if type_ == "Timestamp" and text:
+            return _parse_timestamp(value)[1]
+        if type_ == "Value" or type_ == "Struct" and isinstance(value, dict):
             return _check_value(value, path, 1)
-        raise _bad(path, f"must be a JSON object, not {_json_type(value)}")
-    if type_ == "Value":
-        return _check_value(value, path, 1)
+    except (binascii.Error, ValueError, OverflowError):
+        pass
+    if type_ in _MUST_BE:
+        raise _bad(path, f"must be {_MUST_BE[type_]}" + (
+            "" if type_ in ("bytes", "Timestamp") else f", not {_json_type(value)}"))
     names = ENUMS[type_]
-    if isinstance(value, str) and value in names:
+    if text and value in names:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
         return names[value]
-    near = [n for n in names if isinstance(value, str) and value and n.endswith(
+    near = [n for n in names if text and value and n.endswith(
         "_" + value.upper().replace("-", "_"))]     # (A2A 0.3's "user", "input-required")
     raise _bad(path, f"must be one of {', '.join(names[1:])}; got {json.dumps(value)[:60]}" + (
         f" (A2A 0.3's name for {near[0]}: 0.3 clients need Server(compat='0.3'), --compat 0.3)"
@@ -819,23 +814,6 @@ def _json_type(value):
             int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
 
 
-def _parse_field(field, item, where):
-    """parse() of one field that is not a plain string: a map, a list, a
-    message or another scalar, each item checked (and named) in turn."""
-    value_type = field.map_value
-    if value_type:
-        if type(item) is not dict:
-            raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
-        check = parse if value_type in _FIELDS else _scalar
-        return {k: check(value_type, v, f"{where}.{k}") for k, v in item.items()}
-    check = parse if field.type in _FIELDS else _scalar      # (the same arguments)
-    if not field.repeated:
-        return check(field.type, item, where)
-    if type(item) is not list:
-        raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
-    return [check(field.type, v, f"{where}[{i}]") for i, v in enumerate(item)]
-
-
 def parse(message_type, value, path=""):
     """Check ``value`` against the proto message ``message_type``; return it canonical.
     The first problem raises InvalidParamsError naming the field."""
@@ -872,9 +850,8 @@ def parse(message_type, value, path=""):
                 raise _bad(path or message_type, f"may set only one of its '{field.oneof}' "
                            f"fields; got both {oneofs[field.oneof]} and {name}")
             oneofs[field.oneof] = name
-        elif not field.optional and type_ not in _FIELDS and (item is False or item == ""
-                or item == 0 and not isinstance(item, bool) or item == []):
-            continue                           # defaults are not sent in ProtoJSON
+        elif not field.optional and type_ not in _FIELDS and item in (False, "", []):
+            continue                           # defaults (0 == False) are not sent in ProtoJSON
         out[name] = item
     for name in _REQUIRED[message_type]:
         got = out.get(name)
@@ -887,14 +864,37 @@ def parse(message_type, value, path=""):
     return out
 
 
-def _check_card(value, message_type="AgentCard", path="card"):
+def _parse_field(field, item, where, message=parse):
+    """parse() of one field that is not a plain string: a map, a list, a
+    message or another scalar, each item checked (and named) in turn;
+    ``message``, what checks a message (_exact_names: another check)."""
+    value_type = field.map_value
+    if value_type:
+        if type(item) is not dict:
+            raise _bad(where, f"must be a JSON object, not {_json_type(item)}")
+        check = message if value_type in _FIELDS else _scalar
+        return {k: check(value_type, v, f"{where}.{k}") for k, v in item.items()}
+    check = message if field.type in _FIELDS else _scalar      # (the same arguments)
+    if not field.repeated:
+        return check(field.type, item, where)
+    if type(item) is not list:
+        raise _bad(where, f"must be a JSON array, not {_json_type(item)}")
+    return [check(field.type, v, f"{where}[{i}]") for i, v in enumerate(item)]
+
+
+def _check_card(card):
     """Check a Server's agent card at start-up: it must parse, and every key must be a
     field's JSON name (a typo, or a field of A2A 0.3, is an error that names it)."""
-    if message_type == "AgentCard":
-        try:
-            parse("AgentCard", value)
-        except InvalidParamsError as exc:
-            raise ValueError(f"the agent card is not valid: {exc.message}") from None
+    try:
+        parse("AgentCard", card)
+    except InvalidParamsError as exc:
+        raise ValueError(f"the agent card is not valid: {exc.message}") from None
+    _exact_names("AgentCard", card, "card")
+
+
+def _exact_names(message_type, value, path):
+    """ValueError for the first key of ``value`` (parsed already) that is not
+    a field's JSON name, in it or in the messages it holds."""
     fields = _FIELDS[message_type]
     for key, item in value.items():
         field = fields.get(key)
@@ -903,17 +903,8 @@ def _check_card(value, message_type="AgentCard", path="card"):
             raise ValueError(
                 f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
                 + ", ".join(row[1] for row in MESSAGES[message_type]) + ")")
-        inner = field.map_value or field.type
-        if inner not in _FIELDS or item is None:
-            continue
-        if field.map_value:
-            items = [(f"{path}.{key}.{k}", v) for k, v in item.items()]
-        elif field.repeated:
-            items = [(f"{path}.{key}[{i}]", v) for i, v in enumerate(item)]
-        else:
-            items = [(f"{path}.{key}", item)]
-        for where, v in items:
-            _check_card(v, inner, where)
+        if (field.map_value or field.type) in _FIELDS and item is not None:
+            _parse_field(field, item, f"{path}.{key}", _exact_names)
 
 
 # Small constructors for what agents produce. Each returns the ProtoJSON dict.
@@ -1031,9 +1022,7 @@ def _apply(task, kind, body, now, grown=None):
         raise _refusal(kind, task)
     if kind == "artifactUpdate":
         artifact = body["artifact"]
-        artifacts = task.get("artifacts")
-        if artifacts is None:                  # the task's first artifact: its parts a list
-            return {**task, "artifacts": [{**artifact, "parts": list(artifact["parts"])}]}
+        artifacts = list(task.get("artifacts", ()))
         i = len(artifacts) - 1              # (a streamed artifact is usually the last)
         while i >= 0 and artifacts[i]["artifactId"] != artifact["artifactId"]:
             i -= 1
@@ -1048,7 +1037,6 @@ def _apply(task, kind, body, now, grown=None):
             artifact = {**artifacts[i], "parts": parts}
         else:                               # (a list of its own, not the event's: the
             artifact = {**artifact, "parts": list(artifact["parts"])}   # next append's)
-        artifacts = list(artifacts)
         if i < 0:
             artifacts.append(artifact)
         else:
@@ -1125,19 +1113,13 @@ def _refusal(kind, task):
 #   list(owner, *, context_id, status, after, cursor, limit)   ListTasks' page
 #   put_config / get_config / configs / delete_config         push configs
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
-#   renew(holder) / expired()        (shared) leases: which process runs a task's agent
-#   heads(task_ids)                  (shared) {id: (version, state)}: what the watch reads
-#   live_tasks                       (shared) the _LiveTasks subclass a server uses on
-#                                    it: it watches the others' news (a2a_store's)
 #
-# A shared store may also have (the server uses them if so):
-#   touched()                        ids changed since the last call (None: unknown)
-#   tidy() / checkpoint()            upkeep the watch thread does between requests
-#   appends = True                   commit(..., derived=True) keeps the event alone
-#   batches = True                   commit(..., first=events) appends those first
-#   raw_events = True                events(..., raw=True) may give an event as its JSON
-#   wake_on(wake)                    call wake(task_id) when another process committed
-#   _circuit                         its database is known to be down (_Circuit)
+# A store may say (the server uses them if so): ``appends`` (commit(...,
+# derived=True) keeps the event alone), ``batches`` (commit(..., first=events)
+# appends those first), ``raw_events`` (events(..., raw=True) may give an
+# event as its JSON). A shared one adds leases (``holder``: the process whose
+# agent runs a task), the watch's reads and its own live tasks: a2a_store.py,
+# "Sharing a store between processes", and docs/deploying.md ("Your own store").
 #
 # Versions keep two writers of one task from losing an update: the second
 # to commit the version it read is refused, reads the task again, and the
@@ -1146,10 +1128,10 @@ def _refusal(kind, task):
 # 3.1.6): the newest ``replay_buffer`` events (``replay_buffer_bytes``) kept.
 #
 # Writing the whole task at each chunk of a streamed artifact would cost the
-# square of the chunks (10,000 tokens took 14 s). So with derived=True a store
-# that says ``appends`` keeps the event alone as a pending change, until the
-# pending events weigh as much as the task did when last written whole (at
-# least _APPEND_FLOOR): each byte streamed is written a bounded number of times.
+# square of the chunks (10,000 tokens took 14 s). So a store that ``appends``
+# keeps a derived event alone until the pending events weigh as much as the
+# task did when last written whole (at least _APPEND_FLOOR): each byte
+# streamed is written a bounded number of times.
 #
 # Tasks are copy-on-write: a reader never sees one change under it. Each is
 # stored with its owner (tenant, principal), and someone else's task is
@@ -1159,34 +1141,30 @@ def _refusal(kind, task):
 # memory), bounded in tasks and bytes, in all and per caller (_make_room).
 # Idle tasks (ended, or waiting for the client) expire after ``task_ttl``; a
 # running one is never evicted, so a stuck agent's tasks cost their caller
-# its share and nobody else anything.
-#
-# ListTasks (section 3.1.4) sorts by status timestamp, newest first; its page
-# token, the (timestamp, id) of the last task returned, stays valid whatever
-# changes in between.
+# its share and nobody else anything. ListTasks (section 3.1.4) sorts by
+# status timestamp, newest first; its page token, the (timestamp, id) of the
+# last task returned, stays valid whatever changes in between.
 
 # What an entry, and a kept event, cost beyond their JSON (tracemalloc).
 _ENTRY_OVERHEAD, _EVENT_OVERHEAD = 512, 160
+
+
+# The limits of DEFAULT_LIMITS a store keeps (with max_bytes: max_store_bytes).
+_STORE_LIMITS = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller",
+                 "max_bytes_per_caller", "max_page_bytes", "replay_buffer", "replay_buffer_bytes")
 
 
 class _Bounds:
     """What every store is given: the limits (DEFAULT_LIMITS' by default),
     ``on_evict`` (the Server sets it) and the policy that keeps within them."""
 
-    _circuit = None             # a shared store's outage circuit (_Circuit); memory has none
-
-    def __init__(self, *, max_tasks=DEFAULT_LIMITS["max_tasks"],
-                 task_ttl=DEFAULT_LIMITS["task_ttl"], max_history=DEFAULT_LIMITS["max_history"],
-                 max_bytes=DEFAULT_LIMITS["max_store_bytes"],
-                 max_tasks_per_caller=DEFAULT_LIMITS["max_tasks_per_caller"],
-                 max_bytes_per_caller=DEFAULT_LIMITS["max_bytes_per_caller"],
-                 max_page_bytes=DEFAULT_LIMITS["max_page_bytes"],
-                 replay_buffer=DEFAULT_LIMITS["replay_buffer"],
-                 replay_buffer_bytes=DEFAULT_LIMITS["replay_buffer_bytes"]):
-        self.max_tasks, self.max_bytes, self.task_ttl = max_tasks, max_bytes, task_ttl
-        self.max_tasks_per_caller, self.max_history = max_tasks_per_caller, max_history
-        self.max_bytes_per_caller, self.max_page_bytes = max_bytes_per_caller, max_page_bytes
-        self.replay_buffer, self.replay_buffer_bytes = replay_buffer, replay_buffer_bytes
+    def __init__(self, *, max_bytes=DEFAULT_LIMITS["max_store_bytes"], **limits):
+        unknown = set(limits) - set(_STORE_LIMITS)
+        if unknown:
+            raise TypeError(f"unknown store limits: {', '.join(sorted(unknown))}")
+        for name in _STORE_LIMITS:
+            setattr(self, name, limits.get(name, DEFAULT_LIMITS[name]))
+        self.max_bytes = max_bytes
         self.on_evict = None                # callable(task_id), set by the Server
 
     # -- the one eviction policy; each store gives its steps, on ``ctx`` (its transaction):
@@ -1203,22 +1181,18 @@ class _Bounds:
         full; else refuse the write (CallerLimitError, 429; TaskStoreFullError, 503)."""
         self._expire(ctx, now, task_id, evicted)
         tasks, size, share_tasks, share_bytes = self._held(ctx, caller)
-        limit_tasks, limit_bytes = self.max_tasks_per_caller, self.max_bytes_per_caller
-        if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                ctx, task_id, caller, share_tasks + new, share_bytes + grows, limit_tasks,
-                limit_bytes, evicted)
-            share_tasks, share_bytes = share_tasks - freed_tasks, share_bytes - freed_bytes
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if share_tasks + new > limit_tasks or share_bytes + grows > limit_bytes:
-                raise _over_share(share_tasks, share_bytes, new, limit_tasks, limit_bytes)
-        if tasks + new > self.max_tasks or size + grows > self.max_bytes:
-            freed_tasks, freed_bytes = self._evict_down(
-                ctx, task_id, None, tasks + new, size + grows, self.max_tasks, self.max_bytes,
-                evicted)
-            tasks, size = tasks - freed_tasks, size - freed_bytes
-            if tasks + new > self.max_tasks or size + grows > self.max_bytes:
-                raise _store_full(tasks, size, new, self.max_tasks, self.max_bytes)
+        freed = (0, 0)       # (what the caller's evictions free, the store's counts too)
+        for whose, held_tasks, held_bytes, max_tasks, max_bytes, refusal in (
+                (caller, share_tasks, share_bytes, self.max_tasks_per_caller,
+                 self.max_bytes_per_caller, _over_share),
+                (None, tasks, size, self.max_tasks, self.max_bytes, _store_full)):
+            held_tasks, held_bytes = held_tasks - freed[0], held_bytes - freed[1]
+            if held_tasks + new > max_tasks or held_bytes + grows > max_bytes:
+                freed = self._evict_down(ctx, task_id, whose, held_tasks + new,
+                                         held_bytes + grows, max_tasks, max_bytes, evicted)
+                held_tasks, held_bytes = held_tasks - freed[0], held_bytes - freed[1]
+                if held_tasks + new > max_tasks or held_bytes + grows > max_bytes:
+                    raise refusal(held_tasks, held_bytes, new, max_tasks, max_bytes)
 
     def _evict_down(self, ctx, task_id, caller, held_tasks, held_bytes, max_tasks, max_bytes,
                     evicted, batches=None):
@@ -1330,9 +1304,8 @@ def _limits(given):
 def _memory_store(limits):
     """The store a Server keeps when it is given none: a TaskStore bounded by
     the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
-    names = ("max_tasks", "task_ttl", "max_history", "max_tasks_per_caller", "max_bytes_per_caller",
-             "max_page_bytes", "replay_buffer", "replay_buffer_bytes")
-    return TaskStore(max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in names})
+    return TaskStore(max_bytes=limits["max_store_bytes"],
+                     **{name: limits[name] for name in _STORE_LIMITS})
 
 
 def open_store(location=None, **limits):
@@ -1355,19 +1328,21 @@ def open_store(location=None, **limits):
 
 class _Entry:
     """What TaskStore keeps of a task: its JSON (``body``, as last written whole)
-    and what it needs without decoding it. ``size`` counts the kept events,
-    configs and ``live`` (the running turn's parsed copy); ``pending`` holds a
-    streamed artifact's chunks not yet in the JSON ([update, ...], how many are
-    this version's, their bytes). Never changed once stored: readers take no lock."""
+    and what it needs without decoding it. ``size`` counts the kept events, its
+    push configs (``configs`` bytes) and ``live`` (the running turn's parsed
+    copy); ``pending`` holds a streamed artifact's chunks not yet in the JSON
+    ([update, ...], how many are this version's, their bytes). Readers take no
+    lock: but for ``size`` and ``configs``, which only a holder of the lock
+    reads, an entry never changes once stored."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
-                 "next_seq", "live", "pending")
+                 "next_seq", "live", "pending", "configs")
 
     def __init__(self, body, owner, context_id, state, stamp, caller, size, version, next_seq,
-                 live, pending):
+                 live, pending, configs):
         self.body, self.owner, self.context_id, self.state = body, owner, context_id, state
         self.stamp, self.caller, self.size, self.version = stamp, caller, size, version
-        self.next_seq, self.live, self.pending = next_seq, live, pending
+        self.next_seq, self.live, self.pending, self.configs = next_seq, live, pending, configs
 
 
 class TaskStore(_Bounds):
@@ -1384,7 +1359,6 @@ class TaskStore(_Bounds):
         self._tasks = {}                    # id -> _Entry
         self._logs = {}                     # id -> _EventLog, the task's newest events
         self._configs = {}                  # id -> {config id: push config}, in order made
-        self._config_bytes = {}             # id -> the size of its configs (_decoded_size)
         self._bytes = 0
         self._idle = {}                     # id -> when it ended or began to wait, oldest first
         self._callers = {}                  # caller -> [tasks, bytes]
@@ -1411,15 +1385,16 @@ class TaskStore(_Bounds):
         is None when only the event was kept."""
         if not derived:                         # (an artifact update adds no history)
             task, event = _cut_history(task, event, self.max_history)
+        if first:                               # (the chunks made just before it)
+            first = [e if type(e) is _StoredEvent else _StoredEvent.encode(e, None, None)
+                     for e in first]
         old = self._tasks.get(task["id"]) if derived else None
         if old is not None and old.version == version:      # (else refused by _write)
             if type(event) is not _StoredEvent:
                 event = _StoredEvent.encode(event, None, None)
             updates, count, weight = old.pending or ([], 0, 0)
-            pending = (updates, count + 1, weight + len(event.json))
-            if first:                           # (and the chunks made just before it)
-                pending = (updates, count + 1 + len(first),
-                           pending[2] + sum(len(e.json) for e in first))
+            pending = (updates, count + 1 + len(first),
+                       weight + len(event.json) + sum(len(e.json) for e in first))
             body = old.body                     # the JSON as last written, and the events
             size = len(body) + pending[2] + _ENTRY_OVERHEAD
         else:
@@ -1428,9 +1403,6 @@ class TaskStore(_Bounds):
             size = len(body) + _ENTRY_OVERHEAD
             if event is not None and type(event) is not _StoredEvent:
                 event = _StoredEvent.encode(event, task, body)      # kept as its JSON
-            if first:
-                first = [e if type(e) is _StoredEvent else _StoredEvent.encode(e, None, None)
-                         for e in first]
         evicted = []
         try:
             with self._lock:
@@ -1455,18 +1427,17 @@ class TaskStore(_Bounds):
         new = old is None
         if new:
             caller = owner if caller is None else caller
-            log, old_size, live = None, 0, 0
+            log, old_size, live, configs = None, 0, 0, 0
         else:
-            caller, log, old_size, live = old.caller, self._logs.get(task_id), old.size, old.live
-        if self._config_bytes:
-            size += self._config_bytes.get(task_id, 0)
+            caller, log, old_size = old.caller, self._logs.get(task_id), old.size
+            live, configs = old.live, old.configs
+        size += configs
         idle_now = state in _IDLE_STATES          # ended, or waiting for the client
         if idle_now:
             live = 0
         elif live and event is not None and "task" not in event:
-            live += _decoded_size(event.json)
-            for earlier in first:
-                live += _decoded_size(earlier.json)
+            for kept in (*first, event):
+                live += _decoded_size(kept.json)
         else:   # its channel holds it parsed: counted whole as its turn begins, then per event
             live = _decoded_size(body)
         size += live
@@ -1477,13 +1448,14 @@ class TaskStore(_Bounds):
             grows += sum(len(earlier.json) + _EVENT_OVERHEAD for earlier in first)
         share = self._room(task_id, new, grows, caller, now, evicted)
         if pending is not None:     # (shared by versions, each reading its first ``count``)
-            for earlier in first:
-                pending[0].append(earlier["artifactUpdate"])
-            pending[0].append(event["artifactUpdate"])
+            pending[0].extend(kept["artifactUpdate"] for kept in (*first, event))
         seq = None
-        if event is not None:
-            log, seq = self._logged(task_id, log, event, event_size, first)
-        idle = self._idle
+        if event is not None:                   # kept, after ``first``, in a log made now
+            if log is None:                     # if it has none (most tasks of a plain answer)
+                log = self._logs[task_id] = _EventLog()
+            for kept in (*first, event):
+                seq = log.append(kept, len(kept.json), self.replay_buffer,
+                                 self.replay_buffer_bytes)
         if log is not None:
             if idle_now:
                 self._settle(task_id, log)
@@ -1492,15 +1464,14 @@ class TaskStore(_Bounds):
             size += log.weight            # a task weighs its JSON, its events and its configs
         self._tasks[task_id] = _Entry(body, owner, task.get("contextId", ""), state,
                                       status.get("timestamp", ""), caller, size, version + 1,
-                                      0 if log is None else log.next_seq, live, pending)
+                                      0 if log is None else log.next_seq, live, pending, configs)
         self._bytes += size - old_size
         share[0] += new
         share[1] += size - old_size
         if idle_now:
-            if new or task_id not in idle:
-                idle[task_id] = now
-        elif not new:
-            idle.pop(task_id, None)
+            self._idle.setdefault(task_id, now)         # (idle since it first was)
+        else:
+            self._idle.pop(task_id, None)
         return seq
 
     def _room(self, task_id, new, grows, caller, now, evicted):
@@ -1523,15 +1494,6 @@ class TaskStore(_Bounds):
             self._callers[caller] = share   # (back, if its last task was just evicted)
         return share
 
-    def _logged(self, task_id, log, event, size, first):
-        """Append ``event`` (after ``first``) to the task's log, made if it has
-        none (most tasks of a plain answer): (the log, the event's id)."""
-        if log is None:
-            log = self._logs[task_id] = _EventLog()
-        for earlier in first:
-            log.append(earlier, len(earlier.json), self.replay_buffer, self.replay_buffer_bytes)
-        return log, log.append(event, size, self.replay_buffer, self.replay_buffer_bytes)
-
     def _settle(self, task_id, log):
         """A task ended or waits: its events keep only their JSON, a few writes
         later if they are small (_SETTLING), so that the streams that read them
@@ -1553,8 +1515,6 @@ class TaskStore(_Bounds):
             if log is None:                   # no events yet (or no such task)
                 return None if task_id not in self._tasks else (0, [])
             oldest = log.events[0][0] if log.events else log.next_seq
-            if log.next_seq <= after + 1:
-                return oldest, []
             found = log.events[max(after + 1 - oldest, 0):]     # (the ids run on by one)
         if raw:
             return oldest, found
@@ -1581,11 +1541,7 @@ class TaskStore(_Bounds):
                 if old is None and len(configs) >= max_configs:
                     raise _too_many_configs(task_id, len(configs))
                 grows = size - (0 if old is None else _decoded_size(_dumps(old)))
-                share = self._callers[entry.caller]
-                if (self._bytes + grows > self.max_bytes
-                        or share[1] + grows > self.max_bytes_per_caller):
-                    self._make_room(share, task_id, 0, grows, entry.caller, time.monotonic(),
-                                    evicted)
+                self._room(task_id, 0, grows, entry.caller, time.monotonic(), evicted)
                 self._configs.setdefault(task_id, {})[config["id"]] = config
                 self._resize(task_id, grows)
         finally:
@@ -1608,10 +1564,8 @@ class TaskStore(_Bounds):
     def _resize(self, task_id, grows):
         """A task's configs grew by ``grows`` bytes: so did it (lock held)."""
         entry = self._tasks[task_id]
-        self._tasks[task_id] = _Entry(entry.body, entry.owner, entry.context_id, entry.state,
-                                      entry.stamp, entry.caller, entry.size + grows,
-                                      entry.version, entry.next_seq, entry.live, entry.pending)
-        self._config_bytes[task_id] = self._config_bytes.get(task_id, 0) + grows
+        entry.size += grows
+        entry.configs += grows
         self._bytes += grows
         self._callers[entry.caller][1] += grows
 
@@ -1625,8 +1579,7 @@ class TaskStore(_Bounds):
     def _remove(self, task_id):
         """Forget a task and what it counted for (with the store's lock held)."""
         entry = self._tasks.pop(task_id, None)
-        for kept in (self._recent, self._logs, self._configs, self._config_bytes, self._idle,
-                     self._settling):
+        for kept in (self._recent, self._logs, self._configs, self._idle, self._settling):
             kept.pop(task_id, None)
         if entry is None:
             return
@@ -1648,13 +1601,13 @@ class TaskStore(_Bounds):
     def _held(self, share, caller):
         return len(self._tasks), self._bytes, share[0], share[1]
 
-    def _idle_batch(self, share, task_id, caller, count=64):
+    def _idle_batch(self, share, task_id, caller):
         batch = []
         for i in self._idle:
             entry = self._tasks[i]
             if i != task_id and (caller is None or entry.caller == caller):
                 batch.append((i, entry.size))
-                if len(batch) == count:
+                if len(batch) == 64:
                     break
         return batch
 
@@ -1677,10 +1630,10 @@ class TaskStore(_Bounds):
         with self._lock:
             entries = list(self._tasks.items())
         matches = sorted(
-            ((e.stamp, task_id), e) for task_id, e in entries
-            if e.owner == owner and (not context_id or e.context_id == context_id)
-            and (not status or e.state == status) and (not after or e.stamp >= after))
-        matches.reverse()
+            (((e.stamp, task_id), e) for task_id, e in entries
+             if e.owner == owner and (not context_id or e.context_id == context_id)
+             and (not status or e.state == status) and (not after or e.stamp >= after)),
+            reverse=True)
         total = len(matches)
         if cursor is not None:
             cursor = tuple(cursor)
@@ -1755,14 +1708,6 @@ def _with_pending(task, updates):
         task = _apply(task, "artifactUpdate", update, None, grown)
         grown = _parts_of(task, update["artifact"]["artifactId"]) if update.get("append") else None
     return _StoredTask(task)
-
-
-def _newest(version, next_seq, newest):
-    """A task's (version, next event id) from its database row and its newest
-    event's id (None: none appended alone, each of which is a version more)."""
-    if newest is None or newest < next_seq:
-        return version, next_seq
-    return version + newest + 1 - next_seq, newest + 1
 
 
 def _check_version(task_id, stored, version):

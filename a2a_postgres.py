@@ -146,7 +146,7 @@ _MIGRATIONS = (
             PRIMARY KEY (caller, slot))""",
     ),
     (   # version 2: events appended alone (a2a_min's "A streamed artifact"): the
-        # task has events after next_seq, which its body lacks (a2a_min._newest)
+        # task has events after next_seq, which its body lacks (a2a_store._newest)
         "ALTER TABLE a2a_tasks ADD COLUMN appended boolean NOT NULL DEFAULT false",
     ),
     (   # version 3: the traceparent of the turn that made the task (no longer
@@ -617,7 +617,7 @@ class PostgresStore(a2a_min._Bounds):
                 newest, size = conn.execute(
                     "SELECT max(seq), sum(length(body)) FROM a2a_events WHERE task_id = %s "
                     "AND seq >= %s", (task_id, next_seq)).fetchone()
-                stored_version, next_seq = a2a_min._newest(stored_version, next_seq, newest)
+                stored_version, next_seq = a2a_store._newest(stored_version, next_seq, newest)
                 event_bytes += size or 0
         a2a_min._check_version(task["id"], None if new else (row[0] == owner_key, row[1],
                                                              stored_version), version)
@@ -698,7 +698,7 @@ class PostgresStore(a2a_min._Bounds):
         if row is not None:
             newest = conn.execute("SELECT max(seq) FROM a2a_events WHERE task_id = %s",
                                   (task_id,)).fetchone()[0] if row[4] else None
-            version_now, seq = a2a_min._newest(row[2], row[3], newest)
+            version_now, seq = a2a_store._newest(row[2], row[3], newest)
             stored = (row[0] == owner_key, row[1], version_now)
         a2a_min._check_version(_untext(task_id), stored, version)
         if not row[4]:
@@ -715,7 +715,7 @@ class PostgresStore(a2a_min._Bounds):
             "SELECT id, version, next_seq, CASE WHEN appended THEN (SELECT max(seq) FROM "
             "a2a_events WHERE task_id = a2a_tasks.id) END, state FROM a2a_tasks "
             "WHERE id = ANY(%s)", ([_text(task_id) for task_id in task_ids],))
-        return {_untext(task_id): (a2a_min._newest(version, next_seq, newest)[0], state)
+        return {_untext(task_id): (a2a_store._newest(version, next_seq, newest)[0], state)
                 for task_id, version, next_seq, newest, state in rows}
 
     def _kept(self, conn, task_id, next_seq, first_seq, event_bytes):
@@ -1080,7 +1080,7 @@ def _task_of(version, next_seq, body, appended):
         return task
     task = a2a_min._with_pending(json.loads(bytes(body)), [
         json.loads(bytes(event))["artifactUpdate"] for event in appended])
-    task.version, task.next_seq = a2a_min._newest(version, next_seq,
+    task.version, task.next_seq = a2a_store._newest(version, next_seq,
                                                   next_seq + len(appended) - 1)
     return task
 

@@ -31,8 +31,8 @@ __all__ = ["SQLiteStore", "open_store", "serve_workers", "SQLITE_SCHEMA_VERSION"
 
 # The private names a2a_postgres builds on, besides __all__: what any store
 # shared by processes needs (its outage circuit, a connection lent for a
-# request, the watch thread, an owner's key).
-COMPANION_API = ("_Circuit", "_Lent", "SQLiteStore._key")
+# request, the watch thread, a task's version from its row, an owner's key).
+COMPANION_API = ("_Circuit", "_Lent", "_newest", "SQLiteStore._key")
 
 import functools
 import json
@@ -49,7 +49,7 @@ from a2a_min import (A2AError, InternalError, ServerBusyError, TaskStoreFullErro
 # The second tier (a2a_min.COMPANION_API): the store contract's helpers.
 from a2a_min import (_IDLE_STATES, _RECENT, _RECENT_BYTES, _RECENT_DECODED, _Bounds,
                      _StoredEvent, _StoredTask, _call_on, _check_version, _cut_history,
-                     _decode_stored, _decoded_size, _dumps, _log, _newest, _no_longer_stored,
+                     _decode_stored, _decoded_size, _dumps, _log, _no_longer_stored,
                      _over_share, _store_full, _too_many_configs, _with_pending)
 
 
@@ -247,7 +247,7 @@ _SQLITE_MIGRATIONS = (
     (   # version 4: events appended alone (see "A streamed artifact" in "The task
         # store"): ``appended`` says that the task has events after ``next_seq``,
         # which its body lacks, and that its newest version and event are
-        # counted from them (SQLiteStore._newest); their bytes count in its size
+        # counted from them (_newest); their bytes count in its size
         # once it is written whole again
         "ALTER TABLE tasks ADD COLUMN appended INTEGER NOT NULL DEFAULT 0",
         "DROP TRIGGER tasks_removed",
@@ -1485,6 +1485,14 @@ def _key(value):
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _newest(version, next_seq, newest):
+    """A task's (version, next event id) from its database row and its newest
+    event's id (None: none appended alone, each of which is a version more)."""
+    if newest is None or newest < next_seq:
+        return version, next_seq
+    return version + newest + 1 - next_seq, newest + 1
+
+
 
 
 class _NotWaiting:
@@ -1839,6 +1847,18 @@ open_store = a2a_min.open_store
 # again. A graceful shutdown does the same at once for the turns that did
 # not finish in time (Server.shutdown), so a rolling restart of workers
 # leaves no task waiting for a lease to run out.
+#
+# So a shared store has, besides a2a_min's store contract (its section 4):
+#
+#   renew(holder) / expired()        leases: which process runs a task's agent
+#   heads(task_ids)                  {id: (version, state)}: what the watch reads
+#   live_tasks                       the _LiveTasks subclass a server uses on it
+#                                    (SharedLiveTasks): it watches the others' news
+#   touched()                        (if it can) ids changed since the last call
+#   tidy() / checkpoint()            (if it has them) upkeep between requests
+#   wake_on(wake)                    (if it can) call wake(task_id) when another
+#                                    process committed
+#   _circuit                         its database is known to be down (_Circuit)
 
 
 class SharedLiveTasks(a2a_min._LiveTasks):
