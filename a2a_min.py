@@ -3645,6 +3645,39 @@ def _view(task, history_length=None, include_artifacts=True):
 
 
 # -- SendMessage, SendStreamingMessage (sections 3.1.1, 3.1.2) ------------
+#
+# A message's parts must be of media types the agent takes (section 3.3.2):
+# those of its card's defaultInputModes and of its skills' inputModes (a
+# message does not say which skill it is for). A part's type is its
+# mediaType; a text part without one is text/plain, a data part
+# application/json, and a file without one is the agent's to judge. An
+# agent whose modes hold */* takes anything; type/* takes that type's every
+# subtype.
+
+def _accepted_types(card):
+    """The media types a card's agent takes (lower case, without parameters),
+    or None: any."""
+    modes = [*card.get("defaultInputModes", ()),
+             *(mode for skill in card.get("skills", ()) for mode in skill.get("inputModes", ()))]
+    types = frozenset(mode.partition(";")[0].strip().lower() for mode in modes)
+    return None if "*/*" in types else types
+
+
+def _check_media_types(accepted, parts):
+    """ContentTypeNotSupportedError for the first part of a type not ``accepted``."""
+    for part in parts:
+        media = part.get("mediaType")
+        if media is None:
+            media = "text/plain" if "text" in part else "application/json" if "data" in part else ""
+        kind = media.partition(";")[0].strip().lower()
+        if kind and kind not in accepted and kind.partition("/")[0] + "/*" not in accepted:
+            modes = ", ".join(sorted(accepted))
+            raise ContentTypeNotSupportedError(
+                f"this agent does not take {media[:80]} parts; it takes {modes} (its card's "
+                "defaultInputModes and skills' inputModes): send one of those (an agent of "
+                "your own declares more with Server(input_modes=[...]))",
+                metadata={"mediaType": media[:80], "supportedMediaTypes": modes})
+
 
 def _start_turn(server, request, call):
     """Check a new user message and prepare its turn: (context, channel,
@@ -3654,6 +3687,8 @@ def _start_turn(server, request, call):
     if message["role"] != "ROLE_USER":
         raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
                                  field="message.role")
+    if server.card.accepts is not None:
+        _check_media_types(server.card.accepts, message["parts"])
     task_id = message.get("taskId")
     if task_id:
         task = _visible_task(server, task_id, call)
@@ -5546,7 +5581,7 @@ class _Card:
     """A server's agent card: fixed fields, added interfaces, the signer
     (section 8.4), and the card as last served (_card_response)."""
 
-    __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since")
+    __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since", "accepts")
 
     def __init__(self, *, name, description, version, streaming, push_notifications, extended,
                  input_modes, output_modes, skills, schemes, required_extensions, extensions,
@@ -5568,6 +5603,7 @@ class _Card:
         if declared:
             fields["capabilities"]["extensions"] = declared
         self.fields, self.signer = fields | dict(card or {}), signer
+        self.accepts = _accepted_types(self.fields)    # what a message's parts may be
         self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
         self.max_age = max_age        # Cache-Control max-age, seconds
         self.cache = None             # (base URL, body, ETag, Last-Modified) as last served
