@@ -3654,15 +3654,6 @@ def _view(task, history_length=None, include_artifacts=True):
 # agent whose modes hold */* takes anything; type/* takes that type's every
 # subtype.
 
-def _accepted_types(card):
-    """The media types a card's agent takes (lower case, without parameters),
-    or None: any."""
-    modes = [*card.get("defaultInputModes", ()),
-             *(mode for skill in card.get("skills", ()) for mode in skill.get("inputModes", ()))]
-    types = frozenset(mode.partition(";")[0].strip().lower() for mode in modes)
-    return None if "*/*" in types else types
-
-
 def _check_media_types(accepted, parts):
     """ContentTypeNotSupportedError for the first part of a type not ``accepted``."""
     for part in parts:
@@ -4450,10 +4441,9 @@ def _routed(server, request):
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
                 return _jsonrpc_response(server, request)
-            if method in ("GET", "HEAD") and server.single_path:    # (the card, there too)
-                return _card_response(server, headers, request.base_url)
-            if method in ("GET", "HEAD"):
-                return _help_response(server, headers, request.base_url)
+            if method in ("GET", "HEAD"):      # the card in single-path mode, else the help page
+                page = _card_response if server.single_path else _help_response
+                return page(server, headers, request.base_url)
             raise _MethodNotAllowed("GET, POST")
         if server.single_path:                 # single-path mode: nothing else
             return server.error_response(server.single_path, 404, MethodNotFoundError(
@@ -5603,7 +5593,10 @@ class _Card:
         if declared:
             fields["capabilities"]["extensions"] = declared
         self.fields, self.signer = fields | dict(card or {}), signer
-        self.accepts = _accepted_types(self.fields)    # what a message's parts may be
+        modes = [*self.fields["defaultInputModes"], *(        # what a message's parts may be
+            mode for skill in self.fields["skills"] for mode in skill.get("inputModes", ()))]
+        types = frozenset(mode.partition(";")[0].strip().lower() for mode in modes)
+        self.accepts = None if "*/*" in types else types      # (None: anything)
         self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
         self.max_age = max_age        # Cache-Control max-age, seconds
         self.cache = None             # (base URL, body, ETag, Last-Modified) as last served
