@@ -1780,7 +1780,9 @@ def _too_many_configs(task_id, count):
 # AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
 # UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks it creates:
 # another's task is reported exactly like one that does not exist. Secrets
-# are compared in constant time.
+# are compared in constant time. The extended card is for authenticated
+# callers alone (section 13.3): a server with one must authenticate, and
+# anonymous=True lets a caller with no credentials reach the rest as nobody.
 #
 # Webhook addresses (section 13.2). A caller could aim a webhook at what only
 # the server can reach (its loopback, the cloud's metadata address, its
@@ -1790,10 +1792,12 @@ def _too_many_configs(task_id, count):
 
 
 class BearerAuth:
-    """Authorization: Bearer <token>. ``tokens`` maps each token to its principal."""
+    """Authorization: Bearer <token>. ``tokens`` maps each token to its principal;
+    ``anonymous``: a caller without a token is let in, as principal None."""
 
-    def __init__(self, tokens, *, name="bearer"):
+    def __init__(self, tokens, *, name="bearer", anonymous=False):
         self.tokens = [(token.encode(), principal) for token, principal in dict(tokens).items()]
+        self.anonymous = anonymous
         self.security_schemes = {name: {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
 
     def __call__(self, call):
@@ -1805,18 +1809,19 @@ class BearerAuth:
             raise AuthenticationRequiredError("the Authorization header is not 'Bearer <token>'"
                                               + (" (it has no scheme)" if not token.strip() else "")
                                               + ": " + hint, challenge=challenge)
-        return _match_secret(self.tokens, token.strip(), hint, challenge)   # (blank if no header)
+        return _match_secret(self, self.tokens, token.strip(), hint, challenge)  # (blank: none)
 
 
 class ApiKeyAuth:
     """An API key in a header, a query parameter or a cookie (``location``).
-    ``keys`` maps each key to its principal."""
+    ``keys`` maps each key to its principal; ``anonymous`` as for BearerAuth."""
 
-    def __init__(self, keys, *, name="X-API-Key", location="header", scheme_name="apiKey"):
+    def __init__(self, keys, *, name="X-API-Key", location="header", scheme_name="apiKey",
+                 anonymous=False):
         if location not in ("header", "query", "cookie"):
             raise ValueError("location must be header, query or cookie")
         self.keys = [(key.encode(), principal) for key, principal in dict(keys).items()]
-        self.name, self.location = name, location
+        self.name, self.location, self.anonymous = name, location, anonymous
         self.security_schemes = {scheme_name: {"apiKeySecurityScheme": {
             "location": location, "name": name}}}
 
@@ -1830,7 +1835,7 @@ class ApiKeyAuth:
             given = next((value for name, _, value in cookies if name == self.name), "")
         hint = {"header": f"send -H '{self.name}: <key>'", "query": f"add ?{self.name}=<key>",
                 "cookie": f"send the cookie {self.name}=<key>"}[self.location]
-        return _match_secret(self.keys, given, hint, f'ApiKey name="{self.name}"')
+        return _match_secret(self, self.keys, given, hint, f'ApiKey name="{self.name}"')
 
 
 class MutualTlsAuth:
@@ -1900,9 +1905,12 @@ class _Peer(str):
         return peer
 
 
-def _match_secret(known, given, hint, challenge):
-    """The principal of ``given`` among ``known`` (bytes, principal), all compared."""
+def _match_secret(auth, known, given, hint, challenge):
+    """The principal of ``given`` among ``known`` (bytes, principal), all compared;
+    None for no credentials when ``auth.anonymous`` lets anonymous callers in."""
     import hmac
+    if not given and auth.anonymous:
+        return None
     given = given.encode()
     found = [principal for secret, principal in known if hmac.compare_digest(secret, given)]
     if not (given and found):
@@ -3651,8 +3659,8 @@ def _view(task, history_length=None, include_artifacts=True):
 # message does not say which skill it is for). A part's type is its
 # mediaType; a text part without one is text/plain, a data part
 # application/json, and a file without one is the agent's to judge. An
-# agent whose modes hold */* takes anything; type/* takes that type's every
-# subtype.
+# agent whose modes hold */*, or none at all, takes anything; type/* takes
+# that type's every subtype.
 
 def _check_media_types(accepted, parts):
     """ContentTypeNotSupportedError for the first part of a type not ``accepted``."""
@@ -5574,7 +5582,7 @@ class _Card:
     __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since", "accepts")
 
     def __init__(self, *, name, description, version, streaming, push_notifications, extended,
-                 input_modes, output_modes, skills, schemes, required_extensions, extensions,
+                 input_modes, output_modes, skills, auth, required_extensions, extensions,
                  card, signer, max_age):
         fields = {
             "name": name, "description": description, "version": version,
@@ -5585,8 +5593,10 @@ class _Card:
             "skills": skills or [{
                 "id": "chat", "name": "Chat", "description": description, "tags": ["chat"]}],
         }
+        schemes = getattr(auth, "security_schemes", None)
         if schemes:
             fields["securitySchemes"] = schemes
+        if schemes and not getattr(auth, "anonymous", False):    # (else none are required)
             fields["securityRequirements"] = [{"schemes": {s: {"list": []}}} for s in schemes]
         declared = [{"uri": uri, "required": True} for uri in required_extensions]
         declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
@@ -5596,7 +5606,7 @@ class _Card:
         modes = [*self.fields["defaultInputModes"], *(        # what a message's parts may be
             mode for skill in self.fields["skills"] for mode in skill.get("inputModes", ()))]
         types = frozenset(mode.partition(";")[0].strip().lower() for mode in modes)
-        self.accepts = None if "*/*" in types else types      # (None: anything)
+        self.accepts = None if "*/*" in types or not types else types   # (None: anything)
         self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
         self.max_age = max_age        # Cache-Control max-age, seconds
         self.cache = None             # (base URL, body, ETag, Last-Modified) as last served
@@ -5688,7 +5698,7 @@ class Server:
             name=name, description=description, version=version, streaming=streaming,
             push_notifications=push_notifications, extended=extended_card is not None,
             input_modes=input_modes, output_modes=output_modes, skills=skills,
-            schemes=getattr(authenticate, "security_schemes", None),
+            auth=authenticate,
             required_extensions=required_extensions, extensions=extensions, card=card,
             signer=card_signer, max_age=card_max_age)
         self._check_cards(card_signer)
@@ -5699,6 +5709,10 @@ class Server:
         8.4), never from a request's headers: no request can have the server
         sign what it chose."""
         _check_card(self.agent_card())
+        if self.extended_card is not None and self.authenticate is None:
+            raise ValueError("the extended card is for authenticated callers (section 13.3), "
+                             "and this server authenticates none: give authenticate= too, "
+                             "e.g. BearerAuth(tokens, anonymous=True) to serve the rest to all")
         if isinstance(self.extended_card, dict):
             _check_card({**self.agent_card(), **self.extended_card})
         if signer is not None:

@@ -27,6 +27,7 @@ HOSTS = {"threads": ThreadsHostClient, "asyncio": AsyncioHostClient, "wsgi": Wsg
 
 
 def agent_server(**options):
+    options.setdefault("authenticate", a2a_min.BearerAuth({"t0k": "me"}, anonymous=True))
     return a2a_min.Server(scenario_agent, name="Test agent", description="For tests.",
                           push_notifications=True, extended_card={"description": "more"},
                           **options)
@@ -91,7 +92,11 @@ def exercise_every_operation(client, slow="slow"):
     assert [c["id"] for c in client.list_push_configs(task["id"])["configs"]] == [config["id"]]
     assert client.delete_push_config(task["id"], config["id"]) == {}
     assert client.list_push_configs(task["id"]).get("configs", []) == []
+    with pytest.raises(a2a_min.AuthenticationRequiredError):
+        client.extended_card()                      # (for authenticated callers: 13.3)
+    client.headers["Authorization"] = "Bearer t0k"
     assert client.extended_card()["description"] == "more"
+    del client.headers["Authorization"]
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])

@@ -359,7 +359,8 @@ def fuzzed():
     (streams never wait long), a small body limit."""
     server = a2a_min.Server(fuzz_agent, keepalive_interval=0.01, blocking_timeout=2,
                             max_body_bytes=MAX_BODY, max_workers=4, max_tasks=5000,
-                            extended_card={"description": "The extended card."})
+                            extended_card={"description": "The extended card."},
+                            authenticate=lambda call: "fuzzer")   # (the extended card too)
     log = ErrorLog()
     logger = logging.getLogger("a2a_min")
     logger.addHandler(log)

@@ -485,12 +485,24 @@ def test_push_operations_say_not_supported(client, method, params):
     assert error["data"][0]["reason"] == "PUSH_NOTIFICATION_NOT_SUPPORTED"
 
 
+SOME_USER = a2a_min.BearerAuth({"t0ken": "u"}, anonymous=True)   # anonymous callers welcome
+WITH_TOKEN = {**V1, "authorization": "Bearer t0ken"}
+
+
 def test_extended_card(client, make_client):
     assert client.error("GetExtendedAgentCard")["code"] == -32004
-    rich = make_client(a2a_min.Server(lambda t: "x", extended_card={"description": "more"}))
-    assert rich.result("GetExtendedAgentCard")["description"] == "more"
-    empty = make_client(a2a_min.Server(lambda t: "x", extended_card={}))
-    assert empty.error("GetExtendedAgentCard")["code"] == -32007
+    rich = make_client(a2a_min.Server(lambda t: "x", extended_card={"description": "more"},
+                                      authenticate=SOME_USER))
+    assert rich.result("GetExtendedAgentCard", headers=WITH_TOKEN)["description"] == "more"
+    assert rich.error("GetExtendedAgentCard")["code"] == -31401      # (section 13.3)
+    assert rich.result("SendMessage", {"message": user_message("hi")})["task"]   # the rest: open
+    empty = make_client(a2a_min.Server(lambda t: "x", extended_card={}, authenticate=SOME_USER))
+    assert empty.error("GetExtendedAgentCard", headers=WITH_TOKEN)["code"] == -32007
+
+
+def test_an_extended_card_without_authentication_is_refused_at_start():
+    with pytest.raises(ValueError, match="authenticate=.*anonymous=True"):
+        a2a_min.Server(lambda t: "x", extended_card={"description": "more"})
 
 
 # -- versions and extensions ------------------------------------------------------
@@ -561,15 +573,16 @@ def test_concurrent_sends_lose_no_task(client):
 
 
 def test_extended_card_shows_the_address_the_client_used(make_client):
-    server = a2a_min.Server(lambda t: "x", extended_card={"description": "more"})
+    server = a2a_min.Server(lambda t: "x", extended_card={"description": "more"},
+                            authenticate=SOME_USER)
     client = make_client(server)
     if type(client) in JSONRPC_CLIENTS:
-        resp = server.handle_http("POST", "/", "", dict(V1), json.dumps(
+        resp = server.handle_http("POST", "/", "", dict(WITH_TOKEN), json.dumps(
             {"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}).encode(),
             base_url="http://agents.example:9000")
         card = json.loads(resp.body)["result"]
     else:
-        resp = server.handle_http("GET", "/extendedAgentCard", "", dict(V1), b"",
+        resp = server.handle_http("GET", "/extendedAgentCard", "", dict(WITH_TOKEN), b"",
                                   base_url="http://agents.example:9000")
         card = json.loads(resp.body)
     assert card["supportedInterfaces"][0]["url"] == "http://agents.example:9000/"

@@ -9,7 +9,7 @@ import pytest
 
 import a2a_min
 from a2a_min import InvalidParamsError, parse
-from harness import require_sdk, ROOT, Client, scenario_agent, user_message
+from harness import require_sdk, ROOT, V1, Client, scenario_agent, user_message
 
 
 def test_snake_case_accepted_camel_case_out():
@@ -102,7 +102,8 @@ def sample_documents():
         yield "chunk one "
         yield "chunk two"
 
-    client = Client(a2a_min.Server(agent, extended_card={"description": "more"}))
+    client = Client(a2a_min.Server(agent, extended_card={"description": "more"},
+                                   authenticate=a2a_min.BearerAuth({"t": "u"}, anonymous=True)))
     docs = []
     task = client.send("x", metadata={"req": 1})["task"]
     docs.append(("Task", task))
@@ -110,7 +111,8 @@ def sample_documents():
     docs += [("StreamResponse", payload["result"]) for _, payload in stream]
     docs.append(("ListTasksResponse", client.result("ListTasks", {"includeArtifacts": True})))
     docs.append(("ListTasksResponse", client.result("ListTasks", {"contextId": "none"})))
-    docs.append(("AgentCard", client.result("GetExtendedAgentCard")))
+    docs.append(("AgentCard", client.result("GetExtendedAgentCard",
+                                            headers={**V1, "authorization": "Bearer t"})))
     docs.append(("AgentCard", json.loads(client.server.handle_http(
         "GET", "/.well-known/agent-card.json").body)))
     direct = Client(a2a_min.Server(scenario_agent)).send("direct")

@@ -135,7 +135,7 @@ def test_the_sdks_0_3_client_on_the_lambda_handler(binding):
 # -- golden exchanges, written from the 0.3 specification ------------------------------
 
 def test_golden_message_send_and_its_task():
-    srv = server()
+    srv = server(input_modes=["*/*"])              # (every kind of part, taken)
     answer = rpc(srv, "message/send", {"message": {
         "kind": "message", "messageId": "m1", "role": "user", "metadata": {"k": 1},
         "parts": [{"kind": "text", "text": "hi"},
@@ -382,7 +382,7 @@ def proto_user(text):
 
 
 def test_golden_rest_send_get_stream_cancel():
-    srv = server()
+    srv = server(input_modes=["*/*"])
     status, answer = rest(srv, "POST", "/v1/message:send", {"message": {
         **proto_user("hi"), "content": [
             {"text": "hi"}, {"data": {"data": {"x": 1}}},
