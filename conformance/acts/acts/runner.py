@@ -459,7 +459,7 @@ class Runner:
             parsed = self.client.parse(spec.get("operation"), spec.get("wire_payload"))
         except ParseFailed as exc:
             raise StepFailed(step["id"], f"step {step['id']}: {exc}")
-        return Result(http_status=200, body=parsed, root=parsed), False
+        return Result(http_status=200, body=parsed, root=parsed)
 
     def check_deliveries(self, test, ctx, outcome):
         """Runner-special push tests (tags runner-special, using {{webhookUrl}}):
