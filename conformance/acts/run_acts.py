@@ -67,7 +67,8 @@ def make_binding(args, transport, http, card, version):
     from acts.wire import GrpcBinding
     target = grpc_target(args, card)
     return GrpcBinding(http, target, version=version, auth_token=args.auth_token,
-                       pb2=a2a_min_pb2, timeout=args.timeout)
+                       pb2=a2a_min_pb2, timeout=args.timeout,
+                       required_defaults=not args.grpc_plain_protojson)
 
 
 def run_transport(tests, args, transport, webhook):
@@ -196,6 +197,9 @@ def main(argv=None):
     p.add_argument("--client-keep-id", action="store_true",
                    help="serve a client test's JSON-RPC payload with its own id, not the "
                         "request's")
+    p.add_argument("--grpc-plain-protojson", action="store_true",
+                   help="gRPC answers as MessageToDict gives them, without the REQUIRED "
+                        "fields that proto3 cannot tell from absent at their default")
     p.add_argument("--no-hoist", action="store_true",
                    help="send params.taskId/contextId as given instead of moving them into "
                         "the message")

@@ -372,7 +372,8 @@ class GrpcBinding:
                     delete_push_config="DeleteTaskPushNotificationConfig")
 
     def __init__(self, http, target, version="1.0", auth_token=None, pb2=None, timeout=30.0,
-                 _channel=None):
+                 required_defaults=True, _channel=None):
+        self.required_defaults = required_defaults
         import grpc
         from google.protobuf import json_format, symbol_database  # noqa: F401
         from google.rpc import error_details_pb2, status_pb2  # noqa: F401 (registers ErrorInfo)
@@ -386,7 +387,7 @@ class GrpcBinding:
 
     def with_token(self, token):
         return GrpcBinding(self.http, self.target, self.version, token, self.pb2, self.timeout,
-                           _channel=self.channel)
+                           self.required_defaults, _channel=self.channel)
 
     def close(self):
         if self._owns_channel:
@@ -466,7 +467,50 @@ class GrpcBinding:
         return result
 
     def to_dict(self, message):
-        return self.json_format.MessageToDict(message)
+        """ProtoJSON of an answer. proto3 cannot tell an empty REQUIRED field
+        (ListTasksResponse.nextPageToken "" on the last page) from an absent
+        one, and MessageToDict omits both; the JSON bindings must write
+        required fields (spec 5.6.3, A2A-FACTS section 4), so they are written
+        here at their default too. `required_defaults=False`
+        (--grpc-plain-protojson) gives MessageToDict's output as it is."""
+        d = self.json_format.MessageToDict(message)
+        if self.required_defaults:
+            self._fill_required(message, d)
+        return d
+
+    def _fill_required(self, message, d):
+        from google.api import field_behavior_pb2
+        from google.protobuf.descriptor import FieldDescriptor as F
+        required = field_behavior_pb2.REQUIRED
+        for f in message.DESCRIPTOR.fields:
+            repeated = f.is_repeated if hasattr(f, "is_repeated") else \
+                f.label == F.LABEL_REPEATED         # (protobuf < 5.28 has no is_repeated)
+            is_map = f.message_type is not None and f.message_type.GetOptions().map_entry
+            behaviors = f.GetOptions().Extensions[field_behavior_pb2.field_behavior]
+            if required in behaviors and f.json_name not in d and not (
+                    f.has_presence and not repeated):
+                if is_map:
+                    d[f.json_name] = {}
+                elif repeated:
+                    d[f.json_name] = []
+                elif f.type == F.TYPE_ENUM:
+                    d[f.json_name] = f.enum_type.values_by_number[0].name
+                elif f.type == F.TYPE_BOOL:
+                    d[f.json_name] = False
+                elif f.type in (F.TYPE_STRING, F.TYPE_BYTES):
+                    d[f.json_name] = ""
+                elif f.message_type is None:
+                    d[f.json_name] = 0
+            if f.message_type is None or is_map or \
+                    f.message_type.full_name.startswith("google.protobuf."):
+                continue
+            sub = d.get(f.json_name)
+            if repeated:
+                for item, item_d in zip(getattr(message, f.name), sub or []):
+                    if isinstance(item_d, dict):
+                        self._fill_required(item, item_d)
+            elif isinstance(sub, dict) and message.HasField(f.name):
+                self._fill_required(getattr(message, f.name), sub)
 
     def _fail(self, result, exc):
         code = exc.code().name if exc.code() is not None else "UNKNOWN"

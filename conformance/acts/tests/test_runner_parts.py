@@ -174,6 +174,12 @@ class GrpcEndToEnd(unittest.TestCase):
         self.assertEqual(missing.error["name"], "TaskNotFoundError")
         self.assertEqual(missing.http_status, 404)
 
+    def test_required_fields_at_default_are_written(self):
+        listed = self.binding.call("list_tasks", {"contextId": "no-such-context"})
+        self.assertIsNone(listed.error)
+        self.assertEqual(listed.root.get("nextPageToken"), "")
+        self.assertEqual(listed.root.get("tasks"), [])
+
     def test_stream(self):
         result = self.binding.call("send_streaming_message", {"message": {
             "messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "hello"}]}},
