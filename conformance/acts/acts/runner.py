@@ -4,6 +4,7 @@ import json
 import os
 import re
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -411,7 +412,7 @@ class Runner:
             result.error = raw_error(result)
             return result, True
         operation = step["operation"]
-        params = ctx.interpolate(step.get("params") or {})
+        params = self.keep_push_local(ctx.interpolate(step.get("params") or {}), ctx, outcome)
         if operation in ("send_message", "send_streaming_message") and \
                 isinstance(params.get("message"), dict):
             message = params["message"] = dict(params["message"])
@@ -426,6 +427,30 @@ class Runner:
                     if note not in outcome.notes:
                         outcome.notes.append(note)
         return self.binding.call(operation, params, stream_timeout=timeout), False
+
+    def keep_push_local(self, params, ctx, outcome):
+        """A webhook URL written literally in a test (CORE-CAP-001 has
+        https://example.com/...) becomes the runner's receiver (or a closed port
+        on 127.0.0.1): the server under test is never sent anywhere else."""
+        def fix(holder):
+            url = holder.get("url") if isinstance(holder, dict) else None
+            if isinstance(url, str) and urllib.parse.urlsplit(url).hostname != "127.0.0.1":
+                local = ctx.variables.get("webhookUrl")
+                if not (isinstance(local, str) and local.startswith("http://127.0.0.1:")):
+                    local = self.webhook.new_url("literal") if self.webhook is not None \
+                        else "http://127.0.0.1:9/acts-no-receiver"
+                holder["url"] = local
+                outcome.notes.append(f"push URL {url} replaced by {local} (127.0.0.1 only)")
+        if not isinstance(params, dict):
+            return params
+        params = json.loads(json.dumps(params))
+        for holder in (params, params.get("pushNotificationConfig"),
+                       (params.get("configuration") or {}).get("taskPushNotificationConfig")
+                       if isinstance(params.get("configuration"), dict) else None):
+            if isinstance(holder, dict) and ("url" in holder) and (
+                    holder is not params or "taskId" in params):
+                fix(holder)
+        return params
 
     def new_message_id(self, message):
         """A fresh UUID (ACTS 4.3); with --message-id-from-text (a diagnostic, not

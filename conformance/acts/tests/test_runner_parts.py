@@ -140,6 +140,21 @@ class Applicability(unittest.TestCase):
             r.close()
 
 
+class PushStaysLocal(unittest.TestCase):
+    def test_literal_url_replaced(self):
+        from acts.runner import Context
+        runner = Runner(FakeBinding("jsonrpc"), {}, "u")
+        out = Outcome(None, "pass")
+        ctx = Context({}, {})
+        fixed = runner.keep_push_local({"taskId": "t", "pushNotificationConfig": {
+            "url": "https://example.com/webhooks/a2a-tests"}}, ctx, out)
+        self.assertTrue(fixed["pushNotificationConfig"]["url"].startswith("http://127.0.0.1:"))
+        sent = runner.keep_push_local({"message": {}, "configuration": {
+            "taskPushNotificationConfig": {"url": "http://10.0.0.1/x"}}}, ctx, out)
+        self.assertTrue(sent["configuration"]["taskPushNotificationConfig"]["url"].startswith(
+            "http://127.0.0.1:"))
+
+
 @unittest.skipUnless(HAVE_GRPC, "grpcio and protobuf are not installed")
 class GrpcEndToEnd(unittest.TestCase):
     """The gRPC binding against a2a_min's own gRPC server on 127.0.0.1:0."""
