@@ -134,6 +134,7 @@ class Context:
         self.builtins = builtins
         self.captures = {}      # step id -> {name: value}
         self.responses = {}     # step id -> assertion root (or raw body)
+        self.errors = {}        # step id -> (normalized error, HTTP status)
 
     def lookup(self, expr, depth=0):
         if "." in expr:
@@ -205,7 +206,9 @@ class Outcome:
 class Runner:
     def __init__(self, binding: Binding, card, sut_url, hoist=True, stream_timeout=30.0,
                  fill_raw_message_id=False, message_id_from_text=False, client=None,
-                 webhook=None, tokens=None, webhook_wait=WEBHOOK_WAIT):
+                 webhook=None, tokens=None, webhook_wait=WEBHOOK_WAIT,
+                 infer_streaming=False):
+        self.infer_streaming = infer_streaming  # --infer-streaming-precondition
         self.fill_raw_message_id = fill_raw_message_id
         self.client = client            # ClientHarness (section 10), or None: client tests skip
         self.webhook = webhook          # webhook.Receiver, or None: webhook tests skip
@@ -242,6 +245,10 @@ class Runner:
             return "runner-special: needs the webhook receiver (--no-webhook given)"
         pre = spec.get("preconditions") or {}
         caps = self.card.get("capabilities") or {}
+        if self.infer_streaming and "streaming" not in (pre.get("capabilities") or {}) and \
+                expects_stream(spec) and caps.get("streaming") is not True:
+            return "streaming test without a streaming precondition, card says streaming " \
+                   "is not true (--infer-streaming-precondition; spec 3.3.4)"
         for name, wanted in (pre.get("capabilities") or {}).items():
             have = caps.get(name, MISSING)
             if name == "authentication" and have is MISSING:
@@ -287,7 +294,8 @@ class Runner:
                                      "the document's placeholder URL")
         if self.tokens.get("insufficient"):
             values["insufficientAuthToken"] = self.tokens["insufficient"]
-        if uses_variable(spec, "otherUserTaskId") and self.tokens.get("other"):
+        if (uses_variable(spec, "otherUserTaskId") or SAME_ERROR.get(test.id, ()) is None) \
+                and self.tokens.get("other"):
             other = self.binding.with_token(self.tokens["other"])
             try:
                 result = other.call("send_message", {"message": {
@@ -316,7 +324,8 @@ class Runner:
             if reason:
                 raise Skipped(reason)
             tags = set(test.spec.get("tags") or [])
-            if "runner-special" in tags:
+            webhook_test = uses_variable(test.spec, "webhookUrl")
+            if "runner-special" in tags and not webhook_test and test.id not in SAME_ERROR:
                 outcome.notes.append("runner-special: only the declared steps were checked")
             ctx = Context(test.document, {"SUT_BASE_URL": self.sut_url,
                                           "baseUrl": self.sut_url})
@@ -329,6 +338,8 @@ class Runner:
             if "runner-special" in self.tags(test) and "webhookUrl" in ctx.variables and \
                     self.webhook is not None:
                 self.check_deliveries(test, ctx, outcome)
+            if test.id in SAME_ERROR:
+                self.check_same_error(test, ctx, outcome)
         except Skipped as skip:
             outcome.result, outcome.message = "skip", str(skip)
         except StepFailed as failed:
@@ -369,6 +380,8 @@ class Runner:
                     raise StepFailed(sid, f"step {sid}: repeat.until {repeat['until']!r} not "
                                           f"met after {attempts} attempts (last: {short(last)})")
                 time.sleep(backoff(repeat, attempt))
+            if result.error is not None:
+                ctx.errors[sid] = (result.error, result.http_status)
             ctx.responses[sid] = result.body if raw else (
                 result.root if result.error is None else {"error": result.error["wire"]})
             ctx.captures.setdefault(sid, {})
@@ -485,6 +498,44 @@ class Runner:
         except ParseFailed as exc:
             raise StepFailed(step["id"], f"step {step['id']}: {exc}")
         return Result(http_status=200, body=parsed, root=parsed)
+
+    def check_same_error(self, test, ctx, outcome):
+        """Runner-special SEC-AUTH-003 / CORE-ERR-009 (spec 13.1: a resource the
+        caller may not see is reported exactly like one that does not exist):
+        GetTask of another user's task and of a missing task answer the same
+        error, status and message (the ids masked)."""
+        sid = "(same error)"
+        steps = SAME_ERROR[test.id]
+        if steps is None:                  # CORE-ERR-009: the runner adds the other call
+            if "otherUserTaskId" not in ctx.variables:
+                outcome.notes.append("runner-special: no --other-auth-token, so the missing "
+                                     "task's error was not compared with another user's task's")
+                return
+            other = self.binding.call("get_task", {"id": ctx.variables["otherUserTaskId"]})
+            if other.error is None:
+                raise StepFailed(sid, "GetTask of another user's task succeeded "
+                                      f"({short(other.root, 100)})")
+            ctx.errors["(other user's task)"] = (other.error, other.http_status)
+            steps = ("(other user's task)", "get-missing")
+        (a, a_status), (b, b_status) = (ctx.errors.get(steps[0], (None, None)),
+                                        ctx.errors.get(steps[1], (None, None)))
+        if a is None or b is None:
+            raise StepFailed(sid, f"expected errors from {steps[0]} and {steps[1]}")
+
+        def masked(e):
+            text = str(e.get("message"))
+            for value in ctx.variables.values():
+                if isinstance(value, str) and len(value) > 8:
+                    text = text.replace(value, "<id>")
+            return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<id>",
+                          text)
+        if (a["name"], a_status, a.get("reason")) != (b["name"], b_status, b.get("reason")):
+            raise StepFailed(sid, f"{steps[0]} answered {a['name']} (status {a_status}), "
+                                  f"{steps[1]} {b['name']} (status {b_status}): distinguishable")
+        if masked(a) != masked(b):
+            raise StepFailed(sid, f"messages differ: {short(a.get('message'), 80)} vs "
+                                  f"{short(b.get('message'), 80)}")
+        outcome.notes.append(f"runner-special: both answered {a['name']} (status {a_status})")
 
     def check_deliveries(self, test, ctx, outcome):
         """Runner-special push tests (tags runner-special, using {{webhookUrl}}):
@@ -728,6 +779,12 @@ def event_view(event):
     return view
 
 
+# Runner-special checks by test id: the two steps whose errors must be the same
+# (None: the runner makes the other-user call itself).
+SAME_ERROR = {"SEC-AUTH-003": ("get-other-user-task", "get-missing-task"),
+              "CORE-ERR-009": None}
+
+
 def delivery_state(body):
     if not isinstance(body, dict):
         return None
@@ -735,6 +792,19 @@ def delivery_state(body):
         if isinstance(body.get(key), dict):
             return (body[key].get("status") or {}).get("state")
     return None
+
+
+def expects_stream(spec):
+    """The test reads a stream: an expect_stream step, or a streaming operation
+    not expected to fail."""
+    for step in spec.get("steps") or []:
+        if "expect_stream" in step:
+            return True
+        expect = step.get("expect") if isinstance(step.get("expect"), dict) else {}
+        if step.get("operation") in STREAMING and "expect_error" not in step and \
+                "error" not in expect and expect.get("status") != "error":
+            return True
+    return False
 
 
 def uses_variable(spec, name):

@@ -140,6 +140,23 @@ class Applicability(unittest.TestCase):
             r.close()
 
 
+class StreamingPrecondition(unittest.TestCase):
+    def test_inferred_only_when_asked(self):
+        from acts.runner import expects_stream
+        reads = {"id": "S", "name": "s", "level": "must", "steps": [
+            {"id": "a", "operation": "send_streaming_message", "params": {},
+             "expect_stream": {"min_count": 1}}]}
+        fails = {"id": "E", "name": "e", "level": "must", "steps": [
+            {"id": "a", "operation": "subscribe_to_task", "params": {},
+             "expect": {"error": {"exists": True}}}]}
+        self.assertTrue(expects_stream(reads))
+        self.assertFalse(expects_stream(fails))
+        card = {"capabilities": {"streaming": False}}
+        self.assertIsNone(Runner(FakeBinding("jsonrpc"), card, "u").skip_reason(make_test(reads)))
+        self.assertIn("streaming", Runner(FakeBinding("jsonrpc"), card, "u",
+                                          infer_streaming=True).skip_reason(make_test(reads)))
+
+
 class PushStaysLocal(unittest.TestCase):
     def test_literal_url_replaced(self):
         from acts.runner import Context
