@@ -86,6 +86,7 @@ def run_transport(tests, args, transport, webhook):
                     message_id_from_text=args.message_id_from_text,
                     client=client, webhook=webhook, webhook_wait=args.webhook_wait,
                     infer_streaming=args.infer_streaming_precondition,
+                    auth_raw=args.auth_raw,
                     tokens={"auth": args.auth_token, "insufficient": args.insufficient_token,
                             "other": args.other_auth_token})
     runner.extra_vars = dict(v.split("=", 1) for v in args.var)
@@ -205,6 +206,10 @@ def main(argv=None):
                    help="skip a test that reads a stream but lacks preconditions.capabilities."
                         "streaming when the card does not declare streaming (the corpus's "
                         "streaming tests omit it; spec 3.3.4 makes such calls fail)")
+    p.add_argument("--auth-raw", action="store_true",
+                   help="send --auth-token on raw wire steps that write no Authorization, "
+                        "except in tests tagged auth (the corpus's raw steps cannot name the "
+                        "runner's credentials, so they fail against a server that requires them)")
     p.add_argument("--no-hoist", action="store_true",
                    help="send params.taskId/contextId as given instead of moving them into "
                         "the message")

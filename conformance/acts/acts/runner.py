@@ -199,6 +199,7 @@ class Outcome:
     duration_ms: int = 0
     notes: list = field(default_factory=list)
     failure: AssertionFailed | None = None
+    tags: set = field(default_factory=set)
 
 
 # ----------------------------------------------------------------- runner --
@@ -207,7 +208,8 @@ class Runner:
     def __init__(self, binding: Binding, card, sut_url, hoist=True, stream_timeout=30.0,
                  fill_raw_message_id=False, message_id_from_text=False, client=None,
                  webhook=None, tokens=None, webhook_wait=WEBHOOK_WAIT,
-                 infer_streaming=False):
+                 infer_streaming=False, auth_raw=False):
+        self.auth_raw = auth_raw        # --auth-raw: credentials on raw steps of non-auth tests
         self.infer_streaming = infer_streaming  # --infer-streaming-precondition
         self.fill_raw_message_id = fill_raw_message_id
         self.client = client            # ClientHarness (section 10), or None: client tests skip
@@ -317,6 +319,7 @@ class Runner:
     def run(self, test):
         started = time.monotonic()
         outcome = Outcome(test, "pass")
+        outcome.tags = self.tags(test)
         try:
             if test.problems:
                 raise StepFailed(None, "invalid test: " + "; ".join(test.problems))
@@ -409,6 +412,12 @@ class Runner:
         if "raw" in step:
             raw = ctx.interpolate(step["raw"])
             headers = {str(k): str(v) for k, v in (raw.get("headers") or {}).items()}
+            if self.auth_raw and self.tokens.get("auth") and "auth" not in outcome.tags and \
+                    not any(k.lower() == "authorization" for k in headers):
+                headers["Authorization"] = f"Bearer {self.tokens['auth']}"
+                note = "--auth-raw: the runner's credentials added to a raw step"
+                if note not in outcome.notes:
+                    outcome.notes.append(note)
             if "body_raw" in raw:
                 body = raw["body_raw"]
             elif "body" in raw:
