@@ -86,7 +86,8 @@ def run_transport(tests, args, transport, webhook):
                     message_id_from_text=args.message_id_from_text,
                     client=client, webhook=webhook, webhook_wait=args.webhook_wait,
                     infer_streaming=args.infer_streaming_precondition,
-                    auth_raw=args.auth_raw,
+                    auth_raw=args.auth_raw, hoist_raw=args.hoist_raw,
+                    auth_precondition=args.auth_precondition,
                     tokens={"auth": args.auth_token, "insufficient": args.insufficient_token,
                             "other": args.other_auth_token})
     runner.extra_vars = dict(v.split("=", 1) for v in args.var)
@@ -210,6 +211,12 @@ def main(argv=None):
                    help="send --auth-token on raw wire steps that write no Authorization, "
                         "except in tests tagged auth (the corpus's raw steps cannot name the "
                         "runner's credentials, so they fail against a server that requires them)")
+    p.add_argument("--hoist-raw", action="store_true",
+                   help="move params.taskId/contextId of a raw JSON-RPC body into its message "
+                        "(CORE-ERR-008 puts taskId beside the message)")
+    p.add_argument("--auth-precondition", choices=("schemes", "required"), default="schemes",
+                   help="when `capabilities: authentication: true` holds: the card lists "
+                        "securitySchemes (default), or also requires one (securityRequirements)")
     p.add_argument("--no-hoist", action="store_true",
                    help="send params.taskId/contextId as given instead of moving them into "
                         "the message")

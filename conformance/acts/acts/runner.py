@@ -208,7 +208,10 @@ class Runner:
     def __init__(self, binding: Binding, card, sut_url, hoist=True, stream_timeout=30.0,
                  fill_raw_message_id=False, message_id_from_text=False, client=None,
                  webhook=None, tokens=None, webhook_wait=WEBHOOK_WAIT,
-                 infer_streaming=False, auth_raw=False):
+                 infer_streaming=False, auth_raw=False, hoist_raw=False,
+                 auth_precondition="schemes"):
+        self.hoist_raw = hoist_raw
+        self.auth_precondition = auth_precondition  # schemes | required
         self.auth_raw = auth_raw        # --auth-raw: credentials on raw steps of non-auth tests
         self.infer_streaming = infer_streaming  # --infer-streaming-precondition
         self.fill_raw_message_id = fill_raw_message_id
@@ -255,8 +258,14 @@ class Runner:
             have = caps.get(name, MISSING)
             if name == "authentication" and have is MISSING:
                 # Not an AgentCapabilities field: the card declares authentication
-                # through non-empty securitySchemes (spec 4.5, 8.3).
+                # through non-empty securitySchemes (spec 4.5, 8.3); with
+                # --auth-precondition required, only when it also requires one
+                # (non-empty securityRequirements: callers without credentials
+                # are refused).
                 have = bool(self.card.get("securitySchemes"))
+                if self.auth_precondition == "required":
+                    have = have and bool(self.card.get("securityRequirements") or
+                                         self.card.get("security"))
             if have is MISSING and isinstance(wanted, bool):
                 have = False
             if have != wanted:
@@ -424,6 +433,8 @@ class Runner:
                 payload = raw["body"]
                 if self.fill_raw_message_id:
                     payload = self.fill_message_id(payload, outcome)
+                if self.hoist_raw:
+                    payload = self.hoist_raw_ids(payload, outcome)
                 body = json.dumps(payload)
             else:
                 body = None
@@ -484,6 +495,22 @@ class Runner:
             if isinstance(text, str) and text.startswith("tck-"):
                 return f"{text.split()[0]}-{uuid.uuid4()}"
         return str(uuid.uuid4())
+
+    def hoist_raw_ids(self, payload, outcome):
+        """--hoist-raw: a raw JSON-RPC SendMessage body's params.taskId /
+        params.contextId moved into params.message, as --hoist (the default)
+        does for abstract operations."""
+        params = payload.get("params") if isinstance(payload, dict) else None
+        if not isinstance(params, dict) or not isinstance(params.get("message"), dict) or \
+                not ({"taskId", "contextId"} & set(params)):
+            return payload
+        payload = json.loads(json.dumps(payload))
+        params = payload["params"]
+        for key in ("taskId", "contextId"):
+            if key in params:
+                params["message"].setdefault(key, params.pop(key))
+        outcome.notes.append("--hoist-raw: params.taskId/contextId moved into params.message")
+        return payload
 
     def fill_message_id(self, payload, outcome):
         """--fill-raw-message-id: give a raw body's message a messageId when it lacks one."""
