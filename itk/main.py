@@ -36,6 +36,7 @@ import argparse
 import base64
 import logging
 import os
+import re
 import sys
 import uuid
 
@@ -118,16 +119,34 @@ def instruction_class():
 Instruction = instruction_class()
 
 
+_BASE64 = re.compile(rb"[A-Za-z0-9+/_-]+={0,2}")
+
+
+def _unbase64(text):
+    if isinstance(text, str):
+        text = text.encode("ascii")
+    text = text.replace(b"-", b"+").replace(b"_", b"/")
+    return base64.b64decode(text + b"=" * (-len(text) % 4), validate=True)
+
+
 def instruction_of(message):
     """The Instruction in a Message dict: a raw part (application/x-protobuf or
-    instruction.bin), else a text part holding it in base64; None if none."""
+    instruction.bin), else a text part holding it in base64; None if none.
+
+    A raw part whose bytes are themselves base64 text is decoded once more:
+    a2a-sdk (Python) puts the base64 text of a 0.3 FileWithBytes into the proto
+    ``bytes`` field (its proto_utils encodes the str as UTF-8), so over gRPC
+    and HTTP+JSON its 0.3 clients send the instruction base64-encoded twice.
+    A serialized Instruction is never base64 text: its first byte, a field
+    tag (0x0a, 0x12, 0x1a), is not a base64 character."""
     for part in (message or {}).get("parts") or ():
         for blob in (part.get("raw"), part.get("text")):
             if not blob:
                 continue
             try:
-                data = base64.b64decode(blob + "=" * (-len(blob) % 4), altchars=b"-_"
-                                        if "-" in blob or "_" in blob else None)
+                data = _unbase64(blob)
+                if _BASE64.fullmatch(data):
+                    data = _unbase64(data)
                 return Instruction.FromString(data)
             except Exception:       # noqa: BLE001 - not an instruction: try the next part
                 continue
