@@ -52,6 +52,12 @@ done
 ln -sfn "$REPO" "$ITK/agents/repo"
 (cd "$REPO/itk" && uv sync -q)
 
+# The TypeScript agents listen on every interface (Express's app.listen(port),
+# gRPC on 0.0.0.0): on 127.0.0.1 only here.
+sed -i -e "s/app.listen(httpPort, () =>/app.listen(httpPort, '127.0.0.1', () =>/" \
+       -e 's/`0.0.0.0:${grpcPort}`/`127.0.0.1:${grpcPort}`/' \
+    "$ITK/agents/ts/v10/main.ts" "$ITK/agents/ts/v03/main.ts"
+
 # 4. The TypeScript agents (their generated pb/ is in the kit; the dev tools
 # that regenerate it are not needed, and one of them is not on npm any more).
 for v in v10 v03; do
