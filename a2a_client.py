@@ -89,6 +89,12 @@ CARD_PATH = "/.well-known/agent-card.json"
 _OLD_CARD_PATH = "/.well-known/agent.json"         # where A2A 0.2 and some 0.3 agents keep it
 _BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
 _STREAM_ENDS = a2a_min.TERMINAL_STATES | a2a_min.INTERRUPTED_STATES
+# The verb sent where a2a_min.ROUTES serves two. SubscribeToTask is GET in the
+# proto's http annotation and POST in the specification's method table (A2A
+# issue 1574, open); the reference SDKs' clients send POST, and some servers
+# serve only POST (@a2a-js/sdk 1.0.0-beta.0: a GET there reads the task
+# "<id>:subscribe" and answers TaskNotFound).
+_REST_VERBS = {"SubscribeToTask": "POST"}
 
 DEFAULT_LIMITS = {
     "timeout": 30.0,                   # seconds to connect, between two bytes, for a whole answer
@@ -1098,7 +1104,8 @@ class Client:
         """(HTTP verb, URL, body) of an operation on the HTTP+JSON binding:
         the first route of a2a_min.ROUTES for it, path variables filled from
         the params, the tenant as the path's prefix."""
-        verb, pattern = next((v, p) for v, p, m in ROUTES if m == method)
+        verb, pattern = next((v, p) for v, p, m in ROUTES
+                             if m == method and _REST_VERBS.get(method, v) == v)
         rest = dict(params)
         tenant = rest.pop("tenant", None)
         path = pattern
