@@ -29,7 +29,9 @@ How it works.
    the URL given (or the card URL itself, or a card dict), and one of its
    ``supportedInterfaces`` chosen: the first, in the agent's order of
    preference (or the caller's, with ``binding=``), whose protocolBinding this
-   client speaks and whose protocolVersion is 1.x. An interface that names
+   client speaks and whose protocolVersion is 1.x (an agent with none, whose
+   card is 0.3 only, is called in A2A 0.3 over JSON-RPC or HTTP+JSON, each
+   call translated by the companion a2a_v03). An interface that names
    0.0.0.0, or localhost when the card came from another host, is taken to
    mean the host the card came from (a server behind a proxy often does not
    know its public name).

@@ -4,6 +4,7 @@ environment of its own, against every host; golden 0.3 exchanges written
 here from the 0.3 specification; one task read across the two versions; mixed
 signals refused; and with compat off, the refusal that says how to turn it on."""
 
+import base64
 import json
 import os
 import subprocess
@@ -558,3 +559,109 @@ def test_answers_that_are_not_tasks_go_through_the_tables():
     config = {"taskId": "t", "id": "p", "url": "https://h/x"}
     body = a2a_v03._result_body(4, "GetTaskPushNotificationConfig", config)
     assert json.loads(body)["result"] == a2a_v03._push_config_out(config)
+
+
+# -- our client, calling an agent that speaks 0.3 over HTTP+JSON ----------------------------
+
+def _file_echo(ctx):
+    """The scenario agent, and the message's files given back as an artifact."""
+    files = [part for part in ctx.message["parts"] if "raw" in part]
+    if files:
+        yield a2a_min.artifact_update(files)
+    yield from scenario_agent(ctx)
+
+
+def _v03_only(card):
+    """A card as a 0.3-only agent shows it: url, preferredTransport,
+    additionalInterfaces, and no supportedInterfaces."""
+    return {k: v for k, v in card.items() if k != "supportedInterfaces"}
+
+
+FILE_BYTES = b"\x0a\x05hello\xff\x00"                  # not UTF-8, and not base64 text
+
+
+def _exercise_v03_rest(client, sent):
+    """Every operation over 0.3's HTTP+JSON, in 1.0 terms; ``sent``: the
+    requests seen (verb, URL, headers)."""
+    assert client.interface["protocolVersion"] == "0.3" and client.binding == "HTTP+JSON"
+    task = client.send("hello")["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [p for a in task["artifacts"] for p in a["parts"]] == [{"text": "echo: hello"}]
+    assert client.get_task(task["id"], history_length=1)["id"] == task["id"]
+    events = list(client.stream("hello again"))
+    assert "task" in events[0] and \
+        events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "final" not in events[-1]["statusUpdate"]
+    waiting = client.send("wait")["task"]
+    assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert waiting["status"]["message"]["role"] == "ROLE_AGENT"
+    assert client.cancel_task(waiting["id"])["status"]["state"] == "TASK_STATE_CANCELED"
+    config = client.create_push_config(task["id"], "https://hooks.invalid/a", config_id="c1",
+                                       token="tok")
+    assert config == {"taskId": task["id"], "id": "c1", "url": "https://hooks.invalid/a",
+                      "token": "tok"}
+    assert client.get_push_config(task["id"], "c1") == config
+    with pytest.raises(a2a_min.TaskNotFoundError):
+        client.get_task("no-such-task")
+    # A file's bytes, there and back: a2a-sdk 0.3's FileWithBytes convention (base64 twice).
+    raw = base64.b64encode(FILE_BYTES).decode()
+    part = {"raw": raw, "mediaType": "application/octet-stream", "filename": "f.bin"}
+    answer = client.send({"role": "ROLE_USER", "parts": [{"text": "file"}, part]})
+    assert part in [p for a in answer["task"]["artifacts"] for p in a["parts"]]
+    calls = [(url, headers) for _, url, headers in sent if "/.well-known/" not in url]
+    assert calls and all("/v1/" in url and "A2A-Version" not in headers for url, headers in calls)
+    with pytest.raises(a2a_min.InvalidParamsError):                      # 0.3 has no tenants
+        client.call("GetTask", {"id": task["id"], "tenant": "acme"})
+    return task
+
+
+def test_our_client_speaks_0_3_over_http_json_to_our_server():
+    import a2a_client
+    from harness import Live
+    live = Live(a2a_min.Server(_file_echo, name="0.3 test agent", compat="0.3",
+                               push_notifications=True))
+    sent = []
+    try:
+        card, card_url = a2a_client.fetch_card(live.url)
+        with a2a_client.Client(_v03_only(card), card_url=card_url, binding="HTTP+JSON",
+                               on_request=lambda verb, url, headers, body: sent.append(
+                                   (verb, url, headers))) as client:
+            task = _exercise_v03_rest(client, sent)
+            slow = client.send("slow0.3", immediate=True)["task"]
+            events = list(client.subscribe(slow["id"]))
+            assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert [c["id"] for c in client.list_push_configs(task["id"])["configs"]] == ["c1"]
+            assert client.delete_push_config(task["id"], "c1") == {}
+            with pytest.raises(a2a_min.TaskNotFoundError):
+                client.get_push_config(task["id"], "c1")
+        # The card's own order: JSON-RPC first, as a 0.3 client with no preference takes it.
+        with a2a_client.Client(_v03_only(card), card_url=card_url) as client:
+            assert client.binding == "JSONRPC"
+    finally:
+        live.close()
+
+
+def test_our_client_speaks_0_3_over_http_json_to_the_sdks_0_3_server():
+    import a2a_client
+    port = free_port()
+    proc = run_host([sdk03_python(), "tests/sdk03_server.py", str(port), "rest"], port)
+    sent = []
+    try:
+        with a2a_client.Client(f"http://127.0.0.1:{port}", binding="HTTP+JSON",
+                               on_request=lambda verb, url, headers, body: sent.append(
+                                   (verb, url, headers))) as client:
+            assert client.url == f"http://127.0.0.1:{port}/rest/"
+            _exercise_v03_rest(client, sent)
+            # (a2a-sdk 0.3's HTTP+JSON application has no list and delete of push configs)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_file_bytes_are_read_as_either_0_3_convention():
+    raw = base64.b64encode(FILE_BYTES).decode()
+    assert a2a_v03._bytes_in(raw) == raw                                  # the specification
+    assert a2a_v03._bytes_in(a2a_v03._bytes_out(raw)) == raw              # a2a-sdk (Python) 0.3
+    assert a2a_v03._bytes_in("not base64!") == "not base64!"
+    part = a2a_v03._proto_part_in({"file": {"fileWithBytes": a2a_v03._bytes_out(raw)}}, "p")
+    assert part == {"raw": raw}
