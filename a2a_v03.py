@@ -677,7 +677,8 @@ def _proto_part_in(part, path):
 # twice, and reads a file's bytes field as base64 text. The 0.3 specification
 # and @a2a-js/sdk send them once. Read: decoded once, base64 text is taken as
 # the SDK's (an ambiguity only for a file whose own bytes are base64 text);
-# sent (a2a_client): as the SDK reads them.
+# sent (answers, and a2a_client's requests): as the SDK reads them, which a
+# client that follows the specification reads as the base64 text of the bytes.
 _BASE64_TEXT = re.compile(rb"(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?|"
                           rb"[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=")
 
@@ -740,7 +741,8 @@ def _proto_part_out(part):
     if "data" in part:
         data = part["data"]
         return {"data": {"data": data if isinstance(data, dict) else {"value": data}}, **out}
-    file = {"fileWithBytes": part["raw"]} if "raw" in part else {"fileWithUri": part.get("url")}
+    file = {"fileWithBytes": _bytes_out(part["raw"])} if "raw" in part else \
+        {"fileWithUri": part.get("url")}
     if part.get("filename"):
         file["name"] = part["filename"]
     if part.get("mediaType"):
@@ -1026,26 +1028,12 @@ def _proto_config_in(config, path="config"):
                            name[1] if len(name) >= 2 and name[0] == "tasks" else "")
 
 
-def _call_part_out(part):
-    out = _proto_part_out(part)
-    if "fileWithBytes" in out.get("file", ()):
-        out["file"]["fileWithBytes"] = _bytes_out(out["file"]["fileWithBytes"])
-    return out
-
-
-def _call_message_out(message):
-    out = {k: message[k] for k in _MESSAGE_FIELDS if k in message}
-    out["role"] = message.get("role", "ROLE_USER")
-    out["content"] = [_call_part_out(p) for p in message.get("parts", ())]
-    return out
-
-
 def _call_push_out(config):
     return _push_config_out(config)["pushNotificationConfig"]
 
 
 def _call_send_out(params):
-    out = {"message": _call_message_out(params["message"])}
+    out = {"message": _proto_message_out(params["message"])}
     config = params.get("configuration") or {}
     mine = {k: config[k] for k in ("acceptedOutputModes", "historyLength") if k in config}
     mine["blocking"] = not config.get("returnImmediately", False)

@@ -12,6 +12,7 @@ validate them).
 """
 
 import asyncio
+import base64
 import json
 import sys
 import uuid
@@ -20,11 +21,15 @@ import httpx
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import (
     DeleteTaskPushNotificationConfigParams, DeleteTaskPushNotificationConfigRequest,
-    DeleteTaskPushNotificationConfigResponse, GetTaskPushNotificationConfigParams,
+    DeleteTaskPushNotificationConfigResponse, FilePart, FileWithBytes,
+    GetTaskPushNotificationConfigParams,
     ListTaskPushNotificationConfigParams, ListTaskPushNotificationConfigRequest,
     ListTaskPushNotificationConfigResponse, Message, MessageSendConfiguration, Part,
     PushNotificationConfig, Role, TaskIdParams, TaskPushNotificationConfig, TaskQueryParams,
     TextPart)
+
+
+FILE = b"\x0a\x85\x01\xff\x00 not UTF-8"
 
 
 def dump(model):
@@ -57,6 +62,12 @@ async def main(url, binding):
         out["get"] = dump(await plain.get_task(TaskQueryParams(id=task_id, history_length=1)))
         out["stream"] = [seen(e) async for e in streaming.send_message(message("chunks"))]
         out["direct"] = [seen(e) async for e in plain.send_message(message("direct"))]
+        # A file's bytes (not UTF-8), as the SDK keeps them: base64 text.
+        file = FilePart(file=FileWithBytes(bytes=base64.b64encode(FILE).decode(),
+                                           mime_type="application/octet-stream"))
+        out["file"] = [seen(e) async for e in plain.send_message(Message(
+            message_id=str(uuid.uuid4()), role=Role.user,
+            parts=[Part(root=TextPart(text="file")), Part(root=file)]))]
 
         # A task that waits for input: continued, then another followed and canceled.
         waiting = [seen(e) async for e in plain.send_message(message("wait"))][-1]["task"]

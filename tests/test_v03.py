@@ -72,6 +72,10 @@ def check_sdk_run(seen, url, binding="JSONRPC"):
     assert all(u["final"] is False for u in updates[:-1] if u["kind"] == "status-update")
     assert seen["direct"] == [{"message": {**seen["direct"][0]["message"], "kind": "message",
                                            "role": "agent"}}]
+    # A file's bytes come back in the history as they went: over HTTP+JSON
+    # in the SDK's own FileWithBytes convention (base64 twice; see a2a_v03).
+    sent_file = seen["file"][-1]["task"]["history"][0]["parts"][1]["file"]
+    assert base64.b64decode(sent_file["bytes"]) == b"\x0a\x85\x01\xff\x00 not UTF-8"
     assert seen["waiting"]["status"]["state"] == "input-required"
     continued = seen["continued"][-1]["task"]
     assert continued["id"] == seen["waiting"]["id"] and continued["status"]["state"] == "completed"
