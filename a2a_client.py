@@ -30,8 +30,8 @@ How it works.
    ``supportedInterfaces`` chosen: the first, in the agent's order of
    preference (or the caller's, with ``binding=``), whose protocolBinding this
    client speaks and whose protocolVersion is 1.x (an agent with none, whose
-   card is 0.3 only, is called in A2A 0.3 over JSON-RPC or HTTP+JSON, each
-   call translated by the companion a2a_v03). An interface that names
+   card is 0.3 only, is called in A2A 0.3 over JSON-RPC, HTTP+JSON or gRPC,
+   each call translated by the companion a2a_v03). An interface that names
    0.0.0.0, or localhost when the card came from another host, is taken to
    mean the host the card came from (a server behind a proxy often does not
    know its public name).
@@ -331,15 +331,11 @@ def choose_interface(card, card_url=None, bindings=None):
         return old
 
 
-# The bindings this client speaks 0.3 over (through a2a_v03's translation).
-_V03_BINDINGS = ("JSONRPC", "HTTP+JSON")
-
-
 def _v03_interface(card, card_url, bindings):
-    """An interface that speaks A2A 0.3 over JSON-RPC or HTTP+JSON, for a card
-    with no usable 1.x one, when the companion a2a_v03 is here to translate
-    (else None): the card's first such (0.3: ``url`` in its
-    ``preferredTransport``, then ``additionalInterfaces``), or by ``bindings``."""
+    """An interface that speaks A2A 0.3 over JSON-RPC, HTTP+JSON or gRPC (with
+    a2a_grpc), for a card with no usable 1.x one, when the companion a2a_v03
+    is here to translate (else None): the card's first such (0.3: ``url`` in
+    its ``preferredTransport``, then ``additionalInterfaces``), or by ``bindings``."""
     offers = [(str(i.get("protocolBinding", "")).upper(), i.get("url"))
               for i in card.get("supportedInterfaces") or ()
               if isinstance(i, dict) and _major(i.get("protocolVersion")) == "0"]
@@ -347,9 +343,11 @@ def _v03_interface(card, card_url, bindings):
         offers.append((str(card.get("preferredTransport") or "JSONRPC").upper(), card["url"]))
     offers += [(str(i.get("transport", "")).upper(), i.get("url"))
                for i in card.get("additionalInterfaces") or () if isinstance(i, dict)]
-    wanted = [b.upper() for b in bindings] if bindings else list(_V03_BINDINGS)
-    offers = sorted(((wanted.index(b), n, b, u) for n, (b, u) in enumerate(offers)
-                     if u and b in wanted and b in _V03_BINDINGS))
+    speaks = ("JSONRPC", "HTTP+JSON") + (("GRPC",) if _grpc() is not None else ())
+    wanted = [b.upper() for b in bindings] if bindings else None
+    offers = sorted(((wanted.index(b) if wanted else 0, n, b, u)
+                     for n, (b, u) in enumerate(offers)
+                     if u and b in speaks and (wanted is None or b in wanted)))
     if not offers or _v03() is None:
         return None
     return {"url": _fix_url(offers[0][3], card_url), "protocolBinding": offers[0][2],
@@ -375,8 +373,7 @@ def _choose(card, card_url, bindings, interfaces):
             raise ClientError(f"this agent's card is an A2A {version or '0.x'} card (url, "
                               "preferredTransport, no supportedInterfaces): the agent speaks only "
                               f"A2A {version or '0.x'}, and this client speaks A2A "
-                              f"{PROTOCOL_VERSION} (and 0.3 over JSON-RPC and HTTP+JSON with "
-                              "a2a_v03.py beside it)")
+                              f"{PROTOCOL_VERSION} (and 0.3 with a2a_v03.py beside it)")
         if card_url is None:
             raise ClientError("the agent card lists no supportedInterfaces, and it came from no "
                               "URL to fall back on: give the agent's base URL instead")
@@ -405,7 +402,7 @@ def _choose(card, card_url, bindings, interfaces):
     if interfaces and all(_major(i.get("protocolVersion")) == "0" for i in interfaces
                           if isinstance(i, dict)):
         hint = (f"the agent speaks only A2A 0.x, and this client speaks A2A {PROTOCOL_VERSION} "
-                "(and 0.3 over JSON-RPC and HTTP+JSON with a2a_v03.py beside it)")
+                "(and 0.3 with a2a_v03.py beside it)")
     elif wanted and "GRPC" in wanted and offers_grpc and _grpc() is None:
         hint = ("the agent offers GRPC, but grpcio is not installed here, which gRPC needs (in a "
                 "checkout: pip install '.[grpc]'; else pip install grpcio protobuf "
@@ -929,7 +926,8 @@ class Client:
             secure = tls is not None or (self.card_url or "").startswith("https:")
             self._grpc = _grpc().GrpcChannel(self.url, timeout=self.limits["timeout"],
                                              tls=(tls or tls_context()) if secure else None,
-                                             client_error=ClientError, error_from=error_from)
+                                             client_error=ClientError, error_from=error_from,
+                                             v03=self.v03)
         self._ids = 0
         self.trace = trace
         if trace == "opentelemetry":            # (asked for by name: a missing a2a_otel fails now)

@@ -53,7 +53,9 @@ message/send's configuration) is sent 0.3's payload, the task in 0.3 shape
 __all__ = ["VERSION", "jsonrpc_response", "rest_response", "speaks_rest", "push_payload",
            "check_v10", "card", "to_v03", "from_v03", "request_v03",
            "answer_from_v03", "event_from_v03", "rest_request_v03", "rest_answer_from_v03",
-           "rest_event_from_v03", "rest_error_from_v03"]
+           "rest_event_from_v03", "rest_error_from_v03", "PROTO_PACKAGE", "PROTO_ENUMS",
+           "PROTO_MESSAGES", "PROTO_SERVICE", "GRPC_RPCS", "GRPC_RPC_OF", "grpc_call", "grpc_answer", "grpc_event_out",
+           "grpc_request_v03"]
 
 import base64
 import json
@@ -625,6 +627,9 @@ def card(card_):
               i.get("protocolVersion") == PROTOCOL_VERSION]
     if not speaks:
         return card_
+    # a2a_grpc serves 0.3's service (a2a.v1.A2AService) beside 1.0's on its port.
+    speaks += [i for i in card_.get("supportedInterfaces", ())
+               if i.get("protocolBinding") == "GRPC" and i.get("protocolVersion") == PROTOCOL_VERSION]
     out = dict(card_)
     out["supportedInterfaces"] = list(card_["supportedInterfaces"]) + [
         {"url": i["url"], "protocolBinding": i["protocolBinding"], "protocolVersion": "0.3"}
@@ -1123,6 +1128,154 @@ def rest_error_from_v03(answer):
         code = answer.get("code")
         return (code if isinstance(code, int) else None), answer["message"]
     return None
+
+
+# -- the gRPC binding of 0.3: service a2a.v1.A2AService ---------------------------------------
+#
+# 0.3's gRPC carries the messages whose JSON the HTTP+JSON routes above speak,
+# so a2a_grpc serves and calls it with the same translation: a request message
+# as its JSON, through the route of _REST (or _CALLS) that does the same. The
+# messages are described here as facts of the 0.3 specification's proto
+# (package a2a.v1): per message, "name number type [repeated] [oneof=...]
+# [json=...]"; a2a_grpc builds the descriptors from them (in a pool of their
+# own: a process may also hold the reference SDK's). GetAgentCard is left out
+# (UNIMPLEMENTED): its card is the one at /.well-known/agent-card.json.
+
+PROTO_PACKAGE = "a2a.v1"
+PROTO_ENUMS = {
+    "TaskState": ("TASK_STATE_UNSPECIFIED", "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING",
+                  "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELLED",
+                  "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_REJECTED", "TASK_STATE_AUTH_REQUIRED"),
+    "Role": ("ROLE_UNSPECIFIED", "ROLE_USER", "ROLE_AGENT"),
+}
+_STRUCT, _TIME = ".google.protobuf.Struct", ".google.protobuf.Timestamp"
+PROTO_MESSAGES = {
+    "SendMessageConfiguration": ("accepted_output_modes 1 string repeated",
+                                 "push_notification 2 PushNotificationConfig",
+                                 "history_length 3 int32", "blocking 4 bool"),
+    "Task": ("id 1 string", "context_id 2 string", "status 3 TaskStatus",
+             "artifacts 4 Artifact repeated", "history 5 Message repeated", f"metadata 6 {_STRUCT}"),
+    "TaskStatus": ("state 1 TaskState", "update 2 Message json=message", f"timestamp 3 {_TIME}"),
+    "Part": ("text 1 string oneof=part", "file 2 FilePart oneof=part",
+             "data 3 DataPart oneof=part", f"metadata 4 {_STRUCT}"),
+    "FilePart": ("file_with_uri 1 string oneof=file", "file_with_bytes 2 bytes oneof=file",
+                 "mime_type 3 string", "name 4 string"),
+    "DataPart": (f"data 1 {_STRUCT}",),
+    "Message": ("message_id 1 string", "context_id 2 string", "task_id 3 string", "role 4 Role",
+                "content 5 Part repeated", f"metadata 6 {_STRUCT}", "extensions 7 string repeated"),
+    "Artifact": ("artifact_id 1 string", "name 3 string", "description 4 string",
+                 "parts 5 Part repeated", f"metadata 6 {_STRUCT}", "extensions 7 string repeated"),
+    "TaskStatusUpdateEvent": ("task_id 1 string", "context_id 2 string", "status 3 TaskStatus",
+                              "final 4 bool", f"metadata 5 {_STRUCT}"),
+    "TaskArtifactUpdateEvent": ("task_id 1 string", "context_id 2 string", "artifact 3 Artifact",
+                                "append 4 bool", "last_chunk 5 bool", f"metadata 6 {_STRUCT}"),
+    "PushNotificationConfig": ("id 1 string", "url 2 string", "token 3 string",
+                               "authentication 4 AuthenticationInfo"),
+    "AuthenticationInfo": ("schemes 1 string repeated", "credentials 2 string"),
+    "TaskPushNotificationConfig": ("name 1 string",
+                                   "push_notification_config 2 PushNotificationConfig"),
+    "SendMessageRequest": ("request 1 Message json=message",
+                           "configuration 2 SendMessageConfiguration", f"metadata 3 {_STRUCT}"),
+    "GetTaskRequest": ("name 1 string", "history_length 2 int32"),
+    "CancelTaskRequest": ("name 1 string",),
+    "GetTaskPushNotificationConfigRequest": ("name 1 string",),
+    "DeleteTaskPushNotificationConfigRequest": ("name 1 string",),
+    "CreateTaskPushNotificationConfigRequest": ("parent 1 string", "config_id 2 string",
+                                                "config 3 TaskPushNotificationConfig"),
+    "TaskSubscriptionRequest": ("name 1 string",),
+    "ListTaskPushNotificationConfigRequest": ("parent 1 string", "page_size 2 int32",
+                                              "page_token 3 string"),
+    "SendMessageResponse": ("task 1 Task oneof=payload", "msg 2 Message oneof=payload json=message"),
+    "StreamResponse": ("task 1 Task oneof=payload", "msg 2 Message oneof=payload json=message",
+                       "status_update 3 TaskStatusUpdateEvent oneof=payload",
+                       "artifact_update 4 TaskArtifactUpdateEvent oneof=payload"),
+    "ListTaskPushNotificationConfigResponse": ("configs 1 TaskPushNotificationConfig repeated",
+                                               "next_page_token 2 string"),
+}
+PROTO_SERVICE = "a2a.v1.A2AService"
+
+# rpc -> (request message, response message, streams, the 1.0 method and
+# _REST's route for it, which fields of the request name the task or config)
+GRPC_RPCS = {
+    "SendMessage": ("SendMessageRequest", "SendMessageResponse", False,
+                    ("POST", "/message:send")),
+    "SendStreamingMessage": ("SendMessageRequest", "StreamResponse", True,
+                             ("POST", "/message:stream")),
+    "GetTask": ("GetTaskRequest", "Task", False, ("GET", "/tasks/{id}")),
+    "CancelTask": ("CancelTaskRequest", "Task", False, ("POST", "/tasks/{id}:cancel")),
+    "TaskSubscription": ("TaskSubscriptionRequest", "StreamResponse", True,
+                         ("GET", "/tasks/{id}:subscribe")),
+    "CreateTaskPushNotificationConfig": ("CreateTaskPushNotificationConfigRequest",
+                                         "TaskPushNotificationConfig", False,
+                                         ("POST", "/tasks/{id}/pushNotificationConfigs")),
+    "GetTaskPushNotificationConfig": ("GetTaskPushNotificationConfigRequest",
+                                      "TaskPushNotificationConfig", False,
+                                      ("GET", "/tasks/{id}/pushNotificationConfigs/{config}")),
+    "ListTaskPushNotificationConfig": ("ListTaskPushNotificationConfigRequest",
+                                       "ListTaskPushNotificationConfigResponse", False,
+                                       ("GET", "/tasks/{id}/pushNotificationConfigs")),
+    "DeleteTaskPushNotificationConfig": ("DeleteTaskPushNotificationConfigRequest",
+                                         "google.protobuf.Empty", False,
+                                         ("DELETE", "/tasks/{id}/pushNotificationConfigs/{config}")),
+}
+# 1.0 method -> its 0.3 rpc
+GRPC_RPC_OF = {_REST[route][0]: rpc for rpc, (_, _, _, route) in GRPC_RPCS.items()}
+
+
+def _resource(name):
+    """{"id", "config"} of a resource name: tasks/{id}, tasks/{id}/pushNotificationConfigs/{c}."""
+    parts = str(name or "").split("/")
+    if len(parts) < 2 or parts[0] != "tasks" or not parts[1]:
+        raise _bad("name", f"must be tasks/{{id}}[/pushNotificationConfigs/{{configId}}], "
+                           f"not {name!r}")
+    values = {"id": parts[1]}
+    if len(parts) == 4 and parts[2] == "pushNotificationConfigs":
+        values["config"] = parts[3]
+    return values
+
+
+def grpc_call(rpc, request, call):
+    """(1.0 method, 1.0 params, the answer in 0.3 JSON or None for a stream)
+    of a 0.3 gRPC request (its message as JSON: json_format.MessageToDict);
+    ``call``, its CallContext, is made the one a 1.0 operation reads."""
+    _as_v10(call)
+    route = GRPC_RPCS[rpc][3]
+    method, make_params, answer_out = _REST[route]
+    values = {} if "{id}" not in route[1] else _resource(request.get("name") or
+                                                         request.get("parent"))
+    query = {k: str(v) for k, v in request.items() if not isinstance(v, (dict, list))}
+    return method, make_params(request, query, values), answer_out
+
+
+def grpc_answer(rpc, answer):
+    """A unary rpc's 1.0 answer as its 0.3 response message's JSON."""
+    return _REST[GRPC_RPCS[rpc][3]][2](answer)
+
+
+def grpc_event_out(event):
+    """A 1.0 StreamResponse as the 0.3 StreamResponse's JSON."""
+    return _proto_event_out(event)
+
+
+def grpc_request_v03(method, params):
+    """(rpc, request message's JSON) of a 1.0 call on 0.3's gRPC binding (the
+    caller's side); UnsupportedOperationError for what 0.3's gRPC lacks."""
+    rpc = GRPC_RPC_OF.get(method)
+    if rpc is None:
+        raise a2a_min.UnsupportedOperationError(
+            f"A2A 0.3's gRPC binding has no {method}; this agent speaks only 0.3 there: use its "
+            "JSON-RPC or HTTP+JSON interface")
+    _, _, query, body = rest_request_v03(method, params)
+    if body is None:
+        body = dict(query)
+    task = params.get("taskId") or params.get("id")
+    if method in ("GetTask", "CancelTask", "SubscribeToTask"):
+        body["name"] = f"tasks/{task}"
+    elif method in ("GetTaskPushNotificationConfig", "DeleteTaskPushNotificationConfig"):
+        body["name"] = f"tasks/{task}/pushNotificationConfigs/{params['id']}"
+    elif method == "ListTaskPushNotificationConfigs":
+        body["parent"] = f"tasks/{task}"
+    return rpc, body
 
 
 # -- 0.3 inside a 1.0 request -----------------------------------------------------------------
