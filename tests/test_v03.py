@@ -99,7 +99,7 @@ def check_sdk_run(seen, url, binding="JSONRPC"):
         "id": "h1", "url": "https://hooks.invalid/a2a", "token": "t0k"}}
     assert seen["set"] == expected and seen["get_config"] == expected
     assert seen["list"]["result"] == [expected] and seen["delete"]["result"] is None
-    assert ("-32001" if binding == "JSONRPC" else "404") in seen["not_found"]
+    assert {"JSONRPC": "-32001", "GRPC": "NOT_FOUND"}.get(binding, "404") in seen["not_found"]
 
 
 def run_sdk(url, binding="JSONRPC"):
@@ -584,10 +584,10 @@ def _v03_only(card):
 FILE_BYTES = b"\x0a\x05hello\xff\x00"                  # not UTF-8, and not base64 text
 
 
-def _exercise_v03_rest(client, sent):
-    """Every operation over 0.3's HTTP+JSON, in 1.0 terms; ``sent``: the
-    requests seen (verb, URL, headers)."""
-    assert client.interface["protocolVersion"] == "0.3" and client.binding == "HTTP+JSON"
+def _exercise_v03(client, sent, binding="HTTP+JSON"):
+    """Every operation over 0.3's HTTP+JSON (or gRPC), in 1.0 terms; ``sent``:
+    the HTTP requests seen (verb, URL, headers)."""
+    assert client.interface["protocolVersion"] == "0.3" and client.binding == binding
     task = client.send("hello")["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert [p for a in task["artifacts"] for p in a["parts"]] == [{"text": "echo: hello"}]
@@ -613,7 +613,9 @@ def _exercise_v03_rest(client, sent):
     answer = client.send({"role": "ROLE_USER", "parts": [{"text": "file"}, part]})
     assert part in [p for a in answer["task"]["artifacts"] for p in a["parts"]]
     calls = [(url, headers) for _, url, headers in sent if "/.well-known/" not in url]
-    assert calls and all("/v1/" in url and "A2A-Version" not in headers for url, headers in calls)
+    if binding == "HTTP+JSON":
+        assert calls and all("/v1/" in url and "A2A-Version" not in headers
+                             for url, headers in calls)
     with pytest.raises(a2a_min.InvalidParamsError):                      # 0.3 has no tenants
         client.call("GetTask", {"id": task["id"], "tenant": "acme"})
     return task
@@ -630,7 +632,7 @@ def test_our_client_speaks_0_3_over_http_json_to_our_server():
         with a2a_client.Client(_v03_only(card), card_url=card_url, binding="HTTP+JSON",
                                on_request=lambda verb, url, headers, body: sent.append(
                                    (verb, url, headers))) as client:
-            task = _exercise_v03_rest(client, sent)
+            task = _exercise_v03(client, sent)
             slow = client.send("slow0.3", immediate=True)["task"]
             events = list(client.subscribe(slow["id"]))
             assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -655,7 +657,7 @@ def test_our_client_speaks_0_3_over_http_json_to_the_sdks_0_3_server():
                                on_request=lambda verb, url, headers, body: sent.append(
                                    (verb, url, headers))) as client:
             assert client.url == f"http://127.0.0.1:{port}/rest/"
-            _exercise_v03_rest(client, sent)
+            _exercise_v03(client, sent)
             # (a2a-sdk 0.3's HTTP+JSON application has no list and delete of push configs)
     finally:
         proc.terminate()
@@ -669,3 +671,87 @@ def test_file_bytes_are_read_as_either_0_3_convention():
     assert a2a_v03._bytes_in("not base64!") == "not base64!"
     part = a2a_v03._proto_part_in({"file": {"fileWithBytes": a2a_v03._bytes_out(raw)}}, "p")
     assert part == {"raw": raw}
+
+
+# -- 0.3 over gRPC: a2a.v1.A2AService, beside 1.0's ----------------------------------------
+
+def _v03_grpc_server(agent=None):
+    grpc_mod = pytest.importorskip("a2a_grpc")
+    from harness import Live
+    srv = a2a_min.Server(agent or _file_echo, name="0.3 test agent", compat="0.3",
+                         push_notifications=True)
+    grpc_server, port = grpc_mod.create_server(srv, "127.0.0.1:0")
+    grpc_server.start()
+    return grpc_server, Live(srv)
+
+
+def test_the_0_3_card_lists_the_grpc_interface_too():
+    grpc_server, live = _v03_grpc_server()
+    try:
+        import a2a_client
+        card, _ = a2a_client.fetch_card(live.url)
+        grpc_url = next(i["url"] for i in card["supportedInterfaces"]
+                        if i["protocolBinding"] == "GRPC")
+        assert {"url": grpc_url, "transport": "GRPC"} in card["additionalInterfaces"]
+        assert {"url": grpc_url, "protocolBinding": "GRPC", "protocolVersion": "0.3"} in \
+            card["supportedInterfaces"]
+        assert card["preferredTransport"] == "JSONRPC"
+    finally:
+        grpc_server.stop(0)
+        live.close()
+
+
+def test_our_client_speaks_0_3_over_grpc_to_our_server():
+    import a2a_client
+    grpc_server, live = _v03_grpc_server()
+    try:
+        card, card_url = a2a_client.fetch_card(live.url)
+        with a2a_client.Client(_v03_only(card), card_url=card_url, binding="GRPC") as client:
+            task = _exercise_v03(client, [], "GRPC")
+            slow = client.send("slow0.3", immediate=True)["task"]
+            events = list(client.subscribe(slow["id"]))
+            assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert [c["id"] for c in client.list_push_configs(task["id"])["configs"]] == ["c1"]
+            assert client.delete_push_config(task["id"], "c1") == {}
+            with pytest.raises(a2a_min.UnsupportedOperationError):
+                client.list_tasks()                  # (0.3's gRPC has no ListTasks)
+        # 1.0 clients keep their own service on the same port.
+        with a2a_client.Client(live.url, binding="GRPC") as client:
+            assert client.interface["protocolVersion"] == "1.0"
+            assert client.send("hello")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        grpc_server.stop(0)
+        live.close()
+
+
+def _sdk03_has_grpc():
+    done = subprocess.run([sdk03_python(), "-c", "import grpc"], capture_output=True)
+    if done.returncode:
+        pytest.skip("the 0.3 venv has no grpcio (pip install grpcio there)")
+
+
+def test_the_sdks_0_3_grpc_client_against_our_server():
+    _sdk03_has_grpc()
+    grpc_server, live = _v03_grpc_server(scenario_agent)
+    try:
+        check_sdk_run(run_sdk(live.url, "GRPC"), live.url, "GRPC")
+    finally:
+        grpc_server.stop(0)
+        live.close()
+
+
+def test_our_client_speaks_0_3_over_grpc_to_the_sdks_0_3_server():
+    import a2a_client
+    pytest.importorskip("a2a_grpc")
+    _sdk03_has_grpc()
+    port, grpc_port = free_port(), free_port()
+    proc = run_host([sdk03_python(), "tests/sdk03_server.py", str(port), f"grpc={grpc_port}"],
+                    port)
+    try:
+        with a2a_client.Client(f"http://127.0.0.1:{port}", binding="GRPC") as client:
+            assert client.url.endswith(f"127.0.0.1:{grpc_port}")
+            _exercise_v03(client, [], "GRPC")
+            # (a2a-sdk 0.3's gRPC server has no list and delete of push configs)
+    finally:
+        proc.terminate()
+        proc.wait(10)
