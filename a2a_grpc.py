@@ -29,6 +29,12 @@ logged and answered INTERNAL with a generic message (grpc on its own would
 send the exception's text). NaN and Infinity, which protobuf carries in a
 Struct or Value but JSON cannot, are INVALID_ARGUMENT.
 
+A2A 0.3 clients too: with Server(compat="0.3"), create_server also serves
+0.3's service, a2a.v1.A2AService, whose messages are built from a2a_v03's
+description of the 0.3 proto (no generated module), each rpc translated by
+a2a_v03 as 0.3's HTTP+JSON binding is (the same messages' JSON); and
+GrpcChannel(v03=a2a_v03) calls an agent that speaks only 0.3.
+
 Limits. A message is received up to the server's max_body_bytes. Each open
 stream (SendStreamingMessage, SubscribeToTask) holds one thread of the gRPC
 server's pool for as long as it lasts, so create_server allows at most
