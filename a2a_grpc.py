@@ -47,7 +47,7 @@ and wakes only the streams of its own task.
 """
 
 __all__ = ["A2AServiceServicer", "TooManyStreamsError", "create_server", "serve", "main",
-           "SERVICE_NAME", "GrpcChannel"]
+           "SERVICE_NAME", "GrpcChannel", "v03_messages"]
 
 
 import errno
@@ -212,7 +212,8 @@ class A2AServiceServicer:
 
     def _call(self, method, request, context, v03=None):
         """The answer of Server.call() for an rpc's request message. ``v03``:
-        (a2a_v03, rpc) for A2A 0.3's service, whose request it translates."""
+        (a2a_v03, rpc, the 0.3 message classes) for an rpc of A2A 0.3's
+        service, whose request a2a_v03 translates into the 1.0 call."""
         try:
             params = json_format.MessageToDict(request)
         except (ValueError, json_format.Error) as exc:

@@ -755,3 +755,36 @@ def test_our_client_speaks_0_3_over_grpc_to_the_sdks_0_3_server():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+_DESCRIBE = """
+import json, sys
+from a2a.grpc import a2a_pb2
+
+def fields(descriptor):
+    return [[f.name, f.number, f.type, f.message_type.full_name if f.message_type else
+             f.enum_type.full_name if f.enum_type else "", f.json_name,
+             f.containing_oneof.name if f.containing_oneof else "",
+             bool(f.is_repeated if hasattr(f, "is_repeated") else f.label == 3)] for f in descriptor.fields]
+names = json.loads(sys.argv[1])
+print(json.dumps({name: fields(a2a_pb2.DESCRIPTOR.message_types_by_name[name]) for name in names}))
+"""
+
+
+def test_the_0_3_messages_are_those_of_the_reference_sdk():
+    """a2a_v03's description of the 0.3 proto (written from the 0.3
+    specification) builds the same fields as the SDK's generated module:
+    names, numbers, types, JSON names, oneofs, repetition."""
+    grpc_mod = pytest.importorskip("a2a_grpc")
+    ours = grpc_mod.v03_messages(a2a_v03)
+    done = subprocess.run([sdk03_python(), "-c", _DESCRIBE, json.dumps(sorted(
+        a2a_v03.PROTO_MESSAGES))], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    theirs = json.loads(done.stdout)
+    for name in a2a_v03.PROTO_MESSAGES:
+        mine = [[f.name, f.number, f.type, f.message_type.full_name if f.message_type else
+                 f.enum_type.full_name if f.enum_type else "", f.json_name,
+                 f.containing_oneof.name if f.containing_oneof else "",
+                 bool(f.is_repeated if hasattr(f, "is_repeated") else f.label == 3)]
+                for f in ours[name].DESCRIPTOR.fields]
+        assert mine == theirs[name], name
