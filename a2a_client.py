@@ -29,7 +29,9 @@ How it works.
    the URL given (or the card URL itself, or a card dict), and one of its
    ``supportedInterfaces`` chosen: the first, in the agent's order of
    preference (or the caller's, with ``binding=``), whose protocolBinding this
-   client speaks and whose protocolVersion is 1.x. An interface that names
+   client speaks and whose protocolVersion is 1.x (an agent with none, whose
+   card is 0.3 only, is called in A2A 0.3 over JSON-RPC, HTTP+JSON or gRPC,
+   each call translated by the companion a2a_v03). An interface that names
    0.0.0.0, or localhost when the card came from another host, is taken to
    mean the host the card came from (a server behind a proxy often does not
    know its public name).
@@ -330,21 +332,25 @@ def choose_interface(card, card_url=None, bindings=None):
 
 
 def _v03_interface(card, card_url, bindings):
-    """A JSON-RPC interface that speaks A2A 0.3, for a card with no usable 1.x
-    one, when the companion a2a_v03 is here to translate (else None)."""
-    if bindings and "JSONRPC" not in [b.upper() for b in bindings]:
+    """An interface that speaks A2A 0.3 over JSON-RPC, HTTP+JSON or gRPC (with
+    a2a_grpc), for a card with no usable 1.x one, when the companion a2a_v03
+    is here to translate (else None): the card's first such (0.3: ``url`` in
+    its ``preferredTransport``, then ``additionalInterfaces``), or by ``bindings``."""
+    offers = [(str(i.get("protocolBinding", "")).upper(), i.get("url"))
+              for i in card.get("supportedInterfaces") or ()
+              if isinstance(i, dict) and _major(i.get("protocolVersion")) == "0"]
+    if card.get("url"):
+        offers.append((str(card.get("preferredTransport") or "JSONRPC").upper(), card["url"]))
+    offers += [(str(i.get("transport", "")).upper(), i.get("url"))
+               for i in card.get("additionalInterfaces") or () if isinstance(i, dict)]
+    speaks = ("JSONRPC", "HTTP+JSON") + (("GRPC",) if _grpc() is not None else ())
+    wanted = [b.upper() for b in bindings] if bindings else None
+    offers = sorted(((wanted.index(b) if wanted else 0, n, b, u)
+                     for n, (b, u) in enumerate(offers)
+                     if u and b in speaks and (wanted is None or b in wanted)))
+    if not offers or _v03() is None:
         return None
-    urls = [i.get("url") for i in card.get("supportedInterfaces") or ()
-            if isinstance(i, dict) and str(i.get("protocolBinding", "")).upper() == "JSONRPC"
-            and _major(i.get("protocolVersion")) == "0"]
-    if card.get("url") and str(card.get("preferredTransport", "JSONRPC")).upper() == "JSONRPC":
-        urls.append(card["url"])
-    urls += [i.get("url") for i in card.get("additionalInterfaces") or ()
-             if isinstance(i, dict) and str(i.get("transport", "")).upper() == "JSONRPC"]
-    urls = [u for u in urls if u]
-    if not urls or _v03() is None:
-        return None
-    return {"url": _fix_url(urls[0], card_url), "protocolBinding": "JSONRPC",
+    return {"url": _fix_url(offers[0][3], card_url), "protocolBinding": offers[0][2],
             "protocolVersion": "0.3"}
 
 
@@ -367,8 +373,7 @@ def _choose(card, card_url, bindings, interfaces):
             raise ClientError(f"this agent's card is an A2A {version or '0.x'} card (url, "
                               "preferredTransport, no supportedInterfaces): the agent speaks only "
                               f"A2A {version or '0.x'}, and this client speaks A2A "
-                              f"{PROTOCOL_VERSION} (and 0.3 over JSON-RPC with a2a_v03.py "
-                              "beside it)")
+                              f"{PROTOCOL_VERSION} (and 0.3 with a2a_v03.py beside it)")
         if card_url is None:
             raise ClientError("the agent card lists no supportedInterfaces, and it came from no "
                               "URL to fall back on: give the agent's base URL instead")
@@ -397,7 +402,7 @@ def _choose(card, card_url, bindings, interfaces):
     if interfaces and all(_major(i.get("protocolVersion")) == "0" for i in interfaces
                           if isinstance(i, dict)):
         hint = (f"the agent speaks only A2A 0.x, and this client speaks A2A {PROTOCOL_VERSION} "
-                "(and 0.3 over JSON-RPC with a2a_v03.py beside it)")
+                "(and 0.3 with a2a_v03.py beside it)")
     elif wanted and "GRPC" in wanted and offers_grpc and _grpc() is None:
         hint = ("the agent offers GRPC, but grpcio is not installed here, which gRPC needs (in a "
                 "checkout: pip install '.[grpc]'; else pip install grpcio protobuf "
@@ -921,7 +926,8 @@ class Client:
             secure = tls is not None or (self.card_url or "").startswith("https:")
             self._grpc = _grpc().GrpcChannel(self.url, timeout=self.limits["timeout"],
                                              tls=(tls or tls_context()) if secure else None,
-                                             client_error=ClientError, error_from=error_from)
+                                             client_error=ClientError, error_from=error_from,
+                                             v03=self.v03)
         self._ids = 0
         self.trace = trace
         if trace == "opentelemetry":            # (asked for by name: a missing a2a_otel fails now)
@@ -1049,12 +1055,15 @@ class Client:
             answer = self._jsonrpc_answer(status, head, data)
             return answer if self.v03 is None else self._from_v03(
                 self.v03.answer_from_v03, method, answer)
-        verb, url, body = self._rest_request(method, params)
+        verb, url, body = (self._rest_request(method, params) if self.v03 is None else
+                           self._rest_request_v03(method, params))
         headers = dict(headers, Accept="application/json")
         if body is not None:
             headers["Content-Type"] = "application/json"
         status, head, data = self.http.request(verb, url, body, headers,
                                                on_request=self.on_request)
+        if self.v03 is not None:
+            return self._rest_answer_v03(method, url, status, head, data)
         return self._rest_answer(url, status, head, data)
 
     def call_stream(self, method, params, last_event_id=None):
@@ -1124,6 +1133,35 @@ class Client:
                      for k, v in rest.items()}
             return verb, url + ("?" + urlencode(query) if query else ""), None
         return verb, url, json.dumps(rest).encode()
+
+    def _rest_request_v03(self, method, params):
+        """(HTTP verb, URL, body) of an operation on 0.3's HTTP+JSON binding:
+        its route under the interface URL's /v1 (added unless the URL ends
+        with it), its body in the 0.3 proto's JSON (a2a_v03)."""
+        verb, path, query, body = self.v03.rest_request_v03(method, params)
+        base = self.url.rstrip("/")
+        url = (base if base.endswith("/v1") else base + "/v1") + path
+        if query:
+            url += "?" + urlencode({k: str(v).lower() if isinstance(v, bool) else v
+                                    for k, v in query.items()})
+        return verb, url, None if body is None else json.dumps(body).encode()
+
+    def _rest_answer_v03(self, method, url, status, head, data):
+        if status == 204 or (not data and 200 <= status < 300):
+            return {} if method == "DeleteTaskPushNotificationConfig" else \
+                self._from_v03(self.v03.rest_answer_from_v03, method, {})
+        answer = _json_body(url, status, head, data)
+        if answer is None:
+            raise self._unauthorized(head)
+        if status >= 400:
+            found = self.v03.rest_error_from_v03(answer)
+            if found is None:                # (a google.rpc.Status, or none of the two)
+                raise _status_error(answer, status, head)
+            raise error_from(found[0], found[1], http_status=status,
+                             retry_after=_retry_after(head))
+        if METHODS[method][2]:              # (a stream answered JSON: said by the caller)
+            return answer
+        return self._from_v03(self.v03.rest_answer_from_v03, method, answer)
 
     def _from_v03(self, translate, method, answer):
         """A 0.3 agent's answer in 1.0 terms; one that is not 0.3 either is
@@ -1199,6 +1237,8 @@ class Client:
             url, verb = self.url, "POST"
             body = json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method,
                                "params": params}).encode()
+        elif self.v03 is not None:
+            verb, url, body = self._rest_request_v03(method, params)
         else:
             verb, url, body = self._rest_request(method, params)
         if body is not None:
@@ -1216,6 +1256,8 @@ class Client:
                 conn.close()
             if self.binding == "JSONRPC":
                 self._jsonrpc_answer(resp.status, resp, data)
+            elif self.v03 is not None:
+                self._rest_answer_v03(method, url, resp.status, resp, data)
             else:
                 self._rest_answer(url, resp.status, resp, data)
             raise ClientError(f"{url} answered HTTP {resp.status} with "
@@ -1245,6 +1287,11 @@ class Client:
                     raise ClientError(f"{url} sent a stream event without a result")
                 if self.v03 is not None:
                     event = self._from_v03(lambda _, e: self.v03.event_from_v03(e), None, event)
+            elif self.v03 is not None:
+                found = self.v03.rest_error_from_v03(event)
+                if found is not None:
+                    raise error_from(found[0], found[1])
+                event = self._from_v03(lambda _, e: self.v03.rest_event_from_v03(e), None, event)
             elif "error" in event:
                 raise _status_error(event, None, None)
             yield event_id, event

@@ -29,6 +29,12 @@ logged and answered INTERNAL with a generic message (grpc on its own would
 send the exception's text). NaN and Infinity, which protobuf carries in a
 Struct or Value but JSON cannot, are INVALID_ARGUMENT.
 
+A2A 0.3 clients too: with Server(compat="0.3"), create_server also serves
+0.3's service, a2a.v1.A2AService, whose messages are built from a2a_v03's
+description of the 0.3 proto (no generated module), each rpc translated by
+a2a_v03 as 0.3's HTTP+JSON binding is (the same messages' JSON); and
+GrpcChannel(v03=a2a_v03) calls an agent that speaks only 0.3.
+
 Limits. A message is received up to the server's max_body_bytes. Each open
 stream (SendStreamingMessage, SubscribeToTask) holds one thread of the gRPC
 server's pool for as long as it lasts, so create_server allows at most
@@ -41,7 +47,7 @@ and wakes only the streams of its own task.
 """
 
 __all__ = ["A2AServiceServicer", "TooManyStreamsError", "create_server", "serve", "main",
-           "SERVICE_NAME", "GrpcChannel"]
+           "SERVICE_NAME", "GrpcChannel", "v03_messages"]
 
 
 import errno
@@ -204,7 +210,10 @@ class A2AServiceServicer:
             call.last_event_id = int(last)
         return call
 
-    def _call(self, method, request, context):
+    def _call(self, method, request, context, v03=None):
+        """The answer of Server.call() for an rpc's request message. ``v03``:
+        (a2a_v03, rpc, the 0.3 message classes) for an rpc of A2A 0.3's
+        service, whose request a2a_v03 translates into the 1.0 call."""
         try:
             params = json_format.MessageToDict(request)
         except (ValueError, json_format.Error) as exc:
@@ -212,9 +221,17 @@ class A2AServiceServicer:
             context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
                 f"the request holds a number JSON has no form for (NaN or Infinity): {exc}")))
         call = self._call_context(context)
+        path = f"/{SERVICE_NAME}/{method}"
+        if v03 is not None:
+            compat, rpc, _ = v03
+            path = f"/{compat.PROTO_SERVICE}/{rpc}"
+            try:
+                method, params, _ = compat.grpc_call(rpc, params, call)
+            except a2a_min.A2AError as error:
+                context.abort_with_status(_grpc_status(error))
         observers, failed = self.server.observers, None
         if observers:                              # (Server(observers=...): as HTTP's are told)
-            watched = a2a_min.Request("POST", f"/{SERVICE_NAME}/{method}", "", call.headers, b"",
+            watched = a2a_min.Request("POST", path, "", call.headers, b"",
                                       None, call.peer, None, binding="GRPC")
             watched.call = call
             a2a_min._started(self.server, watched)
@@ -241,7 +258,7 @@ class A2AServiceServicer:
         except json_format.ParseError:
             _unexpected(context, method, "the answer to %s does not fit the proto")
 
-    def _stream(self, method, request, context):
+    def _stream(self, method, request, context, v03=None):
         # The place is taken on the pool thread that will serve the stream, and
         # given back when that thread is done with it: a stream refused here
         # has held its thread only for this check.
@@ -250,12 +267,15 @@ class A2AServiceServicer:
         if refused is not None:
             context.abort_with_status(_grpc_status(refused))
         try:
-            yield from self._follow(method, request, context)
+            yield from self._follow(method, request, context, v03)
         finally:
             self.streams.give_back(peer)
 
-    def _follow(self, method, request, context):
-        events = self._call(method, request, context)
+    def _follow(self, method, request, context, v03=None):
+        events = self._call(method, request, context, v03)
+        response, event_out = pb.StreamResponse, None
+        if v03 is not None:
+            response, event_out = v03[2]["StreamResponse"], v03[0].grpc_event_out
         try:
             # A client that goes away (or a server that stops) wakes the streams
             # of this task (the channel its follower reads), so this one notices
@@ -269,7 +289,8 @@ class A2AServiceServicer:
                     return
                 if event is None:                  # keep-alive tick: gRPC needs none
                     continue
-                yield json_format.ParseDict(event, pb.StreamResponse(), ignore_unknown_fields=True)
+                yield json_format.ParseDict(event if event_out is None else event_out(event),
+                                            response(), ignore_unknown_fields=True)
         except a2a_min.A2AError as error:
             context.abort_with_status(_grpc_status(error))
         except Exception:
@@ -386,6 +407,97 @@ def _handlers(servicer):
     return grpc.method_handlers_generic_handler(SERVICE_NAME, table)
 
 
+# -- A2A 0.3's service (a2a.v1.A2AService), for Server(compat="0.3") --------------------------
+#
+# The 0.3 messages are built from a2a_v03's description of them (facts of the
+# 0.3 proto: names, numbers, types) into a descriptor pool of their own, so
+# that a process may also hold another a2a.v1 (the reference SDK's generated
+# module). Each 0.3 request goes, as its JSON, through a2a_v03's translation
+# to the 1.0 call, and its answer back: the same route the 0.3 HTTP+JSON
+# binding takes, which speaks these messages' JSON.
+
+_SCALARS = {"string": 9, "bytes": 12, "bool": 8, "int32": 5}     # FieldDescriptorProto types
+
+
+def v03_messages(compat):
+    """{message name: class} of A2A 0.3's proto (package a2a.v1), from the
+    description in ``compat`` (a2a_v03), in a descriptor pool of their own."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2, \
+        timestamp_pb2
+    package = compat.PROTO_PACKAGE
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="a2a_min_v03.proto", package=package, syntax="proto3",
+        dependency=["google/protobuf/struct.proto", "google/protobuf/timestamp.proto"])
+    for name, values in compat.PROTO_ENUMS.items():
+        enum = proto.enum_type.add(name=name)
+        for number, value in enumerate(values):
+            enum.value.add(name=value, number=number)
+    for name, fields in compat.PROTO_MESSAGES.items():
+        message = proto.message_type.add(name=name)
+        oneofs = []
+        for spec in fields:
+            field_name, number, kind, *flags = spec.split()
+            flags = dict(flag.partition("=")[::2] for flag in flags)
+            field = message.field.add(name=field_name, number=int(number), label=3 if
+                                      "repeated" in flags else 1)
+            if kind in _SCALARS:
+                field.type = _SCALARS[kind]
+            else:
+                field.type = 14 if kind in compat.PROTO_ENUMS else 11
+                field.type_name = kind if kind.startswith(".") else f".{package}.{kind}"
+            if flags.get("json"):
+                field.json_name = flags["json"]
+            if flags.get("oneof"):
+                if flags["oneof"] not in oneofs:
+                    oneofs.append(flags["oneof"])
+                    message.oneof_decl.add(name=flags["oneof"])
+                field.oneof_index = oneofs.index(flags["oneof"])
+    pool = descriptor_pool.DescriptorPool()
+    for known in (struct_pb2, timestamp_pb2):
+        pool.AddSerializedFile(known.DESCRIPTOR.serialized_pb)
+    pool.Add(proto)
+    classes = {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(
+        f"{package}.{name}")) for name in compat.PROTO_MESSAGES}
+    classes[_EMPTY] = empty_pb2.Empty
+    return classes
+
+
+def _v03_handlers(servicer, compat):
+    """The generic handler of 0.3's service: one entry per rpc of a2a_v03.GRPC_RPCS."""
+    classes = v03_messages(compat)
+
+    def make(rpc, request_name, response_name, streams):
+        request_class, response_class = classes[request_name], classes[response_name]
+        v03 = (compat, rpc, classes)
+
+        def decode(data, context):
+            try:
+                return request_class.FromString(data)
+            except Exception:                      # DecodeError and friends
+                context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
+                    f"the {request_name} bytes are not valid A2A 0.3 protobuf")))
+
+        if streams:
+            def handler(data, context):
+                yield from servicer._stream(rpc, decode(data, context), context, v03)
+            return grpc.unary_stream_rpc_method_handler(
+                handler, response_serializer=lambda m: m.SerializeToString())
+
+        def handler(data, context):
+            result = servicer._call(rpc, decode(data, context), context, v03)
+            try:
+                return json_format.ParseDict(compat.grpc_answer(rpc, result), response_class(),
+                                             ignore_unknown_fields=True)
+            except json_format.ParseError:
+                _unexpected(context, rpc, "the answer to %s does not fit the 0.3 proto")
+        return grpc.unary_unary_rpc_method_handler(
+            handler, response_serializer=lambda m: m.SerializeToString())
+
+    table = {rpc: make(rpc, request, response, streams)
+             for rpc, (request, response, streams, _) in compat.GRPC_RPCS.items()}
+    return grpc.method_handlers_generic_handler(compat.PROTO_SERVICE, table)
+
+
 def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=None,
                   max_caller_streams=None, advertise=True, tls=None):
     """A grpc.Server serving ``server`` at ``address``; returns (grpc_server, port).
@@ -416,8 +528,11 @@ def create_server(server, address="127.0.0.1:0", *, max_workers=64, max_streams=
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="a2a-grpc"),
         options=[("grpc.max_receive_message_length", limit),
                  ("grpc.so_reuseport", 0)])
-    grpc_server.add_generic_rpc_handlers((_handlers(A2AServiceServicer(
-        server, max_streams, max_caller_streams)),))
+    servicer = A2AServiceServicer(server, max_streams, max_caller_streams)
+    handlers = [_handlers(servicer)]
+    if server.compat is not None:               # A2A 0.3 clients too: a2a.v1.A2AService
+        handlers.append(_v03_handlers(servicer, server.compat))
+    grpc_server.add_generic_rpc_handlers(tuple(handlers))
     port = (grpc_server.add_secure_port(address, _credentials(tls)) if tls
             else grpc_server.add_insecure_port(address))
     if port == 0:
@@ -460,10 +575,14 @@ class GrpcChannel:
     grpc-status-details-bin: ``error_from(None, message, details,
     http_status=)``, a2a_client's; ``client_error``: its ClientError, for an
     agent that could not be reached. (a2a_client gives both: this module does
-    not import it, so that the imports run one way.)"""
+    not import it, so that the imports run one way.) ``v03``: the module
+    a2a_v03, for an agent that speaks only A2A 0.3 (a2a.v1.A2AService): each
+    call and answer translated, as on 0.3's HTTP+JSON."""
 
-    def __init__(self, target, *, client_error, error_from, timeout=30.0, tls=None):
+    def __init__(self, target, *, client_error, error_from, timeout=30.0, tls=None, v03=None):
         self.client_error, self.error_from = client_error, error_from
+        self.v03 = v03
+        self.v03_classes = None if v03 is None else v03_messages(v03)
         secure = target.startswith("https://") or tls is not None and (
             "://" not in target or target.startswith("grpc://"))
         address = target.split("://", 1)[-1].rstrip("/")
@@ -475,18 +594,40 @@ class GrpcChannel:
         self.channel.close()
 
     def _rpc(self, method, kind):
-        request, response, _ = a2a_min.METHODS[method]
         make = self.channel.unary_stream if kind == "stream" else self.channel.unary_unary
+        if self.v03 is not None:
+            rpc = self.v03.GRPC_RPC_OF[method]          # (_request refused any other first)
+            response = self.v03_classes[self.v03.GRPC_RPCS[rpc][1]]
+            return make(f"/{self.v03.PROTO_SERVICE}/{rpc}",
+                        request_serializer=lambda m: m.SerializeToString(),
+                        response_deserializer=response.FromString)
+        request, response, _ = a2a_min.METHODS[method]
         return make(f"/{SERVICE_NAME}/{method}",
                     request_serializer=lambda m: m.SerializeToString(),
                     response_deserializer=_message_class(response).FromString)
 
     def _request(self, method, params):
-        request = _message_class(a2a_min.METHODS[method][0])()
+        if self.v03 is not None:
+            rpc, params = self.v03.grpc_request_v03(method, params)
+            request = self.v03_classes[self.v03.GRPC_RPCS[rpc][0]]()
+        else:
+            request = _message_class(a2a_min.METHODS[method][0])()
         try:
             return json_format.ParseDict(params, request)
         except json_format.ParseError as error:
             raise a2a_min.InvalidParamsError(f"{method}: {error}") from None
+
+    def _answer(self, method, message, event=False):
+        """The answer (or stream event) as 1.0 ProtoJSON."""
+        answer = json_format.MessageToDict(message)
+        if self.v03 is None:
+            return answer
+        try:
+            return self.v03.rest_event_from_v03(answer) if event else \
+                self.v03.rest_answer_from_v03(method, answer)
+        except a2a_min.InvalidParamsError as error:
+            raise self.client_error(f"{self.target} (an A2A 0.3 agent) answered something that "
+                                    f"is not A2A 0.3: {error.message}") from None
 
     @staticmethod
     def _metadata(headers):
@@ -514,13 +655,13 @@ class GrpcChannel:
                                    code.name))
 
     def call(self, method, params, headers):
+        request = self._request(method, params)
         try:
-            answer = self._rpc(method, "unary")(self._request(method, params),
-                                                 metadata=self._metadata(headers),
+            answer = self._rpc(method, "unary")(request, metadata=self._metadata(headers),
                                                  timeout=self.timeout)
         except grpc.RpcError as error:
             raise self._error(error) from None
-        return json_format.MessageToDict(answer)
+        return self._answer(method, answer)
 
     def stream(self, method, params, headers, last_event_id=None):
         """(None, StreamResponse dict) of each message of a streaming rpc (gRPC
@@ -529,7 +670,8 @@ class GrpcChannel:
         metadata = self._metadata(headers)
         if last_event_id is not None:
             metadata.append(("last-event-id", str(last_event_id)))
-        responses = self._rpc(method, "stream")(self._request(method, params), metadata=metadata)
+        request = self._request(method, params)
+        responses = self._rpc(method, "stream")(request, metadata=metadata)
         try:
             first = next(responses, None)
         except grpc.RpcError as error:
@@ -538,10 +680,10 @@ class GrpcChannel:
         def events():
             if first is None:
                 return
-            yield None, json_format.MessageToDict(first)
+            yield None, self._answer(method, first, event=True)
             try:
                 for message in responses:
-                    yield None, json_format.MessageToDict(message)
+                    yield None, self._answer(method, message, event=True)
             except grpc.RpcError as error:
                 if error.code() == grpc.StatusCode.CANCELLED:
                     return

@@ -52,9 +52,14 @@ message/send's configuration) is sent 0.3's payload, the task in 0.3 shape
 
 __all__ = ["VERSION", "jsonrpc_response", "rest_response", "speaks_rest", "push_payload",
            "check_v10", "card", "to_v03", "from_v03", "request_v03",
-           "answer_from_v03", "event_from_v03"]
+           "answer_from_v03", "event_from_v03", "rest_request_v03", "rest_answer_from_v03",
+           "rest_event_from_v03", "rest_error_from_v03", "PROTO_PACKAGE", "PROTO_ENUMS",
+           "PROTO_MESSAGES", "PROTO_SERVICE", "GRPC_RPCS", "GRPC_RPC_OF", "grpc_call", "grpc_answer", "grpc_event_out",
+           "grpc_request_v03"]
 
+import base64
 import json
+import re
 
 import a2a_min
 from a2a_min import (INTERRUPTED_STATES, LEGACY_METHODS, METHODS, PROTOCOL_VERSION,
@@ -622,6 +627,9 @@ def card(card_):
               i.get("protocolVersion") == PROTOCOL_VERSION]
     if not speaks:
         return card_
+    # a2a_grpc serves 0.3's service (a2a.v1.A2AService) beside 1.0's on its port.
+    speaks += [i for i in card_.get("supportedInterfaces", ())
+               if i.get("protocolBinding") == "GRPC" and i.get("protocolVersion") == PROTOCOL_VERSION]
     out = dict(card_)
     out["supportedInterfaces"] = list(card_["supportedInterfaces"]) + [
         {"url": i["url"], "protocolBinding": i["protocolBinding"], "protocolVersion": "0.3"}
@@ -659,13 +667,42 @@ def _proto_part_in(part, path):
         if ("fileWithUri" in file) == ("fileWithBytes" in file):
             raise _bad(f"{path}.file", 'needs exactly one of "fileWithUri" and "fileWithBytes"')
         out.update({"url": file["fileWithUri"]} if "fileWithUri" in file
-                   else {"raw": file["fileWithBytes"]})
+                   else {"raw": _bytes_in(file["fileWithBytes"])})
         if file.get("name"):
             out["filename"] = file["name"]
         if file.get("mimeType"):
             out["mediaType"] = file["mimeType"]
         return out
     raise _bad(path, 'needs one of "text", "file" and "data"')
+
+
+# The bytes of a file part. a2a-sdk (Python) 0.3 keeps a FileWithBytes' content
+# as base64 text and puts that text, encoded as UTF-8, into the proto's bytes
+# field (its proto_utils): over HTTP+JSON and gRPC it sends the bytes base64
+# twice, and reads a file's bytes field as base64 text. The 0.3 specification
+# and @a2a-js/sdk send them once. Read: decoded once, base64 text is taken as
+# the SDK's (an ambiguity only for a file whose own bytes are base64 text);
+# sent (answers, and a2a_client's requests): as the SDK reads them, which a
+# client that follows the specification reads as the base64 text of the bytes.
+_BASE64_TEXT = re.compile(rb"(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?|"
+                          rb"[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=")
+
+
+def _bytes_in(value):
+    """1.0's ``raw`` (the bytes' base64) of a 0.3 proto JSON fileWithBytes."""
+    if not isinstance(value, str):
+        return value                      # (refused further on, as any wrong type)
+    try:
+        once = base64.b64decode(value.replace("-", "+").replace("_", "/")
+                                + "=" * (-len(value) % 4), validate=True)
+    except ValueError:
+        return value
+    return once.decode("ascii") if _BASE64_TEXT.fullmatch(once) else value
+
+
+def _bytes_out(raw):
+    """A 0.3 proto JSON fileWithBytes for 1.0's ``raw``, as a2a-sdk 0.3 reads it."""
+    return base64.b64encode(str(raw).encode("ascii")).decode("ascii")
 
 
 def _proto_message_in(message, path="message"):
@@ -709,7 +746,8 @@ def _proto_part_out(part):
     if "data" in part:
         data = part["data"]
         return {"data": {"data": data if isinstance(data, dict) else {"value": data}}, **out}
-    file = {"fileWithBytes": part["raw"]} if "raw" in part else {"fileWithUri": part.get("url")}
+    file = {"fileWithBytes": _bytes_out(part["raw"])} if "raw" in part else \
+        {"fileWithUri": part.get("url")}
     if part.get("filename"):
         file["name"] = part["filename"]
     if part.get("mediaType"):
@@ -903,6 +941,341 @@ def rest_response(server, request):
         return _answer(server.call(method, params, call), answer, refuse)
     except a2a_min.A2AError as error:
         return refuse(error)
+
+
+# -- the caller's side of 0.3's HTTP+JSON ----------------------------------------------------
+#
+# a2a_client calls an agent that serves 0.3's HTTP+JSON (a2a-sdk 0.3's
+# A2ARESTFastAPIApplication, @a2a-js/sdk 0.3's REST handler, a2a_min with
+# compat) with the tables above read the other way: a 1.0 call becomes the
+# route under the interface's /v1 and a body in the 0.3 proto's JSON (as
+# a2a-sdk 0.3's client sends it: MessageToDict of the request message); the
+# answer and each stream event (a StreamResponse) come back to 1.0. Errors are
+# {"message": ...} with the HTTP status (a2a_min adds the JSON-RPC "code").
+
+def _proto_state_in(state):
+    return _PROTO_STATES.get(state, state or "TASK_STATE_UNSPECIFIED")
+
+
+def _proto_status_in(status, path):
+    status = _object(status, path)
+    out = {"state": _proto_state_in(status.get("state"))}
+    if status.get("message"):
+        out["message"] = _proto_message_in(status["message"], f"{path}.message")
+    if status.get("timestamp"):
+        out["timestamp"] = status["timestamp"]
+    return out
+
+
+def _proto_artifact_in(artifact, path):
+    artifact = _object(artifact, path)
+    out = {k: artifact[k] for k in _ARTIFACT_FIELDS if k in artifact}
+    out["parts"] = [_proto_part_in(p, f"{path}.parts[{i}]")
+                    for i, p in enumerate(artifact.get("parts") or ())]
+    return out
+
+
+def _proto_task_in(task, path="task"):
+    task = _object(task, path)
+    if not isinstance(task.get("id"), str):
+        raise _bad(f"{path}.id", "a task's id (a string) is required")
+    out = {"id": task["id"], "contextId": task.get("contextId", ""),
+           "status": _proto_status_in(task.get("status") or {}, f"{path}.status")}
+    if "artifacts" in task:
+        out["artifacts"] = [_proto_artifact_in(a, f"{path}.artifacts[{i}]")
+                            for i, a in enumerate(task["artifacts"])]
+    if "history" in task:
+        out["history"] = [_proto_message_in(m, f"{path}.history[{i}]")
+                          for i, m in enumerate(task["history"])]
+    if task.get("metadata"):
+        out["metadata"] = task["metadata"]
+    return out
+
+
+def rest_event_from_v03(event, path="event"):
+    """The 1.0 StreamResponse of a 0.3 HTTP+JSON StreamResponse (a stream
+    event, or a SendMessageResponse: the same oneof of task and message)."""
+    event = _object(event, path)
+    if "task" in event:
+        return {"task": _proto_task_in(event["task"], f"{path}.task")}
+    if "message" in event:
+        return {"message": _proto_message_in(event["message"], f"{path}.message")}
+    if "statusUpdate" in event:
+        update = _object(event["statusUpdate"], f"{path}.statusUpdate")
+        out = {"taskId": update.get("taskId", ""), "contextId": update.get("contextId", ""),
+               "status": _proto_status_in(update.get("status") or {},
+                                          f"{path}.statusUpdate.status")}
+        key = "statusUpdate"
+    elif "artifactUpdate" in event:
+        update = _object(event["artifactUpdate"], f"{path}.artifactUpdate")
+        out = {"taskId": update.get("taskId", ""), "contextId": update.get("contextId", ""),
+               "artifact": _proto_artifact_in(update.get("artifact") or {},
+                                              f"{path}.artifactUpdate.artifact")}
+        out.update((k, update[k]) for k in ("append", "lastChunk") if k in update)
+        key = "artifactUpdate"
+    else:
+        raise _bad(path, "has none of task, message, statusUpdate and artifactUpdate")
+    if update.get("metadata"):
+        out["metadata"] = update["metadata"]
+    return {key: out}
+
+
+def _proto_config_in(config, path="config"):
+    """A 0.3 TaskPushNotificationConfig (named tasks/{id}/pushNotificationConfigs/
+    {configId}) as the 1.0 one."""
+    config = _object(config, path)
+    name = str(config.get("name", "")).split("/")
+    inner = dict(_object(config.get("pushNotificationConfig") or {},
+                         f"{path}.pushNotificationConfig"))
+    if len(name) == 4 and name[0] == "tasks" and name[3] and not inner.get("id"):
+        inner["id"] = name[3]
+    return _push_config_in(inner, f"{path}.pushNotificationConfig",
+                           name[1] if len(name) >= 2 and name[0] == "tasks" else "")
+
+
+def _call_push_out(config):
+    return _push_config_out(config)["pushNotificationConfig"]
+
+
+def _call_send_out(params):
+    out = {"message": _proto_message_out(params["message"])}
+    config = params.get("configuration") or {}
+    mine = {k: config[k] for k in ("acceptedOutputModes", "historyLength") if k in config}
+    mine["blocking"] = not config.get("returnImmediately", False)
+    if config.get("taskPushNotificationConfig"):
+        mine["pushNotification"] = _call_push_out(config["taskPushNotificationConfig"])
+    out["configuration"] = mine
+    if params.get("metadata"):
+        out["metadata"] = params["metadata"]
+    return out
+
+
+def _call_create_out(params):
+    name = f"tasks/{params['taskId']}"
+    return {"parent": name, **({"configId": params["id"]} if params.get("id") else {}),
+            "config": {"name": f"{name}/pushNotificationConfigs/{params.get('id', '')}",
+                       "pushNotificationConfig": _call_push_out(params)}}
+
+
+def _call_list_query(params):
+    out = {k: params[k] for k in ("contextId", "pageSize", "pageToken", "historyLength",
+                                  "statusTimestampAfter", "includeArtifacts") if k in params}
+    if "status" in params:
+        out["status"] = _PROTO_STATES_BACK.get(params["status"], params["status"])
+    return out
+
+
+# 1.0 method -> (verb, route under /v1: {name} is that param, the body (None: a
+# query of these params), the 1.0 answer of the 0.3 answer (None: a stream))
+_CALLS = {
+    "SendMessage": ("POST", "/message:send", _call_send_out, rest_event_from_v03),
+    "SendStreamingMessage": ("POST", "/message:stream", _call_send_out, None),
+    "GetTask": ("GET", "/tasks/{id}", lambda p: {k: p[k] for k in ("historyLength",) if k in p},
+                _proto_task_in),
+    "ListTasks": ("GET", "/tasks", _call_list_query, lambda a: {
+        **a, "tasks": [_proto_task_in(t, f"tasks[{i}]")
+                       for i, t in enumerate(a.get("tasks") or ())]}),
+    "CancelTask": ("POST", "/tasks/{id}:cancel", lambda p: {"name": f"tasks/{p['id']}"},
+                   _proto_task_in),
+    # (GET, as 0.3's proto annotation has it: a2a-sdk 0.3 serves only GET)
+    "SubscribeToTask": ("GET", "/tasks/{id}:subscribe", lambda p: {}, None),
+    "CreateTaskPushNotificationConfig": ("POST", "/tasks/{taskId}/pushNotificationConfigs",
+                                         _call_create_out, _proto_config_in),
+    "GetTaskPushNotificationConfig": ("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}",
+                                      lambda p: {}, _proto_config_in),
+    "ListTaskPushNotificationConfigs": (
+        "GET", "/tasks/{taskId}/pushNotificationConfigs",
+        lambda p: {k: p[k] for k in ("pageSize", "pageToken") if k in p},
+        lambda a: {"configs": [_proto_config_in(c, f"configs[{i}]") for i, c in enumerate(
+            (a.get("configs") if isinstance(a, dict) else a) or ())],
+            **({"nextPageToken": a["nextPageToken"]} if isinstance(a, dict)
+               and a.get("nextPageToken") else {})}),
+    "DeleteTaskPushNotificationConfig": ("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}",
+                                         lambda p: {}, lambda a: {}),
+    "GetExtendedAgentCard": ("GET", "/card", lambda p: {}, lambda a: a),
+}
+
+
+def rest_request_v03(method, params):
+    """(verb, path under the interface's /v1, query dict, body dict or None)
+    of a 1.0 call on 0.3's HTTP+JSON binding. 0.3 has no tenants: a tenant
+    is refused, not dropped."""
+    from urllib.parse import quote
+    params = dict(params)
+    if params.pop("tenant", None):
+        raise InvalidParamsError("A2A 0.3 has no tenants: this agent speaks only 0.3; call it "
+                                 "without a tenant", field="tenant")
+    verb, path, make, _ = _CALLS[method]
+    while "{" in path:
+        name = path[path.index("{") + 1:path.index("}")]
+        if not params.get(name):
+            raise InvalidParamsError(f"{method} needs {name}", field=name)
+        path = path.replace("{" + name + "}", quote(str(params[name]), safe=""), 1)
+    made = make(params)
+    return (verb, path, made, None) if verb in ("GET", "DELETE") else (verb, path, {}, made)
+
+
+def rest_answer_from_v03(method, answer):
+    """The 1.0 answer of a 1.0 call, from a 0.3 HTTP+JSON answer's JSON."""
+    return _CALLS[method][3](answer)
+
+
+def rest_error_from_v03(answer):
+    """(JSON-RPC code or None, message) of a 0.3 HTTP+JSON error answer
+    ({"message": ...}; a2a_min adds "code"), or None if it is not one."""
+    if isinstance(answer, dict) and isinstance(answer.get("message"), str) and \
+            set(answer) <= {"message", "code", "details", "error"}:
+        code = answer.get("code")
+        return (code if isinstance(code, int) else None), answer["message"]
+    return None
+
+
+# -- the gRPC binding of 0.3: service a2a.v1.A2AService ---------------------------------------
+#
+# 0.3's gRPC carries the messages whose JSON the HTTP+JSON routes above speak,
+# so a2a_grpc serves and calls it with the same translation: a request message
+# as its JSON, through the route of _REST (or _CALLS) that does the same. The
+# messages are described here as facts of the 0.3 specification's proto
+# (package a2a.v1): per message, "name number type [repeated] [oneof=...]
+# [json=...]"; a2a_grpc builds the descriptors from them (in a pool of their
+# own: a process may also hold the reference SDK's). GetAgentCard is left out
+# (UNIMPLEMENTED): its card is the one at /.well-known/agent-card.json.
+
+PROTO_PACKAGE = "a2a.v1"
+PROTO_ENUMS = {
+    "TaskState": ("TASK_STATE_UNSPECIFIED", "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING",
+                  "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELLED",
+                  "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_REJECTED", "TASK_STATE_AUTH_REQUIRED"),
+    "Role": ("ROLE_UNSPECIFIED", "ROLE_USER", "ROLE_AGENT"),
+}
+_STRUCT, _TIME = ".google.protobuf.Struct", ".google.protobuf.Timestamp"
+PROTO_MESSAGES = {
+    "SendMessageConfiguration": ("accepted_output_modes 1 string repeated",
+                                 "push_notification 2 PushNotificationConfig",
+                                 "history_length 3 int32", "blocking 4 bool"),
+    "Task": ("id 1 string", "context_id 2 string", "status 3 TaskStatus",
+             "artifacts 4 Artifact repeated", "history 5 Message repeated", f"metadata 6 {_STRUCT}"),
+    "TaskStatus": ("state 1 TaskState", "update 2 Message json=message", f"timestamp 3 {_TIME}"),
+    "Part": ("text 1 string oneof=part", "file 2 FilePart oneof=part",
+             "data 3 DataPart oneof=part", f"metadata 4 {_STRUCT}"),
+    "FilePart": ("file_with_uri 1 string oneof=file", "file_with_bytes 2 bytes oneof=file",
+                 "mime_type 3 string", "name 4 string"),
+    "DataPart": (f"data 1 {_STRUCT}",),
+    "Message": ("message_id 1 string", "context_id 2 string", "task_id 3 string", "role 4 Role",
+                "content 5 Part repeated", f"metadata 6 {_STRUCT}", "extensions 7 string repeated"),
+    "Artifact": ("artifact_id 1 string", "name 3 string", "description 4 string",
+                 "parts 5 Part repeated", f"metadata 6 {_STRUCT}", "extensions 7 string repeated"),
+    "TaskStatusUpdateEvent": ("task_id 1 string", "context_id 2 string", "status 3 TaskStatus",
+                              "final 4 bool", f"metadata 5 {_STRUCT}"),
+    "TaskArtifactUpdateEvent": ("task_id 1 string", "context_id 2 string", "artifact 3 Artifact",
+                                "append 4 bool", "last_chunk 5 bool", f"metadata 6 {_STRUCT}"),
+    "PushNotificationConfig": ("id 1 string", "url 2 string", "token 3 string",
+                               "authentication 4 AuthenticationInfo"),
+    "AuthenticationInfo": ("schemes 1 string repeated", "credentials 2 string"),
+    "TaskPushNotificationConfig": ("name 1 string",
+                                   "push_notification_config 2 PushNotificationConfig"),
+    "SendMessageRequest": ("request 1 Message json=message",
+                           "configuration 2 SendMessageConfiguration", f"metadata 3 {_STRUCT}"),
+    "GetTaskRequest": ("name 1 string", "history_length 2 int32"),
+    "CancelTaskRequest": ("name 1 string",),
+    "GetTaskPushNotificationConfigRequest": ("name 1 string",),
+    "DeleteTaskPushNotificationConfigRequest": ("name 1 string",),
+    "CreateTaskPushNotificationConfigRequest": ("parent 1 string", "config_id 2 string",
+                                                "config 3 TaskPushNotificationConfig"),
+    "TaskSubscriptionRequest": ("name 1 string",),
+    "ListTaskPushNotificationConfigRequest": ("parent 1 string", "page_size 2 int32",
+                                              "page_token 3 string"),
+    "SendMessageResponse": ("task 1 Task oneof=payload", "msg 2 Message oneof=payload json=message"),
+    "StreamResponse": ("task 1 Task oneof=payload", "msg 2 Message oneof=payload json=message",
+                       "status_update 3 TaskStatusUpdateEvent oneof=payload",
+                       "artifact_update 4 TaskArtifactUpdateEvent oneof=payload"),
+    "ListTaskPushNotificationConfigResponse": ("configs 1 TaskPushNotificationConfig repeated",
+                                               "next_page_token 2 string"),
+}
+PROTO_SERVICE = "a2a.v1.A2AService"
+
+# rpc -> (request message, response message, streams, the 1.0 method and
+# _REST's route for it, which fields of the request name the task or config)
+GRPC_RPCS = {
+    "SendMessage": ("SendMessageRequest", "SendMessageResponse", False,
+                    ("POST", "/message:send")),
+    "SendStreamingMessage": ("SendMessageRequest", "StreamResponse", True,
+                             ("POST", "/message:stream")),
+    "GetTask": ("GetTaskRequest", "Task", False, ("GET", "/tasks/{id}")),
+    "CancelTask": ("CancelTaskRequest", "Task", False, ("POST", "/tasks/{id}:cancel")),
+    "TaskSubscription": ("TaskSubscriptionRequest", "StreamResponse", True,
+                         ("GET", "/tasks/{id}:subscribe")),
+    "CreateTaskPushNotificationConfig": ("CreateTaskPushNotificationConfigRequest",
+                                         "TaskPushNotificationConfig", False,
+                                         ("POST", "/tasks/{id}/pushNotificationConfigs")),
+    "GetTaskPushNotificationConfig": ("GetTaskPushNotificationConfigRequest",
+                                      "TaskPushNotificationConfig", False,
+                                      ("GET", "/tasks/{id}/pushNotificationConfigs/{config}")),
+    "ListTaskPushNotificationConfig": ("ListTaskPushNotificationConfigRequest",
+                                       "ListTaskPushNotificationConfigResponse", False,
+                                       ("GET", "/tasks/{id}/pushNotificationConfigs")),
+    "DeleteTaskPushNotificationConfig": ("DeleteTaskPushNotificationConfigRequest",
+                                         "google.protobuf.Empty", False,
+                                         ("DELETE", "/tasks/{id}/pushNotificationConfigs/{config}")),
+}
+# 1.0 method -> its 0.3 rpc
+GRPC_RPC_OF = {_REST[route][0]: rpc for rpc, (_, _, _, route) in GRPC_RPCS.items()}
+
+
+def _resource(name):
+    """{"id", "config"} of a resource name: tasks/{id}, tasks/{id}/pushNotificationConfigs/{c}."""
+    parts = str(name or "").split("/")
+    if len(parts) < 2 or parts[0] != "tasks" or not parts[1]:
+        raise _bad("name", f"must be tasks/{{id}}[/pushNotificationConfigs/{{configId}}], "
+                           f"not {name!r}")
+    values = {"id": parts[1]}
+    if len(parts) == 4 and parts[2] == "pushNotificationConfigs":
+        values["config"] = parts[3]
+    return values
+
+
+def grpc_call(rpc, request, call):
+    """(1.0 method, 1.0 params, the answer in 0.3 JSON or None for a stream)
+    of a 0.3 gRPC request (its message as JSON: json_format.MessageToDict);
+    ``call``, its CallContext, is made the one a 1.0 operation reads."""
+    _as_v10(call)
+    route = GRPC_RPCS[rpc][3]
+    method, make_params, answer_out = _REST[route]
+    values = {} if "{id}" not in route[1] else _resource(request.get("name") or
+                                                         request.get("parent"))
+    query = {k: str(v) for k, v in request.items() if not isinstance(v, (dict, list))}
+    return method, make_params(request, query, values), answer_out
+
+
+def grpc_answer(rpc, answer):
+    """A unary rpc's 1.0 answer as its 0.3 response message's JSON."""
+    return _REST[GRPC_RPCS[rpc][3]][2](answer)
+
+
+def grpc_event_out(event):
+    """A 1.0 StreamResponse as the 0.3 StreamResponse's JSON."""
+    return _proto_event_out(event)
+
+
+def grpc_request_v03(method, params):
+    """(rpc, request message's JSON) of a 1.0 call on 0.3's gRPC binding (the
+    caller's side); UnsupportedOperationError for what 0.3's gRPC lacks."""
+    rpc = GRPC_RPC_OF.get(method)
+    if rpc is None:
+        raise a2a_min.UnsupportedOperationError(
+            f"A2A 0.3's gRPC binding has no {method}; this agent speaks only 0.3 there: use its "
+            "JSON-RPC or HTTP+JSON interface")
+    _, _, query, body = rest_request_v03(method, params)
+    if body is None:
+        body = dict(query)
+    task = params.get("taskId") or params.get("id")
+    if method in ("GetTask", "CancelTask", "SubscribeToTask"):
+        body["name"] = f"tasks/{task}"
+    elif method in ("GetTaskPushNotificationConfig", "DeleteTaskPushNotificationConfig"):
+        body["name"] = f"tasks/{task}/pushNotificationConfigs/{params['id']}"
+    elif method == "ListTaskPushNotificationConfigs":
+        body["parent"] = f"tasks/{task}"
+    return rpc, body
 
 
 # -- 0.3 inside a 1.0 request -----------------------------------------------------------------

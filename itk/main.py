@@ -24,7 +24,7 @@ instruction says and answers with the texts it collected:
 The answer is the task's final status message: COMPLETED with the texts
 joined by newlines (FAILED, with the reason, when a step failed). Served:
 JSON-RPC at /jsonrpc (the kit posts to /jsonrpc/), HTTP+JSON at the root,
-gRPC on the gRPC port (a2a_grpc), A2A 0.3 JSON-RPC and HTTP+JSON clients too
+gRPC on the gRPC port (a2a_grpc), A2A 0.3 clients on all three too
 (a2a_v03), webhooks to 127.0.0.1 only.
 
 The instruction's schema is written below as a protobuf descriptor built by

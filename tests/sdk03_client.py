@@ -12,6 +12,7 @@ validate them).
 """
 
 import asyncio
+import base64
 import json
 import sys
 import uuid
@@ -20,11 +21,15 @@ import httpx
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import (
     DeleteTaskPushNotificationConfigParams, DeleteTaskPushNotificationConfigRequest,
-    DeleteTaskPushNotificationConfigResponse, GetTaskPushNotificationConfigParams,
+    DeleteTaskPushNotificationConfigResponse, FilePart, FileWithBytes,
+    GetTaskPushNotificationConfigParams,
     ListTaskPushNotificationConfigParams, ListTaskPushNotificationConfigRequest,
     ListTaskPushNotificationConfigResponse, Message, MessageSendConfiguration, Part,
     PushNotificationConfig, Role, TaskIdParams, TaskPushNotificationConfig, TaskQueryParams,
     TextPart)
+
+
+FILE = b"\x0a\x85\x01\xff\x00 not UTF-8"
 
 
 def dump(model):
@@ -46,17 +51,27 @@ def seen(event):
 
 async def main(url, binding):
     out = {}
+    channels = {}
+    if binding == "GRPC":
+        import grpc
+        channels["grpc_channel_factory"] = grpc.aio.insecure_channel
     async with httpx.AsyncClient(timeout=30) as http:
         plain = await ClientFactory.connect(url, ClientConfig(
-            streaming=False, httpx_client=http, supported_transports=[binding]))
+            streaming=False, httpx_client=http, supported_transports=[binding], **channels))
         streaming = await ClientFactory.connect(url, ClientConfig(
-            streaming=True, httpx_client=http, supported_transports=[binding]))
+            streaming=True, httpx_client=http, supported_transports=[binding], **channels))
         out["card"] = dump(await plain.get_card())
         out["send"] = [seen(e) async for e in plain.send_message(message("hello"))]
         task_id = out["send"][-1]["task"]["id"]
         out["get"] = dump(await plain.get_task(TaskQueryParams(id=task_id, history_length=1)))
         out["stream"] = [seen(e) async for e in streaming.send_message(message("chunks"))]
         out["direct"] = [seen(e) async for e in plain.send_message(message("direct"))]
+        # A file's bytes (not UTF-8), as the SDK keeps them: base64 text.
+        file = FilePart(file=FileWithBytes(bytes=base64.b64encode(FILE).decode(),
+                                           mime_type="application/octet-stream"))
+        out["file"] = [seen(e) async for e in plain.send_message(Message(
+            message_id=str(uuid.uuid4()), role=Role.user,
+            parts=[Part(root=TextPart(text="file")), Part(root=file)]))]
 
         # A task that waits for input: continued, then another followed and canceled.
         waiting = [seen(e) async for e in plain.send_message(message("wait"))][-1]["task"]
@@ -86,7 +101,7 @@ async def main(url, binding):
         follower = asyncio.create_task(follow_across())
         await asyncio.sleep(0.5)
         other = await ClientFactory.connect(url, ClientConfig(
-            streaming=False, httpx_client=http, supported_transports=[binding]))
+            streaming=False, httpx_client=http, supported_transports=[binding], **channels))
         out["continued_elsewhere"] = [seen(e) async for e in other.send_message(message(
             "more", task_id=third["id"], context_id=third["contextId"]))]
         try:
@@ -104,7 +119,25 @@ async def main(url, binding):
         out["set"] = dump(await plain.set_task_callback(config))
         out["get_config"] = dump(await plain.get_task_callback(GetTaskPushNotificationConfigParams(
             id=task_id, push_notification_config_id="h1")))
-        if binding == "HTTP+JSON":
+        if binding == "GRPC":                       # (the SDK's stub: its client has neither)
+            from a2a.grpc import a2a_pb2, a2a_pb2_grpc
+            from google.protobuf.json_format import MessageToDict
+            card_grpc = next(i["url"] for i in out["card"]["additionalInterfaces"]
+                             if i["transport"] == "GRPC")
+            async with grpc.aio.insecure_channel(card_grpc) as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+                listed = await stub.ListTaskPushNotificationConfig(
+                    a2a_pb2.ListTaskPushNotificationConfigRequest(parent=f"tasks/{task_id}"))
+                out["list"] = {"result": [dump(TaskPushNotificationConfig(
+                    task_id=task_id, push_notification_config=PushNotificationConfig(
+                        **MessageToDict(p.push_notification_config,
+                                        preserving_proto_field_name=True))))
+                    for p in listed.configs]}
+                await stub.DeleteTaskPushNotificationConfig(
+                    a2a_pb2.DeleteTaskPushNotificationConfigRequest(
+                        name=f"tasks/{task_id}/pushNotificationConfigs/h1"))
+                out["delete"] = {"result": None}
+        elif binding == "HTTP+JSON":
             from a2a.grpc import a2a_pb2
             from google.protobuf.json_format import MessageToDict, ParseDict
             listed = await http.get(f"{url}/v1/tasks/{task_id}/pushNotificationConfigs")

@@ -507,18 +507,21 @@ def test_cards_without_a_usable_interface():
         a2a_client.Client(card_for("http://127.0.0.1:9", binding="CARRIER-PIGEON"))
     assert "no interface of this agent card can be used" in caught.value.message
     assert "CARRIER-PIGEON 1.0" in caught.value.message
-    # An agent that speaks only 0.3: over JSON-RPC the client translates
-    # (a2a_v03, tests/test_v03.py); over HTTP+JSON it cannot.
+    # An agent that speaks only 0.3: over JSON-RPC, HTTP+JSON (and gRPC, with
+    # grpcio) the client translates (a2a_v03, tests/test_v03.py).
     old = {"name": "old", "url": "http://127.0.0.1:9/", "protocolVersion": "0.3.0",
            "preferredTransport": "JSONRPC"}
     assert a2a_client.choose_interface(old, None)["protocolVersion"] == "0.3"
     assert a2a_client.choose_interface(card_for("http://127.0.0.1:9", version="0.3"), None
                                        )["protocolVersion"] == "0.3"
+    assert a2a_client.choose_interface(card_for("http://127.0.0.1:9", binding="HTTP+JSON",
+                                                version="0.3"), None) == {
+        "url": "http://127.0.0.1:9/", "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"}
     with pytest.raises(a2a_client.ClientError) as caught:
-        a2a_client.Client(card_for("http://127.0.0.1:9", binding="HTTP+JSON", version="0.3"))
+        a2a_client.Client(card_for("http://127.0.0.1:9", binding="SMTP", version="0.3"))
     assert "speaks only A2A 0.x" in caught.value.message
     with pytest.raises(a2a_client.ClientError) as caught:
-        a2a_client.Client({**old, "preferredTransport": "GRPC"})
+        a2a_client.Client({**old, "preferredTransport": "SMTP"})
     assert "A2A 0.3.0 card" in caught.value.message
 
 

@@ -4,6 +4,7 @@ environment of its own, against every host; golden 0.3 exchanges written
 here from the 0.3 specification; one task read across the two versions; mixed
 signals refused; and with compat off, the refusal that says how to turn it on."""
 
+import base64
 import json
 import os
 import subprocess
@@ -71,6 +72,10 @@ def check_sdk_run(seen, url, binding="JSONRPC"):
     assert all(u["final"] is False for u in updates[:-1] if u["kind"] == "status-update")
     assert seen["direct"] == [{"message": {**seen["direct"][0]["message"], "kind": "message",
                                            "role": "agent"}}]
+    # A file's bytes come back in the history as they went: over HTTP+JSON
+    # in the SDK's own FileWithBytes convention (base64 twice; see a2a_v03).
+    sent_file = seen["file"][-1]["task"]["history"][0]["parts"][1]["file"]
+    assert base64.b64decode(sent_file["bytes"]) == b"\x0a\x85\x01\xff\x00 not UTF-8"
     assert seen["waiting"]["status"]["state"] == "input-required"
     continued = seen["continued"][-1]["task"]
     assert continued["id"] == seen["waiting"]["id"] and continued["status"]["state"] == "completed"
@@ -94,7 +99,7 @@ def check_sdk_run(seen, url, binding="JSONRPC"):
         "id": "h1", "url": "https://hooks.invalid/a2a", "token": "t0k"}}
     assert seen["set"] == expected and seen["get_config"] == expected
     assert seen["list"]["result"] == [expected] and seen["delete"]["result"] is None
-    assert ("-32001" if binding == "JSONRPC" else "404") in seen["not_found"]
+    assert {"JSONRPC": "-32001", "GRPC": "NOT_FOUND"}.get(binding, "404") in seen["not_found"]
 
 
 def run_sdk(url, binding="JSONRPC"):
@@ -558,3 +563,228 @@ def test_answers_that_are_not_tasks_go_through_the_tables():
     config = {"taskId": "t", "id": "p", "url": "https://h/x"}
     body = a2a_v03._result_body(4, "GetTaskPushNotificationConfig", config)
     assert json.loads(body)["result"] == a2a_v03._push_config_out(config)
+
+
+# -- our client, calling an agent that speaks 0.3 over HTTP+JSON ----------------------------
+
+def _file_echo(ctx):
+    """The scenario agent, and the message's files given back as an artifact."""
+    files = [part for part in ctx.message["parts"] if "raw" in part]
+    if files:
+        yield a2a_min.artifact_update(files)
+    yield from scenario_agent(ctx)
+
+
+def _v03_only(card):
+    """A card as a 0.3-only agent shows it: url, preferredTransport,
+    additionalInterfaces, and no supportedInterfaces."""
+    return {k: v for k, v in card.items() if k != "supportedInterfaces"}
+
+
+FILE_BYTES = b"\x0a\x05hello\xff\x00"                  # not UTF-8, and not base64 text
+
+
+def _exercise_v03(client, sent, binding="HTTP+JSON"):
+    """Every operation over 0.3's HTTP+JSON (or gRPC), in 1.0 terms; ``sent``:
+    the HTTP requests seen (verb, URL, headers)."""
+    assert client.interface["protocolVersion"] == "0.3" and client.binding == binding
+    task = client.send("hello")["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [p for a in task["artifacts"] for p in a["parts"]] == [{"text": "echo: hello"}]
+    assert client.get_task(task["id"], history_length=1)["id"] == task["id"]
+    events = list(client.stream("hello again"))
+    assert "task" in events[0] and \
+        events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "final" not in events[-1]["statusUpdate"]
+    waiting = client.send("wait")["task"]
+    assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert waiting["status"]["message"]["role"] == "ROLE_AGENT"
+    assert client.cancel_task(waiting["id"])["status"]["state"] == "TASK_STATE_CANCELED"
+    config = client.create_push_config(task["id"], "https://hooks.invalid/a", config_id="c1",
+                                       token="tok")
+    assert config == {"taskId": task["id"], "id": "c1", "url": "https://hooks.invalid/a",
+                      "token": "tok"}
+    assert client.get_push_config(task["id"], "c1") == config
+    with pytest.raises(a2a_min.TaskNotFoundError):
+        client.get_task("no-such-task")
+    # A file's bytes, there and back: a2a-sdk 0.3's FileWithBytes convention (base64 twice).
+    raw = base64.b64encode(FILE_BYTES).decode()
+    part = {"raw": raw, "mediaType": "application/octet-stream", "filename": "f.bin"}
+    answer = client.send({"role": "ROLE_USER", "parts": [{"text": "file"}, part]})
+    assert part in [p for a in answer["task"]["artifacts"] for p in a["parts"]]
+    calls = [(url, headers) for _, url, headers in sent if "/.well-known/" not in url]
+    if binding == "HTTP+JSON":
+        assert calls and all("/v1/" in url and "A2A-Version" not in headers
+                             for url, headers in calls)
+    with pytest.raises(a2a_min.InvalidParamsError):                      # 0.3 has no tenants
+        client.call("GetTask", {"id": task["id"], "tenant": "acme"})
+    return task
+
+
+def test_our_client_speaks_0_3_over_http_json_to_our_server():
+    import a2a_client
+    from harness import Live
+    live = Live(a2a_min.Server(_file_echo, name="0.3 test agent", compat="0.3",
+                               push_notifications=True))
+    sent = []
+    try:
+        card, card_url = a2a_client.fetch_card(live.url)
+        with a2a_client.Client(_v03_only(card), card_url=card_url, binding="HTTP+JSON",
+                               on_request=lambda verb, url, headers, body: sent.append(
+                                   (verb, url, headers))) as client:
+            task = _exercise_v03(client, sent)
+            slow = client.send("slow0.3", immediate=True)["task"]
+            events = list(client.subscribe(slow["id"]))
+            assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert [c["id"] for c in client.list_push_configs(task["id"])["configs"]] == ["c1"]
+            assert client.delete_push_config(task["id"], "c1") == {}
+            with pytest.raises(a2a_min.TaskNotFoundError):
+                client.get_push_config(task["id"], "c1")
+        # The card's own order: JSON-RPC first, as a 0.3 client with no preference takes it.
+        with a2a_client.Client(_v03_only(card), card_url=card_url) as client:
+            assert client.binding == "JSONRPC"
+    finally:
+        live.close()
+
+
+def test_our_client_speaks_0_3_over_http_json_to_the_sdks_0_3_server():
+    import a2a_client
+    port = free_port()
+    proc = run_host([sdk03_python(), "tests/sdk03_server.py", str(port), "rest"], port)
+    sent = []
+    try:
+        with a2a_client.Client(f"http://127.0.0.1:{port}", binding="HTTP+JSON",
+                               on_request=lambda verb, url, headers, body: sent.append(
+                                   (verb, url, headers))) as client:
+            assert client.url == f"http://127.0.0.1:{port}/rest/"
+            _exercise_v03(client, sent)
+            # (a2a-sdk 0.3's HTTP+JSON application has no list and delete of push configs)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_file_bytes_are_read_as_either_0_3_convention():
+    raw = base64.b64encode(FILE_BYTES).decode()
+    assert a2a_v03._bytes_in(raw) == raw                                  # the specification
+    assert a2a_v03._bytes_in(a2a_v03._bytes_out(raw)) == raw              # a2a-sdk (Python) 0.3
+    assert a2a_v03._bytes_in("not base64!") == "not base64!"
+    part = a2a_v03._proto_part_in({"file": {"fileWithBytes": a2a_v03._bytes_out(raw)}}, "p")
+    assert part == {"raw": raw}
+
+
+# -- 0.3 over gRPC: a2a.v1.A2AService, beside 1.0's ----------------------------------------
+
+def _v03_grpc_server(agent=None):
+    grpc_mod = pytest.importorskip("a2a_grpc")
+    from harness import Live
+    srv = a2a_min.Server(agent or _file_echo, name="0.3 test agent", compat="0.3",
+                         push_notifications=True)
+    grpc_server, port = grpc_mod.create_server(srv, "127.0.0.1:0")
+    grpc_server.start()
+    return grpc_server, Live(srv)
+
+
+def test_the_0_3_card_lists_the_grpc_interface_too():
+    grpc_server, live = _v03_grpc_server()
+    try:
+        import a2a_client
+        card, _ = a2a_client.fetch_card(live.url)
+        grpc_url = next(i["url"] for i in card["supportedInterfaces"]
+                        if i["protocolBinding"] == "GRPC")
+        assert {"url": grpc_url, "transport": "GRPC"} in card["additionalInterfaces"]
+        assert {"url": grpc_url, "protocolBinding": "GRPC", "protocolVersion": "0.3"} in \
+            card["supportedInterfaces"]
+        assert card["preferredTransport"] == "JSONRPC"
+    finally:
+        grpc_server.stop(0)
+        live.close()
+
+
+def test_our_client_speaks_0_3_over_grpc_to_our_server():
+    import a2a_client
+    grpc_server, live = _v03_grpc_server()
+    try:
+        card, card_url = a2a_client.fetch_card(live.url)
+        with a2a_client.Client(_v03_only(card), card_url=card_url, binding="GRPC") as client:
+            task = _exercise_v03(client, [], "GRPC")
+            slow = client.send("slow0.3", immediate=True)["task"]
+            events = list(client.subscribe(slow["id"]))
+            assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert [c["id"] for c in client.list_push_configs(task["id"])["configs"]] == ["c1"]
+            assert client.delete_push_config(task["id"], "c1") == {}
+            with pytest.raises(a2a_min.UnsupportedOperationError):
+                client.list_tasks()                  # (0.3's gRPC has no ListTasks)
+        # 1.0 clients keep their own service on the same port.
+        with a2a_client.Client(live.url, binding="GRPC") as client:
+            assert client.interface["protocolVersion"] == "1.0"
+            assert client.send("hello")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        grpc_server.stop(0)
+        live.close()
+
+
+def _sdk03_has_grpc():
+    done = subprocess.run([sdk03_python(), "-c", "import grpc"], capture_output=True)
+    if done.returncode:
+        pytest.skip("the 0.3 venv has no grpcio (pip install grpcio there)")
+
+
+def test_the_sdks_0_3_grpc_client_against_our_server():
+    _sdk03_has_grpc()
+    grpc_server, live = _v03_grpc_server(scenario_agent)
+    try:
+        check_sdk_run(run_sdk(live.url, "GRPC"), live.url, "GRPC")
+    finally:
+        grpc_server.stop(0)
+        live.close()
+
+
+def test_our_client_speaks_0_3_over_grpc_to_the_sdks_0_3_server():
+    import a2a_client
+    pytest.importorskip("a2a_grpc")
+    _sdk03_has_grpc()
+    port, grpc_port = free_port(), free_port()
+    proc = run_host([sdk03_python(), "tests/sdk03_server.py", str(port), f"grpc={grpc_port}"],
+                    port)
+    try:
+        with a2a_client.Client(f"http://127.0.0.1:{port}", binding="GRPC") as client:
+            assert client.url.endswith(f"127.0.0.1:{grpc_port}")
+            _exercise_v03(client, [], "GRPC")
+            # (a2a-sdk 0.3's gRPC server has no list and delete of push configs)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+_DESCRIBE = """
+import json, sys
+from a2a.grpc import a2a_pb2
+
+def fields(descriptor):
+    return [[f.name, f.number, f.type, f.message_type.full_name if f.message_type else
+             f.enum_type.full_name if f.enum_type else "", f.json_name,
+             f.containing_oneof.name if f.containing_oneof else "",
+             bool(f.is_repeated if hasattr(f, "is_repeated") else f.label == 3)] for f in descriptor.fields]
+names = json.loads(sys.argv[1])
+print(json.dumps({name: fields(a2a_pb2.DESCRIPTOR.message_types_by_name[name]) for name in names}))
+"""
+
+
+def test_the_0_3_messages_are_those_of_the_reference_sdk():
+    """a2a_v03's description of the 0.3 proto (written from the 0.3
+    specification) builds the same fields as the SDK's generated module:
+    names, numbers, types, JSON names, oneofs, repetition."""
+    grpc_mod = pytest.importorskip("a2a_grpc")
+    ours = grpc_mod.v03_messages(a2a_v03)
+    done = subprocess.run([sdk03_python(), "-c", _DESCRIBE, json.dumps(sorted(
+        a2a_v03.PROTO_MESSAGES))], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    theirs = json.loads(done.stdout)
+    for name in a2a_v03.PROTO_MESSAGES:
+        mine = [[f.name, f.number, f.type, f.message_type.full_name if f.message_type else
+                 f.enum_type.full_name if f.enum_type else "", f.json_name,
+                 f.containing_oneof.name if f.containing_oneof else "",
+                 bool(f.is_repeated if hasattr(f, "is_repeated") else f.label == 3)]
+                for f in ours[name].DESCRIPTOR.fields]
+        assert mine == theirs[name], name
