@@ -4207,7 +4207,10 @@ def _as_it_is(body):
     return body
 
 
-_KEEPALIVE = b": keep-alive\n\n"
+# A comment line and no blank line after it: the standard ignores a blank line
+# that ends an event without data, but some parsers (httpx-sse's, under the
+# a2a-sdk 0.3 client) hand it on as an empty event, which the client fails on.
+_KEEPALIVE = b": keep-alive\n"
 
 
 def _unsent(sock, before):

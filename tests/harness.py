@@ -290,10 +290,11 @@ class GrpcClient(Client):
 def parse_sse(data):
     events = []
     for block in data.decode().split("\n\n"):
-        if not block.strip() or block.startswith(":"):
+        lines = [line for line in block.split("\n") if not line.startswith(":")]  # (comments)
+        if not any(line.strip() for line in lines):
             continue
         event_id, payload = None, None
-        for line in block.split("\n"):
+        for line in lines:
             if line.startswith("id: "):
                 event_id = int(line[4:])
             elif line.startswith("data: "):

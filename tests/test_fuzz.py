@@ -68,7 +68,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, print_blob=True,
 
 CARD_PATH = "/.well-known/agent-card.json"
 MAX_BODY = 16384            # the fuzzed server's max_body_bytes: large bodies are cheap to try
-KEEPALIVE = b": keep-alive\n\n"
+KEEPALIVE = b": keep-alive\n"      # (a comment line alone: no empty event after it)
 FRAME = re.compile(rb"(?:id: (0|[1-9][0-9]*)\n)?data: ([^\r\n]*)\n\n\Z")
 
 
@@ -621,6 +621,9 @@ def frames_in(chunks):
     events that were ready together (_SSEStream._joined), each whole."""
     frames = []
     for chunk in chunks:
+        if chunk == KEEPALIVE:
+            frames.append(chunk)
+            continue
         *whole, rest = chunk.split(b"\n\n")
         assert whole and rest == b"", chunk           # only whole frames
         frames += [frame + b"\n\n" for frame in whole]
