@@ -4601,8 +4601,10 @@ def _compat(version):
 
 
 def _error_response(server, path, status, error, media_type=None):
-    """Server.error_response: the JSON-RPC shape at the JSON-RPC endpoint, the
-    HTTP+JSON one (google.rpc.Status) anywhere else."""
+    """Server.error_response(): an error answer for ``path``, for problems adapters
+    find before handle_http (counted: count_refusal), in its binding's shape (section
+    7): JSON-RPC's at the JSON-RPC endpoint, HTTP+JSON's (google.rpc.Status) elsewhere."""
+    server.count_refusal(error)
     at_rpc = path is not None and path.rstrip("/") == server.rpc_path.rstrip("/")
     body = _jsonrpc_error(None, error) if at_rpc else _status_error(error, status)
     return Response(status, [("Content-Type", media_type or _JSON), _LINK,
@@ -5725,12 +5727,7 @@ class Server:
 
     handle_http = _handle_http  # one HTTP request, answered ("Bindings")
     call = _call                # one operation, from any binding ("Operations")
-
-    def error_response(self, path, status, error, media_type=None):
-        """An error answer for ``path`` in its binding's shape (section 7): for
-        problems adapters find before handle_http."""
-        self.count_refusal(error)
-        return _error_response(self, path, status, error, media_type)
+    error_response = _error_response    # an error answered before handle_http ("Bindings")
 
     # -- the agent card (section 8) -----------------------------------------
 
