@@ -1301,13 +1301,6 @@ def _limits(given):
     return {**DEFAULT_LIMITS, **given}
 
 
-def _memory_store(limits):
-    """The store a Server keeps when it is given none: a TaskStore bounded by
-    the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
-    return TaskStore(max_bytes=limits["max_store_bytes"],
-                     **{name: limits[name] for name in _STORE_LIMITS})
-
-
 def open_store(location=None, **limits):
     """The task store a location names (the command line's --store, the
     examples' A2A_STORE): None or "" for none (the Server keeps its tasks in
@@ -5665,7 +5658,8 @@ class Server:
                  cors_origins=(), tracing=True, metrics=False, observers=(), **limits):
         self.limits = limits = _limits(limits)
         self.agent = agent
-        self.store = store if store is not None else _memory_store(limits)
+        self.store = store if store is not None else TaskStore(   # (bounded by the limits)
+            max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in _STORE_LIMITS})
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
         self._card_path = (self.single_path or "").rstrip("/") + _CARD_PATH
