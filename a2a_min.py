@@ -4872,8 +4872,6 @@ def _query_to_params(message_type, query):
     """GET/DELETE query parameters -> a params dict for parse() (section 11.5):
     camelCase names, enums by name (or number), booleans as true/false,
     repeated fields repeated or comma separated, unknown names ignored."""
-    if not query:
-        return {}
     from urllib.parse import parse_qsl
     fields, params = _FIELDS[message_type], {}
     try:
