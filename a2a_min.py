@@ -2713,8 +2713,6 @@ class _TurnWriter:
         it says so itself; if it went out already (the agent waited after it),
         an empty chunk follows that says it. Nothing is held back to know."""
         body, self.chunk = self.chunk, None
-        if body is None:
-            return
         waiting = self.batch
         if waiting and waiting[-1][1] is body:
             kind, body, now, event = waiting[-1]
