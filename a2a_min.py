@@ -2269,7 +2269,7 @@ class _AccessLog(Observer):
             trace = found and found[0]
         if self.json:
             line = _dumps({
-                "time": self.server._now(), "client": str(request.peer or "") or None,
+                "time": self.server.live.now(), "client": str(request.peer or "") or None,
                 "method": request.method, "path": request.path,
                 "a2a_method": call and call.method, "status": request.status, "bytes": size,
                 "stream": request.stream, "ms": round(ms, 2),
@@ -5688,7 +5688,6 @@ class Server:
         self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
                          self._push_event if push_notifications else None,
                          functools.partial(_add_inline_push, self))
-        self._now = self.live.now           # (the access log's clock)
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.card = _Card(
             name=name, description=description, version=version, streaming=streaming,
