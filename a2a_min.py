@@ -4984,8 +4984,6 @@ def _parse_json_body(body):
 
 def _query_params(query):
     """A query string -> {name: last value} (repeated names: the last wins)."""
-    if not query:
-        return {}
     from urllib.parse import parse_qs
     return {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
 
