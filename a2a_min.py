@@ -3970,8 +3970,7 @@ def _check_inline_push(server, configuration):
 def _add_inline_push(server, ctx, owner):
     config = ctx.configuration.get("taskPushNotificationConfig")
     if config is not None:
-        _add_push_config(server, ctx.task_id, config, owner[0],
-                              getattr(ctx.caller, "translated_from", None))
+        _add_push_config(server, ctx.task_id, config, owner[0], ctx.caller.translated_from)
 
 
 # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
