@@ -4867,8 +4867,9 @@ def _routes_for(path):
 
 def _query_to_params(message_type, query):
     """GET/DELETE query parameters -> a params dict for parse() (section 11.5):
-    camelCase names, enums by name (or number), booleans as true/false,
-    repeated fields repeated or comma separated, unknown names ignored."""
+    camelCase names, enums by name (or number), booleans as true/false, each
+    given once, unknown names ignored. (No request of a GET or DELETE route
+    has a repeated field: ROUTES, MESSAGES.)"""
     from urllib.parse import parse_qsl
     fields, params = _FIELDS[message_type], {}
     try:
@@ -4880,9 +4881,6 @@ def _query_to_params(message_type, query):
         if field is None:
             continue
         name = field.name
-        if field.repeated:
-            params.setdefault(name, []).extend(v for v in value.split(",") if v)   # a,b or a&b
-            continue
         if name in params:
             raise InvalidParamsError(f"query parameter {name} is given more than once", field=name)
         if field.type == "bool":
