@@ -4276,12 +4276,6 @@ def _is_host(host):
                         host, re.ASCII) is not None
 
 
-def _url_host(url):
-    """The host of a URL (public_url), as _host_name gives it."""
-    from urllib.parse import urlsplit
-    return _host_name(urlsplit(url).netloc.rpartition("@")[2])
-
-
 def _answers_to(server, host):
     """Is ``host`` (a Host header) a name this server answers to?"""
     if not _is_host(host):
@@ -5676,8 +5670,9 @@ class Server:
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
         self.allow_hosts(("localhost",) + tuple(allowed_hosts))
-        if public_url:
-            self.allow_hosts([_url_host(public_url)])
+        if public_url:                      # (its host[:port]; allow_hosts reads the name)
+            from urllib.parse import urlsplit
+            self.allow_hosts([urlsplit(public_url).netloc.rpartition("@")[2]])
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
         live = getattr(self.store, "live_tasks", _LiveTasks)   # (a shared store's own)
         self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
