@@ -3059,8 +3059,7 @@ class _Channel:
         with self.lock:
             task = self.store.get(self.task["id"], self.owner)
             if task is None:
-                raise TaskNotFoundError(f"task {self.task['id']} is no longer stored",
-                                        metadata={"taskId": self.task["id"]})
+                raise _no_longer_stored(self.task["id"])
             self.task, self.version = task, task.version
             self.next_seq = max(self.next_seq, task.next_seq)
             self.grown = self.appended = None       # (what the store keeps is not known)
@@ -3429,9 +3428,8 @@ class _LiveTasks:
         channel = self.channels.get(task_id)
         if channel is None:
             task = self.store.get(task_id, owner)
-            if task is None:
-                raise TaskNotFoundError(f"no task with id {task_id!r}",
-                                        metadata={"taskId": task_id})
+            if task is None:                # (its callers saw it: gone since)
+                raise _no_longer_stored(task_id)
             channel = self.new_channel(owner, caller)
             channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
             self.keep(task_id, channel)
