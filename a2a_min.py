@@ -4207,15 +4207,13 @@ def _unsent(sock, before):
     0 where it cannot tell), or -1 if they are ``before``'s or more: the
     client read nothing since the last keep-alive (a kernel's buffers take a
     stream's megabytes without a write ever waiting), and its stream ends."""
-    if sock is None:                               # (a transport without one)
-        return 0
     try:
         import fcntl
         import termios
         held = int.from_bytes(fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, bytes(4)),
                               sys.byteorder, signed=True)
-    except (ImportError, AttributeError, OSError, ValueError):
-        return 0
+    except (ImportError, AttributeError, OSError, ValueError):   # (AttributeError: no
+        return 0                                   # TIOCOUTQ here, or a transport without a sock)
     return -1 if held and before and held >= before else held
 
 
