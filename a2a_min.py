@@ -2589,11 +2589,12 @@ _JOINED = 65536
 class _TurnWriter:
     """Turns one agent turn's outputs into task changes and events."""
 
-    __slots__ = ("live", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
+    __slots__ = ("live", "ctx", "channel", "ids", "watched", "done", "reply", "error", "chunk",
                  "chunk_id", "finished", "events", "bytes", "batch")
 
     def __init__(self, live, ctx, channel, watched=False):
         self.live, self.ctx, self.channel = live, ctx, channel
+        self.ids = {"taskId": ctx.task_id, "contextId": ctx.context_id}   # in every update
         self.watched = watched     # a stream follows this turn from its start
         self.done = False          # the task reached an end state for this turn
         self.reply = None          # a direct Message reply, if the agent gave one
@@ -2682,8 +2683,7 @@ class _TurnWriter:
                 and not ctx._canceled
                 and (not self.watched or getattr(channel.store, "batches", False))):
             return None
-        now = self.live.now()
-        ids = {"taskId": ctx.task_id, "contextId": ctx.context_id}
+        now, ids = self.live.now(), self.ids
         artifact = {**ids, "artifact": {"artifactId": self.live.new_id(),
                                         "parts": [{"text": result}]}}
         status = {**ids, "status": {"state": "TASK_STATE_COMPLETED", "timestamp": now}}
@@ -2700,8 +2700,7 @@ class _TurnWriter:
         first = self.chunk_id is None
         if first:
             self.chunk_id = self.live.new_id()
-        body = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id,   # (as _checked)
-                "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
+        body = {**self.ids, "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
         if not first:
             body["append"] = True
         self.chunk = body
@@ -2721,10 +2720,9 @@ class _TurnWriter:
             self.bytes += len(again.json) - len(event.json)
             waiting[-1] = (kind, body, now, again)
             return
-        self._publish("artifactUpdate", {
-            "taskId": self.ctx.task_id, "contextId": self.ctx.context_id, "append": True,
-            "lastChunk": True, "artifact": {"artifactId": self.chunk_id, "parts": [{"text": ""}]}},
-            None)
+        self._publish("artifactUpdate", {**self.ids, "append": True, "lastChunk": True,
+                                         "artifact": {"artifactId": self.chunk_id,
+                                                      "parts": [{"text": ""}]}}, None)
 
     def _status(self, body, trusted=False):
         """Publish a status update (``trusted``: built here, not by the agent)."""
@@ -2734,8 +2732,7 @@ class _TurnWriter:
             self._close_chunk()                 # (its artifact ends before the turn does)
         now = status["timestamp"] = self.live.now()
         if "message" in status:
-            status["message"] = {**status["message"], "taskId": self.ctx.task_id,
-                                 "contextId": self.ctx.context_id}
+            status["message"] = {**status["message"], **self.ids}
         if self._publish("statusUpdate", body, now) and status["state"] in _STREAM_END:
             self.done = True
 
@@ -2747,10 +2744,9 @@ class _TurnWriter:
     def _checked(self, kind, message_type, body, trusted):
         """An update with the turn's task and context ids; the agent's own
         (not ``trusted``) checked against the proto first."""
-        ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
         if trusted:
-            return {**ids, **body}
-        return parse(message_type, {**body, **ids}, "agent " + kind)
+            return {**self.ids, **body}
+        return parse(message_type, {**body, **self.ids}, "agent " + kind)
 
     def _publish(self, kind, body, now, event=None, earlier=()):
         """Apply the update (after those ``earlier``, from flush()) to the task,
@@ -2867,7 +2863,7 @@ class _TurnWriter:
         channel, ctx = self.channel, self.ctx
         with channel.lock:
             if channel.task is not None and not ctx._canceled:
-                now, ids = self.live.now(), {"taskId": ctx.task_id, "contextId": ctx.context_id}
+                now, ids = self.live.now(), self.ids
                 status = {"state": "TASK_STATE_FAILED", "timestamp": now,
                           "message": new_message("the agent failed, and what it produced could "
                                                  "not be stored; see the server log", **ids)}
