@@ -3626,7 +3626,7 @@ def _visible_task(server, task_id, call):
     return task
 
 
-def _view(task, history_length=None, include_artifacts=True):
+def _view(task, history_length, include_artifacts=True):
     """A task as a response shows it (section 3.2.4 historyLength)."""
     out = task
     if history_length is not None and "history" in task:
@@ -5379,7 +5379,7 @@ class _PushDelivery:
                 marks = {observer: observer.webhook_started(url, trace)
                          for observer in server.observers}
             try:
-                outcome, why, status = self._attempt(job[0], job[1], trace or None)
+                outcome, why, status = self._attempt(job[0], job[1], trace)
             except Exception:
                 _log().exception("unexpected error delivering to %s", url)
                 outcome, why, status = "failed", "an unexpected error (logged)", None
@@ -5483,7 +5483,7 @@ class _PushDelivery:
                 "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
                 callers, more)
 
-    def _attempt(self, config, body, trace=None):
+    def _attempt(self, config, body, trace):
         """One POST: (outcome, why, HTTP status or None), the outcome one of
         delivered, failed (final), refused (SSRF) and retry."""
         try:
@@ -5502,7 +5502,7 @@ class _PushDelivery:
         why = f"{config['url'][:80]}: HTTP {status}"     # 3xx (never followed), 4xx: final
         return ("retry" if status >= 500 else "failed"), why, status
 
-    def _post(self, config, target, body, trace=None):
+    def _post(self, config, target, body, trace):
         """POST to a vetted address of ``target``: the status, within push_timeout.
         The header values were checked when the config was made (the trace's
         when they were parsed or made)."""
@@ -7618,7 +7618,7 @@ def demo_server(**options):
                            "tags": ["echo", "demo"], "examples": ["hello"]}], **options)
 
 
-def _stop_on_ctrl_c(server, grace, stop_now=None):
+def _stop_on_ctrl_c(server, grace, stop_now):
     """The demo's Ctrl-C: the first stops gracefully, saying what it waits
     for (the host's KeyboardInterrupt path: Server.shutdown within
     ``grace``); a second one stops at once (after ``stop_now()``, if given),
