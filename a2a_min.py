@@ -1301,13 +1301,6 @@ def _limits(given):
     return {**DEFAULT_LIMITS, **given}
 
 
-def _memory_store(limits):
-    """The store a Server keeps when it is given none: a TaskStore bounded by
-    the server's limits (DEFAULT_LIMITS' names; its max_bytes is max_store_bytes)."""
-    return TaskStore(max_bytes=limits["max_store_bytes"],
-                     **{name: limits[name] for name in _STORE_LIMITS})
-
-
 def open_store(location=None, **limits):
     """The task store a location names (the command line's --store, the
     examples' A2A_STORE): None or "" for none (the Server keeps its tasks in
@@ -2276,7 +2269,7 @@ class _AccessLog(Observer):
             trace = found and found[0]
         if self.json:
             line = _dumps({
-                "time": self.server._now(), "client": str(request.peer or "") or None,
+                "time": self.server.live.now(), "client": str(request.peer or "") or None,
                 "method": request.method, "path": request.path,
                 "a2a_method": call and call.method, "status": request.status, "bytes": size,
                 "stream": request.stream, "ms": round(ms, 2),
@@ -2596,11 +2589,12 @@ _JOINED = 65536
 class _TurnWriter:
     """Turns one agent turn's outputs into task changes and events."""
 
-    __slots__ = ("live", "ctx", "channel", "watched", "done", "reply", "error", "chunk",
+    __slots__ = ("live", "ctx", "channel", "ids", "watched", "done", "reply", "error", "chunk",
                  "chunk_id", "finished", "events", "bytes", "batch")
 
     def __init__(self, live, ctx, channel, watched=False):
         self.live, self.ctx, self.channel = live, ctx, channel
+        self.ids = {"taskId": ctx.task_id, "contextId": ctx.context_id}   # in every update
         self.watched = watched     # a stream follows this turn from its start
         self.done = False          # the task reached an end state for this turn
         self.reply = None          # a direct Message reply, if the agent gave one
@@ -2689,8 +2683,7 @@ class _TurnWriter:
                 and not ctx._canceled
                 and (not self.watched or getattr(channel.store, "batches", False))):
             return None
-        now = self.live.now()
-        ids = {"taskId": ctx.task_id, "contextId": ctx.context_id}
+        now, ids = self.live.now(), self.ids
         artifact = {**ids, "artifact": {"artifactId": self.live.new_id(),
                                         "parts": [{"text": result}]}}
         status = {**ids, "status": {"state": "TASK_STATE_COMPLETED", "timestamp": now}}
@@ -2707,8 +2700,7 @@ class _TurnWriter:
         first = self.chunk_id is None
         if first:
             self.chunk_id = self.live.new_id()
-        body = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id,   # (as _checked)
-                "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
+        body = {**self.ids, "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
         if not first:
             body["append"] = True
         self.chunk = body
@@ -2720,8 +2712,6 @@ class _TurnWriter:
         it says so itself; if it went out already (the agent waited after it),
         an empty chunk follows that says it. Nothing is held back to know."""
         body, self.chunk = self.chunk, None
-        if body is None:
-            return
         waiting = self.batch
         if waiting and waiting[-1][1] is body:
             kind, body, now, event = waiting[-1]
@@ -2730,10 +2720,9 @@ class _TurnWriter:
             self.bytes += len(again.json) - len(event.json)
             waiting[-1] = (kind, body, now, again)
             return
-        self._publish("artifactUpdate", {
-            "taskId": self.ctx.task_id, "contextId": self.ctx.context_id, "append": True,
-            "lastChunk": True, "artifact": {"artifactId": self.chunk_id, "parts": [{"text": ""}]}},
-            None)
+        self._publish("artifactUpdate", {**self.ids, "append": True, "lastChunk": True,
+                                         "artifact": {"artifactId": self.chunk_id,
+                                                      "parts": [{"text": ""}]}}, None)
 
     def _status(self, body, trusted=False):
         """Publish a status update (``trusted``: built here, not by the agent)."""
@@ -2743,8 +2732,7 @@ class _TurnWriter:
             self._close_chunk()                 # (its artifact ends before the turn does)
         now = status["timestamp"] = self.live.now()
         if "message" in status:
-            status["message"] = {**status["message"], "taskId": self.ctx.task_id,
-                                 "contextId": self.ctx.context_id}
+            status["message"] = {**status["message"], **self.ids}
         if self._publish("statusUpdate", body, now) and status["state"] in _STREAM_END:
             self.done = True
 
@@ -2756,10 +2744,9 @@ class _TurnWriter:
     def _checked(self, kind, message_type, body, trusted):
         """An update with the turn's task and context ids; the agent's own
         (not ``trusted``) checked against the proto first."""
-        ids = {"taskId": self.ctx.task_id, "contextId": self.ctx.context_id}
         if trusted:
-            return {**ids, **body}
-        return parse(message_type, {**body, **ids}, "agent " + kind)
+            return {**self.ids, **body}
+        return parse(message_type, {**body, **self.ids}, "agent " + kind)
 
     def _publish(self, kind, body, now, event=None, earlier=()):
         """Apply the update (after those ``earlier``, from flush()) to the task,
@@ -2876,7 +2863,7 @@ class _TurnWriter:
         channel, ctx = self.channel, self.ctx
         with channel.lock:
             if channel.task is not None and not ctx._canceled:
-                now, ids = self.live.now(), {"taskId": ctx.task_id, "contextId": ctx.context_id}
+                now, ids = self.live.now(), self.ids
                 status = {"state": "TASK_STATE_FAILED", "timestamp": now,
                           "message": new_message("the agent failed, and what it produced could "
                                                  "not be stored; see the server log", **ids)}
@@ -3068,8 +3055,7 @@ class _Channel:
         with self.lock:
             task = self.store.get(self.task["id"], self.owner)
             if task is None:
-                raise TaskNotFoundError(f"task {self.task['id']} is no longer stored",
-                                        metadata={"taskId": self.task["id"]})
+                raise _no_longer_stored(self.task["id"])
             self.task, self.version = task, task.version
             self.next_seq = max(self.next_seq, task.next_seq)
             self.grown = self.appended = None       # (what the store keeps is not known)
@@ -3329,20 +3315,24 @@ _VARIANT_DIGITS = bytes.maketrans(b"0123456789abcdef", b"89ab89ab89ab89ab")
 
 class _Clock:
     """A server's clock: now as an RFC 3339 UTC timestamp with milliseconds
-    (section 5.5). The part to the second is formatted again only when the
-    second changes: 0.42 us a timestamp against 1.13 us, and a turn writes three."""
+    (section 5.5); or, given ``form`` (time.strftime's), to the second (a
+    host's Date header). The part to the second is formatted again only when
+    the second changes: 0.42 us a timestamp against 1.13 us, and a turn writes three."""
 
-    __slots__ = ("memo",)
+    __slots__ = ("memo", "form")
 
-    def __init__(self):
-        self.memo = (None, "")
+    def __init__(self, form=None):
+        self.memo, self.form = (None, ""), form
 
     def __call__(self):
         t = time.time()
         second = int(t)
         memo = self.memo
         if memo[0] != second:                  # one tuple, replaced whole: thread-safe
-            memo = self.memo = (second, "%04d-%02d-%02dT%02d:%02d:%02d" % time.gmtime(second)[:6])
+            memo = self.memo = (second, time.strftime(self.form or "%Y-%m-%dT%H:%M:%S",
+                                                      time.gmtime(second)))
+        if self.form:
+            return memo[1]
         return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
 
 class _LiveTasks:
@@ -3434,9 +3424,8 @@ class _LiveTasks:
         channel = self.channels.get(task_id)
         if channel is None:
             task = self.store.get(task_id, owner)
-            if task is None:
-                raise TaskNotFoundError(f"no task with id {task_id!r}",
-                                        metadata={"taskId": task_id})
+            if task is None:                # (its callers saw it: gone since)
+                raise _no_longer_stored(task_id)
             channel = self.new_channel(owner, caller)
             channel.task, channel.version, channel.next_seq = task, task.version, task.next_seq
             self.keep(task_id, channel)
@@ -3637,7 +3626,7 @@ def _visible_task(server, task_id, call):
     return task
 
 
-def _view(task, history_length=None, include_artifacts=True):
+def _view(task, history_length, include_artifacts=True):
     """A task as a response shows it (section 3.2.4 historyLength)."""
     out = task
     if history_length is not None and "history" in task:
@@ -3975,8 +3964,7 @@ def _check_inline_push(server, configuration):
 def _add_inline_push(server, ctx, owner):
     config = ctx.configuration.get("taskPushNotificationConfig")
     if config is not None:
-        _add_push_config(server, ctx.task_id, config, owner[0],
-                              getattr(ctx.caller, "translated_from", None))
+        _add_push_config(server, ctx.task_id, config, owner[0], ctx.caller.translated_from)
 
 
 # -- GetExtendedAgentCard (section 3.1.11) -------------------------------------
@@ -4218,15 +4206,13 @@ def _unsent(sock, before):
     0 where it cannot tell), or -1 if they are ``before``'s or more: the
     client read nothing since the last keep-alive (a kernel's buffers take a
     stream's megabytes without a write ever waiting), and its stream ends."""
-    if sock is None:                               # (a transport without one)
-        return 0
     try:
         import fcntl
         import termios
         held = int.from_bytes(fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, bytes(4)),
                               sys.byteorder, signed=True)
-    except (ImportError, AttributeError, OSError, ValueError):
-        return 0
+    except (ImportError, AttributeError, OSError, ValueError):   # (AttributeError: no
+        return 0                                   # TIOCOUTQ here, or a transport without a sock)
     return -1 if held and before and held >= before else held
 
 
@@ -4283,12 +4269,6 @@ def _is_host(host):
     import re
     return re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|([\w.~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(:[0-9]*)?",
                         host, re.ASCII) is not None
-
-
-def _url_host(url):
-    """The host of a URL (public_url), as _host_name gives it."""
-    from urllib.parse import urlsplit
-    return _host_name(urlsplit(url).netloc.rpartition("@")[2])
 
 
 def _answers_to(server, host):
@@ -4604,8 +4584,10 @@ def _compat(version):
 
 
 def _error_response(server, path, status, error, media_type=None):
-    """Server.error_response: the JSON-RPC shape at the JSON-RPC endpoint, the
-    HTTP+JSON one (google.rpc.Status) anywhere else."""
+    """Server.error_response(): an error answer for ``path``, for problems adapters
+    find before handle_http (counted: count_refusal), in its binding's shape (section
+    7): JSON-RPC's at the JSON-RPC endpoint, HTTP+JSON's (google.rpc.Status) elsewhere."""
+    server.count_refusal(error)
     at_rpc = path is not None and path.rstrip("/") == server.rpc_path.rstrip("/")
     body = _jsonrpc_error(None, error) if at_rpc else _status_error(error, status)
     return Response(status, [("Content-Type", media_type or _JSON), _LINK,
@@ -4874,10 +4856,9 @@ def _routes_for(path):
 
 def _query_to_params(message_type, query):
     """GET/DELETE query parameters -> a params dict for parse() (section 11.5):
-    camelCase names, enums by name (or number), booleans as true/false,
-    repeated fields repeated or comma separated, unknown names ignored."""
-    if not query:
-        return {}
+    camelCase names, enums by name (or number), booleans as true/false, each
+    given once, unknown names ignored. (No request of a GET or DELETE route
+    has a repeated field: ROUTES, MESSAGES.)"""
     from urllib.parse import parse_qsl
     fields, params = _FIELDS[message_type], {}
     try:
@@ -4889,9 +4870,6 @@ def _query_to_params(message_type, query):
         if field is None:
             continue
         name = field.name
-        if field.repeated:
-            params.setdefault(name, []).extend(v for v in value.split(",") if v)   # a,b or a&b
-            continue
         if name in params:
             raise InvalidParamsError(f"query parameter {name} is given more than once", field=name)
         if field.type == "bool":
@@ -4992,8 +4970,6 @@ def _parse_json_body(body):
 
 def _query_params(query):
     """A query string -> {name: last value} (repeated names: the last wins)."""
-    if not query:
-        return {}
     from urllib.parse import parse_qs
     return {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
 
@@ -5406,7 +5382,7 @@ class _PushDelivery:
                 marks = {observer: observer.webhook_started(url, trace)
                          for observer in server.observers}
             try:
-                outcome, why, status = self._attempt(job[0], job[1], trace or None)
+                outcome, why, status = self._attempt(job[0], job[1], trace)
             except Exception:
                 _log().exception("unexpected error delivering to %s", url)
                 outcome, why, status = "failed", "an unexpected error (logged)", None
@@ -5510,7 +5486,7 @@ class _PushDelivery:
                 "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
                 callers, more)
 
-    def _attempt(self, config, body, trace=None):
+    def _attempt(self, config, body, trace):
         """One POST: (outcome, why, HTTP status or None), the outcome one of
         delivered, failed (final), refused (SSRF) and retry."""
         try:
@@ -5529,7 +5505,7 @@ class _PushDelivery:
         why = f"{config['url'][:80]}: HTTP {status}"     # 3xx (never followed), 4xx: final
         return ("retry" if status >= 500 else "failed"), why, status
 
-    def _post(self, config, target, body, trace=None):
+    def _post(self, config, target, body, trace):
         """POST to a vetted address of ``target``: the status, within push_timeout.
         The header values were checked when the config was made (the trace's
         when they were parsed or made)."""
@@ -5666,7 +5642,8 @@ class Server:
                  cors_origins=(), tracing=True, metrics=False, observers=(), **limits):
         self.limits = limits = _limits(limits)
         self.agent = agent
-        self.store = store if store is not None else _memory_store(limits)
+        self.store = store if store is not None else TaskStore(   # (bounded by the limits)
+            max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in _STORE_LIMITS})
         self.single_path = "/" + single_path.strip("/") if single_path else None
         self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
         self._card_path = (self.single_path or "").rstrip("/") + _CARD_PATH
@@ -5688,14 +5665,14 @@ class Server:
         self._any_address = None            # any IP address in Host will do, unless False
         self._hosts = {}                    # Host header -> True, for those seen and accepted
         self.allow_hosts(("localhost",) + tuple(allowed_hosts))
-        if public_url:
-            self.allow_hosts([_url_host(public_url)])
+        if public_url:                      # (its host[:port]; allow_hosts reads the name)
+            from urllib.parse import urlsplit
+            self.allow_hosts([urlsplit(public_url).netloc.rpartition("@")[2]])
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
         live = getattr(self.store, "live_tasks", _LiveTasks)   # (a shared store's own)
         self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
                          self._push_event if push_notifications else None,
                          functools.partial(_add_inline_push, self))
-        self._now = self.live.now           # (the access log's clock)
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.card = _Card(
             name=name, description=description, version=version, streaming=streaming,
@@ -5728,12 +5705,7 @@ class Server:
 
     handle_http = _handle_http  # one HTTP request, answered ("Bindings")
     call = _call                # one operation, from any binding ("Operations")
-
-    def error_response(self, path, status, error, media_type=None):
-        """An error answer for ``path`` in its binding's shape (section 7): for
-        problems adapters find before handle_http."""
-        self.count_refusal(error)
-        return _error_response(self, path, status, error, media_type)
+    error_response = _error_response    # an error answered before handle_http ("Bindings")
 
     # -- the agent card (section 8) -----------------------------------------
 
@@ -6632,20 +6604,9 @@ def _response_head(response, close, date, body=False):
     return head + response.body if body and response.stream is None else head
 
 
-class _DateHeader:
-    """The Date header's value (RFC 9110 section 6.6.1), one per host: made
-    again only when the second changes, not for every response."""
-
-    __slots__ = ("memo",)
-
-    def __init__(self):
-        self.memo = (None, "")
-
-    def __call__(self):
-        now = int(time.time())
-        if self.memo[0] != now:                # one tuple, replaced whole: thread-safe
-            self.memo = (now, time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now)))
-        return self.memo[1]
+# The Date header's value (RFC 9110 section 6.6.1), one clock per host: made
+# again only when the second changes, not for every response.
+_DateHeader = functools.partial(_Clock, "%a, %d %b %Y %H:%M:%S GMT")
 
 
 def _timed_out(server, timeout):
@@ -7660,7 +7621,7 @@ def demo_server(**options):
                            "tags": ["echo", "demo"], "examples": ["hello"]}], **options)
 
 
-def _stop_on_ctrl_c(server, grace, stop_now=None):
+def _stop_on_ctrl_c(server, grace, stop_now):
     """The demo's Ctrl-C: the first stops gracefully, saying what it waits
     for (the host's KeyboardInterrupt path: Server.shutdown within
     ``grace``); a second one stops at once (after ``stop_now()``, if given),

@@ -151,6 +151,15 @@ def test_bad_query_values_match_the_jsonrpc_errors(server, query, field):
     assert violations[0]["fieldViolations"][0]["field"] == field
 
 
+def test_query_routes_take_no_repeated_field():
+    """A GET or DELETE route's request comes from the query alone, one value
+    a parameter (_query_to_params): none of those messages has a repeated field."""
+    for verb, _, method in a2a_min.ROUTES:
+        if verb in ("GET", "DELETE"):
+            rows = a2a_min.MESSAGES[a2a_min.METHODS[method][0]]
+            assert not [row for row in rows if "repeated" in row[3].split()], method
+
+
 def test_query_and_jsonrpc_give_the_same_error(server):
     from harness import Client
     jsonrpc = Client(server).error("ListTasks", {"pageSize": 500})
