@@ -300,6 +300,19 @@ def agent(ctx):
     yield a2a_min.status_update("TASK_STATE_COMPLETED", text)
 
 
+# What a message may carry (section 3.3.2): the instruction, as the kit's agents
+# send it (application/x-protobuf; some SDKs, application/octet-stream), and text.
+INPUT_MODES = ["text/plain", "application/x-protobuf", "application/octet-stream"]
+
+
+def make_server(**options):
+    """The agent's server: JSON-RPC at /jsonrpc, 0.3 clients too, no console."""
+    return a2a_min.Server(
+        agent, name="ITK a2a_min agent", description="a2a_min following the ITK instructions.",
+        version=a2a_min.__version__, rpc_path="/jsonrpc", compat="0.3", input_modes=INPUT_MODES,
+        console=False, **options)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--httpPort", type=int, default=10102)
@@ -309,11 +322,8 @@ def main(argv=None):
                                       logging.INFO),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     host = "127.0.0.1"
-    server = a2a_min.Server(
-        agent, name="ITK a2a_min agent", description="a2a_min following the ITK instructions.",
-        version=a2a_min.__version__, public_url=f"http://{host}:{args.httpPort}",
-        rpc_path="/jsonrpc", compat="0.3", push_notifications=True,
-        push_allow=("127.0.0.1/32",), console=False)
+    server = make_server(public_url=f"http://{host}:{args.httpPort}", push_notifications=True,
+                         push_allow=("127.0.0.1/32",))
     log.info("a2a_min %s: JSON-RPC http://%s:%d/jsonrpc, HTTP+JSON http://%s:%d/, gRPC %s:%d",
              a2a_min.__version__, host, args.httpPort, host, args.httpPort, host, args.grpcPort)
     a2a_grpc.serve(server, host, args.httpPort, args.grpcPort)

@@ -33,7 +33,7 @@ def agents(itk):
     """Two agents on 127.0.0.1, each on JSON-RPC, HTTP+JSON and gRPC: their base URLs."""
     urls, stops = [], []
     for _ in range(2):
-        server = a2a_min.Server(itk.agent, rpc_path="/jsonrpc", compat="0.3", console=False)
+        server = itk.make_server()
         grpc_server, _ = a2a_grpc.create_server(server, "127.0.0.1:0")
         grpc_server.start()
         httpd = a2a_min.make_http_server(server, "127.0.0.1", 0)
