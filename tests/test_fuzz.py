@@ -621,12 +621,14 @@ def frames_in(chunks):
     events that were ready together (_SSEStream._joined), each whole."""
     frames = []
     for chunk in chunks:
-        if chunk == KEEPALIVE:
-            frames.append(chunk)
-            continue
-        *whole, rest = chunk.split(b"\n\n")
-        assert whole and rest == b"", chunk           # only whole frames
-        frames += [frame + b"\n\n" for frame in whole]
+        while chunk:
+            if chunk.startswith(KEEPALIVE):          # (a comment line, no blank line after it)
+                cut = len(KEEPALIVE)
+            else:
+                cut = chunk.find(b"\n\n") + 2
+                assert cut > 1, chunk                 # only whole frames
+            frames.append(chunk[:cut])
+            chunk = chunk[cut:]
     return frames
 
 

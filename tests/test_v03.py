@@ -34,7 +34,12 @@ def sdk03_python():
     return python
 
 
+# The media types the 0.3 test agent takes: text, and the file sdk03_client.py sends.
+INPUT_MODES = ("text/plain", "application/octet-stream")
+
+
 def server(**options):
+    options.setdefault("input_modes", INPUT_MODES)
     return a2a_min.Server(scenario_agent, name="0.3 test agent", compat="0.3",
                           push_notifications=True, **options)
 
@@ -625,7 +630,7 @@ def test_our_client_speaks_0_3_over_http_json_to_our_server():
     import a2a_client
     from harness import Live
     live = Live(a2a_min.Server(_file_echo, name="0.3 test agent", compat="0.3",
-                               push_notifications=True))
+                               push_notifications=True, input_modes=["*/*"]))
     sent = []
     try:
         card, card_url = a2a_client.fetch_card(live.url)
@@ -676,10 +681,11 @@ def test_file_bytes_are_read_as_either_0_3_convention():
 # -- 0.3 over gRPC: a2a.v1.A2AService, beside 1.0's ----------------------------------------
 
 def _v03_grpc_server(agent=None):
-    grpc_mod = pytest.importorskip("a2a_grpc")
-    from harness import Live
+    from harness import Live, need
+    need("grpc", "0.3 over gRPC: the grpc extra (pip install -e '.[grpc]')")
+    import a2a_grpc as grpc_mod
     srv = a2a_min.Server(agent or _file_echo, name="0.3 test agent", compat="0.3",
-                         push_notifications=True)
+                         push_notifications=True, input_modes=["*/*"])
     grpc_server, port = grpc_mod.create_server(srv, "127.0.0.1:0")
     grpc_server.start()
     return grpc_server, Live(srv)

@@ -12,4 +12,5 @@ import a2a_min  # noqa: E402
 from harness import scenario_agent  # noqa: E402
 
 handler = a2a_min.lambda_handler(a2a_min.Server(
-    scenario_agent, name="0.3 test agent", compat="0.3", push_notifications=True))
+    scenario_agent, name="0.3 test agent", compat="0.3", push_notifications=True,
+    input_modes=("text/plain", "application/octet-stream")))
