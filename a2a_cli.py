@@ -591,6 +591,15 @@ def _parser():
                              "package)")
     parser.add_argument("--kid", help="with --sign-key: the key's id, which verifiers look it "
                                       "up by")
+    parser.add_argument("--jwt-issuer", metavar="URL",
+                        help="callers send a JWT from this identity provider (OpenID Connect "
+                             "discovery at URL/.well-known/openid-configuration gives its "
+                             "keys); the caller is its sub claim (a2a_jwt.py, needs PyJWT: "
+                             "pip install 'PyJWT[crypto]')")
+    parser.add_argument("--jwt-audience", metavar="AUD",
+                        help="with --jwt-issuer: the aud a token must name (this agent's)")
+    parser.add_argument("--jwt-scope", action="append", default=[], metavar="SCOPE",
+                        help="with --jwt-issuer: a scope every call needs (repeatable)")
     parser.add_argument("--exec", metavar="CMD", dest="exec_command",
                         help="the agent is this program, run for each message (split like a "
                              "shell would, never run by one): the text on its standard input, "
@@ -607,6 +616,27 @@ def _parser():
                              "server's too (repeatable; it sees only PATH, HOME, the locale, "
                              "TMPDIR, TZ and A2A_TASK_ID and A2A_CONTEXT_ID otherwise)")
     return parser
+
+
+def _authenticate(args, parser):
+    """The authenticate hook of serve's flags: JwtAuth (--jwt-issuer), MutualTlsAuth
+    (--tls-client-ca), or None."""
+    if not args.jwt_issuer:
+        if args.jwt_audience or args.jwt_scope:
+            parser.error("--jwt-audience and --jwt-scope go with --jwt-issuer URL")
+        return MutualTlsAuth() if args.tls_client_ca else None
+    if not args.jwt_audience:
+        parser.error("--jwt-issuer needs --jwt-audience AUD: the aud its tokens name for this "
+                     "agent (a token meant for another must not pass)")
+    if args.tls_client_ca:
+        parser.error("--jwt-issuer and --tls-client-ca are two ways to say who calls: "
+                     "choose one")
+    try:
+        a2a_jwt = a2a_min._companion("a2a_jwt", "--jwt-issuer")
+        return a2a_jwt.JwtAuth(issuer=args.jwt_issuer, audience=args.jwt_audience,
+                               scopes=args.jwt_scope)
+    except (ValueError, ModuleNotFoundError) as error:
+        parser.error(f"--jwt-issuer: {error}")
 
 
 # -- the stats line ----------------------------------------------------------------------
@@ -709,6 +739,8 @@ def _what_it_keeps(args, server, tls):
     if tls:
         kept += "; TLS" + (f", client certificates ({args.tls_client_cert}) from "
                            + args.tls_client_ca if args.tls_client_ca else "")
+    if args.jwt_issuer:
+        kept += f"; callers' tokens from {args.jwt_issuer}"
     if server.card.signer is not None:
         kept += f"; card signed ({server.card.signer.header.get('alg')}, kid {args.kid})"
     if args.workers > 1:
@@ -753,7 +785,7 @@ def main(argv=None):
     signer = _demo_signer(args, parser)
     try:
         options = dict(_server_options(args), card_signer=signer, store=store,
-                       authenticate=MutualTlsAuth() if args.tls_client_ca else None)
+                       authenticate=_authenticate(args, parser))
         other = _demo_agent_of(args, parser)
         server = demo_server(**options) if other is None else Server(
             other[0], name=other[1], description=other[2], **options)
