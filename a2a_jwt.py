@@ -122,7 +122,7 @@ class JwtAuth:
     ``aud``. The keys: ``jwks`` (a JWKS dict), ``keys`` (kid -> a public key:
     PEM or a cryptography key), ``jwks_uri``, or else the issuer's OpenID
     Connect discovery document. ``scopes``: the scopes every operation needs
-    (a list), or operation name ("SendMessage") -> scopes. ``principal_claim``
+    (a list), or operation name ("SendMessage", or "*" for the others) -> scopes. ``principal_claim``
     names the caller; ``leeway`` is the seconds of clock skew allowed;
     ``anonymous`` lets a caller without a token in, as principal None.
     ``oauth2_flows`` declares an OAuth2 scheme (with those OAuthFlows) on the
@@ -159,6 +159,8 @@ class JwtAuth:
         self.fetches = 0                           # JWKS documents fetched (for stats, tests)
         self._lock = threading.Lock()              # (held for the refresh decision alone)
         self._fetching = False
+        self._fetched = threading.Event()          # (set when no fetch is running)
+        self._fetched.set()
         self._fetched_at = None                    # monotonic time of the last attempt
         self._expires = 0.0
         self._static = jwks is not None or keys is not None
@@ -286,6 +288,7 @@ class JwtAuth:
         finally:
             with self._lock:
                 self._fetching = False
+                self._fetched.set()
 
     def _refresh(self, wait):
         """Refresh the keys if no fetch ran for refresh_interval and none is
@@ -294,10 +297,16 @@ class JwtAuth:
             return
         now = time.monotonic()
         with self._lock:
-            if self._fetching or (self._fetched_at is not None
-                                  and now - self._fetched_at < self.refresh_interval):
-                return
-            self._fetching, self._fetched_at = True, now
+            running = self._fetching
+            due = not running and (self._fetched_at is None
+                                   or now - self._fetched_at >= self.refresh_interval)
+            if due:
+                self._fetching, self._fetched_at = True, now
+                self._fetched.clear()
+        if not due:
+            if running and wait and not self._keys:   # (no key to check with meanwhile)
+                self._fetched.wait(2 * self.fetch_timeout)
+            return
         if wait:
             self._fetch()
         else:
@@ -312,7 +321,7 @@ class JwtAuth:
             entry = next(iter(keys.values())) if len(keys) == 1 else None
         else:
             entry = keys.get(kid)
-            if entry is None and isinstance(kid, str):
+            if entry is None:
                 self._refresh(wait=True)           # (a new key: rate-limited)
                 entry = self._keys.get(kid)
         return entry and entry.get(alg)
@@ -329,15 +338,18 @@ class JwtAuth:
         """The claims of a token that passes every check, else
         AuthenticationRequiredError (invalid_token)."""
         jwt = self.jwt
-        if len(token) > self.max_token_bytes:
-            raise self._invalid(f"longer than max_token_bytes ({self.max_token_bytes})")
+        if len(token) > self.max_token_bytes or not token.isascii():
+            raise self._invalid(f"longer than max_token_bytes ({self.max_token_bytes}), or "
+                                "not ASCII")
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError as error:
             raise self._invalid(f"no JWS header: {error}") from None
         alg, kid = header.get("alg"), header.get("kid")
-        if alg not in self.algorithms:
+        if not isinstance(alg, str) or alg not in self.algorithms:
             raise self._invalid(f"the algorithm {alg!r} is not allowed")
+        if kid is not None and not isinstance(kid, str):
+            raise self._invalid("the kid is not a string")
         key = self._key(kid, alg)
         if key is None:
             raise self._invalid(f"no key {kid!r} of the issuer verifies {alg}")
@@ -365,8 +377,8 @@ class JwtAuth:
         if kind.lower() != "bearer" or not token:
             raise self._invalid("the Authorization header is not 'Bearer <token>'")
         claims = self.claims(token)
-        needed = (self.scopes.get(call.method, ()) if isinstance(self.scopes, dict)
-                  else self.scopes)
+        needed = (self.scopes.get(call.method, self.scopes.get("*", ()))
+                  if isinstance(self.scopes, dict) else self.scopes)
         missing = [s for s in needed if s not in _token_scopes(claims)]
         if missing:
             scope = " ".join(needed)

@@ -267,6 +267,10 @@ ATTACKS = {
     "a bad signature": lambda i: KEYS["ES256"].token(i.url)[:-6] + "AAAAAA",
     "a huge token": lambda i: KEYS["ES256"].token(i.url, pad="x" * 20000),
     "not a JWT": lambda i: "not-a-jwt",
+    "a kid that is not a string": lambda i: KEYS["ES256"].token(i.url, header={"kid": {"a": 1}}),
+    "an alg that is not a string": lambda i: _unsigned(i, {"alg": ["ES256"]}) + ".AAAA",
+    "not ASCII": lambda i: KEYS["ES256"].token(i.url) + "\u00e9",
+    "a JSON array for a header": lambda i: b64(b"[1]") + "." + b64(b"{}") + ".AAAA",
 }
 
 
@@ -411,6 +415,22 @@ def test_a_slow_fetch_never_blocks_other_callers():
         idp.close()
 
 
+def test_callers_arriving_together_at_a_cold_start_all_get_in():
+    idp = Issuer(KEYS.values())
+    try:
+        server = a2a_min.Server(scenario_agent, authenticate=idp.auth())
+        statuses = []
+        threads = [threading.Thread(target=lambda k=k: statuses.append(
+            call(server, KEYS[k].token(idp.url)).status)) for k in sorted(KEYS) * 4]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert statuses == [200] * len(threads) and idp.fetches == 1
+    finally:
+        idp.close()
+
+
 # -- scopes, and 403 ------------------------------------------------------------------------
 
 def test_missing_scopes_are_403_insufficient_scope_on_each_binding(issuer, make_client):
@@ -424,6 +444,14 @@ def test_missing_scopes_are_403_insufficient_scope_on_each_binding(issuer, make_
     assert error.get("grpcStatus", "PERMISSION_DENIED") == "PERMISSION_DENIED"
     assert error.get("httpStatus", 403) == 403
     assert client.result("SendMessage", {"message": user_message("x")}, headers=writer)["task"]
+
+
+def test_star_names_the_scopes_of_the_other_operations(issuer):
+    auth = issuer.auth(scopes={"GetTask": [], "*": ["agent"]})
+    server = a2a_min.Server(scenario_agent, authenticate=auth)
+    token = KEYS["ES256"].token(issuer.url)
+    assert json.loads(call(server, token).body)["error"]["code"] == -31403
+    assert json.loads(call(server, token, "GetTask", {"id": "x"}).body)["error"]["code"] == -32001
 
 
 def test_global_scopes_and_the_403_over_http(issuer):
@@ -511,3 +539,27 @@ def test_serve_takes_jwt_issuer_and_audience(issuer):
     with pytest.raises(SystemExit):
         a2a_cli._authenticate(a2a_cli._parser().parse_args(["--jwt-issuer", issuer.url]),
                               a2a_cli._parser())
+
+
+def test_the_command_lines_send_and_check_send_the_token_given_as_auth(issuer):
+    import io
+
+    import a2a_cli
+    from harness import Live
+    live = Live(a2a_min.demo_server(authenticate=issuer.auth()), timeout=5)
+    try:
+        token = KEYS["ES256"].token(issuer.url, sub="carol")
+        out, err = io.StringIO(), io.StringIO()
+        assert a2a_cli.verbs_main(["send", live.url, "hi", "--auth", f"Bearer {token}"],
+                                  out, err) == 0, err.getvalue()
+        assert json.loads(call(live.server, token).body)["result"]["totalSize"] == 1
+        assert json.loads(call(live.server, KEYS["ES256"].token(issuer.url, sub="dave")).body)[
+            "result"]["totalSize"] == 0
+        out, err = io.StringIO(), io.StringIO()
+        assert a2a_cli.verbs_main(["send", live.url, "hi"], out, err) == 1
+        assert "--auth" in err.getvalue()
+        out, err = io.StringIO(), io.StringIO()
+        status = a2a_cli.verbs_main(["check", live.url, "--auth", f"Bearer {token}"], out, err)
+        assert status == 0, out.getvalue()[-2000:] + err.getvalue()
+    finally:
+        live.close()
