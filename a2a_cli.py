@@ -756,7 +756,8 @@ def main(argv=None):
     # (a2a_client.main puts the verb first).
     verb = next((i for i, word in enumerate(argv) if word in VERBS), None)
     late = bool(verb) and argv[0].startswith("-") and argv[0] not in ("-h", "--help") and \
-        argv[verb - 1] not in ("--exec", "--host", "--store", "--kid", "--single-path")
+        argv[verb - 1] not in ("--exec", "--host", "--store", "--kid", "--single-path",
+                                "--jwt-scope", "--jwt-audience")
     if argv and argv[0] == "serve":
         argv = argv[1:]
     elif argv and (argv[0] in VERBS or late):

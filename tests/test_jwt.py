@@ -563,3 +563,35 @@ def test_the_command_lines_send_and_check_send_the_token_given_as_auth(issuer):
         assert status == 0, out.getvalue()[-2000:] + err.getvalue()
     finally:
         live.close()
+
+
+def test_serve_with_jwt_issuer_in_a_process_of_its_own(issuer, monkeypatch):
+    """python a2a_min.py --jwt-issuer URL --jwt-audience AUD: the card names the
+    issuer's discovery document, a token of the issuer gets in, none does not
+    (the process trusts the suite's CA through SSL_CERT_FILE, as an operator's would)."""
+    import http.client
+    import sys
+
+    from harness import free_port, run_host
+    monkeypatch.setenv("SSL_CERT_FILE", suite_pki()["ca"])
+    port = free_port()
+    proc = run_host([sys.executable, "a2a_min.py", "--port", str(port), "--stats-interval", "0",
+                     "--jwt-issuer", issuer.url, "--jwt-audience", AUDIENCE], port)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/.well-known/agent-card.json")
+        card = json.loads(conn.getresponse().read())
+        assert card["securitySchemes"]["oidc"]["openIdConnectSecurityScheme"][
+            "openIdConnectUrl"] == issuer.url + "/.well-known/openid-configuration"
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ListTasks",
+                           "params": {}}).encode()
+        conn.request("POST", "/", body, bearer(KEYS["EdDSA"].token(issuer.url)))
+        resp = conn.getresponse()
+        assert resp.status == 200 and "result" in json.loads(resp.read())
+        conn.request("POST", "/", body, dict(V1))
+        resp = conn.getresponse()
+        assert resp.status == 401 and resp.getheader("WWW-Authenticate") == 'Bearer realm="a2a"'
+        resp.read()
+    finally:
+        proc.terminate()
+        proc.wait(10)
