@@ -122,8 +122,8 @@ class JwtAuth:
     ``aud``. The keys: ``jwks`` (a JWKS dict), ``keys`` (kid -> a public key:
     PEM or a cryptography key), ``jwks_uri``, or else the issuer's OpenID
     Connect discovery document. ``scopes``: the scopes every operation needs
-    (a list), or operation name ("SendMessage", or "*" for the others) -> scopes. ``principal_claim``
-    names the caller; ``leeway`` is the seconds of clock skew allowed;
+    (a list), or operation name ("SendMessage"; "*": the others) -> scopes.
+    ``principal_claim`` names the caller; ``leeway`` is the seconds of clock skew allowed;
     ``anonymous`` lets a caller without a token in, as principal None.
     ``oauth2_flows`` declares an OAuth2 scheme (with those OAuthFlows) on the
     card in place of OpenID Connect discovery. ``tls_context``: the
@@ -144,8 +144,10 @@ class JwtAuth:
         if not self.algorithms:
             raise ValueError(f"algorithms: none of {list(algorithms)} is one JwtAuth checks "
                              f"({', '.join(DEFAULT_ALGORITHMS)})")
-        self.scopes = ({k: tuple(v) for k, v in scopes.items()} if isinstance(scopes, dict)
-                       else tuple(scopes or ()))
+        def listed(names):                          # ("a b" is two scopes, as in a token)
+            return tuple(names.split() if isinstance(names, str) else names or ())
+        self.scopes = ({k: listed(v) for k, v in scopes.items()} if isinstance(scopes, dict)
+                       else listed(scopes))
         self.tls_context, self.max_token_bytes = tls_context, max_token_bytes
         self.max_jwks_bytes, self.fetch_timeout = max_jwks_bytes, fetch_timeout
         self.refresh_interval = refresh_interval
