@@ -595,3 +595,25 @@ def test_serve_with_jwt_issuer_in_a_process_of_its_own(issuer, monkeypatch):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_0_3_client_is_the_same_caller_as_a_1_0_client(issuer):
+    """With compat="0.3", a 0.3 request with the token is the token's caller: the
+    task it makes is that caller's in 1.0 too, and no one else's; scopes hold."""
+    server = a2a_min.Server(scenario_agent, compat="0.3", authenticate=issuer.auth(
+        scopes={"SendMessage": ["agent:write"]}))
+    token = KEYS["RS256"].token(issuer.url, sub="erin", scope="agent:write")
+
+    def rpc03(method, params, token):
+        headers = {"content-type": "application/json", "authorization": f"Bearer {token}"}
+        return json.loads(server.handle_http("POST", "/", "", headers, json.dumps(
+            {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).encode()).body)
+    message = {"kind": "message", "messageId": "m-1", "role": "user",
+               "parts": [{"kind": "text", "text": "hi"}]}
+    task = rpc03("message/send", {"message": message}, token)["result"]
+    assert json.loads(call(server, token, "GetTask", {"id": task["id"]}).body)["result"]
+    other = KEYS["RS256"].token(issuer.url, sub="frank", scope="agent:write")
+    assert rpc03("tasks/get", {"id": task["id"]}, other)["error"]["code"] == -32001
+    assert "error" in rpc03("message/send", {"message": {**message, "messageId": "m-2"}},
+                            KEYS["RS256"].token(issuer.url, sub="erin"))
+    assert "error" in rpc03("tasks/get", {"id": task["id"]}, "not-a-token")
