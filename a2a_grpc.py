@@ -375,6 +375,16 @@ def _peer_address(peer):
     return peer
 
 
+def _decoder(request_class, what):
+    """decode(data, context): the request, or INVALID_ARGUMENT saying "the <what>"."""
+    def decode(data, context):
+        try:
+            return request_class.FromString(data)
+        except Exception:                          # DecodeError and friends
+            context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(f"the {what}")))
+    return decode
+
+
 def _handlers(servicer):
     """The generic handler of the service: one entry per rpc, from METHODS.
 
@@ -383,13 +393,8 @@ def _handlers(servicer):
     """
     def make(method, request_class, streams):
         implementation = getattr(servicer, method)
-
-        def decode(data, context):
-            try:
-                return request_class.FromString(data)
-            except Exception:                      # DecodeError and friends
-                context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
-                    f"the {request_class.DESCRIPTOR.name} bytes are not valid protobuf")))
+        decode = _decoder(request_class, f"{request_class.DESCRIPTOR.name} bytes are not valid "
+                                         "protobuf")
 
         if streams:
             def handler(data, context):
@@ -469,13 +474,7 @@ def _v03_handlers(servicer, compat):
     def make(rpc, request_name, response_name, streams):
         request_class, response_class = classes[request_name], classes[response_name]
         v03 = (compat, rpc, classes)
-
-        def decode(data, context):
-            try:
-                return request_class.FromString(data)
-            except Exception:                      # DecodeError and friends
-                context.abort_with_status(_grpc_status(a2a_min.InvalidParamsError(
-                    f"the {request_name} bytes are not valid A2A 0.3 protobuf")))
+        decode = _decoder(request_class, f"{request_name} bytes are not valid A2A 0.3 protobuf")
 
         if streams:
             def handler(data, context):

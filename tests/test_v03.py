@@ -26,11 +26,11 @@ V1 = {"content-type": "application/json", "a2a-version": "1.0"}
 
 def sdk03_python():
     """The Python of a venv with a2a-sdk 0.3 (A2A_SDK03_PYTHON, or .venv-sdk03,
-    which .ci/run makes: pip install 'a2a-sdk[http-server]==0.3.26' uvicorn)."""
+    which .ci/run makes: pip install 'a2a-sdk[http-server]==0.3.26' uvicorn grpcio)."""
     python = os.environ.get("A2A_SDK03_PYTHON") or os.path.join(ROOT, ".venv-sdk03", "bin",
                                                                   "python")
     need(python, "the 0.3 client: python -m venv .venv-sdk03 && .venv-sdk03/bin/pip install "
-                 "'a2a-sdk[http-server]==0.3.26' uvicorn (or set A2A_SDK03_PYTHON)")
+                 "'a2a-sdk[http-server]==0.3.26' uvicorn grpcio (or set A2A_SDK03_PYTHON)")
     return python
 
 
@@ -733,7 +733,10 @@ def test_our_client_speaks_0_3_over_grpc_to_our_server():
 def _sdk03_has_grpc():
     done = subprocess.run([sdk03_python(), "-c", "import grpc"], capture_output=True)
     if done.returncode:
-        pytest.skip("the 0.3 venv has no grpcio (pip install grpcio there)")
+        why = "the 0.3 venv has no grpcio (pip install grpcio there)"
+        if os.environ.get("A2A_REQUIRE_ALL") == "1":          # (CI: nothing skips silently)
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
 
 
 def test_the_sdks_0_3_grpc_client_against_our_server():
