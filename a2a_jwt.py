@@ -62,10 +62,6 @@ class InsufficientScopeError(a2a_min.A2AError):
     ``challenge`` is the WWW-Authenticate value naming the scopes needed."""
     code, grpc_status, http_status, reason = -31403, "PERMISSION_DENIED", 403, "INSUFFICIENT_SCOPE"
 
-    def __init__(self, message, *, challenge="Bearer", **kw):
-        super().__init__(message, **kw)
-        self.challenge = challenge
-
 
 def _jwt():
     try:
@@ -174,6 +170,11 @@ class JwtAuth:
         scheme = ({"oauth2SecurityScheme": {"flows": oauth2_flows}} if oauth2_flows else
                   {"openIdConnectSecurityScheme": {"openIdConnectUrl": self.discovery_url}})
         self.security_schemes = {name: scheme}
+        # The card's securityRequirements: every scope some operation needs (a client that
+        # reads the card asks its provider for them all).
+        wanted = sorted({s for v in (self.scopes.values() if isinstance(self.scopes, dict)
+                                     else [self.scopes]) for s in v})
+        self.security_requirements = [{"schemes": {name: {"list": wanted}}}]
         self._hint = f"get a token from {issuer} for the audience {audience}"
 
     # -- the keys ------------------------------------------------------------------------

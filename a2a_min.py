@@ -337,15 +337,18 @@ ERROR_DOMAIN = "a2a-protocol.org"
 class A2AError(Exception):
     """Base of every error this server answers with. ``message`` is shown to the
     client; ``metadata`` lands in the ErrorInfo detail (string values); ``field``
-    names the offending request field (a google.rpc.BadRequest field violation)."""
+    names the offending request field (a google.rpc.BadRequest field violation);
+    ``challenge``, the HTTP WWW-Authenticate value of an error about credentials
+    (RFC 6750 section 3), makes JSON-RPC answer with the error's HTTP status too."""
     code, grpc_status, http_status, reason = -32603, "INTERNAL", 500, "INTERNAL_ERROR"
-    retry_after = None            # seconds, for errors a client should try again after
+    retry_after = challenge = None  # (retry_after: seconds, for errors to try again after)
 
-    def __init__(self, message, *, field=None, metadata=None):
+    def __init__(self, message, *, field=None, metadata=None, challenge=None):
         super().__init__(message)
         self.message = message
         self.field = field
         self.metadata = metadata or {}
+        self.challenge = challenge or self.challenge
 
     def details(self):
         """The typed details of this error (google.rpc.Status.details)."""
@@ -406,10 +409,7 @@ class AuthenticationRequiredError(A2AError):
     """Missing or invalid credentials (section 3.3.2); ``challenge`` is the HTTP
     WWW-Authenticate value. -31401: the specification gives JSON-RPC no code for it."""
     code, grpc_status, http_status, reason = -31401, "UNAUTHENTICATED", 401, "UNAUTHENTICATED"
-
-    def __init__(self, message, *, challenge="Bearer", **kw):
-        super().__init__(message, **kw)
-        self.challenge = challenge
+    challenge = "Bearer"
 
 
 # The A2A errors (section 5.4, table of error codes).
@@ -4508,12 +4508,12 @@ def _jsonrpc_result(name, request_id, result):
 
 def _jsonrpc_refused(server, request, request_id, error):
     """The JSON-RPC error answer. HTTP 200, except where HTTP itself has
-    something to say: a body too large (413), credentials needed (401), a
-    caller over its limits (429)."""
+    something to say: a body too large (413), credentials needed or short (401,
+    403: a challenge), a caller over its limits (429)."""
     server.count_refusal(error)
     request.error = type(error)     # (its class: the error holds a frame that holds request)
-    status = error.http_status if isinstance(
-        error, (PayloadTooLargeError, AuthenticationRequiredError, CallerLimitError)) else 200
+    status = error.http_status if error.challenge or isinstance(
+        error, (PayloadTooLargeError, CallerLimitError)) else 200
     return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
                     _json_body(_jsonrpc_error(request_id, error)))
 
@@ -4595,8 +4595,8 @@ def _error_response(server, path, status, error, media_type=None):
 
 
 def _error_headers(error):
-    """The HTTP headers an error brings: a challenge (401), when to retry (429, 503)."""
-    if isinstance(error, AuthenticationRequiredError):
+    """The HTTP headers an error brings: a challenge (401, 403), when to retry (429, 503)."""
+    if error.challenge:
         return [("WWW-Authenticate", error.challenge)]
     if error.retry_after:
         return [("Retry-After", str(error.retry_after))]
@@ -5572,11 +5572,12 @@ class _Card:
             "skills": skills or [{
                 "id": "chat", "name": "Chat", "description": description, "tags": ["chat"]}],
         }
-        schemes = getattr(auth, "security_schemes", None)
-        if schemes:
+        schemes = getattr(auth, "security_schemes", None)   # (and security_requirements:
+        if schemes:                                         # the scopes, of an OAuth2 hook)
             fields["securitySchemes"] = schemes
         if schemes and not getattr(auth, "anonymous", False):    # (else none are required)
-            fields["securityRequirements"] = [{"schemes": {s: {"list": []}}} for s in schemes]
+            fields["securityRequirements"] = getattr(auth, "security_requirements", None) or [
+                {"schemes": {s: {"list": []}}} for s in schemes]
         declared = [{"uri": uri, "required": True} for uri in required_extensions]
         declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
         if declared:

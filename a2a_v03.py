@@ -1337,9 +1337,8 @@ def jsonrpc_response(server, name, params, request_id, request):
     def refuse(error):
         server.count_refusal(error)
         request.error = type(error)             # (what metrics and spans count it as)
-        status = error.http_status if isinstance(
-            error, (a2a_min.PayloadTooLargeError, a2a_min.AuthenticationRequiredError,
-                    a2a_min.CallerLimitError)) else 200
+        status = error.http_status if error.challenge or isinstance(   # (as 1.0 answers)
+            error, (a2a_min.PayloadTooLargeError, a2a_min.CallerLimitError)) else 200
         return Response(status, [("Content-Type", _JSON), _LINK, *_error_headers(error)],
                         _json_body(_error_out(request_id, error, method)))
 

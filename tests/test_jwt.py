@@ -465,9 +465,6 @@ def test_global_scopes_and_the_403_over_http(issuer):
     assert call(server, KEYS["ES256"].token(issuer.url, scope="agent")).status == 200
 
 
-@pytest.mark.xfail(strict=True, reason="a2a_min sends WWW-Authenticate only for "
-                   "AuthenticationRequiredError (_error_headers), and JSON-RPC answers other "
-                   "errors with HTTP 200 (_jsonrpc_refused): no seam for a 403's challenge")
 def test_the_403_carries_its_challenge(issuer):
     server = a2a_min.Server(scenario_agent, authenticate=issuer.auth(scopes=["agent"]))
     token = KEYS["ES256"].token(issuer.url, scope="other")
@@ -492,6 +489,14 @@ def test_the_card_declares_openid_connect_or_oauth2(issuer):
                                                                      name="oauth"))
     card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
     assert card["securitySchemes"] == {"oauth": {"oauth2SecurityScheme": {"flows": flows}}}
+    # The scopes some operation needs are the card's requirement (and one proto parse holds it).
+    server = a2a_min.Server(scenario_agent, authenticate=issuer.auth(
+        scopes={"SendMessage": "agent:write", "*": ["agent:read"]}))
+    card = json.loads(server.handle_http("GET", "/.well-known/agent-card.json").body)
+    assert card["securityRequirements"] == [
+        {"schemes": {"oidc": {"list": ["agent:read", "agent:write"]}}}]
+    assert a2a_min.parse("AgentCard", card)["securityRequirements"] == \
+        card["securityRequirements"]
 
 
 def test_missing_credentials_and_anonymous_callers(issuer):
