@@ -111,8 +111,8 @@ COMPANION_API = (
     # a binding tells the observers (Observer)
     "_started", "_returned", "_answered",
     "_JSON", "_LINK", "_CARD_PATH", "_answer", "_card_response", "_error_headers",
-    "_json_body", "_jsonrpc_error", "_last_event_id", "_parse_json_body", "_query_params",
-    "_sse_response", "_Peer", "_may_reach",
+    "_json_body", "_jsonrpc_error", "_discovery_headers", "_last_event_id", "_parse_json_body",
+    "_query_params", "_sse_response", "_Peer", "_may_reach",
     # whom a listener of a companion's answers (a Host header the server answers to)
     "_answers_to",
 )
@@ -1062,7 +1062,6 @@ def _parts_of(task, artifact_id):
     for artifact in reversed(task["artifacts"]):
         if artifact["artifactId"] == artifact_id:
             return artifact["parts"]
-    return None
 
 
 def _still_working(task_id):
@@ -4068,6 +4067,9 @@ def _check_service_parameters(server, call, method):
 def _call(server, method, params, call=None):
     """Server.call(): run one operation by its JSON-RPC name on raw params (a
     dict): the response dict, or an iterator of (seq, StreamResponse) for a stream."""
+    mounted = isinstance(params, dict) and server.mounts.get(str(params.get("tenant")))
+    if mounted:                            # another agent's tenant (Server.mount): its call
+        return mounted.call(method, params, call)
     call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION},
                                tracing=server.tracing)
     if server.store.shared:
@@ -4159,6 +4161,7 @@ class Response:
 _JSON = "application/json"
 _CARD_PATH = "/.well-known/agent-card.json"
 _CATALOG_PATH = "/.well-known/api-catalog"
+_CATALOGS = (_CATALOG_PATH, "/.well-known/ai-catalog.json")     # (a2a_catalog.py's)
 _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json", '
                  f'<{_CATALOG_PATH}>; rel="api-catalog"')
 # The reason phrase of each status this server sends (RFC 9110 section 15), as
@@ -4297,7 +4300,7 @@ def _preflight(server, path, headers):
     """OPTIONS (a browser's CORS preflight). The card and the catalog: any
     origin may read them. Anything else: only the origins the user named
     (cors_origins), with the headers A2A uses."""
-    if path == _CATALOG_PATH or path.endswith(_CARD_PATH):
+    if path in _CATALOGS or path.endswith(_CARD_PATH):
         return Response(204, [
             ("Access-Control-Allow-Origin", "*"),
             ("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
@@ -4423,12 +4426,17 @@ def _routed(server, request):
             f"the request body is {len(body)} bytes; this server accepts at most {limit}",
             metadata={"limit": limit}), media)
     try:
-        if path == server._card_path or path == _CATALOG_PATH:
+        card = server if path == server._card_path else path.endswith(_CARD_PATH) and \
+            server.mounts.get(path[1:-len(_CARD_PATH)])   # (/{tenant}/...: Server.mount's)
+        if card or path in _CATALOGS:
             if method not in ("GET", "HEAD"):
                 raise _MethodNotAllowed("GET")
-            if path == _CATALOG_PATH:
-                return _catalog_response(server, request.base_url)
-            return _card_response(server, headers, request.base_url)
+            if card:
+                return _card_response(card, headers, request.base_url)
+            try:                             # (the catalogs of the agents served here)
+                return _companion("a2a_catalog", path).response(server, path, request.base_url)
+            except ModuleNotFoundError as error:
+                return server.error_response(path, 404, MethodNotFoundError(str(error)))
         if path.rstrip("/") == server.rpc_path.rstrip("/"):
             if method == "POST":
                 return _jsonrpc_response(server, request)
@@ -4610,7 +4618,6 @@ def _last_event_id(headers, query):
     last = (last or "").strip()
     if last.isascii() and last.isdigit() and len(last) < 19:      # (an int64)
         return int(last)
-    return None
 
 
 def _encoded_result(result):
@@ -5002,43 +5009,11 @@ def _card_response(server, headers, base_url):
     return Response(200, [("Content-Type", _JSON)] + common, body)
 
 
-# RFC 9727: a site lists its APIs at /.well-known/api-catalog, a linkset
-# (RFC 9264) whose anchor is the catalog itself, with an ``item`` link to each
-# API; each API then has its own entry, ``service-desc`` pointing at the
-# document that describes it: here the agent card. Well-known URIs exist only
-# at an origin's root (RFC 8615), so tenants (/{tenant}/...) get none of their
-# own: every answer's Link header names the catalog (rel="api-catalog").
-_LINKSET = 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"'
-
-
-def _catalog_response(server, base_url):
-    """GET /.well-known/api-catalog: the agent's interfaces, each described by the card."""
-    base = (server.public_url or base_url or "").rstrip("/")
-    card_url = base + server._card_path
-    apis = {}
-    for interface in server.agent_card(base_url)["supportedInterfaces"]:
-        if interface["url"].startswith(("http://", "https://")):
-            apis.setdefault(interface["url"], []).append(interface["protocolBinding"])
-    linkset = [{"anchor": base + _CATALOG_PATH,
-                "item": [{"href": url, "title": f"A2A {PROTOCOL_VERSION} "
-                          + " and ".join(bindings)} for url, bindings in apis.items()]}]
-    for url in apis:
-        entry = {"anchor": url, "service-desc": [{"href": card_url, "type": _JSON}]}
-        if server.console and not server.single_path and url == base + "/":
-            entry["service-doc"] = [{"href": url, "type": "text/html"}]   # the agent console
-        linkset.append(entry)
-    return Response(200, [("Content-Type", _LINKSET), _LINK, *_discovery_headers(server)],
-                    _json_body({"linkset": linkset}))
-
-
 def _discovery_headers(server):
     """The card's and the catalog's: cacheable, readable from any origin, and
     varying by Host when their URLs are made of the request's Host."""
-    headers = [("Cache-Control", f"public, max-age={server.card.max_age}"),
-               ("Access-Control-Allow-Origin", "*")]
-    if server.public_url is None:
-        headers.append(("Vary", "Host"))
-    return headers
+    return [("Cache-Control", f"public, max-age={server.card.max_age}"),
+            ("Access-Control-Allow-Origin", "*")] + ([] if server.public_url else [("Vary", "Host")])
 
 
 def _help_response(server, headers, base_url):
@@ -5675,6 +5650,7 @@ class Server:
                          self._push_event if push_notifications else None,
                          functools.partial(_add_inline_push, self))
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
+        self.mounts, self.mounted = {}, None   # tenant -> Server; (Server, tenant) it is mounted at
         self.card = _Card(
             name=name, description=description, version=version, streaming=streaming,
             push_notifications=push_notifications, extended=extended_card is not None,
@@ -5715,13 +5691,30 @@ class Server:
         base = (self.public_url or base_url or "http://127.0.0.1:8000").rstrip("/")
         rpc = base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/"
         ours = [("JSONRPC", rpc)] + ([] if self.single_path else [("HTTP+JSON", base)])
+        interfaces = [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
+                      for binding, url in ours + self.card.interfaces]
+        if self.mounted:                       # the interfaces of the server it is mounted at
+            front, tenant = self.mounted
+            interfaces = [{**i, "tenant": tenant}
+                          for i in front.agent_card(base_url)["supportedInterfaces"]]
         return {
             "name": self.card.fields["name"], "description": self.card.fields["description"],
-            "supportedInterfaces": [
-                {"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
-                for binding, url in ours + self.card.interfaces],
+            "supportedInterfaces": interfaces,
             **{k: v for k, v in self.card.fields.items() if k not in ("name", "description")},
         }
+
+    def mount(self, tenant, server):
+        """Serve another agent (a Server) here as the tenant ``tenant`` (section
+        3.2.5): each request that names it, on every binding (/{tenant}/... over
+        HTTP+JSON, the ``tenant`` field over JSON-RPC and gRPC), is that
+        server's, with its own authentication, limits and store; its card, at
+        /{tenant}/.well-known/agent-card.json, lists this server's interfaces with
+        the tenant. /.well-known/ai-catalog.json lists every agent served here."""
+        if not tenant or set(tenant) - _NAME_CHARS or tenant in self.mounts or server.mounted \
+                or server is self:
+            raise ValueError(f"mount({tenant!r}): a new tenant name of lower-case letters, "
+                             "digits and '-._', and a Server mounted nowhere else")
+        self.mounts[tenant], server.mounted, server.card.cache = server, (self, tenant), None
 
     def add_interface(self, binding, url):
         """Advertise one more interface in the card (e.g. "GRPC", "host:port")."""
@@ -5843,6 +5836,8 @@ class Server:
         close = getattr(self.agent, "close", None)
         if close is not None:                  # what the agent still runs ends (serve --exec)
             close()
+        for mounted in self.mounts.values():   # the agents mounted here, in the time left
+            mounted.shutdown(deadline - time.monotonic())
         return {"turns": turns, "deliveries": deliveries}
 
 
