@@ -71,11 +71,14 @@ def ai_catalog(server, base_url=None):
     agent, and each one mounted on it."""
     base = _base(server, base_url)
     host = urlsplit(base).hostname or "localhost"
-    cards = {"default": base + _card_path(server)}
-    cards.update((f"tenant:{t}", f"{base}/{t}{_CARD_PATH}") for t in server.mounts)
+    agents = [("default", base + _card_path(server), server)] + [
+        (f"tenant:{t}", f"{base}/{t}{_CARD_PATH}", agent) for t, agent in server.mounts.items()]
+    # displayName restates the card's name: the specification lets it be left
+    # out, but ARD readers (the ard-sdk among them) require it, and it cannot
+    # drift here, made from the same card at each request.
     return {"specVersion": "1.0", "host": {"displayName": host}, "entries": [
-        {"identifier": f"urn:air:{host}:a2a:{name}", "type": "application/a2a-agent-card+json",
-         "url": url} for name, url in cards.items()]}
+        {"identifier": f"urn:air:{host}:a2a:{name}", "displayName": agent.agent_card()["name"],
+         "type": "application/a2a-agent-card+json", "url": url} for name, url, agent in agents]}
 
 
 _DOCUMENTS = {"/.well-known/api-catalog": (api_catalog, API_CATALOG_TYPE),

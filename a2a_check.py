@@ -1,6 +1,7 @@
 """a2a_check: a quick conformance check of any A2A 1.0 agent, from the outside.
 
     python a2a_min.py check http://127.0.0.1:8000/ [--full] [--auth TOKEN]
+    python a2a_min.py check http://127.0.0.1:8000/.well-known/ai-catalog.json   (each agent)
 
 or from a program::
 
@@ -21,7 +22,7 @@ import io
 import json
 import sys
 import time
-from urllib.parse import urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import a2a_min
 from a2a_min import A2AError
@@ -114,6 +115,10 @@ def check(url, *, out=None, full=False, timeout=CHECK_TIMEOUT, tls=None, auth=No
     Client). ``keys`` (kid -> public key, as for Client's card_keys): the card's
     signatures must verify with them."""
     out = out if isinstance(out, _Printable) else _Printable(out or sys.stdout)
+    if urlsplit(url).path.endswith(AI_CATALOG_PATH):
+        return _check_catalog(url, out, timeout, tls, dict(
+            full=full, timeout=timeout, tls=tls, auth=auth, keys=keys, headers=headers,
+            show_secrets=show_secrets, allow_hosts=allow_hosts))
     run = _Check(url, out, timeout, tls, auth, headers, show_secrets, allow_hosts)
     run.keys = keys
     try:
@@ -130,6 +135,43 @@ def check(url, *, out=None, full=False, timeout=CHECK_TIMEOUT, tls=None, auth=No
         _check_agent(run, card, where, full)
     print(f"{run.failed} failed" if run.failed else "no failures", file=out)
     return run.failed
+
+
+# check CATALOG_URL: a host's AI Catalog (/.well-known/ai-catalog.json, the
+# catalog a2a_catalog.py serves) lists its agents; each A2A agent card listed
+# by URL is checked as ``check`` checks one agent, under a heading naming it.
+
+AI_CATALOG_PATH = "/.well-known/ai-catalog.json"
+_CARD_TYPE = "application/a2a-agent-card+json"
+
+
+def _check_catalog(url, out, timeout, tls, options):
+    """Check every agent the AI Catalog at ``url`` lists; the FAILs of all."""
+    conns = _Connections(timeout, tls=tls)
+    try:
+        status, head, data = conns.request("GET", url, None, dict(options["headers"] or {}))
+        catalog = json.loads(data) if status == 200 else None
+    except (A2AError, ClientError, ValueError) as error:
+        status, catalog = getattr(error, "message", str(error)), None
+    finally:
+        conns.close()
+    entries = catalog.get("entries") if isinstance(catalog, dict) else None
+    if not isinstance(entries, list) or not isinstance(catalog.get("specVersion"), str):
+        print(f"FAIL  AI catalog  {url}: not an AI Catalog (an object with specVersion and "
+              f"entries), answered {status}\n1 failed", file=out)
+        return 1
+    agents = [e for e in entries if isinstance(e, dict) and e.get("type") == _CARD_TYPE]
+    print(f"PASS  AI catalog  {len(entries)} entries, {len(agents)} A2A agent cards", file=out)
+    failed = 0
+    for entry in agents:
+        print(f"\n== {entry.get('identifier')}: {entry.get('url', '(inline)')}", file=out)
+        if not isinstance(entry.get("url"), str):
+            print("SKIP  an inline card (data): check its agent by its URL", file=out)
+            continue
+        failed += check(urljoin(url, entry["url"]), out=out, **options)
+    print(f"\n{len(agents)} agents: " + (f"{failed} failed" if failed else "no failures"),
+          file=out)
+    return failed
 
 
 def _needs(card, auth, tls):
@@ -185,7 +227,8 @@ def _check_agent(run, card, where, full):
     bindings = {i.get("protocolBinding"): i for i in card.get("supportedInterfaces") or ()
                 if _major(i.get("protocolVersion")) == "1"}
     if "JSONRPC" in bindings:
-        _check_jsonrpc(run, _fix_url(bindings["JSONRPC"]["url"], where))
+        _check_jsonrpc(run, _fix_url(bindings["JSONRPC"]["url"], where),
+                       bindings["JSONRPC"].get("tenant"))
     first = next((b for b in ("JSONRPC", "HTTP+JSON") if b in bindings), None)
     if first is None:
         run.say("SKIP", "5", "the operations", "no JSON-RPC or HTTP+JSON 1.0 interface")
@@ -198,7 +241,9 @@ def _check_agent(run, card, where, full):
         return
     task = _check_operations(run, card, first)
     if "HTTP+JSON" in bindings:
-        _check_rest(run, card, _fix_url(bindings["HTTP+JSON"]["url"], where), task)
+        rest = bindings["HTTP+JSON"]              # (a tenant's routes are under /{tenant})
+        _check_rest(run, card, _fix_url(rest["url"], where).rstrip("/") + (
+            "/" + quote(rest["tenant"], safe="") if rest.get("tenant") else ""), task)
     if full:
         _check_streaming(run, card, first)
         _check_order(run, card, first)
@@ -306,7 +351,8 @@ def _check_card_caching(run, where):
                 "304 for its ETag", "" if status == 304 else f"If-None-Match got HTTP {status}")
 
 
-def _check_jsonrpc(run, url):
+def _check_jsonrpc(run, url, tenant=None):
+    tenant = {"tenant": tenant} if tenant else {}      # (the interface's, in each request)
     cases = (("-32700", "9.5", "invalid JSON is a parse error", b"{", {"A2A-Version": "1.0"}),
              ("-32600", "9.5", "a request without a method is invalid",
               b'{"jsonrpc":"2.0","id":1}', {"A2A-Version": "1.0"}),
@@ -330,9 +376,9 @@ def _check_jsonrpc(run, url):
                 "" if str(got) == code else f"expected error {code}, got "
                 + (f"error {got}" if got is not None else json.dumps(answer)[:100]))
     try:
-        status, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"GetTask",'
-                                    b'"params":{"id":"a2a-check-no-such-task"}}',
-                                    {"A2A-Version": "1.0"})
+        status, _, answer = run.raw("POST", url, json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "GetTask",
+            "params": {"id": "a2a-check-no-such-task", **tenant}}).encode(), {"A2A-Version": "1.0"})
         if _refused_for_credentials(run, status, answer):
             run.say("SKIP", "9.5", "an A2A error's data carries an ErrorInfo", "no credentials")
             return
@@ -345,8 +391,8 @@ def _check_jsonrpc(run, url):
     except A2AError as error:
         run.say("FAIL", "9.5", "an A2A error's data carries an ErrorInfo", error.message)
     try:
-        status, _, answer = run.raw("POST", url, b'{"jsonrpc":"2.0","id":1,"method":"ListTasks",'
-                                                 b'"params":{}}')
+        status, _, answer = run.raw("POST", url, json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": tenant}).encode())
         if _refused_for_credentials(run, status, answer):
             run.say("SKIP", "3.6.2", "a request without A2A-Version", "no credentials")
             return

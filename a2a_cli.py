@@ -600,6 +600,11 @@ def _parser():
                         help="with --jwt-issuer: the aud a token must name (this agent's)")
     parser.add_argument("--jwt-scope", action="append", default=[], metavar="SCOPE",
                         help="with --jwt-issuer: a scope every call needs (repeatable)")
+    parser.add_argument("--agent", action="append", default=[], metavar="NAME=MODULE:ATTR",
+                        help="serve one more agent as the tenant NAME (/NAME/..., its card "
+                             "at /NAME/.well-known/agent-card.json, all listed in "
+                             "/.well-known/ai-catalog.json): MODULE's ATTR, an a2a_min.Server "
+                             "or a function returning one (repeatable)")
     parser.add_argument("--exec", metavar="CMD", dest="exec_command",
                         help="the agent is this program, run for each message (split like a "
                              "shell would, never run by one): the text on its standard input, "
@@ -616,6 +621,35 @@ def _parser():
                              "server's too (repeatable; it sees only PATH, HOME, the locale, "
                              "TMPDIR, TZ and A2A_TASK_ID and A2A_CONTEXT_ID otherwise)")
     return parser
+
+
+def _mounted_agents(args, parser):
+    """--agent NAME=MODULE:ATTR ...: [(NAME, Server)], each imported (the
+    current directory first) and checked now, not at the first request."""
+    import importlib
+    agents = []
+    for spec in args.agent:
+        name, _, target = spec.partition("=")
+        module, _, attr = target.partition(":")
+        if not (name and module and attr):
+            parser.error(f"--agent {spec!r}: write NAME=MODULE:ATTR, e.g. --agent "
+                         "travel=travel_agent:server (ATTR: a Server, or a function "
+                         "returning one)")
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as error:
+            parser.error(f"--agent {spec}: {error}")
+        try:
+            server = found() if callable(found) and not isinstance(found, Server) else found
+        except Exception as error:             # (its traceback is the module's, not ours)
+            parser.error(f"--agent {spec}: {module}.{attr}() failed: {error!r}")
+        if not isinstance(server, Server):
+            parser.error(f"--agent {spec}: {module}.{attr} is not an a2a_min.Server, nor a "
+                         f"function returning one (it is {type(server).__name__})")
+        agents.append((name, server))
+    return agents
 
 
 def _authenticate(args, parser):
@@ -757,7 +791,7 @@ def main(argv=None):
     verb = next((i for i, word in enumerate(argv) if word in VERBS), None)
     late = bool(verb) and argv[0].startswith("-") and argv[0] not in ("-h", "--help") and \
         argv[verb - 1] not in ("--exec", "--host", "--store", "--kid", "--single-path",
-                                "--jwt-scope", "--jwt-audience")
+                                "--jwt-scope", "--jwt-audience", "--agent")
     if argv and argv[0] == "serve":
         argv = argv[1:]
     elif argv and (argv[0] in VERBS or late):
@@ -796,6 +830,15 @@ def main(argv=None):
         parser.error(f"--push-allow: {error}")
     except ModuleNotFoundError as error:       # (--metrics without a2a_metrics.py beside)
         sys.exit(f"a2a_min: {error}")
+    for name, mounted in _mounted_agents(args, parser):
+        if args.workers > 1 and not mounted.store.shared:
+            parser.error(f"--agent {name}=...: its Server keeps its tasks in memory, and "
+                         "--workers N workers would each see only their own: give it "
+                         "store=a2a_min.open_store(FILE) (a file of its own, or the same)")
+        try:
+            server.mount(name, mounted)
+        except ValueError as error:
+            parser.error(f"--agent {name}=...: {error}")
     agent = other and other[0]
     _serve_metrics_apart(args, server)
     _log_to_stderr(args.access_log)

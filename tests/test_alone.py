@@ -110,3 +110,22 @@ def test_spans_asked_for_without_a2a_otel_fail_at_construction_naming_the_file(t
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ModuleNotFoundError: Server(tracing=...) needs the companion module "
                            "a2a_otel.py: copy it"), done.stderr
+
+
+def test_the_catalogs_name_their_file_and_the_cards_need_none(tmp_path):
+    """The agent cards (a mounted agent's too) are the core's; the API and AI
+    catalogs are a2a_catalog.py's, and without it a 404 says to copy it."""
+    done = run(alone(tmp_path), code=(
+        "import a2a_min, json\n"
+        "s = a2a_min.Server(lambda t: t)\n"
+        "s.mount('travel', a2a_min.Server(lambda t: t, name='Travel'))\n"
+        "print(s.handle_http('GET', '/.well-known/agent-card.json').status)\n"
+        "print(json.loads(s.handle_http('GET', '/travel/.well-known/agent-card.json').body)"
+        "['name'])\n"
+        "for path in ('/.well-known/ai-catalog.json', '/.well-known/api-catalog'):\n"
+        "    r = s.handle_http('GET', path)\n"
+        "    print(r.status, json.loads(r.body)['error']['message'])\n"))
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["200", "Travel"], done.stderr
+    for line in lines[2:4]:
+        assert line.startswith("404 ") and "needs the companion module a2a_catalog.py" in line

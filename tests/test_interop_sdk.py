@@ -15,22 +15,33 @@ from harness import ROOT, Live, grpc_available, require_sdk, scenario_agent
 
 
 
-@pytest.fixture(params=[None, "0.3"], ids=["1.0", "compat-0.3"])
+@pytest.fixture(params=[None, "0.3", "mounted"], ids=["1.0", "compat-0.3", "mounted"])
 def live(request):
     """One server on all the bindings this machine can serve (gRPC when installed);
     once more speaking 0.3 too, whose card lists a 0.3 interface beside the
-    1.0 ones: the 1.x client must pick 1.0 and see no difference."""
+    1.0 ones: the 1.x client must pick 1.0 and see no difference; once more
+    mounted at the tenant "interop" of a server whose own agent answers
+    otherwise: the client, given /interop, reads that agent's card, whose
+    interfaces name the tenant, and must see no difference either."""
     server = a2a_min.Server(scenario_agent, name="Interop", description="public view",
                             extended_card={"description": "extended view"},
                             authenticate=lambda call: "sdk",   # (all count as authenticated:
                             # the extended card is served to the SDK's client, which sends none)
-                            compat=request.param)
+                            compat=None if request.param == "mounted" else request.param)
+    front = server
+    if request.param == "mounted":
+        front = a2a_min.Server(lambda text: "not this agent", name="Front")
+        front.call("SendMessage", {"message": {    # (a task the client must not list)
+            "messageId": "front-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}})
+        front.mount("interop", server)
     grpc_server = None
     if grpc_available():
         import a2a_grpc
-        grpc_server, _ = a2a_grpc.create_server(server, "127.0.0.1:0")
+        grpc_server, _ = a2a_grpc.create_server(front, "127.0.0.1:0")
         grpc_server.start()
-    running = Live(server, timeout=5)
+    running = Live(front, timeout=5)
+    if front is not server:
+        running.url += "/interop"
     yield running
     running.close()
     if grpc_server is not None:
