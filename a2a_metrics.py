@@ -123,6 +123,11 @@ class Metrics(a2a_min.Observer):
         """The answer to GET /metrics on the server's own port (a2a_min
         routes it here), for whoever the authentication hook lets in."""
         server = self.server
+        if request.method not in ("GET", "HEAD"):
+            refused = server.error_response(request.path, 405, a2a_min.UnsupportedOperationError(
+                f"{request.method} is not allowed on {request.path}; use GET"))
+            refused.headers.append(("Allow", "GET"))
+            return refused
         if server.authenticate is not None:
             try:
                 server.authenticate(a2a_min.CallContext(request.headers, peer=request.peer,

@@ -4410,17 +4410,18 @@ def _route_http(server, request):
     return _routed(server, request)
 
 
+# (The servers bundled here refuse a body over max_body_bytes before reading
+# it; _routed is the check for every other host, in one place for both bindings.)
+
 def _routed(server, request):
     """_route_http, once the request may be answered."""
     method, path, headers, body = request.method, request.path, request.headers, request.body
-    if server.trust_forwarded and "x-forwarded-for" in headers:
-        forwarded = headers["x-forwarded-for"].rpartition(",")[2].strip()  # the proxy's peer
-        if forwarded:
-            request.peer = _Peer(forwarded, getattr(request.peer, "certificate", None))
+    forwarded = server.trust_forwarded and headers.get(          # (the last proxy's peer)
+        "x-forwarded-for", "").rpartition(",")[2].strip()
+    if forwarded:
+        request.peer = _Peer(forwarded, getattr(request.peer, "certificate", None))
     limit = server.limits["max_body_bytes"]
     if len(body) > limit:
-        # (The servers bundled here refuse such a body before reading it; this
-        # is the check for every other host, in one place for both bindings.)
         media = _A2A_JSON if _A2A_JSON in headers.get("content-type", "") else None
         return server.error_response(path, 413, PayloadTooLargeError(
             f"the request body is {len(body)} bytes; this server accepts at most {limit}",
@@ -4449,15 +4450,12 @@ def _routed(server, request):
                 f"this server answers only at {server.single_path}: POST for JSON-RPC, GET for "
                 "the agent card"))
         if path == "/metrics" and server.metrics is not None and server.metrics.here:
-            if method not in ("GET", "HEAD"):
-                raise _MethodNotAllowed("GET")
-            return server.metrics.response(request)     # (a2a_metrics: who may read it)
+            return server.metrics.response(request)     # (a2a_metrics: who may read it, how)
         if server.compat is not None and server.compat.speaks_rest(path, headers):   # A2A 0.3
             return server.compat.rest_response(server, request)
         if path[:4] in ("/v1/", "/v1") and not headers.get("a2a-version") and \
                 server.assume_version is None and "A2A-Version=" not in request.query:
-            # The commonest 0.3 leftover: its routes began /v1, 1.0's do not
-            # (and a 1.0 client's /v1/... is the tenant "v1", section 11.3).
+            # 0.3's routes began /v1, 1.0's do not (1.0's /v1/... is the tenant "v1", 11.3).
             return server.error_response(path, 400, VersionNotSupportedError(
                 f"{path} is an A2A 0.3 route (and a request without A2A-Version speaks 0.3); in "
                 f"A2A {PROTOCOL_VERSION} the routes have no /v1 prefix (POST /message:send, "

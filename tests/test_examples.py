@@ -69,3 +69,18 @@ def test_traced_agents_print_one_trace():
         + [("a2a.turn", "SpanKind.INTERNAL")] * 2)
     assert len({s["context"]["trace_id"] for s in calls}) == 1
     assert "Writer says: A haiku about autumn" in done.stderr
+
+
+def test_several_agents():
+    import several_agents
+    front = several_agents.make_server()
+    client = Client(front)
+    travel = {**V1, "authorization": "Bearer traveler"}
+    task = client.result("SendMessage", {"tenant": "travel", "message": user_message("Oslo")},
+                         headers=travel)["task"]
+    assert task["artifacts"][0]["parts"][0]["text"].startswith("Trains to Oslo")
+    assert client.error("GetTask", {"tenant": "billing", "id": task["id"]},
+                        headers={**V1, "authorization": "Bearer accountant"})["code"] == -32001
+    assert client.error("GetTask", {"id": task["id"]}, headers=V1)["code"] == -32001
+    card = json.loads(front.handle_http("GET", "/billing/.well-known/agent-card.json").body)
+    assert card["name"] == "Billing" and card["supportedInterfaces"][0]["tenant"] == "billing"

@@ -348,3 +348,13 @@ def test_refused_authentications_versions_and_03_errors_are_counted_as_errors():
         labels(method="GetTask", binding="HTTP+JSON", outcome="VersionNotSupportedError"): 1,
         labels(method="GetTask", binding="JSONRPC", outcome="TaskNotFoundError"): 1,
         labels(method="GetTask", binding="HTTP+JSON", outcome="TaskNotFoundError"): 1}
+
+
+def test_metrics_take_get_and_head_alone():
+    server = a2a_min.Server(lambda ctx: "ok", metrics=True)
+    assert server.handle_http("GET", "/metrics").status == 200
+    assert server.handle_http("HEAD", "/metrics").status == 200
+    refused = server.handle_http("POST", "/metrics", "", {"content-type": "application/json"},
+                                 b"{}")
+    assert refused.status == 405 and ("Allow", "GET") in refused.headers
+    assert "use GET" in json.loads(refused.body)["error"]["message"]
