@@ -5709,9 +5709,10 @@ class Server:
         /{tenant}/.well-known/agent-card.json, lists this server's interfaces with
         the tenant. /.well-known/ai-catalog.json lists every agent served here."""
         if not tenant or set(tenant) - _NAME_CHARS or tenant in self.mounts or server.mounted \
-                or server is self:
+                or server is self or server.compat:
             raise ValueError(f"mount({tenant!r}): a new tenant name of lower-case letters, "
-                             "digits and '-._', and a Server mounted nowhere else")
+                             "digits and '-._', and a Server mounted nowhere else, speaking "
+                             "1.0 alone (0.3 has no tenants)")
         self.mounts[tenant], server.mounted, server.card.cache = server, (self, tenant), None
 
     def add_interface(self, binding, url):

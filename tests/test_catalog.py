@@ -267,7 +267,9 @@ def test_the_ai_catalog_reads_in_an_independent_parser():
 def test_mount_refuses_what_it_cannot_route():
     front = a2a_min.Server(front_agent)
     alpha = a2a_min.Server(scenario_agent)
-    for tenant, server in (("", alpha), ("Al/pha", alpha), ("a b", alpha), ("x", front)):
+    v03 = a2a_min.Server(scenario_agent, compat="0.3")
+    for tenant, server in (("", alpha), ("Al/pha", alpha), ("a b", alpha), ("x", front),
+                           ("old", v03)):
         with pytest.raises(ValueError, match="mount"):
             front.mount(tenant, server)
     front.mount("alpha", alpha)
