@@ -2,14 +2,17 @@
 against an agent mounted at a tenant of another server (Server.mount) as if
 it were alone: over JSON-RPC (the tenant in the params), HTTP+JSON (the
 /{tenant} prefix) and gRPC (the tenant field), each request naming the tenant
-the way its binding does. The front server's own agent answers otherwise, so
+the way its binding does; on every host (threads, asyncio, TLS, WSGI, ASGI,
+Lambda) too. The front server's own agent answers otherwise, so
 a request that lost its way shows. ``client.server`` stays the mounted agent,
 whose state the tests read."""
+
+import json
 
 import pytest
 
 import a2a_min
-from harness import V1, Client, GrpcClient, RestClient, grpc_available
+from harness import BINDINGS, V1, Client, RestClient, grpc_available, need
 from test_operations import *  # noqa: F401,F403  (the tests themselves, collected here again)
 
 TENANT = "mounted"
@@ -28,51 +31,48 @@ def _with_tenant(params):
     return params
 
 
-class MountedJsonRpc(Client):
-    def __init__(self, server):
-        super().__init__(server)
-        self.front = _front(server)
+def mounted(cls):
+    """``cls`` (a client of harness.BINDINGS) talking to a front server on
+    which the agent under test is mounted, each request naming its tenant."""
 
-    def raw(self, body, headers=V1, query=""):
-        if isinstance(body, dict) and isinstance(body.get("params"), dict):
-            body = {**body, "params": _with_tenant(body["params"])}
-        elif isinstance(body, list):
-            body = [{**b, "params": _with_tenant(b["params"])} if isinstance(b, dict) and
-                    isinstance(b.get("params"), dict) else b for b in body]
-        if not isinstance(body, bytes):
-            import json
-            body = json.dumps(body).encode()
-        return self.front.handle_http("POST", "/", query, dict(headers), body)
+    class Mounted(cls):
+        def __init__(self, server):
+            self.front = _front(server)
+            super().__init__(self.front)       # (a host, a gRPC server: built on the front)
+            self.server = server
 
+        # The in-process clients send with self.server, the agent: these send
+        # through the front (the hosts and gRPC were built on it).
+        if cls is Client:
+            def raw(self, body, headers=V1, query=""):
+                if not isinstance(body, bytes):
+                    body = json.dumps(body).encode()
+                return self.front.handle_http("POST", "/", query, dict(headers), body)
 
-class MountedRest(RestClient):
-    def __init__(self, server):
-        super().__init__(server)
-        self.front = _front(server)
+        if cls is RestClient:
+            def _send(self, method, params, headers, query):
+                verb, path, query, body = self.request_for(method, params, query)
+                return self.front.handle_http(verb, path, query, dict(headers), body)
 
-    def _send(self, method, params, headers, query):
-        verb, path, query, body = self.request_for(method, _with_tenant(params or {}), query)
-        return self.front.handle_http(verb, path, query, dict(headers), body)
+        def call(self, method, params=None, *args, **kw):
+            return super().call(method, _with_tenant(params or {}), *args, **kw)
 
+        def stream(self, method, params, *args, **kw):
+            return super().stream(method, _with_tenant(params), *args, **kw)
 
-class MountedGrpc(GrpcClient):
-    def __init__(self, server):
-        front = _front(server)
-        super().__init__(front)
-        self.server = server
-
-    def _rpc(self, method, params, headers):
-        return super()._rpc(method, _with_tenant(params or {}), headers)
+    Mounted.__name__ = "Mounted" + cls.__name__
+    return Mounted
 
 
-MOUNTED = {"mounted_jsonrpc": MountedJsonRpc, "mounted_http+json": MountedRest,
-           "mounted_grpc": MountedGrpc}
+MOUNTED = {"mounted_" + name: mounted(cls) for name, cls in BINDINGS.items()}
 
 
 @pytest.fixture(params=sorted(MOUNTED))
 def binding(request):
     if request.param == "mounted_grpc" and not grpc_available():
         pytest.skip("gRPC binding: needs grpcio, protobuf and googleapis-common-protos")
+    if request.param == "mounted_via_asgi":
+        need("uvicorn", "ASGI host: needs uvicorn (the test extra)")
     return request.param
 
 
