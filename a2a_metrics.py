@@ -1,4 +1,5 @@
-"""a2a_metrics: Prometheus metrics for an a2a_min Server, at GET /metrics.
+"""a2a_metrics: what an operator watches of an a2a_min Server: Prometheus
+metrics at GET /metrics, and the access log.
 
 The optional companion of a2a_min.py, standard library only. It is imported
 only when asked for::
@@ -22,6 +23,9 @@ credentials); serve_metrics() serves it on a separate address instead,
 without authentication (a port only the scraper's network reaches), and the
 server's own port then no longer has it: bounded in connections, and
 answering only the Host names it should, as the server's own port does.
+
+The access log (Server(access_log=True), or "json"; --access-log): a line
+per request answered, on the "a2a_min.access" logger at INFO.
 """
 
 import socket
@@ -29,8 +33,10 @@ import sys
 import threading
 
 import a2a_min
+# The second tier (a2a_min.COMPANION_API): the log, JSON as the server writes it, traceparent.
+from a2a_min import _dumps, _log, _parse_traceparent
 
-__all__ = ["Metrics", "serve_metrics", "BUCKETS"]
+__all__ = ["Metrics", "AccessLog", "serve_metrics", "BUCKETS"]
 
 # Seconds: from a cached GetTask (well under a millisecond) to a slow agent's turn.
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
@@ -269,3 +275,41 @@ def _name(host):
     if host.startswith("[") or host.count(":") > 1:     # an IPv6 address, [::1]:9464 or ::1
         return "[" + host.strip("[").partition("]")[0] + "]"
     return host.partition(":")[0]
+
+
+class AccessLog(a2a_min.Observer):
+    """Server(access_log=...): a line per request answered, to the
+    "a2a_min.access" logger: text, or (``form`` "json") one JSON object: time,
+    client, method, path without its query, the A2A method, status, bytes,
+    milliseconds, trace, task and principal; never a credential. A text line
+    names the trace of a request that came with a traceparent."""
+
+    def __init__(self, server, form):
+        self.server, self.json = server, form == "json"
+
+    def request_answered(self, request, mark):
+        call, ms, size = request.call, request.seconds * 1000, request.size
+        if call is not None:
+            shown = self.json or "traceparent" in call.headers
+            trace = shown and call.trace and call.trace.trace_id
+        else:                                  # (refused before it was a call)
+            found = self.server.tracing and _parse_traceparent(
+                request.headers.get("traceparent", ""))
+            trace = found and found[0]
+        if self.json:
+            line = _dumps({
+                "time": self.server.live.now(), "client": str(request.peer or "") or None,
+                "method": request.method, "path": request.path,
+                "a2a_method": call and call.method, "status": request.status, "bytes": size,
+                "stream": request.stream, "ms": round(ms, 2),
+                "trace_id": trace or None, "task_id": call and call.task_id,
+                "principal": None if call is None or call.principal is None
+                else str(call.principal),
+            }).decode()
+        else:
+            line = (f"{request.peer or '-'} \"{request.method} {request.path}"
+                    f"{'?' if request.query else ''}{request.query}\" {request.status} "
+                    f"{'-' if size is None else size} {ms:.1f}ms"
+                    f"{' (a stream)' if request.stream else ''}"
+                    f"{' trace=' + trace if trace else ''}")
+        _log().getChild("access").info("%s", line)

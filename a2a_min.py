@@ -97,7 +97,7 @@ __all__ = [
 # they change with this file). tests/test_architecture.py fails on any other one.
 COMPANION_API = (
     # reaching companions; the log; ids; the command line that a2a_cli.py extends
-    "_companion", "_log", "_new_id", "_prog", "_demo_parser", "_demo_options", "_serve_demo",
+    "_companion", "_log", "_new_id", "_parse_traceparent", "_prog", "_demo_parser", "_demo_options", "_serve_demo",
     "_one_line_errors", "_tls_arguments", "_tls_context",
     # ProtoJSON's field names and base64, as the data model writes them
     "_snake", "_b64encode", "_b64decode", "_dumps",
@@ -2238,7 +2238,8 @@ def _observers(server, access_log, tracing, metrics, more):
             tracing, "get_tracer")):
         raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
                          "OpenTelemetry TracerProvider")
-    observers = [_AccessLog(server, access_log)] if access_log else []
+    observers = [_companion("a2a_metrics", "Server(access_log=...)").AccessLog(
+        server, access_log)] if access_log else []
     if metrics:
         server.metrics = _companion("a2a_metrics", "Server(metrics=True)").Metrics(server)
         observers.append(server.metrics)
@@ -2246,43 +2247,6 @@ def _observers(server, access_log, tracing, metrics, more):
         observers.append(_companion("a2a_otel", "Server(tracing=...)").Spans(
             server, None if isinstance(tracing, str) else tracing))
     return observers + list(more)
-
-
-class _AccessLog(Observer):
-    """Server(access_log=...): a line per request answered, to the
-    "a2a_min.access" logger: text, or one JSON object (time, client, method,
-    path without its query, the A2A method, status, bytes, milliseconds,
-    trace, task and principal; never a credential)."""
-
-    def __init__(self, server, form):
-        self.server, self.json = server, form == "json"
-
-    def request_answered(self, request, mark):
-        call, ms, size = request.call, request.seconds * 1000, request.size
-        if call is not None:   # the trace it ran in (a text line: if it came or went on)
-            shown = self.json or call._trace is not None or "traceparent" in call.headers
-            trace = shown and call.trace and call.trace.trace_id
-        else:
-            found = self.server.tracing and _parse_traceparent(
-                request.headers.get("traceparent", ""))
-            trace = found and found[0]
-        if self.json:
-            line = _dumps({
-                "time": self.server.live.now(), "client": str(request.peer or "") or None,
-                "method": request.method, "path": request.path,
-                "a2a_method": call and call.method, "status": request.status, "bytes": size,
-                "stream": request.stream, "ms": round(ms, 2),
-                "trace_id": trace or None, "task_id": call and call.task_id,
-                "principal": None if call is None or call.principal is None
-                else str(call.principal),
-            }).decode()
-        else:
-            line = (f"{request.peer or '-'} \"{request.method} {request.path}"
-                    f"{'?' if request.query else ''}{request.query}\" {request.status} "
-                    f"{'-' if size is None else size} {ms:.1f}ms"
-                    f"{' (a stream)' if request.stream else ''}"
-                    f"{' trace=' + trace if trace else ''}")
-        _log().getChild("access").info("%s", line)
 
 
 # SendStreamingMessage ends when the task ends or waits for the client

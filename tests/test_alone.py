@@ -129,3 +129,15 @@ def test_the_catalogs_name_their_file_and_the_cards_need_none(tmp_path):
     assert lines[:2] == ["200", "Travel"], done.stderr
     for line in lines[2:4]:
         assert line.startswith("404 ") and "needs the companion module a2a_catalog.py" in line
+
+
+def test_the_access_log_names_its_file(tmp_path):
+    """Server(access_log=...) is a2a_metrics.py's, as metrics=True is: alone, one line says so."""
+    done = run(alone(tmp_path), code=(
+        "import a2a_min\n"
+        "try:\n"
+        "    a2a_min.Server(lambda t: t, access_log=True)\n"
+        "except ModuleNotFoundError as error:\n"
+        "    print(error)\n"))
+    assert "Server(access_log=...) needs the companion module a2a_metrics.py" in done.stdout, \
+        done.stderr

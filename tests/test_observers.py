@@ -178,7 +178,7 @@ def test_a_server_without_observers_has_none_and_options_come_first():
     assert a2a_min.Server(agent).observers == []
     mine = a2a_min.Observer()
     server = a2a_min.Server(agent, access_log=True, observers=[mine])
-    assert [type(o).__name__ for o in server.observers] == ["_AccessLog", "Observer"]
+    assert [type(o).__name__ for o in server.observers] == ["AccessLog", "Observer"]
     assert server.observers[-1] is mine
     # The base class does nothing at each event: a server with it answers as without.
     answer = server.handle_http("GET", "/tasks/nope", "", dict(V1))
