@@ -4526,9 +4526,9 @@ def _jsonrpc_refused(server, request, request_id, error):
 
 def _jsonrpc_response(server, request):
     """POST to the JSON-RPC endpoint."""
-    headers, body, request_id = request.headers, request.body, None
+    request_id = None
     try:
-        envelope = _parse_json_body(body)        # (its Content-Type is JSON: _route_http)
+        envelope = _parse_json_body(request.body)        # (its Content-Type is JSON: _route_http)
         if isinstance(envelope, list):
             raise InvalidRequestError(
                 "JSON-RPC batches are not supported by A2A; send one request object per HTTP POST")
@@ -4550,11 +4550,7 @@ def _jsonrpc_response(server, request):
         if not isinstance(params, dict):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
-        query = _query_params(request.query) if request.query else {}
-        call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
-                                          request.spawn, peer=request.peer, tracing=server.tracing)
-        if query or "last-event-id" in headers:
-            call.last_event_id = _last_event_id(headers, query)
+        call = _call_context(server, request)
         if name in METHODS:
             return _answer(server.call(name, params, call),
                            functools.partial(_jsonrpc_result, name, request_id),
@@ -4607,6 +4603,18 @@ def _error_headers(error):
     if error.retry_after:
         return [("Retry-After", str(error.retry_after))]
     return []
+
+
+def _call_context(server, request):
+    """The CallContext of a request to either binding (``request.call``): its
+    headers and query, and the Last-Event-ID a stream resumes from, if any."""
+    headers = request.headers
+    query = _query_params(request.query) if request.query else {}
+    call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
+                                      request.spawn, peer=request.peer, tracing=server.tracing)
+    if query or "last-event-id" in headers:
+        call.last_event_id = _last_event_id(headers, query)
+    return call
 
 
 def _last_event_id(headers, query):
@@ -4915,11 +4923,7 @@ def _rest_response(server, request):
         if verb == "HEAD" and METHODS[method][2]:
             raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
         params = _rest_params(request, METHODS[method][0], values)
-        query = _query_params(request.query) if request.query else {}
-        call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
-                                          request.spawn, peer=request.peer, tracing=server.tracing)
-        if query or "last-event-id" in headers:
-            call.last_event_id = _last_event_id(headers, query)
+        call = _call_context(server, request)
 
         def answer(result):
             if not METHODS[method][2]:
