@@ -1958,7 +1958,7 @@ def _public_config(config):
         k: v for k, v in config.items() if k != "payloadVersion"}
 
 
-def _webhook_target(url, allow, resolve=None):
+def _webhook_target(url, allow, resolve):
     """Check a webhook URL, or raise InvalidParamsError. With ``resolve``
     (host, port -> addresses: _resolve_host, at delivery), or for a literal
     address, return (scheme, host, port, path, vetted addresses)."""
@@ -3938,7 +3938,7 @@ def _check_push_config(server, config):
                                      field=field)
 
 
-def _add_push_config(server, task_id, config, tenant, payload_version=None):
+def _add_push_config(server, task_id, config, tenant, payload_version):
     """Keep a checked webhook config (a few KiB at most) with its task, under
     a fresh id unless the client chose one, which it replaces. A config
     registered through 0.3 keeps that version for what its webhook is sent."""
@@ -5256,7 +5256,7 @@ class _PushDelivery:
             self.ready.notify_all()
 
     # -- the callers' side: queue, count ------------------------------------------------
-    def submit(self, caller, configs, event, task=None, trace=None):
+    def submit(self, caller, configs, event, task, trace):
         """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on
         ``caller``'s lane, never blocking: what does not fit, or goes to a paused
         destination, is dropped and counted. A webhook registered through 0.3 is
