@@ -6339,12 +6339,12 @@ class _RequestReader:
 
     def _too_long(self, buffer):
         line_end = buffer.find(b"\n")
+        limit = {"limit": "max_header_bytes", "value": self.max_header_bytes}
         if line_end < 0 or line_end > self.max_header_bytes:
             self._refuse(414, f"the request line is longer than {self.max_header_bytes} bytes; "
-                         "send large parameters in a POST body",
-                         metadata={"limit": "max_header_bytes", "value": self.max_header_bytes})
+                         "send large parameters in a POST body", metadata=limit)
         self._refuse(431, f"the request head is longer than {self.max_header_bytes} bytes",
-                     metadata={"limit": "max_header_bytes", "value": self.max_header_bytes})
+                     metadata=limit)
 
     def _body_length(self, headers, version):
         """Content-Length, 0 for no body, or None for a chunked body (RFC 9112 6.3)."""
@@ -6827,8 +6827,8 @@ class _Hangups:
             return gone
         fd = sock.fileno()
         with self.lock:
-            if self.poll is None:
-                self.poll, self.socks = select.epoll(), set()
+            if self.poll is None:             # (and socks is empty: _run emptied it)
+                self.poll = select.epoll()
                 threading.Thread(target=self._run, args=(self.poll,), daemon=True,
                                  name="a2a-hangups").start()
             self.wakes[fd] = (gone, channel)
