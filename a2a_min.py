@@ -2372,14 +2372,12 @@ class _Follower:
             if self.ended:
                 raise StopIteration
             channel = self.channel
-            if channel.stopped is not None and self.seq >= channel.stopped:   # the grace is
-                self._end_if_closing()         # over: what comes later waits for the resume
+            self._end_if_stopped()
             with channel.lock:
                 if not self._take():
                     self._end_if_closing()
                     self._wait(channel)
-                    if channel.stopped is not None and self.seq >= channel.stopped:
-                        self._end_if_closing()
+                    self._end_if_stopped()
                     if self.begin is not None and time.monotonic() >= self.begin_at - 0.001:
                         self._begin()
                     if not self._take():
@@ -2403,6 +2401,13 @@ class _Follower:
         finally:
             channel.waiting -= 1
 
+    def _end_if_stopped(self):
+        """_end_if_closing, once past where the channel stopped: the grace is
+        over, and what comes later waits for the resume."""
+        stopped = self.channel.stopped
+        if stopped is not None and self.seq >= stopped:
+            self._end_if_closing()
+
     def _end_if_closing(self):
         """If the server is shutting down, end here (StopIteration), telling the
         client to come back (``retry``) and resume with Last-Event-ID; a turn
@@ -2424,8 +2429,7 @@ class _Follower:
             if self.ended:
                 raise StopIteration
             channel = self.channel
-            if channel.stopped is not None and self.seq >= channel.stopped:   # (as __next__)
-                self._end_if_closing()
+            self._end_if_stopped()
             news = False
             if channel.next_seq > self.seq or channel.store.shared or \
                     len(channel.tail) > self.tail_seen:     # (else nothing is new: no lock)
@@ -5275,7 +5279,7 @@ class _PushDelivery:
                 body = bodies.get(version)
                 if body is None:
                     compat = self.server().compat
-                    body = bodies[version] = bodies[None] if compat is None or task is None \
+                    body = bodies[version] = bodies[None] if compat is None \
                         else _dumps(compat.push_payload(task, event))
                 key = _destination(config["url"])
                 dest = lane.dests.get(key)
