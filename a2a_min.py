@@ -1083,9 +1083,9 @@ def _refusal(kind, task):
     if kind == "cancel":
         return TaskNotCancelableError(
             f"task {task_id} is already {state} and can no longer be canceled", metadata=metadata)
-    if kind == "input" and state in _WORKING_STATES:
-        return _still_working(task_id)
     if kind == "input":
+        if state in _WORKING_STATES:
+            return _still_working(task_id)
         return UnsupportedOperationError(
             f"task {task_id} is {state} and accepts no new messages; send the message without "
             "taskId to start a new task (keep contextId to stay in the conversation)",
@@ -2157,9 +2157,10 @@ class TraceContext:
 
     def headers(self):
         """``traceparent`` (and ``tracestate``) for a call made from this span."""
-        if not self.tracestate:
-            return {"traceparent": self.traceparent}
-        return {"traceparent": self.traceparent, "tracestate": self.tracestate}
+        headers = {"traceparent": self.traceparent}
+        if self.tracestate:
+            headers["tracestate"] = self.tracestate
+        return headers
 
     def __repr__(self):
         return f"TraceContext({self.traceparent!r}, parent_id={self.parent_id!r})"
@@ -6371,15 +6372,14 @@ class _RequestReader:
             return None
         if length is None:
             return 0
-        value = length                             # (stripped, as every header value)
-        if "," in value:                           # repeated: the same value, or refused
-            values = {v.strip(" \t") for v in value.split(",")}
+        if "," in length:                          # repeated: the same value, or refused
+            values = {v.strip(" \t") for v in length.split(",")}
             if len(values) != 1:
                 self._refuse(400, f"the request has differing Content-Lengths: {length[:40]!r}")
-            value = values.pop()
-        if not (value.isascii() and value.isdigit()) or len(value) > 18:
-            self._refuse(400, f"Content-Length {value[:40]!r} is not a number of bytes")
-        length = int(value)
+            length = values.pop()
+        if not (length.isascii() and length.isdigit()) or len(length) > 18:   # (stripped)
+            self._refuse(400, f"Content-Length {length[:40]!r} is not a number of bytes")
+        length = int(length)
         if length > self.max_body_bytes:
             self._refuse(413, f"the request body is {length} bytes; this server accepts at "
                          f"most {self.max_body_bytes}", PayloadTooLargeError,
