@@ -2985,8 +2985,8 @@ class _Channel:
                 self.written, self.appended = len(stored or b""), 0
             self.task, self.next_seq = task, seq + 1
             self.wake()
-            if tell and self.on_event is not None:
-                self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
+            if tell:
+                self.tell(event)                # in order: under the lock
 
     def tell(self, event):
         """Tell the webhooks (``on_event``) of the task's ``event``."""
