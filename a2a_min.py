@@ -6917,10 +6917,15 @@ def _cannot_listen(error, host, port):
         f"a2a_min: cannot listen on {host}:{port}: {os.strerror(code)}; {fix}")
 
 
+def _bound_to(listener):
+    """The (host, port) a listener is bound to: the threaded server's, or asyncio's."""
+    sockets = getattr(listener, "sockets", None)
+    return (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+
+
 def _say_where(listener):
     """serve()'s and serve_asyncio()'s on_ready when none is given: say where."""
-    sockets = getattr(listener, "sockets", None)
-    host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    host, port = _bound_to(listener)
     scheme = "https" if getattr(listener, "tls", None) is not None else "http"
     print(f"a2a_min: serving on {scheme}://{host}:{port}/ (Ctrl-C stops)", flush=True)
 
@@ -7655,8 +7660,7 @@ def _stop_on_ctrl_c(server, grace, stop_now):
 
 def _demo_banner(server, what, kept, tls, listener):
     """The demo's first lines, once it listens: where, how, and curl lines."""
-    sockets = getattr(listener, "sockets", None)
-    host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    host, port = _bound_to(listener)
     base = f"{'https' if tls else 'http'}://{host}:{port}"
     print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} {what} on {base}/ "
           f"({kept}; Ctrl-C stops)\n", flush=True)
