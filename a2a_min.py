@@ -7340,14 +7340,6 @@ def _header_list(response):
     return headers
 
 
-def _joined(pairs):
-    """Header (name, value) pairs as a dict, a repeated name's values joined with ", "."""
-    headers = {}
-    for name, value in pairs:
-        headers[name] = headers[name] + ", " + value if name in headers else value
-    return headers
-
-
 def _too_large(server, path):
     """The answer (413) to a body over max_body_bytes, found before handle_http."""
     limit = server.limits["max_body_bytes"]
@@ -7403,8 +7395,10 @@ def _asgi_request(scope):
     path = raw.decode("latin-1") if raw else quote(scope["path"], safe="/:@!$&'()*+,;=-._~")
     if prefix and path.startswith(prefix):
         path = path[len(prefix):] or "/"
-    headers = _joined((name.decode("latin-1").lower(), value.decode("latin-1"))
-                      for name, value in scope["headers"])
+    headers = {}
+    for name, value in scope["headers"]:
+        name, value = name.decode("latin-1").lower(), value.decode("latin-1")
+        headers[name] = headers[name] + ", " + value if name in headers else value
     host = headers.get("host") or "%s:%s" % tuple(scope.get("server") or ("127.0.0.1", 80))
     return path, headers, f"{scope.get('scheme', 'http')}://{host}{prefix}"
 
@@ -7580,7 +7574,9 @@ def lambda_handler(server, *, margin=1.0):
             finally:
                 response.stream.close()
             data = b"".join(chunks)
-        out_headers = _joined(response.headers)
+        out_headers = {}
+        for name, value in response.headers:
+            out_headers[name] = out_headers[name] + ", " + value if name in out_headers else value
         textual = any(t in out_headers.get("Content-Type", "") for t in ("json", "text"))
         return {"statusCode": response.status, "headers": out_headers,
                 "body": data.decode("utf-8") if textual else base64.b64encode(data).decode(),
