@@ -3655,13 +3655,18 @@ def _view(task, history_length, include_artifacts=True):
 # agent whose modes hold */*, or none at all, takes anything; type/* takes
 # that type's every subtype.
 
+def _media_type(value):
+    """A media type without its parameters, in lower case ("Text/HTML; q=1": "text/html")."""
+    return value.partition(";")[0].strip().lower()
+
+
 def _check_media_types(accepted, parts):
     """ContentTypeNotSupportedError for the first part of a type not ``accepted``."""
     for part in parts:
         media = part.get("mediaType")
         if media is None:
             media = "text/plain" if "text" in part else "application/json" if "data" in part else ""
-        kind = media.partition(";")[0].strip().lower()
+        kind = _media_type(media)
         if kind and kind not in accepted and kind.partition("/")[0] + "/*" not in accepted:
             modes = ", ".join(sorted(accepted))
             raise ContentTypeNotSupportedError(
@@ -4400,7 +4405,7 @@ def _route_http(server, request):
     if method == "POST":
         ctype = headers.get("content-type", "")
         if ctype not in _JSON_TYPES and (body or "a2a-version" not in headers):
-            media = ctype.partition(";")[0].strip().lower()  # pages send others unasked: 415
+            media = _media_type(ctype)                # pages send others unasked: 415
             if not (media == _JSON or "/" in media and media.endswith("+json")):  # or any +json
                 return _refused(server, path, headers, 415, ContentTypeNotSupportedError(
                     (f"a POST's body must be JSON, not {ctype[:80]}" if ctype else
@@ -4903,7 +4908,7 @@ def _query_to_params(message_type, query):
 def _rest_response(server, request):
     """An HTTP+JSON route: match, build the request message, call, answer."""
     verb, path, headers, body = request.method, request.path, request.headers, request.body
-    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+    ctype = _media_type(headers.get("content-type", ""))
     accept = headers.get("accept", "")
     media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
 
@@ -5567,7 +5572,7 @@ class _Card:
         self.fields, self.signer = fields | dict(card or {}), signer
         modes = [*self.fields["defaultInputModes"], *(        # what a message's parts may be
             mode for skill in self.fields["skills"] for mode in skill.get("inputModes", ()))]
-        types = frozenset(mode.partition(";")[0].strip().lower() for mode in modes)
+        types = frozenset(_media_type(mode) for mode in modes)
         self.accepts = None if "*/*" in types or not types else types   # (None: anything)
         self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
         self.max_age = max_age        # Cache-Control max-age, seconds
