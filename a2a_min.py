@@ -2235,8 +2235,7 @@ def _observers(server, access_log, tracing, metrics, more):
     the caller's own Observers."""
     if access_log not in (None, False, True, "json", "plain"):
         raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
-    if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
-            tracing, "get_tracer")):
+    if tracing not in (True, False, "opentelemetry") and not hasattr(tracing, "get_tracer"):
         raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
                          "OpenTelemetry TracerProvider")
     observers = [_AccessLog(server, access_log)] if access_log else []
@@ -6530,7 +6529,6 @@ def _tls_handshake(sock, context, deadline_after):
     except (OSError, ValueError) as error:         # (ssl.SSLError is an OSError)
         _log().debug("TLS handshake failed: %s", error)
         (tls if tls is not None else sock).close()
-        return None
 
 
 # -- writing an answer -------------------------------------------------------------
