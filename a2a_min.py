@@ -900,9 +900,8 @@ def _exact_names(message_type, value, path):
         field = fields.get(key)
         if field is None or field.name != key:
             hint = f"; did you mean {field.name}?" if field is not None else ""
-            raise ValueError(
-                f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
-                + ", ".join(row[1] for row in MESSAGES[message_type]) + ")")
+            raise ValueError(f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
+                             + ", ".join(row[1] for row in MESSAGES[message_type]) + ")")
         if (field.map_value or field.type) in _FIELDS and item is not None:
             _parse_field(field, item, f"{path}.{key}", _exact_names)
 
@@ -2213,8 +2212,7 @@ class Observer:
 
 def _started(server, request):
     request.started = time.perf_counter()
-    request.marks = {observer: observer.request_started(request)
-                     for observer in server.observers}
+    request.marks = {observer: observer.request_started(request) for observer in server.observers}
 
 
 def _returned(request):
@@ -2402,8 +2400,7 @@ class _Follower:
             channel.waiting -= 1
 
     def _end_if_stopped(self):
-        """_end_if_closing, once past where the channel stopped: the grace is
-        over, and what comes later waits for the resume."""
+        """_end_if_closing, past where the channel stopped (what comes later: the resume)."""
         stopped = self.channel.stopped
         if stopped is not None and self.seq >= stopped:
             self._end_if_closing()
@@ -3943,8 +3940,7 @@ def _check_push_config(server, config):
                                      "header", field=field) from None
         if raw.translate(None, _HEADER_CONTROLS) != raw:   # would end or corrupt it
             raise InvalidParamsError(f"{field} must not contain control characters (line "
-                                     "breaks, NUL...): it is sent in an HTTP header",
-                                     field=field)
+                                     "breaks, NUL...): it is sent in an HTTP header", field=field)
 
 
 def _add_push_config(server, task_id, config, tenant, payload_version):
@@ -4061,8 +4057,7 @@ def _check_service_parameters(server, call, method):
             f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})" + (
                 "; for A2A 0.3 clients, serve with Server(compat='0.3') (--compat 0.3)"
                 if version.strip().startswith("0.3") else ""),
-            metadata={"requestedVersion": version.strip(),
-                      "supportedVersions": PROTOCOL_VERSION})
+            metadata={"requestedVersion": version.strip(), "supportedVersions": PROTOCOL_VERSION})
     call.version = PROTOCOL_VERSION
     raw = call.headers.get("a2a-extensions")
     if raw:
@@ -4615,8 +4610,7 @@ def _error_headers(error):
 
 
 def _call_context(server, request):
-    """The CallContext of a request to either binding (``request.call``): its
-    headers and query, and the Last-Event-ID a stream resumes from, if any."""
+    """The CallContext of a request to either binding (request.call), Last-Event-ID too."""
     headers = request.headers
     query = _query_params(request.query) if request.query else {}
     call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
@@ -5809,8 +5803,7 @@ class Server:
         except Exception as error:      # (a store that cannot say now: never the caller's error)
             store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
         return {"store": store, "live_tasks": live, "subscribers": subscribers, "streams": streams,
-                "agent_threads": workers,
-                "refused": dict(self._refusals), "hosts": hosts,
+                "agent_threads": workers, "refused": dict(self._refusals), "hosts": hosts,
                 "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()}}
 
     def count_refusal(self, error):
@@ -6163,8 +6156,7 @@ class _HTTPRequest:
     repeated ones joined with ", "), ``body`` (bytes, de-chunked; None while
     it is read) and ``keep_alive``."""
 
-    __slots__ = ("method", "target", "path", "query", "version", "headers", "body",
-                 "keep_alive")
+    __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive")
 
     def __init__(self, method, target, version, headers, keep_alive):
         self.method, self.target, self.version, self.headers = method, target, version, headers
@@ -6481,8 +6473,7 @@ def _tls_arguments(parser):
                         help="mutual TLS: accept client certificates this CA issued; callers "
                              "are their certificates' subjects, or URI or DNS names "
                              "(MutualTlsAuth)")
-    parser.add_argument("--tls-client-cert", choices=("optional", "required"),
-                        default="optional",
+    parser.add_argument("--tls-client-cert", choices=("optional", "required"), default="optional",
                         help="with --tls-client-ca: 'optional' (the default: the public card "
                              "needs none) or 'required' for every connection")
 
