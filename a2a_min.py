@@ -1672,12 +1672,11 @@ class _EventLog:
         self.sizes.append(size)
         self.size += size
         self.live += 1
-        if len(events) > count or self.size > limit:    # the oldest go
-            drop = 0
-            while len(events) - drop > count or self.size > limit and len(events) - drop > 1:
-                self.size -= self.sizes[drop]
-                drop += 1
-            del events[:drop], self.sizes[:drop]
+        drop = 0                                        # the oldest go (the newest stays)
+        while len(events) - drop > count or self.size > limit and len(events) - drop > 1:
+            self.size -= self.sizes[drop]
+            drop += 1
+        del events[:drop], self.sizes[:drop]
         self.weight = self.size + len(events) * _EVENT_OVERHEAD
         self.next_seq = seq + 1
         return seq
