@@ -900,9 +900,8 @@ def _exact_names(message_type, value, path):
         field = fields.get(key)
         if field is None or field.name != key:
             hint = f"; did you mean {field.name}?" if field is not None else ""
-            raise ValueError(
-                f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
-                + ", ".join(row[1] for row in MESSAGES[message_type]) + ")")
+            raise ValueError(f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
+                             + ", ".join(row[1] for row in MESSAGES[message_type]) + ")")
         if (field.map_value or field.type) in _FIELDS and item is not None:
             _parse_field(field, item, f"{path}.{key}", _exact_names)
 
@@ -1083,9 +1082,9 @@ def _refusal(kind, task):
     if kind == "cancel":
         return TaskNotCancelableError(
             f"task {task_id} is already {state} and can no longer be canceled", metadata=metadata)
-    if kind == "input" and state in _WORKING_STATES:
-        return _still_working(task_id)
     if kind == "input":
+        if state in _WORKING_STATES:
+            return _still_working(task_id)
         return UnsupportedOperationError(
             f"task {task_id} is {state} and accepts no new messages; send the message without "
             "taskId to start a new task (keep contextId to stay in the conversation)",
@@ -1673,12 +1672,11 @@ class _EventLog:
         self.sizes.append(size)
         self.size += size
         self.live += 1
-        if len(events) > count or self.size > limit:    # the oldest go
-            drop = 0
-            while len(events) - drop > count or self.size > limit and len(events) - drop > 1:
-                self.size -= self.sizes[drop]
-                drop += 1
-            del events[:drop], self.sizes[:drop]
+        drop = 0                                        # the oldest go (the newest stays)
+        while len(events) - drop > count or self.size > limit and len(events) - drop > 1:
+            self.size -= self.sizes[drop]
+            drop += 1
+        del events[:drop], self.sizes[:drop]
         self.weight = self.size + len(events) * _EVENT_OVERHEAD
         self.next_seq = seq + 1
         return seq
@@ -1958,7 +1956,7 @@ def _public_config(config):
         k: v for k, v in config.items() if k != "payloadVersion"}
 
 
-def _webhook_target(url, allow, resolve=None):
+def _webhook_target(url, allow, resolve):
     """Check a webhook URL, or raise InvalidParamsError. With ``resolve``
     (host, port -> addresses: _resolve_host, at delivery), or for a literal
     address, return (scheme, host, port, path, vetted addresses)."""
@@ -2157,9 +2155,10 @@ class TraceContext:
 
     def headers(self):
         """``traceparent`` (and ``tracestate``) for a call made from this span."""
-        if not self.tracestate:
-            return {"traceparent": self.traceparent}
-        return {"traceparent": self.traceparent, "tracestate": self.tracestate}
+        headers = {"traceparent": self.traceparent}
+        if self.tracestate:
+            headers["tracestate"] = self.tracestate
+        return headers
 
     def __repr__(self):
         return f"TraceContext({self.traceparent!r}, parent_id={self.parent_id!r})"
@@ -2212,8 +2211,7 @@ class Observer:
 
 def _started(server, request):
     request.started = time.perf_counter()
-    request.marks = {observer: observer.request_started(request)
-                     for observer in server.observers}
+    request.marks = {observer: observer.request_started(request) for observer in server.observers}
 
 
 def _returned(request):
@@ -2234,8 +2232,7 @@ def _observers(server, access_log, tracing, metrics, more):
     the caller's own Observers."""
     if access_log not in (None, False, True, "json", "plain"):
         raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
-    if tracing not in (True, False) and (tracing != "opentelemetry" and not hasattr(
-            tracing, "get_tracer")):
+    if tracing not in (True, False, "opentelemetry") and not hasattr(tracing, "get_tracer"):
         raise ValueError(f"tracing={tracing!r}: True, False, \"opentelemetry\" or an "
                          "OpenTelemetry TracerProvider")
     observers = [_companion("a2a_metrics", "Server(access_log=...)").AccessLog(
@@ -2336,14 +2333,12 @@ class _Follower:
             if self.ended:
                 raise StopIteration
             channel = self.channel
-            if channel.stopped is not None and self.seq >= channel.stopped:   # the grace is
-                self._end_if_closing()         # over: what comes later waits for the resume
+            self._end_if_stopped()
             with channel.lock:
                 if not self._take():
                     self._end_if_closing()
                     self._wait(channel)
-                    if channel.stopped is not None and self.seq >= channel.stopped:
-                        self._end_if_closing()
+                    self._end_if_stopped()
                     if self.begin is not None and time.monotonic() >= self.begin_at - 0.001:
                         self._begin()
                     if not self._take():
@@ -2367,6 +2362,12 @@ class _Follower:
         finally:
             channel.waiting -= 1
 
+    def _end_if_stopped(self):
+        """_end_if_closing, past where the channel stopped (what comes later: the resume)."""
+        stopped = self.channel.stopped
+        if stopped is not None and self.seq >= stopped:
+            self._end_if_closing()
+
     def _end_if_closing(self):
         """If the server is shutting down, end here (StopIteration), telling the
         client to come back (``retry``) and resume with Last-Event-ID; a turn
@@ -2388,8 +2389,7 @@ class _Follower:
             if self.ended:
                 raise StopIteration
             channel = self.channel
-            if channel.stopped is not None and self.seq >= channel.stopped:   # (as __next__)
-                self._end_if_closing()
+            self._end_if_stopped()
             news = False
             if channel.next_seq > self.seq or channel.store.shared or \
                     len(channel.tail) > self.tail_seen:     # (else nothing is new: no lock)
@@ -2944,8 +2944,8 @@ class _Channel:
                 self.written, self.appended = len(stored or b""), 0
             self.task, self.next_seq = task, seq + 1
             self.wake()
-            if tell and self.on_event is not None:
-                self.on_event(self.caller or self.owner, task, event)   # in order: under the lock
+            if tell:
+                self.tell(event)                # in order: under the lock
 
     def tell(self, event):
         """Tell the webhooks (``on_event``) of the task's ``event``."""
@@ -3614,13 +3614,18 @@ def _view(task, history_length, include_artifacts=True):
 # agent whose modes hold */*, or none at all, takes anything; type/* takes
 # that type's every subtype.
 
+def _media_type(value):
+    """A media type without its parameters, in lower case ("Text/HTML; q=1": "text/html")."""
+    return value.partition(";")[0].strip().lower()
+
+
 def _check_media_types(accepted, parts):
     """ContentTypeNotSupportedError for the first part of a type not ``accepted``."""
     for part in parts:
         media = part.get("mediaType")
         if media is None:
             media = "text/plain" if "text" in part else "application/json" if "data" in part else ""
-        kind = media.partition(";")[0].strip().lower()
+        kind = _media_type(media)
         if kind and kind not in accepted and kind.partition("/")[0] + "/*" not in accepted:
             modes = ", ".join(sorted(accepted))
             raise ContentTypeNotSupportedError(
@@ -3898,11 +3903,10 @@ def _check_push_config(server, config):
                                      "header", field=field) from None
         if raw.translate(None, _HEADER_CONTROLS) != raw:   # would end or corrupt it
             raise InvalidParamsError(f"{field} must not contain control characters (line "
-                                     "breaks, NUL...): it is sent in an HTTP header",
-                                     field=field)
+                                     "breaks, NUL...): it is sent in an HTTP header", field=field)
 
 
-def _add_push_config(server, task_id, config, tenant, payload_version=None):
+def _add_push_config(server, task_id, config, tenant, payload_version):
     """Keep a checked webhook config (a few KiB at most) with its task, under
     a fresh id unless the client chose one, which it replaces. A config
     registered through 0.3 keeps that version for what its webhook is sent."""
@@ -4016,8 +4020,7 @@ def _check_service_parameters(server, call, method):
             f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})" + (
                 "; for A2A 0.3 clients, serve with Server(compat='0.3') (--compat 0.3)"
                 if version.strip().startswith("0.3") else ""),
-            metadata={"requestedVersion": version.strip(),
-                      "supportedVersions": PROTOCOL_VERSION})
+            metadata={"requestedVersion": version.strip(), "supportedVersions": PROTOCOL_VERSION})
     call.version = PROTOCOL_VERSION
     raw = call.headers.get("a2a-extensions")
     if raw:
@@ -4359,7 +4362,7 @@ def _route_http(server, request):
     if method == "POST":
         ctype = headers.get("content-type", "")
         if ctype not in _JSON_TYPES and (body or "a2a-version" not in headers):
-            media = ctype.partition(";")[0].strip().lower()  # pages send others unasked: 415
+            media = _media_type(ctype)                # pages send others unasked: 415
             if not (media == _JSON or "/" in media and media.endswith("+json")):  # or any +json
                 return _refused(server, path, headers, 415, ContentTypeNotSupportedError(
                     (f"a POST's body must be JSON, not {ctype[:80]}" if ctype else
@@ -4490,9 +4493,9 @@ def _jsonrpc_refused(server, request, request_id, error):
 
 def _jsonrpc_response(server, request):
     """POST to the JSON-RPC endpoint."""
-    headers, body, request_id = request.headers, request.body, None
+    request_id = None
     try:
-        envelope = _parse_json_body(body)        # (its Content-Type is JSON: _route_http)
+        envelope = _parse_json_body(request.body)        # (its Content-Type is JSON: _route_http)
         if isinstance(envelope, list):
             raise InvalidRequestError(
                 "JSON-RPC batches are not supported by A2A; send one request object per HTTP POST")
@@ -4514,11 +4517,7 @@ def _jsonrpc_response(server, request):
         if not isinstance(params, dict):
             raise InvalidParamsError("params must be a JSON object (by-name parameters)",
                                      field="params")
-        query = _query_params(request.query) if request.query else {}
-        call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
-                                          request.spawn, peer=request.peer, tracing=server.tracing)
-        if query or "last-event-id" in headers:
-            call.last_event_id = _last_event_id(headers, query)
+        call = _call_context(server, request)
         if name in METHODS:
             return _answer(server.call(name, params, call),
                            functools.partial(_jsonrpc_result, name, request_id),
@@ -4571,6 +4570,17 @@ def _error_headers(error):
     if error.retry_after:
         return [("Retry-After", str(error.retry_after))]
     return []
+
+
+def _call_context(server, request):
+    """The CallContext of a request to either binding (request.call), Last-Event-ID too."""
+    headers = request.headers
+    query = _query_params(request.query) if request.query else {}
+    call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
+                                      request.spawn, peer=request.peer, tracing=server.tracing)
+    if query or "last-event-id" in headers:
+        call.last_event_id = _last_event_id(headers, query)
+    return call
 
 
 def _last_event_id(headers, query):
@@ -4854,7 +4864,7 @@ def _query_to_params(message_type, query):
 def _rest_response(server, request):
     """An HTTP+JSON route: match, build the request message, call, answer."""
     verb, path, headers, body = request.method, request.path, request.headers, request.body
-    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+    ctype = _media_type(headers.get("content-type", ""))
     accept = headers.get("accept", "")
     media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
 
@@ -4879,11 +4889,7 @@ def _rest_response(server, request):
         if verb == "HEAD" and METHODS[method][2]:
             raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
         params = _rest_params(request, METHODS[method][0], values)
-        query = _query_params(request.query) if request.query else {}
-        call = request.call = CallContext(headers, query, base_url=request.base_url, spawn=
-                                          request.spawn, peer=request.peer, tracing=server.tracing)
-        if query or "last-event-id" in headers:
-            call.last_event_id = _last_event_id(headers, query)
+        call = _call_context(server, request)
 
         def answer(result):
             if not METHODS[method][2]:
@@ -5216,7 +5222,7 @@ class _PushDelivery:
             self.ready.notify_all()
 
     # -- the callers' side: queue, count ------------------------------------------------
-    def submit(self, caller, configs, event, task=None, trace=None):
+    def submit(self, caller, configs, event, task, trace):
         """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on
         ``caller``'s lane, never blocking: what does not fit, or goes to a paused
         destination, is dropped and counted. A webhook registered through 0.3 is
@@ -5235,7 +5241,7 @@ class _PushDelivery:
                 body = bodies.get(version)
                 if body is None:
                     compat = self.server().compat
-                    body = bodies[version] = bodies[None] if compat is None or task is None \
+                    body = bodies[version] = bodies[None] if compat is None \
                         else _dumps(compat.push_payload(task, event))
                 key = _destination(config["url"])
                 dest = lane.dests.get(key)
@@ -5522,7 +5528,7 @@ class _Card:
         self.fields, self.signer = fields | dict(card or {}), signer
         modes = [*self.fields["defaultInputModes"], *(        # what a message's parts may be
             mode for skill in self.fields["skills"] for mode in skill.get("inputModes", ()))]
-        types = frozenset(mode.partition(";")[0].strip().lower() for mode in modes)
+        types = frozenset(_media_type(mode) for mode in modes)
         self.accepts = None if "*/*" in types or not types else types   # (None: anything)
         self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
         self.max_age = max_age        # Cache-Control max-age, seconds
@@ -5760,8 +5766,7 @@ class Server:
         except Exception as error:      # (a store that cannot say now: never the caller's error)
             store = {"unavailable": getattr(error, "message", None) or type(error).__name__}
         return {"store": store, "live_tasks": live, "subscribers": subscribers, "streams": streams,
-                "agent_threads": workers,
-                "refused": dict(self._refusals), "hosts": hosts,
+                "agent_threads": workers, "refused": dict(self._refusals), "hosts": hosts,
                 "push": {**self.push_stats, "by_caller": self.push_stats_by_caller()}}
 
     def count_refusal(self, error):
@@ -6114,8 +6119,7 @@ class _HTTPRequest:
     repeated ones joined with ", "), ``body`` (bytes, de-chunked; None while
     it is read) and ``keep_alive``."""
 
-    __slots__ = ("method", "target", "path", "query", "version", "headers", "body",
-                 "keep_alive")
+    __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive")
 
     def __init__(self, method, target, version, headers, keep_alive):
         self.method, self.target, self.version, self.headers = method, target, version, headers
@@ -6299,12 +6303,12 @@ class _RequestReader:
 
     def _too_long(self, buffer):
         line_end = buffer.find(b"\n")
+        limit = {"limit": "max_header_bytes", "value": self.max_header_bytes}
         if line_end < 0 or line_end > self.max_header_bytes:
             self._refuse(414, f"the request line is longer than {self.max_header_bytes} bytes; "
-                         "send large parameters in a POST body",
-                         metadata={"limit": "max_header_bytes", "value": self.max_header_bytes})
+                         "send large parameters in a POST body", metadata=limit)
         self._refuse(431, f"the request head is longer than {self.max_header_bytes} bytes",
-                     metadata={"limit": "max_header_bytes", "value": self.max_header_bytes})
+                     metadata=limit)
 
     def _body_length(self, headers, version):
         """Content-Length, 0 for no body, or None for a chunked body (RFC 9112 6.3)."""
@@ -6327,15 +6331,14 @@ class _RequestReader:
             return None
         if length is None:
             return 0
-        value = length                             # (stripped, as every header value)
-        if "," in value:                           # repeated: the same value, or refused
-            values = {v.strip(" \t") for v in value.split(",")}
+        if "," in length:                          # repeated: the same value, or refused
+            values = {v.strip(" \t") for v in length.split(",")}
             if len(values) != 1:
                 self._refuse(400, f"the request has differing Content-Lengths: {length[:40]!r}")
-            value = values.pop()
-        if not (value.isascii() and value.isdigit()) or len(value) > 18:
-            self._refuse(400, f"Content-Length {value[:40]!r} is not a number of bytes")
-        length = int(value)
+            length = values.pop()
+        if not (length.isascii() and length.isdigit()) or len(length) > 18:   # (stripped)
+            self._refuse(400, f"Content-Length {length[:40]!r} is not a number of bytes")
+        length = int(length)
         if length > self.max_body_bytes:
             self._refuse(413, f"the request body is {length} bytes; this server accepts at "
                          f"most {self.max_body_bytes}", PayloadTooLargeError,
@@ -6433,8 +6436,7 @@ def _tls_arguments(parser):
                         help="mutual TLS: accept client certificates this CA issued; callers "
                              "are their certificates' subjects, or URI or DNS names "
                              "(MutualTlsAuth)")
-    parser.add_argument("--tls-client-cert", choices=("optional", "required"),
-                        default="optional",
+    parser.add_argument("--tls-client-cert", choices=("optional", "required"), default="optional",
                         help="with --tls-client-ca: 'optional' (the default: the public card "
                              "needs none) or 'required' for every connection")
 
@@ -6481,7 +6483,6 @@ def _tls_handshake(sock, context, deadline_after):
     except (OSError, ValueError) as error:         # (ssl.SSLError is an OSError)
         _log().debug("TLS handshake failed: %s", error)
         (tls if tls is not None else sock).close()
-        return None
 
 
 # -- writing an answer -------------------------------------------------------------
@@ -6787,8 +6788,8 @@ class _Hangups:
             return gone
         fd = sock.fileno()
         with self.lock:
-            if self.poll is None:
-                self.poll, self.socks = select.epoll(), set()
+            if self.poll is None:             # (and socks is empty: _run emptied it)
+                self.poll = select.epoll()
                 threading.Thread(target=self._run, args=(self.poll,), daemon=True,
                                  name="a2a-hangups").start()
             self.wakes[fd] = (gone, channel)
@@ -6873,10 +6874,15 @@ def _cannot_listen(error, host, port):
         f"a2a_min: cannot listen on {host}:{port}: {os.strerror(code)}; {fix}")
 
 
+def _bound_to(listener):
+    """The (host, port) a listener is bound to: the threaded server's, or asyncio's."""
+    sockets = getattr(listener, "sockets", None)
+    return (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+
+
 def _say_where(listener):
     """serve()'s and serve_asyncio()'s on_ready when none is given: say where."""
-    sockets = getattr(listener, "sockets", None)
-    host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    host, port = _bound_to(listener)
     scheme = "https" if getattr(listener, "tls", None) is not None else "http"
     print(f"a2a_min: serving on {scheme}://{host}:{port}/ (Ctrl-C stops)", flush=True)
 
@@ -7607,8 +7613,7 @@ def _stop_on_ctrl_c(server, grace, stop_now):
 
 def _demo_banner(server, what, kept, tls, listener):
     """The demo's first lines, once it listens: where, how, and curl lines."""
-    sockets = getattr(listener, "sockets", None)
-    host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    host, port = _bound_to(listener)
     base = f"{'https' if tls else 'http'}://{host}:{port}"
     print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} {what} on {base}/ "
           f"({kept}; Ctrl-C stops)\n", flush=True)
