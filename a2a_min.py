@@ -4034,7 +4034,8 @@ def _check_service_parameters(server, call, method):
 def _call(server, method, params, call=None):
     """Server.call(): run one operation by its JSON-RPC name on raw params (a
     dict): the response dict, or an iterator of (seq, StreamResponse) for a stream."""
-    mounted = isinstance(params, dict) and server.mounts.get(str(params.get("tenant")))
+    mounted = server.mounts and isinstance(params, dict) and server.mounts.get(
+        str(params.get("tenant")))
     if mounted:                            # another agent's tenant (Server.mount): its call
         return mounted.call(method, params, call)
     call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION},
