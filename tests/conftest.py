@@ -177,11 +177,18 @@ def binding(request):
 
 
 @pytest.fixture
-def make_client(binding):
+def clients():
+    """The client class of each binding (a module may name others of its own:
+    tests/test_catalog_operations.py's, through a mounted agent)."""
+    return BINDINGS
+
+
+@pytest.fixture
+def make_client(binding, clients):
     made = []
 
     def make(server):
-        client = BINDINGS[binding](server)
+        client = clients[binding](server)
         made.append(client)
         return client
     yield make

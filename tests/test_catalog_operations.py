@@ -79,14 +79,5 @@ def binding(request):
 
 
 @pytest.fixture
-def make_client(binding):
-    made = []
-
-    def make(server):
-        client = MOUNTED[binding](server)
-        made.append(client)
-        return client
-    yield make
-    for client in made:
-        if hasattr(client, "close"):
-            client.close()
+def clients():
+    return MOUNTED
