@@ -319,6 +319,7 @@ DEFAULT_LIMITS = {
     "max_turn_events": 100_000,       # events one turn of an agent may produce (then it FAILS)
     "max_turn_bytes": 32 << 20,       # bytes of JSON of the events one turn may produce (ditto)
     "max_caller_streams": 100,        # streams one caller may have open at once (then 429)
+    "idempotency_window": 3600.0,     # seconds a repeated send answers as its first (0: off)
 }
 
 
@@ -457,6 +458,17 @@ class ExtensionSupportRequiredError(A2AError):
 class VersionNotSupportedError(A2AError):
     """The A2A-Version asked for is not one this server speaks."""
     code, grpc_status, http_status, reason = -32009, "FAILED_PRECONDITION", 400, "VERSION_NOT_SUPPORTED"
+
+
+# This server's own: a send that may be repeated (IDEMPOTENT_SEND).
+
+class IdempotencyKeyReusedError(InvalidParamsError):
+    """A send repeats an earlier one's messageId (or Idempotency-Key) with another message."""
+    http_status, reason = 422, "IDEMPOTENCY_KEY_REUSED"
+
+class SendInFlightError(ConflictError):
+    """A repeated send whose first is still running and has made no task yet."""
+    grpc_status, http_status, reason, retry_after = "ABORTED", 409, "SEND_IN_FLIGHT", 1
 
 
 # =============================================================================
@@ -1111,6 +1123,7 @@ def _refusal(kind, task):
 #   list(owner, *, context_id, status, after, cursor, limit)   ListTasks' page
 #   put_config / get_config / configs / delete_config         push configs
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
+#   claim_send / settle_send         a send's key, so that a repeat runs nothing (below)
 #
 # A store may say (the server uses them if so): ``appends`` (commit(...,
 # derived=True) keeps the event alone), ``batches`` (commit(..., first=events)
@@ -1355,6 +1368,7 @@ class TaskStore(_Bounds):
         self._callers = {}                  # caller -> [tasks, bytes]
         self._recent = {}                   # id -> _StoredTask, decoded (_recently_read)
         self._settling = {}                 # id -> _EventLog of a task just idle (_settle)
+        self._sends = {}                    # (owner, key) -> [digest, task id, reply, when]
 
     def get(self, task_id, owner):
         """The task with this id if ``owner`` owns it, else None: a _StoredTask,
@@ -1496,6 +1510,32 @@ class TaskStore(_Bounds):
         settling[task_id] = log
         if len(settling) > _SETTLING:
             settling.pop(next(iter(settling))).settle()
+
+    def claim_send(self, owner, key, digest, task_id, window, stale):
+        """None the first time ``owner`` sends ``key`` within ``window`` seconds
+        (recorded, with its message's ``digest`` and ``task_id``); for a repeat,
+        the first's [digest, task id, reply]. A first that made neither task
+        nor reply (it failed, or its process died) is taken over after ``stale``."""
+        now = time.monotonic()
+        with self._lock:
+            sends = self._sends
+            while sends and (len(sends) >= self.max_tasks or next(iter(sends.values()))[3] <
+                             now - window):
+                del sends[next(iter(sends))]   # (the oldest: each is as long a while)
+            first = sends.get((owner, key))
+            if first is not None and (first[2] or first[1] in self._tasks or first[3] > now - stale):
+                return first
+            sends.pop((owner, key), None)
+            sends[owner, key] = [digest, task_id, None, now]
+
+    def settle_send(self, owner, key, reply):
+        """The first send of ``key`` answered with the Message ``reply`` (or,
+        None, was refused: the key is free again)."""
+        with self._lock:
+            if reply is None:
+                self._sends.pop((owner, key), None)
+            elif (owner, key) in self._sends:
+                self._sends[owner, key][2] = reply
 
     def events(self, task_id, after=-1, raw=False):
         """(the id of the oldest event kept, [(id, event) after ``after``]),
@@ -2778,6 +2818,8 @@ class _TurnWriter:
             if self.channel.task is None and not self.batch:
                 message.pop("taskId", None)
                 self.reply, self.done = message, True
+                if self.ctx.send_key is not None:      # (a repeat is answered with it too)
+                    self.live.store.settle_send(self.channel.owner, self.ctx.send_key, message)
                 self.channel.publish(None, {"message": message})
                 return
         self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}}, True)
@@ -3071,6 +3113,7 @@ class RequestContext(str):
     watch the turn, what each one's turn_started returned, by observer."""
 
     marks = None
+    send_key = None             # the send's key, when a repeat of it answers as it did
 
     def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
                 extensions=(), metadata=None, configuration=None):
@@ -3638,7 +3681,8 @@ def _check_media_types(accepted, parts):
 def _start_turn(server, request, call):
     """Check a new user message and prepare its turn: (context, channel,
     joined), ``joined`` where a continuing task's stream begins: (seq of the
-    status update that told the others, {"task": Task}); None for a new task."""
+    status update that told the others, {"task": Task}); None for a new task.
+    A repeated send: (None, the first's [digest, task id, reply], None)."""
     message = request["message"]
     if message["role"] != "ROLE_USER":
         raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
@@ -3646,27 +3690,75 @@ def _start_turn(server, request, call):
     if server.card.accepts is not None:
         _check_media_types(server.card.accepts, message["parts"])
     task_id = message.get("taskId")
-    if task_id:
-        task = _visible_task(server, task_id, call)
-        _check_event("input", task)
-        if message.get("contextId") and message["contextId"] != task.get("contextId"):
-            raise InvalidParamsError(
-                f"message.contextId {message['contextId']!r} contradicts task {task_id}, whose "
-                f"contextId is {task.get('contextId')!r}; omit contextId or send the task's",
-                field="message.contextId")
-        context_id = task.get("contextId")
-    else:
-        task = None
+    task = _visible_task(server, task_id, call) if task_id else None
+    if not task_id:
         task_id = call.task_id = server.live.new_id()   # always the server's (section 3.1.1)
-        context_id = message.get("contextId") or server.live.new_id()
-    message = {**message, "contextId": context_id, "taskId": task_id}
-    ctx = RequestContext(
-        message, task=task, task_id=task_id, context_id=context_id, caller=call,
-        extensions=call.extensions, metadata=request.get("metadata", {}),
-        configuration=request.get("configuration", {}))
-    if task is None:                       # its stream begins at its first event
-        return ctx, server.live.begin(ctx, call), None
-    return (ctx,) + server.live.continue_task(ctx, call, message)
+    key, window = None, server.limits["idempotency_window"]
+    if window:
+        import hashlib
+        key = call.headers.get("idempotency-key", "").strip('"') or message["messageId"]
+        digest = hashlib.sha256(_dumps(message)).hexdigest()
+        first = server.store.claim_send(call.owner, key, digest, task_id, window,
+                                        server.limits["blocking_timeout"])
+        if first is not None:
+            if first[0] != digest:
+                raise IdempotencyKeyReusedError(
+                    f"message {key!r} was sent before with other content; a repeat must be the "
+                    "same message, and a new message needs a new messageId (or Idempotency-Key)",
+                    metadata={"key": key[:80]})
+            return None, first, None
+    try:
+        if task is not None:
+            _check_event("input", task)
+            if message.get("contextId") and message["contextId"] != task.get("contextId"):
+                raise InvalidParamsError(
+                    f"message.contextId {message['contextId']!r} contradicts task {task_id}, "
+                    f"whose contextId is {task.get('contextId')!r}; omit contextId or send "
+                    "the task's", field="message.contextId")
+        context_id = message.get("contextId") or server.live.new_id() if task is None else \
+            task.get("contextId")
+        message = {**message, "contextId": context_id, "taskId": task_id}
+        ctx = RequestContext(
+            message, task=task, task_id=task_id, context_id=context_id, caller=call,
+            extensions=call.extensions, metadata=request.get("metadata", {}),
+            configuration=request.get("configuration", {}))
+        ctx.send_key = key
+        if task is None:                   # its stream begins at its first event
+            return ctx, server.live.begin(ctx, call), None
+        return (ctx,) + server.live.continue_task(ctx, call, message)
+    except BaseException:
+        if key is not None:                # refused: the key is free for another try
+            server.store.settle_send(call.owner, key, None)
+        raise
+
+
+# A client whose connection drops after SendMessage cannot tell whether the
+# agent ran. So a send may be repeated: the same messageId (or HTTP
+# Idempotency-Key) from the same caller within idempotency_window answers as
+# the first did, and runs nothing. The store records each send's key with
+# its message's digest and task (claim_send): the same key with another
+# message is refused (422), a repeat while the first has no task yet is told
+# to try again (409). The card declares it (docs/idempotency.md).
+IDEMPOTENT_SEND = "urn:a2a-min:idempotent-send"
+
+
+def _repeated(server, first, history_length, call, stream=False):
+    """A repeated send's answer (IDEMPOTENT_SEND): the first's Message reply,
+    else its task as it is now (a stream follows it to its end)."""
+    task_id, reply = first[1], first[2]
+    seq, answer = 0, {"message": reply}
+    if not reply:
+        task = server.store.get(task_id, call.owner)
+        if task is None:
+            raise SendInFlightError(
+                "this message's first send is still running and has no task yet; try again in "
+                "a second", metadata={"taskId": task_id})
+        if stream and task["status"]["state"] not in TERMINAL_STATES:
+            return _subscribe_to_task(server, {"id": task_id}, call)
+        seq, answer = task.next_seq - 1, {"task": _view(task, history_length)}
+    if stream:                             # a stream of the one answer
+        return _Follower(server.live.new_channel(call.owner), seq, 0, (), [(seq, answer)], True)
+    return answer
 
 
 def _send_message(server, request, call):
@@ -3678,6 +3770,8 @@ def _send_message(server, request, call):
         history_length = _history_length(config, "configuration.historyLength")
         _check_inline_push(server, config)
     ctx, channel, _ = _start_turn(server, request, call)
+    if ctx is None:
+        return _repeated(server, channel, history_length, call)
     turn = _TurnWriter(server.live, ctx, channel)
     if config.get("returnImmediately"):
         server.live.make_task(ctx, channel)
@@ -3714,6 +3808,8 @@ def _send_streaming_message(server, request, call):
     _require_streaming(server)
     _check_inline_push(server, request.get("configuration", {}))
     ctx, channel, joined = _start_turn(server, request, call)
+    if ctx is None:
+        return _repeated(server, channel, None, call, stream=True)
     keepalive = server.limits["keepalive_interval"]   # (seconds between SSE comments)
     turn = _TurnWriter(server.live, ctx, channel, watched=True)
     server.live.start(turn, call.spawn)
@@ -5614,6 +5710,12 @@ class Server:
             from urllib.parse import urlsplit
             self.allow_hosts([urlsplit(public_url).netloc.rpartition("@")[2]])
         self.cors_origins = frozenset(o.strip().rstrip("/").lower() for o in cors_origins)
+        if not hasattr(self.store, "claim_send"):      # (a store of your own, without it)
+            limits["idempotency_window"] = 0
+        elif limits["idempotency_window"]:
+            extensions = (*extensions, {"uri": IDEMPOTENT_SEND, "required": False, "description":
+                          "A send repeated with the same messageId runs nothing: it is answered "
+                          "as the first was (docs/idempotency.md)."})
         live = getattr(self.store, "live_tasks", _LiveTasks)   # (a shared store's own)
         self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
                          self._push_event if push_notifications else None,
