@@ -104,7 +104,8 @@ DEFAULT_LIMITS = {
     "max_event_bytes": 16 << 20,       # bytes of one stream event
     "resume": 3,                       # times one stream reconnects after a dropped connection
     "max_redirects": 3,                # redirects followed, to the same host only
-}
+    "send_retries": 2,                 # times a SendMessage whose answer was lost goes again
+}                                      # (to an agent whose card says IDEMPOTENT_SEND)
 
 
 # -- errors: one table, both directions ----------------------------------------------
@@ -930,6 +931,10 @@ class Client:
                                              v03=self.v03)
         self._ids = 0
         self.trace = trace
+        # A send repeated with its messageId runs nothing there: one whose answer was lost
+        # may go again (docs/idempotency.md).
+        self.idempotent = a2a_min.IDEMPOTENT_SEND in (
+            e.get("uri") for e in self.card.get("capabilities", {}).get("extensions", ()))
         if trace == "opentelemetry":            # (asked for by name: a missing a2a_otel fails now)
             a2a_min._companion("a2a_otel", 'Client(trace="opentelemetry")')
 
@@ -1029,8 +1034,15 @@ class Client:
         params = self._with_tenant(params)
         headers, span = self._traced(method)
         failed = None
+        retries = self.limits["send_retries"] if method == "SendMessage" and self.idempotent else 0
         try:
-            return self._call(method, params, headers)
+            for attempt in range(retries + 1):
+                try:
+                    return self._call(method, params, headers)
+                except (ClientError, a2a_min.SendInFlightError, a2a_min.ServerBusyError) as error:
+                    if attempt == retries:      # (the answer was lost, or the first still runs)
+                        raise
+                    time.sleep(min(5.0, error.retry_after or 0.25 * 2 ** attempt))
         except Exception as error:
             failed = error
             raise

@@ -3753,7 +3753,7 @@ def _repeated(server, first, history_length, call, stream=False):
             raise SendInFlightError(
                 "this message's first send is still running and has no task yet; try again in "
                 "a second", metadata={"taskId": task_id})
-        if stream and task["status"]["state"] not in TERMINAL_STATES:
+        if stream and task["status"]["state"] not in _IDLE_STATES:
             return _subscribe_to_task(server, {"id": task_id}, call)
         seq, answer = task.next_seq - 1, {"task": _view(task, history_length)}
     if stream:                             # a stream of the one answer
