@@ -1511,11 +1511,10 @@ class TaskStore(_Bounds):
         if len(settling) > _SETTLING:
             settling.pop(next(iter(settling))).settle()
 
-    def claim_send(self, owner, key, digest, task_id, window, stale):
+    def claim_send(self, owner, key, digest, task_id, window):
         """None the first time ``owner`` sends ``key`` within ``window`` seconds
         (recorded, with its message's ``digest`` and ``task_id``); for a repeat,
-        the first's [digest, task id, reply]. A first that made neither task
-        nor reply (it failed, or its process died) is taken over after ``stale``."""
+        the first's [digest, task id, reply]."""
         now = time.monotonic()
         with self._lock:
             sends = self._sends
@@ -1523,10 +1522,9 @@ class TaskStore(_Bounds):
                              now - window):
                 del sends[next(iter(sends))]   # (the oldest: each is as long a while)
             first = sends.get((owner, key))
-            if first is not None and (first[2] or first[1] in self._tasks or first[3] > now - stale):
-                return first
-            sends.pop((owner, key), None)
-            sends[owner, key] = [digest, task_id, None, now]
+            if first is None:
+                sends[owner, key] = [digest, task_id, None, now]
+            return first
 
     def settle_send(self, owner, key, reply):
         """The first send of ``key`` answered with the Message ``reply`` (or,
@@ -2818,8 +2816,7 @@ class _TurnWriter:
             if self.channel.task is None and not self.batch:
                 message.pop("taskId", None)
                 self.reply, self.done = message, True
-                if self.ctx.send_key is not None:      # (a repeat is answered with it too)
-                    self.live.store.settle_send(self.channel.owner, self.ctx.send_key, message)
+                self.settle_send(message)
                 self.channel.publish(None, {"message": message})
                 return
         self._status({"status": {"state": "TASK_STATE_COMPLETED", "message": message}}, True)
@@ -2886,7 +2883,14 @@ class _TurnWriter:
         no task: the streams waiting for one end with it."""
         self.error = exc if isinstance(exc, A2AError) else InternalError(
             "the task could not be stored; see the server log")
+        self.settle_send(None)
         self.channel.publish(None, {"error": self.error})
+
+    def settle_send(self, reply):
+        """A turn that made no task: a repeat of its send is answered with its
+        Message ``reply``; or (None: it was refused) the send's key is free again."""
+        if self.ctx.send_key is not None:
+            self.live.store.settle_send(self.channel.owner, self.ctx.send_key, reply)
 
     def saved(self, task, committed):
         """A turn that at_once() ended was committed elsewhere (a shared
@@ -3517,6 +3521,8 @@ class _LiveTasks:
                         if self.channels.get(ctx.task_id) is channel:
                             del self.channels[ctx.task_id]
                     self.store.delete(ctx.task_id)
+                    if ctx.send_key is not None:      # (refused: the send's key is free)
+                        self.store.settle_send(channel.owner, ctx.send_key, None)
                     raise
             return channel.task
 
@@ -3695,11 +3701,10 @@ def _start_turn(server, request, call):
         task_id = call.task_id = server.live.new_id()   # always the server's (section 3.1.1)
     key, window = None, server.limits["idempotency_window"]
     if window:
-        import hashlib
+        import hashlib                     # (the message, whatever the order of its members)
         key = call.headers.get("idempotency-key", "").strip('"') or message["messageId"]
-        digest = hashlib.sha256(_dumps(message)).hexdigest()
-        first = server.store.claim_send(call.owner, key, digest, task_id, window,
-                                        server.limits["blocking_timeout"])
+        digest = hashlib.sha256(json.dumps(message, sort_keys=True).encode()).hexdigest()
+        first = server.store.claim_send(call.owner, key, digest, task_id, window)
         if first is not None:
             if first[0] != digest:
                 raise IdempotencyKeyReusedError(
@@ -3752,9 +3757,10 @@ def _repeated(server, first, history_length, call, stream=False):
         if task is None:
             raise SendInFlightError(
                 "this message's first send is still running and has no task yet; try again in "
-                "a second", metadata={"taskId": task_id})
+                "a second (if it never ends, its server stopped: send it with a new messageId)",
+                metadata={"taskId": task_id})
         if stream and task["status"]["state"] not in _IDLE_STATES:
-            return _subscribe_to_task(server, {"id": task_id}, call)
+            return _subscribe_to_task(server, {"id": task_id}, call, _STREAM_END)
         seq, answer = task.next_seq - 1, {"task": _view(task, history_length)}
     if stream:                             # a stream of the one answer
         return _Follower(server.live.new_channel(call.owner), seq, 0, (), [(seq, answer)], True)
@@ -3879,8 +3885,9 @@ def _cancel_task(server, request, call):
 
 # -- SubscribeToTask (section 3.1.6) -----------------------------------------
 
-def _subscribe_to_task(server, request, call):
-    """SubscribeToTask: the current Task, then every event until it ends."""
+def _subscribe_to_task(server, request, call, end_states=TERMINAL_STATES):
+    """SubscribeToTask: the current Task, then every event until it ends (or
+    one of ``end_states``: a repeated send's stream ends where the send's does)."""
     _require_streaming(server)
     task_id = request["id"]
     task = _visible_task(server, task_id, call)
@@ -3903,11 +3910,10 @@ def _subscribe_to_task(server, request, call):
         task, seq = channel.task, channel.next_seq
         oldest = (server.store.events(task["id"], seq - 1) or (seq,))[0]
         if last_event_id is not None and oldest - 1 <= last_event_id < seq:
-            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
-                             counted=True)
+            return _Follower(channel, last_event_id + 1, keepalive, end_states, counted=True)
         shared = channel.shared_task()
-    return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, shared)],
-                     ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
+    return _Follower(channel, seq, keepalive, end_states, first=[(seq - 1, shared)],
+                     ended=task["status"]["state"] in end_states, counted=True)
 
 
 # -- push notification configs (sections 3.1.7-3.1.10) ------------------------

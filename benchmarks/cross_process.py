@@ -62,15 +62,16 @@ LOAD = r"""
 import http.client, json, os, sys, threading, time
 ports, senders = [int(p) for p in sys.argv[1].split(",")], int(sys.argv[2])
 os.nice(int(sys.argv[3]))
-body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-    "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "ping"}]}}})
+def body():           # (a messageId of its own each: a repeated one would run nothing)
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": os.urandom(8).hex(), "role": "ROLE_USER", "parts": [{"text": "ping"}]}}})
 headers = {"Content-Type": "application/json", "A2A-Version": "1.0"}
 answered = [0] * senders
 
 def send(i):
     conn = http.client.HTTPConnection("127.0.0.1", ports[i % len(ports)])
     while True:
-        conn.request("POST", "/", body, headers)
+        conn.request("POST", "/", body(), headers)
         response = conn.getresponse()
         response.read()
         assert response.status == 200
@@ -144,7 +145,7 @@ def main():
                                     stdout=subprocess.PIPE, text=True)
             time.sleep(1.0)                 # (its senders under way)
         sock = rpc(ports[0], "SendMessage", {
-            "message": {"messageId": "m1", "role": "ROLE_USER",
+            "message": {"messageId": f"m{os.getpid()}-{time.monotonic_ns()}", "role": "ROLE_USER",
                         "parts": [{"text": f"{args.events} {args.interval}"}]},
             "configuration": {"returnImmediately": True}})
         answer = b""

@@ -88,7 +88,8 @@ def start(root, kind, host, silent, outputs, pause):
 def stream(port):
     """(seconds to the first event, [delay of each output, seconds])."""
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {
-        "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "go"}]}}})
+        "message": {"messageId": f"m{time.monotonic_ns()}", "role": "ROLE_USER",    # (each its own)
+                    "parts": [{"text": "go"}]}}})
     request = (f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nA2A-Version: 1.0\r\n"
                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
                f"Connection: close\r\n\r\n{body}").encode()
