@@ -54,6 +54,7 @@ class CountingAgent:
     "hold-silent"  says nothing until ``gate`` is set (the send has no task yet)
     "hold"         WORKING, then waits for ``gate``, then an artifact
     "ask"          INPUT_REQUIRED: the task waits for the client's next message
+    "hold-ask"     WORKING, then waits for ``gate``, then INPUT_REQUIRED
     anything else  WORKING, then the artifact "echo: <text>"
 
     ``entered`` is set once a holding run is waiting; ``cond`` is notified
@@ -78,6 +79,12 @@ class CountingAgent:
         if text == "refuse":
             raise a2a_min.UnsupportedOperationError("this agent refuses that")
         if text == "ask":
+            yield a2a_min.status_update("TASK_STATE_INPUT_REQUIRED", "say more")
+            return
+        if text == "hold-ask":
+            yield a2a_min.status_update(WORKING)
+            self.entered.set()
+            self.gate.wait(WAIT)
             yield a2a_min.status_update("TASK_STATE_INPUT_REQUIRED", "say more")
             return
         if text == "hold-silent":
@@ -554,6 +561,45 @@ def test_a_repeated_stream_of_an_ended_send_is_one_event(wire, agent):
     events = list(wire.stream(direct))
     assert events == [{"result": {"message": reply}}], events
     assert agent.runs == 2, agent.texts
+
+
+def test_a_repeated_stream_of_a_send_that_waits_for_input_is_one_event(wire, agent):
+    """The first's turn ended with the task waiting for input (its stream
+    closed there): the task is not running, so a repeated stream is the one
+    event, the task, and closes; it does not wait for the task to end."""
+    message = user_message("ask")
+    asked = task_of(wire.send(message))
+    assert state(asked) == "TASK_STATE_INPUT_REQUIRED"
+    first = list(wire.stream(user_message("ask")))          # (a first stream closes there)
+    assert first[-1]["result"]["statusUpdate"]["status"]["state"] == \
+        "TASK_STATE_INPUT_REQUIRED", first
+    repeated = in_thread(lambda: list(wire.stream(message)))
+    assert repeated.done.wait(3), "the repeated stream did not close (it waits for the task to end)"
+    events = repeated()
+    assert len(events) == 1 and events[0]["result"]["task"]["id"] == asked["id"], events
+    assert state(events[0]["result"]["task"]) == "TASK_STATE_INPUT_REQUIRED"
+    assert agent.runs == 2, agent.texts
+
+
+def test_a_repeated_stream_ends_where_the_first_stream_ends(wire, agent):
+    """A repeat that follows the running task closes when the first's stream
+    does: when the turn leaves the task waiting for input, not only at its end."""
+    message = user_message("hold-ask")
+    first = in_thread(lambda: list(wire.stream(message)))
+    assert agent.entered.wait(WAIT), "the agent did not start"
+    events = wire.stream(message)
+    opening = next(events)
+    assert state(opening["result"]["task"]) == WORKING, opening
+    repeated = in_thread(lambda: list(events))
+    agent.gate.set()
+    ended = first()
+    assert ended[-1]["result"]["statusUpdate"]["status"]["state"] == \
+        "TASK_STATE_INPUT_REQUIRED", ended
+    assert repeated.done.wait(3), "the repeated stream did not close at INPUT_REQUIRED"
+    rest = repeated()
+    assert rest[-1]["result"]["statusUpdate"]["status"]["state"] == \
+        "TASK_STATE_INPUT_REQUIRED", rest
+    assert agent.runs == 1, agent.texts
 
 
 def test_a_stream_repeated_as_a_send_answers_its_task(wire, agent):
