@@ -615,6 +615,36 @@ def test_a_stream_repeated_as_a_send_answers_its_task(wire, agent):
     assert agent.runs == 1, agent.texts
 
 
+def test_a_retry_over_another_binding_is_a_repeat(agent, site, serve):
+    """A client that falls back to another binding for its retry (the card
+    lists them all) sends the same message: the same task, no second run."""
+    message = user_message("hi")
+    first = task_of(serve.wire(site, "JSONRPC").send(message))
+    bindings = ["HTTP+JSON"] + (["GRPC"] if site.grpc_port else [])
+    for other in bindings:
+        again = task_of(serve.wire(site, other).send(message))
+        assert again["id"] == first["id"], (other, again)
+    assert agent.runs == 1, agent.texts
+
+
+def test_the_same_message_with_its_members_in_another_order_is_a_repeat(agent, site, serve,
+                                                                       binding):
+    """JSON's objects are unordered (RFC 8259, section 4): a retry whose
+    client wrote the message's members in another order (another JSON
+    library, a message rebuilt for the retry, gRPC's field order) sends the
+    same message, and is a repeat, not IDEMPOTENCY_KEY_REUSED."""
+    message_id = user_message("")["messageId"]
+    written = {"role": "ROLE_USER", "metadata": {"b": "2", "a": "1"},
+               "parts": [{"mediaType": "text/plain", "text": "hi"}], "messageId": message_id}
+    rebuilt = {"messageId": message_id, "role": "ROLE_USER",
+               "parts": [{"text": "hi", "mediaType": "text/plain"}],
+               "metadata": {"a": "1", "b": "2"}}
+    first = task_of(serve.wire(site, "JSONRPC").send(written))
+    again = serve.wire(site, binding).send(rebuilt)
+    assert "error" not in again, again["error"]
+    assert task_of(again)["id"] == first["id"] and agent.runs == 1, agent.texts
+
+
 # -- the Idempotency-Key header (gRPC: idempotency-key metadata) ---------------------
 
 def test_the_idempotency_key_is_the_key_instead_of_the_message_id(wire, agent, binding):
@@ -629,6 +659,11 @@ def test_the_idempotency_key_is_the_key_instead_of_the_message_id(wire, agent, b
     quoted = task_of(wire.send(message, key='"order-2"'))
     bare = task_of(wire.send(message, key="order-2"))
     assert bare["id"] == quoted["id"] != first["id"] and agent.runs == 2, agent.texts
+    events = list(wire.stream(message, key="order-2"))       # a stream under it: the task
+    assert len(events) == 1 and events[0]["result"]["task"]["id"] == quoted["id"], events
+    events = list(wire.stream(user_message("other"), key="order-1"))
+    assert len(events) == 1, events
+    assert_refused(events[0], binding, "IDEMPOTENCY_KEY_REUSED")
     # One message under two keys: two sends (the key, not the messageId, is it).
     message = user_message("twice")
     one = task_of(wire.send(message, key="order-3"))
@@ -802,6 +837,66 @@ def test_a_retry_storm_runs_the_agent_once(agent, site, serve, binding, hold):
     answers = storm(agent, wires, message)
     check_storm(agent, answers, binding, lambda i: wires[i].send(message),
                 silent=hold == "hold-silent")
+
+
+def test_a_storm_of_sends_and_streams_runs_the_agent_once(agent, site, serve, binding):
+    """A third of the storm streams (7: under gRPC's default per-client
+    stream limit, 8): whichever of the twenty is first runs the agent; a repeated stream follows the task to its end (or is told
+    SEND_IN_FLIGHT before the task exists), a repeated send answers the task."""
+    message = user_message("hold")
+    n = STORM
+    wires = [serve.wire(site, binding) for _ in range(n)]
+    firsts, answers = [None] * n, [None] * n       # (a stream's first event; all it said)
+    barrier = threading.Barrier(n)
+
+    def send(i):
+        barrier.wait(WAIT)
+        if i % 3:
+            answer = wires[i].send(message)
+            with agent.cond:
+                firsts[i] = answers[i] = answer
+                agent.cond.notify_all()
+            return
+        events = wires[i].stream(message)
+        first = next(events)
+        with agent.cond:
+            firsts[i] = first
+            agent.cond.notify_all()
+        answers[i] = [first] + list(events)
+    threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    assert agent.entered.wait(WAIT), "the agent did not start"
+    with agent.cond:                # every stream has begun, every send but one answered
+        agent.cond.wait_for(lambda: agent.runs > 1 or
+                            sum(f is not None for f in firsts) >= n - 1, WAIT)
+    agent.gate.set()
+    for thread in threads:
+        thread.join(2 * WAIT)
+    assert all(a is not None for a in answers), answers
+    assert agent.runs == 1, f"the agent ran {agent.runs} times"
+    ids = set()
+    for i, answer in enumerate(answers):
+        if isinstance(answer, dict):                   # a send's
+            if "error" in answer:
+                assert_refused(answer, binding, "SEND_IN_FLIGHT")
+                answer = wires[i].send(message)
+            ids.add(task_of(answer)["id"])
+            continue
+        if "error" in answer[0]:                       # a stream's, refused at once
+            assert len(answer) == 1, answer
+            assert_refused(answer[0], binding, "SEND_IN_FLIGHT")
+            answer = list(wires[i].stream(message))
+        assert all("result" in e for e in answer), answer
+        if len(answer) == 1:                           # the task, ended by then
+            task = answer[0]["result"]["task"]
+            assert state(task) == COMPLETED, answer
+        else:                                          # the task followed to its end
+            task = answer[0]["result"]["task"]
+            assert answer[-1]["result"]["statusUpdate"]["status"]["state"] == COMPLETED
+        ids.add(task["id"])
+    assert len(ids) == 1, ids
+    assert agent.runs == 1, f"the agent ran {agent.runs} times"
 
 
 # -- the stores processes share: SQLite, PostgreSQL ------------------------------------
