@@ -518,6 +518,35 @@ def test_a_repeat_before_the_first_made_a_task_is_told_to_try_again(wire, agent,
     assert agent.runs == 1, agent.texts
 
 
+@pytest.mark.parametrize("kind", ["generator", "function"])
+def test_a_first_send_slower_than_blocking_timeout_is_still_in_flight(agent, serve, binding,
+                                                                     kind):
+    """The first send's agent is still at work, with nothing to show yet,
+    after blocking_timeout (an agent that thinks for a while before its first
+    output; a plain function agent, which shows nothing until it returns): a
+    repeat is still told SEND_IN_FLIGHT; it does not take the send over and
+    run the agent a second time."""
+    if kind == "generator":
+        run = agent
+    else:
+        def run(ctx):                          # (its one answer, when it returns)
+            return "".join(agent(ctx))
+    site = serve(a2a_min.Server(run, name="Counting agent", blocking_timeout=0.3))
+    wire = serve.wire(site, binding)
+    message = user_message("hold-silent")
+    first = in_thread(wire.send, message)
+    assert agent.entered.wait(WAIT), "the agent did not start"
+    time.sleep(0.5)                     # (past blocking_timeout: time itself, nothing to wait on)
+    second = in_thread(wire.send, message, cond=agent.cond)
+    with agent.cond:                    # its answer, or a second run (which waits too)
+        agent.cond.wait_for(lambda: second.done.is_set() or agent.runs > 1, WAIT)
+    assert agent.runs == 1, f"the agent ran {agent.runs} times"
+    assert_refused(second(), binding, "SEND_IN_FLIGHT")
+    agent.gate.set()
+    ended = task_of(first())
+    assert task_of(wire.send(message))["id"] == ended["id"] and agent.runs == 1
+
+
 @pytest.mark.parametrize("first_as", ["SendMessage", "SendStreamingMessage"])
 def test_a_repeated_stream_follows_the_running_task_to_its_end(wire, agent, first_as):
     message = user_message("hold")
@@ -956,13 +985,17 @@ def test_a_shared_store_keeps_the_key_across_workers_and_a_restart(agent, serve,
     assert again["id"] == first["id"] and agent.runs == 1, _lacks(one)
     assert_refused(at_b.send({**message, "parts": [{"text": "other"}]}), binding,
                    "IDEMPOTENCY_KEY_REUSED")
+    direct = user_message("direct")                 # a Message reply: kept as well
+    reply = at_b.send(direct)
+    assert "message" in reply.get("result", {}), reply
+    assert at_a.send(direct) == reply and agent.runs == 2, _lacks(one)
     # A storm across both while the first runs.
     wires = [serve.wire(worker_a if i % 2 else worker_b, binding) for i in range(STORM)]
     stormed = user_message("hold")
     answers = storm(agent, wires, stormed)
-    assert agent.runs == 2, f"the agent ran {agent.runs - 1} times in the storm{_lacks(one)}"
+    assert agent.runs == 3, f"the agent ran {agent.runs - 2} times in the storm{_lacks(one)}"
     check_storm(agent, answers, binding, lambda i: wires[i].send(stormed), silent=False,
-                before=1)
+                before=2)
     stormed_id = next(task_of(a)["id"] for a in answers if "error" not in a)
     # A restart: a new Server on the same database.
     for wire in wires + [at_a, at_b]:
@@ -977,7 +1010,8 @@ def test_a_shared_store_keeps_the_key_across_workers_and_a_restart(agent, serve,
     assert artifact_text(after) == "echo: hold"
     assert_refused(at_new.send({**stormed, "parts": [{"text": "other"}]}), binding,
                    "IDEMPOTENCY_KEY_REUSED")
-    assert agent.runs == 2, f"runs after the restart: {agent.runs}{_lacks(one)}"
+    assert at_new.send(direct) == reply
+    assert agent.runs == 3, f"runs after the restart: {agent.runs}{_lacks(one)}"
 
 
 def test_a_shared_store_tells_the_other_worker_the_first_is_in_flight(agent, serve, shared,
