@@ -508,6 +508,8 @@ def test_a_repeat_before_the_first_made_a_task_is_told_to_try_again(wire, agent,
     events = list(wire.stream(message))                    # a stream: the same answer
     assert len(events) == 1, events
     assert_refused(events[0], binding, "SEND_IN_FLIGHT")
+    other = {**message, "parts": [{"text": "something else"}]}   # not a repeat at all
+    assert_refused(wire.send(other), binding, "IDEMPOTENCY_KEY_REUSED")
     assert agent.runs == 1, agent.texts
     agent.gate.set()
     ended = task_of(first())
@@ -721,6 +723,11 @@ def test_another_principal_sending_the_same_message_id_gets_its_own_turn(agent, 
     task_of(ann.send(other))
     carol = task_of(bob.send({**other, "parts": [{"text": "bob's own"}]}))
     assert artifact_text(carol) == "echo: bob's own" and agent.runs == 4, agent.texts
+    direct = user_message("direct")                 # a Message reply, kept as the caller's
+    reply = ann.send(direct)
+    assert "message" in reply.get("result", {}), reply
+    assert ann.send(direct) == reply and agent.runs == 5, agent.texts
+    assert "message" in bob.send(direct)["result"] and agent.runs == 6, agent.texts
 
 
 def test_another_tenant_sending_the_same_message_id_gets_its_own_turn(agent, serve, binding):
@@ -742,6 +749,11 @@ def test_another_tenant_sending_the_same_message_id_gets_its_own_turn(agent, ser
     task_of(at_front.send({**changed, "parts": [{"text": "front's own"}]}))
     assert artifact_text(task_of(at_alpha.send(changed))) == "echo: alpha's own"
     assert agent.runs == 4, agent.texts
+    direct = user_message("direct")                 # a Message reply, kept as the tenant's
+    reply = at_alpha.send(direct)
+    assert "message" in reply.get("result", {}), reply
+    assert at_alpha.send(direct) == reply and agent.runs == 5, agent.texts
+    assert "message" in at_front.send(direct)["result"] and agent.runs == 6, agent.texts
     assert EXTENSION in [e["uri"] for e in
                          site.card("alpha")["capabilities"].get("extensions", ())]
 
