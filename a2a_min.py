@@ -4239,8 +4239,9 @@ _LINK = ("Link", f'<{_CARD_PATH}>; rel="service-desc"; type="application/json", 
 _HTTP_REASONS = {
     200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 401: "Unauthorized",
     403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
-    411: "Length Required", 413: "Content Too Large", 414: "URI Too Long",
-    415: "Unsupported Media Type", 421: "Misdirected Request", 429: "Too Many Requests",
+    409: "Conflict", 411: "Length Required", 413: "Content Too Large", 414: "URI Too Long",
+    415: "Unsupported Media Type", 421: "Misdirected Request", 422: "Unprocessable Content",
+    429: "Too Many Requests",
     431: "Request Header Fields Too Large", 500: "Internal Server Error",
     501: "Not Implemented", 503: "Service Unavailable"}
 
@@ -5719,9 +5720,9 @@ class Server:
         if not hasattr(self.store, "claim_send"):      # (a store of your own, without it)
             limits["idempotency_window"] = 0
         elif limits["idempotency_window"]:
-            extensions = (*extensions, {"uri": IDEMPOTENT_SEND, "required": False, "description":
-                          "A send repeated with the same messageId runs nothing: it is answered "
-                          "as the first was (docs/idempotency.md)."})
+            extensions = (*extensions, {"uri": IDEMPOTENT_SEND, "description": "A send "
+                          "repeated with the same messageId runs nothing: it is answered as the "
+                          "first was (docs/idempotency.md)."})
         live = getattr(self.store, "live_tasks", _LiveTasks)   # (a shared store's own)
         self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
                          self._push_event if push_notifications else None,

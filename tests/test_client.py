@@ -6,6 +6,7 @@ user runs them, and the curl lines --curl prints are run with curl."""
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -640,7 +641,12 @@ def test_curl_lines_run_as_printed_and_agree_with_the_client(live_agent):
     assert line.startswith("curl -sS -N ") and "text/event-stream" in line
     ran = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=30,
                          env={**os.environ, "A2A_AUTH": "Bearer s3cret"})
-    assert ran.stdout.count("data: ") == len(streamed.stdout.splitlines())
+    # The line repeats the client's send, messageId and all: a repeat, answered as the first
+    # was (docs/idempotency.md): one event, the task the stream made, as it ended.
+    events = [json.loads(d) for d in re.findall(r"^data: (.*)$", ran.stdout, re.M)]
+    first = streamed.stdout.splitlines()[0]
+    assert len(events) == 1 and events[0]["result"]["task"]["id"] in first, (ran.stdout, first)
+    assert events[0]["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 def test_serve_verb_and_no_verb_run_the_server():

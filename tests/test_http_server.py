@@ -466,10 +466,9 @@ def test_a_stream_is_chunked_and_its_connection_kept(host):
     more than the stream); to an HTTP/1.0 client, which cannot read chunks, or
     one that says Connection: close, the stream runs to the connection's close."""
     client = host(a2a_min.demo_server())
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
-                       "params": {"message": user_message("hello")}}).encode()
-
-    def request(version=b"HTTP/1.1", extra=b""):
+    def request(version=b"HTTP/1.1", extra=b""):        # (a message of its own each)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                           "params": {"message": user_message("hello")}}).encode()
         return (b"POST / %s\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\nContent-Type: "
                 b"application/json\r\n%sContent-Length: %d\r\n\r\n%s"
                 % (version, extra, len(body), body))
@@ -523,11 +522,11 @@ def test_a_short_stream_goes_out_in_one_write_with_its_head_and_its_end(host, mo
                 sends.append(bytes(data))
             return _original(sock, data, *args)
         monkeypatch.setattr(socket.socket, name, counted)
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
-                       "params": {"message": user_message("hello")}}).encode()
     try:
         with socket.create_connection(("127.0.0.1", client.port), timeout=10) as sock:
             for _ in range(3):
+                body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                                   "params": {"message": user_message("hello")}}).encode()
                 sends.clear()
                 sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
                              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"

@@ -48,19 +48,20 @@ def test_list_token_survives_eviction(make_client):
 
 def test_a_caller_over_its_share_gets_429_and_others_are_served():
     server = a2a_min.Server(scenario_agent, max_tasks_per_caller=3)
-    slow = {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
-    ids = [answer(rpc(server, "SendMessage", slow, peer="10.0.0.1"))["result"]["task"]["id"]
+    def slow():                            # (a message of its own each: a messageId is one send)
+        return {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
+    ids = [answer(rpc(server, "SendMessage", slow(), peer="10.0.0.1"))["result"]["task"]["id"]
            for _ in range(3)]
-    refused = rpc(server, "SendMessage", slow, peer="10.0.0.1")
+    refused = rpc(server, "SendMessage", slow(), peer="10.0.0.1")
     assert refused.status == 429 and ("Retry-After", "5") in refused.headers
     error = answer(refused)["error"]
     assert error["code"] == a2a_min.TaskStoreFullError.code
     assert error["data"][0]["reason"] == "CALLER_LIMIT"
     assert error["data"][0]["metadata"] == {"limit": "max_tasks_per_caller", "value": "3"}
     rest = server.handle_http("POST", "/message:send", "", dict(V1),
-                              json.dumps(slow).encode(), peer="10.0.0.1")
+                              json.dumps(slow()).encode(), peer="10.0.0.1")
     assert rest.status == 429 and ("Retry-After", "5") in rest.headers
-    other = answer(rpc(server, "SendMessage", slow, peer="10.0.0.2"))     # someone else
+    other = answer(rpc(server, "SendMessage", slow(), peer="10.0.0.2"))     # someone else
     assert other["result"]["task"]["status"]["state"] in ("TASK_STATE_SUBMITTED",
                                                           "TASK_STATE_WORKING")
     for task_id in ids:                                          # once they end, room again
@@ -80,10 +81,11 @@ def test_a_caller_over_its_share_loses_its_own_oldest_finished_tasks_first():
 
 
 def test_forwarded_addresses_count_only_when_trusted():
-    slow = {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
+    def slow():                            # (a message of its own each: a messageId is one send)
+        return {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
     for trusted, statuses in ((False, [200, 429]), (True, [200, 200])):
         server = a2a_min.Server(scenario_agent, max_tasks_per_caller=1, trust_forwarded=trusted)
-        got = [rpc(server, "SendMessage", slow, peer="10.0.0.9", headers={
+        got = [rpc(server, "SendMessage", slow(), peer="10.0.0.9", headers={
             **V1, "x-forwarded-for": f"1.2.3.4, 203.0.113.{i}"}).status for i in range(2)]
         assert got == statuses
 
@@ -91,12 +93,13 @@ def test_forwarded_addresses_count_only_when_trusted():
 def test_an_authenticated_principal_is_one_caller_from_any_address():
     auth = a2a_min.BearerAuth({"a": "alice", "b": "bob"})
     server = a2a_min.Server(scenario_agent, authenticate=auth, max_tasks_per_caller=1)
-    slow = {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
+    def slow():                            # (a message of its own each: a messageId is one send)
+        return {"message": user_message("slow5"), "configuration": {"returnImmediately": True}}
     alice = {**V1, "authorization": "Bearer a"}
-    assert rpc(server, "SendMessage", slow, peer="10.0.0.1", headers=alice).status == 200
-    assert rpc(server, "SendMessage", slow, peer="10.0.0.2", headers=alice).status == 429
+    assert rpc(server, "SendMessage", slow(), peer="10.0.0.1", headers=alice).status == 200
+    assert rpc(server, "SendMessage", slow(), peer="10.0.0.2", headers=alice).status == 429
     bob = {**V1, "authorization": "Bearer b"}
-    assert rpc(server, "SendMessage", slow, peer="10.0.0.1", headers=bob).status == 200
+    assert rpc(server, "SendMessage", slow(), peer="10.0.0.1", headers=bob).status == 200
 
 
 def test_tenants_in_the_path_do_not_multiply_an_anonymous_callers_share():
@@ -125,9 +128,10 @@ def test_running_tasks_past_the_byte_budget_are_refused_503_naming_the_limit():
     # Each weighs 200-300 kB: its Task event and kept task, and in the memory
     # store its live copy too (an SQLiteStore's budget bounds the file, where
     # no live copy is).
-    slow = {"message": user_message("slow5" + " " * 100_000),
-            "configuration": {"returnImmediately": True}}
-    got = [rpc(server, "SendMessage", slow, peer=f"10.0.0.{i}") for i in range(6)]
+    def slow():                            # (a message of its own each: a messageId is one send)
+        return {"message": user_message("slow5" + " " * 100_000),
+                "configuration": {"returnImmediately": True}}
+    got = [rpc(server, "SendMessage", slow(), peer=f"10.0.0.{i}") for i in range(6)]
     refused = [i for i, g in enumerate(got) if "error" in answer(g)]
     assert refused and refused[0] in (3, 4) and refused == list(range(refused[0], 6))
     for i in refused:

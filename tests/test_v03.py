@@ -55,8 +55,8 @@ def rpc(srv, method, params, headers=V03):
 
 
 def user(text, **fields):
-    return {"kind": "message", "messageId": "m-" + text, "role": "user",
-            "parts": [{"kind": "text", "text": text}], **fields}
+    return {"kind": "message", "messageId": f"m-{text}-{time.monotonic_ns()}", "role": "user",
+            "parts": [{"kind": "text", "text": text}], **fields}     # (a messageId is one send)
 
 
 def check_sdk_run(seen, url, binding="JSONRPC"):
