@@ -128,7 +128,7 @@ import os
 import sys
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from types import AsyncGeneratorType, GeneratorType
 
 if sys.version_info < (3, 10):        # (once, here: an older Python fails later, and obscurely)
@@ -1368,7 +1368,7 @@ class TaskStore(_Bounds):
         self._callers = {}                  # caller -> [tasks, bytes]
         self._recent = {}                   # id -> _StoredTask, decoded (_recently_read)
         self._settling = {}                 # id -> _EventLog of a task just idle (_settle)
-        self._sends = {}                    # (owner, key) -> [digest, task id, reply, when]
+        self._sends = OrderedDict()         # (owner, key) -> (task id, reply, digest, when)
 
     def get(self, task_id, owner):
         """The task with this id if ``owner`` owns it, else None: a _StoredTask,
@@ -1511,29 +1511,30 @@ class TaskStore(_Bounds):
         if len(settling) > _SETTLING:
             settling.pop(next(iter(settling))).settle()
 
-    def claim_send(self, owner, key, digest, task_id, window):
+    def claim_send(self, owner, key, task_id, window):
         """None the first time ``owner`` sends ``key`` within ``window`` seconds
-        (recorded, with its message's ``digest`` and ``task_id``); for a repeat,
-        the first's [digest, task id, reply]."""
+        (recorded, with the ``task_id`` it makes or continues); for a repeat,
+        the first's (task id, reply, digest): settle_send's, if it was called."""
         now = time.monotonic()
         with self._lock:
             sends = self._sends
             while sends and (len(sends) >= self.max_tasks or next(iter(sends.values()))[3] <
                              now - window):
-                del sends[next(iter(sends))]   # (the oldest: each is as long a while)
+                sends.popitem(last=False)      # (the oldest: each is kept as long)
             first = sends.get((owner, key))
             if first is None:
-                sends[owner, key] = [digest, task_id, None, now]
+                sends[owner, key] = (task_id, None, None, now)   # (a tuple: no GC to follow)
             return first
 
-    def settle_send(self, owner, key, reply):
-        """The first send of ``key`` answered with the Message ``reply`` (or,
-        None, was refused: the key is free again)."""
+    def settle_send(self, owner, key, reply, digest=None):
+        """The first send of ``key`` made no task: it answered with the Message
+        ``reply`` (``digest``: its message's), or (None) was refused: the key is free."""
         with self._lock:
-            if reply is None:
+            first = self._sends.get((owner, key))
+            if reply is None or first is None:
                 self._sends.pop((owner, key), None)
-            elif (owner, key) in self._sends:
-                self._sends[owner, key][2] = reply
+            else:                              # (in its place: the oldest stay first)
+                self._sends[owner, key] = (first[0], reply, digest, first[3])
 
     def events(self, task_id, after=-1, raw=False):
         """(the id of the oldest event kept, [(id, event) after ``after``]),
@@ -2890,7 +2891,9 @@ class _TurnWriter:
         """A turn that made no task: a repeat of its send is answered with its
         Message ``reply``; or (None: it was refused) the send's key is free again."""
         if self.ctx.send_key is not None:
-            self.live.store.settle_send(self.channel.owner, self.ctx.send_key, reply)
+            key, message = self.ctx.send_key
+            self.live.store.settle_send(self.channel.owner, key, reply,
+                                        reply and _digest(message))
 
     def saved(self, task, committed):
         """A turn that at_once() ended was committed elsewhere (a shared
@@ -3117,7 +3120,7 @@ class RequestContext(str):
     watch the turn, what each one's turn_started returned, by observer."""
 
     marks = None
-    send_key = None             # the send's key, when a repeat of it answers as it did
+    send_key = None             # (key, message) of a send whose repeat answers as it did
 
     def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
                 extensions=(), metadata=None, configuration=None):
@@ -3522,7 +3525,7 @@ class _LiveTasks:
                             del self.channels[ctx.task_id]
                     self.store.delete(ctx.task_id)
                     if ctx.send_key is not None:      # (refused: the send's key is free)
-                        self.store.settle_send(channel.owner, ctx.send_key, None)
+                        self.store.settle_send(channel.owner, ctx.send_key[0], None)
                     raise
             return channel.task
 
@@ -3688,7 +3691,7 @@ def _start_turn(server, request, call):
     """Check a new user message and prepare its turn: (context, channel,
     joined), ``joined`` where a continuing task's stream begins: (seq of the
     status update that told the others, {"task": Task}); None for a new task.
-    A repeated send: (None, the first's [digest, task id, reply], None)."""
+    A repeated send: (None, the first's (task id, reply, digest), None)."""
     message = request["message"]
     if message["role"] != "ROLE_USER":
         raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
@@ -3701,16 +3704,9 @@ def _start_turn(server, request, call):
         task_id = call.task_id = server.live.new_id()   # always the server's (section 3.1.1)
     key, window = None, server.limits["idempotency_window"]
     if window:
-        import hashlib                     # (the message, whatever the order of its members)
         key = call.headers.get("idempotency-key", "").strip('"') or message["messageId"]
-        digest = hashlib.sha256(json.dumps(message, sort_keys=True).encode()).hexdigest()
-        first = server.store.claim_send(call.owner, key, digest, task_id, window)
+        first = server.store.claim_send(call.owner, key, task_id, window)
         if first is not None:
-            if first[0] != digest:
-                raise IdempotencyKeyReusedError(
-                    f"message {key!r} was sent before with other content; a repeat must be the "
-                    "same message, and a new message needs a new messageId (or Idempotency-Key)",
-                    metadata={"key": key[:80]})
             return None, first, None
     try:
         if task is not None:
@@ -3727,7 +3723,7 @@ def _start_turn(server, request, call):
             message, task=task, task_id=task_id, context_id=context_id, caller=call,
             extensions=call.extensions, metadata=request.get("metadata", {}),
             configuration=request.get("configuration", {}))
-        ctx.send_key = key
+        ctx.send_key = key and (key, request["message"])
         if task is None:                   # its stream begins at its first event
             return ctx, server.live.begin(ctx, call), None
         return (ctx,) + server.live.continue_task(ctx, call, message)
@@ -3740,28 +3736,44 @@ def _start_turn(server, request, call):
 # A client whose connection drops after SendMessage cannot tell whether the
 # agent ran. So a send may be repeated: the same messageId (or HTTP
 # Idempotency-Key) from the same caller within idempotency_window answers as
-# the first did, and runs nothing. The store records each send's key with
-# its message's digest and task (claim_send): the same key with another
-# message is refused (422), a repeat while the first has no task yet is told
-# to try again (409). The card declares it (docs/idempotency.md).
+# the first did, and runs nothing. The store records each send's key and its
+# task (claim_send); a repeat's message must be the first's, as the task's
+# history holds it (or its digest, beside a Message reply: settle_send), else
+# it is refused (422); one while the first has no task yet is told to try
+# again (409). The card declares it (docs/idempotency.md).
 IDEMPOTENT_SEND = "urn:a2a-min:idempotent-send"
 
 
-def _repeated(server, first, history_length, call, stream=False):
+def _digest(message):
+    """A message's SHA-256, whatever the order of its members (hex)."""
+    import hashlib
+    return hashlib.sha256(json.dumps(message, sort_keys=True).encode()).hexdigest()
+
+
+def _repeated(server, request, first, history_length, call, stream=False):
     """A repeated send's answer (IDEMPOTENT_SEND): the first's Message reply,
-    else its task as it is now (a stream follows it to its end)."""
-    task_id, reply = first[1], first[2]
-    seq, answer = 0, {"message": reply}
-    if not reply:
-        task = server.store.get(task_id, call.owner)
-        if task is None:
-            raise SendInFlightError(
-                "this message's first send is still running and has no task yet; try again in "
-                "a second (if it never ends, its server stopped: send it with a new messageId)",
-                metadata={"taskId": task_id})
-        if stream and task["status"]["state"] not in _IDLE_STATES:
-            return _subscribe_to_task(server, {"id": task_id}, call, _STREAM_END)
+    else its task as it is now (a stream follows it to its end). The first's
+    message is its task's history's (or, for a reply, its digest)."""
+    message, (task_id, reply, digest) = request["message"], first[:3]
+    task = None if reply else server.store.get(task_id, call.owner)
+    if reply:
+        seq, answer, same = 0, {"message": reply}, digest == _digest(message)
+    elif task is None:
+        raise SendInFlightError(
+            "this message's first send is still running and has no task yet; try again in a "
+            "second (if it never ends, its server stopped: send it with a new messageId)",
+            metadata={"taskId": task_id})
+    else:
         seq, answer = task.next_seq - 1, {"task": _view(task, history_length)}
+        same = {**message, "contextId": task.get("contextId"), "taskId": task_id} in \
+            task.get("history", ())
+    if not same:
+        raise IdempotencyKeyReusedError(
+            f"message {message['messageId']!r} (or its Idempotency-Key) was sent before with "
+            "other content; a repeat must be the same message, and a new message needs a new "
+            "messageId (or key)", metadata={"taskId": task_id})
+    if stream and task is not None and task["status"]["state"] not in _IDLE_STATES:
+        return _subscribe_to_task(server, {"id": task_id}, call, _STREAM_END)
     if stream:                             # a stream of the one answer
         return _Follower(server.live.new_channel(call.owner), seq, 0, (), [(seq, answer)], True)
     return answer
@@ -3777,7 +3789,7 @@ def _send_message(server, request, call):
         _check_inline_push(server, config)
     ctx, channel, _ = _start_turn(server, request, call)
     if ctx is None:
-        return _repeated(server, channel, history_length, call)
+        return _repeated(server, request, channel, history_length, call)
     turn = _TurnWriter(server.live, ctx, channel)
     if config.get("returnImmediately"):
         server.live.make_task(ctx, channel)
@@ -3815,7 +3827,7 @@ def _send_streaming_message(server, request, call):
     _check_inline_push(server, request.get("configuration", {}))
     ctx, channel, joined = _start_turn(server, request, call)
     if ctx is None:
-        return _repeated(server, channel, None, call, stream=True)
+        return _repeated(server, request, channel, None, call, stream=True)
     keepalive = server.limits["keepalive_interval"]   # (seconds between SSE comments)
     turn = _TurnWriter(server.live, ctx, channel, watched=True)
     server.live.start(turn, call.spawn)

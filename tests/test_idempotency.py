@@ -452,7 +452,7 @@ def test_the_same_key_with_another_message_is_refused(wire, agent, binding):
     first = task_of(wire.send(message))
     other = {**message, "parts": [{"text": "something else"}]}
     error = assert_refused(wire.send(other), binding, "IDEMPOTENCY_KEY_REUSED")
-    assert error["metadata"].get("key") == message["messageId"], error
+    assert error["metadata"].get("taskId") == first["id"], error          # (the first's)
     events = list(wire.stream(other))                  # as a stream: the same refusal
     assert len(events) == 1, events
     assert_refused(events[0], binding, "IDEMPOTENCY_KEY_REUSED")
@@ -508,11 +508,12 @@ def test_a_repeat_before_the_first_made_a_task_is_told_to_try_again(wire, agent,
     events = list(wire.stream(message))                    # a stream: the same answer
     assert len(events) == 1, events
     assert_refused(events[0], binding, "SEND_IN_FLIGHT")
-    other = {**message, "parts": [{"text": "something else"}]}   # not a repeat at all
-    assert_refused(wire.send(other), binding, "IDEMPOTENCY_KEY_REUSED")
+    other = {**message, "parts": [{"text": "something else"}]}   # not a repeat at all, but
+    assert_refused(wire.send(other), binding, "SEND_IN_FLIGHT")  # nothing to tell it by yet
     assert agent.runs == 1, agent.texts
     agent.gate.set()
     ended = task_of(first())
+    assert_refused(wire.send(other), binding, "IDEMPOTENCY_KEY_REUSED")   # now there is
     assert state(ended) == COMPLETED and artifact_text(ended) == "released"
     assert ended["id"] == error["metadata"]["taskId"]
     retried = task_of(wire.send(message))                  # the retry it was told to make
