@@ -916,6 +916,12 @@ class Client:
         self.v03 = _v03() if _major(self.interface.get("protocolVersion")) == "0" else None
         self.tenant = tenant if tenant is not None else self.interface.get("tenant") or None
         self.extensions = list(extensions)
+        # A send repeated with its messageId, announced, runs nothing there: one whose answer
+        # was lost may go again (docs/idempotency.md).
+        self.idempotent = self.v03 is None and a2a_min.IDEMPOTENT_SEND in (
+            e.get("uri") for e in self.card.get("capabilities", {}).get("extensions", ()))
+        if self.idempotent and a2a_min.IDEMPOTENT_SEND not in self.extensions:
+            self.extensions.append(a2a_min.IDEMPOTENT_SEND)
         self.headers = {**({} if self.v03 else {"A2A-Version": PROTOCOL_VERSION}),
                         **self.extra_headers, **credentials}
         if self.extensions:
@@ -931,10 +937,6 @@ class Client:
                                              v03=self.v03)
         self._ids = 0
         self.trace = trace
-        # A send repeated with its messageId runs nothing there: one whose answer was lost
-        # may go again (docs/idempotency.md).
-        self.idempotent = a2a_min.IDEMPOTENT_SEND in (
-            e.get("uri") for e in self.card.get("capabilities", {}).get("extensions", ()))
         if trace == "opentelemetry":            # (asked for by name: a missing a2a_otel fails now)
             a2a_min._companion("a2a_otel", 'Client(trace="opentelemetry")')
 

@@ -3702,9 +3702,10 @@ def _start_turn(server, request, call):
     task = _visible_task(server, task_id, call) if task_id else None
     if not task_id:
         task_id = call.task_id = server.live.new_id()   # always the server's (section 3.1.1)
-    key, window = None, server.limits["idempotency_window"]
-    if window:
-        key = call.headers.get("idempotency-key", "").strip('"') or message["messageId"]
+    key = call.headers.get("idempotency-key", "").strip('"') or (
+        message["messageId"] if IDEMPOTENT_SEND in call.extensions else None)
+    window = server.limits["idempotency_window"]
+    if key and window:
         first = server.store.claim_send(call.owner, key, task_id, window)
         if first is not None:
             return None, first, None
@@ -3723,7 +3724,7 @@ def _start_turn(server, request, call):
             message, task=task, task_id=task_id, context_id=context_id, caller=call,
             extensions=call.extensions, metadata=request.get("metadata", {}),
             configuration=request.get("configuration", {}))
-        ctx.send_key = key and (key, request["message"])
+        ctx.send_key = (key, request["message"]) if key and window else None
         if task is None:                   # its stream begins at its first event
             return ctx, server.live.begin(ctx, call), None
         return (ctx,) + server.live.continue_task(ctx, call, message)
@@ -3734,9 +3735,10 @@ def _start_turn(server, request, call):
 
 
 # A client whose connection drops after SendMessage cannot tell whether the
-# agent ran. So a send may be repeated: the same messageId (or HTTP
-# Idempotency-Key) from the same caller within idempotency_window answers as
-# the first did, and runs nothing. The store records each send's key and its
+# agent ran. So a send may be repeated: the same messageId (when the request
+# announces IDEMPOTENT_SEND in A2A-Extensions, section 3.2: a client that
+# reuses messageIds is served as before) or HTTP Idempotency-Key, from the
+# same caller within idempotency_window, answers as the first did and runs nothing. The store records each send's key and its
 # task (claim_send); a repeat's message must be the first's, as the task's
 # history holds it (or its digest, beside a Message reply: settle_send), else
 # it is refused (422); one while the first has no task yet is told to try
@@ -5732,9 +5734,9 @@ class Server:
         if not hasattr(self.store, "claim_send"):      # (a store of your own, without it)
             limits["idempotency_window"] = 0
         elif limits["idempotency_window"]:
-            extensions = (*extensions, {"uri": IDEMPOTENT_SEND, "description": "A send "
-                          "repeated with the same messageId runs nothing: it is answered as the "
-                          "first was (docs/idempotency.md)."})
+            extensions = (*extensions, {"uri": IDEMPOTENT_SEND, "description": "Announced, "
+                          "a send repeated with the same messageId runs nothing: it is answered "
+                          "as the first was (docs/idempotency.md)."})
         live = getattr(self.store, "live_tasks", _LiveTasks)   # (a shared store's own)
         self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
                          self._push_event if push_notifications else None,

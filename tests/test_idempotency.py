@@ -153,8 +153,9 @@ class Wire:
     and "jsonrpc" (the code), or "http" (status), "status" (the body's) and
     "retry_after" (header), or "grpc" (the status code's name)."""
 
-    def __init__(self, site, binding, *, token=None, tenant=None):
+    def __init__(self, site, binding, *, token=None, tenant=None, announce=True):
         self.site, self.binding, self.token, self.tenant = site, binding, token, tenant
+        self.announce = announce          # A2A-Extensions: the extension (its messageIds count)
         self.channel = None
         if binding == "GRPC":
             import grpc
@@ -174,6 +175,8 @@ class Wire:
             headers["Authorization"] = "Bearer " + self.token
         if key is not None:
             headers["Idempotency-Key"] = key
+        if self.announce:
+            headers["A2A-Extensions"] = EXTENSION
         return headers
 
     def _params(self, message, configuration):
@@ -207,6 +210,8 @@ class Wire:
             metadata.append(("authorization", "Bearer " + self.token))
         if key is not None:
             metadata.append(("idempotency-key", key))
+        if self.announce:
+            metadata.append(("a2a-extensions", EXTENSION))
         if method == "SendMessage":
             rpc = self.channel.unary_unary(
                 "/lf.a2a.v1.A2AService/SendMessage",
@@ -418,6 +423,22 @@ def site(agent, serve):
 @pytest.fixture
 def wire(site, binding, serve):
     return serve.wire(site, binding)
+
+
+# -- whose sends count: announced, or keyed ----------------------------------------------
+
+def test_a_client_that_does_not_announce_it_is_served_as_before(site, binding, serve, agent):
+    """The conformance kit reuses a messageId for messages of other texts: without the
+    extension announced (A2A-Extensions) nor an Idempotency-Key, each send is a turn."""
+    plain = serve.wire(site, binding, announce=False)
+    message = user_message("hi")
+    first, second = task_of(plain.send(message)), task_of(plain.send(message))
+    other = task_of(plain.send({**message, "parts": [{"text": "ho"}]}))
+    assert len({first["id"], second["id"], other["id"]}) == 3 and agent.runs == 3
+    once = user_message("k")
+    keyed = task_of(plain.send(once, key="k-1"))                   # a key is enough
+    assert task_of(plain.send(once, key="k-1"))["id"] == keyed["id"]
+    assert agent.runs == 4, agent.texts
 
 
 # -- a repeat answers as the first did --------------------------------------------------
