@@ -65,7 +65,8 @@ from a2a_min import (_IDLE_STATES, _RECENT, _RECENT_BYTES, _RECENT_DECODED, _Bou
 # so two files still make a server that keeps its tasks. Each task is one row of ``tasks``: its JSON as the client
 # sees it, and beside it what the store needs without decoding it (owner,
 # caller, state, status timestamp, version, sizes). Its stream events,
-# webhook configs and lease live in their own tables and go with it.
+# webhook configs and lease live in their own tables and go with it. The
+# first send of each key (idempotent sends: claim_send) is a row of ``sends``.
 #
 # Writers. SQLite lets one writer at a time commit. Every write runs in
 # BEGIN IMMEDIATE, which takes the write lock first and waits up to
@@ -265,6 +266,18 @@ _SQLITE_MIGRATIONS = (
         # written or read: a column is not dropped, so a file keeps its version)
         "ALTER TABLE tasks ADD COLUMN origin TEXT",
     ),
+    (   # version 6: idempotent sends (a2a_min's claim_send): the first send of
+        # each key, so that a repeat, in any process, answers as it did
+        """CREATE TABLE sends (
+            owner TEXT NOT NULL,          -- json.dumps((tenant, principal))
+            key TEXT NOT NULL,            -- the messageId, or the Idempotency-Key
+            digest TEXT NOT NULL,         -- of the first's message (a repeat must match)
+            task_id TEXT NOT NULL,        -- the first's task (made or to be made)
+            at REAL NOT NULL,             -- when the first came: time.time()
+            reply BLOB,                   -- its answer, a Message (JSON), once it has one
+            PRIMARY KEY (owner, key))""",
+        "CREATE INDEX sends_by_at ON sends (at)",
+    ),
 )
 SQLITE_SCHEMA_VERSION = len(_SQLITE_MIGRATIONS)
 
@@ -307,6 +320,17 @@ _SQL_IDLE = ("FROM tasks WHERE idle_ms IS NOT NULL AND id <> ?1 "
              "ORDER BY idle_ms, n LIMIT ?2")
 _SQL_CALLER_IDLE = ("FROM tasks WHERE caller = ?3 AND idle_ms IS NOT NULL "
                     "AND id <> ?1 ORDER BY idle_ms, n LIMIT ?2")
+
+
+# Idempotent sends (claim_send): a key's record is dead ``window`` seconds
+# after its first send; each claim removes the oldest dead ones, 64 at most,
+# and the one it claims if it is dead, or if its first is stale (no reply,
+# no task, ``stale`` seconds old: it failed, or its process died).
+_SQL_SENDS_EXPIRED = ("DELETE FROM sends WHERE rowid IN (SELECT rowid FROM sends WHERE at < ? "
+                      "ORDER BY at LIMIT 64)")
+_SQL_SEND_FREED = """
+    DELETE FROM sends WHERE owner = ?1 AND key = ?2 AND (at < ?3 OR reply IS NULL AND at < ?4
+        AND NOT EXISTS (SELECT 1 FROM tasks WHERE id = sends.task_id))"""
 
 
 class SQLiteStore(_Bounds):
@@ -1402,6 +1426,51 @@ class SQLiteStore(_Bounds):
                 "WHERE l.expires_ms < ? AND t.idle_ms IS NULL",
                 (int(time.time() * 1000),)).fetchall()
         return [(task_id, tuple(json.loads(owner))) for task_id, owner in rows]
+
+    # -- idempotent sends: a send's key, for every process (a2a_min's claim_send) ------
+
+    def claim_send(self, owner, key, digest, task_id, window, stale):
+        """None the first time ``owner`` sends ``key`` within ``window`` seconds
+        (recorded, with its message's ``digest`` and ``task_id``); for a
+        repeat, the first's [digest, task id, reply]. A first with neither
+        task nor reply, ``stale`` seconds old, is taken over. One write
+        transaction (with other threads' commits: _together), so that of
+        the processes sending one key at once exactly one is first."""
+        work = _GroupWork(self._claim_in, (self._key(owner), key, digest, task_id, window,
+                                           stale), None)
+        first = self._together(work)
+        if first is not None and first[2] is not None:
+            first[2] = json.loads(first[2])
+        return first
+
+    @staticmethod
+    def _claim_in(db, owner_key, key, digest, task_id, window, stale):
+        """claim_send's transaction, on ``db`` (in a group's, or its own)."""
+        if not db.in_transaction:
+            db.execute("BEGIN IMMEDIATE")
+        now = time.time()               # (wall-clock: every process must agree)
+        db.execute(_SQL_SENDS_EXPIRED, (now - window,))
+        db.execute(_SQL_SEND_FREED, (owner_key, key, now - window, now - stale))
+        if db.execute("INSERT OR IGNORE INTO sends (owner, key, digest, task_id, at) "
+                      "VALUES (?, ?, ?, ?, ?)", (owner_key, key, digest, task_id, now)).rowcount:
+            return None
+        return list(db.execute("SELECT digest, task_id, reply FROM sends WHERE owner = ? AND "
+                               "key = ?", (owner_key, key)).fetchone())
+
+    def settle_send(self, owner, key, reply):
+        """The first send of ``key`` answered with the Message ``reply``, kept
+        for its repeats (or, None, was refused: the key is free again)."""
+        if reply is None:
+            statement = ("DELETE FROM sends WHERE owner = ? AND key = ?", (self._key(owner), key))
+        else:
+            statement = ("UPDATE sends SET reply = ? WHERE owner = ? AND key = ?",
+                         (_dumps(reply), self._key(owner), key))
+        self._together(_GroupWork(_execute, statement, None))
+
+
+def _execute(db, sql, args):
+    """One statement, as a _GroupWork (a transaction of its own if alone)."""
+    db.execute(sql, args)
 
 
 # Idle connections an SQLiteStore keeps per process (more are closed when given back).
