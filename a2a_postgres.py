@@ -237,11 +237,12 @@ _SQL_CALLER_IDLE = ("SELECT id, size FROM a2a_tasks WHERE caller = %s AND idle_m
 # A send's key claimed (a2a_min's claim_send), in one statement: inserted,
 # or put over a record that is dead (``window`` old) or stale (no reply, no
 # task, ``stale`` old: its first failed, or its process died). ON CONFLICT
-# locks the key's row, and sees a racing session's insert once that
-# commits: of the sessions claiming one key at once, exactly one is first.
-# The others read the record as their statement's snapshot had it (none, if
-# it was inserted since: claim_send reads it again). Each claim removes the
-# oldest dead records too, 64 at most, none another session holds.
+# sees a racing session's insert once that commits, and locks the key's
+# row, updated or not: of the sessions claiming one key at once, exactly
+# one is first. The others then read the record (a new statement: the
+# snapshot of this one may predate the row it locked, or hold one since
+# replaced). Each claim removes the oldest dead records too, 64 at most,
+# none another session holds.
 _SQL_CLAIM_SEND = """
     WITH expired AS (
         DELETE FROM a2a_sends WHERE (owner, key) IN (
@@ -258,8 +259,7 @@ _SQL_CLAIM_SEND = """
                 AND NOT EXISTS (SELECT 1 FROM a2a_tasks WHERE id = s.task_id)
         RETURNING 1
     )
-    SELECT (SELECT count(*) FROM claimed), f.digest, f.task_id, f.reply
-    FROM (VALUES (1)) AS one LEFT JOIN a2a_sends AS f ON f.owner = %(owner)s AND f.key = %(key)s"""
+    SELECT count(*) FROM claimed"""
 
 
 def _on_lambda():
@@ -1044,14 +1044,12 @@ class PostgresStore(a2a_min._Bounds):
                 "task": _text(task_id), "now": now, "dead": now - window, "stale": now - stale}
 
         def work(conn):
-            for _ in range(3):
-                claimed, *first = conn.execute(_SQL_CLAIM_SEND, args).fetchone()
-                if claimed:
+            for _ in range(3):              # (the row is locked: once is enough)
+                if conn.execute(_SQL_CLAIM_SEND, args).fetchone()[0]:
                     return None
-                if first[0] is None:        # inserted since the statement's snapshot
-                    first = conn.execute("SELECT digest, task_id, reply FROM a2a_sends WHERE "
-                                         "owner = %(owner)s AND key = %(key)s", args).fetchone()
-                if first is not None and first[0] is not None:
+                first = conn.execute("SELECT digest, task_id, reply FROM a2a_sends WHERE "
+                                     "owner = %(owner)s AND key = %(key)s", args).fetchone()
+                if first is not None:
                     return list(first)
             raise ServerBusyError("the task store (PostgreSQL) was too busy to record this "
                                   "send; try again shortly")
