@@ -1511,6 +1511,90 @@ def test_sqlite_not_waiting_reads_but_refuses_a_write_before_it_begins(sqlite_st
     assert store.get("t2", ALICE) is not None
 
 
+def _hold_write_lock(path):
+    """Another process's write lock on the file: a connection in BEGIN IMMEDIATE."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
+def test_sqlite_not_waiting_claims_a_send_unless_it_would_wait(path):
+    """Inside not_waiting() (a SendMessage answered on an event loop) a send is
+    claimed on the connection that never waits; while another process holds
+    the write lock, _WouldWait, with nothing written, and the request runs
+    again on a thread, where the claim waits for the lock."""
+    store = a2a_store.SQLiteStore(path, busy_timeout=10)
+    with store.not_waiting():
+        assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
+        assert _first(store.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", None]
+        store.settle_send(ALICE, "m1", REPLY)
+    assert _first(store.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", REPLY]
+    other = _hold_write_lock(path)
+    with store.not_waiting():
+        with pytest.raises(a2a_store._WouldWait):
+            store.claim_send(ALICE, "m2", "d2", "t2", 60, 60)
+    threading.Timer(0.3, other.execute, ("COMMIT",)).start()     # (then it is let go)
+    assert store.claim_send(ALICE, "m2", "d2", "t2", 60, 60) is None
+    assert sql(store, "SELECT key FROM sends ORDER BY key") == [("m1",), ("m2",)]
+
+
+def test_sqlite_a_request_run_again_takes_over_the_send_it_claimed_on_the_loop(path):
+    """A request that claimed on the loop, then met a write that would wait
+    (its claim not freed: the lock was held), runs again on a store thread:
+    its claim there is first again (its task id is new), not a repeat of
+    itself, whether or not the task of the first run exists (a message that
+    continues a task names it both times). Another key's record, or one
+    that got a reply, is not taken over."""
+    store = a2a_store.SQLiteStore(path, busy_timeout=10)
+    store.commit(task("t-existing"), ALICE, 0)
+    for key, task_id, new_id in (("new", "t-loop", "t-thread"),
+                                 ("continuing", "t-existing", "t-existing")):
+        with pytest.raises(a2a_store._WouldWait):
+            with store.not_waiting():
+                assert store.claim_send(ALICE, key, "d", task_id, 60, 60) is None
+                other = _hold_write_lock(path)
+                try:
+                    store.settle_send(ALICE, key, None)      # (its refusal: cannot free it now)
+                    raise a2a_store._WouldWait()             # (its write, as continue_task's)
+                finally:
+                    other.execute("ROLLBACK")
+        assert store.claim_send(ALICE, key, "d", new_id, 60, 60) is None
+        assert _first(store.claim_send(ALICE, key, "d", "t", 60, 60)) == ["d", new_id, None]
+    # A claim abandoned that meanwhile has a reply (it cannot: a stand-in) stays.
+    with pytest.raises(a2a_store._WouldWait):
+        with store.not_waiting():
+            store.claim_send(ALICE, "replied", "d", "t-r", 60, 60)
+            sql(store, "UPDATE sends SET reply = ? WHERE key = 'replied'",
+                (json.dumps(REPLY).encode(),))
+            raise a2a_store._WouldWait()
+    assert _first(store.claim_send(ALICE, "replied", "d", "t2", 60, 60)) == ["d", "t-r", REPLY]
+
+
+def test_sqlite_a_send_refused_or_answered_on_the_loop_is_settled_later_if_it_would_wait(path):
+    """Inside not_waiting(), settle_send never waits: a reply, or the freeing
+    of a key whose send was refused (the block ends with that error), is
+    written on a thread once the write lock is let go."""
+    store = a2a_store.SQLiteStore(path, busy_timeout=10)
+    with pytest.raises(InvalidParamsError):
+        with store.not_waiting():
+            assert store.claim_send(ALICE, "refused", "d1", "t1", 60, 60) is None
+            assert store.claim_send(ALICE, "answered", "d2", "t2", 60, 60) is None
+            other = _hold_write_lock(path)
+            store.settle_send(ALICE, "answered", REPLY)
+            store.settle_send(ALICE, "refused", None)
+            raise InvalidParamsError("refused")
+    time.sleep(0.2)
+    assert sql(store, "SELECT key, reply FROM sends ORDER BY key") == [("answered", None),
+                                                                       ("refused", None)]
+    other.execute("COMMIT")
+    deadline = time.monotonic() + 10
+    while sql(store, "SELECT key, reply IS NULL FROM sends") != [("answered", 0)]:
+        assert time.monotonic() < deadline, sql(store, "SELECT key, reply FROM sends")
+        time.sleep(0.02)
+    assert store.claim_send(ALICE, "refused", "d3", "t3", 60, 60) is None
+    assert _first(store.claim_send(ALICE, "answered", "d", "t", 60, 60)) == ["d2", "t2", REPLY]
+
+
 def test_sqlite_commit_many_commits_together_or_never_waits(path):
     """commit_many() makes several commits in one transaction, each with its
     own outcome (a refused one does not undo the others). With wait=False,
