@@ -2327,7 +2327,9 @@ class _StoreWatch:
 #     starts a new task: its first write comes before the agent) is answered
 #     on the loop, inside store.not_waiting(), where a write refuses at once
 #     (_WouldWait) rather than wait; reads never wait (SQLite's write-ahead
-#     log). A store without not_waiting() (PostgresStore) skips this step;
+#     log). (A SendMessage's claim of its key is a write that is made there
+#     when no lock is held: SQLiteStore.claim_send.) A store without
+#     not_waiting() (PostgresStore) skips this step;
 #   - the others run again from the start on a store thread (at most
 #     ``store_threads`` of them): nothing was written the first time;
 #   - an async agent's writes (its turn runs on the loop) run on a store
