@@ -1517,7 +1517,10 @@ class SQLiteStore(_Bounds):
         for owner_key, key, task_id, at, freed in claims:
             if would_wait:
                 if len(self._abandoned) >= 1024:    # (a run again that never came)
-                    self._abandoned.pop(next(iter(self._abandoned)), None)
+                    try:
+                        self._abandoned.pop(next(iter(self._abandoned)), None)
+                    except (RuntimeError, StopIteration):   # (another thread changed it)
+                        pass
                 self._abandoned[owner_key, key] = (task_id, at)
             elif freed:
                 _on_a_thread(self._together, _GroupWork(_execute, (
