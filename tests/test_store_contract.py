@@ -851,21 +851,21 @@ def test_a_send_is_remembered_for_its_window_only(store, backend):
     """A record older than ``window`` is dead: the key's next claim is
     first, whether its first had a reply, a task, or neither. Each claim
     removes dead records besides its own (a shared store the oldest 64)."""
-    assert store.claim_send(ALICE, "m1", "d1", "t1", 0.3, 60) is None
+    assert store.claim_send(ALICE, "m1", "d1", "t1", 1.0, 60) is None
     store.settle_send(ALICE, "m1", REPLY)
-    assert store.claim_send(ALICE, "m2", "d2", "t2", 0.3, 60) is None
+    assert store.claim_send(ALICE, "m2", "d2", "t2", 1.0, 60) is None
     store.commit(task("t2"), ALICE, 0)
     for i in range(98):
-        store.claim_send(ALICE, f"k{i}", "d", f"t{i}", 0.3, 60)
-    assert _first(store.claim_send(ALICE, "m1", "d", "t", 0.3, 60)) == ["d1", "t1", REPLY]
+        store.claim_send(ALICE, f"k{i}", "d", f"t{i}", 1.0, 60)
+    assert _first(store.claim_send(ALICE, "m1", "d", "t", 1.0, 60)) == ["d1", "t1", REPLY]
     assert _sends(store, backend) == 100
-    time.sleep(0.5)
-    assert store.claim_send(ALICE, "m1", "d3", "t3", 0.3, 60) is None
+    time.sleep(1.2)
+    assert store.claim_send(ALICE, "m1", "d3", "t3", 1.0, 60) is None
     assert _sends(store, backend) in ((1,) if backend == "memory" else (100 - 64, 100 - 64 + 1))
-    assert store.claim_send(ALICE, "m2", "d4", "t4", 0.3, 60) is None
+    assert store.claim_send(ALICE, "m2", "d4", "t4", 1.0, 60) is None
     assert _sends(store, backend) <= 2
-    assert _first(store.claim_send(ALICE, "m1", "d", "t", 0.3, 60)) == ["d3", "t3", None]
-    assert _first(store.claim_send(ALICE, "m2", "d", "t", 0.3, 60)) == ["d4", "t4", None]
+    assert _first(store.claim_send(ALICE, "m1", "d", "t", 1.0, 60)) == ["d3", "t3", None]
+    assert _first(store.claim_send(ALICE, "m2", "d", "t", 1.0, 60)) == ["d4", "t4", None]
 
 
 def test_a_first_send_without_reply_or_task_is_taken_over_once_stale(store):
@@ -873,17 +873,17 @@ def test_a_first_send_without_reply_or_task_is_taken_over_once_stale(store):
     died) is taken over by a claim ``stale`` seconds after it, and not
     before; a first with a reply, or whose task exists, never is (until
     its window ends)."""
-    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 0.3) is None       # neither
-    assert store.claim_send(ALICE, "m2", "d2", "t2", 60, 0.3) is None       # a reply
+    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 1.0) is None       # neither
+    assert store.claim_send(ALICE, "m2", "d2", "t2", 60, 1.0) is None       # a reply
     store.settle_send(ALICE, "m2", REPLY)
-    assert store.claim_send(ALICE, "m3", "d3", "t3", 60, 0.3) is None       # its task
+    assert store.claim_send(ALICE, "m3", "d3", "t3", 60, 1.0) is None       # its task
     store.commit(task("t3"), ALICE, 0)
-    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 0.3)) == ["d1", "t1", None]
-    time.sleep(0.5)
-    assert store.claim_send(ALICE, "m1", "d4", "t4", 60, 0.3) is None       # taken over
-    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 0.3)) == ["d4", "t4", None]
-    assert _first(store.claim_send(ALICE, "m2", "x", "tx", 60, 0.3)) == ["d2", "t2", REPLY]
-    assert _first(store.claim_send(ALICE, "m3", "x", "tx", 60, 0.3)) == ["d3", "t3", None]
+    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 1.0)) == ["d1", "t1", None]
+    time.sleep(1.2)
+    assert store.claim_send(ALICE, "m1", "d4", "t4", 60, 1.0) is None       # taken over
+    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 1.0)) == ["d4", "t4", None]
+    assert _first(store.claim_send(ALICE, "m2", "x", "tx", 60, 1.0)) == ["d2", "t2", REPLY]
+    assert _first(store.claim_send(ALICE, "m3", "x", "tx", 60, 1.0)) == ["d3", "t3", None]
     assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 60)) == ["d4", "t4", None]
 
 
@@ -894,8 +894,8 @@ def test_of_sends_claiming_one_key_at_once_exactly_one_is_first(store, backend):
     record is dead (its window passed), or stale: exactly one takes it over."""
     stores = [store, _same_storage(store, backend)]
     try:
-        for key, before, window, stale in (("fresh", None, 60, 60), ("dead", 0.4, 0.3, 60),
-                                           ("stale", 0.4, 60, 0.3)):
+        for key, before, window, stale in (("fresh", None, 60, 60), ("dead", 0.4, 1.0, 60),
+                                           ("stale", 0.4, 60, 1.0)):
             if before:
                 assert store.claim_send(ALICE, key, "old", "t-old", window, stale) is None
                 time.sleep(before)
