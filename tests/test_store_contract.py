@@ -894,8 +894,8 @@ def test_of_sends_claiming_one_key_at_once_exactly_one_is_first(store, backend):
     record is dead (its window passed), or stale: exactly one takes it over."""
     stores = [store, _same_storage(store, backend)]
     try:
-        for key, before, window, stale in (("fresh", None, 60, 60), ("dead", 0.4, 1.0, 60),
-                                           ("stale", 0.4, 60, 1.0)):
+        for key, before, window, stale in (("fresh", None, 60, 60), ("dead", 1.2, 1.0, 60),
+                                           ("stale", 1.2, 60, 1.0)):
             if before:
                 assert store.claim_send(ALICE, key, "old", "t-old", window, stale) is None
                 time.sleep(before)
