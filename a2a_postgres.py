@@ -153,6 +153,18 @@ _MIGRATIONS = (
         # written or read: a column is not dropped, so a schema keeps its version)
         "ALTER TABLE a2a_tasks ADD COLUMN origin text",
     ),
+    (   # version 4: idempotent sends (a2a_min's claim_send): the first send of
+        # each key, so that a repeat, on any server, answers as it did
+        """CREATE TABLE a2a_sends (
+            owner text NOT NULL,              -- json.dumps((tenant, principal))
+            key text NOT NULL,                -- the messageId, or the Idempotency-Key
+            digest text NOT NULL,             -- of the first's message (a repeat must match)
+            task_id text NOT NULL,            -- the first's task (made or to be made)
+            at double precision NOT NULL,     -- when the first came: time.time()
+            reply bytea,                      -- its answer, a Message (JSON), once it has one
+            PRIMARY KEY (owner, key))""",
+        "CREATE INDEX a2a_sends_by_at ON a2a_sends (at)",
+    ),
 )
 POSTGRES_SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -220,6 +232,34 @@ _SQL_IDLE = ("SELECT id, size FROM a2a_tasks WHERE idle_ms IS NOT NULL AND id <>
              "ORDER BY idle_ms, n LIMIT 64 FOR UPDATE SKIP LOCKED")
 _SQL_CALLER_IDLE = ("SELECT id, size FROM a2a_tasks WHERE caller = %s AND idle_ms IS NOT NULL "
                     "AND id <> %s ORDER BY caller, idle_ms, n LIMIT 64 FOR UPDATE SKIP LOCKED")
+
+
+# A send's key claimed (a2a_min's claim_send), in one statement: inserted,
+# or put over a record that is dead (``window`` old) or stale (no reply, no
+# task, ``stale`` old: its first failed, or its process died). ON CONFLICT
+# sees a racing session's insert once that commits, and locks the key's
+# row, updated or not: of the sessions claiming one key at once, exactly
+# one is first. The others then read the record (a new statement: the
+# snapshot of this one may predate the row it locked, or hold one since
+# replaced). Each claim removes the oldest dead records too, 64 at most,
+# none another session holds.
+_SQL_CLAIM_SEND = """
+    WITH expired AS (
+        DELETE FROM a2a_sends WHERE (owner, key) IN (
+            SELECT owner, key FROM a2a_sends
+            WHERE at < %(dead)s AND NOT (owner = %(owner)s AND key = %(key)s)
+            ORDER BY at LIMIT 64 FOR UPDATE SKIP LOCKED)
+    ), claimed AS (
+        INSERT INTO a2a_sends AS s (owner, key, digest, task_id, at)
+        VALUES (%(owner)s, %(key)s, %(digest)s, %(task)s, %(now)s)
+        ON CONFLICT (owner, key) DO UPDATE
+            SET digest = excluded.digest, task_id = excluded.task_id, at = excluded.at,
+                reply = NULL
+            WHERE s.at < %(dead)s OR s.reply IS NULL AND s.at < %(stale)s
+                AND NOT EXISTS (SELECT 1 FROM a2a_tasks WHERE id = s.task_id)
+        RETURNING 1
+    )
+    SELECT count(*) FROM claimed"""
 
 
 def _on_lambda():
@@ -989,6 +1029,48 @@ class PostgresStore(a2a_min._Bounds):
             "ON t.id = l.task_id WHERE l.expires_ms < %s AND t.idle_ms IS NULL",
             (int(time.time() * 1000),))
         return [(_untext(task_id), tuple(json.loads(owner))) for task_id, owner in rows]
+
+    # -- idempotent sends: a send's key, for every server (a2a_min's claim_send) ----------
+
+    def claim_send(self, owner, key, digest, task_id, window, stale):
+        """None the first time ``owner`` sends ``key`` within ``window`` seconds
+        (recorded, with its message's ``digest`` and ``task_id``); for a
+        repeat, the first's [digest, task id, reply]. A first with neither
+        task nor reply, ``stale`` seconds old, is taken over. Of the
+        sessions claiming one key at once, exactly one is first
+        (_SQL_CLAIM_SEND)."""
+        now = time.time()               # (wall-clock: every server must agree)
+        args = {"owner": self._key(owner), "key": _text(key), "digest": digest,
+                "task": _text(task_id), "now": now, "dead": now - window, "stale": now - stale}
+
+        def work(conn):
+            for _ in range(3):              # (the row is locked: once is enough)
+                if conn.execute(_SQL_CLAIM_SEND, args).fetchone()[0]:
+                    return None
+                first = conn.execute("SELECT digest, task_id, reply FROM a2a_sends WHERE "
+                                     "owner = %(owner)s AND key = %(key)s", args).fetchone()
+                if first is not None:
+                    return list(first)
+            raise ServerBusyError("the task store (PostgreSQL) was too busy to record this "
+                                  "send; try again shortly")
+        first = self._transaction(work)
+        if first is not None:
+            first[1] = _untext(first[1])
+            if first[2] is not None:
+                first[2] = json.loads(bytes(first[2]))
+        return first
+
+    def settle_send(self, owner, key, reply):
+        """The first send of ``key`` answered with the Message ``reply``, kept
+        for its repeats (or, None, was refused: the key is free again)."""
+        where = (self._key(owner), _text(key))
+        if reply is None:
+            self._transaction(lambda conn: conn.execute(
+                "DELETE FROM a2a_sends WHERE owner = %s AND key = %s", where))
+        else:                           # (a turn's write: it waits out a short outage)
+            self._transaction(lambda conn: conn.execute(
+                "UPDATE a2a_sends SET reply = %s WHERE owner = %s AND key = %s",
+                (a2a_min._dumps(reply),) + where), wait=True)
 
     def close(self):
         """Close this process's idle connections and stop its listener (also

@@ -65,7 +65,8 @@ from a2a_min import (_IDLE_STATES, _RECENT, _RECENT_BYTES, _RECENT_DECODED, _Bou
 # so two files still make a server that keeps its tasks. Each task is one row of ``tasks``: its JSON as the client
 # sees it, and beside it what the store needs without decoding it (owner,
 # caller, state, status timestamp, version, sizes). Its stream events,
-# webhook configs and lease live in their own tables and go with it.
+# webhook configs and lease live in their own tables and go with it. The
+# first send of each key (idempotent sends: claim_send) is a row of ``sends``.
 #
 # Writers. SQLite lets one writer at a time commit. Every write runs in
 # BEGIN IMMEDIATE, which takes the write lock first and waits up to
@@ -265,6 +266,18 @@ _SQLITE_MIGRATIONS = (
         # written or read: a column is not dropped, so a file keeps its version)
         "ALTER TABLE tasks ADD COLUMN origin TEXT",
     ),
+    (   # version 6: idempotent sends (a2a_min's claim_send): the first send of
+        # each key, so that a repeat, in any process, answers as it did
+        """CREATE TABLE sends (
+            owner TEXT NOT NULL,          -- json.dumps((tenant, principal))
+            key TEXT NOT NULL,            -- the messageId, or the Idempotency-Key
+            digest TEXT NOT NULL,         -- of the first's message (a repeat must match)
+            task_id TEXT NOT NULL,        -- the first's task (made or to be made)
+            at REAL NOT NULL,             -- when the first came: time.time()
+            reply BLOB,                   -- its answer, a Message (JSON), once it has one
+            PRIMARY KEY (owner, key))""",
+        "CREATE INDEX sends_by_at ON sends (at)",
+    ),
 )
 SQLITE_SCHEMA_VERSION = len(_SQLITE_MIGRATIONS)
 
@@ -307,6 +320,17 @@ _SQL_IDLE = ("FROM tasks WHERE idle_ms IS NOT NULL AND id <> ?1 "
              "ORDER BY idle_ms, n LIMIT ?2")
 _SQL_CALLER_IDLE = ("FROM tasks WHERE caller = ?3 AND idle_ms IS NOT NULL "
                     "AND id <> ?1 ORDER BY idle_ms, n LIMIT ?2")
+
+
+# Idempotent sends (claim_send): a key's record is dead ``window`` seconds
+# after its first send; each claim removes the oldest dead ones, 64 at most,
+# and the one it claims if it is dead, or if its first is stale (no reply,
+# no task, ``stale`` seconds old: it failed, or its process died).
+_SQL_SENDS_EXPIRED = ("DELETE FROM sends WHERE rowid IN (SELECT rowid FROM sends WHERE at < ? "
+                      "ORDER BY at LIMIT 64)")
+_SQL_SEND_FREED = """
+    DELETE FROM sends WHERE owner = ?1 AND key = ?2 AND (at < ?3 OR reply IS NULL AND at < ?4
+        AND NOT EXISTS (SELECT 1 FROM tasks WHERE id = sends.task_id))"""
 
 
 class SQLiteStore(_Bounds):
@@ -375,6 +399,7 @@ class SQLiteStore(_Bounds):
         self._recent = {}                   # id -> (n, _StoredTask), decoded (see get())
         self._keys = {}                     # owner or caller -> _key() of it
         self._here = threading.local()      # .no_wait: inside not_waiting() on this thread
+        self._abandoned = {}                # (owner, key) -> (task id, at): see claim_send
         self._statements = {}               # (rows, callers) -> _SQL_INSERT_AT_ONCE for them (at most 64 x 64)
         self._complained = 0.0              # when a failed write was last logged
         self._circuit = _Circuit(f"the task store {os.path.basename(path)}",
@@ -560,7 +585,7 @@ class SQLiteStore(_Bounds):
         before it begins. How a host on an event loop answers a request on
         the loop itself when it needs no write, and runs it again on a store
         thread when it does (_here_unless_it_waits)."""
-        return _NotWaiting(self._here)
+        return _NotWaiting(self)
 
     def _may_wait(self, wait=True):
         """Before a write: _WouldWait inside not_waiting(); while the file
@@ -1403,6 +1428,157 @@ class SQLiteStore(_Bounds):
                 (int(time.time() * 1000),)).fetchall()
         return [(task_id, tuple(json.loads(owner))) for task_id, owner in rows]
 
+    # -- idempotent sends: a send's key, for every process (a2a_min's claim_send) ------
+
+    # A SendMessage is answered on an event loop's thread when it needs no
+    # write that may wait (not_waiting, "a shared store under an event
+    # loop"), and its claim is a write: there it is made on the connection
+    # that never waits (_now), or the request goes to a store thread
+    # (_WouldWait) before anything is written. A request that claimed and
+    # then goes to a thread all the same (a later write would wait) runs
+    # again from the start, and must not find its own claim: the claims of
+    # a not_waiting block that ends so are abandoned, and the claim of the
+    # run again puts its record over theirs. settle_send inside the block
+    # (a refusal; the reply of an agent whose turn ended within the request)
+    # never waits either: if it would, it is done on a thread of its own.
+
+    def claim_send(self, owner, key, digest, task_id, window, stale):
+        """None the first time ``owner`` sends ``key`` within ``window`` seconds
+        (recorded, with its message's ``digest`` and ``task_id``); for a
+        repeat, the first's [digest, task id, reply]. A first with neither
+        task nor reply, ``stale`` seconds old, is taken over. One write
+        transaction (with other threads' commits: _together), so that of
+        the processes sending one key at once exactly one is first."""
+        owner_key, now = self._key(owner), time.time()  # (wall-clock: processes must agree)
+        args = (owner_key, key, digest, task_id, window, stale, now)
+        block = getattr(self._here, "claims", None) if self._refusing() else None
+        if block is not None:
+            first = self._now(self._claim_in, *args)
+            if first is None:
+                block.append([owner_key, key, task_id, now, False])
+        else:
+            mine = self._abandoned.pop((owner_key, key), None)
+            try:
+                first = self._together(_GroupWork(self._claim_in, args + (mine,), None))
+            except BaseException:
+                if mine is not None:
+                    self._abandoned[owner_key, key] = mine
+                raise
+        if first is not None and first[2] is not None:
+            first[2] = json.loads(first[2])
+        return first
+
+    @staticmethod
+    def _claim_in(db, owner_key, key, digest, task_id, window, stale, now, abandoned=None):
+        """claim_send's transaction, on ``db`` (in a group's, or its own);
+        ``abandoned``: (task id, at) of this key's record if it is one this
+        process abandoned (see above)."""
+        if not db.in_transaction:
+            db.execute("BEGIN IMMEDIATE")
+        db.execute(_SQL_SENDS_EXPIRED, (now - window,))
+        db.execute(_SQL_SEND_FREED, (owner_key, key, now - window, now - stale))
+        if abandoned is not None:
+            db.execute("DELETE FROM sends WHERE owner = ? AND key = ? AND task_id = ? AND at = ? "
+                       "AND reply IS NULL", (owner_key, key) + abandoned)
+        if db.execute("INSERT OR IGNORE INTO sends (owner, key, digest, task_id, at) "
+                      "VALUES (?, ?, ?, ?, ?)", (owner_key, key, digest, task_id, now)).rowcount:
+            return None
+        return list(db.execute("SELECT digest, task_id, reply FROM sends WHERE owner = ? AND "
+                               "key = ?", (owner_key, key)).fetchone())
+
+    def settle_send(self, owner, key, reply):
+        """The first send of ``key`` answered with the Message ``reply``, kept
+        for its repeats (or, None, was refused: the key is free again)."""
+        owner_key = self._key(owner)
+        if reply is None:
+            statement = ("DELETE FROM sends WHERE owner = ? AND key = ?", (owner_key, key))
+        else:
+            statement = ("UPDATE sends SET reply = ? WHERE owner = ? AND key = ?",
+                         (_dumps(reply), owner_key, key))
+        block = getattr(self._here, "claims", None) if self._refusing() else None
+        if block is None:
+            self._together(_GroupWork(_execute, statement, None))
+            return
+        try:
+            self._now(_execute, *statement)
+        except (_WouldWait, A2AError):
+            if reply is not None:
+                _on_a_thread(self._together, _GroupWork(_execute, statement, None))
+                return
+            for claim in block:             # (freed as the block ends: _after_not_waiting)
+                if claim[:2] == [owner_key, key]:
+                    claim[4] = True
+
+    def _after_not_waiting(self, claims, would_wait):
+        """A not_waiting block that claimed sends ends: if it ends for a write
+        that would wait, its claims are abandoned (its request runs again,
+        on a store thread, and claims again over them); else those it could
+        not free are freed on a thread."""
+        for owner_key, key, task_id, at, freed in claims:
+            if would_wait:
+                if len(self._abandoned) >= 1024:    # (a run again that never came)
+                    try:
+                        self._abandoned.pop(next(iter(self._abandoned)), None)
+                    except (RuntimeError, StopIteration):   # (another thread changed it)
+                        pass
+                self._abandoned[owner_key, key] = (task_id, at)
+            elif freed:
+                _on_a_thread(self._together, _GroupWork(_execute, (
+                    "DELETE FROM sends WHERE owner = ? AND key = ? AND task_id = ? AND at = ? "
+                    "AND reply IS NULL", (owner_key, key, task_id, at)), None))
+
+    def _now(self, work, *args):
+        """``work(db, *args)`` in a write transaction on the connection that
+        never waits (group.now), committed: its result; _WouldWait, with
+        nothing written, if a write lock is held (this process's or
+        another's), or the file is known to take no writes."""
+        import sqlite3
+        if self._circuit.down:
+            raise _WouldWait()
+        group = self._writing()
+        if not group.turn.acquire(blocking=False):
+            raise _WouldWait()
+        try:
+            db = self._group_db(group, wait=False)
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                result = work(db, *args)
+                db.execute("COMMIT")
+                group.unchecked += 1
+                return result
+            except BaseException as error:
+                try:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                except Exception:           # the connection is in no state to go on
+                    group.now = None
+                    db.close()
+                if isinstance(error, sqlite3.OperationalError) and \
+                        ("locked" in str(error) or "busy" in str(error)):
+                    raise _WouldWait() from None
+                if isinstance(error, sqlite3.DatabaseError):
+                    raise self._failed(error) from None
+                raise
+        finally:
+            group.turn.release()
+
+
+def _execute(db, sql, args):
+    """One statement, as a _GroupWork (a transaction of its own if alone)."""
+    db.execute(sql, args)
+
+
+def _on_a_thread(write, work):
+    """``write(work)`` on a thread of its own: a write that must not wait
+    where it was asked for, and need not be done before the answer. A
+    failure is logged."""
+    def run():
+        try:
+            write(work)
+        except Exception:
+            _log().exception("a send's record could not be written")
+    threading.Thread(target=run, name="a2a-send", daemon=True).start()
+
 
 # Idle connections an SQLiteStore keeps per process (more are closed when given back).
 _IDLE_CONNECTIONS = 8
@@ -1496,19 +1672,24 @@ def _newest(version, next_seq, newest):
 
 
 class _NotWaiting:
-    """SQLiteStore.not_waiting()'s block."""
+    """SQLiteStore.not_waiting()'s block; ``claims``: the sends it claimed
+    (see SQLiteStore.claim_send), each [owner, key, task id, at, freed]."""
 
-    __slots__ = ("here", "was")
+    __slots__ = ("store", "here", "was", "claims")
 
-    def __init__(self, here):
-        self.here = here
+    def __init__(self, store):
+        self.store, self.here = store, store._here
 
     def __enter__(self):
-        self.was = getattr(self.here, "no_wait", False)
-        self.here.no_wait = True
+        self.was = getattr(self.here, "no_wait", False), getattr(self.here, "claims", None)
+        self.claims = []
+        self.here.no_wait, self.here.claims = True, self.claims
 
-    def __exit__(self, *exc):
-        self.here.no_wait = self.was
+    def __exit__(self, kind, error, traceback):
+        self.here.no_wait, self.here.claims = self.was
+        if self.claims:
+            self.store._after_not_waiting(self.claims, kind is not None and
+                                          issubclass(kind, _WouldWait))
         return False
 
 
@@ -2149,7 +2330,9 @@ class _StoreWatch:
 #     starts a new task: its first write comes before the agent) is answered
 #     on the loop, inside store.not_waiting(), where a write refuses at once
 #     (_WouldWait) rather than wait; reads never wait (SQLite's write-ahead
-#     log). A store without not_waiting() (PostgresStore) skips this step;
+#     log). (A SendMessage's claim of its key is a write that is made there
+#     when no lock is held: SQLiteStore.claim_send.) A store without
+#     not_waiting() (PostgresStore) skips this step;
 #   - the others run again from the start on a store thread (at most
 #     ``store_threads`` of them): nothing was written the first time;
 #   - an async agent's writes (its turn runs on the loop) run on a store

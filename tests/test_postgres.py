@@ -2,8 +2,8 @@
 PostgreSQL server that the tests start (tests/postgres_server.py): wake-ups
 by LISTEN/NOTIFY and by polling, the database going away and coming back
 (mid-stream too), a pool that is all lent, a statement past its timeout, a
-schema from a newer version, processes migrating at once, and the Lambda
-handler on two local runners sharing one database.
+schema from a newer version and one from an older, processes migrating at
+once, and the Lambda handler on two local runners sharing one database.
 
 The store contract itself is held against PostgreSQL in
 test_store_contract.py (its "postgres" backend), and two servers on one
@@ -153,6 +153,26 @@ def test_processes_starting_at_once_migrate_exactly_once(url):
     with psycopg.connect(url) as conn:
         assert conn.execute(f"SELECT value FROM {schema}.a2a_meta").fetchall() == \
             [(str(POSTGRES_SCHEMA_VERSION),)]
+
+
+def test_a_version_3_schema_gets_the_sends_table(url):
+    """Version 4 added a2a_sends (idempotent sends): tables of version 3 are
+    brought to it, keep their tasks, and record sends from then on."""
+    import psycopg
+    from a2a_postgres import POSTGRES_SCHEMA_VERSION
+    schema = f"older{os.getpid()}"
+    a2a_min_store(url, schema).commit(task("t1"), ALICE, 0)
+    with psycopg.connect(url, autocommit=True) as conn:     # as version 3 left them
+        conn.execute(f"DROP TABLE {schema}.a2a_sends")
+        conn.execute(f"UPDATE {schema}.a2a_meta SET value = '3' WHERE key = 'schema_version'")
+    store = a2a_min_store(url, schema)
+    assert POSTGRES_SCHEMA_VERSION == 4
+    with psycopg.connect(url) as conn:
+        assert conn.execute(f"SELECT value FROM {schema}.a2a_meta").fetchall() == [("4",)]
+    assert store.get("t1", ALICE) == task("t1")
+    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
+    assert list(store.claim_send(ALICE, "m1", "d", "t", 60, 60))[:3] == ["d1", "t1", None]
+    store.close()
 
 
 def test_the_database_going_away_and_back_mid_stream(tmp_path):

@@ -25,7 +25,12 @@ What the contract promises:
   expired() names the tasks whose holder stopped renewing;
 - the store is bounded (TTL, tasks, bytes, each caller's share), evicting the
   oldest idle tasks first, telling ``on_evict``, and refusing a new task
-  rather than dropping a running one.
+  rather than dropping a running one;
+- claim_send() records the first send of an owner's key for ``window``
+  seconds, and gives every repeat the first's digest, task id and reply
+  (settle_send()); exactly one of the sends racing for a key is first,
+  whichever process; a first with no reply and no task is taken over once
+  ``stale``.
 
 Where the backends may differ, the tests hold them to the common promise,
 not to a number: how many bytes a task and its events are counted for
@@ -770,6 +775,150 @@ def test_changed_is_a_number_that_moves_when_another_process_writes(store, backe
     assert (store.changed() == before) == (backend == "memory")
 
 
+# -- idempotent sends: claim_send, settle_send -----------------------------------------------
+
+REPLY = {"messageId": "r1", "role": "ROLE_AGENT", "parts": [{"text": "d\u00e9j\u00e0 vu"}]}
+
+
+def _same_storage(store, backend):
+    """Another store object on ``store``'s file or schema, as another process
+    opens it (the memory store: itself)."""
+    if backend == "sqlite":
+        return a2a_store.SQLiteStore(store.path)
+    if backend == "postgres":
+        import a2a_postgres
+        return a2a_postgres.PostgresStore(postgres_server().url, schema=store.schema)
+    return store
+
+
+def _first(answer):
+    """A repeat's answer, the first's [digest, task id, reply] (a store may
+    give more after them: the memory store's record gives its time too)."""
+    return list(answer)[:3]
+
+
+def _sends(store, backend):
+    """How many send records the store keeps."""
+    if backend == "sqlite":
+        return sql(store, "SELECT count(*) FROM sends")[0][0]
+    if backend == "postgres":
+        return store._read("SELECT count(*) FROM a2a_sends")[0][0]
+    return len(store._sends)
+
+
+def test_a_send_is_claimed_once_and_a_repeat_gets_the_first(store):
+    """The first claim of a key is None (recorded); a repeat, whatever its
+    digest and task id, gets the first's [digest, task id, reply]: no reply
+    until settle_send gives one, then that Message."""
+    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
+    assert _first(store.claim_send(ALICE, "m1", "d1", "t2", 60, 60)) == ["d1", "t1", None]
+    assert _first(store.claim_send(ALICE, "m1", "other", "t3", 60, 60)) == ["d1", "t1", None]
+    store.settle_send(ALICE, "m1", REPLY)
+    assert _first(store.claim_send(ALICE, "m1", "d1", "t4", 60, 60)) == ["d1", "t1", REPLY]
+    odd = "m\x00\\\u00e9"                   # (a NUL, a backslash: PostgreSQL's text)
+    assert store.claim_send(ALICE, odd, "d5", "t\x005", 60, 60) is None
+    assert _first(store.claim_send(ALICE, odd, "d5", "t6", 60, 60)) == ["d5", "t\x005", None]
+    assert store.claim_send(ALICE, "m\x00", "d7", "t7", 60, 60) is None
+
+
+def test_a_refused_send_frees_its_key(store):
+    """settle_send(None): the first was refused, and the key is free: the
+    next claim is first. Settling a key nobody claimed records nothing."""
+    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
+    store.settle_send(ALICE, "m1", None)
+    assert store.claim_send(ALICE, "m1", "d2", "t2", 60, 60) is None
+    assert _first(store.claim_send(ALICE, "m1", "d3", "t3", 60, 60)) == ["d2", "t2", None]
+    store.settle_send(ALICE, "nobody's", REPLY)
+    store.settle_send(ALICE, "nobody's either", None)
+    assert store.claim_send(ALICE, "nobody's", "d4", "t4", 60, 60) is None
+    assert _first(store.claim_send(ALICE, "nobody's", "d", "t", 60, 60)) == ["d4", "t4", None]
+
+
+def test_send_keys_are_each_owners_own(store):
+    """The same key from another principal, another tenant, or nobody
+    signed in, is another send."""
+    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
+    for other in (BOB, ("travel", "alice"), ("", None)):
+        assert store.claim_send(other, "m1", "d2", "t2", 60, 60) is None
+    store.settle_send(BOB, "m1", REPLY)
+    assert _first(store.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", None]
+    assert _first(store.claim_send(BOB, "m1", "d", "t", 60, 60)) == ["d2", "t2", REPLY]
+    store.settle_send(("", None), "m1", None)
+    assert _first(store.claim_send(BOB, "m1", "d", "t", 60, 60)) == ["d2", "t2", REPLY]
+
+
+def test_a_send_is_remembered_for_its_window_only(store, backend):
+    """A record older than ``window`` is dead: the key's next claim is
+    first, whether its first had a reply, a task, or neither. Each claim
+    removes dead records besides its own (a shared store the oldest 64)."""
+    assert store.claim_send(ALICE, "m1", "d1", "t1", 1.0, 60) is None
+    store.settle_send(ALICE, "m1", REPLY)
+    assert store.claim_send(ALICE, "m2", "d2", "t2", 1.0, 60) is None
+    store.commit(task("t2"), ALICE, 0)
+    for i in range(98):
+        store.claim_send(ALICE, f"k{i}", "d", f"t{i}", 1.0, 60)
+    assert _first(store.claim_send(ALICE, "m1", "d", "t", 1.0, 60)) == ["d1", "t1", REPLY]
+    assert _sends(store, backend) == 100
+    time.sleep(1.2)
+    assert store.claim_send(ALICE, "m1", "d3", "t3", 1.0, 60) is None
+    assert _sends(store, backend) in ((1,) if backend == "memory" else (100 - 64, 100 - 64 + 1))
+    assert store.claim_send(ALICE, "m2", "d4", "t4", 1.0, 60) is None
+    assert _sends(store, backend) <= 2
+    assert _first(store.claim_send(ALICE, "m1", "d", "t", 1.0, 60)) == ["d3", "t3", None]
+    assert _first(store.claim_send(ALICE, "m2", "d", "t", 1.0, 60)) == ["d4", "t4", None]
+
+
+def test_a_first_send_without_reply_or_task_is_taken_over_once_stale(store):
+    """A first that made neither a reply nor a task (it failed, or its process
+    died) is taken over by a claim ``stale`` seconds after it, and not
+    before; a first with a reply, or whose task exists, never is (until
+    its window ends)."""
+    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 1.0) is None       # neither
+    assert store.claim_send(ALICE, "m2", "d2", "t2", 60, 1.0) is None       # a reply
+    store.settle_send(ALICE, "m2", REPLY)
+    assert store.claim_send(ALICE, "m3", "d3", "t3", 60, 1.0) is None       # its task
+    store.commit(task("t3"), ALICE, 0)
+    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 1.0)) == ["d1", "t1", None]
+    time.sleep(1.2)
+    assert store.claim_send(ALICE, "m1", "d4", "t4", 60, 1.0) is None       # taken over
+    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 1.0)) == ["d4", "t4", None]
+    assert _first(store.claim_send(ALICE, "m2", "x", "tx", 60, 1.0)) == ["d2", "t2", REPLY]
+    assert _first(store.claim_send(ALICE, "m3", "x", "tx", 60, 1.0)) == ["d3", "t3", None]
+    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 60)) == ["d4", "t4", None]
+
+
+def test_of_sends_claiming_one_key_at_once_exactly_one_is_first(store, backend):
+    """12 threads claim one key at the same moment through two store objects
+    on one file or database (as two processes do): exactly one is first,
+    and every other gets its digest and task id. The same when the key's
+    record is dead (its window passed), or stale: exactly one takes it over."""
+    stores = [store, _same_storage(store, backend)]
+    try:
+        for key, before, window, stale in (("fresh", None, 60, 60), ("dead", 1.2, 1.0, 60),
+                                           ("stale", 1.2, 60, 1.0)):
+            if before:
+                assert store.claim_send(ALICE, key, "old", "t-old", window, stale) is None
+                time.sleep(before)
+            barrier, got = threading.Barrier(12), {}
+
+            def claim(i):
+                barrier.wait()
+                got[i] = stores[i % 2].claim_send(ALICE, key, f"d{i}", f"t{i}", window, stale)
+            threads = [threading.Thread(target=claim, args=(i,)) for i in range(12)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            firsts = [i for i, first in got.items() if first is None]
+            assert len(got) == 12 and len(firsts) == 1, (key, got)
+            first = firsts[0]
+            assert all(_first(answer) == [f"d{first}", f"t{first}", None]
+                       for i, answer in got.items() if i != first), (key, got)
+    finally:
+        if backend == "postgres":
+            stores[1].close()
+
+
 # -- what is kept costs what it is counted for ---------------------------------------------
 
 # A server in a process of its own (so that nothing of the test's process is
@@ -1362,6 +1511,90 @@ def test_sqlite_not_waiting_reads_but_refuses_a_write_before_it_begins(sqlite_st
     assert store.get("t2", ALICE) is not None
 
 
+def _hold_write_lock(path):
+    """Another process's write lock on the file: a connection in BEGIN IMMEDIATE."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
+def test_sqlite_not_waiting_claims_a_send_unless_it_would_wait(path):
+    """Inside not_waiting() (a SendMessage answered on an event loop) a send is
+    claimed on the connection that never waits; while another process holds
+    the write lock, _WouldWait, with nothing written, and the request runs
+    again on a thread, where the claim waits for the lock."""
+    store = a2a_store.SQLiteStore(path, busy_timeout=10)
+    with store.not_waiting():
+        assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
+        assert _first(store.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", None]
+        store.settle_send(ALICE, "m1", REPLY)
+    assert _first(store.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", REPLY]
+    other = _hold_write_lock(path)
+    with store.not_waiting():
+        with pytest.raises(a2a_store._WouldWait):
+            store.claim_send(ALICE, "m2", "d2", "t2", 60, 60)
+    threading.Timer(0.3, other.execute, ("COMMIT",)).start()     # (then it is let go)
+    assert store.claim_send(ALICE, "m2", "d2", "t2", 60, 60) is None
+    assert sql(store, "SELECT key FROM sends ORDER BY key") == [("m1",), ("m2",)]
+
+
+def test_sqlite_a_request_run_again_takes_over_the_send_it_claimed_on_the_loop(path):
+    """A request that claimed on the loop, then met a write that would wait
+    (its claim not freed: the lock was held), runs again on a store thread:
+    its claim there is first again (its task id is new), not a repeat of
+    itself, whether or not the task of the first run exists (a message that
+    continues a task names it both times). Another key's record, or one
+    that got a reply, is not taken over."""
+    store = a2a_store.SQLiteStore(path, busy_timeout=10)
+    store.commit(task("t-existing"), ALICE, 0)
+    for key, task_id, new_id in (("new", "t-loop", "t-thread"),
+                                 ("continuing", "t-existing", "t-existing")):
+        with pytest.raises(a2a_store._WouldWait):
+            with store.not_waiting():
+                assert store.claim_send(ALICE, key, "d", task_id, 60, 60) is None
+                other = _hold_write_lock(path)
+                try:
+                    store.settle_send(ALICE, key, None)      # (its refusal: cannot free it now)
+                    raise a2a_store._WouldWait()             # (its write, as continue_task's)
+                finally:
+                    other.execute("ROLLBACK")
+        assert store.claim_send(ALICE, key, "d", new_id, 60, 60) is None
+        assert _first(store.claim_send(ALICE, key, "d", "t", 60, 60)) == ["d", new_id, None]
+    # A claim abandoned that meanwhile has a reply (it cannot: a stand-in) stays.
+    with pytest.raises(a2a_store._WouldWait):
+        with store.not_waiting():
+            store.claim_send(ALICE, "replied", "d", "t-r", 60, 60)
+            sql(store, "UPDATE sends SET reply = ? WHERE key = 'replied'",
+                (json.dumps(REPLY).encode(),))
+            raise a2a_store._WouldWait()
+    assert _first(store.claim_send(ALICE, "replied", "d", "t2", 60, 60)) == ["d", "t-r", REPLY]
+
+
+def test_sqlite_a_send_refused_or_answered_on_the_loop_is_settled_later_if_it_would_wait(path):
+    """Inside not_waiting(), settle_send never waits: a reply, or the freeing
+    of a key whose send was refused (the block ends with that error), is
+    written on a thread once the write lock is let go."""
+    store = a2a_store.SQLiteStore(path, busy_timeout=10)
+    with pytest.raises(InvalidParamsError):
+        with store.not_waiting():
+            assert store.claim_send(ALICE, "refused", "d1", "t1", 60, 60) is None
+            assert store.claim_send(ALICE, "answered", "d2", "t2", 60, 60) is None
+            other = _hold_write_lock(path)
+            store.settle_send(ALICE, "answered", REPLY)
+            store.settle_send(ALICE, "refused", None)
+            raise InvalidParamsError("refused")
+    time.sleep(0.2)
+    assert sql(store, "SELECT key, reply FROM sends ORDER BY key") == [("answered", None),
+                                                                       ("refused", None)]
+    other.execute("COMMIT")
+    deadline = time.monotonic() + 10
+    while sql(store, "SELECT key, reply IS NULL FROM sends") != [("answered", 0)]:
+        assert time.monotonic() < deadline, sql(store, "SELECT key, reply FROM sends")
+        time.sleep(0.02)
+    assert store.claim_send(ALICE, "refused", "d3", "t3", 60, 60) is None
+    assert _first(store.claim_send(ALICE, "answered", "d", "t", 60, 60)) == ["d2", "t2", REPLY]
+
+
 def test_sqlite_commit_many_commits_together_or_never_waits(path):
     """commit_many() makes several commits in one transaction, each with its
     own outcome (a refused one does not undo the others). With wait=False,
@@ -1700,6 +1933,57 @@ def test_sqlite_a_version_4_file_keeps_its_tasks(path):
     store.commit(task("t2", COMPLETED), ALICE, 0)
     assert store.get("t1", ALICE) == task("t1", COMPLETED)
     assert store.get("t2", ALICE) == task("t2", COMPLETED)
+
+
+def test_sqlite_a_version_5_file_gets_the_sends_table(path):
+    """Version 6 added ``sends`` (idempotent sends): a version 5 file is
+    brought to it, keeps its tasks, and records sends from then on."""
+    db = _old_file(path, 5)
+    body = json.dumps(task("t1")).encode()
+    db.execute("INSERT INTO tasks (n, id, owner, caller, context_id, state, stamp, idle_ms, "
+               "version, next_seq, first_seq, event_bytes, size, body) VALUES (1, 't1', ?, ?, "
+               "'ctx', ?, ?, NULL, 1, 0, 0, 0, ?, ?)",
+               (a2a_store._key(ALICE), a2a_store._key(ALICE), WORKING, _stamp(1), len(body),
+                body))
+    db.execute("UPDATE callers SET tasks = 1, bytes = ?, made = 1 WHERE caller = ''",
+               (len(body),))
+    db.execute("COMMIT")
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'sends'").fetchall() == []
+    db.close()
+    store = a2a_store.SQLiteStore(path)
+    assert sql(store, "SELECT value FROM meta") == [(str(a2a_store.SQLITE_SCHEMA_VERSION),)]
+    assert a2a_store.SQLITE_SCHEMA_VERSION == 6
+    assert store.get("t1", ALICE) == task("t1")
+    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
+    store.settle_send(ALICE, "m1", REPLY)
+    again = a2a_store.SQLiteStore(path)                     # (a restart: the record stays)
+    assert _first(again.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", REPLY]
+    assert [r[1] for r in sql(store, "PRAGMA table_info(sends)")] == [
+        "owner", "key", "digest", "task_id", "at", "reply"]
+
+
+def test_sqlite_processes_claiming_one_send_at_once_one_is_first(path):
+    """6 processes claim one key at the same moment, each on its own store:
+    exactly one is first (exit 0), and the others see its digest (exit 2)."""
+    a2a_store.SQLiteStore(path)
+    ready, go = os.pipe()
+
+    def work():
+        store = a2a_store.SQLiteStore(path)
+        os.read(ready, 1)                       # all at once
+        pid = os.getpid()
+        first = store.claim_send(ALICE, "m1", f"d{pid}", f"t{pid}", 60, 60)
+        if first is None:
+            return True
+        assert first[0] == "d" + first[1][1:] != f"d{pid}"     # (else exit 1)
+        return False
+    pids = [_in_child(work) for _ in range(6)]
+    os.write(go, b"!" * 6)
+    codes = [_exit_code(pid) for pid in pids]
+    assert sorted(codes) == [0, 2, 2, 2, 2, 2], codes
+    first = pids[codes.index(0)]
+    assert sql(a2a_store.SQLiteStore(path), "SELECT digest, task_id FROM sends") == [
+        (f"d{first}", f"t{first}")]
 
 
 def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):
