@@ -158,7 +158,7 @@ _MIGRATIONS = (
         """CREATE TABLE a2a_sends (
             owner text NOT NULL,              -- json.dumps((tenant, principal))
             key text NOT NULL,                -- the messageId, or the Idempotency-Key
-            digest text NOT NULL,             -- of the first's message (a repeat must match)
+            digest text,                      -- of the first's message, beside a reply
             task_id text NOT NULL,            -- the first's task (made or to be made)
             at double precision NOT NULL,     -- when the first came: time.time()
             reply bytea,                      -- its answer, a Message (JSON), once it has one
@@ -250,13 +250,11 @@ _SQL_CLAIM_SEND = """
             WHERE at < %(dead)s AND NOT (owner = %(owner)s AND key = %(key)s)
             ORDER BY at LIMIT 64 FOR UPDATE SKIP LOCKED)
     ), claimed AS (
-        INSERT INTO a2a_sends AS s (owner, key, digest, task_id, at)
-        VALUES (%(owner)s, %(key)s, %(digest)s, %(task)s, %(now)s)
+        INSERT INTO a2a_sends AS s (owner, key, task_id, at)
+        VALUES (%(owner)s, %(key)s, %(task)s, %(now)s)
         ON CONFLICT (owner, key) DO UPDATE
-            SET digest = excluded.digest, task_id = excluded.task_id, at = excluded.at,
-                reply = NULL
-            WHERE s.at < %(dead)s OR s.reply IS NULL AND s.at < %(stale)s
-                AND NOT EXISTS (SELECT 1 FROM a2a_tasks WHERE id = s.task_id)
+            SET task_id = excluded.task_id, at = excluded.at, reply = NULL, digest = NULL
+            WHERE s.at < %(dead)s
         RETURNING 1
     )
     SELECT count(*) FROM claimed"""
@@ -1032,22 +1030,20 @@ class PostgresStore(a2a_min._Bounds):
 
     # -- idempotent sends: a send's key, for every server (a2a_min's claim_send) ----------
 
-    def claim_send(self, owner, key, digest, task_id, window, stale):
+    def claim_send(self, owner, key, task_id, window):
         """None the first time ``owner`` sends ``key`` within ``window`` seconds
-        (recorded, with its message's ``digest`` and ``task_id``); for a
-        repeat, the first's [digest, task id, reply]. A first with neither
-        task nor reply, ``stale`` seconds old, is taken over. Of the
-        sessions claiming one key at once, exactly one is first
-        (_SQL_CLAIM_SEND)."""
+        (recorded, with the ``task_id`` it makes or continues); for a repeat,
+        the first's (task id, reply, digest). Of the sessions claiming one
+        key at once, exactly one is first (_SQL_CLAIM_SEND)."""
         now = time.time()               # (wall-clock: every server must agree)
-        args = {"owner": self._key(owner), "key": _text(key), "digest": digest,
-                "task": _text(task_id), "now": now, "dead": now - window, "stale": now - stale}
+        args = {"owner": self._key(owner), "key": _text(key), "task": _text(task_id),
+                "now": now, "dead": now - window}
 
         def work(conn):
             for _ in range(3):              # (the row is locked: once is enough)
                 if conn.execute(_SQL_CLAIM_SEND, args).fetchone()[0]:
                     return None
-                first = conn.execute("SELECT digest, task_id, reply FROM a2a_sends WHERE "
+                first = conn.execute("SELECT task_id, reply, digest FROM a2a_sends WHERE "
                                      "owner = %(owner)s AND key = %(key)s", args).fetchone()
                 if first is not None:
                     return list(first)
@@ -1055,22 +1051,23 @@ class PostgresStore(a2a_min._Bounds):
                                   "send; try again shortly")
         first = self._transaction(work)
         if first is not None:
-            first[1] = _untext(first[1])
-            if first[2] is not None:
-                first[2] = json.loads(bytes(first[2]))
-        return first
+            first[0] = _untext(first[0])
+            if first[1] is not None:
+                first[1] = json.loads(bytes(first[1]))
+        return first and tuple(first)
 
-    def settle_send(self, owner, key, reply):
+    def settle_send(self, owner, key, reply, digest=None):
         """The first send of ``key`` answered with the Message ``reply``, kept
-        for its repeats (or, None, was refused: the key is free again)."""
+        for its repeats with ``digest``, its message's (or, None, was refused:
+        the key is free again)."""
         where = (self._key(owner), _text(key))
         if reply is None:
             self._transaction(lambda conn: conn.execute(
                 "DELETE FROM a2a_sends WHERE owner = %s AND key = %s", where))
         else:                           # (a turn's write: it waits out a short outage)
             self._transaction(lambda conn: conn.execute(
-                "UPDATE a2a_sends SET reply = %s WHERE owner = %s AND key = %s",
-                (a2a_min._dumps(reply),) + where), wait=True)
+                "UPDATE a2a_sends SET reply = %s, digest = %s WHERE owner = %s AND key = %s",
+                (a2a_min._dumps(reply), digest) + where), wait=True)
 
     def close(self):
         """Close this process's idle connections and stop its listener (also

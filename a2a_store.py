@@ -271,7 +271,7 @@ _SQLITE_MIGRATIONS = (
         """CREATE TABLE sends (
             owner TEXT NOT NULL,          -- json.dumps((tenant, principal))
             key TEXT NOT NULL,            -- the messageId, or the Idempotency-Key
-            digest TEXT NOT NULL,         -- of the first's message (a repeat must match)
+            digest TEXT,                  -- of the first's message, beside a reply
             task_id TEXT NOT NULL,        -- the first's task (made or to be made)
             at REAL NOT NULL,             -- when the first came: time.time()
             reply BLOB,                   -- its answer, a Message (JSON), once it has one
@@ -323,14 +323,11 @@ _SQL_CALLER_IDLE = ("FROM tasks WHERE caller = ?3 AND idle_ms IS NOT NULL "
 
 
 # Idempotent sends (claim_send): a key's record is dead ``window`` seconds
-# after its first send; each claim removes the oldest dead ones, 64 at most,
-# and the one it claims if it is dead, or if its first is stale (no reply,
-# no task, ``stale`` seconds old: it failed, or its process died).
+# after its first send; each claim removes the oldest dead ones, 64 at most
+# (the one it claims among them, if it is dead).
 _SQL_SENDS_EXPIRED = ("DELETE FROM sends WHERE rowid IN (SELECT rowid FROM sends WHERE at < ? "
                       "ORDER BY at LIMIT 64)")
-_SQL_SEND_FREED = """
-    DELETE FROM sends WHERE owner = ?1 AND key = ?2 AND (at < ?3 OR reply IS NULL AND at < ?4
-        AND NOT EXISTS (SELECT 1 FROM tasks WHERE id = sends.task_id))"""
+_SQL_SEND_FREED = "DELETE FROM sends WHERE owner = ? AND key = ? AND at < ?"
 
 
 class SQLiteStore(_Bounds):
@@ -1442,15 +1439,14 @@ class SQLiteStore(_Bounds):
     # (a refusal; the reply of an agent whose turn ended within the request)
     # never waits either: if it would, it is done on a thread of its own.
 
-    def claim_send(self, owner, key, digest, task_id, window, stale):
+    def claim_send(self, owner, key, task_id, window):
         """None the first time ``owner`` sends ``key`` within ``window`` seconds
-        (recorded, with its message's ``digest`` and ``task_id``); for a
-        repeat, the first's [digest, task id, reply]. A first with neither
-        task nor reply, ``stale`` seconds old, is taken over. One write
-        transaction (with other threads' commits: _together), so that of
-        the processes sending one key at once exactly one is first."""
+        (recorded, with the ``task_id`` it makes or continues); for a repeat,
+        the first's (task id, reply, digest). One write transaction (with
+        other threads' commits: _together), so that of the processes sending
+        one key at once exactly one is first."""
         owner_key, now = self._key(owner), time.time()  # (wall-clock: processes must agree)
-        args = (owner_key, key, digest, task_id, window, stale, now)
+        args = (owner_key, key, task_id, window, now)
         block = getattr(self._here, "claims", None) if self._refusing() else None
         if block is not None:
             first = self._now(self._claim_in, *args)
@@ -1464,37 +1460,38 @@ class SQLiteStore(_Bounds):
                 if mine is not None:
                     self._abandoned[owner_key, key] = mine
                 raise
-        if first is not None and first[2] is not None:
-            first[2] = json.loads(first[2])
-        return first
+        if first is not None and first[1] is not None:
+            first[1] = json.loads(first[1])
+        return first and tuple(first)
 
     @staticmethod
-    def _claim_in(db, owner_key, key, digest, task_id, window, stale, now, abandoned=None):
+    def _claim_in(db, owner_key, key, task_id, window, now, abandoned=None):
         """claim_send's transaction, on ``db`` (in a group's, or its own);
         ``abandoned``: (task id, at) of this key's record if it is one this
         process abandoned (see above)."""
         if not db.in_transaction:
             db.execute("BEGIN IMMEDIATE")
         db.execute(_SQL_SENDS_EXPIRED, (now - window,))
-        db.execute(_SQL_SEND_FREED, (owner_key, key, now - window, now - stale))
+        db.execute(_SQL_SEND_FREED, (owner_key, key, now - window))
         if abandoned is not None:
             db.execute("DELETE FROM sends WHERE owner = ? AND key = ? AND task_id = ? AND at = ? "
                        "AND reply IS NULL", (owner_key, key) + abandoned)
-        if db.execute("INSERT OR IGNORE INTO sends (owner, key, digest, task_id, at) "
-                      "VALUES (?, ?, ?, ?, ?)", (owner_key, key, digest, task_id, now)).rowcount:
+        if db.execute("INSERT OR IGNORE INTO sends (owner, key, task_id, at) VALUES (?, ?, ?, ?)",
+                      (owner_key, key, task_id, now)).rowcount:
             return None
-        return list(db.execute("SELECT digest, task_id, reply FROM sends WHERE owner = ? AND "
+        return list(db.execute("SELECT task_id, reply, digest FROM sends WHERE owner = ? AND "
                                "key = ?", (owner_key, key)).fetchone())
 
-    def settle_send(self, owner, key, reply):
+    def settle_send(self, owner, key, reply, digest=None):
         """The first send of ``key`` answered with the Message ``reply``, kept
-        for its repeats (or, None, was refused: the key is free again)."""
+        for its repeats with ``digest``, its message's (or, None, was refused:
+        the key is free again)."""
         owner_key = self._key(owner)
         if reply is None:
             statement = ("DELETE FROM sends WHERE owner = ? AND key = ?", (owner_key, key))
         else:
-            statement = ("UPDATE sends SET reply = ? WHERE owner = ? AND key = ?",
-                         (_dumps(reply), owner_key, key))
+            statement = ("UPDATE sends SET reply = ?, digest = ? WHERE owner = ? AND key = ?",
+                         (_dumps(reply), digest, owner_key, key))
         block = getattr(self._here, "claims", None) if self._refusing() else None
         if block is None:
             self._together(_GroupWork(_execute, statement, None))

@@ -170,8 +170,8 @@ def test_a_version_3_schema_gets_the_sends_table(url):
     with psycopg.connect(url) as conn:
         assert conn.execute(f"SELECT value FROM {schema}.a2a_meta").fetchall() == [("4",)]
     assert store.get("t1", ALICE) == task("t1")
-    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
-    assert list(store.claim_send(ALICE, "m1", "d", "t", 60, 60))[:3] == ["d1", "t1", None]
+    assert store.claim_send(ALICE, "m1", "t1", 60) is None
+    assert list(store.claim_send(ALICE, "m1", "t", 60))[:3] == ["t1", None, None]
     store.close()
 
 

@@ -27,10 +27,9 @@ What the contract promises:
   oldest idle tasks first, telling ``on_evict``, and refusing a new task
   rather than dropping a running one;
 - claim_send() records the first send of an owner's key for ``window``
-  seconds, and gives every repeat the first's digest, task id and reply
-  (settle_send()); exactly one of the sends racing for a key is first,
-  whichever process; a first with no reply and no task is taken over once
-  ``stale``.
+  seconds, and gives every repeat the first's task id, and its reply and
+  digest (settle_send()); exactly one of the sends racing for a key is
+  first, whichever process; nothing takes over a first before its window ends.
 
 Where the backends may differ, the tests hold them to the common promise,
 not to a number: how many bytes a task and its events are counted for
@@ -792,7 +791,7 @@ def _same_storage(store, backend):
 
 
 def _first(answer):
-    """A repeat's answer, the first's [digest, task id, reply] (a store may
+    """A repeat's answer, the first's [task id, reply, digest] (a store may
     give more after them: the memory store's record gives its time too)."""
     return list(answer)[:3]
 
@@ -808,102 +807,92 @@ def _sends(store, backend):
 
 def test_a_send_is_claimed_once_and_a_repeat_gets_the_first(store):
     """The first claim of a key is None (recorded); a repeat, whatever its
-    digest and task id, gets the first's [digest, task id, reply]: no reply
-    until settle_send gives one, then that Message."""
-    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
-    assert _first(store.claim_send(ALICE, "m1", "d1", "t2", 60, 60)) == ["d1", "t1", None]
-    assert _first(store.claim_send(ALICE, "m1", "other", "t3", 60, 60)) == ["d1", "t1", None]
-    store.settle_send(ALICE, "m1", REPLY)
-    assert _first(store.claim_send(ALICE, "m1", "d1", "t4", 60, 60)) == ["d1", "t1", REPLY]
+    task id, gets the first's [task id, reply, digest]: no reply until
+    settle_send gives one, then that Message and its message's digest."""
+    assert store.claim_send(ALICE, "m1", "t1", 60) is None
+    assert _first(store.claim_send(ALICE, "m1", "t2", 60)) == ["t1", None, None]
+    assert _first(store.claim_send(ALICE, "m1", "t3", 60)) == ["t1", None, None]
+    store.settle_send(ALICE, "m1", REPLY, "d1")
+    assert _first(store.claim_send(ALICE, "m1", "t4", 60)) == ["t1", REPLY, "d1"]
     odd = "m\x00\\\u00e9"                   # (a NUL, a backslash: PostgreSQL's text)
-    assert store.claim_send(ALICE, odd, "d5", "t\x005", 60, 60) is None
-    assert _first(store.claim_send(ALICE, odd, "d5", "t6", 60, 60)) == ["d5", "t\x005", None]
-    assert store.claim_send(ALICE, "m\x00", "d7", "t7", 60, 60) is None
+    assert store.claim_send(ALICE, odd, "t\x005", 60) is None
+    assert _first(store.claim_send(ALICE, odd, "t6", 60)) == ["t\x005", None, None]
+    assert store.claim_send(ALICE, "m\x00", "t7", 60) is None
 
 
 def test_a_refused_send_frees_its_key(store):
     """settle_send(None): the first was refused, and the key is free: the
     next claim is first. Settling a key nobody claimed records nothing."""
-    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
+    assert store.claim_send(ALICE, "m1", "t1", 60) is None
     store.settle_send(ALICE, "m1", None)
-    assert store.claim_send(ALICE, "m1", "d2", "t2", 60, 60) is None
-    assert _first(store.claim_send(ALICE, "m1", "d3", "t3", 60, 60)) == ["d2", "t2", None]
-    store.settle_send(ALICE, "nobody's", REPLY)
+    assert store.claim_send(ALICE, "m1", "t2", 60) is None
+    assert _first(store.claim_send(ALICE, "m1", "t3", 60)) == ["t2", None, None]
+    store.settle_send(ALICE, "nobody's", REPLY, "d")
     store.settle_send(ALICE, "nobody's either", None)
-    assert store.claim_send(ALICE, "nobody's", "d4", "t4", 60, 60) is None
-    assert _first(store.claim_send(ALICE, "nobody's", "d", "t", 60, 60)) == ["d4", "t4", None]
+    assert store.claim_send(ALICE, "nobody's", "t4", 60) is None
+    assert _first(store.claim_send(ALICE, "nobody's", "t", 60)) == ["t4", None, None]
 
 
 def test_send_keys_are_each_owners_own(store):
     """The same key from another principal, another tenant, or nobody
     signed in, is another send."""
-    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
+    assert store.claim_send(ALICE, "m1", "t1", 60) is None
     for other in (BOB, ("travel", "alice"), ("", None)):
-        assert store.claim_send(other, "m1", "d2", "t2", 60, 60) is None
-    store.settle_send(BOB, "m1", REPLY)
-    assert _first(store.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", None]
-    assert _first(store.claim_send(BOB, "m1", "d", "t", 60, 60)) == ["d2", "t2", REPLY]
+        assert store.claim_send(other, "m1", "t2", 60) is None
+    store.settle_send(BOB, "m1", REPLY, "d2")
+    assert _first(store.claim_send(ALICE, "m1", "t", 60)) == ["t1", None, None]
+    assert _first(store.claim_send(BOB, "m1", "t", 60)) == ["t2", REPLY, "d2"]
     store.settle_send(("", None), "m1", None)
-    assert _first(store.claim_send(BOB, "m1", "d", "t", 60, 60)) == ["d2", "t2", REPLY]
+    assert _first(store.claim_send(BOB, "m1", "t", 60)) == ["t2", REPLY, "d2"]
 
 
 def test_a_send_is_remembered_for_its_window_only(store, backend):
     """A record older than ``window`` is dead: the key's next claim is
     first, whether its first had a reply, a task, or neither. Each claim
     removes dead records besides its own (a shared store the oldest 64)."""
-    assert store.claim_send(ALICE, "m1", "d1", "t1", 1.0, 60) is None
-    store.settle_send(ALICE, "m1", REPLY)
-    assert store.claim_send(ALICE, "m2", "d2", "t2", 1.0, 60) is None
+    assert store.claim_send(ALICE, "m1", "t1", 1.0) is None
+    store.settle_send(ALICE, "m1", REPLY, "d1")
+    assert store.claim_send(ALICE, "m2", "t2", 1.0) is None
     store.commit(task("t2"), ALICE, 0)
     for i in range(98):
-        store.claim_send(ALICE, f"k{i}", "d", f"t{i}", 1.0, 60)
-    assert _first(store.claim_send(ALICE, "m1", "d", "t", 1.0, 60)) == ["d1", "t1", REPLY]
+        store.claim_send(ALICE, f"k{i}", f"t{i}", 1.0)
+    assert _first(store.claim_send(ALICE, "m1", "t", 1.0)) == ["t1", REPLY, "d1"]
     assert _sends(store, backend) == 100
     time.sleep(1.2)
-    assert store.claim_send(ALICE, "m1", "d3", "t3", 1.0, 60) is None
+    assert store.claim_send(ALICE, "m1", "t3", 1.0) is None
     assert _sends(store, backend) in ((1,) if backend == "memory" else (100 - 64, 100 - 64 + 1))
-    assert store.claim_send(ALICE, "m2", "d4", "t4", 1.0, 60) is None
+    assert store.claim_send(ALICE, "m2", "t4", 1.0) is None
     assert _sends(store, backend) <= 2
-    assert _first(store.claim_send(ALICE, "m1", "d", "t", 1.0, 60)) == ["d3", "t3", None]
-    assert _first(store.claim_send(ALICE, "m2", "d", "t", 1.0, 60)) == ["d4", "t4", None]
+    assert _first(store.claim_send(ALICE, "m1", "t", 1.0)) == ["t3", None, None]
+    assert _first(store.claim_send(ALICE, "m2", "t", 1.0)) == ["t4", None, None]
 
 
-def test_a_first_send_without_reply_or_task_is_taken_over_once_stale(store):
-    """A first that made neither a reply nor a task (it failed, or its process
-    died) is taken over by a claim ``stale`` seconds after it, and not
-    before; a first with a reply, or whose task exists, never is (until
-    its window ends)."""
-    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 1.0) is None       # neither
-    assert store.claim_send(ALICE, "m2", "d2", "t2", 60, 1.0) is None       # a reply
-    store.settle_send(ALICE, "m2", REPLY)
-    assert store.claim_send(ALICE, "m3", "d3", "t3", 60, 1.0) is None       # its task
-    store.commit(task("t3"), ALICE, 0)
-    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 1.0)) == ["d1", "t1", None]
+def test_a_first_send_without_reply_or_task_stays_first_for_its_window(store):
+    """A first that made neither a reply nor a task yet may still be running
+    (an agent silent for minutes): it is never taken over, however old,
+    until its window ends (a repeat must never run the agent again)."""
+    assert store.claim_send(ALICE, "m1", "t1", 2.0) is None
     time.sleep(1.2)
-    assert store.claim_send(ALICE, "m1", "d4", "t4", 60, 1.0) is None       # taken over
-    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 1.0)) == ["d4", "t4", None]
-    assert _first(store.claim_send(ALICE, "m2", "x", "tx", 60, 1.0)) == ["d2", "t2", REPLY]
-    assert _first(store.claim_send(ALICE, "m3", "x", "tx", 60, 1.0)) == ["d3", "t3", None]
-    assert _first(store.claim_send(ALICE, "m1", "x", "tx", 60, 60)) == ["d4", "t4", None]
+    assert _first(store.claim_send(ALICE, "m1", "tx", 2.0)) == ["t1", None, None]
+    assert _first(store.claim_send(ALICE, "m1", "tx", 2.0)) == ["t1", None, None]
 
 
 def test_of_sends_claiming_one_key_at_once_exactly_one_is_first(store, backend):
     """12 threads claim one key at the same moment through two store objects
     on one file or database (as two processes do): exactly one is first,
-    and every other gets its digest and task id. The same when the key's
-    record is dead (its window passed), or stale: exactly one takes it over."""
+    and every other gets its task id. The same when the key's record is
+    dead (its window passed): exactly one takes it over."""
     stores = [store, _same_storage(store, backend)]
     try:
-        for key, before, window, stale in (("fresh", None, 60, 60), ("dead", 1.2, 1.0, 60),
-                                           ("stale", 1.2, 60, 1.0)):
+        for key, before, window in (("fresh", None, 60), ("dead", 1.2, 1.0)):
             if before:
-                assert store.claim_send(ALICE, key, "old", "t-old", window, stale) is None
+                assert store.claim_send(ALICE, key, "t-old", window) is None
                 time.sleep(before)
             barrier, got = threading.Barrier(12), {}
 
             def claim(i):
                 barrier.wait()
-                got[i] = stores[i % 2].claim_send(ALICE, key, f"d{i}", f"t{i}", window, stale)
+                got[i] = stores[i % 2].claim_send(ALICE, key, f"t{i}", window)
             threads = [threading.Thread(target=claim, args=(i,)) for i in range(12)]
             for t in threads:
                 t.start()
@@ -912,7 +901,7 @@ def test_of_sends_claiming_one_key_at_once_exactly_one_is_first(store, backend):
             firsts = [i for i, first in got.items() if first is None]
             assert len(got) == 12 and len(firsts) == 1, (key, got)
             first = firsts[0]
-            assert all(_first(answer) == [f"d{first}", f"t{first}", None]
+            assert all(_first(answer) == [f"t{first}", None, None]
                        for i, answer in got.items() if i != first), (key, got)
     finally:
         if backend == "postgres":
@@ -1525,16 +1514,16 @@ def test_sqlite_not_waiting_claims_a_send_unless_it_would_wait(path):
     again on a thread, where the claim waits for the lock."""
     store = a2a_store.SQLiteStore(path, busy_timeout=10)
     with store.not_waiting():
-        assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
-        assert _first(store.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", None]
-        store.settle_send(ALICE, "m1", REPLY)
-    assert _first(store.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", REPLY]
+        assert store.claim_send(ALICE, "m1", "t1", 60) is None
+        assert _first(store.claim_send(ALICE, "m1", "t", 60)) == ["t1", None, None]
+        store.settle_send(ALICE, "m1", REPLY, "dr")
+    assert _first(store.claim_send(ALICE, "m1", "t", 60)) == ["t1", REPLY, "dr"]
     other = _hold_write_lock(path)
     with store.not_waiting():
         with pytest.raises(a2a_store._WouldWait):
-            store.claim_send(ALICE, "m2", "d2", "t2", 60, 60)
+            store.claim_send(ALICE, "m2", "t2", 60)
     threading.Timer(0.3, other.execute, ("COMMIT",)).start()     # (then it is let go)
-    assert store.claim_send(ALICE, "m2", "d2", "t2", 60, 60) is None
+    assert store.claim_send(ALICE, "m2", "t2", 60) is None
     assert sql(store, "SELECT key FROM sends ORDER BY key") == [("m1",), ("m2",)]
 
 
@@ -1551,23 +1540,23 @@ def test_sqlite_a_request_run_again_takes_over_the_send_it_claimed_on_the_loop(p
                                  ("continuing", "t-existing", "t-existing")):
         with pytest.raises(a2a_store._WouldWait):
             with store.not_waiting():
-                assert store.claim_send(ALICE, key, "d", task_id, 60, 60) is None
+                assert store.claim_send(ALICE, key, task_id, 60) is None
                 other = _hold_write_lock(path)
                 try:
                     store.settle_send(ALICE, key, None)      # (its refusal: cannot free it now)
                     raise a2a_store._WouldWait()             # (its write, as continue_task's)
                 finally:
                     other.execute("ROLLBACK")
-        assert store.claim_send(ALICE, key, "d", new_id, 60, 60) is None
-        assert _first(store.claim_send(ALICE, key, "d", "t", 60, 60)) == ["d", new_id, None]
+        assert store.claim_send(ALICE, key, new_id, 60) is None
+        assert _first(store.claim_send(ALICE, key, "t", 60)) == [new_id, None, None]
     # A claim abandoned that meanwhile has a reply (it cannot: a stand-in) stays.
     with pytest.raises(a2a_store._WouldWait):
         with store.not_waiting():
-            store.claim_send(ALICE, "replied", "d", "t-r", 60, 60)
-            sql(store, "UPDATE sends SET reply = ? WHERE key = 'replied'",
+            store.claim_send(ALICE, "replied", "t-r", 60)
+            sql(store, "UPDATE sends SET reply = ?, digest = 'dr' WHERE key = 'replied'",
                 (json.dumps(REPLY).encode(),))
             raise a2a_store._WouldWait()
-    assert _first(store.claim_send(ALICE, "replied", "d", "t2", 60, 60)) == ["d", "t-r", REPLY]
+    assert _first(store.claim_send(ALICE, "replied", "t2", 60)) == ["t-r", REPLY, "dr"]
 
 
 def test_sqlite_a_send_refused_or_answered_on_the_loop_is_settled_later_if_it_would_wait(path):
@@ -1577,10 +1566,10 @@ def test_sqlite_a_send_refused_or_answered_on_the_loop_is_settled_later_if_it_wo
     store = a2a_store.SQLiteStore(path, busy_timeout=10)
     with pytest.raises(InvalidParamsError):
         with store.not_waiting():
-            assert store.claim_send(ALICE, "refused", "d1", "t1", 60, 60) is None
-            assert store.claim_send(ALICE, "answered", "d2", "t2", 60, 60) is None
+            assert store.claim_send(ALICE, "refused", "t1", 60) is None
+            assert store.claim_send(ALICE, "answered", "t2", 60) is None
             other = _hold_write_lock(path)
-            store.settle_send(ALICE, "answered", REPLY)
+            store.settle_send(ALICE, "answered", REPLY, "dr")
             store.settle_send(ALICE, "refused", None)
             raise InvalidParamsError("refused")
     time.sleep(0.2)
@@ -1591,8 +1580,8 @@ def test_sqlite_a_send_refused_or_answered_on_the_loop_is_settled_later_if_it_wo
     while sql(store, "SELECT key, reply IS NULL FROM sends") != [("answered", 0)]:
         assert time.monotonic() < deadline, sql(store, "SELECT key, reply FROM sends")
         time.sleep(0.02)
-    assert store.claim_send(ALICE, "refused", "d3", "t3", 60, 60) is None
-    assert _first(store.claim_send(ALICE, "answered", "d", "t", 60, 60)) == ["d2", "t2", REPLY]
+    assert store.claim_send(ALICE, "refused", "t3", 60) is None
+    assert _first(store.claim_send(ALICE, "answered", "t", 60)) == ["t2", REPLY, "dr"]
 
 
 def test_sqlite_commit_many_commits_together_or_never_waits(path):
@@ -1954,17 +1943,17 @@ def test_sqlite_a_version_5_file_gets_the_sends_table(path):
     assert sql(store, "SELECT value FROM meta") == [(str(a2a_store.SQLITE_SCHEMA_VERSION),)]
     assert a2a_store.SQLITE_SCHEMA_VERSION == 6
     assert store.get("t1", ALICE) == task("t1")
-    assert store.claim_send(ALICE, "m1", "d1", "t1", 60, 60) is None
-    store.settle_send(ALICE, "m1", REPLY)
+    assert store.claim_send(ALICE, "m1", "t1", 60) is None
+    store.settle_send(ALICE, "m1", REPLY, "d1")
     again = a2a_store.SQLiteStore(path)                     # (a restart: the record stays)
-    assert _first(again.claim_send(ALICE, "m1", "d", "t", 60, 60)) == ["d1", "t1", REPLY]
+    assert _first(again.claim_send(ALICE, "m1", "t", 60)) == ["t1", REPLY, "d1"]
     assert [r[1] for r in sql(store, "PRAGMA table_info(sends)")] == [
         "owner", "key", "digest", "task_id", "at", "reply"]
 
 
 def test_sqlite_processes_claiming_one_send_at_once_one_is_first(path):
     """6 processes claim one key at the same moment, each on its own store:
-    exactly one is first (exit 0), and the others see its digest (exit 2)."""
+    exactly one is first (exit 0), and the others see its task id (exit 2)."""
     a2a_store.SQLiteStore(path)
     ready, go = os.pipe()
 
@@ -1972,10 +1961,10 @@ def test_sqlite_processes_claiming_one_send_at_once_one_is_first(path):
         store = a2a_store.SQLiteStore(path)
         os.read(ready, 1)                       # all at once
         pid = os.getpid()
-        first = store.claim_send(ALICE, "m1", f"d{pid}", f"t{pid}", 60, 60)
+        first = store.claim_send(ALICE, "m1", f"t{pid}", 60)
         if first is None:
             return True
-        assert first[0] == "d" + first[1][1:] != f"d{pid}"     # (else exit 1)
+        assert first[0] != f"t{pid}"                          # (else exit 1)
         return False
     pids = [_in_child(work) for _ in range(6)]
     os.write(go, b"!" * 6)
@@ -1983,7 +1972,7 @@ def test_sqlite_processes_claiming_one_send_at_once_one_is_first(path):
     assert sorted(codes) == [0, 2, 2, 2, 2, 2], codes
     first = pids[codes.index(0)]
     assert sql(a2a_store.SQLiteStore(path), "SELECT digest, task_id FROM sends") == [
-        (f"d{first}", f"t{first}")]
+        (None, f"t{first}")]
 
 
 def test_sqlite_damage_found_while_serving_names_the_file_and_the_fix(path):
