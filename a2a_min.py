@@ -34,42 +34,39 @@ event loops, but for the webhooks it sends; the last three sections meet the wor
 3. the data model: ProtoJSON dicts checked against the proto's table; _apply changes a task;
 4. the task store: where tasks live, bounded, behind a small interface;
 5. authentication, and which webhook addresses are allowed;
-6. agent execution: how your function becomes task updates and stream events (the
-   live tasks and their turns), and the observers that watch requests, turns and
-   webhooks (logs, metrics, spans);
+6. agent execution: how your function becomes task updates and stream events (the live tasks and
+   their turns), and the observers that watch requests, turns and webhooks (logs, metrics, spans);
 7. operations: the eleven A2A operations, free of any binding, and call(), their door;
-8. bindings: JSON-RPC, HTTP+JSON, SSE, the agent card and RFC 9727 API catalog, as bytes;
+8. bindings: JSON-RPC, HTTP+JSON, SSE and the agent card, as bytes;
 9. webhook delivery: push notifications, sent from background threads;
 10. the server: the Server that wires them together;
 11. running on an event loop: the core's hooks, turned into asyncio;
 12. adapters: threaded or asyncio HTTP/1.1 servers, WSGI, ASGI, AWS Lambda;
 13. the command line demo.
 
-The rule: this file alone answers every A2A 1.0 request in one process, with the
-bounded in-memory store, on every bundled host: all eleven operations on JSON-RPC
-and HTTP+JSON, SSE with Last-Event-ID, the card (ETag, caching, the API catalog)
-and the extended card, tenants, authentication hooks (Bearer, API key, the
-certificate subject from an ssl.SSLContext it is given), per-caller shares, push
-notification configs and their delivery with the address guard, graceful shutdown
-and stats(). What deployment needs lives in companion modules beside it, each
-imported only when asked for (through _companion(), which names the file to copy):
+The rule: this file alone answers every A2A 1.0 request in one process, with the bounded in-memory
+store, on every bundled host: all eleven operations on JSON-RPC and HTTP+JSON, SSE with
+Last-Event-ID, the card (ETag, caching) and the extended card, tenants, authentication hooks
+(Bearer, API key, the certificate subject from an ssl.SSLContext it is given), per-caller shares,
+push notification configs and their delivery with the address guard, graceful shutdown and stats().
+What deployment needs lives in companion modules beside it, each imported only when asked for
+(through _companion(), which names the file to copy):
 
-- a2a_store.py: tasks in SQLite, shared by processes (--store, --workers,
-  serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
-- a2a_cli.py: the command line's deployment flags (--tls-* from files and their
-  reload, --metrics, --access-log, --exec, --sign-key...) and the client's verbs;
-  a2a_client.py: for programs;
+- a2a_store.py: tasks in SQLite, shared by processes (--store, --workers, serve(workers=N));
+  a2a_postgres.py: in PostgreSQL (psycopg);
+- a2a_cli.py: the command line's deployment flags (--tls-* from files and their reload, --metrics,
+  --access-log, --exec, --sign-key...) and the client's verbs; a2a_client.py: for programs;
 - a2a_console.py: the page a browser gets at GET /;
+- a2a_catalog.py: the RFC 9727 API catalog and the AI catalog of the agents served here;
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
 - a2a_metrics.py: Prometheus metrics; a2a_otel.py: OpenTelemetry spans;
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-TLS here is an ssl.SSLContext given to serve(). This file trusts the agent it is
-given; what it is sent is network input, held to the limits of section 1
-(DEFAULT_LIMITS).
+TLS here is an ssl.SSLContext given to serve(). This file trusts the agent it is given; what it is
+sent is network input, held to the limits of section 1 (DEFAULT_LIMITS).
 
-MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
-LICENSE file beside it in its repository and must accompany copies of this file.
+MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the LICENSE file beside it
+in its repository and must accompany copies of this file.
 """
 
 __all__ = [
