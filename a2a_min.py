@@ -1006,12 +1006,11 @@ _encode_json, _decode_stored = _json_codec()
 # -- a task's life: the one function that changes it ----------------------------
 
 def _apply(task, kind, body, now, grown=None):
-    """The task after one event of TRANSITIONS: ``kind`` names it, ``body`` is the
-    Message or update event it carries, ``now`` the timestamp of a status it sets;
-    ``task`` is None for a new task. Tasks are copy-on-write; raises the protocol's
-    error when the event may not meet the task's state. ``grown`` is a parts list the
-    caller owns (_Channel.grown), which an append extends in place rather than copy
-    it at every chunk (the square of the chunks)."""
+    """The task after one event of TRANSITIONS: ``kind`` names it, ``body`` is the Message or
+    update event it carries, ``now`` the timestamp of a status it sets; ``task`` is None for a new
+    task. Tasks are copy-on-write; raises the protocol's error when the event may not meet the
+    task's state. ``grown`` is a parts list the caller owns (_Channel.grown), which an append
+    extends in place rather than copy it at every chunk (the square of the chunks)."""
     state = None if task is None else task["status"]["state"]
     meets, leaves = TRANSITIONS[kind]
     if state not in meets:
@@ -1297,10 +1296,9 @@ def _limits(given):
 
 
 def open_store(location=None, **limits):
-    """The task store a location names (the command line's --store, the
-    examples' A2A_STORE): None or "" for none (the Server keeps its tasks in
-    memory), a file name or an ``sqlite:`` URL for a2a_store's SQLiteStore, a
-    ``postgresql://`` (or ``postgres://``) URL for a2a_postgres's
+    """The task store a location names (the command line's --store, the examples' A2A_STORE): None
+    or "" for none (the Server keeps its tasks in memory), a file name or an ``sqlite:`` URL for
+    a2a_store's SQLiteStore, a ``postgresql://`` (or ``postgres://``) URL for a2a_postgres's
     PostgresStore (it needs psycopg). Each companion is imported only then."""
     if not location:
         return None
@@ -1315,13 +1313,12 @@ def open_store(location=None, **limits):
 
 
 class _Entry:
-    """What TaskStore keeps of a task: its JSON (``body``, as last written whole)
-    and what it needs without decoding it. ``size`` counts the kept events, its
-    push configs (``configs`` bytes) and ``live`` (the running turn's parsed
-    copy); ``pending`` holds a streamed artifact's chunks not yet in the JSON
-    ([update, ...], how many are this version's, their bytes). Readers take no
-    lock: but for ``size`` and ``configs``, which only a holder of the lock
-    reads, an entry never changes once stored."""
+    """What TaskStore keeps of a task: its JSON (``body``, as last written whole) and what it needs
+    without decoding it. ``size`` counts the kept events, its push configs (``configs`` bytes) and
+    ``live`` (the running turn's parsed copy); ``pending`` holds a streamed artifact's chunks not
+    yet in the JSON ([update, ...], how many are this version's, their bytes). Readers take no
+    lock: but for ``size`` and ``configs``, which only a holder of the lock reads, an entry never
+    changes once stored."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
                  "next_seq", "live", "pending", "configs")
@@ -1368,9 +1365,8 @@ class TaskStore(_Bounds):
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None,
                derived=False, first=()):
-        """Write ``task`` and append ``event`` to its log, as one change (see
-        the contract above), after the events ``first`` (``batches``); the JSON
-        is None when only the event was kept."""
+        """Write ``task`` and append ``event`` to its log, as one change (see the contract above),
+        after the events ``first`` (``batches``); the JSON is None when only the event was kept."""
         if not derived:                         # (an artifact update adds no history)
             task, event = _cut_history(task, event, self.max_history)
         if first:                               # (the chunks made just before it)
@@ -1761,21 +1757,19 @@ def _too_many_configs(task_id, count):
 # 5. Authentication, and which webhook addresses are allowed
 # =============================================================================
 #
-# Authentication (sections 7, 13.1). A2A carries credentials in the transport
-# (HTTP headers, gRPC metadata), as the card's securitySchemes describe. The
-# Server takes one hook, authenticate(CallContext) -> principal, which raises
-# AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
-# UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks it creates:
-# another's task is reported exactly like one that does not exist. Secrets
-# are compared in constant time. The extended card is for authenticated
-# callers alone (section 13.3): a server with one must authenticate, and
-# anonymous=True lets a caller with no credentials reach the rest as nobody.
+# Authentication (sections 7, 13.1). A2A carries credentials in the transport (HTTP headers, gRPC
+# metadata), as the card's securitySchemes describe. The Server takes one hook,
+# authenticate(CallContext) -> principal, which raises AuthenticationRequiredError to refuse (HTTP
+# 401 with WWW-Authenticate, gRPC UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks
+# it creates: another's task is reported exactly like one that does not exist. Secrets are compared
+# in constant time. The extended card is for authenticated callers alone (section 13.3): a server
+# with one must authenticate, and anonymous=True lets a caller with no credentials reach the rest
+# as nobody.
 #
-# Webhook addresses (section 13.2). A caller could aim a webhook at what only
-# the server can reach (its loopback, the cloud's metadata address, its
-# private network: request forgery), so a webhook may reach only globally
-# routable unicast addresses, or what push_allow names. A literal address is
-# checked when the config is created, a host name at each delivery (section 8).
+# Webhook addresses (section 13.2). A caller could aim a webhook at what only the server can reach
+# (its loopback, the cloud's metadata address, its private network: request forgery), so a webhook
+# may reach only globally routable unicast addresses, or what push_allow names. A literal address
+# is checked when the config is created, a host name at each delivery (section 8).
 
 
 class BearerAuth:
@@ -1845,12 +1839,11 @@ class MutualTlsAuth:
         return self.principal_of(call.certificate)
 
 
-# A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280
-# section 4.1.2.4). As RFC 4514 text, with every character its section 2.4
-# names escaped, two subjects never give one string: a CN "alice,O=Example"
-# is "CN=alice\,O=Example". An empty subject (SPIFFE, much current PKI)
-# gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's
-# text can be (ssl's type names hold no ":"); neither is refused, never "".
+# A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280 section 4.1.2.4). As
+# RFC 4514 text, with every character its section 2.4 names escaped, two subjects never give one
+# string: a CN "alice,O=Example" is "CN=alice\,O=Example". An empty subject (SPIFFE, much current
+# PKI) gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's text can be (ssl's
+# type names hold no ":"); neither is refused, never "".
 _SUBJECT_SHORT_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
                         "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
                         "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
@@ -2010,11 +2003,10 @@ def _webhook_target(url, allow, resolve):
 # 6. Agent execution
 # =============================================================================
 #
-# Your agent is a callable. It receives a RequestContext, which *is* the text
-# of the user's message (a str subclass), so the simplest agent is
-# ``lambda text: "You said " + text``. The context also carries the whole
-# message, the task so far, the context id, the caller, the extensions the
-# client asked for and the request metadata.
+# Your agent is a callable. It receives a RequestContext, which *is* the text of the user's message
+# (a str subclass), so the simplest agent is ``lambda text: "You said " + text``. The context also
+# carries the whole message, the task so far, the context id, the caller, the extensions the client
+# asked for and the request metadata.
 #
 # What the agent returns (or yields, as a generator; sync or async) becomes
 # the task's story (section 3.1.1, 4.2):
@@ -2033,46 +2025,40 @@ def _webhook_target(url, allow, resolve):
 #   None                  -> nothing (yielded now and then, it lets a blocking
 #                            SendMessage past its blocking_timeout answer)
 #
-# A stream shows what happens as it happens. Its first event is the agent's
-# first output or, if the agent has said nothing within first_event_wait
-# seconds (40 ms), the new Task (SUBMITTED): the client learns the task id at
-# once and can cancel it. An agent_message(...) after that comes late: the
-# task exists, and the message is its last word (as above); an A2AError
-# raised then fails the task rather than the request.
+# A stream shows what happens as it happens. Its first event is the agent's first output or, if the
+# agent has said nothing within first_event_wait seconds (40 ms), the new Task (SUBMITTED): the
+# client learns the task id at once and can cancel it. An agent_message(...) after that comes late:
+# the task exists, and the message is its last word (as above); an A2AError raised then fails the
+# task rather than the request.
 #
-# When the agent finishes without saying so, the task is COMPLETED; an
-# exception FAILS it (the traceback goes to the log, not the client).
-# CancelTask marks the task CANCELED at once; the agent sees
-# ``context.cancelled`` set and its further output is dropped. An agent may
-# have two methods more: ``admit(context)``, called before a new task exists
-# (what it raises refuses the request, e.g. ServerBusyError), and
-# ``close()``, called when the server shuts down, once its grace has passed.
+# When the agent finishes without saying so, the task is COMPLETED; an exception FAILS it (the
+# traceback goes to the log, not the client). CancelTask marks the task CANCELED at once; the agent
+# sees ``context.cancelled`` set and its further output is dropped. An agent may have two methods
+# more: ``admit(context)``, called before a new task exists (what it raises refuses the request,
+# e.g. ServerBusyError), and ``close()``, called when the server shuts down, once its grace has
+# passed.
 #
-# A task's new state is computed by _apply (the state table, section 3) and
-# written in one place, _Channel.publish: under one lock it stores the task,
-# appends the event to its log, and wakes every stream watching it. A new
-# stream reads the task and the log position under that lock too, so it
-# never misses or repeats an event.
+# A task's new state is computed by _apply (the state table, section 3) and written in one place,
+# _Channel.publish: under one lock it stores the task, appends the event to its log, and wakes
+# every stream watching it. A new stream reads the task and the log position under that lock too,
+# so it never misses or repeats an event.
 #
-# A threaded host runs the agent's turn on the request's thread (or a worker)
-# and waits on a threading condition; a host on an event loop gets hooks: a
-# stream to poll() and watch(), a pending answer to add_done_callback() to,
-# and CallContext.spawn to run ``async def`` agents.
+# A threaded host runs the agent's turn on the request's thread (or a worker) and waits on a
+# threading condition; a host on an event loop gets hooks: a stream to poll() and watch(), a
+# pending answer to add_done_callback() to, and CallContext.spawn to run ``async def`` agents.
 
 
 # Distributed tracing: W3C Trace Context (Level 1). A request may carry
-# ``traceparent: 00-<trace id>-<the caller's span id>-<flags>`` and
-# ``tracestate`` (vendors' entries, passed along unread). The server reads
-# them only when something asks (CallContext.trace: most requests never do),
-# gives the request's turn a span id of its own, and sends that span as the
-# parent on every webhook POST of the turn and on every call its agent makes
-# with a2a_client, so one trace follows the user's request through the
-# agents it reaches. A malformed header is ignored (the request begins a new
-# trace), never an error: tracing must not fail a call. The turn running in
-# a thread or asyncio task is a context variable (a key; its values live in
-# each thread's and task's context, not in this module). A later request
-# about a task (SubscribeToTask, a message that continues it) is in a trace
-# of its own, its caller's: what ties the two is the task's id.
+# ``traceparent: 00-<trace id>-<the caller's span id>-<flags>`` and ``tracestate`` (vendors'
+# entries, passed along unread). The server reads them only when something asks (CallContext.trace:
+# most requests never do), gives the request's turn a span id of its own, and sends that span as
+# the parent on every webhook POST of the turn and on every call its agent makes with a2a_client,
+# so one trace follows the user's request through the agents it reaches. A malformed header is
+# ignored (the request begins a new trace), never an error: tracing must not fail a call. The turn
+# running in a thread or asyncio task is a context variable (a key; its values live in each
+# thread's and task's context, not in this module). A later request about a task (SubscribeToTask,
+# a message that continues it) is in a trace of its own, its caller's: what ties the two is the
+# task's id.
 
 _HEX = frozenset("0123456789abcdef")
 _TRACESTATE_KEY = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-*/")
@@ -2095,10 +2081,9 @@ def _parse_traceparent(value):
 
 
 def _parse_tracestate(value):
-    """A ``tracestate`` value as it is passed on (section 3.3): its list members
-    joined by commas, or "" when it is malformed (a member that is not
-    key=value by the rules, a key twice, more than 32 members). Past 512
-    characters, members over 128 go first, then the last ones."""
+    """A ``tracestate`` value as it is passed on (section 3.3): its list members joined by commas,
+    or "" when it is malformed (a member that is not key=value by the rules, a key twice, more than
+    32 members). Past 512 characters, members over 128 go first, then the last ones."""
     members, keys = [m.strip(" \t") for m in value.split(",") if m.strip(" \t")], set()
     if len(members) > 32:
         return ""
@@ -2120,11 +2105,10 @@ def _parse_tracestate(value):
 
 
 class TraceContext:
-    """Where a request's turn sits in a distributed trace (W3C Trace Context):
-    ``trace_id`` (32 hex digits), ``parent_id`` (the caller's span, 16 hex
-    digits; None when this server began the trace), ``span_id`` (the turn's,
-    new: a call made from the turn names it as its parent), ``flags`` (1:
-    sampled, the caller records this trace) and ``tracestate`` ("" if none).
+    """Where a request's turn sits in a distributed trace (W3C Trace Context): ``trace_id`` (32 hex
+    digits), ``parent_id`` (the caller's span, 16 hex digits; None when this server began the
+    trace), ``span_id`` (the turn's, new: a call made from the turn names it as its parent),
+    ``flags`` (1: sampled, the caller records this trace) and ``tracestate`` ("" if none).
     ``headers()`` are the ones to send on a call made from here."""
 
     __slots__ = ("trace_id", "parent_id", "span_id", "flags", "tracestate")
@@ -2163,14 +2147,13 @@ class TraceContext:
 
 # -- Observers: what watches a server's work -------------------------------
 #
-# A log, metrics and spans watch requests, agent turns and webhook attempts;
-# none of them changes an answer. They come in through one door,
-# Server(observers=[...]): each an Observer, called at each event below in
-# list order, on the thread doing that work. What a *_started call returns is
-# the observer's own (a span, say), handed back to the call that ends it. The
-# access log is the built-in one (Server(access_log=True)); a2a_metrics's
-# Metrics (metrics=True) and a2a_otel's Spans (tracing="opentelemetry") are
-# companions built on this class. A server with none pays nothing for them.
+# A log, metrics and spans watch requests, agent turns and webhook attempts; none of them changes
+# an answer. They come in through one door, Server(observers=[...]): each an Observer, called at
+# each event below in list order, on the thread doing that work. What a *_started call returns is
+# the observer's own (a span, say), handed back to the call that ends it. The access log is the
+# built-in one (Server(access_log=True)); a2a_metrics's Metrics (metrics=True) and a2a_otel's Spans
+# (tracing="opentelemetry") are companions built on this class. A server with none pays nothing for
+# them.
 
 class Observer:
     """What watches a Server: its requests on every binding, its agents'
@@ -2224,9 +2207,8 @@ def _answered(request, status, size, stream):
 
 
 def _observers(server, access_log, tracing, metrics, more):
-    """What watches ``server`` (its options of the same names): the access
-    log, then the metrics and spans it asks for by name (companions), then
-    the caller's own Observers."""
+    """What watches ``server`` (its options of the same names): the access log, then the metrics
+    and spans it asks for by name (companions), then the caller's own Observers."""
     if access_log not in (None, False, True, "json", "plain"):
         raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
     if tracing not in (True, False, "opentelemetry") and not hasattr(tracing, "get_tracer"):
@@ -2249,13 +2231,12 @@ _STREAM_END = TERMINAL_STATES | INTERRUPTED_STATES
 
 
 class _Follower:
-    """One stream's reading of a channel: (seq, StreamResponse) pairs from
-    ``start`` on, until a final event; (None, None) is a keep-alive tick
-    after ``keepalive`` seconds without news. ``first`` are events to give
-    before the channel's. ``begin``: a new task's turn, whose begin() makes
-    the task at ``begin_at`` (time.monotonic()) if nothing came before. Read
-    it blocking (``for``: threads, WSGI, gRPC), or with poll() and watch()
-    (a host on an event loop, which polls with ``idle`` at ``begin_at`` too).
+    """One stream's reading of a channel: (seq, StreamResponse) pairs from ``start`` on, until a
+    final event; (None, None) is a keep-alive tick after ``keepalive`` seconds without news.
+    ``first`` are events to give before the channel's. ``begin``: a new task's turn, whose begin()
+    makes the task at ``begin_at`` (time.monotonic()) if nothing came before. Read it blocking
+    (``for``: threads, WSGI, gRPC), or with poll() and watch() (a host on an event loop, which
+    polls with ``idle`` at ``begin_at`` too).
     """
 
     def __init__(self, channel, start, keepalive, end_states, first=(), ended=False,
@@ -2275,9 +2256,8 @@ class _Follower:
         self.on_close = None          # called once when closed (_counted_stream)
 
     def _take(self):
-        """Move the task's new events (from the store) to ``ready``, with the
-        channel's lock held; a shared store is asked whatever this process
-        knows, as another process may write to it."""
+        """Move the task's new events (from the store) to ``ready``, with the channel's lock held;
+        a shared store is asked whatever this process knows, as another process may write to it."""
         channel = self.channel
         if self.ended:
             return False
@@ -2496,12 +2476,11 @@ class _Workers:
 
 
 class _PendingAnswer:
-    """SendMessage's answer while its turn still runs, for a host on an event
-    loop, which must not wait. It is settled when the turn ends, or at
-    ``deadline`` (time.monotonic(): blocking_timeout), when the host calls
-    expire(): ``answer()`` is its value then. ``add_done_callback(fn, *args)``
-    has ``fn(self, *args)`` called once settled, in the thread that settled it
-    (arguments, not closures: a closure holding what holds it is a reference
+    """SendMessage's answer while its turn still runs, for a host on an event loop, which must not
+    wait. It is settled when the turn ends, or at ``deadline`` (time.monotonic():
+    blocking_timeout), when the host calls expire(): ``answer()`` is its value then.
+    ``add_done_callback(fn, *args)`` has ``fn(self, *args)`` called once settled, in the thread
+    that settled it (arguments, not closures: a closure holding what holds it is a reference
     cycle)."""
 
     __slots__ = ("answer", "deadline", "lock", "settled", "value", "error", "callbacks")
@@ -2566,10 +2545,9 @@ class _TurnWriter:
         self.batch = None          # a list while outputs are held to be written together (flush)
 
     def emit(self, item, chunked):
-        """One output of the agent (the table above). A generator's strs are
-        chunks of one artifact (``chunked``), each published as it comes; the
-        artifact's end (lastChunk, section 4.2.3) is told when the turn ends
-        (_close_chunk)."""
+        """One output of the agent (the table above). A generator's strs are chunks of one artifact
+        (``chunked``), each published as it comes; the artifact's end (lastChunk, section 4.2.3) is
+        told when the turn ends (_close_chunk)."""
         if self.done or item is None:
             return
         if self.ctx._canceled:
@@ -2874,13 +2852,12 @@ _OUTPUT_HANDLERS = {"statusUpdate": _TurnWriter._status,
 
 
 class _Channel:
-    """The live side of one task in this process: where its writers and the
-    streams following it meet. The store keeps the task's events; the channel
-    holds the newest snapshot and its version (what a writer read, so the
-    store can refuse a lost update), the running turn (``active``) and the
-    wake-ups: threads wait on ``cond``, streams on an event loop put a
-    callable in ``wakers``. ``tail`` holds what is not stored but ends the
-    streams: a direct reply of a turn that made no task, or an error."""
+    """The live side of one task in this process: where its writers and the streams following it
+    meet. The store keeps the task's events; the channel holds the newest snapshot and its version
+    (what a writer read, so the store can refuse a lost update), the running turn (``active``) and
+    the wake-ups: threads wait on ``cond``, streams on an event loop put a callable in ``wakers``.
+    ``tail`` holds what is not stored but ends the streams: a direct reply of a turn that made no
+    task, or an error."""
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
                  "owner", "caller", "holder", "store", "active", "on_event", "limits",
@@ -2909,10 +2886,9 @@ class _Channel:
         self.shared = None        # (seq, version, weakref: the Task event subscribers share)
 
     def publish(self, task, event, tell=True, derived=False, first=()):
-        """Commit the new task snapshot with its event (after the events
-        ``first``, to a store that ``batches``); wake the streams, and (``tell``)
-        the webhooks. ``task`` None: an event that is not stored (see
-        ``tail``). ``derived``: ``event`` is an artifactUpdate applied to the
+        """Commit the new task snapshot with its event (after the events ``first``, to a store that
+        ``batches``); wake the streams, and (``tell``) the webhooks. ``task`` None: an event that
+        is not stored (see ``tail``). ``derived``: ``event`` is an artifactUpdate applied to the
         stored task, which the store may keep alone (see "The task store")."""
         with self.lock:
             if task is None:
@@ -2950,11 +2926,10 @@ class _Channel:
             self.on_event(self.caller or self.owner, self.task, event)
 
     def change(self, kind, body, now, event=None, tell=True, earlier=()):
-        """Apply one event of TRANSITIONS to the task and publish it (as
-        ``event``, or else as the whole task). If another writer committed
-        first, read the task again: the table decides again. ``earlier``: the
-        (kind, body, now, event) changes one turn made just before it, without
-        waiting (_TurnWriter.batch), published in the same commit (batched)."""
+        """Apply one event of TRANSITIONS to the task and publish it (as ``event``, or else as the
+        whole task). If another writer committed first, read the task again: the table decides
+        again. ``earlier``: the (kind, body, now, event) changes one turn made just before it,
+        without waiting (_TurnWriter.batch), published in the same commit (batched)."""
         with self.lock:
             if earlier:
                 return self._batched(earlier + [(kind, body, now, event)])
@@ -3033,10 +3008,9 @@ class _Channel:
             self.task = task
 
     def shared_task(self):
-        """{"task": the task now}, as JSON encoded once for every stream that
-        sends this version of it whole (SubscribeToTask's first event, a
-        reader that fell behind): they send that one copy (_SSEStream), kept
-        while one is sending it."""
+        """{"task": the task now}, as JSON encoded once for every stream that sends this version of
+        it whole (SubscribeToTask's first event, a reader that fell behind): they send that one
+        copy (_SSEStream), kept while one is sending it."""
         import weakref
         with self.lock:
             shared = self.shared
@@ -3153,12 +3127,11 @@ def _extension_required(uri):
 class CallContext:
     """Who is calling and how: binding-neutral facts about one request.
 
-    ``headers`` has lower-case names (HTTP headers or gRPC metadata),
-    ``tenant`` the tenant the request addresses, ``principal`` whoever the
-    authentication hook said the caller is (None: anonymous), ``extensions``
-    the URIs of A2A-Extensions, ``version`` the A2A-Version served,
-    ``base_url`` how the client reached the server, ``peer`` the client's
-    address (behind a trusted proxy, the one the proxy saw).
+    ``headers`` has lower-case names (HTTP headers or gRPC metadata), ``tenant`` the tenant the
+    request addresses, ``principal`` whoever the authentication hook said the caller is (None:
+    anonymous), ``extensions`` the URIs of A2A-Extensions, ``version`` the A2A-Version served,
+    ``base_url`` how the client reached the server, ``peer`` the client's address (behind a trusted
+    proxy, the one the proxy saw).
 
     ``spawn``, set by a host on an event loop, runs a coroutine there; it also
     says this thread must never wait: an ``async def`` agent runs through it,
@@ -3296,22 +3269,19 @@ class _Clock:
         return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
 
 class _LiveTasks:
-    """This process's tasks that can still change, and the agent's turns that
-    change them. Each live task has a _Channel (``channels``, by task id,
-    under ``lock``), made when a turn begins or a stream follows it and let go
-    when it ends or nobody needs it. A turn begins here (begin, or
-    continue_task for a task that waits for input), is driven here (start,
-    drive: the one agent driver; _drive_async for an async agent), and its
-    TurnWriter writes what the agent makes through the channel. Server
-    holds one (``Server.live``): the operations ask it for channels and
+    """This process's tasks that can still change, and the agent's turns that change them. Each
+    live task has a _Channel (``channels``, by task id, under ``lock``), made when a turn begins or
+    a stream follows it and let go when it ends or nobody needs it. A turn begins here (begin, or
+    continue_task for a task that waits for input), is driven here (start, drive: the one agent
+    driver; _drive_async for an async agent), and its TurnWriter writes what the agent makes
+    through the channel. Server holds one (``Server.live``): the operations ask it for channels and
     turns, and never drive the agent themselves.
 
-    A store shared by several processes brings its own subclass of it
-    (``store.live_tasks``: a2a_store's SharedLiveTasks), which watches the
-    others' commits (from ``keep``), names this process in the store's
-    leases (``new_channel``), refuses new turns while the store is away
-    (``begin``) and ends the turns another process left unfinished;
-    ``off_loop`` is where a host on an event loop has such a store's writes run."""
+    A store shared by several processes brings its own subclass of it (``store.live_tasks``:
+    a2a_store's SharedLiveTasks), which watches the others' commits (from ``keep``), names this
+    process in the store's leases (``new_channel``), refuses new turns while the store is away
+    (``begin``) and ends the turns another process left unfinished; ``off_loop`` is where a host on
+    an event loop has such a store's writes run."""
 
     off_loop = None                 # a shared store's threads for an event loop's writes
 
@@ -3370,9 +3340,8 @@ class _LiveTasks:
             channel.active._cancel()
 
     def cut(self):
-        """Shutdown, its grace over with turns still running: the streams
-        following them end at the event they reached; what comes later is
-        theirs when they resume (Last-Event-ID)."""
+        """Shutdown, its grace over with turns still running: the streams following them end at the
+        event they reached; what comes later is theirs when they resume (Last-Event-ID)."""
         with self.lock:
             for channel in self.channels.values():
                 channel.stopped = channel.next_seq
@@ -3477,11 +3446,10 @@ class _LiveTasks:
 
     # -- driving the agent -----------------------------------------------------
     #
-    # A blocking SendMessage on a threaded host runs a sync agent on its own
-    # thread: a hand-off is most of a small request's cost. Past the deadline,
-    # the rest of a generator moves to a worker thread. Async agents run on an
-    # event loop (CallContext.spawn, or the server's own); otherwise sync ones
-    # run on a bounded pool (max_workers), so a client that leaves stops nothing.
+    # A blocking SendMessage on a threaded host runs a sync agent on its own thread: a hand-off is
+    # most of a small request's cost. Past the deadline, the rest of a generator moves to a worker
+    # thread. Async agents run on an event loop (CallContext.spawn, or the server's own); otherwise
+    # sync ones run on a bounded pool (max_workers), so a client that leaves stops nothing.
 
     def start(self, turn, spawn=None):
         """Run a turn in the background: an async agent through ``spawn``, else a worker."""
@@ -3548,13 +3516,12 @@ class _LiveTasks:
 # 7. Operations
 # =============================================================================
 #
-# Section 5.1 asks every binding to give the same results and errors: each of
-# the eleven operations of section 3.1 is one function of (server, request,
-# call) on ProtoJSON dicts, and every binding reaches them through one door,
-# Server.call() (_call, at the end of this section). It first authenticates
-# the caller (section 7), checks the service parameters (section 3.2), parses
-# the request (MESSAGES) and takes the tenant (section 3.2.5). The operations on tasks
-# share three ideas:
+# Section 5.1 asks every binding to give the same results and errors: each of the eleven operations
+# of section 3.1 is one function of (server, request, call) on ProtoJSON dicts, and every binding
+# reaches them through one door, Server.call() (_call, at the end of this section). It first
+# authenticates the caller (section 7), checks the service parameters (section 3.2), parses the
+# request (MESSAGES) and takes the tenant (section 3.2.5). The operations on tasks share three
+# ideas:
 #
 # - Ownership. A task belongs to (tenant, principal); another caller's task is
 #   reported exactly as a missing one: TaskNotFoundError (section 13.1).
@@ -3564,11 +3531,10 @@ class _LiveTasks:
 # - Turns. Each user message starts one turn of the agent. A blocking
 #   SendMessage waits for it (up to blocking_timeout), a stream follows it.
 #
-# Each function takes the server, the request parsed into its proto
-# message's dict (SendMessageRequest, GetTaskRequest, ...) and the caller's
-# CallContext; it returns the response's dict, or for a stream a _Follower of
-# its events. The live side of a task (its channel and turn) is the server's
-# _LiveTasks' (section "Agent execution"); these functions only ask it.
+# Each function takes the server, the request parsed into its proto message's dict
+# (SendMessageRequest, GetTaskRequest, ...) and the caller's CallContext; it returns the response's
+# dict, or for a stream a _Follower of its events. The live side of a task (its channel and turn)
+# is the server's _LiveTasks' (section "Agent execution"); these functions only ask it.
 
 
 # -- tasks -----------------------------------------------------------------
@@ -3877,10 +3843,9 @@ def _delete_task_push_notification_config(server, request, call):
 
 
 def _check_push_config(server, config):
-    """Refuse what can be refused without the network (section 13.2): a scheme
-    other than http(s), userinfo, port 0, a literal address that is not
-    globally routable, header values that cannot be sent as they are.
-    Host names are resolved and checked at delivery."""
+    """Refuse what can be refused without the network (section 13.2): a scheme other than http(s),
+    userinfo, port 0, a literal address that is not globally routable, header values that cannot be
+    sent as they are. Host names are resolved and checked at delivery."""
     if len(config["url"]) > _MAX_URL:
         raise InvalidParamsError(f"url is longer than {_MAX_URL} characters", field="url")
     if len(config.get("id", "")) > _MAX_CONFIG_ID:
@@ -4092,18 +4057,16 @@ def _stream_closed(server, caller):
 # a Response: status, headers and a body or a stream of SSE chunks. Nothing
 # here knows about sockets; every host adapter ("Adapters") calls it.
 #
-# A binding is a codec around Server.call() (section 7): it finds the
-# operation (a JSON-RPC method, or a REST route), turns the request into its
-# params, and the result, errors included, into bytes in its own shape, with
-# a Link header to the card (RFC 8288). The operations never see a binding,
+# A binding is a codec around Server.call() (section 7): it finds the operation (a JSON-RPC method,
+# or a REST route), turns the request into its params, and the result, errors included, into bytes
+# in its own shape, with a Link header to the card (RFC 8288). The operations never see a binding,
 # so a task looks the same through every binding (section 5.1).
 #
-# JSON-RPC (section 9): one Request object per HTTP POST (A2A has no batches).
-# Every answer is HTTP 200 with a JSON-RPC Response (but where HTTP itself has
-# something to say: 413, 401, 429); error data is an array of typed details
-# (ErrorInfo, BadRequest). A streaming method answers text/event-stream, each
-# event's data a JSON-RPC Response carrying one StreamResponse (section 9.4);
-# an error raised before the first event is an ordinary JSON answer.
+# JSON-RPC (section 9): one Request object per HTTP POST (A2A has no batches). Every answer is HTTP
+# 200 with a JSON-RPC Response (but where HTTP itself has something to say: 413, 401, 429); error
+# data is an array of typed details (ErrorInfo, BadRequest). A streaming method answers
+# text/event-stream, each event's data a JSON-RPC Response carrying one StreamResponse (section
+# 9.4); an error raised before the first event is an ordinary JSON answer.
 #
 # SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
 # and a blank line; ": keep-alive" is sent after keepalive_interval seconds
@@ -4111,11 +4074,10 @@ def _stream_closed(server, caller):
 
 
 class Response:
-    """What a binding answers: ``status`` (int), ``headers`` (list of pairs),
-    ``body`` (bytes) or ``stream`` (an _SSEStream of bytes chunks, read by
-    ``for``; the adapter close()s it when the client goes away). On an event
-    loop (handle_http(..., spawn=...)), an answer still being worked on is
-    ``pending`` (a _PendingAnswer), and ``render(pending)`` is the real one."""
+    """What a binding answers: ``status`` (int), ``headers`` (list of pairs), ``body`` (bytes) or
+    ``stream`` (an _SSEStream of bytes chunks, read by ``for``; the adapter close()s it when the
+    client goes away). On an event loop (handle_http(..., spawn=...)), an answer still being worked
+    on is ``pending`` (a _PendingAnswer), and ``render(pending)`` is the real one."""
     __slots__ = ("status", "headers", "body", "stream", "pending", "render")
 
     def __init__(self, status, headers, body=b"", stream=None, pending=None, render=None):
@@ -4189,11 +4151,10 @@ def _unsent(sock, before):
 _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000\n\n"
 
 
-# Who may call. A server on 127.0.0.1 is reachable by every web page its
-# user visits, through the browser. Three rules keep pages of other sites
-# out, with or without authentication (Fetch standard, "CORS protocol"; RFC
-# 9110 section 7.2), each a dict or set lookup per request (gRPC has no
-# browser surface, so none of this applies there):
+# Who may call. A server on 127.0.0.1 is reachable by every web page its user visits, through the
+# browser. Three rules keep pages of other sites out, with or without authentication (Fetch
+# standard, "CORS protocol"; RFC 9110 section 7.2), each a dict or set lookup per request (gRPC has
+# no browser surface, so none of this applies there):
 #
 # - Every POST's body is JSON (application/json, or any +json). A page may
 #   send a "simple" request (a form post, a fetch() of text) to any origin
@@ -4262,9 +4223,8 @@ def _refused(server, path, headers, status, error):
 
 
 def _preflight(server, path, headers):
-    """OPTIONS (a browser's CORS preflight). The card and the catalog: any
-    origin may read them. Anything else: only the origins the user named
-    (cors_origins), with the headers A2A uses."""
+    """OPTIONS (a browser's CORS preflight). The card and the catalog: any origin may read them.
+    Anything else: only the origins the user named (cors_origins), with the headers A2A uses."""
     if path in _CATALOGS or path.endswith(_CARD_PATH):
         return Response(204, [
             ("Access-Control-Allow-Origin", "*"),
@@ -4301,17 +4261,15 @@ def _with_cors(origin, response):
 
 
 class Request:
-    """One request as the bindings see it (Server.handle_http's arguments):
-    ``method``, ``path``, ``query``, ``headers`` (lower-case names), ``body``
-    bytes, the ``base_url`` the client reached, the client (``peer``: its
-    address and certificate) and an event-loop host's ``spawn`` hook. The
+    """One request as the bindings see it (Server.handle_http's arguments): ``method``, ``path``,
+    ``query``, ``headers`` (lower-case names), ``body`` bytes, the ``base_url`` the client reached,
+    the client (``peer``: its address and certificate) and an event-loop host's ``spawn`` hook. The
     gRPC binding makes one too (``binding`` "GRPC", ``path`` the rpc's).
 
-    What observers read: ``call``, the CallContext a binding made of it, and
-    ``error``, the class of the A2AError it was answered with; once answered,
-    ``binding``, ``status`` (HTTP's, or a gRPC status name), ``stream`` (is
-    it one), ``size`` (the body's bytes; None for a stream or gRPC's) and
-    ``seconds`` (a stream's: to its head)."""
+    What observers read: ``call``, the CallContext a binding made of it, and ``error``, the class
+    of the A2AError it was answered with; once answered, ``binding``, ``status`` (HTTP's, or a gRPC
+    status name), ``stream`` (is it one), ``size`` (the body's bytes; None for a stream or gRPC's)
+    and ``seconds`` (a stream's: to its head)."""
     __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn",
                  "call", "error", "binding", "marks", "started", "status", "size", "stream",
                  "seconds")
@@ -4325,10 +4283,9 @@ class Request:
 
 def _handle_http(server, method, path, query="", headers=None, body=b"", base_url=None,
                  peer=None, spawn=None, certificate=None):
-    """Server.handle_http(): answer one HTTP request (section 7): ``headers``
-    with lower-case names, ``certificate`` the client's verified one
-    (getpeercert()). A host on an event loop passes ``spawn`` ("Running on
-    an event loop"): an unready answer is pending."""
+    """Server.handle_http(): answer one HTTP request (section 7): ``headers`` with lower-case
+    names, ``certificate`` the client's verified one (getpeercert()). A host on an event loop
+    passes ``spawn`` ("Running on an event loop"): an unready answer is pending."""
     if certificate is not None:
         peer = _Peer(peer, certificate)
     request = Request(method, path, query, headers if headers is not None else {}, body,
@@ -4746,10 +4703,9 @@ class _SSEStream:
 
 # -- HTTP+JSON (section 11) ------------------------------------------------------
 #
-# The same operations as REST routes (the ROUTES table). Bodies, answers and
-# stream events are the request message, the response message and the
-# StreamResponse themselves. Errors are google.rpc.Status as JSON (section
-# 11.6), with the HTTP status of the error table:
+# The same operations as REST routes (the ROUTES table). Bodies, answers and stream events are the
+# request message, the response message and the StreamResponse themselves. Errors are
+# google.rpc.Status as JSON (section 11.6), with the HTTP status of the error table:
 #
 #   {"error": {"code": 404, "status": "NOT_FOUND", "message": "...",
 #              "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", ...}]}}
@@ -4769,12 +4725,11 @@ def _status_error(error, http_status=None):
 
 
 def _route_index():
-    """(number of segments, first segment, custom verb) -> [(verb, pattern, method)]
-    of the routes that can match: every pattern starts with a literal, and a path
-    that ends in a custom verb (":cancel") fits only the routes ending in it, so a
-    lookup leaves one or two to try. '/tasks/{id}:cancel' is [(None, 'tasks'),
-    ('id', ':cancel')]: (variable, or None for a literal; then the literal, or the
-    variable's literal suffix)."""
+    """(number of segments, first segment, custom verb) -> [(verb, pattern, method)] of the routes
+    that can match: every pattern starts with a literal, and a path that ends in a custom verb
+    (":cancel") fits only the routes ending in it, so a lookup leaves one or two to try.
+    '/tasks/{id}:cancel' is [(None, 'tasks'), ('id', ':cancel')]: (variable, or None for a literal;
+    then the literal, or the variable's literal suffix)."""
     index = {}
     for verb, route, method in ROUTES:
         pattern = []
@@ -4832,10 +4787,9 @@ def _routes_for(path):
 
 
 def _query_to_params(message_type, query):
-    """GET/DELETE query parameters -> a params dict for parse() (section 11.5):
-    camelCase names, enums by name (or number), booleans as true/false, each
-    given once, unknown names ignored. (No request of a GET or DELETE route
-    has a repeated field: ROUTES, MESSAGES.)"""
+    """GET/DELETE query parameters -> a params dict for parse() (section 11.5): camelCase names,
+    enums by name (or number), booleans as true/false, each given once, unknown names ignored. (No
+    request of a GET or DELETE route has a repeated field: ROUTES, MESSAGES.)"""
     from urllib.parse import parse_qsl
     fields, params = _FIELDS[message_type], {}
     try:
@@ -5030,35 +4984,31 @@ def _help_text(server, base_url):
 # threads, so a slow webhook never holds a request. Connection errors and 5xx
 # are retried with exponential backoff and jitter; redirects are not followed.
 #
-# Fairness. Callers choose the webhooks, and a caller may choose a tarpit (a
-# receiver that never answers, or answers a byte a second). So deliveries
-# wait in one lane per caller (CallContext.caller), and within it in one
-# queue per destination (scheme, host, port). The push_workers threads serve
-# the callers in turn, one attempt per turn; a caller has at most
-# push_per_caller attempts in flight, each to another destination, so its
-# tarpits hold that many threads for at most push_timeout. A destination has
-# one delivery in flight at a time, which keeps each webhook's events in order.
+# Fairness. Callers choose the webhooks, and a caller may choose a tarpit (a receiver that never
+# answers, or answers a byte a second). So deliveries wait in one lane per caller
+# (CallContext.caller), and within it in one queue per destination (scheme, host, port). The
+# push_workers threads serve the callers in turn, one attempt per turn; a caller has at most
+# push_per_caller attempts in flight, each to another destination, so its tarpits hold that many
+# threads for at most push_timeout. A destination has one delivery in flight at a time, which keeps
+# each webhook's events in order.
 #
-# Retries and the circuit breaker. A retry waits out its backoff on a timer
-# (a heap), never in a thread, at the head of its destination's queue. A
-# destination that failed push_breaker times in a row (no answer, or 5xx) is
-# paused for push_pause seconds: what waits or comes for it meanwhile is
-# dropped and counted ("paused"). Then one delivery may try again; an answer
-# below 500 closes the breaker. A lane holds push_queue deliveries and
-# push_queue_bytes of bodies; what overflows is dropped and counted, and the
-# log gets one warning per push_log_interval summing up what was dropped,
-# failed or refused, never one line per event. Shutdown waits for what may
-# go now, never for a backoff or a paused destination.
+# Retries and the circuit breaker. A retry waits out its backoff on a timer (a heap), never in a
+# thread, at the head of its destination's queue. A destination that failed push_breaker times in a
+# row (no answer, or 5xx) is paused for push_pause seconds: what waits or comes for it meanwhile is
+# dropped and counted ("paused"). Then one delivery may try again; an answer below 500 closes the
+# breaker. A lane holds push_queue deliveries and push_queue_bytes of bodies; what overflows is
+# dropped and counted, and the log gets one warning per push_log_interval summing up what was
+# dropped, failed or refused, never one line per event. Shutdown waits for what may go now, never
+# for a backoff or a paused destination.
 #
 # Deadline. An attempt (connect, TLS handshake, request, the answer's status
 # line) has push_timeout seconds in all, however slowly the receiver trickles
 # (http.client cannot: its timeout applies afresh to every read). At most
 # push_max_response bytes are read to find the status; the rest never is.
 #
-# DNS rebinding. The host is resolved before each attempt and every address
-# checked (section 6 of this file); the request then goes to a vetted
-# address, https too (TLS starts on the connected socket, with the URL's host
-# for SNI and the certificate), so a second DNS answer cannot send it
+# DNS rebinding. The host is resolved before each attempt and every address checked (section 6 of
+# this file); the request then goes to a vetted address, https too (TLS starts on the connected
+# socket, with the URL's host for SNI and the certificate), so a second DNS answer cannot send it
 # elsewhere. The system resolver's timeouts are outside the deadline.
 
 
@@ -5186,11 +5136,10 @@ def _destination(url):
 
 
 class _PushDelivery:
-    """Background POSTs of task events to webhooks, fair between callers and
-    their destinations (see the section comment). ``ready``'s lock guards all.
-    It holds its Server weakly, and its threads end when the Server shuts down
-    or is gone (as the store's watch): a thread must not keep alive what
-    nobody else uses (the Server, and every task in its store)."""
+    """Background POSTs of task events to webhooks, fair between callers and their destinations
+    (see the section comment). ``ready``'s lock guards all. It holds its Server weakly, and its
+    threads end when the Server shuts down or is gone (as the store's watch): a thread must not
+    keep alive what nobody else uses (the Server, and every task in its store)."""
 
     def __init__(self, server):
         import itertools
@@ -5221,11 +5170,10 @@ class _PushDelivery:
 
     # -- the callers' side: queue, count ------------------------------------------------
     def submit(self, caller, configs, event, task, trace):
-        """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on
-        ``caller``'s lane, never blocking: what does not fit, or goes to a paused
-        destination, is dropped and counted. A webhook registered through 0.3 is
-        sent what 0.3 sends (the server's translation makes it). ``trace``: the
-        turn's trace context headers, sent on every attempt."""
+        """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on ``caller``'s lane,
+        never blocking: what does not fit, or goes to a paused destination, is dropped and counted.
+        A webhook registered through 0.3 is sent what 0.3 sends (the server's translation makes
+        it). ``trace``: the turn's trace context headers, sent on every attempt."""
         bodies = {None: _dumps(event)}
         now = time.monotonic()
         with self.ready:
@@ -5627,10 +5575,9 @@ class Server:
         self._check_cards(card_signer)
 
     def _check_cards(self, signer):
-        """The cards are valid as built, and a signer signs: now, not at the
-        first request. A signed card is built from public_url alone (section
-        8.4), never from a request's headers: no request can have the server
-        sign what it chose."""
+        """The cards are valid as built, and a signer signs: now, not at the first request. A
+        signed card is built from public_url alone (section 8.4), never from a request's headers:
+        no request can have the server sign what it chose."""
         _check_card(self.agent_card())
         if self.extended_card is not None and self.authenticate is None:
             raise ValueError("the extended card is for authenticated callers (section 13.3), "
@@ -5670,12 +5617,11 @@ class Server:
         }
 
     def mount(self, tenant, server):
-        """Serve another agent (a Server) here as the tenant ``tenant`` (section
-        3.2.5): each request that names it, on every binding (/{tenant}/... over
-        HTTP+JSON, the ``tenant`` field over JSON-RPC and gRPC), is that
-        server's, with its own authentication, limits and store; its card, at
-        /{tenant}/.well-known/agent-card.json, lists this server's interfaces with
-        the tenant. /.well-known/ai-catalog.json lists every agent served here."""
+        """Serve another agent (a Server) here as the tenant ``tenant`` (section 3.2.5): each
+        request that names it, on every binding (/{tenant}/... over HTTP+JSON, the ``tenant`` field
+        over JSON-RPC and gRPC), is that server's, with its own authentication, limits and store;
+        its card, at /{tenant}/.well-known/agent-card.json, lists this server's interfaces with the
+        tenant. /.well-known/ai-catalog.json lists every agent served here."""
         if not tenant or set(tenant) - _NAME_CHARS or tenant in self.mounts or server.mounted \
                 or server is self or server.compat:
             raise ValueError(f"mount({tenant!r}): a new tenant name of lower-case letters, "
@@ -5740,10 +5686,9 @@ class Server:
             **dict.fromkeys(_PUSH_TOTALS, 0), "paused_destinations": 0}
 
     def push_stats_by_caller(self):
-        """Webhook delivery counters per caller (the principal, or an anonymous
-        client's address): {caller: {"queued", "sent" (2xx), "failed",
-        "refused", "retried", "dropped", "paused", "waiting" (queued now)}}, for
-        the push_callers callers most recently active."""
+        """Webhook delivery counters per caller (the principal, or an anonymous client's address):
+        {caller: {"queued", "sent" (2xx), "failed", "refused", "retried", "dropped", "paused",
+        "waiting" (queued now)}}, for the push_callers callers most recently active."""
         return self._pusher.by_caller() if self._pusher else {}
 
     # -- what the limits are doing, and stopping ----------------------------------
@@ -5778,11 +5723,10 @@ class Server:
                 self._refusals[key] = self._refusals.get(key, 0) + 1
 
     def shutdown(self, grace=10.0):
-        """Stop within ``grace`` seconds: turns and webhook deliveries may finish,
-        the streams that follow one to its end, the others at once with a
-        ``retry:`` hint; then the webhook threads end, and the
-        agent's ``close()`` is called, if any. Hosts call it when they stop.
-        Returns {"turns", "deliveries"} left undone."""
+        """Stop within ``grace`` seconds: turns and webhook deliveries may finish, the streams that
+        follow one to its end, the others at once with a ``retry:`` hint; then the webhook threads
+        end, and the agent's ``close()`` is called, if any. Hosts call it when they stop. Returns
+        {"turns", "deliveries"} left undone."""
         self.closing.set()
         self.live.wake_streams()
         deadline = time.monotonic() + grace
@@ -5829,10 +5773,9 @@ _EAGER_TASKS = sys.version_info >= (3, 12)      # asyncio.Task(..., eager_start=
 
 
 class _Spawner:
-    """CallContext.spawn for a host on ``loop``: runs a coroutine there as a
-    task, eagerly on Python 3.12+. asyncio holds a waiting task only weakly,
-    so they are kept here, and let go of when their number has doubled (a
-    done-callback each costs about 1 us a SendMessage)."""
+    """CallContext.spawn for a host on ``loop``: runs a coroutine there as a task, eagerly on
+    Python 3.12+. asyncio holds a waiting task only weakly, so they are kept here, and let go of
+    when their number has doubled (a done-callback each costs about 1 us a SendMessage)."""
 
     __slots__ = ("loop", "tasks", "prune_at")
 
@@ -5928,10 +5871,9 @@ async def _drive_async(live, result, turn):
     write = _write_here if off_loop is None else off_loop.run
     try:
         if isinstance(result, AsyncGeneratorType):
-            # Each step runs here until the agent yields or waits: what it
-            # yields without waiting is held (turn.batch) and written at once
-            # when it waits or ends, so its chunks cost one commit and one
-            # write together, and none waits on an agent that is waiting.
+            # Each step runs here until the agent yields or waits: what it yields without waiting
+            # is held (turn.batch) and written at once when it waits or ends, so its chunks cost
+            # one commit and one write together, and none waits on an agent that is waiting.
             turn.batch = []
             try:
                 while not turn.done:
@@ -5970,11 +5912,10 @@ async def _write_here(fn, *args):
 
 
 class _Resumed:
-    """The rest of an async generator's step that began outside its task
-    (_drive_async sends it the first None itself) and now waits on
-    ``waiting``. Awaited, the task waits on that as if it had run the step
-    from the start: the result, an error or a cancellation reach the agent,
-    and the step's output (StopIteration's value) is the await's."""
+    """The rest of an async generator's step that began outside its task (_drive_async sends it the
+    first None itself) and now waits on ``waiting``. Awaited, the task waits on that as if it had
+    run the step from the start: the result, an error or a cancellation reach the agent, and the
+    step's output (StopIteration's value) is the await's."""
 
     __slots__ = ("step", "waiting")
 
@@ -6011,13 +5952,11 @@ def _settle_future(response, future):
 
 
 class _LoopStream:
-    """A Response.stream read on an event loop: ``async for`` gives its byte
-    chunks, waiting without blocking for news or the keep-alive interval.
-    It watches the stream for its whole life and keeps one keep-alive timer,
-    moved on as chunks go rather than made again for each: with ten thousand
-    streams, a timer and a watch made per event are garbage the collector
-    spends its time on (and a timer cancelled waits in the loop's queue).
-    close() when done: it stops watching."""
+    """A Response.stream read on an event loop: ``async for`` gives its byte chunks, waiting
+    without blocking for news or the keep-alive interval. It watches the stream for its whole life
+    and keeps one keep-alive timer, moved on as chunks go rather than made again for each: with ten
+    thousand streams, a timer and a watch made per event are garbage the collector spends its time
+    on (and a timer cancelled waits in the loop's queue). close() when done: it stops watching."""
 
     def __init__(self, stream, loop):
         self.stream, self.loop = stream, loop
@@ -6087,18 +6026,16 @@ class _LoopStream:
 # A host adapter turns its world into handle_http() arguments and writes the
 # Response back. It makes no protocol decision.
 #
-# Both servers bundled here read requests with one reader, _RequestReader: a
-# pure object (no sockets) that says whether the bytes received so far hold
-# a whole request yet (RFC 9112). It refuses whatever two HTTP parsers could
-# read as ending in different places, the way a request is smuggled past a
-# proxy (RFC 9112 section 11.2), and every refusal closes the connection:
-# after a framing error nobody knows where the next request starts. Limits
-# are counted in bytes as they arrive: the head (max_header_bytes,
-# max_headers), the body (max_body_bytes, checked against Content-Length
-# before it is read), a chunk-size line and the trailers. Time is bounded per
-# request, not per read: a request must arrive whole within ``timeout``
-# seconds of the connection being ready for it, or it gets 408 and the
-# connection closes (a client trickling a byte a second is cut off too).
+# Both servers bundled here read requests with one reader, _RequestReader: a pure object (no
+# sockets) that says whether the bytes received so far hold a whole request yet (RFC 9112). It
+# refuses whatever two HTTP parsers could read as ending in different places, the way a request is
+# smuggled past a proxy (RFC 9112 section 11.2), and every refusal closes the connection: after a
+# framing error nobody knows where the next request starts. Limits are counted in bytes as they
+# arrive: the head (max_header_bytes, max_headers), the body (max_body_bytes, checked against
+# Content-Length before it is read), a chunk-size line and the trailers. Time is bounded per
+# request, not per read: a request must arrive whole within ``timeout`` seconds of the connection
+# being ready for it, or it gets 408 and the connection closes (a client trickling a byte a second
+# is cut off too).
 
 
 class _BadRequest(Exception):
@@ -6112,10 +6049,9 @@ class _BadRequest(Exception):
 
 
 class _HTTPRequest:
-    """One request read by _RequestReader: ``method``, ``target`` (``path``,
-    then ``query`` after a "?"), ``version``, ``headers`` (lower-case names;
-    repeated ones joined with ", "), ``body`` (bytes, de-chunked; None while
-    it is read) and ``keep_alive``."""
+    """One request read by _RequestReader: ``method``, ``target`` (``path``, then ``query`` after a
+    "?"), ``version``, ``headers`` (lower-case names; repeated ones joined with ", "), ``body``
+    (bytes, de-chunked; None while it is read) and ``keep_alive``."""
 
     __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive")
 
@@ -6158,16 +6094,14 @@ _KNOWN_CODINGS = frozenset({"chunked", "compress", "deflate", "gzip", "x-compres
 class _RequestReader:
     """Reads HTTP/1.1 requests from the front of a byte buffer; no I/O.
 
-    ``read(buffer)`` (a bytearray of what the connection has received) returns
-    the next whole request as an _HTTPRequest, or None while more bytes are
-    needed. It takes what it has read off the front of the buffer as it goes
-    (the head, then each chunk of a chunked body), so a body is held once and
-    feeding it a byte at a time costs no more than feeding it whole; what is
-    left is the start of the next request. A request that can never be valid
-    raises _BadRequest; the host answers it and closes the connection.
-    ``expects_continue`` is true while the body of a request whose head said
-    "Expect: 100-continue" is awaited: the host answers "100 Continue" and
-    sets it false (once answered, never again for that request).
+    ``read(buffer)`` (a bytearray of what the connection has received) returns the next whole
+    request as an _HTTPRequest, or None while more bytes are needed. It takes what it has read off
+    the front of the buffer as it goes (the head, then each chunk of a chunked body), so a body is
+    held once and feeding it a byte at a time costs no more than feeding it whole; what is left is
+    the start of the next request. A request that can never be valid raises _BadRequest; the host
+    answers it and closes the connection. ``expects_continue`` is true while the body of a request
+    whose head said "Expect: 100-continue" is awaited: the host answers "100 Continue" and sets it
+    false (once answered, never again for that request).
     """
 
     def __init__(self, max_header_bytes=65536, max_headers=100,
@@ -6239,9 +6173,8 @@ class _RequestReader:
         return headers
 
     def _read_head(self, buffer):
-        """The request line and headers, once the blank line after them is in
-        ``buffer`` (RFC 9112 sections 3 and 5), checked as the theory above
-        says; None while they are still arriving."""
+        """The request line and headers, once the blank line after them is in ``buffer`` (RFC 9112
+        sections 3 and 5), checked as the theory above says; None while they are still arriving."""
         if buffer[:1] in _ODD_STARTS:
             while buffer.startswith(b"\r\n"):
                 del buffer[:2]                    # empty lines before a request: ignored
@@ -6293,9 +6226,8 @@ class _RequestReader:
         return request
 
     def _bare_lf(self):
-        # RFC 9112 section 2.2 lets a server take a bare LF for CRLF; proxies
-        # disagree on it, and a request two parsers split in two places is how
-        # requests are smuggled, so it is refused.
+        # RFC 9112 section 2.2 lets a server take a bare LF for CRLF; proxies disagree on it, and a
+        # request two parsers split in two places is how requests are smuggled, so it is refused.
         self._refuse(400, "a line of the request head ends in a bare LF: end every line "
                      "with CRLF (\\r\\n)")
 
@@ -6399,15 +6331,14 @@ class _RequestReader:
 
 # -- TLS ---------------------------------------------------------------------------
 #
-# Production deployments MUST use HTTPS (specification section 7.1). ``tls=``
-# is an ssl.SSLContext of your own, or a dict of file names for a2a_cli.py's
-# tls_context() (TLS 1.2 at least, no renegotiation; mutual TLS optional or
-# required). A handshake happens on its connection, never on the accept loop,
-# within a deadline for the whole of it: on the connection's own thread
-# (threaded), or a step each time bytes arrive (asyncio's SSL protocol). A
-# verified client certificate reaches the operations as CallContext.certificate.
-# Plain HTTP sent to an HTTPS port gets a hint on the threaded server, which
-# can look at a connection's first byte before the handshake; asyncio cannot.
+# Production deployments MUST use HTTPS (specification section 7.1). ``tls=`` is an ssl.SSLContext
+# of your own, or a dict of file names for a2a_cli.py's tls_context() (TLS 1.2 at least, no
+# renegotiation; mutual TLS optional or required). A handshake happens on its connection, never on
+# the accept loop, within a deadline for the whole of it: on the connection's own thread
+# (threaded), or a step each time bytes arrive (asyncio's SSL protocol). A verified client
+# certificate reaches the operations as CallContext.certificate. Plain HTTP sent to an HTTPS port
+# gets a hint on the threaded server, which can look at a connection's first byte before the
+# handshake; asyncio cannot.
 
 _TLS_RECORD = b"\x16"                 # the first byte of a TLS handshake record
 _PLAIN_ON_TLS_TEXT = b"This port speaks HTTPS: use https:// (curl https://...).\n"
@@ -6424,8 +6355,7 @@ def _tls_context(tls):
 
 
 def _tls_arguments(parser):
-    """The --tls-* options of a2a_cli's and a2a_grpc's commands (their files:
-    _tls_context)."""
+    """The --tls-* options of a2a_cli's and a2a_grpc's commands (their files: _tls_context)."""
     parser.add_argument("--tls-cert", metavar="FILE",
                         help="serve HTTPS with this certificate (PEM; the chain may follow)")
     parser.add_argument("--tls-key", metavar="FILE",
@@ -6485,26 +6415,23 @@ def _tls_handshake(sock, context, deadline_after):
 
 # -- writing an answer -------------------------------------------------------------
 #
-# Both servers write the bytes _WritePlan decides, each its own way: sendall
-# on the connection's thread; transport.write on the loop, waiting while the
-# client reads slowly. A stream's head goes with what of it is ready (a short
-# stream is one write), or waits for a new task's first event (_Follower's
-# begin_at), else goes at once. Each event goes as it is made, never held for
-# the next, and the end goes with the last. On a kept connection each is a
-# chunk (RFC 9112 section 7.1); an HTTP/1.0 client cannot read chunks: it gets
-# the bytes, and the close ends them. A chunk over _JOINED bytes goes a slice
-# at a time, not copied (streams share it). A client that has read nothing
-# since the last keep-alive (_unsent) is a client gone.
+# Both servers write the bytes _WritePlan decides, each its own way: sendall on the connection's
+# thread; transport.write on the loop, waiting while the client reads slowly. A stream's head goes
+# with what of it is ready (a short stream is one write), or waits for a new task's first event
+# (_Follower's begin_at), else goes at once. Each event goes as it is made, never held for the
+# next, and the end goes with the last. On a kept connection each is a chunk (RFC 9112 section
+# 7.1); an HTTP/1.0 client cannot read chunks: it gets the bytes, and the close ends them. A chunk
+# over _JOINED bytes goes a slice at a time, not copied (streams share it). A client that has read
+# nothing since the last keep-alive (_unsent) is a client gone.
 
 _LAST_CHUNK = b"0\r\n\r\n"
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"     # (curl waits for it before a large body)
 
 
 class _WritePlan:
-    """The bytes a Response with a stream goes out as, in order; no I/O. Write
-    ``head`` (if any: else it waits), then the pieces ``put(chunk)`` gives for
-    ``first`` (if not None) and each chunk after it until ``done`` or the
-    stream's end, then ``end()``."""
+    """The bytes a Response with a stream goes out as, in order; no I/O. Write ``head`` (if any:
+    else it waits), then the pieces ``put(chunk)`` gives for ``first`` (if not None) and each chunk
+    after it until ``done`` or the stream's end, then ``end()``."""
 
     __slots__ = ("stream", "out", "chunked", "sock", "unsent", "done", "head", "first")
 
@@ -6576,13 +6503,12 @@ def _timed_out(server, timeout):
 
 # -- the threaded server ---------------------------------------------------------
 #
-# socketserver's threaded TCP server, without http.server: that module and
-# the email package it parses headers with cost about 100 ms of start-up and
-# more CPU per request than the whole A2A call. One thread per connection, up
-# to ``max_connections``: past it a new connection is answered 503 with
-# Retry-After and closed, so a flood of idle connections costs a refusal
-# each, not a thread each. HTTP/1.1 keep-alive, Nagle's algorithm off (or
-# every SSE event would wait ~40 ms for a delayed ACK).
+# socketserver's threaded TCP server, without http.server: that module and the email package it
+# parses headers with cost about 100 ms of start-up and more CPU per request than the whole A2A
+# call. One thread per connection, up to ``max_connections``: past it a new connection is answered
+# 503 with Retry-After and closed, so a flood of idle connections costs a refusal each, not a
+# thread each. HTTP/1.1 keep-alive, Nagle's algorithm off (or every SSE event would wait ~40 ms for
+# a delayed ACK).
 
 
 def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_header_bytes=65536,
@@ -6590,12 +6516,11 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
                      max_caller_connections=None):
     """A threaded HTTP/1.1 server (socketserver) serving ``server``.
 
-    Call ``serve_forever()`` on it, ``shutdown()`` from another thread to stop.
-    ``timeout``: seconds within which each request must arrive whole (and an
-    idle keep-alive connection is closed); ``max_connections``: connections
-    (threads) served at once, ``max_caller_connections`` of them from one
-    client address (default: half; past it, 429). ``tls``: serve HTTPS (see "TLS"), each
-    handshake done within ``handshake_timeout`` seconds on its connection's thread.
+    Call ``serve_forever()`` on it, ``shutdown()`` from another thread to stop. ``timeout``:
+    seconds within which each request must arrive whole (and an idle keep-alive connection is
+    closed); ``max_connections``: connections (threads) served at once, ``max_caller_connections``
+    of them from one client address (default: half; past it, 429). ``tls``: serve HTTPS (see
+    "TLS"), each handshake done within ``handshake_timeout`` seconds on its connection's thread.
     """
     import socketserver
     tls = _tls_context(tls)
@@ -6678,9 +6603,8 @@ class _ThreadedConnection:
                 sock.close()
 
     def receive(self, sock, reader, buffer, server):
-        """The next request on ``sock`` (read into ``buffer`` by ``reader``),
-        or None when the connection is to close: its client closed it, or was
-        answered 400 or 408."""
+        """The next request on ``sock`` (read into ``buffer`` by ``reader``), or None when the
+        connection is to close: its client closed it, or was answered 400 or 408."""
         deadline = time.monotonic() + self.timeout
         while True:
             try:
@@ -6765,12 +6689,11 @@ def _drain_threaded(self, grace=10.0):
 
 
 class _Hangups:
-    """One thread per threaded server, while any of its streams waits: it
-    polls their sockets for a client's close (EPOLLRDHUP: not for data, which
-    a pipelined request may send) and wakes the stream, which then ends and
-    frees its connection at once rather than at its next keep-alive write. A
-    socket stays registered for its connection's life (forget()): the streams
-    of a kept connection cost no system call each."""
+    """One thread per threaded server, while any of its streams waits: it polls their sockets for a
+    client's close (EPOLLRDHUP: not for data, which a pipelined request may send) and wakes the
+    stream, which then ends and frees its connection at once rather than at its next keep-alive
+    write. A socket stays registered for its connection's life (forget()): the streams of a kept
+    connection cost no system call each."""
 
     def __init__(self):
         self.poll, self.wakes, self.socks, self.lock = None, {}, set(), threading.Lock()
@@ -6830,12 +6753,11 @@ class _Hangups:
 
 
 def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1, tls=None):
-    """Serve ``server`` on the threaded server until SIGTERM or Ctrl-C, then
-    stop gracefully within ``grace`` seconds (HTTPServer.drain). ``workers``:
-    processes sharing the listening socket and the store (a2a_store.serve_workers).
-    ``on_ready(httpd)`` is called once listening (by default, a line saying
-    where). ``tls``: serve HTTPS (see "TLS"). An address it cannot listen on
-    stops the program with one line that says why (SystemExit, exit status 1)."""
+    """Serve ``server`` on the threaded server until SIGTERM or Ctrl-C, then stop gracefully within
+    ``grace`` seconds (HTTPServer.drain). ``workers``: processes sharing the listening socket and
+    the store (a2a_store.serve_workers). ``on_ready(httpd)`` is called once listening (by default,
+    a line saying where). ``tls``: serve HTTPS (see "TLS"). An address it cannot listen on stops
+    the program with one line that says why (SystemExit, exit status 1)."""
     if workers > 1 and not server.store.shared:
         raise ValueError(
             f"{workers} worker processes would each keep their own tasks in memory, and a "
@@ -6936,15 +6858,13 @@ class _Admission:
 
 # -- an asyncio server ---------------------------------------------------------------
 #
-# One event loop, no thread per connection and none per stream. Each
-# connection is an asyncio protocol (_LoopConnection) whose bytes go to its
-# _RequestReader; a pipelined request waits for the answer before it. A
-# request is answered on the loop by handle_http(..., spawn), with the hooks
-# of section 11. One clock per connection bounds a request's arrival (408, or
-# a close when idle) and a client that stops reading its answer (dropped after
-# ``timeout``). Past ``max_connections`` (at most three quarters of the
-# open-file limit, so accept() does not run out; counted from accept(), a TLS
-# handshake included), a new connection gets 503.
+# One event loop, no thread per connection and none per stream. Each connection is an asyncio
+# protocol (_LoopConnection) whose bytes go to its _RequestReader; a pipelined request waits for
+# the answer before it. A request is answered on the loop by handle_http(..., spawn), with the
+# hooks of section 11. One clock per connection bounds a request's arrival (408, or a close when
+# idle) and a client that stops reading its answer (dropped after ``timeout``). Past
+# ``max_connections`` (at most three quarters of the open-file limit, so accept() does not run out;
+# counted from accept(), a TLS handshake included), a new connection gets 503.
 
 
 def _within_open_files(connections):
@@ -6962,12 +6882,11 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         max_header_bytes=65536, max_headers=100, max_connections=4096,
                         on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0,
                         max_caller_connections=None):
-    """Serve ``server`` on the running asyncio event loop until cancelled (or
-    SIGTERM, when the loop runs in the main thread), then stop gracefully
-    within ``grace`` seconds: Server.shutdown, requests in flight finish,
-    idle connections close. ``on_ready(asyncio_server)`` and an address it
-    cannot listen on: as serve(). The other options are make_http_server()'s;
-    ``timeout`` also bounds how long a client may leave its answer unread."""
+    """Serve ``server`` on the running asyncio event loop until cancelled (or SIGTERM, when the
+    loop runs in the main thread), then stop gracefully within ``grace`` seconds: Server.shutdown,
+    requests in flight finish, idle connections close. ``on_ready(asyncio_server)`` and an address
+    it cannot listen on: as serve(). The other options are make_http_server()'s; ``timeout`` also
+    bounds how long a client may leave its answer unread."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
@@ -7013,9 +6932,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
 
 async def _stop_asyncio(server, loop, listener, connections, grace):
-    """serve_asyncio's end: stop listening, Server.shutdown (streams end,
-    turns may finish within ``grace``), let requests in flight finish, then
-    close every connection left, idle or not."""
+    """serve_asyncio's end: stop listening, Server.shutdown (streams end, turns may finish within
+    ``grace``), let requests in flight finish, then close every connection left, idle or not."""
     import asyncio
     deadline = loop.time() + grace
     listener.close()
@@ -7278,13 +7196,12 @@ class _LoopConnection:
 
 # -- WSGI (PEP 3333) and ASGI 3 -------------------------------------------------
 #
-# The same handle_http() under other people's servers: gunicorn, uwsgi or
-# mod_wsgi through WSGI; uvicorn, hypercorn or a mount inside a Starlette or
-# FastAPI app through ASGI. A stream is an iterator of byte chunks: WSGI
-# servers send each as it comes and close() it when the client leaves; the
-# ASGI adapter awaits each (no thread per stream), watching for the client's
-# disconnect. A mount prefix (SCRIPT_NAME, root_path) is stripped from the
-# path and kept in the base URL the card shows.
+# The same handle_http() under other people's servers: gunicorn, uwsgi or mod_wsgi through WSGI;
+# uvicorn, hypercorn or a mount inside a Starlette or FastAPI app through ASGI. A stream is an
+# iterator of byte chunks: WSGI servers send each as it comes and close() it when the client
+# leaves; the ASGI adapter awaits each (no thread per stream), watching for the client's
+# disconnect. A mount prefix (SCRIPT_NAME, root_path) is stripped from the path and kept in the
+# base URL the card shows.
 
 
 def _header_list(response):
@@ -7454,13 +7371,12 @@ async def _disconnected(receive):
 
 # -- AWS Lambda ------------------------------------------------------------------
 #
-# API Gateway REST APIs send payload format 1.0 events; HTTP APIs and function
-# URLs send 2.0. Both become one handle_http() call. Lambda's Python runtime
-# answers with one response, so a stream is collected (until it ends, or until
-# the invocation's remaining time runs low) and returned as one
-# text/event-stream body, and the card says so (an extension, BUFFERED_STREAMS).
-# The in-memory store lives as long as the execution environment: across warm
-# invocations, not across cold starts or instances.
+# API Gateway REST APIs send payload format 1.0 events; HTTP APIs and function URLs send 2.0. Both
+# become one handle_http() call. Lambda's Python runtime answers with one response, so a stream is
+# collected (until it ends, or until the invocation's remaining time runs low) and returned as one
+# text/event-stream body, and the card says so (an extension, BUFFERED_STREAMS). The in-memory
+# store lives as long as the execution environment: across warm invocations, not across cold starts
+# or instances.
 
 
 BUFFERED_STREAMS = "urn:a2a-min:buffered-streams"
@@ -7491,10 +7407,9 @@ def _lambda_request(event):
         headers.get("host", "") else ""
     base_url = f"{headers.get('x-forwarded-proto', 'https')}://{headers.get('host', 'localhost')}{prefix}"
     peer = (context_of.get("http") or context_of.get("identity") or {}).get("sourceIp")
-    # The Host check (see "Who may call") is the platform's: API Gateway and
-    # function URLs deliver only requests addressed to their own names, and
-    # a function is not on the network of the browsers that call it, where
-    # a rebound name could point. So Host is not passed on.
+    # The Host check (see "Who may call") is the platform's: API Gateway and function URLs deliver
+    # only requests addressed to their own names, and a function is not on the network of the
+    # browsers that call it, where a rebound name could point. So Host is not passed on.
     headers.pop("host", None)
     return method, path, query, headers, body, base_url, peer
 
@@ -7543,21 +7458,19 @@ def lambda_handler(server, *, margin=1.0):
 # 13. The demo
 # =============================================================================
 #
-# ``python a2a_min.py`` runs a small agent that shows most of the protocol: a
-# reply streamed in chunks of one artifact (section 3.1.2), a task that asks
-# for more input and continues on the next message with its taskId (a
-# multi-turn task, section 3.1.1), and the card, the JSON-RPC help page and
-# the curl lines printed at start-up. main() is the command line: the host
-# (threads or asyncio), the address, and the options that are Server's own
-# (--public-url, --compat, --push-allow, --allow-host, --cors-origin...).
+# ``python a2a_min.py`` runs a small agent that shows most of the protocol: a reply streamed in
+# chunks of one artifact (section 3.1.2), a task that asks for more input and continues on the next
+# message with its taskId (a multi-turn task, section 3.1.1), and the card, the JSON-RPC help page
+# and the curl lines printed at start-up. main() is the command line: the host (threads or
+# asyncio), the address, and the options that are Server's own (--public-url, --compat,
+# --push-allow, --allow-host, --cors-origin...).
 #
-# What a deployment adds lives in a2a_cli.py: --store (A2A_STORE), --workers,
-# --tls-*, --metrics, --access-log, --opentelemetry, --exec, --sign-key and
-# the client's verbs (and the log's lines on stderr). main() reads its own
-# options first, without abbreviations; anything left over goes to
-# a2a_cli.main() whole, which builds on _demo_parser and serves through
-# _serve_demo (without that file, one line names it). So this file alone never
-# imports more than it uses, and starts in the time the demo takes to compile.
+# What a deployment adds lives in a2a_cli.py: --store (A2A_STORE), --workers, --tls-*, --metrics,
+# --access-log, --opentelemetry, --exec, --sign-key and the client's verbs (and the log's lines on
+# stderr). main() reads its own options first, without abbreviations; anything left over goes to
+# a2a_cli.main() whole, which builds on _demo_parser and serves through _serve_demo (without that
+# file, one line names it). So this file alone never imports more than it uses, and starts in the
+# time the demo takes to compile.
 
 
 def _demo_agent(ctx):
@@ -7585,10 +7498,9 @@ def demo_server(**options):
 
 
 def _stop_on_ctrl_c(server, grace, stop_now):
-    """The demo's Ctrl-C: the first stops gracefully, saying what it waits
-    for (the host's KeyboardInterrupt path: Server.shutdown within
-    ``grace``); a second one stops at once (after ``stop_now()``, if given),
-    without a traceback."""
+    """The demo's Ctrl-C: the first stops gracefully, saying what it waits for (the host's
+    KeyboardInterrupt path: Server.shutdown within ``grace``); a second one stops at once (after
+    ``stop_now()``, if given), without a traceback."""
     import signal
     pressed = []
 
@@ -7685,17 +7597,15 @@ def _demo_options(args):
 
 def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", stop_now=None,
                 **host):
-    """Serve ``server`` as the command line does: the banner, Ctrl-C, and a
-    port that is taken said in one line. ``host``: serve()'s further
-    arguments (a2a_cli.py's tls=, workers=)."""
+    """Serve ``server`` as the command line does: the banner, Ctrl-C, and a port that is taken said
+    in one line. ``host``: serve()'s further arguments (a2a_cli.py's tls=, workers=)."""
     if args.compat:
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
         kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
     ready = functools.partial(_demo_banner, server, what, kept, host.get("tls"))
-    # Ten seconds for running turns to finish once asked to stop (SIGTERM or
-    # Ctrl-C): a rolling restart's usual grace. With workers, Ctrl-C reaches
-    # every worker, and each stops itself.
+    # Ten seconds for running turns to finish once asked to stop (SIGTERM or Ctrl-C): a rolling
+    # restart's usual grace. With workers, Ctrl-C reaches every worker, and each stops itself.
     grace = 10.0
     if host.get("workers", 1) == 1:
         _stop_on_ctrl_c(server, grace, stop_now)
@@ -7754,8 +7664,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # Run as a script, this module is __main__; the companions it loads
-    # (a2a_cli, a2a_store...) import it as a2a_min: one module, not a
-    # second copy whose error classes would be others.
+    # Run as a script, this module is __main__; the companions it loads (a2a_cli, a2a_store...)
+    # import it as a2a_min: one module, not a second copy whose error classes would be others.
     sys.modules.setdefault("a2a_min", sys.modules[__name__])
     main()
