@@ -147,11 +147,8 @@ _FORWARDED = dict.fromkeys(("SQLiteStore", "SQLITE_SCHEMA_VERSION"), "a2a_store"
 def _companion(name, wanted_by):
     """The companion module ``name``, imported when ``wanted_by`` (an option, a
     class) first asks for it; if missing, ModuleNotFoundError names the file to copy."""
-    module = sys.modules.get(name)
-    if module is not None:
-        return module
     try:
-        return __import__(name)
+        return __import__(name)          # (sys.modules' entry, once imported)
     except ModuleNotFoundError as error:
         if error.name != name:                  # (what the companion itself needs)
             raise
@@ -3974,15 +3971,15 @@ def _check_service_parameters(server, call, method):
             f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
             f"the metadata a2a-version: {PROTOCOL_VERSION})",
             metadata={"supportedVersions": PROTOCOL_VERSION})
-    if version != PROTOCOL_VERSION and ".".join(
-            version.strip().split(".")[:2]) != PROTOCOL_VERSION:
+    version = version.strip()
+    if version != PROTOCOL_VERSION and ".".join(version.split(".")[:2]) != PROTOCOL_VERSION:
         raise VersionNotSupportedError(
-            f"A2A-Version {version.strip()!r} is not supported; this server speaks "
+            f"A2A-Version {version!r} is not supported; this server speaks "
             f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
             f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})" + (
                 "; for A2A 0.3 clients, serve with Server(compat='0.3') (--compat 0.3)"
-                if version.strip().startswith("0.3") else ""),
-            metadata={"requestedVersion": version.strip(), "supportedVersions": PROTOCOL_VERSION})
+                if version.startswith("0.3") else ""),
+            metadata={"requestedVersion": version, "supportedVersions": PROTOCOL_VERSION})
     call.version = PROTOCOL_VERSION
     raw = call.headers.get("a2a-extensions")
     if raw:
@@ -4000,8 +3997,7 @@ def _call(server, method, params, call=None):
         str(params.get("tenant")))
     if mounted:                            # another agent's tenant (Server.mount): its call
         return mounted.call(method, params, call)
-    call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION},
-                               tracing=server.tracing)
+    call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION}, tracing=server.tracing)
     if server.store.shared:
         server.live.watched()         # this process's watch of the shared store
     call.method = method            # (first: a call refused below is counted and logged too)
@@ -4477,9 +4473,9 @@ def _jsonrpc_response(server, request):
             return _answer(server.call(name, params, call),
                            functools.partial(_jsonrpc_result, name, request_id),
                            functools.partial(_jsonrpc_refused, server, request, request_id))
-        if name in LEGACY_METHODS and server.compat is not None:        # A2A 0.3 (a2a_v03)
-            return server.compat.jsonrpc_response(server, name, params, request_id, request)
         if name in LEGACY_METHODS:
+            if server.compat:                      # A2A 0.3 (a2a_v03)
+                return server.compat.jsonrpc_response(server, name, params, request_id, request)
             raise MethodNotFoundError(
                 f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
                 f"{LEGACY_METHODS[name]!r} (or serve 0.3 clients too: "
@@ -4682,16 +4678,16 @@ class _SSEStream:
         seq, event = item
         if event is None:                        # nothing for keepalive_interval seconds
             return _KEEPALIVE
-        if type(event) is bytes:                 # (raw, from the store: see _Follower.raw)
-            return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event))
-        if type(event) is _StoredEvent and self.splice is not None:
+        if type(event) is _StoredEvent and self.splice:
             if len(event.json) > _JOINED:        # (a large one, in three pieces: the JSON is
                 head, _, tail = (b"id: %d\ndata: %s\n\n" % (   # the event's, not a copy)
                     seq, self.splice(b"\0"))).partition(b"\0")
                 self.after.extend((event.json, tail))
                 self.sending = event
                 return head
-            return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event.json))
+            event = event.json
+        if type(event) is bytes:                 # (raw, from the store: see _Follower.raw)
+            return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event))
         return _sse_frame(seq, self.wrap(event))
 
     def close(self):
@@ -5602,19 +5598,17 @@ class Server:
     def agent_card(self, base_url=None):
         """The public agent card, as a dict, for a server reached at ``base_url``."""
         base = (self.public_url or base_url or "http://127.0.0.1:8000").rstrip("/")
-        rpc = base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/"
-        ours = [("JSONRPC", rpc)] + ([] if self.single_path else [("HTTP+JSON", base)])
+        ours = [("JSONRPC", base + self.rpc_path)] + (
+            [] if self.single_path else [("HTTP+JSON", base)])
         interfaces = [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
                       for binding, url in ours + self.card.interfaces]
         if self.mounted:                       # the interfaces of the server it is mounted at
             front, tenant = self.mounted
             interfaces = [{**i, "tenant": tenant}
                           for i in front.agent_card(base_url)["supportedInterfaces"]]
-        return {
-            "name": self.card.fields["name"], "description": self.card.fields["description"],
-            "supportedInterfaces": interfaces,
-            **{k: v for k, v in self.card.fields.items() if k not in ("name", "description")},
-        }
+        fields = self.card.fields        # (name and description first: **fields keeps their place)
+        return {"name": fields["name"], "description": fields["description"],
+                "supportedInterfaces": interfaces, **fields}
 
     def mount(self, tenant, server):
         """Serve another agent (a Server) here as the tenant ``tenant`` (section 3.2.5): each
@@ -6122,9 +6116,7 @@ class _RequestReader:
             if request is None:
                 return None
         length = self._length
-        if length == 0:
-            body = b""
-        elif length is not None:
+        if length is not None:
             if len(buffer) < length:
                 return None
             body = bytes(buffer[:length])
