@@ -160,7 +160,7 @@ def _companion(name, wanted_by):
 
 def __getattr__(name):
     if name in _FORWARDED:
-        return getattr(_companion(_FORWARDED[name], "a2a_min." + name), name)
+        return getattr(_companion(_FORWARDED[name], f"a2a_min.{name}"), name)
     raise AttributeError(f"module 'a2a_min' has no attribute {name!r}")
 
 
@@ -646,7 +646,7 @@ _ONEOF_REQUIRED = {"Part": "content", "SecurityScheme": "scheme", "OAuthFlows": 
 
 
 def _snake(name):
-    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
 class _Field:
@@ -853,7 +853,7 @@ def parse(message_type, value, path=""):
             raise _bad(f"{path}.{name}" if path else name, "is required")
     must = _ONEOF_REQUIRED.get(message_type)
     if must and (oneofs is None or must not in oneofs):
-        members = [row[1] for row in MESSAGES[message_type] if row[3] == "oneof:" + must]
+        members = [row[1] for row in MESSAGES[message_type] if row[3] == f"oneof:{must}"]
         raise _bad(path or message_type, f"must set exactly one of {', '.join(members)}")
     return out
 
@@ -895,7 +895,7 @@ def _exact_names(message_type, value, path):
         if field is None or field.name != key:
             hint = f"; did you mean {field.name}?" if field is not None else ""
             raise ValueError(f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
-                             + ", ".join(row[1] for row in MESSAGES[message_type]) + ")")
+                             f"{', '.join(row[1] for row in MESSAGES[message_type])})")
         if (field.map_value or field.type) in _FIELDS and item is not None:
             _parse_field(field, item, f"{path}.{key}", _exact_names)
 
@@ -971,7 +971,7 @@ def agent_message(content, **fields):
 def _dumps(obj):
     """A JSON value -> compact UTF-8 JSON bytes."""
     try:
-        return _encode_json(obj).encode("utf-8")
+        return _encode_json(obj).encode()
     except UnicodeEncodeError:      # a lone surrogate (a JSON-RPC id's, say): sent escaped
         return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
@@ -1850,7 +1850,7 @@ def _rfc4514_value(value):
     """An attribute value escaped as RFC 4514 section 2.4 says."""
     def escaped(i, c):
         if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1) or c == "#" and i == 0:
-            return "\\" + c
+            return f"\\{c}"
         return "\\00" if c == "\0" else c
     return "".join(escaped(i, c) for i, c in enumerate(value))
 
@@ -2681,7 +2681,7 @@ class _TurnWriter:
         (not ``trusted``) checked against the proto first."""
         if trusted:
             return {**self.ids, **body}
-        return parse(message_type, {**body, **self.ids}, "agent " + kind)
+        return parse(message_type, {**body, **self.ids}, f"agent {kind}")
 
     def _publish(self, kind, body, now, event=None, earlier=()):
         """Apply the update (after those ``earlier``, from flush()) to the task,
@@ -3263,7 +3263,7 @@ class _Clock:
                                                       time.gmtime(second)))
         if self.form:
             return memo[1]
-        return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
+        return f"{memo[1]}.{int(t * 1000) % 1000:03d}Z"
 
 class _LiveTasks:
     """This process's tasks that can still change, and the agent's turns that change them. Each
@@ -4481,7 +4481,7 @@ def _jsonrpc_response(server, request):
                 f"{LEGACY_METHODS[name]!r} (or serve 0.3 clients too: "
                 "Server(compat='0.3'), --compat 0.3)", metadata={"method": name})
         raise MethodNotFoundError(f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
-                                  + ", ".join(METHODS), metadata={"method": name})
+                                  f"{', '.join(METHODS)}", metadata={"method": name})
     except A2AError as error:
         return _jsonrpc_refused(server, request, request_id, error)
     except Exception:
@@ -4913,7 +4913,7 @@ def _card_response(server, headers, base_url):
             # preferredTransport...) are not proto fields, so verifiers leave them out.
             card = _companion("a2a_signing", "card_signer=").sign_card(card, server.card.signer)
         body = _json_body(card)
-        etag = '"%08x-%x"' % (binascii.crc32(body), len(body))   # strong: any byte changes it
+        etag = f'"{binascii.crc32(body):08x}-{len(body):x}"'     # strong: any byte changes it
         modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server.card.since))
         cached = server.card.cache = (key, body, etag, modified)
     _, body, etag, modified = cached
@@ -4947,7 +4947,7 @@ def _help_response(server, headers, base_url):
         else:                                  # (a copied a2a_min.py alone: the text)
             return console.console_response(server, headers, base_url)
     return Response(200, [("Content-Type", "text/plain; charset=utf-8"), ("Vary", "Accept"),
-                          _LINK], text.encode("utf-8"))
+                          _LINK], text.encode())
 
 
 def _help_text(server, base_url):
@@ -5364,8 +5364,8 @@ class _PushDelivery:
         total = {what: sum(n[what] for n in noted.values())
                  for what in ("dropped", "failed", "refused")}
         worst = sorted(noted.items(), key=lambda item: -sum(item[1][w] for w in total))[:5]
-        callers = "; ".join(f"{caller!r:.80}: " + ", ".join(f"{n[w]} {w}" for w in total if n[w])
-                            + f" (last: {n['last'][:160]})" for caller, n in worst)
+        callers = "; ".join(f"{caller!r:.80}: {', '.join(f'{n[w]} {w}' for w in total if n[w])}"
+                            f" (last: {n['last'][:160]})" for caller, n in worst)
         more = f"; and {len(noted) - len(worst)} more callers" if len(noted) > len(worst) else ""
         return ("webhook deliveries since the last report: %d dropped, %d failed, %d refused; "
                 "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
@@ -5530,8 +5530,8 @@ class Server:
         self.agent = agent
         self.store = store if store is not None else TaskStore(   # (bounded by the limits)
             max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in _STORE_LIMITS})
-        self.single_path = "/" + single_path.strip("/") if single_path else None
-        self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
+        self.single_path = f"/{single_path.strip('/')}" if single_path else None
+        self.rpc_path = self.single_path or f"/{rpc_path.strip('/')}"
         self._card_path = (self.single_path or "").rstrip("/") + _CARD_PATH
         self.assume_version, self.public_url = assume_version, public_url
         self._streams = {}                  # caller -> streams open (max_caller_streams)
@@ -6160,7 +6160,7 @@ class _RequestReader:
             if lower in headers:
                 if lower == "host":                # (which one names the server? RFC 9112 3.2)
                     self._refuse(400, "the request has two Host headers: send one")
-                value = headers[lower] + ", " + value
+                value = f"{headers[lower]}, {value}"
             headers[lower] = value
         return headers
 
@@ -6468,7 +6468,7 @@ def _response_head(response, close, date, body=False):
     line; and its body after them if ``body`` (not a stream's, nor a HEAD's)."""
     status = response.status
     lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Status')}",
-             f"Server: a2a_min/{__version__}", "Date: " + date()]
+             f"Server: a2a_min/{__version__}", f"Date: {date()}"]
     for name, value in response.headers:          # (_header_list, unrolled: every answer's)
         lines.append(f"{name}: {value}")
     if response.stream is None and status != 304 and status != 204:
@@ -7262,7 +7262,7 @@ def _asgi_request(scope):
     headers = {}
     for name, value in scope["headers"]:
         name, value = name.decode("latin-1").lower(), value.decode("latin-1")
-        headers[name] = headers[name] + ", " + value if name in headers else value
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
     host = headers.get("host") or "%s:%s" % tuple(scope.get("server") or ("127.0.0.1", 80))
     return path, headers, f"{scope.get('scheme', 'http')}://{host}{prefix}"
 
@@ -7392,7 +7392,7 @@ def _lambda_request(event):
         single = event.get("queryStringParameters") or {}
         query = urlencode(multi, doseq=True) if multi else urlencode(single)
     body = event.get("body") or ""
-    body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
+    body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
     context_of = event.get("requestContext", {})
     stage = context_of.get("stage", "$default")
     prefix = f"/{stage}" if not v2 and stage != "$default" and "execute-api" in \
@@ -7438,10 +7438,10 @@ def lambda_handler(server, *, margin=1.0):
             data = b"".join(chunks)
         out_headers = {}
         for name, value in response.headers:
-            out_headers[name] = out_headers[name] + ", " + value if name in out_headers else value
+            out_headers[name] = f"{out_headers[name]}, {value}" if name in out_headers else value
         textual = any(t in out_headers.get("Content-Type", "") for t in ("json", "text"))
         return {"statusCode": response.status, "headers": out_headers,
-                "body": data.decode("utf-8") if textual else base64.b64encode(data).decode(),
+                "body": data.decode() if textual else base64.b64encode(data).decode(),
                 "isBase64Encoded": not textual}
     return handler
 
