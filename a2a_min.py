@@ -2313,7 +2313,7 @@ class _Follower:
                     self._end_if_closing()
                     self._wait(channel)
                     self._end_if_stopped()
-                    if self.begin is not None and time.monotonic() >= self.begin_at - 0.001:
+                    if self.begin and time.monotonic() >= self.begin_at - 0.001:
                         self._begin()
                     if not self._take():
                         self._end_if_closing()
@@ -2327,7 +2327,7 @@ class _Follower:
         channel.waiting += 1
         try:
             wait = self.keepalive
-            if self.begin is not None:          # (a new task's first event is due at begin_at)
+            if self.begin:                      # (a new task's first event is due at begin_at)
                 if channel.task is None and not channel.tail:
                     wait = min(wait, max(0.0, self.begin_at - time.monotonic()))
                 else:
@@ -2369,9 +2369,9 @@ class _Follower:
                     len(channel.tail) > self.tail_seen:     # (else nothing is new: no lock)
                 with channel.lock:
                     news = self._take()
-            if not news and idle and self.begin is not None:    # (its first event is due)
+            if not news and idle and self.begin:                # (its first event is due)
                 off_loop = self.begin.live.off_loop
-                if off_loop is not None and channel.task is None:   # (a shared store's
+                if off_loop and channel.task is None:               # (a shared store's
                     off_loop.run(self.begin.begin)                  # write may wait: not here)
                     self.begin = None
                 else:
@@ -2402,7 +2402,7 @@ class _Follower:
         self.ended = True
         self.ready.clear()
         on_close, self.on_close = self.on_close, None
-        if on_close is not None:
+        if on_close:
             on_close()
         if self.counted:
             self.counted = False
@@ -2919,7 +2919,7 @@ class _Channel:
 
     def tell(self, event):
         """Tell the webhooks (``on_event``) of the task's ``event``."""
-        if self.on_event is not None:
+        if self.on_event:
             self.on_event(self.caller or self.owner, self.task, event)
 
     def change(self, kind, body, now, event=None, tell=True, earlier=()):
@@ -2954,7 +2954,7 @@ class _Channel:
         """change() for several: in one commit, when the store ``batches`` and
         no webhook needs telling of each; else one by one."""
         with self.lock:
-            if self.on_event is not None or not getattr(self.store, "batches", False):
+            if self.on_event or not getattr(self.store, "batches", False):
                 for kind, body, now, event in batch:
                     self.change(kind, body, now, event)
                 return
@@ -3333,7 +3333,7 @@ class _LiveTasks:
     def stop(self, channel):
         """Tell the turn running on ``channel``, if any, that its task ended
         (canceled, here or by another process): its further output is dropped."""
-        if channel.active is not None:
+        if channel.active:
             channel.active._cancel()
 
     def cut(self):
@@ -3383,7 +3383,7 @@ class _LiveTasks:
         """The store dropped an idle task: end any stream still watching it."""
         with self.lock:
             channel = self.channels.pop(task_id, None)
-        if channel is not None:
+        if channel:
             channel.publish(None, {"error": TaskNotFoundError(
                 f"task {task_id} expired and was removed from the store",
                 metadata={"taskId": task_id})})
@@ -3400,7 +3400,7 @@ class _LiveTasks:
                 with channel.lock:
                     if channel.ended:       # let go of meanwhile (the store's watch): anew
                         continue
-                    if channel.active is not None:         # a turn runs here, maybe ending
+                    if channel.active:                     # a turn runs here, maybe ending
                         raise _still_working(task_id)
                     self.add_push(ctx, call.owner)
                     # Record the message; refused if a turn began meanwhile, in
@@ -3450,7 +3450,7 @@ class _LiveTasks:
 
     def start(self, turn, spawn=None):
         """Run a turn in the background: an async agent through ``spawn``, else a worker."""
-        if spawn is not None and self.agent_is_async:
+        if spawn and self.agent_is_async:
             self.drive(turn, None, spawn)     # only makes the coroutine: no wait
         else:
             self.pool().submit(self.drive, turn, None, spawn)
@@ -3480,7 +3480,7 @@ class _LiveTasks:
         except Exception as exc:                       # the agent failed: fail the task
             turn.fail(exc)
         finally:
-            if running is not None:
+            if running:
                 _TURN.reset(running)
 
     def spawn_own(self, coroutine):
@@ -3505,7 +3505,7 @@ class _LiveTasks:
         except Exception as exc:
             turn.fail(exc)
         finally:
-            if gen is not None:
+            if gen:
                 gen.close()
 
 
@@ -3901,7 +3901,7 @@ def _get_extended_agent_card(server, request, call):
         raise UnsupportedOperationError(
             "this agent has no extended card (capabilities.extendedAgentCard is false); "
             "the public card is at /.well-known/agent-card.json")
-    if server.authenticate is not None and call.principal is None:
+    if server.authenticate and call.principal is None:
         raise AuthenticationRequiredError(
             "the extended agent card is for authenticated callers; send the credentials "
             "the card's securitySchemes describe")
@@ -4001,10 +4001,10 @@ def _call(server, method, params, call=None):
     if server.store.shared:
         server.live.watched()         # this process's watch of the shared store
     call.method = method            # (first: a call refused below is counted and logged too)
-    if server.authenticate is not None:
+    if server.authenticate:
         call.principal = server.authenticate(call)
     _check_service_parameters(server, call, method)
-    if server.compat is not None and call.translated_from is None:
+    if server.compat and call.translated_from is None:
         server.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
     request = parse(METHODS[method][0], params)
     tenant = request.get("tenant", "")     # section 3.2.5
@@ -4213,7 +4213,7 @@ def _answers_to(server, host):
 def _refused(server, path, headers, status, error):
     """An answer to a request refused before routing, in the shape of the
     binding its path belongs to (A2A 0.3's too, when it is served)."""
-    if server.compat is not None and server.compat.speaks_rest(path, headers):
+    if server.compat and server.compat.speaks_rest(path, headers):
         return server.compat.refusal(server, status, error)
     return server.error_response(path, status, error)
 
@@ -4369,7 +4369,7 @@ def _routed(server, request):
                 "the agent card"))
         if path == "/metrics" and server.metrics is not None and server.metrics.here:
             return server.metrics.response(request)     # (a2a_metrics: who may read it, how)
-        if server.compat is not None and server.compat.speaks_rest(path, headers):   # A2A 0.3
+        if server.compat and server.compat.speaks_rest(path, headers):   # A2A 0.3
             return server.compat.rest_response(server, request)
         if path[:4] in ("/v1/", "/v1") and not headers.get("a2a-version") and \
                 server.assume_version is None and "A2A-Version=" not in request.query:
@@ -4606,7 +4606,7 @@ class _SSEStream:
         self.dry = False              # the last look found nothing more (see _LoopStream)
         self.after = deque()          # the rest of a frame given in pieces (_frame)
         self.sending = None           # the event of those pieces (kept while they are sent)
-        if splice is not None and type(events) is _Follower:      # (a stream's JSON, spliced:
+        if splice and type(events) is _Follower:                  # (a stream's JSON, spliced:
             events.raw = getattr(events.channel.store, "raw_events", False)   # not parsed again)
 
     def __iter__(self):
@@ -4907,7 +4907,7 @@ def _card_response(server, headers, base_url):
     if cached is None or cached[0] != key:
         card = server.agent_card(base_url)
         card = card if server.compat is None else server.compat.card(card)
-        if server.card.signer is not None:
+        if server.card.signer:
             # What is signed is the card as served, as the proto knows it: with
             # compat on, its 0.3 interfaces too; the 0.3-only fields (url,
             # preferredTransport...) are not proto fields, so verifiers leave them out.
@@ -5581,7 +5581,7 @@ class Server:
                              "e.g. BearerAuth(tokens, anonymous=True) to serve the rest to all")
         if isinstance(self.extended_card, dict):
             _check_card({**self.agent_card(), **self.extended_card})
-        if signer is not None:
+        if signer:
             if not self.public_url:
                 raise ValueError("a signed card needs public_url (the URL clients reach this "
                                  "server at): the card signed must not depend on the request")
@@ -5669,7 +5669,7 @@ class Server:
                 pusher = self._pusher
         channel = self.live.channels.get(task["id"])    # the running turn's trace goes along
         turn = channel and channel.active or _TURN.get(None)
-        trace = turn.trace if turn is not None and self.tracing else None
+        trace = turn.trace if turn and self.tracing else None
         pusher.submit(owner, configs, event, task, trace and trace.headers())
 
     @property
@@ -5735,10 +5735,10 @@ class Server:
                            "queued", turns, deliveries)
         if turns:
             self.live.cut()
-        if self._pusher is not None:           # its threads end (what waits on a retry: dropped)
+        if self._pusher:                       # its threads end (what waits on a retry: dropped)
             self._pusher.stop()
         close = getattr(self.agent, "close", None)
-        if close is not None:                  # what the agent still runs ends (serve --exec)
+        if close:                              # what the agent still runs ends (serve --exec)
             close()
         for mounted in self.mounts.values():   # the agents mounted here, in the time left
             mounted.shutdown(deadline - time.monotonic())
@@ -5846,7 +5846,7 @@ class _LoopAnswer:
             self.loop.call_soon_threadsafe(self._answer)
 
     def _answer(self):
-        if self.timer is not None:
+        if self.timer:
             self.timer.cancel()
             self.timer = None
         response = self.response
@@ -5896,7 +5896,7 @@ async def _drive_async(live, result, turn):
     except Exception as exc:
         await write(turn.fail, exc)
     finally:
-        if running is not None:
+        if running:
             _TURN.reset(running)
 
 
@@ -6002,13 +6002,13 @@ class _LoopStream:
             if self.loop.time() < self.idle_at:    # chunks went meanwhile: not yet
                 self.timer = self.loop.call_at(self.idle_at, self._woken, True)
                 return
-        if self.waiter is not None and not self.waiter.done():
+        if self.waiter and not self.waiter.done():
             self.waiter.set_result(idle)
 
     def close(self):
         self.stream.unwatch(self.wake)
         self.wake = None                           # (it holds self: no cycle left behind)
-        if self.timer is not None:
+        if self.timer:
             self.timer.cancel()
         self.stream.close()
 
@@ -6136,7 +6136,7 @@ class _RequestReader:
         return self._head is not None
 
     def _refuse(self, status, message, error=InvalidRequestError, **kw):
-        path = self._head.path if self._head is not None else None
+        path = self._head.path if self._head else None
         raise _BadRequest(status, error(message, **kw), path)
 
     # -- the head (RFC 9112 sections 2-5) ------------------------------------
@@ -6402,7 +6402,7 @@ def _tls_handshake(sock, context, deadline_after):
         return tls
     except (OSError, ValueError) as error:         # (ssl.SSLError is an OSError)
         _log().debug("TLS handshake failed: %s", error)
-        (tls if tls is not None else sock).close()
+        (tls or sock).close()
 
 
 # -- writing an answer -------------------------------------------------------------
@@ -6570,7 +6570,7 @@ class _ThreadedConnection:
         server, self.httpd, self.timeout = httpd.a2a, httpd, httpd.wait_for
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         accepted, scheme, peer = sock, "http://", client_address[0]
-        if httpd.tls is not None:
+        if httpd.tls:
             sock, scheme = _tls_handshake(sock, httpd.tls, httpd.handshake_timeout), "https://"
             if sock is None:
                 return                     # (a TLS handshake that failed)
@@ -6604,7 +6604,7 @@ class _ThreadedConnection:
             except _BadRequest as bad:
                 self.send(sock, server.error_response(bad.path, bad.status, bad.error), True)
                 return None
-            if request is not None:
+            if request:
                 return request
             if reader.expects_continue:
                 reader.expects_continue = False
@@ -6736,7 +6736,7 @@ class _Hangups:
                         poll.unregister(fd)
                     if gone is not None:
                         gone.append(True)
-                if channel is not None:
+                if channel:
                     channel.wake()
             with self.lock:                        # none left to watch: the thread ends
                 if not self.wakes:
@@ -6934,7 +6934,7 @@ async def _stop_asyncio(server, loop, listener, connections, grace):
         await asyncio.sleep(0.05)              # requests in flight
     busy = [c.busy for c in connections if hasattr(c.busy, "cancel")]
     for connection in list(connections):       # then the rest, idle or not, is closed
-        if connection.transport is not None:   # (else a TLS handshake, which asyncio ends)
+        if connection.transport:               # (else a TLS handshake, which asyncio ends)
             connection.transport.abort()
     for task in busy:
         task.cancel()
@@ -6952,7 +6952,7 @@ def _out_of_files(previous, said, loop, context):
         said[0] = time.monotonic() + 60.0
         context = {**context, "message": f"{context.get('message')}: the open-file limit is "
                    "reached; raise it (ulimit -n) or lower max_connections (said once a minute)"}
-    if previous is not None:
+    if previous:
         return previous(loop, context)
     loop.default_exception_handler(context)
 
@@ -6993,7 +6993,7 @@ class _LoopConnection:
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
         self.peer = (transport.get_extra_info("peername") or ("",))[0]
         refusal = self.admission.admit(self.peer, len(self.connections) - 1)   # (this one:
-        if refusal is not None:                    # counted at accept) refused, and closed
+        if refusal:                                # counted at accept) refused, and closed
             return self.close_after_answer(refusal)
         self.counted = self.peer
         host, port = transport.get_extra_info("sockname")[:2]
@@ -7015,7 +7015,7 @@ class _LoopConnection:
         if self.closed:
             return                 # a refused connection's request: not read
         self.buffer += data
-        if self.busy is None and self.transport is not None:
+        if self.busy is None and self.transport:
             self.serve_buffered()
         elif len(self.buffer) > self.reader.max_header_bytes + self.reader.max_body_bytes:
             self.transport.pause_reading()         # a client far ahead of its answers
@@ -7026,14 +7026,14 @@ class _LoopConnection:
     def connection_lost(self, exc):
         """The client is gone: stop its clock and its stream, if any."""
         self.closed = True
-        if self.timer is not None:
+        if self.timer:
             self.timer.cancel()
         self.connections.discard(self)
         if self.counted is not None:
             self.admission.leave(self.counted)
-        if self.busy is not None and hasattr(self.busy, "cancel"):
+        if hasattr(self.busy, "cancel"):
             self.busy.cancel()     # stops pumping the stream; the agent's task goes on
-        if self.drained is not None and not self.drained.done():
+        if self.drained and not self.drained.done():
             self.drained.set_result(None)
 
     def pause_writing(self):
@@ -7044,7 +7044,7 @@ class _LoopConnection:
         self.transport.pause_reading()
 
     def resume_writing(self):
-        if self.drained is not None and not self.drained.done():
+        if self.drained and not self.drained.done():
             self.drained.set_result(None)
         self.drained = None
         if not self.closed:
@@ -7057,17 +7057,17 @@ class _LoopConnection:
         if self.closed:
             return
         now = self.loop.time()
-        if self.drained is not None and now - self.paused_at >= self.timeout:
+        if self.drained and now - self.paused_at >= self.timeout:
             return self.transport.abort()          # it stopped reading (a stream's, too)
         waited = now - self.ready_since
         if self.busy is None and waited >= self.timeout:
-            if self.drained is not None:           # it has not read its answers: give up
+            if self.drained:                       # it has not read its answers: give up
                 return self.transport.abort()
             if self.buffer:                        # a request began, and stalled
                 return self.close_after_answer(_timed_out(self.server, self.timeout))
             return self.transport.close()
         wait = self.timeout - waited if self.busy is None else self.timeout
-        if self.drained is not None:
+        if self.drained:
             wait = min(wait, self.paused_at + self.timeout - now)
         self.timer = self.loop.call_later(max(wait, 0.01), self.check_timeout)
 
@@ -7097,7 +7097,7 @@ class _LoopConnection:
     def answer(self, response, request):
         """Write ``response`` to ``request``, or begin to (a turn still running,
         a stream). True if the connection is ready for its next request."""
-        if response.pending is not None:           # one request at a time: the rest waits
+        if response.pending:                       # one request at a time: the rest waits
             self.busy = response.pending
             _LoopAnswer(self.loop, response, self.answered_later, request)
             return False
@@ -7162,7 +7162,7 @@ class _LoopConnection:
                         break
                 for piece in plan.put(chunk):
                     write(piece)
-                    if self.drained is not None:
+                    if self.drained:
                         await self.drained         # the client reads slowly: wait for it
                     if self.closed:
                         return
@@ -7498,7 +7498,7 @@ def _stop_on_ctrl_c(server, grace, stop_now):
 
     def on_sigint(signum, frame):
         if pressed:
-            if stop_now is not None:
+            if stop_now:
                 stop_now()
             print("a2a_min: stopped now", file=sys.stderr, flush=True)
             os._exit(130)
