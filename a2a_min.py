@@ -4152,25 +4152,21 @@ _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000
 # standard, "CORS protocol"; RFC 9110 section 7.2), each a dict or set lookup per request (gRPC has
 # no browser surface, so none of this applies there):
 #
-# - Every POST's body is JSON (application/json, or any +json). A page may
-#   send a "simple" request (a form post, a fetch() of text) to any origin
-#   without asking first, but none can say JSON: that makes the browser ask
-#   first (an OPTIONS preflight), and the server refuses origins it was not
-#   told of. A POST with no body may carry the A2A-Version header instead
-#   (:subscribe, :cancel), which needs a preflight too. So a POST that gets
-#   past this was preflighted (as every DELETE is), and may give its version
-#   in the query (section 3.6.1), as a GET may (EventSource cannot set
-#   headers): a POST a page sends unasked never gets that far.
-# - Cross-origin reading (CORS) only for the origins the user names
-#   (cors_origins, --cors-origin); the card and the API catalog are readable
-#   from anywhere ("*"), as discovery expects.
-# - The Host header names this server: localhost, its address (bound to
-#   0.0.0.0 or ::, or not saying, any IP address), public_url's host, and
-#   allowed_hosts (--allow-host); else 421. This stops DNS rebinding: a page
-#   of rebind.attacker.example, a name pointed at 127.0.0.1, may read every
-#   answer; only Host tells. Rebinding needs a name, so an IP address passes.
-#   A Host that is not host[:port] (RFC 3986) is 400: the card's URLs are
-#   made of it (and so the card says Vary: Host, for caches).
+# - Every POST's body is JSON (application/json, or any +json). A page may send a "simple" request
+#   (a form post, a fetch() of text) to any origin without asking first, but none can say JSON:
+#   that makes the browser ask first (an OPTIONS preflight), and the server refuses origins it was
+#   not told of. A POST with no body may carry the A2A-Version header instead (:subscribe,
+#   :cancel), which needs a preflight too. So a POST that gets past this was preflighted (as every
+#   DELETE is), and may give its version in the query (section 3.6.1), as a GET may (EventSource
+#   cannot set headers): a POST a page sends unasked never gets that far.
+# - Cross-origin reading (CORS) only for the origins the user names (cors_origins, --cors-origin);
+#   the card and the API catalog are readable from anywhere ("*"), as discovery expects.
+# - The Host header names this server: localhost, its address (bound to 0.0.0.0 or ::, or not
+#   saying, any IP address), public_url's host, and allowed_hosts (--allow-host); else 421. This
+#   stops DNS rebinding: a page of rebind.attacker.example, a name pointed at 127.0.0.1, may read
+#   every answer; only Host tells. Rebinding needs a name, so an IP address passes. A Host that is
+#   not host[:port] (RFC 3986) is 400: the card's URLs are made of it (and so the card says
+#   Vary: Host, for caches).
 
 _JSON_TYPES = frozenset({"application/json", "application/a2a+json",
                          "application/json; charset=utf-8", "application/json;charset=utf-8",
