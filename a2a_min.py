@@ -827,7 +827,7 @@ def parse(message_type, value, path=""):
             if item or field.optional:         # "" is the default: not sent in ProtoJSON
                 out[field.name] = item
             continue
-        if field.names is not None and type(item) is str and item in field.names:
+        if field.names and type(item) is str and item in field.names:
             out[field.name] = item
             continue
         name = field.name
@@ -893,7 +893,7 @@ def _exact_names(message_type, value, path):
     for key, item in value.items():
         field = fields.get(key)
         if field is None or field.name != key:
-            hint = f"; did you mean {field.name}?" if field is not None else ""
+            hint = f"; did you mean {field.name}?" if field else ""
             raise ValueError(f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
                              f"{', '.join(row[1] for row in MESSAGES[message_type])})")
         if (field.map_value or field.type) in _FIELDS and item is not None:
@@ -2264,7 +2264,7 @@ class _Follower:
             try:
                 found = (channel.store.events(task["id"], self.seq - 1, raw=True) if self.raw
                          else channel.store.events(task["id"], self.seq - 1))
-                if found is not None and found[0] > self.seq:     # fell behind the kept events:
+                if found and found[0] > self.seq:                 # fell behind the kept events:
                     # the task as it is now instead, which holds them all (one copy of its
                     # JSON for every reader that fell behind at this version of it)
                     if channel.store.shared:            # (another process may be ahead)
@@ -2273,7 +2273,7 @@ class _Follower:
                     self.seq, news, found = channel.next_seq, True, None
             except (ServerBusyError, TaskNotFoundError):    # a shared store is away (read on
                 found = None                                # once it is back), or it is gone
-            if found is not None and found[1]:
+            if found and found[1]:
                 self.ready.extend(found[1])
                 self.seq, news = found[1][-1][0] + 1, True
         if len(channel.tail) > self.tail_seen:
@@ -2347,7 +2347,7 @@ class _Follower:
         client to come back (``retry``) and resume with Last-Event-ID; a turn
         still running here is followed to its end first (shutdown's grace)."""
         closing = self.channel.closing
-        if closing is not None and closing.is_set() and \
+        if closing and closing.is_set() and \
                 (self.channel.active is None or self.channel.stopped is not None):
             self.retry = True
             self.close()
@@ -2513,7 +2513,7 @@ class _PendingAnswer:
         fn(self, *args)
 
     def result(self):
-        if self.error is not None:
+        if self.error:
             raise self.error
         return self.value
 
@@ -2663,7 +2663,7 @@ class _TurnWriter:
         """Publish a status update (``trusted``: built here, not by the agent)."""
         body = self._checked("statusUpdate", "TaskStatusUpdateEvent", body, trusted)
         status = body["status"]
-        if self.chunk is not None and status["state"] in _STREAM_END:
+        if self.chunk and status["state"] in _STREAM_END:
             self._close_chunk()                 # (its artifact ends before the turn does)
         now = status["timestamp"] = self.live.now()
         if "message" in status:
@@ -3307,7 +3307,7 @@ class _LiveTasks:
         """A new task's turn: its channel, not yet in ``channels`` (the task is
         made by the turn's first event: make_task)."""
         admit = getattr(self.agent, "admit", None)
-        if admit is not None:              # an agent with no room refuses here (ServerBusy)
+        if admit:                          # an agent with no room refuses here (ServerBusy)
             admit(ctx)
         self.observe(ctx, call)
         channel = self.new_channel(call.owner, call.caller)
@@ -3767,8 +3767,7 @@ def _subscribe_to_task(server, request, call):
         task, seq = channel.task, channel.next_seq
         oldest = (server.store.events(task["id"], seq - 1) or (seq,))[0]
         if last_event_id is not None and oldest - 1 <= last_event_id < seq:
-            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES,
-                             counted=True)
+            return _Follower(channel, last_event_id + 1, keepalive, TERMINAL_STATES, counted=True)
         shared = channel.shared_task()
     return _Follower(channel, seq, keepalive, TERMINAL_STATES, first=[(seq - 1, shared)],
                      ended=task["status"]["state"] in TERMINAL_STATES, counted=True)
@@ -4363,7 +4362,7 @@ def _routed(server, request):
             return server.error_response(server.single_path, 404, MethodNotFoundError(
                 f"this server answers only at {server.single_path}: POST for JSON-RPC, GET for "
                 "the agent card"))
-        if path == "/metrics" and server.metrics is not None and server.metrics.here:
+        if path == "/metrics" and server.metrics and server.metrics.here:
             return server.metrics.response(request)     # (a2a_metrics: who may read it, how)
         if server.compat and server.compat.speaks_rest(path, headers):   # A2A 0.3
             return server.compat.rest_response(server, request)
@@ -6791,7 +6790,7 @@ def _bound_to(listener):
 def _say_where(listener):
     """serve()'s and serve_asyncio()'s on_ready when none is given: say where."""
     host, port = _bound_to(listener)
-    scheme = "https" if getattr(listener, "tls", None) is not None else "http"
+    scheme = "https" if getattr(listener, "tls", None) else "http"
     print(f"a2a_min: serving on {scheme}://{host}:{port}/ (Ctrl-C stops)", flush=True)
 
 
@@ -6995,7 +6994,7 @@ class _LoopConnection:
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
         self.scheme = "http://"
-        if transport.get_extra_info("sslcontext") is not None:
+        if transport.get_extra_info("sslcontext"):
             self.scheme = "https://"
             self.peer = _Peer(self.peer, transport.get_extra_info("peercert") or None)
             if self.buffer:                        # what came with the end of the handshake
@@ -7175,7 +7174,7 @@ class _LoopConnection:
         """The stream ended: the connection goes on to its next request if it
         was kept and the stream ended whole; else it closes."""
         self.busy = None
-        if not task.cancelled() and task.exception() is not None:
+        if not task.cancelled() and task.exception():
             _log().error("unexpected error in a stream", exc_info=task.exception())
         elif keep and not task.cancelled() and not self.closed:
             return self.go_on()
@@ -7583,8 +7582,7 @@ def _demo_options(args):
                 cors_origins=args.cors_origin)
 
 
-def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", stop_now=None,
-                **host):
+def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", stop_now=None, **host):
     """Serve ``server`` as the command line does: the banner, Ctrl-C, and a port that is taken said
     in one line. ``host``: serve()'s further arguments (a2a_cli.py's tls=, workers=)."""
     if args.compat:
