@@ -34,42 +34,39 @@ event loops, but for the webhooks it sends; the last three sections meet the wor
 3. the data model: ProtoJSON dicts checked against the proto's table; _apply changes a task;
 4. the task store: where tasks live, bounded, behind a small interface;
 5. authentication, and which webhook addresses are allowed;
-6. agent execution: how your function becomes task updates and stream events (the
-   live tasks and their turns), and the observers that watch requests, turns and
-   webhooks (logs, metrics, spans);
+6. agent execution: how your function becomes task updates and stream events (the live tasks and
+   their turns), and the observers that watch requests, turns and webhooks (logs, metrics, spans);
 7. operations: the eleven A2A operations, free of any binding, and call(), their door;
-8. bindings: JSON-RPC, HTTP+JSON, SSE, the agent card and RFC 9727 API catalog, as bytes;
+8. bindings: JSON-RPC, HTTP+JSON, SSE and the agent card, as bytes;
 9. webhook delivery: push notifications, sent from background threads;
 10. the server: the Server that wires them together;
 11. running on an event loop: the core's hooks, turned into asyncio;
 12. adapters: threaded or asyncio HTTP/1.1 servers, WSGI, ASGI, AWS Lambda;
 13. the command line demo.
 
-The rule: this file alone answers every A2A 1.0 request in one process, with the
-bounded in-memory store, on every bundled host: all eleven operations on JSON-RPC
-and HTTP+JSON, SSE with Last-Event-ID, the card (ETag, caching, the API catalog)
-and the extended card, tenants, authentication hooks (Bearer, API key, the
-certificate subject from an ssl.SSLContext it is given), per-caller shares, push
-notification configs and their delivery with the address guard, graceful shutdown
-and stats(). What deployment needs lives in companion modules beside it, each
-imported only when asked for (through _companion(), which names the file to copy):
+The rule: this file alone answers every A2A 1.0 request in one process, with the bounded in-memory
+store, on every bundled host: all eleven operations on JSON-RPC and HTTP+JSON, SSE with
+Last-Event-ID, the card (ETag, caching) and the extended card, tenants, authentication hooks
+(Bearer, API key, the certificate subject from an ssl.SSLContext it is given), per-caller shares,
+push notification configs and their delivery with the address guard, graceful shutdown and stats().
+What deployment needs lives in companion modules beside it, each imported only when asked for
+(through _companion(), which names the file to copy):
 
-- a2a_store.py: tasks in SQLite, shared by processes (--store, --workers,
-  serve(workers=N)); a2a_postgres.py: in PostgreSQL (psycopg);
-- a2a_cli.py: the command line's deployment flags (--tls-* from files and their
-  reload, --metrics, --access-log, --exec, --sign-key...) and the client's verbs;
-  a2a_client.py: for programs;
+- a2a_store.py: tasks in SQLite, shared by processes (--store, --workers, serve(workers=N));
+  a2a_postgres.py: in PostgreSQL (psycopg);
+- a2a_cli.py: the command line's deployment flags (--tls-* from files and their reload, --metrics,
+  --access-log, --exec, --sign-key...) and the client's verbs; a2a_client.py: for programs;
 - a2a_console.py: the page a browser gets at GET /;
+- a2a_catalog.py: the RFC 9727 API catalog and the AI catalog of the agents served here;
 - a2a_signing.py: signed cards (RFC 8785, JWS; keys need cryptography);
 - a2a_metrics.py: Prometheus metrics; a2a_otel.py: OpenTelemetry spans;
 - a2a_grpc.py: the gRPC binding (grpcio); a2a_v03.py: A2A 0.3 clients.
 
-TLS here is an ssl.SSLContext given to serve(). This file trusts the agent it is
-given; what it is sent is network input, held to the limits of section 1
-(DEFAULT_LIMITS).
+TLS here is an ssl.SSLContext given to serve(). This file trusts the agent it is given; what it is
+sent is network input, held to the limits of section 1 (DEFAULT_LIMITS).
 
-MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the
-LICENSE file beside it in its repository and must accompany copies of this file.
+MIT License. Copyright (c) 2026 the a2a_min authors. The full text is in the LICENSE file beside it
+in its repository and must accompany copies of this file.
 """
 
 __all__ = [
@@ -150,11 +147,8 @@ _FORWARDED = dict.fromkeys(("SQLiteStore", "SQLITE_SCHEMA_VERSION"), "a2a_store"
 def _companion(name, wanted_by):
     """The companion module ``name``, imported when ``wanted_by`` (an option, a
     class) first asks for it; if missing, ModuleNotFoundError names the file to copy."""
-    module = sys.modules.get(name)
-    if module is not None:
-        return module
     try:
-        return __import__(name)
+        return __import__(name)          # (sys.modules' entry, once imported)
     except ModuleNotFoundError as error:
         if error.name != name:                  # (what the companion itself needs)
             raise
@@ -166,7 +160,7 @@ def _companion(name, wanted_by):
 
 def __getattr__(name):
     if name in _FORWARDED:
-        return getattr(_companion(_FORWARDED[name], "a2a_min." + name), name)
+        return getattr(_companion(_FORWARDED[name], f"a2a_min.{name}"), name)
     raise AttributeError(f"module 'a2a_min' has no attribute {name!r}")
 
 
@@ -664,7 +658,7 @@ _ONEOF_REQUIRED = {"Part": "content", "SecurityScheme": "scheme", "OAuthFlows": 
 
 
 def _snake(name):
-    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
 class _Field:
@@ -845,7 +839,7 @@ def parse(message_type, value, path=""):
             if item or field.optional:         # "" is the default: not sent in ProtoJSON
                 out[field.name] = item
             continue
-        if field.names is not None and type(item) is str and item in field.names:
+        if field.names and type(item) is str and item in field.names:
             out[field.name] = item
             continue
         name = field.name
@@ -871,7 +865,7 @@ def parse(message_type, value, path=""):
             raise _bad(f"{path}.{name}" if path else name, "is required")
     must = _ONEOF_REQUIRED.get(message_type)
     if must and (oneofs is None or must not in oneofs):
-        members = [row[1] for row in MESSAGES[message_type] if row[3] == "oneof:" + must]
+        members = [row[1] for row in MESSAGES[message_type] if row[3] == f"oneof:{must}"]
         raise _bad(path or message_type, f"must set exactly one of {', '.join(members)}")
     return out
 
@@ -911,9 +905,9 @@ def _exact_names(message_type, value, path):
     for key, item in value.items():
         field = fields.get(key)
         if field is None or field.name != key:
-            hint = f"; did you mean {field.name}?" if field is not None else ""
+            hint = f"; did you mean {field.name}?" if field else ""
             raise ValueError(f"{path}.{key} is not a field of {message_type}{hint} (its fields: "
-                             + ", ".join(row[1] for row in MESSAGES[message_type]) + ")")
+                             f"{', '.join(row[1] for row in MESSAGES[message_type])})")
         if (field.map_value or field.type) in _FIELDS and item is not None:
             _parse_field(field, item, f"{path}.{key}", _exact_names)
 
@@ -989,7 +983,7 @@ def agent_message(content, **fields):
 def _dumps(obj):
     """A JSON value -> compact UTF-8 JSON bytes."""
     try:
-        return _encode_json(obj).encode("utf-8")
+        return _encode_json(obj).encode()
     except UnicodeEncodeError:      # a lone surrogate (a JSON-RPC id's, say): sent escaped
         return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
@@ -1021,12 +1015,11 @@ _encode_json, _decode_stored = _json_codec()
 # -- a task's life: the one function that changes it ----------------------------
 
 def _apply(task, kind, body, now, grown=None):
-    """The task after one event of TRANSITIONS: ``kind`` names it, ``body`` is the
-    Message or update event it carries, ``now`` the timestamp of a status it sets;
-    ``task`` is None for a new task. Tasks are copy-on-write; raises the protocol's
-    error when the event may not meet the task's state. ``grown`` is a parts list the
-    caller owns (_Channel.grown), which an append extends in place rather than copy
-    it at every chunk (the square of the chunks)."""
+    """The task after one event of TRANSITIONS: ``kind`` names it, ``body`` is the Message or
+    update event it carries, ``now`` the timestamp of a status it sets; ``task`` is None for a new
+    task. Tasks are copy-on-write; raises the protocol's error when the event may not meet the
+    task's state. ``grown`` is a parts list the caller owns (_Channel.grown), which an append
+    extends in place rather than copy it at every chunk (the square of the chunks)."""
     state = None if task is None else task["status"]["state"]
     meets, leaves = TRANSITIONS[kind]
     if state not in meets:
@@ -1313,10 +1306,9 @@ def _limits(given):
 
 
 def open_store(location=None, **limits):
-    """The task store a location names (the command line's --store, the
-    examples' A2A_STORE): None or "" for none (the Server keeps its tasks in
-    memory), a file name or an ``sqlite:`` URL for a2a_store's SQLiteStore, a
-    ``postgresql://`` (or ``postgres://``) URL for a2a_postgres's
+    """The task store a location names (the command line's --store, the examples' A2A_STORE): None
+    or "" for none (the Server keeps its tasks in memory), a file name or an ``sqlite:`` URL for
+    a2a_store's SQLiteStore, a ``postgresql://`` (or ``postgres://``) URL for a2a_postgres's
     PostgresStore (it needs psycopg). Each companion is imported only then."""
     if not location:
         return None
@@ -1331,13 +1323,12 @@ def open_store(location=None, **limits):
 
 
 class _Entry:
-    """What TaskStore keeps of a task: its JSON (``body``, as last written whole)
-    and what it needs without decoding it. ``size`` counts the kept events, its
-    push configs (``configs`` bytes) and ``live`` (the running turn's parsed
-    copy); ``pending`` holds a streamed artifact's chunks not yet in the JSON
-    ([update, ...], how many are this version's, their bytes). Readers take no
-    lock: but for ``size`` and ``configs``, which only a holder of the lock
-    reads, an entry never changes once stored."""
+    """What TaskStore keeps of a task: its JSON (``body``, as last written whole) and what it needs
+    without decoding it. ``size`` counts the kept events, its push configs (``configs`` bytes) and
+    ``live`` (the running turn's parsed copy); ``pending`` holds a streamed artifact's chunks not
+    yet in the JSON ([update, ...], how many are this version's, their bytes). Readers take no
+    lock: but for ``size`` and ``configs``, which only a holder of the lock reads, an entry never
+    changes once stored."""
 
     __slots__ = ("body", "owner", "context_id", "state", "stamp", "caller", "size", "version",
                  "next_seq", "live", "pending", "configs")
@@ -1385,9 +1376,8 @@ class TaskStore(_Bounds):
 
     def commit(self, task, owner, version, event=None, caller=None, holder=None,
                derived=False, first=()):
-        """Write ``task`` and append ``event`` to its log, as one change (see
-        the contract above), after the events ``first`` (``batches``); the JSON
-        is None when only the event was kept."""
+        """Write ``task`` and append ``event`` to its log, as one change (see the contract above),
+        after the events ``first`` (``batches``); the JSON is None when only the event was kept."""
         if not derived:                         # (an artifact update adds no history)
             task, event = _cut_history(task, event, self.max_history)
         if first:                               # (the chunks made just before it)
@@ -1803,21 +1793,19 @@ def _too_many_configs(task_id, count):
 # 5. Authentication, and which webhook addresses are allowed
 # =============================================================================
 #
-# Authentication (sections 7, 13.1). A2A carries credentials in the transport
-# (HTTP headers, gRPC metadata), as the card's securitySchemes describe. The
-# Server takes one hook, authenticate(CallContext) -> principal, which raises
-# AuthenticationRequiredError to refuse (HTTP 401 with WWW-Authenticate, gRPC
-# UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks it creates:
-# another's task is reported exactly like one that does not exist. Secrets
-# are compared in constant time. The extended card is for authenticated
-# callers alone (section 13.3): a server with one must authenticate, and
-# anonymous=True lets a caller with no credentials reach the rest as nobody.
+# Authentication (sections 7, 13.1). A2A carries credentials in the transport (HTTP headers, gRPC
+# metadata), as the card's securitySchemes describe. The Server takes one hook,
+# authenticate(CallContext) -> principal, which raises AuthenticationRequiredError to refuse (HTTP
+# 401 with WWW-Authenticate, gRPC UNAUTHENTICATED, JSON-RPC -31401). The principal owns the tasks
+# it creates: another's task is reported exactly like one that does not exist. Secrets are compared
+# in constant time. The extended card is for authenticated callers alone (section 13.3): a server
+# with one must authenticate, and anonymous=True lets a caller with no credentials reach the rest
+# as nobody.
 #
-# Webhook addresses (section 13.2). A caller could aim a webhook at what only
-# the server can reach (its loopback, the cloud's metadata address, its
-# private network: request forgery), so a webhook may reach only globally
-# routable unicast addresses, or what push_allow names. A literal address is
-# checked when the config is created, a host name at each delivery (section 8).
+# Webhook addresses (section 13.2). A caller could aim a webhook at what only the server can reach
+# (its loopback, the cloud's metadata address, its private network: request forgery), so a webhook
+# may reach only globally routable unicast addresses, or what push_allow names. A literal address
+# is checked when the config is created, a host name at each delivery (section 8).
 
 
 class BearerAuth:
@@ -1887,12 +1875,11 @@ class MutualTlsAuth:
         return self.principal_of(call.certificate)
 
 
-# A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280
-# section 4.1.2.4). As RFC 4514 text, with every character its section 2.4
-# names escaped, two subjects never give one string: a CN "alice,O=Example"
-# is "CN=alice\,O=Example". An empty subject (SPIFFE, much current PKI)
-# gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's
-# text can be (ssl's type names hold no ":"); neither is refused, never "".
+# A subject is a sequence of RDNs, each a set of type=value pairs (RFC 5280 section 4.1.2.4). As
+# RFC 4514 text, with every character its section 2.4 names escaped, two subjects never give one
+# string: a CN "alice,O=Example" is "CN=alice\,O=Example". An empty subject (SPIFFE, much current
+# PKI) gives "URI:..." or "DNS:..." from the subjectAltName, which no subject's text can be (ssl's
+# type names hold no ":"); neither is refused, never "".
 _SUBJECT_SHORT_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
                         "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
                         "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
@@ -1902,7 +1889,7 @@ def _rfc4514_value(value):
     """An attribute value escaped as RFC 4514 section 2.4 says."""
     def escaped(i, c):
         if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1) or c == "#" and i == 0:
-            return "\\" + c
+            return f"\\{c}"
         return "\\00" if c == "\0" else c
     return "".join(escaped(i, c) for i, c in enumerate(value))
 
@@ -2052,11 +2039,10 @@ def _webhook_target(url, allow, resolve):
 # 6. Agent execution
 # =============================================================================
 #
-# Your agent is a callable. It receives a RequestContext, which *is* the text
-# of the user's message (a str subclass), so the simplest agent is
-# ``lambda text: "You said " + text``. The context also carries the whole
-# message, the task so far, the context id, the caller, the extensions the
-# client asked for and the request metadata.
+# Your agent is a callable. It receives a RequestContext, which *is* the text of the user's message
+# (a str subclass), so the simplest agent is ``lambda text: "You said " + text``. The context also
+# carries the whole message, the task so far, the context id, the caller, the extensions the client
+# asked for and the request metadata.
 #
 # What the agent returns (or yields, as a generator; sync or async) becomes
 # the task's story (section 3.1.1, 4.2):
@@ -2075,46 +2061,40 @@ def _webhook_target(url, allow, resolve):
 #   None                  -> nothing (yielded now and then, it lets a blocking
 #                            SendMessage past its blocking_timeout answer)
 #
-# A stream shows what happens as it happens. Its first event is the agent's
-# first output or, if the agent has said nothing within first_event_wait
-# seconds (40 ms), the new Task (SUBMITTED): the client learns the task id at
-# once and can cancel it. An agent_message(...) after that comes late: the
-# task exists, and the message is its last word (as above); an A2AError
-# raised then fails the task rather than the request.
+# A stream shows what happens as it happens. Its first event is the agent's first output or, if the
+# agent has said nothing within first_event_wait seconds (40 ms), the new Task (SUBMITTED): the
+# client learns the task id at once and can cancel it. An agent_message(...) after that comes late:
+# the task exists, and the message is its last word (as above); an A2AError raised then fails the
+# task rather than the request.
 #
-# When the agent finishes without saying so, the task is COMPLETED; an
-# exception FAILS it (the traceback goes to the log, not the client).
-# CancelTask marks the task CANCELED at once; the agent sees
-# ``context.cancelled`` set and its further output is dropped. An agent may
-# have two methods more: ``admit(context)``, called before a new task exists
-# (what it raises refuses the request, e.g. ServerBusyError), and
-# ``close()``, called when the server shuts down, once its grace has passed.
+# When the agent finishes without saying so, the task is COMPLETED; an exception FAILS it (the
+# traceback goes to the log, not the client). CancelTask marks the task CANCELED at once; the agent
+# sees ``context.cancelled`` set and its further output is dropped. An agent may have two methods
+# more: ``admit(context)``, called before a new task exists (what it raises refuses the request,
+# e.g. ServerBusyError), and ``close()``, called when the server shuts down, once its grace has
+# passed.
 #
-# A task's new state is computed by _apply (the state table, section 3) and
-# written in one place, _Channel.publish: under one lock it stores the task,
-# appends the event to its log, and wakes every stream watching it. A new
-# stream reads the task and the log position under that lock too, so it
-# never misses or repeats an event.
+# A task's new state is computed by _apply (the state table, section 3) and written in one place,
+# _Channel.publish: under one lock it stores the task, appends the event to its log, and wakes
+# every stream watching it. A new stream reads the task and the log position under that lock too,
+# so it never misses or repeats an event.
 #
-# A threaded host runs the agent's turn on the request's thread (or a worker)
-# and waits on a threading condition; a host on an event loop gets hooks: a
-# stream to poll() and watch(), a pending answer to add_done_callback() to,
-# and CallContext.spawn to run ``async def`` agents.
+# A threaded host runs the agent's turn on the request's thread (or a worker) and waits on a
+# threading condition; a host on an event loop gets hooks: a stream to poll() and watch(), a
+# pending answer to add_done_callback() to, and CallContext.spawn to run ``async def`` agents.
 
 
 # Distributed tracing: W3C Trace Context (Level 1). A request may carry
-# ``traceparent: 00-<trace id>-<the caller's span id>-<flags>`` and
-# ``tracestate`` (vendors' entries, passed along unread). The server reads
-# them only when something asks (CallContext.trace: most requests never do),
-# gives the request's turn a span id of its own, and sends that span as the
-# parent on every webhook POST of the turn and on every call its agent makes
-# with a2a_client, so one trace follows the user's request through the
-# agents it reaches. A malformed header is ignored (the request begins a new
-# trace), never an error: tracing must not fail a call. The turn running in
-# a thread or asyncio task is a context variable (a key; its values live in
-# each thread's and task's context, not in this module). A later request
-# about a task (SubscribeToTask, a message that continues it) is in a trace
-# of its own, its caller's: what ties the two is the task's id.
+# ``traceparent: 00-<trace id>-<the caller's span id>-<flags>`` and ``tracestate`` (vendors'
+# entries, passed along unread). The server reads them only when something asks (CallContext.trace:
+# most requests never do), gives the request's turn a span id of its own, and sends that span as
+# the parent on every webhook POST of the turn and on every call its agent makes with a2a_client,
+# so one trace follows the user's request through the agents it reaches. A malformed header is
+# ignored (the request begins a new trace), never an error: tracing must not fail a call. The turn
+# running in a thread or asyncio task is a context variable (a key; its values live in each
+# thread's and task's context, not in this module). A later request about a task (SubscribeToTask,
+# a message that continues it) is in a trace of its own, its caller's: what ties the two is the
+# task's id.
 
 _HEX = frozenset("0123456789abcdef")
 _TRACESTATE_KEY = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-*/")
@@ -2137,10 +2117,9 @@ def _parse_traceparent(value):
 
 
 def _parse_tracestate(value):
-    """A ``tracestate`` value as it is passed on (section 3.3): its list members
-    joined by commas, or "" when it is malformed (a member that is not
-    key=value by the rules, a key twice, more than 32 members). Past 512
-    characters, members over 128 go first, then the last ones."""
+    """A ``tracestate`` value as it is passed on (section 3.3): its list members joined by commas,
+    or "" when it is malformed (a member that is not key=value by the rules, a key twice, more than
+    32 members). Past 512 characters, members over 128 go first, then the last ones."""
     members, keys = [m.strip(" \t") for m in value.split(",") if m.strip(" \t")], set()
     if len(members) > 32:
         return ""
@@ -2162,11 +2141,10 @@ def _parse_tracestate(value):
 
 
 class TraceContext:
-    """Where a request's turn sits in a distributed trace (W3C Trace Context):
-    ``trace_id`` (32 hex digits), ``parent_id`` (the caller's span, 16 hex
-    digits; None when this server began the trace), ``span_id`` (the turn's,
-    new: a call made from the turn names it as its parent), ``flags`` (1:
-    sampled, the caller records this trace) and ``tracestate`` ("" if none).
+    """Where a request's turn sits in a distributed trace (W3C Trace Context): ``trace_id`` (32 hex
+    digits), ``parent_id`` (the caller's span, 16 hex digits; None when this server began the
+    trace), ``span_id`` (the turn's, new: a call made from the turn names it as its parent),
+    ``flags`` (1: sampled, the caller records this trace) and ``tracestate`` ("" if none).
     ``headers()`` are the ones to send on a call made from here."""
 
     __slots__ = ("trace_id", "parent_id", "span_id", "flags", "tracestate")
@@ -2205,14 +2183,13 @@ class TraceContext:
 
 # -- Observers: what watches a server's work -------------------------------
 #
-# A log, metrics and spans watch requests, agent turns and webhook attempts;
-# none of them changes an answer. They come in through one door,
-# Server(observers=[...]): each an Observer, called at each event below in
-# list order, on the thread doing that work. What a *_started call returns is
-# the observer's own (a span, say), handed back to the call that ends it. The
-# access log is the built-in one (Server(access_log=True)); a2a_metrics's
-# Metrics (metrics=True) and a2a_otel's Spans (tracing="opentelemetry") are
-# companions built on this class. A server with none pays nothing for them.
+# A log, metrics and spans watch requests, agent turns and webhook attempts; none of them changes
+# an answer. They come in through one door, Server(observers=[...]): each an Observer, called at
+# each event below in list order, on the thread doing that work. What a *_started call returns is
+# the observer's own (a span, say), handed back to the call that ends it. The access log is the
+# built-in one (Server(access_log=True)); a2a_metrics's Metrics (metrics=True) and a2a_otel's Spans
+# (tracing="opentelemetry") are companions built on this class. A server with none pays nothing for
+# them.
 
 class Observer:
     """What watches a Server: its requests on every binding, its agents'
@@ -2266,9 +2243,8 @@ def _answered(request, status, size, stream):
 
 
 def _observers(server, access_log, tracing, metrics, more):
-    """What watches ``server`` (its options of the same names): the access
-    log, then the metrics and spans it asks for by name (companions), then
-    the caller's own Observers."""
+    """What watches ``server`` (its options of the same names): the access log, then the metrics
+    and spans it asks for by name (companions), then the caller's own Observers."""
     if access_log not in (None, False, True, "json", "plain"):
         raise ValueError(f"access_log={access_log!r}: True (or \"plain\"), \"json\" or False")
     if tracing not in (True, False, "opentelemetry") and not hasattr(tracing, "get_tracer"):
@@ -2291,13 +2267,12 @@ _STREAM_END = TERMINAL_STATES | INTERRUPTED_STATES
 
 
 class _Follower:
-    """One stream's reading of a channel: (seq, StreamResponse) pairs from
-    ``start`` on, until a final event; (None, None) is a keep-alive tick
-    after ``keepalive`` seconds without news. ``first`` are events to give
-    before the channel's. ``begin``: a new task's turn, whose begin() makes
-    the task at ``begin_at`` (time.monotonic()) if nothing came before. Read
-    it blocking (``for``: threads, WSGI, gRPC), or with poll() and watch()
-    (a host on an event loop, which polls with ``idle`` at ``begin_at`` too).
+    """One stream's reading of a channel: (seq, StreamResponse) pairs from ``start`` on, until a
+    final event; (None, None) is a keep-alive tick after ``keepalive`` seconds without news.
+    ``first`` are events to give before the channel's. ``begin``: a new task's turn, whose begin()
+    makes the task at ``begin_at`` (time.monotonic()) if nothing came before. Read it blocking
+    (``for``: threads, WSGI, gRPC), or with poll() and watch() (a host on an event loop, which
+    polls with ``idle`` at ``begin_at`` too).
     """
 
     def __init__(self, channel, start, keepalive, end_states, first=(), ended=False,
@@ -2317,9 +2292,8 @@ class _Follower:
         self.on_close = None          # called once when closed (_counted_stream)
 
     def _take(self):
-        """Move the task's new events (from the store) to ``ready``, with the
-        channel's lock held; a shared store is asked whatever this process
-        knows, as another process may write to it."""
+        """Move the task's new events (from the store) to ``ready``, with the channel's lock held;
+        a shared store is asked whatever this process knows, as another process may write to it."""
         channel = self.channel
         if self.ended:
             return False
@@ -2329,7 +2303,7 @@ class _Follower:
             try:
                 found = (channel.store.events(task["id"], self.seq - 1, raw=True) if self.raw
                          else channel.store.events(task["id"], self.seq - 1))
-                if found is not None and found[0] > self.seq:     # fell behind the kept events:
+                if found and found[0] > self.seq:                 # fell behind the kept events:
                     # the task as it is now instead, which holds them all (one copy of its
                     # JSON for every reader that fell behind at this version of it)
                     if channel.store.shared:            # (another process may be ahead)
@@ -2338,7 +2312,7 @@ class _Follower:
                     self.seq, news, found = channel.next_seq, True, None
             except (ServerBusyError, TaskNotFoundError):    # a shared store is away (read on
                 found = None                                # once it is back), or it is gone
-            if found is not None and found[1]:
+            if found and found[1]:
                 self.ready.extend(found[1])
                 self.seq, news = found[1][-1][0] + 1, True
         if len(channel.tail) > self.tail_seen:
@@ -2378,7 +2352,7 @@ class _Follower:
                     self._end_if_closing()
                     self._wait(channel)
                     self._end_if_stopped()
-                    if self.begin is not None and time.monotonic() >= self.begin_at - 0.001:
+                    if self.begin and time.monotonic() >= self.begin_at - 0.001:
                         self._begin()
                     if not self._take():
                         self._end_if_closing()
@@ -2392,7 +2366,7 @@ class _Follower:
         channel.waiting += 1
         try:
             wait = self.keepalive
-            if self.begin is not None:          # (a new task's first event is due at begin_at)
+            if self.begin:                      # (a new task's first event is due at begin_at)
                 if channel.task is None and not channel.tail:
                     wait = min(wait, max(0.0, self.begin_at - time.monotonic()))
                 else:
@@ -2412,7 +2386,7 @@ class _Follower:
         client to come back (``retry``) and resume with Last-Event-ID; a turn
         still running here is followed to its end first (shutdown's grace)."""
         closing = self.channel.closing
-        if closing is not None and closing.is_set() and \
+        if closing and closing.is_set() and \
                 (self.channel.active is None or self.channel.stopped is not None):
             self.retry = True
             self.close()
@@ -2434,9 +2408,9 @@ class _Follower:
                     len(channel.tail) > self.tail_seen:     # (else nothing is new: no lock)
                 with channel.lock:
                     news = self._take()
-            if not news and idle and self.begin is not None:    # (its first event is due)
+            if not news and idle and self.begin:                # (its first event is due)
                 off_loop = self.begin.live.off_loop
-                if off_loop is not None and channel.task is None:   # (a shared store's
+                if off_loop and channel.task is None:               # (a shared store's
                     off_loop.run(self.begin.begin)                  # write may wait: not here)
                     self.begin = None
                 else:
@@ -2467,7 +2441,7 @@ class _Follower:
         self.ended = True
         self.ready.clear()
         on_close, self.on_close = self.on_close, None
-        if on_close is not None:
+        if on_close:
             on_close()
         if self.counted:
             self.counted = False
@@ -2538,12 +2512,11 @@ class _Workers:
 
 
 class _PendingAnswer:
-    """SendMessage's answer while its turn still runs, for a host on an event
-    loop, which must not wait. It is settled when the turn ends, or at
-    ``deadline`` (time.monotonic(): blocking_timeout), when the host calls
-    expire(): ``answer()`` is its value then. ``add_done_callback(fn, *args)``
-    has ``fn(self, *args)`` called once settled, in the thread that settled it
-    (arguments, not closures: a closure holding what holds it is a reference
+    """SendMessage's answer while its turn still runs, for a host on an event loop, which must not
+    wait. It is settled when the turn ends, or at ``deadline`` (time.monotonic():
+    blocking_timeout), when the host calls expire(): ``answer()`` is its value then.
+    ``add_done_callback(fn, *args)`` has ``fn(self, *args)`` called once settled, in the thread
+    that settled it (arguments, not closures: a closure holding what holds it is a reference
     cycle)."""
 
     __slots__ = ("answer", "deadline", "lock", "settled", "value", "error", "callbacks")
@@ -2579,7 +2552,7 @@ class _PendingAnswer:
         fn(self, *args)
 
     def result(self):
-        if self.error is not None:
+        if self.error:
             raise self.error
         return self.value
 
@@ -2608,10 +2581,9 @@ class _TurnWriter:
         self.batch = None          # a list while outputs are held to be written together (flush)
 
     def emit(self, item, chunked):
-        """One output of the agent (the table above). A generator's strs are
-        chunks of one artifact (``chunked``), each published as it comes; the
-        artifact's end (lastChunk, section 4.2.3) is told when the turn ends
-        (_close_chunk)."""
+        """One output of the agent (the table above). A generator's strs are chunks of one artifact
+        (``chunked``), each published as it comes; the artifact's end (lastChunk, section 4.2.3) is
+        told when the turn ends (_close_chunk)."""
         if self.done or item is None:
             return
         if self.ctx._canceled:
@@ -2730,7 +2702,7 @@ class _TurnWriter:
         """Publish a status update (``trusted``: built here, not by the agent)."""
         body = self._checked("statusUpdate", "TaskStatusUpdateEvent", body, trusted)
         status = body["status"]
-        if self.chunk is not None and status["state"] in _STREAM_END:
+        if self.chunk and status["state"] in _STREAM_END:
             self._close_chunk()                 # (its artifact ends before the turn does)
         now = status["timestamp"] = self.live.now()
         if "message" in status:
@@ -2748,7 +2720,7 @@ class _TurnWriter:
         (not ``trusted``) checked against the proto first."""
         if trusted:
             return {**self.ids, **body}
-        return parse(message_type, {**body, **self.ids}, "agent " + kind)
+        return parse(message_type, {**body, **self.ids}, f"agent {kind}")
 
     def _publish(self, kind, body, now, event=None, earlier=()):
         """Apply the update (after those ``earlier``, from flush()) to the task,
@@ -2926,13 +2898,12 @@ _OUTPUT_HANDLERS = {"statusUpdate": _TurnWriter._status,
 
 
 class _Channel:
-    """The live side of one task in this process: where its writers and the
-    streams following it meet. The store keeps the task's events; the channel
-    holds the newest snapshot and its version (what a writer read, so the
-    store can refuse a lost update), the running turn (``active``) and the
-    wake-ups: threads wait on ``cond``, streams on an event loop put a
-    callable in ``wakers``. ``tail`` holds what is not stored but ends the
-    streams: a direct reply of a turn that made no task, or an error."""
+    """The live side of one task in this process: where its writers and the streams following it
+    meet. The store keeps the task's events; the channel holds the newest snapshot and its version
+    (what a writer read, so the store can refuse a lost update), the running turn (``active``) and
+    the wake-ups: threads wait on ``cond``, streams on an event loop put a callable in ``wakers``.
+    ``tail`` holds what is not stored but ends the streams: a direct reply of a turn that made no
+    task, or an error."""
 
     __slots__ = ("lock", "cond", "waiting", "wakers", "task", "version", "next_seq", "tail",
                  "owner", "caller", "holder", "store", "active", "on_event", "limits",
@@ -2961,10 +2932,9 @@ class _Channel:
         self.shared = None        # (seq, version, weakref: the Task event subscribers share)
 
     def publish(self, task, event, tell=True, derived=False, first=()):
-        """Commit the new task snapshot with its event (after the events
-        ``first``, to a store that ``batches``); wake the streams, and (``tell``)
-        the webhooks. ``task`` None: an event that is not stored (see
-        ``tail``). ``derived``: ``event`` is an artifactUpdate applied to the
+        """Commit the new task snapshot with its event (after the events ``first``, to a store that
+        ``batches``); wake the streams, and (``tell``) the webhooks. ``task`` None: an event that
+        is not stored (see ``tail``). ``derived``: ``event`` is an artifactUpdate applied to the
         stored task, which the store may keep alone (see "The task store")."""
         with self.lock:
             if task is None:
@@ -2998,15 +2968,14 @@ class _Channel:
 
     def tell(self, event):
         """Tell the webhooks (``on_event``) of the task's ``event``."""
-        if self.on_event is not None:
+        if self.on_event:
             self.on_event(self.caller or self.owner, self.task, event)
 
     def change(self, kind, body, now, event=None, tell=True, earlier=()):
-        """Apply one event of TRANSITIONS to the task and publish it (as
-        ``event``, or else as the whole task). If another writer committed
-        first, read the task again: the table decides again. ``earlier``: the
-        (kind, body, now, event) changes one turn made just before it, without
-        waiting (_TurnWriter.batch), published in the same commit (batched)."""
+        """Apply one event of TRANSITIONS to the task and publish it (as ``event``, or else as the
+        whole task). If another writer committed first, read the task again: the table decides
+        again. ``earlier``: the (kind, body, now, event) changes one turn made just before it,
+        without waiting (_TurnWriter.batch), published in the same commit (batched)."""
         with self.lock:
             if earlier:
                 return self._batched(earlier + [(kind, body, now, event)])
@@ -3034,7 +3003,7 @@ class _Channel:
         """change() for several: in one commit, when the store ``batches`` and
         no webhook needs telling of each; else one by one."""
         with self.lock:
-            if self.on_event is not None or not getattr(self.store, "batches", False):
+            if self.on_event or not getattr(self.store, "batches", False):
                 for kind, body, now, event in batch:
                     self.change(kind, body, now, event)
                 return
@@ -3085,10 +3054,9 @@ class _Channel:
             self.task = task
 
     def shared_task(self):
-        """{"task": the task now}, as JSON encoded once for every stream that
-        sends this version of it whole (SubscribeToTask's first event, a
-        reader that fell behind): they send that one copy (_SSEStream), kept
-        while one is sending it."""
+        """{"task": the task now}, as JSON encoded once for every stream that sends this version of
+        it whole (SubscribeToTask's first event, a reader that fell behind): they send that one
+        copy (_SSEStream), kept while one is sending it."""
         import weakref
         with self.lock:
             shared = self.shared
@@ -3206,12 +3174,11 @@ def _extension_required(uri):
 class CallContext:
     """Who is calling and how: binding-neutral facts about one request.
 
-    ``headers`` has lower-case names (HTTP headers or gRPC metadata),
-    ``tenant`` the tenant the request addresses, ``principal`` whoever the
-    authentication hook said the caller is (None: anonymous), ``extensions``
-    the URIs of A2A-Extensions, ``version`` the A2A-Version served,
-    ``base_url`` how the client reached the server, ``peer`` the client's
-    address (behind a trusted proxy, the one the proxy saw).
+    ``headers`` has lower-case names (HTTP headers or gRPC metadata), ``tenant`` the tenant the
+    request addresses, ``principal`` whoever the authentication hook said the caller is (None:
+    anonymous), ``extensions`` the URIs of A2A-Extensions, ``version`` the A2A-Version served,
+    ``base_url`` how the client reached the server, ``peer`` the client's address (behind a trusted
+    proxy, the one the proxy saw).
 
     ``spawn``, set by a host on an event loop, runs a coroutine there; it also
     says this thread must never wait: an ``async def`` agent runs through it,
@@ -3346,25 +3313,22 @@ class _Clock:
                                                       time.gmtime(second)))
         if self.form:
             return memo[1]
-        return "%s.%03dZ" % (memo[1], int(t * 1000) % 1000)
+        return f"{memo[1]}.{int(t * 1000) % 1000:03d}Z"
 
 class _LiveTasks:
-    """This process's tasks that can still change, and the agent's turns that
-    change them. Each live task has a _Channel (``channels``, by task id,
-    under ``lock``), made when a turn begins or a stream follows it and let go
-    when it ends or nobody needs it. A turn begins here (begin, or
-    continue_task for a task that waits for input), is driven here (start,
-    drive: the one agent driver; _drive_async for an async agent), and its
-    TurnWriter writes what the agent makes through the channel. Server
-    holds one (``Server.live``): the operations ask it for channels and
+    """This process's tasks that can still change, and the agent's turns that change them. Each
+    live task has a _Channel (``channels``, by task id, under ``lock``), made when a turn begins or
+    a stream follows it and let go when it ends or nobody needs it. A turn begins here (begin, or
+    continue_task for a task that waits for input), is driven here (start, drive: the one agent
+    driver; _drive_async for an async agent), and its TurnWriter writes what the agent makes
+    through the channel. Server holds one (``Server.live``): the operations ask it for channels and
     turns, and never drive the agent themselves.
 
-    A store shared by several processes brings its own subclass of it
-    (``store.live_tasks``: a2a_store's SharedLiveTasks), which watches the
-    others' commits (from ``keep``), names this process in the store's
-    leases (``new_channel``), refuses new turns while the store is away
-    (``begin``) and ends the turns another process left unfinished;
-    ``off_loop`` is where a host on an event loop has such a store's writes run."""
+    A store shared by several processes brings its own subclass of it (``store.live_tasks``:
+    a2a_store's SharedLiveTasks), which watches the others' commits (from ``keep``), names this
+    process in the store's leases (``new_channel``), refuses new turns while the store is away
+    (``begin``) and ends the turns another process left unfinished; ``off_loop`` is where a host on
+    an event loop has such a store's writes run."""
 
     off_loop = None                 # a shared store's threads for an event loop's writes
 
@@ -3393,7 +3357,7 @@ class _LiveTasks:
         """A new task's turn: its channel, not yet in ``channels`` (the task is
         made by the turn's first event: make_task)."""
         admit = getattr(self.agent, "admit", None)
-        if admit is not None:              # an agent with no room refuses here (ServerBusy)
+        if admit:                          # an agent with no room refuses here (ServerBusy)
             admit(ctx)
         self.observe(ctx, call)
         channel = self.new_channel(call.owner, call.caller)
@@ -3419,13 +3383,12 @@ class _LiveTasks:
     def stop(self, channel):
         """Tell the turn running on ``channel``, if any, that its task ended
         (canceled, here or by another process): its further output is dropped."""
-        if channel.active is not None:
+        if channel.active:
             channel.active._cancel()
 
     def cut(self):
-        """Shutdown, its grace over with turns still running: the streams
-        following them end at the event they reached; what comes later is
-        theirs when they resume (Last-Event-ID)."""
+        """Shutdown, its grace over with turns still running: the streams following them end at the
+        event they reached; what comes later is theirs when they resume (Last-Event-ID)."""
         with self.lock:
             for channel in self.channels.values():
                 channel.stopped = channel.next_seq
@@ -3470,7 +3433,7 @@ class _LiveTasks:
         """The store dropped an idle task: end any stream still watching it."""
         with self.lock:
             channel = self.channels.pop(task_id, None)
-        if channel is not None:
+        if channel:
             channel.publish(None, {"error": TaskNotFoundError(
                 f"task {task_id} expired and was removed from the store",
                 metadata={"taskId": task_id})})
@@ -3487,7 +3450,7 @@ class _LiveTasks:
                 with channel.lock:
                     if channel.ended:       # let go of meanwhile (the store's watch): anew
                         continue
-                    if channel.active is not None:         # a turn runs here, maybe ending
+                    if channel.active:                     # a turn runs here, maybe ending
                         raise _still_working(task_id)
                     self.add_push(ctx, call.owner)
                     # Record the message; refused if a turn began meanwhile, in
@@ -3532,15 +3495,14 @@ class _LiveTasks:
 
     # -- driving the agent -----------------------------------------------------
     #
-    # A blocking SendMessage on a threaded host runs a sync agent on its own
-    # thread: a hand-off is most of a small request's cost. Past the deadline,
-    # the rest of a generator moves to a worker thread. Async agents run on an
-    # event loop (CallContext.spawn, or the server's own); otherwise sync ones
-    # run on a bounded pool (max_workers), so a client that leaves stops nothing.
+    # A blocking SendMessage on a threaded host runs a sync agent on its own thread: a hand-off is
+    # most of a small request's cost. Past the deadline, the rest of a generator moves to a worker
+    # thread. Async agents run on an event loop (CallContext.spawn, or the server's own); otherwise
+    # sync ones run on a bounded pool (max_workers), so a client that leaves stops nothing.
 
     def start(self, turn, spawn=None):
         """Run a turn in the background: an async agent through ``spawn``, else a worker."""
-        if spawn is not None and self.agent_is_async:
+        if spawn and self.agent_is_async:
             self.drive(turn, None, spawn)     # only makes the coroutine: no wait
         else:
             self.pool().submit(self.drive, turn, None, spawn)
@@ -3570,7 +3532,7 @@ class _LiveTasks:
         except Exception as exc:                       # the agent failed: fail the task
             turn.fail(exc)
         finally:
-            if running is not None:
+            if running:
                 _TURN.reset(running)
 
     def spawn_own(self, coroutine):
@@ -3595,7 +3557,7 @@ class _LiveTasks:
         except Exception as exc:
             turn.fail(exc)
         finally:
-            if gen is not None:
+            if gen:
                 gen.close()
 
 
@@ -3603,13 +3565,12 @@ class _LiveTasks:
 # 7. Operations
 # =============================================================================
 #
-# Section 5.1 asks every binding to give the same results and errors: each of
-# the eleven operations of section 3.1 is one function of (server, request,
-# call) on ProtoJSON dicts, and every binding reaches them through one door,
-# Server.call() (_call, at the end of this section). It first authenticates
-# the caller (section 7), checks the service parameters (section 3.2), parses
-# the request (MESSAGES) and takes the tenant (section 3.2.5). The operations on tasks
-# share three ideas:
+# Section 5.1 asks every binding to give the same results and errors: each of the eleven operations
+# of section 3.1 is one function of (server, request, call) on ProtoJSON dicts, and every binding
+# reaches them through one door, Server.call() (_call, at the end of this section). It first
+# authenticates the caller (section 7), checks the service parameters (section 3.2), parses the
+# request (MESSAGES) and takes the tenant (section 3.2.5). The operations on tasks share three
+# ideas:
 #
 # - Ownership. A task belongs to (tenant, principal); another caller's task is
 #   reported exactly as a missing one: TaskNotFoundError (section 13.1).
@@ -3619,11 +3580,10 @@ class _LiveTasks:
 # - Turns. Each user message starts one turn of the agent. A blocking
 #   SendMessage waits for it (up to blocking_timeout), a stream follows it.
 #
-# Each function takes the server, the request parsed into its proto
-# message's dict (SendMessageRequest, GetTaskRequest, ...) and the caller's
-# CallContext; it returns the response's dict, or for a stream a _Follower of
-# its events. The live side of a task (its channel and turn) is the server's
-# _LiveTasks' (section "Agent execution"); these functions only ask it.
+# Each function takes the server, the request parsed into its proto message's dict
+# (SendMessageRequest, GetTaskRequest, ...) and the caller's CallContext; it returns the response's
+# dict, or for a stream a _Follower of its events. The live side of a task (its channel and turn)
+# is the server's _LiveTasks' (section "Agent execution"); these functions only ask it.
 
 
 # -- tasks -----------------------------------------------------------------
@@ -3996,10 +3956,9 @@ def _delete_task_push_notification_config(server, request, call):
 
 
 def _check_push_config(server, config):
-    """Refuse what can be refused without the network (section 13.2): a scheme
-    other than http(s), userinfo, port 0, a literal address that is not
-    globally routable, header values that cannot be sent as they are.
-    Host names are resolved and checked at delivery."""
+    """Refuse what can be refused without the network (section 13.2): a scheme other than http(s),
+    userinfo, port 0, a literal address that is not globally routable, header values that cannot be
+    sent as they are. Host names are resolved and checked at delivery."""
     if len(config["url"]) > _MAX_URL:
         raise InvalidParamsError(f"url is longer than {_MAX_URL} characters", field="url")
     if len(config.get("id", "")) > _MAX_CONFIG_ID:
@@ -4058,7 +4017,7 @@ def _get_extended_agent_card(server, request, call):
         raise UnsupportedOperationError(
             "this agent has no extended card (capabilities.extendedAgentCard is false); "
             "the public card is at /.well-known/agent-card.json")
-    if server.authenticate is not None and call.principal is None:
+    if server.authenticate and call.principal is None:
         raise AuthenticationRequiredError(
             "the extended agent card is for authenticated callers; send the credentials "
             "the card's securitySchemes describe")
@@ -4128,15 +4087,15 @@ def _check_service_parameters(server, call, method):
             f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
             f"the metadata a2a-version: {PROTOCOL_VERSION})",
             metadata={"supportedVersions": PROTOCOL_VERSION})
-    if version != PROTOCOL_VERSION and ".".join(
-            version.strip().split(".")[:2]) != PROTOCOL_VERSION:
+    version = version.strip()
+    if version != PROTOCOL_VERSION and ".".join(version.split(".")[:2]) != PROTOCOL_VERSION:
         raise VersionNotSupportedError(
-            f"A2A-Version {version.strip()!r} is not supported; this server speaks "
+            f"A2A-Version {version!r} is not supported; this server speaks "
             f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
             f"gRPC, the metadata a2a-version: {PROTOCOL_VERSION})" + (
                 "; for A2A 0.3 clients, serve with Server(compat='0.3') (--compat 0.3)"
-                if version.strip().startswith("0.3") else ""),
-            metadata={"requestedVersion": version.strip(), "supportedVersions": PROTOCOL_VERSION})
+                if version.startswith("0.3") else ""),
+            metadata={"requestedVersion": version, "supportedVersions": PROTOCOL_VERSION})
     call.version = PROTOCOL_VERSION
     raw = call.headers.get("a2a-extensions")
     if raw:
@@ -4154,15 +4113,14 @@ def _call(server, method, params, call=None):
         str(params.get("tenant")))
     if mounted:                            # another agent's tenant (Server.mount): its call
         return mounted.call(method, params, call)
-    call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION},
-                               tracing=server.tracing)
+    call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION}, tracing=server.tracing)
     if server.store.shared:
         server.live.watched()         # this process's watch of the shared store
     call.method = method            # (first: a call refused below is counted and logged too)
-    if server.authenticate is not None:
+    if server.authenticate:
         call.principal = server.authenticate(call)
     _check_service_parameters(server, call, method)
-    if server.compat is not None and call.translated_from is None:
+    if server.compat and call.translated_from is None:
         server.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
     request = parse(METHODS[method][0], params)
     tenant = request.get("tenant", "")     # section 3.2.5
@@ -4211,18 +4169,16 @@ def _stream_closed(server, caller):
 # a Response: status, headers and a body or a stream of SSE chunks. Nothing
 # here knows about sockets; every host adapter ("Adapters") calls it.
 #
-# A binding is a codec around Server.call() (section 7): it finds the
-# operation (a JSON-RPC method, or a REST route), turns the request into its
-# params, and the result, errors included, into bytes in its own shape, with
-# a Link header to the card (RFC 8288). The operations never see a binding,
+# A binding is a codec around Server.call() (section 7): it finds the operation (a JSON-RPC method,
+# or a REST route), turns the request into its params, and the result, errors included, into bytes
+# in its own shape, with a Link header to the card (RFC 8288). The operations never see a binding,
 # so a task looks the same through every binding (section 5.1).
 #
-# JSON-RPC (section 9): one Request object per HTTP POST (A2A has no batches).
-# Every answer is HTTP 200 with a JSON-RPC Response (but where HTTP itself has
-# something to say: 413, 401, 429); error data is an array of typed details
-# (ErrorInfo, BadRequest). A streaming method answers text/event-stream, each
-# event's data a JSON-RPC Response carrying one StreamResponse (section 9.4);
-# an error raised before the first event is an ordinary JSON answer.
+# JSON-RPC (section 9): one Request object per HTTP POST (A2A has no batches). Every answer is HTTP
+# 200 with a JSON-RPC Response (but where HTTP itself has something to say: 413, 401, 429); error
+# data is an array of typed details (ErrorInfo, BadRequest). A streaming method answers
+# text/event-stream, each event's data a JSON-RPC Response carrying one StreamResponse (section
+# 9.4); an error raised before the first event is an ordinary JSON answer.
 #
 # SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
 # and a blank line; ": keep-alive" is sent after keepalive_interval seconds
@@ -4230,11 +4186,10 @@ def _stream_closed(server, caller):
 
 
 class Response:
-    """What a binding answers: ``status`` (int), ``headers`` (list of pairs),
-    ``body`` (bytes) or ``stream`` (an _SSEStream of bytes chunks, read by
-    ``for``; the adapter close()s it when the client goes away). On an event
-    loop (handle_http(..., spawn=...)), an answer still being worked on is
-    ``pending`` (a _PendingAnswer), and ``render(pending)`` is the real one."""
+    """What a binding answers: ``status`` (int), ``headers`` (list of pairs), ``body`` (bytes) or
+    ``stream`` (an _SSEStream of bytes chunks, read by ``for``; the adapter close()s it when the
+    client goes away). On an event loop (handle_http(..., spawn=...)), an answer still being worked
+    on is ``pending`` (a _PendingAnswer), and ``render(pending)`` is the real one."""
     __slots__ = ("status", "headers", "body", "stream", "pending", "render")
 
     def __init__(self, status, headers, body=b"", stream=None, pending=None, render=None):
@@ -4309,31 +4264,26 @@ def _unsent(sock, before):
 _RETRY = b": the server is restarting; reconnect with Last-Event-ID\nretry: 1000\n\n"
 
 
-# Who may call. A server on 127.0.0.1 is reachable by every web page its
-# user visits, through the browser. Three rules keep pages of other sites
-# out, with or without authentication (Fetch standard, "CORS protocol"; RFC
-# 9110 section 7.2), each a dict or set lookup per request (gRPC has no
-# browser surface, so none of this applies there):
+# Who may call. A server on 127.0.0.1 is reachable by every web page its user visits, through the
+# browser. Three rules keep pages of other sites out, with or without authentication (Fetch
+# standard, "CORS protocol"; RFC 9110 section 7.2), each a dict or set lookup per request (gRPC has
+# no browser surface, so none of this applies there):
 #
-# - Every POST's body is JSON (application/json, or any +json). A page may
-#   send a "simple" request (a form post, a fetch() of text) to any origin
-#   without asking first, but none can say JSON: that makes the browser ask
-#   first (an OPTIONS preflight), and the server refuses origins it was not
-#   told of. A POST with no body may carry the A2A-Version header instead
-#   (:subscribe, :cancel), which needs a preflight too. So a POST that gets
-#   past this was preflighted (as every DELETE is), and may give its version
-#   in the query (section 3.6.1), as a GET may (EventSource cannot set
-#   headers): a POST a page sends unasked never gets that far.
-# - Cross-origin reading (CORS) only for the origins the user names
-#   (cors_origins, --cors-origin); the card and the API catalog are readable
-#   from anywhere ("*"), as discovery expects.
-# - The Host header names this server: localhost, its address (bound to
-#   0.0.0.0 or ::, or not saying, any IP address), public_url's host, and
-#   allowed_hosts (--allow-host); else 421. This stops DNS rebinding: a page
-#   of rebind.attacker.example, a name pointed at 127.0.0.1, may read every
-#   answer; only Host tells. Rebinding needs a name, so an IP address passes.
-#   A Host that is not host[:port] (RFC 3986) is 400: the card's URLs are
-#   made of it (and so the card says Vary: Host, for caches).
+# - Every POST's body is JSON (application/json, or any +json). A page may send a "simple" request
+#   (a form post, a fetch() of text) to any origin without asking first, but none can say JSON:
+#   that makes the browser ask first (an OPTIONS preflight), and the server refuses origins it was
+#   not told of. A POST with no body may carry the A2A-Version header instead (:subscribe,
+#   :cancel), which needs a preflight too. So a POST that gets past this was preflighted (as every
+#   DELETE is), and may give its version in the query (section 3.6.1), as a GET may (EventSource
+#   cannot set headers): a POST a page sends unasked never gets that far.
+# - Cross-origin reading (CORS) only for the origins the user names (cors_origins, --cors-origin);
+#   the card and the API catalog are readable from anywhere ("*"), as discovery expects.
+# - The Host header names this server: localhost, its address (bound to 0.0.0.0 or ::, or not
+#   saying, any IP address), public_url's host, and allowed_hosts (--allow-host); else 421. This
+#   stops DNS rebinding: a page of rebind.attacker.example, a name pointed at 127.0.0.1, may read
+#   every answer; only Host tells. Rebinding needs a name, so an IP address passes. A Host that is
+#   not host[:port] (RFC 3986) is 400: the card's URLs are made of it (and so the card says
+#   Vary: Host, for caches).
 
 _JSON_TYPES = frozenset({"application/json", "application/a2a+json",
                          "application/json; charset=utf-8", "application/json;charset=utf-8",
@@ -4376,15 +4326,14 @@ def _answers_to(server, host):
 def _refused(server, path, headers, status, error):
     """An answer to a request refused before routing, in the shape of the
     binding its path belongs to (A2A 0.3's too, when it is served)."""
-    if server.compat is not None and server.compat.speaks_rest(path, headers):
+    if server.compat and server.compat.speaks_rest(path, headers):
         return server.compat.refusal(server, status, error)
     return server.error_response(path, status, error)
 
 
 def _preflight(server, path, headers):
-    """OPTIONS (a browser's CORS preflight). The card and the catalog: any
-    origin may read them. Anything else: only the origins the user named
-    (cors_origins), with the headers A2A uses."""
+    """OPTIONS (a browser's CORS preflight). The card and the catalog: any origin may read them.
+    Anything else: only the origins the user named (cors_origins), with the headers A2A uses."""
     if path in _CATALOGS or path.endswith(_CARD_PATH):
         return Response(204, [
             ("Access-Control-Allow-Origin", "*"),
@@ -4421,17 +4370,15 @@ def _with_cors(origin, response):
 
 
 class Request:
-    """One request as the bindings see it (Server.handle_http's arguments):
-    ``method``, ``path``, ``query``, ``headers`` (lower-case names), ``body``
-    bytes, the ``base_url`` the client reached, the client (``peer``: its
-    address and certificate) and an event-loop host's ``spawn`` hook. The
+    """One request as the bindings see it (Server.handle_http's arguments): ``method``, ``path``,
+    ``query``, ``headers`` (lower-case names), ``body`` bytes, the ``base_url`` the client reached,
+    the client (``peer``: its address and certificate) and an event-loop host's ``spawn`` hook. The
     gRPC binding makes one too (``binding`` "GRPC", ``path`` the rpc's).
 
-    What observers read: ``call``, the CallContext a binding made of it, and
-    ``error``, the class of the A2AError it was answered with; once answered,
-    ``binding``, ``status`` (HTTP's, or a gRPC status name), ``stream`` (is
-    it one), ``size`` (the body's bytes; None for a stream or gRPC's) and
-    ``seconds`` (a stream's: to its head)."""
+    What observers read: ``call``, the CallContext a binding made of it, and ``error``, the class
+    of the A2AError it was answered with; once answered, ``binding``, ``status`` (HTTP's, or a gRPC
+    status name), ``stream`` (is it one), ``size`` (the body's bytes; None for a stream or gRPC's)
+    and ``seconds`` (a stream's: to its head)."""
     __slots__ = ("method", "path", "query", "headers", "body", "base_url", "peer", "spawn",
                  "call", "error", "binding", "marks", "started", "status", "size", "stream",
                  "seconds")
@@ -4445,10 +4392,9 @@ class Request:
 
 def _handle_http(server, method, path, query="", headers=None, body=b"", base_url=None,
                  peer=None, spawn=None, certificate=None):
-    """Server.handle_http(): answer one HTTP request (section 7): ``headers``
-    with lower-case names, ``certificate`` the client's verified one
-    (getpeercert()). A host on an event loop passes ``spawn`` ("Running on
-    an event loop"): an unready answer is pending."""
+    """Server.handle_http(): answer one HTTP request (section 7): ``headers`` with lower-case
+    names, ``certificate`` the client's verified one (getpeercert()). A host on an event loop
+    passes ``spawn`` ("Running on an event loop"): an unready answer is pending."""
     if certificate is not None:
         peer = _Peer(peer, certificate)
     request = Request(method, path, query, headers if headers is not None else {}, body,
@@ -4534,9 +4480,9 @@ def _routed(server, request):
             return server.error_response(server.single_path, 404, MethodNotFoundError(
                 f"this server answers only at {server.single_path}: POST for JSON-RPC, GET for "
                 "the agent card"))
-        if path == "/metrics" and server.metrics is not None and server.metrics.here:
+        if path == "/metrics" and server.metrics and server.metrics.here:
             return server.metrics.response(request)     # (a2a_metrics: who may read it, how)
-        if server.compat is not None and server.compat.speaks_rest(path, headers):   # A2A 0.3
+        if server.compat and server.compat.speaks_rest(path, headers):   # A2A 0.3
             return server.compat.rest_response(server, request)
         if path[:4] in ("/v1/", "/v1") and not headers.get("a2a-version") and \
                 server.assume_version is None and "A2A-Version=" not in request.query:
@@ -4640,15 +4586,15 @@ def _jsonrpc_response(server, request):
             return _answer(server.call(name, params, call),
                            functools.partial(_jsonrpc_result, name, request_id),
                            functools.partial(_jsonrpc_refused, server, request, request_id))
-        if name in LEGACY_METHODS and server.compat is not None:        # A2A 0.3 (a2a_v03)
-            return server.compat.jsonrpc_response(server, name, params, request_id, request)
         if name in LEGACY_METHODS:
+            if server.compat:                      # A2A 0.3 (a2a_v03)
+                return server.compat.jsonrpc_response(server, name, params, request_id, request)
             raise MethodNotFoundError(
                 f"{name!r} is an A2A 0.3 method; in A2A {PROTOCOL_VERSION} it is "
                 f"{LEGACY_METHODS[name]!r} (or serve 0.3 clients too: "
                 "Server(compat='0.3'), --compat 0.3)", metadata={"method": name})
         raise MethodNotFoundError(f"no method {name!r}; A2A {PROTOCOL_VERSION} methods are "
-                                  + ", ".join(METHODS), metadata={"method": name})
+                                  f"{', '.join(METHODS)}", metadata={"method": name})
     except A2AError as error:
         return _jsonrpc_refused(server, request, request_id, error)
     except Exception:
@@ -4773,7 +4719,7 @@ class _SSEStream:
         self.dry = False              # the last look found nothing more (see _LoopStream)
         self.after = deque()          # the rest of a frame given in pieces (_frame)
         self.sending = None           # the event of those pieces (kept while they are sent)
-        if splice is not None and type(events) is _Follower:      # (a stream's JSON, spliced:
+        if splice and type(events) is _Follower:                  # (a stream's JSON, spliced:
             events.raw = getattr(events.channel.store, "raw_events", False)   # not parsed again)
 
     def __iter__(self):
@@ -4845,16 +4791,16 @@ class _SSEStream:
         seq, event = item
         if event is None:                        # nothing for keepalive_interval seconds
             return _KEEPALIVE
-        if type(event) is bytes:                 # (raw, from the store: see _Follower.raw)
-            return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event))
-        if type(event) is _StoredEvent and self.splice is not None:
+        if type(event) is _StoredEvent and self.splice:
             if len(event.json) > _JOINED:        # (a large one, in three pieces: the JSON is
                 head, _, tail = (b"id: %d\ndata: %s\n\n" % (   # the event's, not a copy)
                     seq, self.splice(b"\0"))).partition(b"\0")
                 self.after.extend((event.json, tail))
                 self.sending = event
                 return head
-            return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event.json))
+            event = event.json
+        if type(event) is bytes:                 # (raw, from the store: see _Follower.raw)
+            return b"id: %d\ndata: %s\n\n" % (seq, self.splice(event))
         return _sse_frame(seq, self.wrap(event))
 
     def close(self):
@@ -4866,10 +4812,9 @@ class _SSEStream:
 
 # -- HTTP+JSON (section 11) ------------------------------------------------------
 #
-# The same operations as REST routes (the ROUTES table). Bodies, answers and
-# stream events are the request message, the response message and the
-# StreamResponse themselves. Errors are google.rpc.Status as JSON (section
-# 11.6), with the HTTP status of the error table:
+# The same operations as REST routes (the ROUTES table). Bodies, answers and stream events are the
+# request message, the response message and the StreamResponse themselves. Errors are
+# google.rpc.Status as JSON (section 11.6), with the HTTP status of the error table:
 #
 #   {"error": {"code": 404, "status": "NOT_FOUND", "message": "...",
 #              "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", ...}]}}
@@ -4889,12 +4834,11 @@ def _status_error(error, http_status=None):
 
 
 def _route_index():
-    """(number of segments, first segment, custom verb) -> [(verb, pattern, method)]
-    of the routes that can match: every pattern starts with a literal, and a path
-    that ends in a custom verb (":cancel") fits only the routes ending in it, so a
-    lookup leaves one or two to try. '/tasks/{id}:cancel' is [(None, 'tasks'),
-    ('id', ':cancel')]: (variable, or None for a literal; then the literal, or the
-    variable's literal suffix)."""
+    """(number of segments, first segment, custom verb) -> [(verb, pattern, method)] of the routes
+    that can match: every pattern starts with a literal, and a path that ends in a custom verb
+    (":cancel") fits only the routes ending in it, so a lookup leaves one or two to try.
+    '/tasks/{id}:cancel' is [(None, 'tasks'), ('id', ':cancel')]: (variable, or None for a literal;
+    then the literal, or the variable's literal suffix)."""
     index = {}
     for verb, route, method in ROUTES:
         pattern = []
@@ -4952,10 +4896,9 @@ def _routes_for(path):
 
 
 def _query_to_params(message_type, query):
-    """GET/DELETE query parameters -> a params dict for parse() (section 11.5):
-    camelCase names, enums by name (or number), booleans as true/false, each
-    given once, unknown names ignored. (No request of a GET or DELETE route
-    has a repeated field: ROUTES, MESSAGES.)"""
+    """GET/DELETE query parameters -> a params dict for parse() (section 11.5): camelCase names,
+    enums by name (or number), booleans as true/false, each given once, unknown names ignored. (No
+    request of a GET or DELETE route has a repeated field: ROUTES, MESSAGES.)"""
     from urllib.parse import parse_qsl
     fields, params = _FIELDS[message_type], {}
     try:
@@ -5077,13 +5020,13 @@ def _card_response(server, headers, base_url):
     if cached is None or cached[0] != key:
         card = server.agent_card(base_url)
         card = card if server.compat is None else server.compat.card(card)
-        if server.card.signer is not None:
+        if server.card.signer:
             # What is signed is the card as served, as the proto knows it: with
             # compat on, its 0.3 interfaces too; the 0.3-only fields (url,
             # preferredTransport...) are not proto fields, so verifiers leave them out.
             card = _companion("a2a_signing", "card_signer=").sign_card(card, server.card.signer)
         body = _json_body(card)
-        etag = '"%08x-%x"' % (binascii.crc32(body), len(body))   # strong: any byte changes it
+        etag = f'"{binascii.crc32(body):08x}-{len(body):x}"'     # strong: any byte changes it
         modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server.card.since))
         cached = server.card.cache = (key, body, etag, modified)
     _, body, etag, modified = cached
@@ -5117,7 +5060,7 @@ def _help_response(server, headers, base_url):
         else:                                  # (a copied a2a_min.py alone: the text)
             return console.console_response(server, headers, base_url)
     return Response(200, [("Content-Type", "text/plain; charset=utf-8"), ("Vary", "Accept"),
-                          _LINK], text.encode("utf-8"))
+                          _LINK], text.encode())
 
 
 def _help_text(server, base_url):
@@ -5150,35 +5093,31 @@ def _help_text(server, base_url):
 # threads, so a slow webhook never holds a request. Connection errors and 5xx
 # are retried with exponential backoff and jitter; redirects are not followed.
 #
-# Fairness. Callers choose the webhooks, and a caller may choose a tarpit (a
-# receiver that never answers, or answers a byte a second). So deliveries
-# wait in one lane per caller (CallContext.caller), and within it in one
-# queue per destination (scheme, host, port). The push_workers threads serve
-# the callers in turn, one attempt per turn; a caller has at most
-# push_per_caller attempts in flight, each to another destination, so its
-# tarpits hold that many threads for at most push_timeout. A destination has
-# one delivery in flight at a time, which keeps each webhook's events in order.
+# Fairness. Callers choose the webhooks, and a caller may choose a tarpit (a receiver that never
+# answers, or answers a byte a second). So deliveries wait in one lane per caller
+# (CallContext.caller), and within it in one queue per destination (scheme, host, port). The
+# push_workers threads serve the callers in turn, one attempt per turn; a caller has at most
+# push_per_caller attempts in flight, each to another destination, so its tarpits hold that many
+# threads for at most push_timeout. A destination has one delivery in flight at a time, which keeps
+# each webhook's events in order.
 #
-# Retries and the circuit breaker. A retry waits out its backoff on a timer
-# (a heap), never in a thread, at the head of its destination's queue. A
-# destination that failed push_breaker times in a row (no answer, or 5xx) is
-# paused for push_pause seconds: what waits or comes for it meanwhile is
-# dropped and counted ("paused"). Then one delivery may try again; an answer
-# below 500 closes the breaker. A lane holds push_queue deliveries and
-# push_queue_bytes of bodies; what overflows is dropped and counted, and the
-# log gets one warning per push_log_interval summing up what was dropped,
-# failed or refused, never one line per event. Shutdown waits for what may
-# go now, never for a backoff or a paused destination.
+# Retries and the circuit breaker. A retry waits out its backoff on a timer (a heap), never in a
+# thread, at the head of its destination's queue. A destination that failed push_breaker times in a
+# row (no answer, or 5xx) is paused for push_pause seconds: what waits or comes for it meanwhile is
+# dropped and counted ("paused"). Then one delivery may try again; an answer below 500 closes the
+# breaker. A lane holds push_queue deliveries and push_queue_bytes of bodies; what overflows is
+# dropped and counted, and the log gets one warning per push_log_interval summing up what was
+# dropped, failed or refused, never one line per event. Shutdown waits for what may go now, never
+# for a backoff or a paused destination.
 #
 # Deadline. An attempt (connect, TLS handshake, request, the answer's status
 # line) has push_timeout seconds in all, however slowly the receiver trickles
 # (http.client cannot: its timeout applies afresh to every read). At most
 # push_max_response bytes are read to find the status; the rest never is.
 #
-# DNS rebinding. The host is resolved before each attempt and every address
-# checked (section 6 of this file); the request then goes to a vetted
-# address, https too (TLS starts on the connected socket, with the URL's host
-# for SNI and the certificate), so a second DNS answer cannot send it
+# DNS rebinding. The host is resolved before each attempt and every address checked (section 6 of
+# this file); the request then goes to a vetted address, https too (TLS starts on the connected
+# socket, with the URL's host for SNI and the certificate), so a second DNS answer cannot send it
 # elsewhere. The system resolver's timeouts are outside the deadline.
 
 
@@ -5306,11 +5245,10 @@ def _destination(url):
 
 
 class _PushDelivery:
-    """Background POSTs of task events to webhooks, fair between callers and
-    their destinations (see the section comment). ``ready``'s lock guards all.
-    It holds its Server weakly, and its threads end when the Server shuts down
-    or is gone (as the store's watch): a thread must not keep alive what
-    nobody else uses (the Server, and every task in its store)."""
+    """Background POSTs of task events to webhooks, fair between callers and their destinations
+    (see the section comment). ``ready``'s lock guards all. It holds its Server weakly, and its
+    threads end when the Server shuts down or is gone (as the store's watch): a thread must not
+    keep alive what nobody else uses (the Server, and every task in its store)."""
 
     def __init__(self, server):
         import itertools
@@ -5341,11 +5279,10 @@ class _PushDelivery:
 
     # -- the callers' side: queue, count ------------------------------------------------
     def submit(self, caller, configs, event, task, trace):
-        """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on
-        ``caller``'s lane, never blocking: what does not fit, or goes to a paused
-        destination, is dropped and counted. A webhook registered through 0.3 is
-        sent what 0.3 sends (the server's translation makes it). ``trace``: the
-        turn's trace context headers, sent on every attempt."""
+        """Queue ``event`` (a StreamResponse) for each webhook in ``configs`` on ``caller``'s lane,
+        never blocking: what does not fit, or goes to a paused destination, is dropped and counted.
+        A webhook registered through 0.3 is sent what 0.3 sends (the server's translation makes
+        it). ``trace``: the turn's trace context headers, sent on every attempt."""
         bodies = {None: _dumps(event)}
         now = time.monotonic()
         with self.ready:
@@ -5540,8 +5477,8 @@ class _PushDelivery:
         total = {what: sum(n[what] for n in noted.values())
                  for what in ("dropped", "failed", "refused")}
         worst = sorted(noted.items(), key=lambda item: -sum(item[1][w] for w in total))[:5]
-        callers = "; ".join(f"{caller!r:.80}: " + ", ".join(f"{n[w]} {w}" for w in total if n[w])
-                            + f" (last: {n['last'][:160]})" for caller, n in worst)
+        callers = "; ".join(f"{caller!r:.80}: {', '.join(f'{n[w]} {w}' for w in total if n[w])}"
+                            f" (last: {n['last'][:160]})" for caller, n in worst)
         more = f"; and {len(noted) - len(worst)} more callers" if len(noted) > len(worst) else ""
         return ("webhook deliveries since the last report: %d dropped, %d failed, %d refused; "
                 "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
@@ -5706,8 +5643,8 @@ class Server:
         self.agent = agent
         self.store = store if store is not None else TaskStore(   # (bounded by the limits)
             max_bytes=limits["max_store_bytes"], **{name: limits[name] for name in _STORE_LIMITS})
-        self.single_path = "/" + single_path.strip("/") if single_path else None
-        self.rpc_path = self.single_path or "/" + rpc_path.strip("/")
+        self.single_path = f"/{single_path.strip('/')}" if single_path else None
+        self.rpc_path = self.single_path or f"/{rpc_path.strip('/')}"
         self._card_path = (self.single_path or "").rstrip("/") + _CARD_PATH
         self.assume_version, self.public_url = assume_version, public_url
         self._streams = {}                  # caller -> streams open (max_caller_streams)
@@ -5753,10 +5690,9 @@ class Server:
         self._check_cards(card_signer)
 
     def _check_cards(self, signer):
-        """The cards are valid as built, and a signer signs: now, not at the
-        first request. A signed card is built from public_url alone (section
-        8.4), never from a request's headers: no request can have the server
-        sign what it chose."""
+        """The cards are valid as built, and a signer signs: now, not at the first request. A
+        signed card is built from public_url alone (section 8.4), never from a request's headers:
+        no request can have the server sign what it chose."""
         _check_card(self.agent_card())
         if self.extended_card is not None and self.authenticate is None:
             raise ValueError("the extended card is for authenticated callers (section 13.3), "
@@ -5764,7 +5700,7 @@ class Server:
                              "e.g. BearerAuth(tokens, anonymous=True) to serve the rest to all")
         if isinstance(self.extended_card, dict):
             _check_card({**self.agent_card(), **self.extended_card})
-        if signer is not None:
+        if signer:
             if not self.public_url:
                 raise ValueError("a signed card needs public_url (the URL clients reach this "
                                  "server at): the card signed must not depend on the request")
@@ -5781,27 +5717,24 @@ class Server:
     def agent_card(self, base_url=None):
         """The public agent card, as a dict, for a server reached at ``base_url``."""
         base = (self.public_url or base_url or "http://127.0.0.1:8000").rstrip("/")
-        rpc = base + self.rpc_path.rstrip("/") if self.rpc_path != "/" else base + "/"
-        ours = [("JSONRPC", rpc)] + ([] if self.single_path else [("HTTP+JSON", base)])
+        ours = [("JSONRPC", base + self.rpc_path)] + (
+            [] if self.single_path else [("HTTP+JSON", base)])
         interfaces = [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
                       for binding, url in ours + self.card.interfaces]
         if self.mounted:                       # the interfaces of the server it is mounted at
             front, tenant = self.mounted
             interfaces = [{**i, "tenant": tenant}
                           for i in front.agent_card(base_url)["supportedInterfaces"]]
-        return {
-            "name": self.card.fields["name"], "description": self.card.fields["description"],
-            "supportedInterfaces": interfaces,
-            **{k: v for k, v in self.card.fields.items() if k not in ("name", "description")},
-        }
+        fields = self.card.fields        # (name and description first: **fields keeps their place)
+        return {"name": fields["name"], "description": fields["description"],
+                "supportedInterfaces": interfaces, **fields}
 
     def mount(self, tenant, server):
-        """Serve another agent (a Server) here as the tenant ``tenant`` (section
-        3.2.5): each request that names it, on every binding (/{tenant}/... over
-        HTTP+JSON, the ``tenant`` field over JSON-RPC and gRPC), is that
-        server's, with its own authentication, limits and store; its card, at
-        /{tenant}/.well-known/agent-card.json, lists this server's interfaces with
-        the tenant. /.well-known/ai-catalog.json lists every agent served here."""
+        """Serve another agent (a Server) here as the tenant ``tenant`` (section 3.2.5): each
+        request that names it, on every binding (/{tenant}/... over HTTP+JSON, the ``tenant`` field
+        over JSON-RPC and gRPC), is that server's, with its own authentication, limits and store;
+        its card, at /{tenant}/.well-known/agent-card.json, lists this server's interfaces with the
+        tenant. /.well-known/ai-catalog.json lists every agent served here."""
         if not tenant or set(tenant) - _NAME_CHARS or tenant in self.mounts or server.mounted \
                 or server is self or server.compat:
             raise ValueError(f"mount({tenant!r}): a new tenant name of lower-case letters, "
@@ -5855,7 +5788,7 @@ class Server:
                 pusher = self._pusher
         channel = self.live.channels.get(task["id"])    # the running turn's trace goes along
         turn = channel and channel.active or _TURN.get(None)
-        trace = turn.trace if turn is not None and self.tracing else None
+        trace = turn.trace if turn and self.tracing else None
         pusher.submit(owner, configs, event, task, trace and trace.headers())
 
     @property
@@ -5866,10 +5799,9 @@ class Server:
             **dict.fromkeys(_PUSH_TOTALS, 0), "paused_destinations": 0}
 
     def push_stats_by_caller(self):
-        """Webhook delivery counters per caller (the principal, or an anonymous
-        client's address): {caller: {"queued", "sent" (2xx), "failed",
-        "refused", "retried", "dropped", "paused", "waiting" (queued now)}}, for
-        the push_callers callers most recently active."""
+        """Webhook delivery counters per caller (the principal, or an anonymous client's address):
+        {caller: {"queued", "sent" (2xx), "failed", "refused", "retried", "dropped", "paused",
+        "waiting" (queued now)}}, for the push_callers callers most recently active."""
         return self._pusher.by_caller() if self._pusher else {}
 
     # -- what the limits are doing, and stopping ----------------------------------
@@ -5904,11 +5836,10 @@ class Server:
                 self._refusals[key] = self._refusals.get(key, 0) + 1
 
     def shutdown(self, grace=10.0):
-        """Stop within ``grace`` seconds: turns and webhook deliveries may finish,
-        the streams that follow one to its end, the others at once with a
-        ``retry:`` hint; then the webhook threads end, and the
-        agent's ``close()`` is called, if any. Hosts call it when they stop.
-        Returns {"turns", "deliveries"} left undone."""
+        """Stop within ``grace`` seconds: turns and webhook deliveries may finish, the streams that
+        follow one to its end, the others at once with a ``retry:`` hint; then the webhook threads
+        end, and the agent's ``close()`` is called, if any. Hosts call it when they stop. Returns
+        {"turns", "deliveries"} left undone."""
         self.closing.set()
         self.live.wake_streams()
         deadline = time.monotonic() + grace
@@ -5923,10 +5854,10 @@ class Server:
                            "queued", turns, deliveries)
         if turns:
             self.live.cut()
-        if self._pusher is not None:           # its threads end (what waits on a retry: dropped)
+        if self._pusher:                       # its threads end (what waits on a retry: dropped)
             self._pusher.stop()
         close = getattr(self.agent, "close", None)
-        if close is not None:                  # what the agent still runs ends (serve --exec)
+        if close:                              # what the agent still runs ends (serve --exec)
             close()
         for mounted in self.mounts.values():   # the agents mounted here, in the time left
             mounted.shutdown(deadline - time.monotonic())
@@ -5955,10 +5886,9 @@ _EAGER_TASKS = sys.version_info >= (3, 12)      # asyncio.Task(..., eager_start=
 
 
 class _Spawner:
-    """CallContext.spawn for a host on ``loop``: runs a coroutine there as a
-    task, eagerly on Python 3.12+. asyncio holds a waiting task only weakly,
-    so they are kept here, and let go of when their number has doubled (a
-    done-callback each costs about 1 us a SendMessage)."""
+    """CallContext.spawn for a host on ``loop``: runs a coroutine there as a task, eagerly on
+    Python 3.12+. asyncio holds a waiting task only weakly, so they are kept here, and let go of
+    when their number has doubled (a done-callback each costs about 1 us a SendMessage)."""
 
     __slots__ = ("loop", "tasks", "prune_at")
 
@@ -6035,7 +5965,7 @@ class _LoopAnswer:
             self.loop.call_soon_threadsafe(self._answer)
 
     def _answer(self):
-        if self.timer is not None:
+        if self.timer:
             self.timer.cancel()
             self.timer = None
         response = self.response
@@ -6054,10 +5984,9 @@ async def _drive_async(live, result, turn):
     write = _write_here if off_loop is None else off_loop.run
     try:
         if isinstance(result, AsyncGeneratorType):
-            # Each step runs here until the agent yields or waits: what it
-            # yields without waiting is held (turn.batch) and written at once
-            # when it waits or ends, so its chunks cost one commit and one
-            # write together, and none waits on an agent that is waiting.
+            # Each step runs here until the agent yields or waits: what it yields without waiting
+            # is held (turn.batch) and written at once when it waits or ends, so its chunks cost
+            # one commit and one write together, and none waits on an agent that is waiting.
             turn.batch = []
             try:
                 while not turn.done:
@@ -6086,7 +6015,7 @@ async def _drive_async(live, result, turn):
     except Exception as exc:
         await write(turn.fail, exc)
     finally:
-        if running is not None:
+        if running:
             _TURN.reset(running)
 
 
@@ -6096,11 +6025,10 @@ async def _write_here(fn, *args):
 
 
 class _Resumed:
-    """The rest of an async generator's step that began outside its task
-    (_drive_async sends it the first None itself) and now waits on
-    ``waiting``. Awaited, the task waits on that as if it had run the step
-    from the start: the result, an error or a cancellation reach the agent,
-    and the step's output (StopIteration's value) is the await's."""
+    """The rest of an async generator's step that began outside its task (_drive_async sends it the
+    first None itself) and now waits on ``waiting``. Awaited, the task waits on that as if it had
+    run the step from the start: the result, an error or a cancellation reach the agent, and the
+    step's output (StopIteration's value) is the await's."""
 
     __slots__ = ("step", "waiting")
 
@@ -6137,13 +6065,11 @@ def _settle_future(response, future):
 
 
 class _LoopStream:
-    """A Response.stream read on an event loop: ``async for`` gives its byte
-    chunks, waiting without blocking for news or the keep-alive interval.
-    It watches the stream for its whole life and keeps one keep-alive timer,
-    moved on as chunks go rather than made again for each: with ten thousand
-    streams, a timer and a watch made per event are garbage the collector
-    spends its time on (and a timer cancelled waits in the loop's queue).
-    close() when done: it stops watching."""
+    """A Response.stream read on an event loop: ``async for`` gives its byte chunks, waiting
+    without blocking for news or the keep-alive interval. It watches the stream for its whole life
+    and keeps one keep-alive timer, moved on as chunks go rather than made again for each: with ten
+    thousand streams, a timer and a watch made per event are garbage the collector spends its time
+    on (and a timer cancelled waits in the loop's queue). close() when done: it stops watching."""
 
     def __init__(self, stream, loop):
         self.stream, self.loop = stream, loop
@@ -6195,13 +6121,13 @@ class _LoopStream:
             if self.loop.time() < self.idle_at:    # chunks went meanwhile: not yet
                 self.timer = self.loop.call_at(self.idle_at, self._woken, True)
                 return
-        if self.waiter is not None and not self.waiter.done():
+        if self.waiter and not self.waiter.done():
             self.waiter.set_result(idle)
 
     def close(self):
         self.stream.unwatch(self.wake)
         self.wake = None                           # (it holds self: no cycle left behind)
-        if self.timer is not None:
+        if self.timer:
             self.timer.cancel()
         self.stream.close()
 
@@ -6213,18 +6139,16 @@ class _LoopStream:
 # A host adapter turns its world into handle_http() arguments and writes the
 # Response back. It makes no protocol decision.
 #
-# Both servers bundled here read requests with one reader, _RequestReader: a
-# pure object (no sockets) that says whether the bytes received so far hold
-# a whole request yet (RFC 9112). It refuses whatever two HTTP parsers could
-# read as ending in different places, the way a request is smuggled past a
-# proxy (RFC 9112 section 11.2), and every refusal closes the connection:
-# after a framing error nobody knows where the next request starts. Limits
-# are counted in bytes as they arrive: the head (max_header_bytes,
-# max_headers), the body (max_body_bytes, checked against Content-Length
-# before it is read), a chunk-size line and the trailers. Time is bounded per
-# request, not per read: a request must arrive whole within ``timeout``
-# seconds of the connection being ready for it, or it gets 408 and the
-# connection closes (a client trickling a byte a second is cut off too).
+# Both servers bundled here read requests with one reader, _RequestReader: a pure object (no
+# sockets) that says whether the bytes received so far hold a whole request yet (RFC 9112). It
+# refuses whatever two HTTP parsers could read as ending in different places, the way a request is
+# smuggled past a proxy (RFC 9112 section 11.2), and every refusal closes the connection: after a
+# framing error nobody knows where the next request starts. Limits are counted in bytes as they
+# arrive: the head (max_header_bytes, max_headers), the body (max_body_bytes, checked against
+# Content-Length before it is read), a chunk-size line and the trailers. Time is bounded per
+# request, not per read: a request must arrive whole within ``timeout`` seconds of the connection
+# being ready for it, or it gets 408 and the connection closes (a client trickling a byte a second
+# is cut off too).
 
 
 class _BadRequest(Exception):
@@ -6238,10 +6162,9 @@ class _BadRequest(Exception):
 
 
 class _HTTPRequest:
-    """One request read by _RequestReader: ``method``, ``target`` (``path``,
-    then ``query`` after a "?"), ``version``, ``headers`` (lower-case names;
-    repeated ones joined with ", "), ``body`` (bytes, de-chunked; None while
-    it is read) and ``keep_alive``."""
+    """One request read by _RequestReader: ``method``, ``target`` (``path``, then ``query`` after a
+    "?"), ``version``, ``headers`` (lower-case names; repeated ones joined with ", "), ``body``
+    (bytes, de-chunked; None while it is read) and ``keep_alive``."""
 
     __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive")
 
@@ -6284,16 +6207,14 @@ _KNOWN_CODINGS = frozenset({"chunked", "compress", "deflate", "gzip", "x-compres
 class _RequestReader:
     """Reads HTTP/1.1 requests from the front of a byte buffer; no I/O.
 
-    ``read(buffer)`` (a bytearray of what the connection has received) returns
-    the next whole request as an _HTTPRequest, or None while more bytes are
-    needed. It takes what it has read off the front of the buffer as it goes
-    (the head, then each chunk of a chunked body), so a body is held once and
-    feeding it a byte at a time costs no more than feeding it whole; what is
-    left is the start of the next request. A request that can never be valid
-    raises _BadRequest; the host answers it and closes the connection.
-    ``expects_continue`` is true while the body of a request whose head said
-    "Expect: 100-continue" is awaited: the host answers "100 Continue" and
-    sets it false (once answered, never again for that request).
+    ``read(buffer)`` (a bytearray of what the connection has received) returns the next whole
+    request as an _HTTPRequest, or None while more bytes are needed. It takes what it has read off
+    the front of the buffer as it goes (the head, then each chunk of a chunked body), so a body is
+    held once and feeding it a byte at a time costs no more than feeding it whole; what is left is
+    the start of the next request. A request that can never be valid raises _BadRequest; the host
+    answers it and closes the connection. ``expects_continue`` is true while the body of a request
+    whose head said "Expect: 100-continue" is awaited: the host answers "100 Continue" and sets it
+    false (once answered, never again for that request).
     """
 
     def __init__(self, max_header_bytes=65536, max_headers=100,
@@ -6314,9 +6235,7 @@ class _RequestReader:
             if request is None:
                 return None
         length = self._length
-        if length == 0:
-            body = b""
-        elif length is not None:
+        if length is not None:
             if len(buffer) < length:
                 return None
             body = bytes(buffer[:length])
@@ -6336,7 +6255,7 @@ class _RequestReader:
         return self._head is not None
 
     def _refuse(self, status, message, error=InvalidRequestError, **kw):
-        path = self._head.path if self._head is not None else None
+        path = self._head.path if self._head else None
         raise _BadRequest(status, error(message, **kw), path)
 
     # -- the head (RFC 9112 sections 2-5) ------------------------------------
@@ -6360,14 +6279,13 @@ class _RequestReader:
             if lower in headers:
                 if lower == "host":                # (which one names the server? RFC 9112 3.2)
                     self._refuse(400, "the request has two Host headers: send one")
-                value = headers[lower] + ", " + value
+                value = f"{headers[lower]}, {value}"
             headers[lower] = value
         return headers
 
     def _read_head(self, buffer):
-        """The request line and headers, once the blank line after them is in
-        ``buffer`` (RFC 9112 sections 3 and 5), checked as the theory above
-        says; None while they are still arriving."""
+        """The request line and headers, once the blank line after them is in ``buffer`` (RFC 9112
+        sections 3 and 5), checked as the theory above says; None while they are still arriving."""
         if buffer[:1] in _ODD_STARTS:
             while buffer.startswith(b"\r\n"):
                 del buffer[:2]                    # empty lines before a request: ignored
@@ -6419,9 +6337,8 @@ class _RequestReader:
         return request
 
     def _bare_lf(self):
-        # RFC 9112 section 2.2 lets a server take a bare LF for CRLF; proxies
-        # disagree on it, and a request two parsers split in two places is how
-        # requests are smuggled, so it is refused.
+        # RFC 9112 section 2.2 lets a server take a bare LF for CRLF; proxies disagree on it, and a
+        # request two parsers split in two places is how requests are smuggled, so it is refused.
         self._refuse(400, "a line of the request head ends in a bare LF: end every line "
                      "with CRLF (\\r\\n)")
 
@@ -6525,15 +6442,14 @@ class _RequestReader:
 
 # -- TLS ---------------------------------------------------------------------------
 #
-# Production deployments MUST use HTTPS (specification section 7.1). ``tls=``
-# is an ssl.SSLContext of your own, or a dict of file names for a2a_cli.py's
-# tls_context() (TLS 1.2 at least, no renegotiation; mutual TLS optional or
-# required). A handshake happens on its connection, never on the accept loop,
-# within a deadline for the whole of it: on the connection's own thread
-# (threaded), or a step each time bytes arrive (asyncio's SSL protocol). A
-# verified client certificate reaches the operations as CallContext.certificate.
-# Plain HTTP sent to an HTTPS port gets a hint on the threaded server, which
-# can look at a connection's first byte before the handshake; asyncio cannot.
+# Production deployments MUST use HTTPS (specification section 7.1). ``tls=`` is an ssl.SSLContext
+# of your own, or a dict of file names for a2a_cli.py's tls_context() (TLS 1.2 at least, no
+# renegotiation; mutual TLS optional or required). A handshake happens on its connection, never on
+# the accept loop, within a deadline for the whole of it: on the connection's own thread
+# (threaded), or a step each time bytes arrive (asyncio's SSL protocol). A verified client
+# certificate reaches the operations as CallContext.certificate. Plain HTTP sent to an HTTPS port
+# gets a hint on the threaded server, which can look at a connection's first byte before the
+# handshake; asyncio cannot.
 
 _TLS_RECORD = b"\x16"                 # the first byte of a TLS handshake record
 _PLAIN_ON_TLS_TEXT = b"This port speaks HTTPS: use https:// (curl https://...).\n"
@@ -6550,8 +6466,7 @@ def _tls_context(tls):
 
 
 def _tls_arguments(parser):
-    """The --tls-* options of a2a_cli's and a2a_grpc's commands (their files:
-    _tls_context)."""
+    """The --tls-* options of a2a_cli's and a2a_grpc's commands (their files: _tls_context)."""
     parser.add_argument("--tls-cert", metavar="FILE",
                         help="serve HTTPS with this certificate (PEM; the chain may follow)")
     parser.add_argument("--tls-key", metavar="FILE",
@@ -6606,31 +6521,28 @@ def _tls_handshake(sock, context, deadline_after):
         return tls
     except (OSError, ValueError) as error:         # (ssl.SSLError is an OSError)
         _log().debug("TLS handshake failed: %s", error)
-        (tls if tls is not None else sock).close()
+        (tls or sock).close()
 
 
 # -- writing an answer -------------------------------------------------------------
 #
-# Both servers write the bytes _WritePlan decides, each its own way: sendall
-# on the connection's thread; transport.write on the loop, waiting while the
-# client reads slowly. A stream's head goes with what of it is ready (a short
-# stream is one write), or waits for a new task's first event (_Follower's
-# begin_at), else goes at once. Each event goes as it is made, never held for
-# the next, and the end goes with the last. On a kept connection each is a
-# chunk (RFC 9112 section 7.1); an HTTP/1.0 client cannot read chunks: it gets
-# the bytes, and the close ends them. A chunk over _JOINED bytes goes a slice
-# at a time, not copied (streams share it). A client that has read nothing
-# since the last keep-alive (_unsent) is a client gone.
+# Both servers write the bytes _WritePlan decides, each its own way: sendall on the connection's
+# thread; transport.write on the loop, waiting while the client reads slowly. A stream's head goes
+# with what of it is ready (a short stream is one write), or waits for a new task's first event
+# (_Follower's begin_at), else goes at once. Each event goes as it is made, never held for the
+# next, and the end goes with the last. On a kept connection each is a chunk (RFC 9112 section
+# 7.1); an HTTP/1.0 client cannot read chunks: it gets the bytes, and the close ends them. A chunk
+# over _JOINED bytes goes a slice at a time, not copied (streams share it). A client that has read
+# nothing since the last keep-alive (_unsent) is a client gone.
 
 _LAST_CHUNK = b"0\r\n\r\n"
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"     # (curl waits for it before a large body)
 
 
 class _WritePlan:
-    """The bytes a Response with a stream goes out as, in order; no I/O. Write
-    ``head`` (if any: else it waits), then the pieces ``put(chunk)`` gives for
-    ``first`` (if not None) and each chunk after it until ``done`` or the
-    stream's end, then ``end()``."""
+    """The bytes a Response with a stream goes out as, in order; no I/O. Write ``head`` (if any:
+    else it waits), then the pieces ``put(chunk)`` gives for ``first`` (if not None) and each chunk
+    after it until ``done`` or the stream's end, then ``end()``."""
 
     __slots__ = ("stream", "out", "chunked", "sock", "unsent", "done", "head", "first")
 
@@ -6675,7 +6587,7 @@ def _response_head(response, close, date, body=False):
     line; and its body after them if ``body`` (not a stream's, nor a HEAD's)."""
     status = response.status
     lines = [f"HTTP/1.1 {status} {_HTTP_REASONS.get(status, 'Status')}",
-             f"Server: a2a_min/{__version__}", "Date: " + date()]
+             f"Server: a2a_min/{__version__}", f"Date: {date()}"]
     for name, value in response.headers:          # (_header_list, unrolled: every answer's)
         lines.append(f"{name}: {value}")
     if response.stream is None and status != 304 and status != 204:
@@ -6702,13 +6614,12 @@ def _timed_out(server, timeout):
 
 # -- the threaded server ---------------------------------------------------------
 #
-# socketserver's threaded TCP server, without http.server: that module and
-# the email package it parses headers with cost about 100 ms of start-up and
-# more CPU per request than the whole A2A call. One thread per connection, up
-# to ``max_connections``: past it a new connection is answered 503 with
-# Retry-After and closed, so a flood of idle connections costs a refusal
-# each, not a thread each. HTTP/1.1 keep-alive, Nagle's algorithm off (or
-# every SSE event would wait ~40 ms for a delayed ACK).
+# socketserver's threaded TCP server, without http.server: that module and the email package it
+# parses headers with cost about 100 ms of start-up and more CPU per request than the whole A2A
+# call. One thread per connection, up to ``max_connections``: past it a new connection is answered
+# 503 with Retry-After and closed, so a flood of idle connections costs a refusal each, not a
+# thread each. HTTP/1.1 keep-alive, Nagle's algorithm off (or every SSE event would wait ~40 ms for
+# a delayed ACK).
 
 
 def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_header_bytes=65536,
@@ -6716,12 +6627,11 @@ def make_http_server(server, host="127.0.0.1", port=8000, *, timeout=30.0, max_h
                      max_caller_connections=None):
     """A threaded HTTP/1.1 server (socketserver) serving ``server``.
 
-    Call ``serve_forever()`` on it, ``shutdown()`` from another thread to stop.
-    ``timeout``: seconds within which each request must arrive whole (and an
-    idle keep-alive connection is closed); ``max_connections``: connections
-    (threads) served at once, ``max_caller_connections`` of them from one
-    client address (default: half; past it, 429). ``tls``: serve HTTPS (see "TLS"), each
-    handshake done within ``handshake_timeout`` seconds on its connection's thread.
+    Call ``serve_forever()`` on it, ``shutdown()`` from another thread to stop. ``timeout``:
+    seconds within which each request must arrive whole (and an idle keep-alive connection is
+    closed); ``max_connections``: connections (threads) served at once, ``max_caller_connections``
+    of them from one client address (default: half; past it, 429). ``tls``: serve HTTPS (see
+    "TLS"), each handshake done within ``handshake_timeout`` seconds on its connection's thread.
     """
     import socketserver
     tls = _tls_context(tls)
@@ -6779,7 +6689,7 @@ class _ThreadedConnection:
         server, self.httpd, self.timeout = httpd.a2a, httpd, httpd.wait_for
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         accepted, scheme, peer = sock, "http://", client_address[0]
-        if httpd.tls is not None:
+        if httpd.tls:
             sock, scheme = _tls_handshake(sock, httpd.tls, httpd.handshake_timeout), "https://"
             if sock is None:
                 return                     # (a TLS handshake that failed)
@@ -6804,9 +6714,8 @@ class _ThreadedConnection:
                 sock.close()
 
     def receive(self, sock, reader, buffer, server):
-        """The next request on ``sock`` (read into ``buffer`` by ``reader``),
-        or None when the connection is to close: its client closed it, or was
-        answered 400 or 408."""
+        """The next request on ``sock`` (read into ``buffer`` by ``reader``), or None when the
+        connection is to close: its client closed it, or was answered 400 or 408."""
         deadline = time.monotonic() + self.timeout
         while True:
             try:
@@ -6814,7 +6723,7 @@ class _ThreadedConnection:
             except _BadRequest as bad:
                 self.send(sock, server.error_response(bad.path, bad.status, bad.error), True)
                 return None
-            if request is not None:
+            if request:
                 return request
             if reader.expects_continue:
                 reader.expects_continue = False
@@ -6891,12 +6800,11 @@ def _drain_threaded(self, grace=10.0):
 
 
 class _Hangups:
-    """One thread per threaded server, while any of its streams waits: it
-    polls their sockets for a client's close (EPOLLRDHUP: not for data, which
-    a pipelined request may send) and wakes the stream, which then ends and
-    frees its connection at once rather than at its next keep-alive write. A
-    socket stays registered for its connection's life (forget()): the streams
-    of a kept connection cost no system call each."""
+    """One thread per threaded server, while any of its streams waits: it polls their sockets for a
+    client's close (EPOLLRDHUP: not for data, which a pipelined request may send) and wakes the
+    stream, which then ends and frees its connection at once rather than at its next keep-alive
+    write. A socket stays registered for its connection's life (forget()): the streams of a kept
+    connection cost no system call each."""
 
     def __init__(self):
         self.poll, self.wakes, self.socks, self.lock = None, {}, set(), threading.Lock()
@@ -6947,7 +6855,7 @@ class _Hangups:
                         poll.unregister(fd)
                     if gone is not None:
                         gone.append(True)
-                if channel is not None:
+                if channel:
                     channel.wake()
             with self.lock:                        # none left to watch: the thread ends
                 if not self.wakes:
@@ -6956,12 +6864,11 @@ class _Hangups:
 
 
 def serve(server, host="127.0.0.1", port=8000, *, on_ready=None, grace=10.0, workers=1, tls=None):
-    """Serve ``server`` on the threaded server until SIGTERM or Ctrl-C, then
-    stop gracefully within ``grace`` seconds (HTTPServer.drain). ``workers``:
-    processes sharing the listening socket and the store (a2a_store.serve_workers).
-    ``on_ready(httpd)`` is called once listening (by default, a line saying
-    where). ``tls``: serve HTTPS (see "TLS"). An address it cannot listen on
-    stops the program with one line that says why (SystemExit, exit status 1)."""
+    """Serve ``server`` on the threaded server until SIGTERM or Ctrl-C, then stop gracefully within
+    ``grace`` seconds (HTTPServer.drain). ``workers``: processes sharing the listening socket and
+    the store (a2a_store.serve_workers). ``on_ready(httpd)`` is called once listening (by default,
+    a line saying where). ``tls``: serve HTTPS (see "TLS"). An address it cannot listen on stops
+    the program with one line that says why (SystemExit, exit status 1)."""
     if workers > 1 and not server.store.shared:
         raise ValueError(
             f"{workers} worker processes would each keep their own tasks in memory, and a "
@@ -7007,7 +6914,7 @@ def _bound_to(listener):
 def _say_where(listener):
     """serve()'s and serve_asyncio()'s on_ready when none is given: say where."""
     host, port = _bound_to(listener)
-    scheme = "https" if getattr(listener, "tls", None) is not None else "http"
+    scheme = "https" if getattr(listener, "tls", None) else "http"
     print(f"a2a_min: serving on {scheme}://{host}:{port}/ (Ctrl-C stops)", flush=True)
 
 
@@ -7062,15 +6969,13 @@ class _Admission:
 
 # -- an asyncio server ---------------------------------------------------------------
 #
-# One event loop, no thread per connection and none per stream. Each
-# connection is an asyncio protocol (_LoopConnection) whose bytes go to its
-# _RequestReader; a pipelined request waits for the answer before it. A
-# request is answered on the loop by handle_http(..., spawn), with the hooks
-# of section 11. One clock per connection bounds a request's arrival (408, or
-# a close when idle) and a client that stops reading its answer (dropped after
-# ``timeout``). Past ``max_connections`` (at most three quarters of the
-# open-file limit, so accept() does not run out; counted from accept(), a TLS
-# handshake included), a new connection gets 503.
+# One event loop, no thread per connection and none per stream. Each connection is an asyncio
+# protocol (_LoopConnection) whose bytes go to its _RequestReader; a pipelined request waits for
+# the answer before it. A request is answered on the loop by handle_http(..., spawn), with the
+# hooks of section 11. One clock per connection bounds a request's arrival (408, or a close when
+# idle) and a client that stops reading its answer (dropped after ``timeout``). Past
+# ``max_connections`` (at most three quarters of the open-file limit, so accept() does not run out;
+# counted from accept(), a TLS handshake included), a new connection gets 503.
 
 
 def _within_open_files(connections):
@@ -7088,12 +6993,11 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         max_header_bytes=65536, max_headers=100, max_connections=4096,
                         on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0,
                         max_caller_connections=None):
-    """Serve ``server`` on the running asyncio event loop until cancelled (or
-    SIGTERM, when the loop runs in the main thread), then stop gracefully
-    within ``grace`` seconds: Server.shutdown, requests in flight finish,
-    idle connections close. ``on_ready(asyncio_server)`` and an address it
-    cannot listen on: as serve(). The other options are make_http_server()'s;
-    ``timeout`` also bounds how long a client may leave its answer unread."""
+    """Serve ``server`` on the running asyncio event loop until cancelled (or SIGTERM, when the
+    loop runs in the main thread), then stop gracefully within ``grace`` seconds: Server.shutdown,
+    requests in flight finish, idle connections close. ``on_ready(asyncio_server)`` and an address
+    it cannot listen on: as serve(). The other options are make_http_server()'s; ``timeout`` also
+    bounds how long a client may leave its answer unread."""
     import asyncio
     import signal
     loop = asyncio.get_running_loop()
@@ -7139,9 +7043,8 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
 
 
 async def _stop_asyncio(server, loop, listener, connections, grace):
-    """serve_asyncio's end: stop listening, Server.shutdown (streams end,
-    turns may finish within ``grace``), let requests in flight finish, then
-    close every connection left, idle or not."""
+    """serve_asyncio's end: stop listening, Server.shutdown (streams end, turns may finish within
+    ``grace``), let requests in flight finish, then close every connection left, idle or not."""
     import asyncio
     deadline = loop.time() + grace
     listener.close()
@@ -7150,7 +7053,7 @@ async def _stop_asyncio(server, loop, listener, connections, grace):
         await asyncio.sleep(0.05)              # requests in flight
     busy = [c.busy for c in connections if hasattr(c.busy, "cancel")]
     for connection in list(connections):       # then the rest, idle or not, is closed
-        if connection.transport is not None:   # (else a TLS handshake, which asyncio ends)
+        if connection.transport:               # (else a TLS handshake, which asyncio ends)
             connection.transport.abort()
     for task in busy:
         task.cancel()
@@ -7168,7 +7071,7 @@ def _out_of_files(previous, said, loop, context):
         said[0] = time.monotonic() + 60.0
         context = {**context, "message": f"{context.get('message')}: the open-file limit is "
                    "reached; raise it (ulimit -n) or lower max_connections (said once a minute)"}
-    if previous is not None:
+    if previous:
         return previous(loop, context)
     loop.default_exception_handler(context)
 
@@ -7209,13 +7112,13 @@ class _LoopConnection:
         self.timer = self.loop.call_later(self.timeout, self.check_timeout)
         self.peer = (transport.get_extra_info("peername") or ("",))[0]
         refusal = self.admission.admit(self.peer, len(self.connections) - 1)   # (this one:
-        if refusal is not None:                    # counted at accept) refused, and closed
+        if refusal:                                # counted at accept) refused, and closed
             return self.close_after_answer(refusal)
         self.counted = self.peer
         host, port = transport.get_extra_info("sockname")[:2]
         self.local = f"{host}:{port}"
         self.scheme = "http://"
-        if transport.get_extra_info("sslcontext") is not None:
+        if transport.get_extra_info("sslcontext"):
             self.scheme = "https://"
             self.peer = _Peer(self.peer, transport.get_extra_info("peercert") or None)
             if self.buffer:                        # what came with the end of the handshake
@@ -7231,7 +7134,7 @@ class _LoopConnection:
         if self.closed:
             return                 # a refused connection's request: not read
         self.buffer += data
-        if self.busy is None and self.transport is not None:
+        if self.busy is None and self.transport:
             self.serve_buffered()
         elif len(self.buffer) > self.reader.max_header_bytes + self.reader.max_body_bytes:
             self.transport.pause_reading()         # a client far ahead of its answers
@@ -7242,14 +7145,14 @@ class _LoopConnection:
     def connection_lost(self, exc):
         """The client is gone: stop its clock and its stream, if any."""
         self.closed = True
-        if self.timer is not None:
+        if self.timer:
             self.timer.cancel()
         self.connections.discard(self)
         if self.counted is not None:
             self.admission.leave(self.counted)
-        if self.busy is not None and hasattr(self.busy, "cancel"):
+        if hasattr(self.busy, "cancel"):
             self.busy.cancel()     # stops pumping the stream; the agent's task goes on
-        if self.drained is not None and not self.drained.done():
+        if self.drained and not self.drained.done():
             self.drained.set_result(None)
 
     def pause_writing(self):
@@ -7260,7 +7163,7 @@ class _LoopConnection:
         self.transport.pause_reading()
 
     def resume_writing(self):
-        if self.drained is not None and not self.drained.done():
+        if self.drained and not self.drained.done():
             self.drained.set_result(None)
         self.drained = None
         if not self.closed:
@@ -7273,17 +7176,17 @@ class _LoopConnection:
         if self.closed:
             return
         now = self.loop.time()
-        if self.drained is not None and now - self.paused_at >= self.timeout:
+        if self.drained and now - self.paused_at >= self.timeout:
             return self.transport.abort()          # it stopped reading (a stream's, too)
         waited = now - self.ready_since
         if self.busy is None and waited >= self.timeout:
-            if self.drained is not None:           # it has not read its answers: give up
+            if self.drained:                       # it has not read its answers: give up
                 return self.transport.abort()
             if self.buffer:                        # a request began, and stalled
                 return self.close_after_answer(_timed_out(self.server, self.timeout))
             return self.transport.close()
         wait = self.timeout - waited if self.busy is None else self.timeout
-        if self.drained is not None:
+        if self.drained:
             wait = min(wait, self.paused_at + self.timeout - now)
         self.timer = self.loop.call_later(max(wait, 0.01), self.check_timeout)
 
@@ -7313,7 +7216,7 @@ class _LoopConnection:
     def answer(self, response, request):
         """Write ``response`` to ``request``, or begin to (a turn still running,
         a stream). True if the connection is ready for its next request."""
-        if response.pending is not None:           # one request at a time: the rest waits
+        if response.pending:                       # one request at a time: the rest waits
             self.busy = response.pending
             _LoopAnswer(self.loop, response, self.answered_later, request)
             return False
@@ -7378,7 +7281,7 @@ class _LoopConnection:
                         break
                 for piece in plan.put(chunk):
                     write(piece)
-                    if self.drained is not None:
+                    if self.drained:
                         await self.drained         # the client reads slowly: wait for it
                     if self.closed:
                         return
@@ -7395,7 +7298,7 @@ class _LoopConnection:
         """The stream ended: the connection goes on to its next request if it
         was kept and the stream ended whole; else it closes."""
         self.busy = None
-        if not task.cancelled() and task.exception() is not None:
+        if not task.cancelled() and task.exception():
             _log().error("unexpected error in a stream", exc_info=task.exception())
         elif keep and not task.cancelled() and not self.closed:
             return self.go_on()
@@ -7404,13 +7307,12 @@ class _LoopConnection:
 
 # -- WSGI (PEP 3333) and ASGI 3 -------------------------------------------------
 #
-# The same handle_http() under other people's servers: gunicorn, uwsgi or
-# mod_wsgi through WSGI; uvicorn, hypercorn or a mount inside a Starlette or
-# FastAPI app through ASGI. A stream is an iterator of byte chunks: WSGI
-# servers send each as it comes and close() it when the client leaves; the
-# ASGI adapter awaits each (no thread per stream), watching for the client's
-# disconnect. A mount prefix (SCRIPT_NAME, root_path) is stripped from the
-# path and kept in the base URL the card shows.
+# The same handle_http() under other people's servers: gunicorn, uwsgi or mod_wsgi through WSGI;
+# uvicorn, hypercorn or a mount inside a Starlette or FastAPI app through ASGI. A stream is an
+# iterator of byte chunks: WSGI servers send each as it comes and close() it when the client
+# leaves; the ASGI adapter awaits each (no thread per stream), watching for the client's
+# disconnect. A mount prefix (SCRIPT_NAME, root_path) is stripped from the path and kept in the
+# base URL the card shows.
 
 
 def _header_list(response):
@@ -7479,7 +7381,7 @@ def _asgi_request(scope):
     headers = {}
     for name, value in scope["headers"]:
         name, value = name.decode("latin-1").lower(), value.decode("latin-1")
-        headers[name] = headers[name] + ", " + value if name in headers else value
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
     host = headers.get("host") or "%s:%s" % tuple(scope.get("server") or ("127.0.0.1", 80))
     return path, headers, f"{scope.get('scheme', 'http')}://{host}{prefix}"
 
@@ -7580,13 +7482,12 @@ async def _disconnected(receive):
 
 # -- AWS Lambda ------------------------------------------------------------------
 #
-# API Gateway REST APIs send payload format 1.0 events; HTTP APIs and function
-# URLs send 2.0. Both become one handle_http() call. Lambda's Python runtime
-# answers with one response, so a stream is collected (until it ends, or until
-# the invocation's remaining time runs low) and returned as one
-# text/event-stream body, and the card says so (an extension, BUFFERED_STREAMS).
-# The in-memory store lives as long as the execution environment: across warm
-# invocations, not across cold starts or instances.
+# API Gateway REST APIs send payload format 1.0 events; HTTP APIs and function URLs send 2.0. Both
+# become one handle_http() call. Lambda's Python runtime answers with one response, so a stream is
+# collected (until it ends, or until the invocation's remaining time runs low) and returned as one
+# text/event-stream body, and the card says so (an extension, BUFFERED_STREAMS). The in-memory
+# store lives as long as the execution environment: across warm invocations, not across cold starts
+# or instances.
 
 
 BUFFERED_STREAMS = "urn:a2a-min:buffered-streams"
@@ -7610,17 +7511,16 @@ def _lambda_request(event):
         single = event.get("queryStringParameters") or {}
         query = urlencode(multi, doseq=True) if multi else urlencode(single)
     body = event.get("body") or ""
-    body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
+    body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
     context_of = event.get("requestContext", {})
     stage = context_of.get("stage", "$default")
     prefix = f"/{stage}" if not v2 and stage != "$default" and "execute-api" in \
         headers.get("host", "") else ""
     base_url = f"{headers.get('x-forwarded-proto', 'https')}://{headers.get('host', 'localhost')}{prefix}"
     peer = (context_of.get("http") or context_of.get("identity") or {}).get("sourceIp")
-    # The Host check (see "Who may call") is the platform's: API Gateway and
-    # function URLs deliver only requests addressed to their own names, and
-    # a function is not on the network of the browsers that call it, where
-    # a rebound name could point. So Host is not passed on.
+    # The Host check (see "Who may call") is the platform's: API Gateway and function URLs deliver
+    # only requests addressed to their own names, and a function is not on the network of the
+    # browsers that call it, where a rebound name could point. So Host is not passed on.
     headers.pop("host", None)
     return method, path, query, headers, body, base_url, peer
 
@@ -7657,10 +7557,10 @@ def lambda_handler(server, *, margin=1.0):
             data = b"".join(chunks)
         out_headers = {}
         for name, value in response.headers:
-            out_headers[name] = out_headers[name] + ", " + value if name in out_headers else value
+            out_headers[name] = f"{out_headers[name]}, {value}" if name in out_headers else value
         textual = any(t in out_headers.get("Content-Type", "") for t in ("json", "text"))
         return {"statusCode": response.status, "headers": out_headers,
-                "body": data.decode("utf-8") if textual else base64.b64encode(data).decode(),
+                "body": data.decode() if textual else base64.b64encode(data).decode(),
                 "isBase64Encoded": not textual}
     return handler
 
@@ -7669,21 +7569,19 @@ def lambda_handler(server, *, margin=1.0):
 # 13. The demo
 # =============================================================================
 #
-# ``python a2a_min.py`` runs a small agent that shows most of the protocol: a
-# reply streamed in chunks of one artifact (section 3.1.2), a task that asks
-# for more input and continues on the next message with its taskId (a
-# multi-turn task, section 3.1.1), and the card, the JSON-RPC help page and
-# the curl lines printed at start-up. main() is the command line: the host
-# (threads or asyncio), the address, and the options that are Server's own
-# (--public-url, --compat, --push-allow, --allow-host, --cors-origin...).
+# ``python a2a_min.py`` runs a small agent that shows most of the protocol: a reply streamed in
+# chunks of one artifact (section 3.1.2), a task that asks for more input and continues on the next
+# message with its taskId (a multi-turn task, section 3.1.1), and the card, the JSON-RPC help page
+# and the curl lines printed at start-up. main() is the command line: the host (threads or
+# asyncio), the address, and the options that are Server's own (--public-url, --compat,
+# --push-allow, --allow-host, --cors-origin...).
 #
-# What a deployment adds lives in a2a_cli.py: --store (A2A_STORE), --workers,
-# --tls-*, --metrics, --access-log, --opentelemetry, --exec, --sign-key and
-# the client's verbs (and the log's lines on stderr). main() reads its own
-# options first, without abbreviations; anything left over goes to
-# a2a_cli.main() whole, which builds on _demo_parser and serves through
-# _serve_demo (without that file, one line names it). So this file alone never
-# imports more than it uses, and starts in the time the demo takes to compile.
+# What a deployment adds lives in a2a_cli.py: --store (A2A_STORE), --workers, --tls-*, --metrics,
+# --access-log, --opentelemetry, --exec, --sign-key and the client's verbs (and the log's lines on
+# stderr). main() reads its own options first, without abbreviations; anything left over goes to
+# a2a_cli.main() whole, which builds on _demo_parser and serves through _serve_demo (without that
+# file, one line names it). So this file alone never imports more than it uses, and starts in the
+# time the demo takes to compile.
 
 
 def _demo_agent(ctx):
@@ -7711,16 +7609,15 @@ def demo_server(**options):
 
 
 def _stop_on_ctrl_c(server, grace, stop_now):
-    """The demo's Ctrl-C: the first stops gracefully, saying what it waits
-    for (the host's KeyboardInterrupt path: Server.shutdown within
-    ``grace``); a second one stops at once (after ``stop_now()``, if given),
-    without a traceback."""
+    """The demo's Ctrl-C: the first stops gracefully, saying what it waits for (the host's
+    KeyboardInterrupt path: Server.shutdown within ``grace``); a second one stops at once (after
+    ``stop_now()``, if given), without a traceback."""
     import signal
     pressed = []
 
     def on_sigint(signum, frame):
         if pressed:
-            if stop_now is not None:
+            if stop_now:
                 stop_now()
             print("a2a_min: stopped now", file=sys.stderr, flush=True)
             os._exit(130)
@@ -7809,19 +7706,16 @@ def _demo_options(args):
                 cors_origins=args.cors_origin)
 
 
-def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", stop_now=None,
-                **host):
-    """Serve ``server`` as the command line does: the banner, Ctrl-C, and a
-    port that is taken said in one line. ``host``: serve()'s further
-    arguments (a2a_cli.py's tls=, workers=)."""
+def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", stop_now=None, **host):
+    """Serve ``server`` as the command line does: the banner, Ctrl-C, and a port that is taken said
+    in one line. ``host``: serve()'s further arguments (a2a_cli.py's tls=, workers=)."""
     if args.compat:
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
         kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
     ready = functools.partial(_demo_banner, server, what, kept, host.get("tls"))
-    # Ten seconds for running turns to finish once asked to stop (SIGTERM or
-    # Ctrl-C): a rolling restart's usual grace. With workers, Ctrl-C reaches
-    # every worker, and each stops itself.
+    # Ten seconds for running turns to finish once asked to stop (SIGTERM or Ctrl-C): a rolling
+    # restart's usual grace. With workers, Ctrl-C reaches every worker, and each stops itself.
     grace = 10.0
     if host.get("workers", 1) == 1:
         _stop_on_ctrl_c(server, grace, stop_now)
@@ -7880,8 +7774,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # Run as a script, this module is __main__; the companions it loads
-    # (a2a_cli, a2a_store...) import it as a2a_min: one module, not a
-    # second copy whose error classes would be others.
+    # Run as a script, this module is __main__; the companions it loads (a2a_cli, a2a_store...)
+    # import it as a2a_min: one module, not a second copy whose error classes would be others.
     sys.modules.setdefault("a2a_min", sys.modules[__name__])
     main()
