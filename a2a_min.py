@@ -6235,7 +6235,9 @@ class _RequestReader:
             if request is None:
                 return None
         length = self._length
-        if length is not None:
+        if length == 0:                     # (most requests: a GET)
+            body = b""
+        elif length is not None:
             if len(buffer) < length:
                 return None
             body = bytes(buffer[:length])
