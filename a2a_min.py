@@ -1012,6 +1012,12 @@ def _json_codec():
 _encode_json, _decode_stored = _json_codec()
 
 
+def _digest(message):
+    """A message's SHA-256, whatever the order of its members (hex)."""
+    import hashlib
+    return hashlib.sha256(json.dumps(message, sort_keys=True).encode()).hexdigest()
+
+
 # -- a task's life: the one function that changes it ----------------------------
 
 def _apply(task, kind, body, now, grown=None):
@@ -3704,12 +3710,6 @@ def _start_turn(server, request, call):
 # it is refused (422); one while the first has no task yet is told to try
 # again (409). The card declares it (docs/idempotency.md).
 IDEMPOTENT_SEND = "urn:a2a-min:idempotent-send"
-
-
-def _digest(message):
-    """A message's SHA-256, whatever the order of its members (hex)."""
-    import hashlib
-    return hashlib.sha256(json.dumps(message, sort_keys=True).encode()).hexdigest()
 
 
 def _repeated(server, request, first, history_length, call, stream=False):

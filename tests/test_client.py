@@ -160,7 +160,8 @@ def test_tenant_and_extensions_reach_the_server():
                 assert client.get_task(task["id"])["id"] == task["id"]
                 with pytest.raises(a2a_min.TaskNotFoundError):
                     a2a_client.Client(live.url, binding=binding).get_task(task["id"])
-        assert seen == [("acme", ("https://ext.example/x",))] * 2
+        # (and the extension the card declares, announced so that a lost send may go again)
+        assert seen == [("acme", ("https://ext.example/x", a2a_min.IDEMPOTENT_SEND))] * 2
     finally:
         live.close()
 
