@@ -35,7 +35,8 @@ if os.environ.get("A2A_TEST_STORE") == "sqlite":
 # line: the suites that never touch a store's behaviour (the transport, TLS,
 # the client's check, card signing, the console, the README and packaging, the
 # tables), those that name the store of every test (the store contract and
-# paging suites, PostgreSQL's) or of theirs (the file's growth, a turn's bytes),
+# paging suites, PostgreSQL's) or of theirs (the file's growth, a turn's bytes,
+# the repeated sends across stores),
 # the hosts ("via_threads" and the others: the bindings run in-process), the
 # 0.3 SDK's client, the browser, and the SSE framing fuzz test (no store).
 _SQLITE_LEAVES_OUT_FILES = (
@@ -44,7 +45,7 @@ _SQLITE_LEAVES_OUT_FILES = (
     "test_architecture.py", "test_tables.py", "test_vectors.py", "test_protojson.py",
     "test_store_contract.py", "test_store_paging.py")
 _SQLITE_LEAVES_OUT_NAMES = ("postgres", "sdks_0_3", "via_", "browser_", "file_stops_growing",
-                            "bytes_linear_in_its_chunks", "sse_stream_frames")
+                            "bytes_linear_in_its_chunks", "sse_stream_frames", "a_shared_store_")
 
 
 def pytest_collection_modifyitems(config, items):
