@@ -2708,7 +2708,7 @@ class _TurnWriter:
         """Publish a status update (``trusted``: built here, not by the agent)."""
         body = self._checked("statusUpdate", "TaskStatusUpdateEvent", body, trusted)
         status = body["status"]
-        if self.chunk and status["state"] in _STREAM_END:
+        if self.chunk is not None and status["state"] in _STREAM_END:
             self._close_chunk()                 # (its artifact ends before the turn does)
         now = status["timestamp"] = self.live.now()
         if "message" in status:
@@ -3389,7 +3389,7 @@ class _LiveTasks:
     def stop(self, channel):
         """Tell the turn running on ``channel``, if any, that its task ended
         (canceled, here or by another process): its further output is dropped."""
-        if channel.active:
+        if channel.active is not None:         # (a RequestContext: a str, maybe empty)
             channel.active._cancel()
 
     def cut(self):
@@ -3456,7 +3456,7 @@ class _LiveTasks:
                 with channel.lock:
                     if channel.ended:       # let go of meanwhile (the store's watch): anew
                         continue
-                    if channel.active:                     # a turn runs here, maybe ending
+                    if channel.active is not None:         # a turn runs here, maybe ending
                         raise _still_working(task_id)
                     self.add_push(ctx, call.owner)
                     # Record the message; refused if a turn began meanwhile, in
@@ -5788,7 +5788,7 @@ class Server:
                 pusher = self._pusher
         channel = self.live.channels.get(task["id"])    # the running turn's trace goes along
         turn = channel and channel.active or _TURN.get(None)
-        trace = turn.trace if turn and self.tracing else None
+        trace = turn.trace if turn is not None and self.tracing else None
         pusher.submit(owner, configs, event, task, trace and trace.headers())
 
     @property
