@@ -728,18 +728,22 @@ def test_the_idempotency_key_is_the_key_instead_of_the_message_id(wire, agent, b
 
 # -- other callers are isolated ------------------------------------------------------
 
+def _a_turn_each(one, two, agent):
+    """One message from two callers: a turn each, and each one's repeat its own task."""
+    message = user_message("hi")
+    first, second = task_of(one.send(message)), task_of(two.send(message))
+    assert first["id"] != second["id"] and agent.runs == 2, agent.texts
+    assert task_of(one.send(message))["id"] == first["id"]
+    assert task_of(two.send(message))["id"] == second["id"]
+    assert agent.runs == 2, agent.texts
+    return message
+
 def test_another_principal_sending_the_same_message_id_gets_its_own_turn(agent, serve, binding):
     site = serve(a2a_min.Server(agent, name="Counting agent",
                                 authenticate=a2a_min.BearerAuth({"ta": "ann", "tb": "bob"})))
     ann = serve.wire(site, binding, token="ta")
     bob = serve.wire(site, binding, token="tb")
-    message = user_message("hi")
-    ann_task = task_of(ann.send(message))
-    bob_task = task_of(bob.send(message))
-    assert ann_task["id"] != bob_task["id"] and agent.runs == 2, agent.texts
-    assert task_of(ann.send(message))["id"] == ann_task["id"]
-    assert task_of(bob.send(message))["id"] == bob_task["id"]
-    assert agent.runs == 2, agent.texts
+    message = _a_turn_each(ann, bob, agent)
     # Another message under ann's messageId is no reuse of bob's key.
     other = {**user_message("other"), "messageId": message["messageId"] + "-2"}
     task_of(ann.send(other))
@@ -760,13 +764,7 @@ def test_another_tenant_sending_the_same_message_id_gets_its_own_turn(agent, ser
     site = serve(front)
     at_front = serve.wire(site, binding)
     at_alpha = serve.wire(site, binding, tenant="alpha")
-    message = user_message("hi")
-    front_task = task_of(at_front.send(message))
-    alpha_task = task_of(at_alpha.send(message))
-    assert front_task["id"] != alpha_task["id"] and agent.runs == 2, agent.texts
-    assert task_of(at_alpha.send(message))["id"] == alpha_task["id"]
-    assert task_of(at_front.send(message))["id"] == front_task["id"]
-    assert agent.runs == 2, agent.texts
+    _a_turn_each(at_front, at_alpha, agent)
     changed = {**user_message("alpha's own"), "messageId": "shared-id"}
     task_of(at_front.send({**changed, "parts": [{"text": "front's own"}]}))
     assert artifact_text(task_of(at_alpha.send(changed))) == "echo: alpha's own"

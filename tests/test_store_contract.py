@@ -1899,11 +1899,10 @@ def test_sqlite_a_version_2_file_is_brought_to_version_3(path):
     assert [t["id"] for t in store.list(ALICE)[0]] == ["t1", "t5", "t4"]     # newest stamp first
 
 
-def test_sqlite_a_version_4_file_keeps_its_tasks(path):
-    """Version 5 added a column (the trace that made a task, no longer
-    written): a version 4 file is brought to it, and its tasks are read and
-    changed as before, new ones made beside them."""
-    db = _old_file(path, 4)
+def _old_file_with_a_task(path, version):
+    """An SQLite file of an older schema ``version`` holding ALICE's WORKING
+    task t1 (version 4's and 5's tables), its connection open."""
+    db = _old_file(path, version)
     body = json.dumps(task("t1")).encode()
     db.execute("INSERT INTO tasks (n, id, owner, caller, context_id, state, stamp, idle_ms, "
                "version, next_seq, first_seq, event_bytes, size, body) VALUES (1, 't1', ?, ?, "
@@ -1913,6 +1912,14 @@ def test_sqlite_a_version_4_file_keeps_its_tasks(path):
     db.execute("UPDATE callers SET tasks = 1, bytes = ?, made = 1 WHERE caller = ''",
                (len(body),))
     db.execute("COMMIT")
+    return db
+
+
+def test_sqlite_a_version_4_file_keeps_its_tasks(path):
+    """Version 5 added a column (the trace that made a task, no longer
+    written): a version 4 file is brought to it, and its tasks are read and
+    changed as before, new ones made beside them."""
+    db = _old_file_with_a_task(path, 4)
     db.close()
     store = a2a_store.SQLiteStore(path)
     assert sql(store, "SELECT value FROM meta") == [(str(a2a_store.SQLITE_SCHEMA_VERSION),)]
@@ -1927,16 +1934,7 @@ def test_sqlite_a_version_4_file_keeps_its_tasks(path):
 def test_sqlite_a_version_5_file_gets_the_sends_table(path):
     """Version 6 added ``sends`` (idempotent sends): a version 5 file is
     brought to it, keeps its tasks, and records sends from then on."""
-    db = _old_file(path, 5)
-    body = json.dumps(task("t1")).encode()
-    db.execute("INSERT INTO tasks (n, id, owner, caller, context_id, state, stamp, idle_ms, "
-               "version, next_seq, first_seq, event_bytes, size, body) VALUES (1, 't1', ?, ?, "
-               "'ctx', ?, ?, NULL, 1, 0, 0, 0, ?, ?)",
-               (a2a_store._key(ALICE), a2a_store._key(ALICE), WORKING, _stamp(1), len(body),
-                body))
-    db.execute("UPDATE callers SET tasks = 1, bytes = ?, made = 1 WHERE caller = ''",
-               (len(body),))
-    db.execute("COMMIT")
+    db = _old_file_with_a_task(path, 5)
     assert db.execute("SELECT name FROM sqlite_master WHERE name = 'sends'").fetchall() == []
     db.close()
     store = a2a_store.SQLiteStore(path)
