@@ -3695,19 +3695,18 @@ def _start_turn(server, request, call):
             return ctx, server.live.begin(ctx, call), None
         return (ctx,) + server.live.continue_task(ctx, call, message)
     except BaseException:
-        if key is not None:                # refused: the key is free for another try
+        if key and window:                 # refused: the key is free for another try
             server.store.settle_send(call.owner, key, None)
         raise
 
 
-# A client whose connection drops after SendMessage cannot tell whether the
-# agent ran. So a send may be repeated: the same messageId (when the request
-# announces IDEMPOTENT_SEND in A2A-Extensions, section 3.2: a client that
-# reuses messageIds is served as before) or HTTP Idempotency-Key, from the
-# same caller within idempotency_window, answers as the first did and runs nothing. The store records each send's key and its
-# task (claim_send); a repeat's message must be the first's, as the task's
-# history holds it (or its digest, beside a Message reply: settle_send), else
-# it is refused (422); one while the first has no task yet is told to try
+# A client whose connection drops after SendMessage cannot tell whether the agent ran. So a send
+# may be repeated: the same messageId (when the request announces IDEMPOTENT_SEND in
+# A2A-Extensions, section 3.2: a client that reuses messageIds is served as before) or HTTP
+# Idempotency-Key, from the same caller within idempotency_window, answers as the first did and
+# runs nothing. The store records each send's key and its task (claim_send); a repeat's message
+# must be the first's, as the task's history holds it (or its digest, beside a Message reply:
+# settle_send), else it is refused (422); one while the first has no task yet is told to try
 # again (409). The card declares it (docs/idempotency.md).
 IDEMPOTENT_SEND = "urn:a2a-min:idempotent-send"
 
