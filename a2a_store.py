@@ -1873,6 +1873,8 @@ def serve_workers(httpd, workers, grace, serve_one):
     threaded (``serve_one(httpd, grace)``), one CPU core each; the tasks
     are shared through the store. This process only waits: it forwards
     SIGTERM to the workers, and starts a new worker for one that died.
+    A worker still running ``grace`` + 5 seconds after the stop (its drain
+    takes ``grace`` and a second at most) is killed: the server always ends.
 
     On Linux it is also the subreaper of all the workers start (prctl(2)'s
     PR_SET_CHILD_SUBREAPER): what a worker's process leaves behind when it
@@ -1916,7 +1918,7 @@ def serve_workers(httpd, workers, grace, serve_one):
             os.kill(pid, signal.SIGTERM)
 
     def stop(*_):
-        stopping.append(True)
+        stopping.append(time.monotonic())
         for pid in list(children):
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -1931,13 +1933,22 @@ def serve_workers(httpd, workers, grace, serve_one):
     for _ in range(workers):
         start()
     while children:
-        try:
-            pid, status = os.wait()
+        try:                                       # (once stopping, a look every 50 ms)
+            pid, status = os.waitpid(-1, os.WNOHANG if stopping else 0)
         except KeyboardInterrupt:                  # (Ctrl-C reached the workers too)
             stop()
             continue
         except ChildProcessError:
             break
+        if pid == 0:                               # none has ended yet
+            if time.monotonic() > stopping[0] + grace + 5:
+                _log().warning("workers %s still running %.1f s after the stop: killed",
+                               sorted(children), grace + 5)
+                for pid in children:
+                    os.kill(pid, signal.SIGKILL)
+                stopping[0] = float("inf")         # (said and done once)
+            time.sleep(0.05)
+            continue
         if adopts:                                 # (an orphan, or a worker and its orphans)
             _end_orphans(children)
         if children.pop(pid, None) and not stopping:

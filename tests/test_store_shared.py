@@ -726,7 +726,37 @@ def test_sigterm_while_a_dead_worker_is_replaced_stops_the_new_one_too(tmp_path,
         try:
             host.proc.wait(10)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"still running 10 s after SIGTERM: workers {host.workers()}")
+            pytest.fail(f"still running 10 s after SIGTERM: workers {host.workers()}; "
+                        f"{where_they_are(host)}")
+    finally:
+        host.stop()
+
+
+def where_they_are(host):
+    """The server's and its workers' threads (shared_app dumps them on SIGUSR1)."""
+    for pid in [host.proc.pid, *host.workers()]:
+        os.kill(pid, signal.SIGUSR1)
+    time.sleep(0.5)
+    return f"stderr: {host.stderr(20000)}"
+
+
+def test_a_worker_that_does_not_stop_is_killed_and_the_server_ends(tmp_path):
+    """A worker that never acts on SIGTERM (here: stopped, SIGSTOP) is killed
+    grace + 5 seconds after the stop, and the server exits."""
+    host = Host("threads", str(tmp_path), str(tmp_path / "tasks.db"), grace=0.5)
+    try:
+        stuck, other = sorted(host.workers())
+        os.kill(stuck, signal.SIGSTOP)
+        started = time.monotonic()
+        host.proc.send_signal(signal.SIGTERM)
+        try:
+            code = host.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 15 s after SIGTERM; {where_they_are(host)}")
+        took = time.monotonic() - started
+        assert code == 0 and 5.0 < took < 10, (code, took)
+        assert "still running 5.5 s after the stop: killed" in host.stderr()
+        assert not os.path.exists(f"/proc/{stuck}") and not os.path.exists(f"/proc/{other}")
     finally:
         host.stop()
 
