@@ -284,13 +284,18 @@ class A2AServiceServicer:
             channel = getattr(events, "channel", None)
             if channel is not None and not context.add_callback(channel.wake):
                 return                             # the call has ended already
-            for _, event in events:
+            generations = getattr(events, "generations", False)     # (an A2A 1.1 client's)
+            for seq, event in events:
                 if not context.is_active():
                     return
                 if event is None:                  # keep-alive tick: gRPC needs none
                     continue
-                yield json_format.ParseDict(event if event_out is None else event_out(event),
+                out = json_format.ParseDict(event if event_out is None else event_out(event),
                                             response(), ignore_unknown_fields=True)
+                kind = generations and out.WhichOneof("payload")
+                if kind in ("task", "status_update", "artifact_update"):
+                    getattr(out, kind).generation = seq + 1   # (the event's id + 1: _as_of)
+                yield out
         except a2a_min.A2AError as error:
             context.abort_with_status(_grpc_status(error))
         except Exception:

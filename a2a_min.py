@@ -116,6 +116,7 @@ COMPANION_API = (
 
 __version__ = "0.3.0"
 PROTOCOL_VERSION = "1.0"
+PREVIEW_VERSION = "1.1"    # the draft (branch dev-1.1), served to a client that asks for it
 
 import binascii
 import contextvars
@@ -454,6 +455,11 @@ class VersionNotSupportedError(A2AError):
     code, grpc_status, http_status, reason = -32009, "FAILED_PRECONDITION", 400, "VERSION_NOT_SUPPORTED"
 
 
+class TaskGenerationMismatchError(A2AError):
+    """A2A 1.1 (draft): ifGenerationMatch names a generation the task has left."""
+    code, grpc_status, http_status, reason = -32010, "ABORTED", 409, "TASK_GENERATION_MISMATCH"
+
+
 # This server's own: a send that may be repeated (IDEMPOTENT_SEND).
 
 class IdempotencyKeyReusedError(InvalidParamsError):
@@ -487,12 +493,14 @@ MESSAGES = {
     "SendMessageConfiguration": (
         (1, "acceptedOutputModes", "string", "repeated"),
         (2, "taskPushNotificationConfig", "TaskPushNotificationConfig", ""),
-        (3, "historyLength", "int32", "optional"), (4, "returnImmediately", "bool", "")),
+        (3, "historyLength", "int32", "optional"), (4, "returnImmediately", "bool", ""),
+        (5, "ifGenerationMatch", "int64", "optional")),       # (1.1, and the rest of "int64")
     # The core objects (section 4.1): a task, its status, history and artifacts.
     "Task": (
         (1, "id", "string", "required"), (2, "contextId", "string", ""),
         (3, "status", "TaskStatus", "required"), (4, "artifacts", "Artifact", "repeated"),
-        (5, "history", "Message", "repeated"), (6, "metadata", "Struct", "")),
+        (5, "history", "Message", "repeated"), (6, "metadata", "Struct", ""),
+        (7, "generation", "int64", "")),
     "TaskStatus": (
         (1, "state", "TaskState", "required"), (2, "message", "Message", ""),
         (3, "timestamp", "Timestamp", "")),
@@ -513,11 +521,13 @@ MESSAGES = {
     # The streaming events (section 4.2): what a stream or a webhook says changed.
     "TaskStatusUpdateEvent": (
         (1, "taskId", "string", "required"), (2, "contextId", "string", "required"),
-        (3, "status", "TaskStatus", "required"), (4, "metadata", "Struct", "")),
+        (3, "status", "TaskStatus", "required"), (4, "metadata", "Struct", ""),
+        (5, "generation", "int64", "")),
     "TaskArtifactUpdateEvent": (
         (1, "taskId", "string", "required"), (2, "contextId", "string", "required"),
         (3, "artifact", "Artifact", "required"), (4, "append", "bool", ""),
-        (5, "lastChunk", "bool", ""), (6, "metadata", "Struct", "")),
+        (5, "lastChunk", "bool", ""), (6, "metadata", "Struct", ""),
+        (7, "generation", "int64", "")),
     # How a webhook call authenticates itself (section 4.3.2).
     "AuthenticationInfo": ((1, "scheme", "string", "required"), (2, "credentials", "string", "")),
     # The agent discovery objects (section 4.4): the card and what it holds.
@@ -608,7 +618,7 @@ MESSAGES = {
         (3, "configuration", "SendMessageConfiguration", ""), (4, "metadata", "Struct", "")),
     "GetTaskRequest": (
         (1, "tenant", "string", ""), (2, "id", "string", "required"),
-        (3, "historyLength", "int32", "optional")),
+        (3, "historyLength", "int32", "optional"), (4, "currentGeneration", "int64", "optional")),
     "ListTasksRequest": (
         (1, "tenant", "string", ""), (2, "contextId", "string", ""), (3, "status", "TaskState", ""),
         (4, "pageSize", "int32", "optional"), (5, "pageToken", "string", ""),
@@ -733,8 +743,10 @@ def _bad(path, problem):
 
 
 # What a value of each scalar (or well-known) type must be, as _scalar says it.
+_BITS = {"int32": 31, "int64": 63}
 _MUST_BE = {
     "string": "a string", "bool": "true or false", "int32": "a 32-bit integer",
+    "int64": "a 64-bit integer",
     "Struct": "a JSON object",
     "bytes": "base64-encoded bytes (standard or URL-safe alphabet)",
     "Timestamp": "an RFC 3339 timestamp such as 2025-10-28T10:30:00.000Z"}
@@ -743,8 +755,8 @@ _MUST_BE = {
 def _scalar(type_, value, path):
     """Check and canonicalize one scalar (or well-known type) value."""
     text = isinstance(value, str)
-    if type_ == "int32":             # ProtoJSON also accepts integers as strings, and 1.0
-        if text and (digits := value.removeprefix("-")).isdecimal() and len(digits) <= 10 \
+    if type_[:3] == "int":           # ProtoJSON also accepts integers as strings, and 1.0
+        if text and (digits := value.removeprefix("-")).isdecimal() and len(digits) <= 19 \
                 or isinstance(value, float) and value.is_integer():
             value = int(value)
     try:
@@ -752,8 +764,8 @@ def _scalar(type_, value, path):
             return value if value.isascii() else _check_text(value, path)
         if type_ == "bool" and isinstance(value, bool):
             return value
-        if type_ == "int32" and isinstance(value, int) and not isinstance(value, bool) \
-                and -2**31 <= value < 2**31:
+        if type_[:3] == "int" and isinstance(value, int) and not isinstance(value, bool) \
+                and -2**_BITS[type_] <= value < 2**_BITS[type_]:
             return value
         if type_ == "bytes" and text:
             return _b64encode(_b64decode(value))
@@ -2977,15 +2989,18 @@ class _Channel:
         if self.on_event:
             self.on_event(self.caller or self.owner, self.task, event)
 
-    def change(self, kind, body, now, event=None, tell=True, earlier=()):
+    def change(self, kind, body, now, event=None, tell=True, earlier=(), expect=None):
         """Apply one event of TRANSITIONS to the task and publish it (as ``event``, or else as the
         whole task). If another writer committed first, read the task again: the table decides
         again. ``earlier``: the (kind, body, now, event) changes one turn made just before it,
-        without waiting (_TurnWriter.batch), published in the same commit (batched)."""
+        without waiting (_TurnWriter.batch), published in the same commit (batched). ``expect``:
+        the generation the task must be at (1.1's ifGenerationMatch), at each try."""
         with self.lock:
             if earlier:
                 return self._batched(earlier + [(kind, body, now, event)])
             for _ in range(16):
+                if expect is not None:
+                    self.expecting(expect)
                 grown, self.grown = self.grown, None    # an append grows it in place (_apply)
                 mark = 0 if grown is None else len(grown)   # taken back if the store refuses
                 task = _apply(self.task, kind, body, now,
@@ -3029,6 +3044,17 @@ class _Channel:
                     del first_grown[mark:]
                 raise
             self.grown = grown
+
+    def expecting(self, generation):
+        """TaskGenerationMismatchError unless the task is at ``generation`` (see _as_of)."""
+        now = max(self.next_seq, 1)
+        if generation != now:
+            raise TaskGenerationMismatchError(
+                f"task {self.task['id']} is at generation {now}, not {generation} "
+                "(ifGenerationMatch): it changed since you read it; GetTask shows it as it is "
+                "now, then send again if you still mean to",
+                metadata={"taskId": self.task["id"], "expectedGeneration": generation,
+                          "currentGeneration": now})
 
     def snapshot(self):
         """The task as it is now, for a reader outside the turn: the next
@@ -3449,6 +3475,8 @@ class _LiveTasks:
         is recorded (the task WORKING again) unless a turn runs, here or in
         another process; (its channel, where its stream begins)."""
         task_id, context_id = ctx.task_id, ctx.context_id
+        expect = None if call.version == PROTOCOL_VERSION else \
+            ctx.configuration.get("ifGenerationMatch")     # (1.1, section 3.2.2)
         while True:
             with self.lock:
                 channel = self.channel(task_id, call.owner, call.caller)
@@ -3456,6 +3484,10 @@ class _LiveTasks:
                 with channel.lock:
                     if channel.ended:       # let go of meanwhile (the store's watch): anew
                         continue
+                    if expect is not None:  # (checked again at each try of the write)
+                        if self.store.shared:
+                            channel.reload()        # (another process may have moved it)
+                        channel.expecting(expect)
                     if channel.active is not None:         # a turn runs here, maybe ending
                         raise _still_working(task_id)
                     self.add_push(ctx, call.owner)
@@ -3465,7 +3497,7 @@ class _LiveTasks:
                     status = {"state": TRANSITIONS["input"][1], "timestamp": now}
                     channel.change("input", message, now, {"statusUpdate": {
                         "taskId": task_id, "contextId": context_id, "status": status}},
-                        tell=False)
+                        tell=False, expect=expect)
                     joined = (channel.next_seq - 1, {"task": channel.task})
                     channel.tell(joined[1])
                     self.observe(ctx, call)
@@ -3622,6 +3654,30 @@ def _view(task, history_length, include_artifacts=True):
     return out
 
 
+# A2A 1.1 (the draft's section 3.2.7) gives a task a ``generation``: 1 when made, one more at each
+# status or artifact update, one event each. Here that is the count of the task's events, which
+# the store keeps already: the event with SSE id N takes the task to generation N + 1 (a task
+# answered in one write, which nobody could watch, is made at 1). A 1.0 client is answered as
+# before, without it; a 1.1 one gets it in every Task and update event.
+
+def _as_of(task, next_seq, call):
+    """``task`` as ``call`` is answered: with its generation (``next_seq``, the id of its next
+    event) if the client speaks 1.1."""
+    if call.version == PROTOCOL_VERSION:
+        return task
+    return {"generation": max(next_seq, 1), **task}
+
+
+def _with_generation(event, seq):
+    """A stream's event (SSE id ``seq``) as a 1.1 client reads it, as JSON: a Task or an update
+    with the generation it leaves the task at."""
+    body = event if type(event) is bytes else getattr(event, "json", None) or _dumps(event)
+    kind = body[2:body.index(b'"', 2)]
+    if kind not in (b"task", b"statusUpdate", b"artifactUpdate"):
+        return body
+    return body[:len(kind) + 5] + b'"generation":%d,' % (seq + 1) + body[len(kind) + 5:]
+
+
 # -- SendMessage, SendStreamingMessage (sections 3.1.1, 3.1.2) ------------
 #
 # A message's parts must be of media types the agent takes (section 3.3.2):
@@ -3725,7 +3781,8 @@ def _repeated(server, request, first, history_length, call, stream=False):
             "second (if it never ends, its server stopped: send it with a new messageId)",
             metadata={"taskId": task_id})
     else:
-        seq, answer = task.next_seq - 1, {"task": _view(task, history_length)}
+        seq, answer = task.next_seq - 1, {"task": _as_of(_view(task, history_length),
+                                                          task.next_seq, call)}
         same = {**message, "contextId": task.get("contextId"), "taskId": task_id} in \
             task.get("history", ())
     if not same:
@@ -3755,7 +3812,9 @@ def _send_message(server, request, call):
     if config.get("returnImmediately"):
         server.live.make_task(ctx, channel)
         server.live.start(turn, call.spawn)
-        return {"task": _view(channel.snapshot(), history_length)}
+        with channel.lock:
+            return {"task": _as_of(_view(channel.snapshot(), history_length), channel.next_seq,
+                                   call)}
     deadline = time.monotonic() + server.limits["blocking_timeout"]
     if call.spawn is None:                 # a thread: it may wait for the turn
         server.live.drive(turn, deadline)
@@ -3777,8 +3836,9 @@ def _turn_result(server, turn, history_length, call):
         raise turn.error
     if turn.reply is not None:
         return {"message": turn.reply}
-    task = turn.channel.snapshot() or server.live.make_task(turn.ctx, turn.channel)
-    return {"task": _view(task, history_length)}
+    with turn.channel.lock:
+        task = turn.channel.snapshot() or server.live.make_task(turn.ctx, turn.channel)
+        return {"task": _as_of(_view(task, history_length), turn.channel.next_seq, call)}
 
 
 def _send_streaming_message(server, request, call):
@@ -3810,7 +3870,8 @@ def _require_streaming(server):
 def _get_task(server, request, call):
     """GetTask: the task, its history cut to historyLength."""
     history_length = _history_length(request)
-    return _view(_visible_task(server, request["id"], call), history_length)
+    task = _visible_task(server, request["id"], call)
+    return _as_of(_view(task, history_length), task.next_seq, call)
 
 
 def _list_tasks(server, request, call):
@@ -3824,7 +3885,10 @@ def _list_tasks(server, request, call):
         status=None if status == "TASK_STATE_UNSPECIFIED" else status,
         after=request.get("statusTimestampAfter"))
     include = request.get("includeArtifacts", False)
-    return {"tasks": [_view(t, history_length, include) for t in tasks],
+    if call.version != PROTOCOL_VERSION:   # (1.1: with their generations, as stored now)
+        tasks = [server.store.get(t["id"], call.owner) or t for t in tasks]
+    return {"tasks": [_as_of(_view(t, history_length, include), getattr(t, "next_seq", 0), call)
+                      for t in tasks],
             "nextPageToken": _encode_page_token(last) if last else "",
             "pageSize": size, "totalSize": total}
 
@@ -3849,7 +3913,7 @@ def _cancel_task(server, request, call):
         event = {"statusUpdate": {"taskId": task_id,
                                   "contextId": channel.task.get("contextId", ""),
                                   "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}
-        task = channel.change("cancel", None, now, event)
+        task = _as_of(channel.change("cancel", None, now, event), channel.next_seq, call)
         server.live.stop(channel)          # the agent, if it runs here (elsewhere:
                                            # a2a_store.py, "Sharing a store")
     server.live.forget(task_id)
@@ -4086,8 +4150,8 @@ def _check_service_parameters(server, call, method):
             f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
             f"the metadata a2a-version: {PROTOCOL_VERSION})",
             metadata={"supportedVersions": PROTOCOL_VERSION})
-    version = version.strip()
-    if version != PROTOCOL_VERSION and ".".join(version.split(".")[:2]) != PROTOCOL_VERSION:
+    version = ".".join(version.strip().split(".")[:2])
+    if version not in (PROTOCOL_VERSION, PREVIEW_VERSION):
         raise VersionNotSupportedError(
             f"A2A-Version {version!r} is not supported; this server speaks "
             f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "
@@ -4095,7 +4159,7 @@ def _check_service_parameters(server, call, method):
                 "; for A2A 0.3 clients, serve with Server(compat='0.3') (--compat 0.3)"
                 if version.startswith("0.3") else ""),
             metadata={"requestedVersion": version, "supportedVersions": PROTOCOL_VERSION})
-    call.version = PROTOCOL_VERSION
+    call.version = version
     raw = call.headers.get("a2a-extensions")
     if raw:
         call.extensions = tuple(u.strip() for u in raw.split(",") if u.strip())
@@ -4148,6 +4212,7 @@ def _counted_stream(server, operation, request, call):
         _stream_closed(server, caller)
         raise
     follower.on_close = functools.partial(_stream_closed, server, caller)
+    follower.generations = call.version != PROTOCOL_VERSION     # (1.1: _with_generation)
     return follower
 
 
@@ -4717,6 +4782,7 @@ class _SSEStream:
         self.begin_at = getattr(events, "begin_at", None)   # (its first event's due time)
         self.dry = False              # the last look found nothing more (see _LoopStream)
         self.after = deque()          # the rest of a frame given in pieces (_frame)
+        self.generations = getattr(events, "generations", False)   # (a 1.1 client's)
         self.sending = None           # the event of those pieces (kept while they are sent)
         if splice and type(events) is _Follower:                  # (a stream's JSON, spliced:
             events.raw = getattr(events.channel.store, "raw_events", False)   # not parsed again)
@@ -4790,6 +4856,8 @@ class _SSEStream:
         seq, event = item
         if event is None:                        # nothing for keepalive_interval seconds
             return _KEEPALIVE
+        if self.generations and self.splice:
+            event = _with_generation(event, seq)
         if type(event) is _StoredEvent and self.splice:
             if len(event.json) > _JOINED:        # (a large one, in three pieces: the JSON is
                 head, _, tail = (b"id: %d\ndata: %s\n\n" % (   # the event's, not a copy)
