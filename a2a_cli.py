@@ -879,8 +879,8 @@ def _state(state):
 
 def _show_task(task, out):
     status = task.get("status", {})
-    print(f"task {task.get('id')}  {_state(status.get('state'))}  context {task.get('contextId')}",
-          file=out)
+    print(f"task {task.get('id')}  {_state(status.get('state'))}  context {task.get('contextId')}"
+          + (f"  generation {task['generation']}" if "generation" in task else ""), file=out)
     said = _text((status.get("message") or {}).get("parts"))
     if said:                                   # (lines of its own, a program's stderr: indented)
         print("  status: " + said.replace("\n", "\n    "), file=out)
@@ -992,6 +992,11 @@ def _verbs_parser():
                              f"{DEFAULT_LIMITS['timeout']:g}; check: {a2a_check.CHECK_TIMEOUT:g})")
     common.add_argument("--extension", action="append", default=[], metavar="URI",
                         help="announce an extension (A2A-Extensions); repeatable")
+    common.add_argument("--protocol", choices=(a2a_min.PROTOCOL_VERSION,
+                                               a2a_min.PREVIEW_VERSION),
+                        help="the A2A-Version to speak (1.1: the draft, with generations; "
+                             f"default {a2a_min.PROTOCOL_VERSION}, or 1.1 with "
+                             "--if-generation and --wait-generation)")
     common.add_argument("--curl", action="store_true",
                         help="print each request as a curl command (to stderr) before sending it")
     common.add_argument("--show-secrets", action="store_true",
@@ -1024,10 +1029,16 @@ def _verbs_parser():
     send.add_argument("--context", metavar="ID", help="in this context")
     send.add_argument("--immediate", action="store_true",
                       help="answer at once, without waiting for the agent (returnImmediately)")
+    send.add_argument("--if-generation", type=int, metavar="G",
+                      help="only if the task is at generation G (A2A 1.1's ifGenerationMatch; "
+                           "else TASK_GENERATION_MISMATCH)")
     get = verbs.add_parser("get", parents=[common], help="GetTask")
     get.add_argument("url")
     get.add_argument("id")
     get.add_argument("--history", type=int, metavar="N", help="the last N messages")
+    get.add_argument("--wait-generation", type=int, metavar="N",
+                     help="answer once the task is past generation N (A2A 1.1's long-poll; "
+                          "the agent answers anyway when its wait ends)")
     lister = verbs.add_parser("list", parents=[common], help="ListTasks")
     lister.add_argument("url")
     lister.add_argument("--context", metavar="ID")
@@ -1191,16 +1202,17 @@ def _run(args, out, err, on_request):
         return 0
     with _client(args, None, args.url, on_request, limits) as client:
         if args.verb == "send" and args.stream:
-            return _follow(client.stream(args.text, task_id=args.task, context_id=args.context),
-                           args, out, err)
+            return _follow(client.stream(args.text, task_id=args.task, context_id=args.context,
+                                         if_generation=args.if_generation), args, out, err)
         if args.verb == "watch":
             return _follow(client.subscribe(args.id, last_event_id=args.last_event_id), args,
                            out, err)
         if args.verb == "send":
             answer = client.send(args.text, task_id=args.task, context_id=args.context,
-                                 immediate=args.immediate)
+                                 immediate=args.immediate, if_generation=args.if_generation)
         elif args.verb == "get":
-            answer = {"task": client.get_task(args.id, history_length=args.history)}
+            answer = {"task": client.get_task(args.id, history_length=args.history,
+                                              wait_generation=args.wait_generation)}
         elif args.verb == "cancel":
             answer = {"task": client.cancel_task(args.id)}
         elif args.verb == "list":
@@ -1258,10 +1270,17 @@ def _exit_status(task_id, state, args, err):
 
 def _client(args, card, url, on_request, limits):
     bindings = {"jsonrpc": "JSONRPC", "http+json": "HTTP+JSON", "grpc": "GRPC"}
+    preview = getattr(args, "if_generation", None) is not None or \
+        getattr(args, "wait_generation", None) is not None        # (1.1's fields)
+    if preview and args.protocol == a2a_min.PROTOCOL_VERSION:
+        raise SystemExit(f"{a2a_min._prog()}: --if-generation and --wait-generation are A2A "
+                         f"{a2a_min.PREVIEW_VERSION}'s: leave out --protocol 1.0")
+    protocol = args.protocol or (a2a_min.PREVIEW_VERSION if preview else
+                                 a2a_min.PROTOCOL_VERSION)
     return Client(card if card is not None else url,
                   binding=bindings.get(args.binding) if args.binding else None, auth=args.auth,
                   tenant=args.tenant, extensions=args.extension, on_request=on_request,
-                  tls=args.tls, allow_hosts=args.allow_host,
+                  tls=args.tls, allow_hosts=args.allow_host, protocol=protocol,
                   card_url=url if card is not None else None, **limits)
 
 

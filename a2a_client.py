@@ -868,12 +868,17 @@ class Client:
     trace);
     False, none; "opentelemetry": that context and an OpenTelemetry span per
     call (a2a_otel), as a call from a turn of Server(tracing="opentelemetry")
-    has. The limits are DEFAULT_LIMITS'.
+    has. ``protocol``: the A2A-Version to speak, "1.0" or "1.1" (the draft:
+    generations, send(if_generation=), get_task(wait_generation=)).
+    The limits are DEFAULT_LIMITS'.
     """
 
     def __init__(self, agent, *, binding=None, auth=None, tenant=None, extensions=(),
                  headers=None, on_request=None, tls=None, card_keys=None, allow_hosts=(),
-                 card_url=None, trace=None, **limits):
+                 card_url=None, trace=None, protocol=PROTOCOL_VERSION, **limits):
+        if protocol not in (PROTOCOL_VERSION, a2a_min.PREVIEW_VERSION):
+            raise ValueError(f"protocol {protocol!r}: this client speaks A2A "
+                             f"{PROTOCOL_VERSION} and the {a2a_min.PREVIEW_VERSION} draft")
         unknown = set(limits) - set(DEFAULT_LIMITS)
         if unknown:
             raise TypeError(f"unknown limit(s): {', '.join(sorted(unknown))}")
@@ -922,7 +927,8 @@ class Client:
             e.get("uri") for e in self.card.get("capabilities", {}).get("extensions", ()))
         if self.idempotent and a2a_min.IDEMPOTENT_SEND not in self.extensions:
             self.extensions.append(a2a_min.IDEMPOTENT_SEND)
-        self.headers = {**({} if self.v03 else {"A2A-Version": PROTOCOL_VERSION}),
+        self.protocol = "0.3" if self.v03 else protocol
+        self.headers = {**({} if self.v03 else {"A2A-Version": protocol}),
                         **self.extra_headers, **credentials}
         if self.extensions:
             self.headers["A2A-Extensions"] = ", ".join(self.extensions)
@@ -973,25 +979,36 @@ class Client:
     # -- the eleven operations (section 3.1), by their names in the spec -------------
 
     def send(self, message, *, task_id=None, context_id=None, immediate=False, history_length=None,
-             accepted_output_modes=None, metadata=None):
+             accepted_output_modes=None, metadata=None, if_generation=None):
         """SendMessage: ``message`` is text or a Message dict. The answer:
-        {"task": ...} or {"message": ...} (SendMessageResponse)."""
+        {"task": ...} or {"message": ...} (SendMessageResponse). ``if_generation``
+        (protocol 1.1): refused (TaskGenerationMismatchError) unless the task is at it."""
         return self.call("SendMessage", self._send_request(
             message, task_id, context_id, immediate, history_length, accepted_output_modes,
-            metadata))
+            metadata, if_generation))
 
     def stream(self, message, *, task_id=None, context_id=None, history_length=None,
-               accepted_output_modes=None, metadata=None):
+               accepted_output_modes=None, metadata=None, if_generation=None):
         """SendStreamingMessage: a Stream of StreamResponse dicts."""
         return self.call_stream("SendStreamingMessage", self._send_request(
             message, task_id, context_id, False, history_length, accepted_output_modes,
-            metadata))
+            metadata, if_generation))
 
-    def get_task(self, task_id, *, history_length=None):
+    def get_task(self, task_id, *, history_length=None, wait_generation=None):
+        """GetTask. ``wait_generation`` (protocol 1.1): a long-poll, answered once
+        the task's generation is past it, or when the agent's wait ends."""
         params = {"id": task_id}
         if history_length is not None:
             params["historyLength"] = history_length
+        if wait_generation is not None:
+            self._needs_1_1("wait_generation")
+            params["currentGeneration"] = wait_generation
         return self.call("GetTask", params)
+
+    def _needs_1_1(self, what):
+        if self.protocol != a2a_min.PREVIEW_VERSION:
+            raise ValueError(f"{what} is A2A {a2a_min.PREVIEW_VERSION}'s (the draft): make "
+                             f"the client with protocol=\"{a2a_min.PREVIEW_VERSION}\"")
 
     def list_tasks(self, **filters):
         """ListTasks; ``filters`` by their wire names (contextId, status,
@@ -1097,7 +1114,7 @@ class Client:
         return params
 
     def _send_request(self, message, task_id, context_id, immediate, history_length, modes,
-                      metadata):
+                      metadata, if_generation=None):
         if isinstance(message, str):
             message = {"messageId": a2a_min._new_id(), "role": "ROLE_USER",
                        "parts": [{"text": message}]}
@@ -1117,6 +1134,9 @@ class Client:
             config["historyLength"] = history_length
         if modes:
             config["acceptedOutputModes"] = list(modes)
+        if if_generation is not None:
+            self._needs_1_1("if_generation")
+            config["ifGenerationMatch"] = if_generation
         if config:
             params["configuration"] = config
         if metadata:

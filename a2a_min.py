@@ -283,6 +283,7 @@ TRANSITIONS = {
 DEFAULT_LIMITS = {
     "max_body_bytes": 1 << 20,        # 1 MiB request body
     "blocking_timeout": 60.0,         # seconds a blocking SendMessage waits
+    "long_poll_wait": 30.0,           # seconds a GetTask with currentGeneration (1.1) may wait
     "keepalive_interval": 15.0,       # seconds between SSE keep-alive comments
     "first_event_wait": 0.04,         # seconds a new task's stream waits for the agent's first
                                       # output before it sends the Task (its first event)
@@ -2542,7 +2543,8 @@ class _PendingAnswer:
     def __init__(self, answer, turn, deadline):
         self.answer, self.deadline, self.lock = answer, deadline, threading.Lock()
         self.settled, self.value, self.error, self.callbacks = False, None, None, []
-        turn.finished.add_waker(self.expire)
+        if turn is not None:                   # (None: a long-poll GetTask's, settled by it)
+            turn.finished.add_waker(self.expire)
 
     def expire(self):
         """Settle now: with the turn's answer if it has ended, else with the task
@@ -3104,7 +3106,7 @@ class _Channel:
         with self.lock:
             if self.waiting:
                 self.cond.notify_all()
-            for wake in self.wakers:
+            for wake in tuple(self.wakers):     # (a waker may leave: _stop_looking)
                 wake()
 
 
@@ -3868,10 +3870,64 @@ def _require_streaming(server):
 # -- GetTask, ListTasks, CancelTask (sections 3.1.3-3.1.5) -----------------
 
 def _get_task(server, request, call):
-    """GetTask: the task, its history cut to historyLength."""
+    """GetTask: the task, its history cut to historyLength; for a 1.1 client's
+    currentGeneration, once the task is past it (a long-poll, below)."""
     history_length = _history_length(request)
     task = _visible_task(server, request["id"], call)
+    after = None if call.version == PROTOCOL_VERSION else request.get("currentGeneration")
+    if after is not None and max(task.next_seq, 1) <= after and \
+            task["status"]["state"] not in TERMINAL_STATES:
+        return _long_poll(server, task["id"], after, functools.partial(
+            _get_task, server, {"id": task["id"], "historyLength": history_length}, call), call)
     return _as_of(_view(task, history_length), task.next_seq, call)
+
+
+# A long-poll (1.1, section 3.2.7) follows the task as a stream does, from the event that takes
+# it past ``currentGeneration`` (the one with that SSE id), and answers GetTask when it comes, or
+# after long_poll_wait seconds, or at once if the task has ended (it will not change). It counts
+# as a stream of its caller's (max_caller_streams): on the threaded host it holds a thread and a
+# connection; on an event loop, nothing but its follower (a pending answer, as SendMessage's).
+
+def _long_poll(server, task_id, after, answer, call):
+    """GetTask's ``answer()`` once an event past generation ``after`` has come, or at the wait's
+    end: on a thread, by waiting; on an event loop, as a _PendingAnswer."""
+    follower = _counted_stream(server, _long_poll_follower, (task_id, after), call)
+    if call.spawn is None:
+        try:
+            next(follower, None)       # an event past it, or the tick at the wait's end
+        finally:
+            follower.close()
+        return answer()
+    pending = _PendingAnswer(answer, None, time.monotonic() + follower.keepalive)
+    look = functools.partial(_look, follower, pending)
+    follower.watch(look)
+    pending.add_done_callback(_stop_looking, follower, look)
+    look()                             # (it may have come meanwhile)
+    return pending
+
+
+def _long_poll_follower(server, request, call):
+    task_id, after = request
+    with server.live.lock:             # (a waiting task's channel is made again)
+        channel = server.live.channel(task_id, call.owner, call.caller)
+        with channel.lock:
+            channel.followers += 1
+    return _Follower(channel, after, server.limits["long_poll_wait"], (), counted=True)
+
+
+def _look(follower, pending):
+    """A long-poll's task has news: settle ``pending`` if it is past the generation."""
+    try:
+        if follower.poll() is None:
+            return
+    except StopIteration:              # (the server is stopping)
+        pass
+    pending.expire()
+
+
+def _stop_looking(pending, follower, look):
+    follower.unwatch(look)
+    follower.close()
 
 
 def _list_tasks(server, request, call):
@@ -5786,7 +5842,8 @@ class Server:
         base = (self.public_url or base_url or "http://127.0.0.1:8000").rstrip("/")
         ours = [("JSONRPC", base + self.rpc_path)] + (
             [] if self.single_path else [("HTTP+JSON", base)])
-        interfaces = [{"url": url, "protocolBinding": binding, "protocolVersion": PROTOCOL_VERSION}
+        interfaces = [{"url": url, "protocolBinding": binding, "protocolVersion": version}
+                      for version in (PROTOCOL_VERSION, PREVIEW_VERSION)     # (1.0's first)
                       for binding, url in ours + self.card.interfaces]
         if self.mounted:                       # the interfaces of the server it is mounted at
             front, tenant = self.mounted

@@ -254,3 +254,144 @@ def test_two_servers_on_one_sqlite_file(tmp_path):
     finally:
         for s in servers:
             s.shutdown(1)
+
+
+# -- long-poll: GetTask with currentGeneration ----------------------------------------
+
+def _later(seconds, fn, *args):
+    timer = threading.Timer(seconds, fn, args)
+    timer.start()
+    return timer
+
+
+@pytest.fixture(params=BINDINGS)
+def polled(request):
+    """A site whose long-polls end after 1 s."""
+    server = a2a_min.Server(agent, name="gen", streaming=True, long_poll_wait=1.0)
+    live = Live(server, timeout=5)
+    made = client(request.param, server, live)
+    made.binding = request.param
+    yield made, server
+    if request.param == "GRPC":
+        made.close()
+    live.close()
+    server.shutdown(1)
+
+
+def _wake(server, task):
+    from harness import Client
+    send(Client(server), "ask", taskId=task["id"], contextId=task["contextId"])
+
+
+def test_a_long_poll_wakes_when_the_task_moves_past_it(polled):
+    import time
+    site, server = polled
+    task = send(site, "ask")["result"]["task"]
+    g = int(task["generation"])
+    _later(0.3, _wake, server, task)
+    started = time.monotonic()
+    got = site.call("GetTask", {"id": task["id"], "currentGeneration": g}, headers=V11)["result"]
+    took = time.monotonic() - started
+    assert int(got["generation"]) > g and 0.25 < took < 0.9, (got, took)
+
+
+def test_a_long_poll_ends_at_its_wait_with_the_task_as_it_is(polled):
+    import time
+    site, server = polled
+    task = send(site, "ask")["result"]["task"]
+    g = int(task["generation"])
+    for asked in (g, g + 5):             # (a generation still to come: the same wait)
+        started = time.monotonic()
+        got = site.call("GetTask", {"id": task["id"], "currentGeneration": asked},
+                        headers=V11)["result"]
+        took = time.monotonic() - started
+        assert int(got["generation"]) == g and 0.9 < took < 2.5, (got, took)
+
+
+def test_a_long_poll_answers_at_once_when_there_is_nothing_to_wait_for(polled):
+    import time
+    site, server = polled
+    task = send(site, "ask")["result"]["task"]
+    g = int(task["generation"])
+    done = send(site, "x")["result"]["task"]
+    for params, headers in (({"id": task["id"], "currentGeneration": g - 1}, V11),  # past it
+                            ({"id": done["id"], "currentGeneration": 99}, V11),     # ended
+                            ({"id": task["id"], "currentGeneration": g}, V10)):     # a 1.0 client
+        started = time.monotonic()
+        got = site.call("GetTask", params, headers=headers)["result"]
+        assert time.monotonic() - started < 0.5 and got["id"] == params["id"]
+
+
+def test_long_polls_wait_without_a_thread_each_on_the_event_loop():
+    """200 long-polls on the asyncio host: no thread each; one message wakes
+    them all, each with the task past the generation it asked about."""
+    import http.client
+    import time
+    from harness import AsyncioHostClient, Client
+    server = a2a_min.Server(agent, name="gen", long_poll_wait=20.0, max_caller_streams=500)
+    host = AsyncioHostClient(server)
+    try:
+        task = send(Client(server), "ask")["result"]["task"]
+        g = int(task["generation"])
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+                           "params": {"id": task["id"], "currentGeneration": g}}).encode()
+        conns = []
+        before = threading.active_count()
+        for _ in range(200):
+            conn = host.connection(timeout=30)
+            conn.request("POST", "/", body, V11)
+            conns.append(conn)
+        time.sleep(0.5)                   # (all read, all waiting)
+        assert threading.active_count() - before < 10
+        started = time.monotonic()
+        _wake(server, task)
+        answers = [json.loads(c.getresponse().read())["result"] for c in conns]
+        assert time.monotonic() - started < 5
+        assert all(int(a["generation"]) > g for a in answers)
+        for c in conns:
+            c.close()
+    finally:
+        host.close()
+        server.shutdown(1)
+
+
+def test_a_long_poll_sees_another_server_on_the_same_sqlite_file(tmp_path):
+    """Two Servers on one store: a long-poll on one wakes at a message sent
+    through the other (the store's news)."""
+    import time
+    import a2a_store
+    from harness import Client
+    path = str(tmp_path / "tasks.db")
+    one, two = (a2a_min.Server(agent, name="gen", long_poll_wait=5.0,
+                               store=a2a_store.SQLiteStore(path, store_poll=0.05))
+                for _ in range(2))
+    try:
+        task = send(Client(one), "ask")["result"]["task"]
+        g = int(task["generation"])
+        _later(0.5, _wake, two, task)
+        started = time.monotonic()
+        got = Client(one).call("GetTask", {"id": task["id"], "currentGeneration": g},
+                               headers=V11)["result"]
+        took = time.monotonic() - started
+        assert int(got["generation"]) > g and 0.4 < took < 3, (got, took)
+    finally:
+        one.shutdown(1)
+        two.shutdown(1)
+
+
+def test_long_polls_count_as_their_callers_streams():
+    from harness import Client
+    server = a2a_min.Server(agent, name="gen", long_poll_wait=2.0, max_caller_streams=1)
+    try:
+        task = send(Client(server), "ask")["result"]["task"]
+        params = {"id": task["id"], "currentGeneration": int(task["generation"])}
+        first = threading.Thread(target=Client(server).call, args=("GetTask", params),
+                                 kwargs={"headers": V11})
+        first.start()
+        import time
+        time.sleep(0.3)
+        refused = Client(server).call("GetTask", params, headers=V11)["error"]
+        assert "max_caller_streams" in refused["message"]
+        first.join(5)
+    finally:
+        server.shutdown(1)
