@@ -283,7 +283,8 @@ TRANSITIONS = {
 DEFAULT_LIMITS = {
     "max_body_bytes": 1 << 20,        # 1 MiB request body
     "blocking_timeout": 60.0,         # seconds a blocking SendMessage waits
-    "long_poll_wait": 30.0,           # seconds a GetTask with currentGeneration (1.1) may wait
+    "long_poll_wait": 25.0,           # seconds a GetTask with currentGeneration (1.1) may wait
+                                      # (under a 30 s client timeout, and API Gateway's 29 s)
     "keepalive_interval": 15.0,       # seconds between SSE keep-alive comments
     "first_event_wait": 0.04,         # seconds a new task's stream waits for the agent's first
                                       # output before it sends the Task (its first event)
@@ -3907,12 +3908,17 @@ def _long_poll(server, task_id, after, answer, call):
 
 
 def _long_poll_follower(server, request, call):
-    task_id, after = request
-    with server.live.lock:             # (a waiting task's channel is made again)
+    return _Follower(_followed(server, request[0], call), request[1],
+                     server.limits["long_poll_wait"], (), counted=True)
+
+
+def _followed(server, task_id, call):
+    """The channel of a task a stream follows, counted (its followers)."""
+    with server.live.lock:                 # (a waiting task's channel is made again)
         channel = server.live.channel(task_id, call.owner, call.caller)
-        with channel.lock:
+        with channel.lock:                 # counted before the turn can let it go
             channel.followers += 1
-    return _Follower(channel, after, server.limits["long_poll_wait"], (), counted=True)
+    return channel
 
 
 def _look(follower, pending):
@@ -3989,10 +3995,7 @@ def _subscribe_to_task(server, request, call, end_states=TERMINAL_STATES):
         raise UnsupportedOperationError(
             f"task {task_id} is {state}: a finished task has no more events to stream; "
             "use GetTask to read it", metadata={"taskId": task_id, "state": state})
-    with server.live.lock:                   # (a waiting task's channel is made again)
-        channel = server.live.channel(task_id, call.owner, call.caller)
-        with channel.lock:                 # counted before the turn can let it go
-            channel.followers += 1
+    channel = _followed(server, task_id, call)
     # The stream: from after Last-Event-ID if that event is still kept, else
     # from the current Task (section 3.1.6), numbered as the event before the
     # next. Task and next id are read together, from the store.
