@@ -265,7 +265,7 @@ def test_command_line_prints_unknown_states(agent, binding):
     assert "status 99" in out and "status PAUSED" in out and "status COMPLETED" in out
     code, out, err = cli("send", agent.url, "stop99", "--stream", *b)
     assert (code, err) == (0, ""), err
-    assert out.splitlines()[-1] == "task tended 99"
+    assert out.splitlines()[-1].endswith("task tended 99")
     code, out, err = cli("watch", agent.url, "t99", *b)      # FAILED, given as 4: exit 1
     assert code == 1 and "status 99" in out and out.splitlines()[-1].endswith("status FAILED")
 
