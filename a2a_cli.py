@@ -36,7 +36,8 @@ import a2a_check
 import a2a_client
 import a2a_min
 from a2a_client import (DEFAULT_LIMITS, Client, ClientError, _Connections, _Printable,
-                        _credentials, _curl_printer, _text, _tls_flags, fetch_card, verify)
+                        _credentials, _curl_printer, _state_name, _text, _tls_flags, fetch_card,
+                        verify)
 from a2a_min import (A2AError, MutualTlsAuth, ServerBusyError, Server, demo_server,
                      status_update)
 # The second tier (a2a_min.COMPANION_API).
@@ -865,7 +866,8 @@ def main(argv=None):
 VERBS = ("card", "send", "get", "list", "cancel", "watch", "push", "check")
 
 # The exit status of send and watch, by the state the task was left in; a
-# task still running (send --immediate) and a Message answer are 0. Every verb
+# task still running (send --immediate), one in a state this version does not
+# know (a newer agent's: the client fails open) and a Message answer are 0. Every verb
 # exits 1 for an error, 2 for a command line that does not parse, 130 when
 # interrupted (Ctrl-C).
 EXIT_STATUS = {"TASK_STATE_COMPLETED": 0, "TASK_STATE_FAILED": 1, "TASK_STATE_REJECTED": 1,
@@ -874,7 +876,10 @@ EXIT_STATUS = {"TASK_STATE_COMPLETED": 0, "TASK_STATE_FAILED": 1, "TASK_STATE_RE
 
 
 def _state(state):
-    return str(state or "").replace("TASK_STATE_", "")
+    """A task state to print: its name without TASK_STATE_ (also when it came as its number);
+    one this version does not know as it came (99, PAUSED: a newer agent's)."""
+    state = _state_name(state)
+    return str("" if state is None else state).replace("TASK_STATE_", "")
 
 
 def _show_task(task, out):
@@ -966,8 +971,9 @@ def _seconds(text):
 
 
 
-_EXIT_HELP = ("Exit status: 0 done; 1 an error, or (send, watch) the task FAILED or was "
-              "REJECTED; 2 a command line that does not parse; 3 (send, watch) the task waits "
+_EXIT_HELP = ("Exit status: 0 done, or (send, watch) the task is in a state this version "
+              "does not know (a newer agent's); 1 an error, or (send, watch) the task FAILED or "
+              "was REJECTED; 2 a command line that does not parse; 3 (send, watch) the task waits "
               "for input or credentials (INPUT_REQUIRED, AUTH_REQUIRED: send --task ID); 4 "
               "(send, watch) the task was CANCELED; 130 interrupted (Ctrl-C).")
 
@@ -1250,7 +1256,8 @@ def _run(args, out, err, on_request):
             _show_answer(answer, out)
     if args.verb == "send":
         task = answer.get("task") or {}
-        return _exit_status(task.get("id"), (task.get("status") or {}).get("state"), args, err)
+        return _exit_status(task.get("id"), _state_name((task.get("status") or {}).get("state")),
+                            args, err)
     return 0
 
 

@@ -52,6 +52,12 @@ How it works.
    subscribes to the task again with Last-Event-ID (the server replays what
    was missed), a few times. A task that ended meanwhile is read with GetTask
    and given as the stream's last event.
+5. Enums a newer agent sends (ProtoJSON: a name, or a number): a state or a
+   role this version does not know (99, TASK_STATE_PAUSED, role 7), and
+   fields it does not have, are carried through as they came, and the client
+   fails open: an unknown state is no error and ends no stream (the agent
+   ends it, or the task is asked for again). A known state given as its
+   number (3) counts as its name (TASK_STATE_COMPLETED).
 
 Limits, all keyword arguments of Client: ``timeout`` (seconds to connect,
 between two bytes of an answer, and for the whole of a unary answer: a
@@ -73,6 +79,8 @@ COMPANION_API = (
     "_Connections", "_Printable", "_curl_printer", "_text", "_tls_flags", "_credentials",
     # what a2a_check reads of a card and an agent's URL
     "_allowed", "_event_state", "_fix_url", "_is_local", "_major", "_origin",
+    # a task state by its name, also when it came as its number (the command line's exit status)
+    "_state_name",
 )
 
 import http.client
@@ -726,9 +734,25 @@ def _task_id(event):
     return None
 
 
+# A task state by its number: ProtoJSON writes an enum as its name and a parser
+# accepts its number too (3 is TASK_STATE_COMPLETED).
+_STATE_NAMES = a2a_min.ENUMS["TaskState"]
+
+
+def _state_name(state):
+    """A task state as its name, also when it came as its number. A state
+    this version does not know (a newer agent's: 99, TASK_STATE_PAUSED) stays
+    as it came: the client fails open, so it is neither an error nor the end
+    of a stream, and the answers carry it through unchanged."""
+    if type(state) is int and 0 < state < len(_STATE_NAMES):       # (0: none given)
+        return _STATE_NAMES[state]
+    return state
+
+
 def _event_state(event):
-    """The task state a StreamResponse reports, if any."""
-    return (event.get("task") or event.get("statusUpdate") or {}).get("status", {}).get("state")
+    """The task state a StreamResponse reports, if any (its name: _state_name)."""
+    return _state_name((event.get("task") or event.get("statusUpdate") or {})
+                       .get("status", {}).get("state"))
 
 
 class Stream:
@@ -752,6 +776,7 @@ class Stream:
         # over), while SubscribeToTask follows the task on, into its next turn.
         self.ends = a2a_min.TERMINAL_STATES if method == "SubscribeToTask" else _STREAM_ENDS
         self.state = None          # the last task state seen
+        self.last = False          # the next event is the last (the task ended meanwhile)
         self.until = None          # a time.monotonic() instant past which it is cut (check URL)
         self._events = None
         self._response = None
@@ -799,7 +824,7 @@ class Stream:
                 self.last_event_id = event_id
             self.task_id = self.task_id or _task_id(data)
             self.state = _event_state(data) or self.state
-            if "message" in data or self.state in self.ends:
+            if "message" in data or self.state in self.ends or self.last:
                 self.close()
             return data
 
@@ -820,9 +845,12 @@ class Stream:
         try:
             self._open()
         except a2a_min.UnsupportedOperationError:
-            # The task ended meanwhile (a terminal task cannot be followed): its last state.
+            # The task ended meanwhile (a terminal task cannot be followed): its last state,
+            # the stream's last event, also when it is a state this version does not know
+            # (a newer agent's, which ends no stream of itself).
             task = self.client.call("GetTask", {"id": self.task_id})
             self._events = iter([(None, {"task": task})])
+            self.last = True
         except ClientError as error:
             self.ended = True
             if self.retry is None:
