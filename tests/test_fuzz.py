@@ -162,6 +162,7 @@ def scalar_values(type_, valid):
             return st.sampled_from(names[1:])
         return {"string": TEXT, "bool": st.booleans(),
                 "int32": st.integers(0, 100) | st.integers(-2**31, 2**31 - 1),
+                "int64": st.integers(0, 100) | st.integers(-2**63, 2**63 - 1),
                 "bytes": st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode()),
                 "Timestamp": _datetimes(), "Struct": st.dictionaries(TEXT, JSON, max_size=4),
                 "Value": JSON}[type_]
@@ -169,9 +170,9 @@ def scalar_values(type_, valid):
         return TEXT
     if type_ == "bool":
         return st.booleans() | st.sampled_from(["true", 0, 1])
-    if type_ == "int32":
-        return (st.integers(-2**31, 2**31 - 1) | ODD_NUMBERS
-                | st.integers(-2**40, 2**40).map(str) | st.sampled_from(ODD_STRINGS))
+    if type_ in ("int32", "int64"):
+        return (st.integers(-2**63, 2**63 - 1) | ODD_NUMBERS
+                | st.integers(-2**70, 2**70).map(str) | st.sampled_from(ODD_STRINGS))
     if type_ == "bytes":
         return (st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode())
                 | st.binary(max_size=12).map(

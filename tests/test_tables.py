@@ -62,7 +62,7 @@ def test_states():
 
 
 def test_message_types_refer_to_known_types():
-    scalars = {"string", "int32", "bool", "bytes", "Timestamp", "Struct", "Value"}
+    scalars = {"string", "int32", "int64", "bool", "bytes", "Timestamp", "Struct", "Value"}
     for name, rows in a2a_min.MESSAGES.items():
         for _, field, type_, _ in rows:
             if type_.startswith("map<"):
