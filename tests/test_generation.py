@@ -229,15 +229,31 @@ def test_two_racing_senders_one_wins():
         server.shutdown(1)
 
 
-def test_two_servers_on_one_sqlite_file(tmp_path):
+_SCHEMAS = iter(range(1 << 30))
+
+
+def shared_stores(kind, tmp_path):
+    """A maker of stores that share one place: an SQLite file, or a PostgreSQL
+    schema on the suite's own server."""
+    if kind == "sqlite":
+        import a2a_store
+        path = str(tmp_path / "tasks.db")
+        return lambda: a2a_store.SQLiteStore(path, store_poll=0.05)
+    from conftest import postgres_server
+    import os
+    url = postgres_server().url          # (or a skip, a failure with A2A_REQUIRE_ALL=1)
+    import a2a_postgres
+    schema = f"gen{os.getpid()}_{next(_SCHEMAS)}"
+    return lambda: a2a_postgres.PostgresStore(url, schema=schema)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_two_servers_on_one_store(tmp_path, kind):
     """Two Servers (two workers) on one store, then a third (a restart): the
     generation is the store's, and of two racing senders one wins."""
-    pytest.importorskip("sqlite3")
-    import a2a_store
     from harness import Client
-    path = str(tmp_path / "tasks.db")
-    servers = [a2a_min.Server(agent, name="gen", store=a2a_store.SQLiteStore(path))
-               for _ in range(2)]
+    store = shared_stores(kind, tmp_path)
+    servers = [a2a_min.Server(agent, name="gen", store=store()) for _ in range(2)]
     try:
         for _ in range(6):
             task = send(Client(servers[0]), "ask")["result"]["task"]
@@ -245,7 +261,7 @@ def test_two_servers_on_one_sqlite_file(tmp_path):
             got = Client(servers[1]).call("GetTask", {"id": task["id"]}, headers=V11)
             assert int(got["result"]["generation"]) == g
             _one_wins(_race(servers, task, g))
-        later = a2a_min.Server(agent, name="gen", store=a2a_store.SQLiteStore(path))
+        later = a2a_min.Server(agent, name="gen", store=store())
         got = Client(later).call("GetTask", {"id": task["id"]}, headers=V11)["result"]
         assert int(got["generation"]) == g + 2
         assert json.dumps(Client(later).call("GetTask", {"id": task["id"]}, headers=V10)
@@ -355,15 +371,14 @@ def test_long_polls_wait_without_a_thread_each_on_the_event_loop():
         server.shutdown(1)
 
 
-def test_a_long_poll_sees_another_server_on_the_same_sqlite_file(tmp_path):
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_long_poll_sees_another_server_on_the_same_store(tmp_path, kind):
     """Two Servers on one store: a long-poll on one wakes at a message sent
     through the other (the store's news)."""
     import time
-    import a2a_store
     from harness import Client
-    path = str(tmp_path / "tasks.db")
-    one, two = (a2a_min.Server(agent, name="gen", long_poll_wait=5.0,
-                               store=a2a_store.SQLiteStore(path, store_poll=0.05))
+    store = shared_stores(kind, tmp_path)
+    one, two = (a2a_min.Server(agent, name="gen", long_poll_wait=5.0, store=store())
                 for _ in range(2))
     try:
         task = send(Client(one), "ask")["result"]["task"]
@@ -395,3 +410,32 @@ def test_long_polls_count_as_their_callers_streams():
         first.join(5)
     finally:
         server.shutdown(1)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_long_poll_on_the_event_loop_sees_another_server(tmp_path, kind):
+    """The same on the asyncio host, where the wait is a pending answer that
+    the store's news settles."""
+    import time
+    from harness import AsyncioHostClient, Client
+    store = shared_stores(kind, tmp_path)
+    one, two = (a2a_min.Server(agent, name="gen", long_poll_wait=5.0, store=store())
+                for _ in range(2))
+    host = AsyncioHostClient(one)
+    try:
+        task = send(Client(two), "ask")["result"]["task"]
+        g = int(task["generation"])
+        _later(0.5, _wake, two, task)
+        conn = host.connection(timeout=10)
+        started = time.monotonic()
+        conn.request("POST", "/", json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "GetTask",
+            "params": {"id": task["id"], "currentGeneration": g}}).encode(), V11)
+        got = json.loads(conn.getresponse().read())["result"]
+        took = time.monotonic() - started
+        conn.close()
+        assert int(got["generation"]) > g and 0.4 < took < 3, (got, took)
+    finally:
+        host.close()
+        one.shutdown(1)
+        two.shutdown(1)
