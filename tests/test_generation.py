@@ -439,3 +439,22 @@ def test_a_long_poll_on_the_event_loop_sees_another_server(tmp_path, kind):
         host.close()
         one.shutdown(1)
         two.shutdown(1)
+
+
+def test_a_long_poll_on_every_host(make_client):
+    """Every binding and host (conftest.BINDINGS: in-process JSON-RPC and
+    HTTP+JSON, gRPC, the threaded and asyncio servers, WSGI, ASGI under
+    uvicorn, Lambda): a long-poll wakes at the message, and ends at its wait."""
+    import time
+    server = a2a_min.Server(agent, name="gen", long_poll_wait=1.0)
+    client_ = make_client(server)
+    task = send(client_, "ask")["result"]["task"]
+    g = int(task["generation"])
+    started = time.monotonic()
+    got = client_.call("GetTask", {"id": task["id"], "currentGeneration": g}, headers=V11)
+    assert int(got["result"]["generation"]) == g and 0.9 < time.monotonic() - started < 3
+    _later(0.3, _wake, server, task)
+    started = time.monotonic()
+    got = client_.call("GetTask", {"id": task["id"], "currentGeneration": g}, headers=V11)
+    assert int(got["result"]["generation"]) > g and time.monotonic() - started < 0.9
+    server.shutdown(1)
