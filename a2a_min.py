@@ -3784,8 +3784,7 @@ def _repeated(server, request, first, history_length, call, stream=False):
             "second (if it never ends, its server stopped: send it with a new messageId)",
             metadata={"taskId": task_id})
     else:
-        seq, answer = task.next_seq - 1, {"task": _as_of(_view(task, history_length),
-                                                          task.next_seq, call)}
+        seq, answer = task.next_seq - 1, {"task": _view(task, history_length)}
         same = {**message, "contextId": task.get("contextId"), "taskId": task_id} in \
             task.get("history", ())
     if not same:
@@ -3797,7 +3796,7 @@ def _repeated(server, request, first, history_length, call, stream=False):
         return _subscribe_to_task(server, {"id": task_id}, call, _STREAM_END)
     if stream:                             # a stream of the one answer
         return _Follower(server.live.new_channel(call.owner), seq, 0, (), [(seq, answer)], True)
-    return answer
+    return answer if task is None else {"task": _as_of(answer["task"], seq + 1, call)}
 
 
 def _send_message(server, request, call):
@@ -4209,8 +4208,10 @@ def _check_service_parameters(server, call, method):
             f"(or the query parameter ?A2A-Version={PROTOCOL_VERSION}; over gRPC "
             f"the metadata a2a-version: {PROTOCOL_VERSION})",
             metadata={"supportedVersions": PROTOCOL_VERSION})
-    version = ".".join(version.strip().split(".")[:2])
-    if version not in (PROTOCOL_VERSION, PREVIEW_VERSION):
+    version = version.strip()
+    if version != PROTOCOL_VERSION:        # ("1.1" and "1.0.2" are major.minor to us)
+        version = ".".join(version.split(".")[:2])
+    if version != PROTOCOL_VERSION and version != PREVIEW_VERSION:
         raise VersionNotSupportedError(
             f"A2A-Version {version!r} is not supported; this server speaks "
             f"A2A {PROTOCOL_VERSION}: send -H 'A2A-Version: {PROTOCOL_VERSION}' (over "

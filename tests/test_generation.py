@@ -458,3 +458,26 @@ def test_a_long_poll_on_every_host(make_client):
     got = client_.call("GetTask", {"id": task["id"], "currentGeneration": g}, headers=V11)
     assert int(got["result"]["generation"]) > g and time.monotonic() - started < 0.9
     server.shutdown(1)
+
+
+def test_a_repeated_send_answers_with_the_generation_once(site):
+    """A send repeated (the same message, the same Idempotency-Key), unary and
+    as a stream: the task's generation, once (a JSON member given twice is no
+    JSON two parsers agree on)."""
+    headers = {**V11, "idempotency-key": "k-" + site.binding}
+    message = user_message("x")
+    first = site.call("SendMessage", {"message": message}, headers=headers)["result"]["task"]
+    again = site.call("SendMessage", {"message": message}, headers=headers)["result"]["task"]
+    assert again["id"] == first["id"] and again["generation"] == first["generation"]
+    if site.binding == "GRPC":
+        return
+    headers["idempotency-key"] += "-stream"
+    body = {"message": user_message("y")}
+    path = "/message:stream"
+    if site.binding == "JSONRPC":
+        path, body = "/", {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                           "params": body}
+    for _ in range(2):                      # the first, then its repeat
+        raw = site.server.handle_http("POST", path, "", headers, json.dumps(body).encode())
+        frames = [line for line in raw.body.split(b"\n") if line.startswith(b"data: ")]
+        assert frames and all(f.count(b'"generation"') == 1 for f in frames), frames
