@@ -1829,9 +1829,9 @@ class BearerAuth:
         hint, challenge = "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"'
         if header.strip() and kind.lower() != "bearer":
             # (said apart from "missing": a token sent without its scheme is a common slip)
-            raise AuthenticationRequiredError("the Authorization header is not 'Bearer <token>'"
-                                              + (" (it has no scheme)" if not token.strip() else "")
-                                              + ": " + hint, challenge=challenge)
+            raise AuthenticationRequiredError(
+                "the Authorization header is not 'Bearer <token>'"
+                f"{'' if token.strip() else ' (it has no scheme)'}: {hint}", challenge=challenge)
         return _match_secret(self, self.tokens, token.strip(), hint, challenge)  # (blank: none)
 
 
@@ -1936,8 +1936,8 @@ def _match_secret(auth, known, given, hint, challenge):
     given = given.encode()
     found = [principal for secret, principal in known if hmac.compare_digest(secret, given)]
     if not (given and found):
-        raise AuthenticationRequiredError(("missing credentials: " if not given else
-                                           "invalid credentials: ") + hint, challenge=challenge)
+        raise AuthenticationRequiredError(f"{'invalid' if given else 'missing'} credentials: "
+                                          f"{hint}", challenge=challenge)
     return found[0]
 
 
@@ -5234,13 +5234,12 @@ def _forget_idle(table, limit, idle):
 def _destination(url):
     """A webhook URL's (scheme, host, port): what its deliveries queue by."""
     from urllib.parse import urlsplit
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
+    parts = urlsplit(url)                 # (its scheme and hostname come lower-case)
     try:
         port = parts.port
     except ValueError:
         port = None
-    return scheme, (parts.hostname or "").lower(), port or (443 if scheme == "https" else 80)
+    return parts.scheme, parts.hostname or "", port or (443 if parts.scheme == "https" else 80)
 
 
 class _PushDelivery:
@@ -5367,13 +5366,13 @@ class _PushDelivery:
                 return                          # stopped: the Server shut down, or is gone
             caller, key, job, warning = taken
             if warning:
-                _log().warning(*warning)
+                _log().warning(warning)
             if job is None:
                 continue
             server = self.server()              # (held while it delivers, never while it waits)
             if server is None:
                 return
-            url, trace, marks = job[0]["url"], job[3], None
+            url, trace, marks = job[0]["url"], job[3], {}
             if server.observers:               # (a span for each attempt: a2a_otel)
                 trace = dict(trace or {})
                 marks = {observer: observer.webhook_started(url, trace)
@@ -5383,7 +5382,7 @@ class _PushDelivery:
             except Exception:
                 _log().exception("unexpected error delivering to %s", url)
                 outcome, why, status = "failed", "an unexpected error (logged)", None
-            for observer, mark in (marks or {}).items():
+            for observer, mark in marks.items():
                 observer.webhook_ended(url, status, None if outcome == "delivered" else outcome,
                                        mark)
             with self.ready:
@@ -5468,7 +5467,7 @@ class _PushDelivery:
 
     def _warning(self, now):
         """The warning summing up the failures since the last one, if one is due
-        (one per push_log_interval): logging arguments, or None."""
+        (one per push_log_interval): its text, or None."""
         if not self.unlogged or now < self.log_at:
             return None
         noted, self.unlogged = self.unlogged, {}
@@ -5479,9 +5478,8 @@ class _PushDelivery:
         callers = "; ".join(f"{caller!r:.80}: {', '.join(f'{n[w]} {w}' for w in total if n[w])}"
                             f" (last: {n['last'][:160]})" for caller, n in worst)
         more = f"; and {len(noted) - len(worst)} more callers" if len(noted) > len(worst) else ""
-        return ("webhook deliveries since the last report: %d dropped, %d failed, %d refused; "
-                "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
-                callers, more)
+        return (f"webhook deliveries since the last report: {total['dropped']} dropped, "
+                f"{total['failed']} failed, {total['refused']} refused; by caller: {callers}{more}")
 
     def _attempt(self, config, body, trace):
         """One POST: (outcome, why, HTTP status or None), the outcome one of
@@ -6186,8 +6184,8 @@ class _HTTPRequest:
 # Characters of an RFC 9110 token (a method, a header name).
 _TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _NOT_TOKEN = str.maketrans("", "", _TOKEN_CHARS)
-# Control bytes never allowed in a head: all but HTAB (allowed in values).
-_CONTROLS = str.maketrans("", "", "".join(map(chr, (*range(9), *range(10, 32), 127))))
+# Control bytes never allowed in a head: all but HTAB (allowed in values), as in a webhook's.
+_CONTROLS = str.maketrans("", "", _HEADER_CONTROLS.decode("latin-1"))
 # Methods and header names seen in most requests: valid tokens, not checked again.
 _METHODS = frozenset({"GET", "POST", "HEAD", "DELETE", "OPTIONS", "PUT", "PATCH"})
 _HEADER_NAMES = frozenset({
@@ -6979,17 +6977,6 @@ class _Admission:
 # counted from accept(), a TLS handshake included), a new connection gets 503.
 
 
-def _within_open_files(connections):
-    """At most ``connections``, and three quarters of the open-file limit: past
-    it, accept() fails (and a connection needs a file)."""
-    try:
-        import resource
-        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        return min(connections, files * 3 // 4) if files > 0 else connections
-    except ImportError:                            # (Windows)
-        return connections
-
-
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         max_header_bytes=65536, max_headers=100, max_connections=4096,
                         on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0,
@@ -7009,17 +6996,19 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         pass                                       # not the main thread: the caller stops us
     connections = set()                            # counted from accept(), TLS or not
     server._gauges["asyncio"] = lambda: {"connections": len(connections)}
-    max_connections = _within_open_files(max_connections)
+    try:                       # at most three quarters of the open-file limit: past it,
+        import resource        # accept() fails (and a connection needs a file)
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        max_connections = min(max_connections, files * 3 // 4) if files > 0 else max_connections
+    except ImportError:                            # (Windows)
+        pass
     limits = (timeout, functools.partial(_RequestReader, max_header_bytes, max_headers,
                                          server.limits["max_body_bytes"]),
               handshake_timeout if tls else None,
               _Admission(server, max_connections, max_caller_connections))
-    date = _DateHeader()
-    spawn = _Spawner(loop)                         # async agents run on this loop
-    tls = _tls_context(tls)
-
-    def connection():
-        return _LoopConnection(server, loop, connections, limits, date, spawn)
+    tls = _tls_context(tls)    # (and async agents run on this loop: the _Spawner)
+    connection = functools.partial(_LoopConnection, server, loop, connections, limits,
+                                   _DateHeader(), _Spawner(loop))
     try:
         listener = await loop.create_server(
             connection, host, port, reuse_address=True, backlog=1024,
@@ -7116,8 +7105,7 @@ class _LoopConnection:
         if refusal:                                # counted at accept) refused, and closed
             return self.close_after_answer(refusal)
         self.counted = self.peer
-        host, port = transport.get_extra_info("sockname")[:2]
-        self.local = f"{host}:{port}"
+        self.local = "%s:%d" % transport.get_extra_info("sockname")[:2]
         self.scheme = "http://"
         if transport.get_extra_info("sslcontext"):
             self.scheme = "https://"
@@ -7337,7 +7325,6 @@ def wsgi_app(server):
     from urllib.parse import quote
 
     def app(environ, start_response):
-        prefix = environ.get("SCRIPT_NAME", "")
         path = quote(environ.get("PATH_INFO", "") or "/", safe="/:@!$&'()*+,;=-._~")
         headers = {key[5:].replace("_", "-").lower(): value
                    for key, value in environ.items() if key.startswith("HTTP_")}
@@ -7345,7 +7332,8 @@ def wsgi_app(server):
             if environ.get(key):
                 headers[key.replace("_", "-").lower()] = environ[key]
         host = headers.get("host") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
-        base_url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}{prefix}"
+        base_url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}" \
+            f"{environ.get('SCRIPT_NAME', '')}"
         limit = server.limits["max_body_bytes"]
         length = headers.get("content-length", "").strip()
         if length.isascii() and length.isdigit():  # not read at all when too large
@@ -7387,20 +7375,6 @@ def _asgi_request(scope):
     return path, headers, f"{scope.get('scheme', 'http')}://{host}{prefix}"
 
 
-async def _asgi_lifespan(server, grace, receive, send):
-    """An ASGI lifespan: started at once; at its shutdown, Server.shutdown
-    within ``grace`` seconds, off the loop."""
-    import asyncio
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
 def asgi_app(server, *, grace=10.0):
     """An ASGI 3 application serving ``server``: ``app = a2a_min.asgi_app(server)``.
 
@@ -7416,8 +7390,13 @@ def asgi_app(server, *, grace=10.0):
 
     async def app(scope, receive, send):
         import asyncio
-        if scope["type"] == "lifespan":
-            return await _asgi_lifespan(server, grace, receive, send)
+        while scope["type"] == "lifespan":         # started at once; at its shutdown,
+            message = await receive()              # Server.shutdown, off the loop
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
+                return await send({"type": "lifespan.shutdown.complete"})
         if scope["type"] != "http":
             return
         loop = asyncio.get_running_loop()
