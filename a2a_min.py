@@ -6904,17 +6904,16 @@ def _cannot_listen(error, host, port):
         f"a2a_min: cannot listen on {host}:{port}: {os.strerror(code)}; {fix}")
 
 
-def _bound_to(listener):
-    """The (host, port) a listener is bound to: the threaded server's, or asyncio's."""
+def _where(listener):
+    """The base URL a listener serves at: the threaded server's, or asyncio's."""
     sockets = getattr(listener, "sockets", None)
-    return (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    return f"{'https' if getattr(listener, 'tls', None) else 'http'}://{host}:{port}"
 
 
 def _say_where(listener):
     """serve()'s and serve_asyncio()'s on_ready when none is given: say where."""
-    host, port = _bound_to(listener)
-    scheme = "https" if getattr(listener, "tls", None) else "http"
-    print(f"a2a_min: serving on {scheme}://{host}:{port}/ (Ctrl-C stops)", flush=True)
+    print(f"a2a_min: serving on {_where(listener)}/ (Ctrl-C stops)", flush=True)
 
 
 def _serve_until_stopped(httpd, grace):
@@ -7588,47 +7587,11 @@ def demo_server(**options):
                            "tags": ["echo", "demo"], "examples": ["hello"]}], **options)
 
 
-def _stop_on_ctrl_c(server, grace, stop_now):
-    """The demo's Ctrl-C: the first stops gracefully, saying what it waits for (the host's
-    KeyboardInterrupt path: Server.shutdown within ``grace``); a second one stops at once (after
-    ``stop_now()``, if given), without a traceback."""
-    import signal
-    pressed = []
-
-    def on_sigint(signum, frame):
-        if pressed:
-            if stop_now:
-                stop_now()
-            print("a2a_min: stopped now", file=sys.stderr, flush=True)
-            os._exit(130)
-        pressed.append(True)
-        turns = server.live.running()          # the running turns Ctrl-C waits for
-        waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
-            if turns else ""
-        print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
-        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-            raise KeyboardInterrupt            # (not listening yet)
-        signal.raise_signal(signal.SIGTERM)    # the hosts' graceful stop: streams see turns end
-    signal.signal(signal.SIGINT, on_sigint)
-
-
-def _demo_banner(server, what, kept, tls, listener):
-    """The demo's first lines, once it listens: where, how, and curl lines."""
-    host, port = _bound_to(listener)
-    base = f"{'https' if tls else 'http'}://{host}:{port}"
-    print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} {what} on {base}/ "
-          f"({kept}; Ctrl-C stops)\n", flush=True)
-    if tls:
-        print("HTTPS: give curl the certificate of the CA that issued this server's (--cacert "
-              "ca.pem; the server's own, if it is self-signed)\n", flush=True)
-    print(_help_text(server, base), flush=True)
-
-
 def _prog():
     """How this command was run, for its usage lines: a2a-min (installed), or
     python a2a_min.py (the file, or python -m a2a_min)."""
-    name = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "a2a_min.py")
-    return name if not name.endswith(".py") else f"python3 {name.replace('__main__', 'a2a_min')}"
+    name = os.path.basename((sys.argv or [""])[0] or "a2a_min.py")
+    return f"python3 {name.replace('__main__', 'a2a_min')}" if name.endswith(".py") else name
 
 
 def _one_line_errors(parser):
@@ -7693,12 +7656,40 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", stop
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
         kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
-    ready = functools.partial(_demo_banner, server, what, kept, host.get("tls"))
+
+    def ready(listener):
+        # The demo's first lines, once it listens: where, how, and curl lines.
+        base = _where(listener)
+        print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} {what} on {base}/ "
+              f"({kept}; Ctrl-C stops)\n", flush=True)
+        if host.get("tls"):
+            print("HTTPS: give curl the certificate of the CA that issued this server's "
+                  "(--cacert ca.pem; the server's own, if it is self-signed)\n", flush=True)
+        print(_help_text(server, base), flush=True)
+
+    def on_sigint(signum, frame):
+        # The demo's Ctrl-C: the first stops gracefully, saying what it waits for (the host's
+        # KeyboardInterrupt path: Server.shutdown within ``grace``); a second one stops at once
+        # (after ``stop_now()``, if given), without a traceback.
+        if pressed:
+            if stop_now:
+                stop_now()
+            print("a2a_min: stopped now", file=sys.stderr, flush=True)
+            os._exit(130)
+        pressed.append(True)
+        turns = server.live.running()          # the running turns Ctrl-C waits for
+        waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
+            if turns else ""
+        print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            raise KeyboardInterrupt            # (not listening yet)
+        signal.raise_signal(signal.SIGTERM)    # the hosts' graceful stop: streams see turns end
     # Ten seconds for running turns to finish once asked to stop (SIGTERM or Ctrl-C): a rolling
     # restart's usual grace. With workers, Ctrl-C reaches every worker, and each stops itself.
-    grace = 10.0
+    grace, pressed = 10.0, []
     if host.get("workers", 1) == 1:
-        _stop_on_ctrl_c(server, grace, stop_now)
+        import signal
+        signal.signal(signal.SIGINT, on_sigint)
     if args.server == "asyncio":               # (an address it cannot have: one line, exit 1)
         import asyncio
         try:
