@@ -1850,14 +1850,13 @@ class ApiKeyAuth:
 
     def __call__(self, call):
         if self.location == "header":
-            given = call.headers.get(self.name.lower(), "")
+            given, hint = call.headers.get(self.name.lower(), ""), f"send -H '{self.name}: <key>'"
         elif self.location == "query":
-            given = call.query.get(self.name, "")
+            given, hint = call.query.get(self.name, ""), f"add ?{self.name}=<key>"
         else:
             cookies = (c.strip().partition("=") for c in call.headers.get("cookie", "").split(";"))
             given = next((value for name, _, value in cookies if name == self.name), "")
-        hint = {"header": f"send -H '{self.name}: <key>'", "query": f"add ?{self.name}=<key>",
-                "cookie": f"send the cookie {self.name}=<key>"}[self.location]
+            hint = f"send the cookie {self.name}=<key>"
         return _match_secret(self, self.keys, given, hint, f'ApiKey name="{self.name}"')
 
 
@@ -5333,7 +5332,7 @@ class _PushDelivery:
         """Count an outcome; keep what went wrong for the next warning."""
         self.stats[outcome] += 1
         lane.counts["sent" if outcome == "delivered" else outcome] += 1
-        if outcome in ("dropped", "failed", "refused", "paused"):
+        if outcome not in ("delivered", "retried"):    # dropped, failed, refused, paused
             if caller not in self.unlogged and len(self.unlogged) >= self.limits["push_callers"]:
                 caller = "(more callers)"
             noted = self.unlogged.setdefault(caller, {"dropped": 0, "failed": 0, "refused": 0})
@@ -6248,11 +6247,6 @@ class _RequestReader:
         request.body = body
         return request
 
-    @property
-    def reading(self):
-        """Has a request begun (its head read, its body still to come)?"""
-        return self._head is not None
-
     def _refuse(self, status, message, error=InvalidRequestError, **kw):
         path = self._head.path if self._head else None
         raise _BadRequest(status, error(message, **kw), path)
@@ -6730,7 +6724,7 @@ class _ThreadedConnection:
             try:
                 # Each wait ends at the request's deadline; the timeout is changed only
                 # when it must be (a system call), and is whole before a request's first byte.
-                if buffer or reader.reading:
+                if buffer or reader._head is not None:     # (a request has begun)
                     left = deadline - time.monotonic()
                     if left < self.wait - 1.0 or left <= 0:
                         self.wait = max(left, 0.001)
@@ -7140,8 +7134,7 @@ class _LoopConnection:
             self.admission.leave(self.counted)
         if hasattr(self.busy, "cancel"):
             self.busy.cancel()     # stops pumping the stream; the agent's task goes on
-        if self.drained and not self.drained.done():
-            self.drained.set_result(None)
+        self.resume_writing()      # (a pump waiting for the client to read: woken)
 
     def pause_writing(self):
         # The client does not read its answers: read no more requests from it
@@ -7476,10 +7469,10 @@ def _lambda_request(event):
     """handle_http's arguments for an API Gateway (REST: payload 1.0; HTTP
     API and function URLs: 2.0) event."""
     import base64
-    v2 = event.get("version") == "2.0"
+    v2, context_of = event.get("version") == "2.0", event.get("requestContext", {})
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     if v2:
-        method = event["requestContext"]["http"]["method"]
+        method = context_of["http"]["method"]
         path, query = event.get("rawPath") or "/", event.get("rawQueryString", "")
         if event.get("cookies"):
             headers["cookie"] = "; ".join(event["cookies"])
@@ -7487,11 +7480,10 @@ def _lambda_request(event):
         from urllib.parse import urlencode
         method, path = event["httpMethod"], event.get("path") or "/"
         multi = event.get("multiValueQueryStringParameters")
-        single = event.get("queryStringParameters") or {}
-        query = urlencode(multi, doseq=True) if multi else urlencode(single)
+        query = urlencode(multi, doseq=True) if multi else urlencode(
+            event.get("queryStringParameters") or {})
     body = event.get("body") or ""
     body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
-    context_of = event.get("requestContext", {})
     stage = context_of.get("stage", "$default")
     prefix = f"/{stage}" if not v2 and stage != "$default" and "execute-api" in \
         headers.get("host", "") else ""
@@ -7714,9 +7706,7 @@ def main(argv=None):
     if os.environ.get("A2A_STORE"):            # (--store's default: a2a_cli.py's too)
         rest = rest or ["A2A_STORE"]
     if rest[:1] and rest[0].isdigit():         # (a command line that does not parse: 2)
-        print(f"a2a_min: {rest[0]}: the port is an option: {_prog()} --port {rest[0]}",
-              file=sys.stderr)
-        sys.exit(2)
+        parser.exit(2, f"a2a_min: {rest[0]}: the port is an option: {_prog()} --port {rest[0]}\n")
     if rest:
         try:
             cli = _companion("a2a_cli", rest[0])
