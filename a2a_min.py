@@ -1971,10 +1971,9 @@ def _may_reach(address, networks):
     if any(address in network for network in networks):
         return True
     if address.version == 6:
-        nat64 = int(address) >> 32 == _NAT64
         embedded = [a for a in (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
-                                ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF) if nat64
-                                else None) if a is not None]
+                                ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
+                                if int(address) >> 32 == _NAT64 else None) if a is not None]
         if embedded:
             return all(_may_reach(a, networks) for a in embedded)
     return (address.is_global and not address.is_multicast and not address.is_reserved
@@ -5142,22 +5141,6 @@ def _time_left(deadline):
     return left
 
 
-def _connect_any(addresses, port, deadline):
-    """A TCP connection to the first of ``addresses`` that accepts one in time."""
-    import socket
-    error = OSError("no address to connect to")
-    for address in addresses:
-        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)  # TCP
-        try:
-            sock.settimeout(_time_left(deadline))
-            sock.connect((address, port))
-            return sock
-        except OSError as exc:
-            sock.close()
-            error = exc
-    raise error
-
-
 def _read_status(sock, deadline, limit):
     """The status code of the final answer, within ``limit`` bytes and the
     deadline. Interim (1xx) answers are skipped, as HTTP/1.1 asks."""
@@ -5503,6 +5486,7 @@ class _PushDelivery:
         """POST to a vetted address of ``target``: the status, within push_timeout.
         The header values were checked when the config was made (the trace's
         when they were parsed or made)."""
+        import socket
         scheme, host, port, path, addresses = target
         authority = f"[{host}]" if ":" in host else host
         if port != (443 if scheme == "https" else 80):
@@ -5519,7 +5503,18 @@ class _PushDelivery:
         lines += [f"{name}: {value}" for name, value in (trace or {}).items()]
         request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
         deadline = time.monotonic() + self.limits["push_timeout"]
-        sock = _connect_any(addresses, port, deadline)
+        error = OSError("no address to connect to")
+        for address in addresses:              # the first that accepts a connection in time
+            sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)  # TCP
+            try:
+                sock.settimeout(_time_left(deadline))
+                sock.connect((address, port))
+                break
+            except OSError as exc:
+                sock.close()
+                error = exc
+        else:
+            raise error
         try:
             if scheme == "https":              # the socket is connected: TLS cannot re-resolve
                 sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
@@ -5951,8 +5946,7 @@ class _LoopAnswer:
     def _arm(self):
         pending = self.response.pending
         if not pending.done():
-            self.timer = self.loop.call_later(max(0.0, pending.deadline - time.monotonic()),
-                                              pending.expire)
+            self.timer = self.loop.call_later(pending.deadline - time.monotonic(), pending.expire)
 
     def _done(self, pending):
         if threading.get_ident() == self.thread:
@@ -5963,7 +5957,6 @@ class _LoopAnswer:
     def _answer(self):
         if self.timer:
             self.timer.cancel()
-            self.timer = None
         response = self.response
         self.fn(response.render(response.pending), *self.args)
 
@@ -6355,7 +6348,7 @@ class _RequestReader:
             if version == "HTTP/1.0":
                 self._refuse(400, "HTTP/1.0 has no Transfer-Encoding; send Content-Length")
             codings = [c.strip(" \t").lower() for c in coding.split(",") if c.strip(" \t")]
-            if "chunked" in codings and (codings[-1] != "chunked" or codings.count("chunked") > 1):
+            if "chunked" in codings[:-1]:         # (not last, or more than once)
                 self._refuse(400, "chunked must be the last transfer coding, and appear once")
             if set(codings) <= _KNOWN_CODINGS and codings[-1:] != ["chunked"]:
                 self._refuse(400, "a request body's last transfer coding must be chunked")
@@ -6486,7 +6479,7 @@ def _tls_handshake(sock, context, deadline_after):
     try:
         sock.settimeout(deadline_after)
         first = sock.recv(1, socket.MSG_PEEK)      # (the byte stays for the handshake)
-        if first[:1] != _TLS_RECORD:
+        if first != _TLS_RECORD:
             if first:                              # plain HTTP: say so, read what it sent
                 sock.sendall(_PLAIN_ON_TLS)        # (a close with it unread would reset
                 sock.shutdown(socket.SHUT_WR)      # the connection before the answer)
@@ -7598,13 +7591,12 @@ def _demo_parser(allow_abbrev=True):
     """The demo's command line: what this file does alone. (a2a_cli.py adds
     serve's deployment flags to it, and the client's verbs.)"""
     import argparse
-    parser = argparse.ArgumentParser(
+    parser = _one_line_errors(argparse.ArgumentParser(
         prog=_prog(), allow_abbrev=allow_abbrev,
         description="Serve a demo A2A 1.0 agent (serve is the default verb).",
         epilog="With a2a_cli.py beside this file: --store, --workers, --tls-*, --metrics, "
                "--access-log, --opentelemetry, --exec, --sign-key, and the client's verbs "
-               "(%(prog)s send URL TEXT).")
-    _one_line_errors(parser)
+               "(%(prog)s send URL TEXT)."))
     parser.add_argument("--version", action="version",
                         version=f"a2a_min {__version__} (A2A {PROTOCOL_VERSION})")
     parser.add_argument("--host", default="127.0.0.1")
