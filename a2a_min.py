@@ -1892,11 +1892,9 @@ _SUBJECT_SHORT_NAMES = {"commonName": "CN", "organizationName": "O", "organizati
 
 def _rfc4514_value(value):
     """An attribute value escaped as RFC 4514 section 2.4 says."""
-    def escaped(i, c):
-        if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1) or c == "#" and i == 0:
-            return f"\\{c}"
-        return "\\00" if c == "\0" else c
-    return "".join(escaped(i, c) for i, c in enumerate(value))
+    return "".join(f"\\{c}" if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1)
+                   or c == "#" and i == 0 else "\\00" if c == "\0" else c
+                   for i, c in enumerate(value))
 
 
 def certificate_principal(certificate):
@@ -5213,15 +5211,11 @@ def _forget_idle(table, limit, idle):
             del table[key]
 
 
-def _destination(url):
-    """A webhook URL's (scheme, host, port): what its deliveries queue by."""
-    from urllib.parse import urlsplit
-    parts = urlsplit(url)                 # (its scheme and hostname come lower-case)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return parts.scheme, parts.hostname or "", port or (443 if parts.scheme == "https" else 80)
+def _paused_why(key, dest, now):
+    """Why a delivery to the paused destination ``key`` is dropped."""
+    return (f"{key[0]}://{key[1][:80]}:{key[2]} is paused for "
+            f"{dest.paused_until - now:.0f} s more, after {dest.failures} failed attempts "
+            "in a row (push_breaker, push_pause)")
 
 
 class _PushDelivery:
@@ -5263,6 +5257,7 @@ class _PushDelivery:
         never blocking: what does not fit, or goes to a paused destination, is dropped and counted.
         A webhook registered through 0.3 is sent what 0.3 sends (the server's translation makes
         it). ``trace``: the turn's trace context headers, sent on every attempt."""
+        from urllib.parse import urlsplit
         bodies = {None: _dumps(event)}
         now = time.monotonic()
         with self.ready:
@@ -5278,14 +5273,20 @@ class _PushDelivery:
                     compat = self.server().compat
                     body = bodies[version] = bodies[None] if compat is None \
                         else _dumps(compat.push_payload(task, event))
-                key = _destination(config["url"])
+                parts = urlsplit(config["url"])  # (scheme and host name come lower-case)
+                try:
+                    port = parts.port
+                except ValueError:
+                    port = None
+                key = (parts.scheme, parts.hostname or "",   # what its deliveries queue by
+                       port or (443 if parts.scheme == "https" else 80))
                 dest = lane.dests.get(key)
                 if dest is None:                 # (with its failures)
                     _forget_idle(lane.dests, self.limits["push_destinations"],
                                  _PushDestination.idle)
                     dest = lane.dests[key] = _PushDestination()
                 if dest.paused_until > now:
-                    self._note(caller, lane, "paused", self._paused_why(key, dest, now))
+                    self._note(caller, lane, "paused", _paused_why(key, dest, now))
                     continue
                 if (lane.bytes + len(body) > self.limits["push_queue_bytes"]
                         or lane.waiting() >= self.limits["push_queue"]):
@@ -5304,12 +5305,6 @@ class _PushDelivery:
         if lane.ready and not lane.queued and lane.in_flight < self.limits["push_per_caller"]:
             lane.queued = True
             self.turns.append(caller)
-
-    @staticmethod
-    def _paused_why(key, dest, now):
-        return (f"{key[0]}://{key[1][:80]}:{key[2]} is paused for "
-                f"{dest.paused_until - now:.0f} s more, after {dest.failures} failed attempts "
-                "in a row (push_breaker, push_pause)")
 
     def _note(self, caller, lane, outcome, why=""):
         """Count an outcome; keep what went wrong for the next warning."""
@@ -5438,7 +5433,7 @@ class _PushDelivery:
                 outcome, why = "failed", f"{why}, after {attempt + 1} attempts"
             self._note(caller, lane, outcome, why)
             if paused:                           # the breaker opened: what waits is dropped
-                why = self._paused_why(key, dest, now)
+                why = _paused_why(key, dest, now)
                 while dest.jobs:
                     lane.bytes -= len(dest.jobs.popleft()[1])
                     self._note(caller, lane, "paused", why)
@@ -5483,9 +5478,8 @@ class _PushDelivery:
         return ("retry" if status >= 500 else "failed"), why, status
 
     def _post(self, config, target, body, trace):
-        """POST to a vetted address of ``target``: the status, within push_timeout.
-        The header values were checked when the config was made (the trace's
-        when they were parsed or made)."""
+        """POST to a vetted address of ``target``: the status, within push_timeout. The header
+        values were checked when the config was made (the trace's when they were parsed or made)."""
         import socket
         scheme, host, port, path, addresses = target
         authority = f"[{host}]" if ":" in host else host
@@ -5884,8 +5878,7 @@ class _Spawner:
     __slots__ = ("loop", "tasks", "prune_at")
 
     def __init__(self, loop):
-        self.loop = loop
-        self.tasks = set()
+        self.loop, self.tasks = loop, set()
         self.prune_at = 64                      # prune the ended tasks at this many
 
     def __call__(self, coroutine):
@@ -5936,8 +5929,7 @@ class _LoopAnswer:
     __slots__ = ("loop", "thread", "response", "fn", "args", "timer")
 
     def __init__(self, loop, response, fn, *args):
-        self.loop, self.response, self.fn = loop, response, fn
-        self.args = args
+        self.loop, self.response, self.fn, self.args = loop, response, fn, args
         self.thread = threading.get_ident()    # the loop's: this runs on it
         self.timer = None                      # the deadline's, once armed
         response.pending.add_done_callback(self._done)
@@ -6208,8 +6200,7 @@ class _RequestReader:
 
     def __init__(self, max_header_bytes=65536, max_headers=100,
                  max_body_bytes=DEFAULT_LIMITS["max_body_bytes"]):
-        self.max_header_bytes = max_header_bytes
-        self.max_headers = max_headers
+        self.max_header_bytes, self.max_headers = max_header_bytes, max_headers
         self.max_body_bytes = max_body_bytes
         self._head = None        # the _HTTPRequest whose head is read, until its body is
         self._scan = 0           # where to look again for the end of the head
@@ -7070,14 +7061,11 @@ class _LoopConnection:
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
         self.timeout, readers, handshake, self.admission = limits
         self.counted = None        # the client's address, once admitted (_Admission)
-        self.reader = readers()
-        self.buffer = bytearray()
+        self.reader, self.buffer, self.closed, self.timer = readers(), bytearray(), False, None
         self.busy = None           # a slow answer: a _PendingAnswer, or a Task (a stream)
-        self.closed = False
         self.drained = None        # a future while the transport's buffer is full
         self.ready_since = loop.time()
         self.transport = None      # (TLS: bytes may come before connection_made; they wait)
-        self.timer = None
         connections.add(self)      # counted now, at accept(): a TLS handshake holds a socket
         if handshake is not None:  # (one that fails never reaches connection_made: forgotten)
             loop.call_later(handshake + 1.0, self.forget_unmade)
