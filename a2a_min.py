@@ -7184,8 +7184,7 @@ class _LoopConnection:
             return False
         method, keep = request.method, request.keeps(response)
         if response.stream is not None and method != "HEAD":   # (a HEAD's has no body, ever)
-            task = self.loop.create_task(self.pump(response, keep))
-            self.busy = task
+            task = self.busy = self.loop.create_task(self.pump(response, keep))
             task.add_done_callback(functools.partial(self.streamed, keep))
             return False
         self.transport.write(_response_head(response, not keep, self.date, method != "HEAD"))
