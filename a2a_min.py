@@ -1843,9 +1843,9 @@ class BearerAuth:
         hint, challenge = "send -H 'Authorization: Bearer <token>'", 'Bearer realm="a2a"'
         if header.strip() and kind.lower() != "bearer":
             # (said apart from "missing": a token sent without its scheme is a common slip)
-            raise AuthenticationRequiredError("the Authorization header is not 'Bearer <token>'"
-                                              + (" (it has no scheme)" if not token.strip() else "")
-                                              + ": " + hint, challenge=challenge)
+            raise AuthenticationRequiredError(
+                "the Authorization header is not 'Bearer <token>'"
+                f"{'' if token.strip() else ' (it has no scheme)'}: {hint}", challenge=challenge)
         return _match_secret(self, self.tokens, token.strip(), hint, challenge)  # (blank: none)
 
 
@@ -1864,14 +1864,13 @@ class ApiKeyAuth:
 
     def __call__(self, call):
         if self.location == "header":
-            given = call.headers.get(self.name.lower(), "")
+            given, hint = call.headers.get(self.name.lower(), ""), f"send -H '{self.name}: <key>'"
         elif self.location == "query":
-            given = call.query.get(self.name, "")
+            given, hint = call.query.get(self.name, ""), f"add ?{self.name}=<key>"
         else:
             cookies = (c.strip().partition("=") for c in call.headers.get("cookie", "").split(";"))
             given = next((value for name, _, value in cookies if name == self.name), "")
-        hint = {"header": f"send -H '{self.name}: <key>'", "query": f"add ?{self.name}=<key>",
-                "cookie": f"send the cookie {self.name}=<key>"}[self.location]
+            hint = f"send the cookie {self.name}=<key>"
         return _match_secret(self, self.keys, given, hint, f'ApiKey name="{self.name}"')
 
 
@@ -1907,11 +1906,9 @@ _SUBJECT_SHORT_NAMES = {"commonName": "CN", "organizationName": "O", "organizati
 
 def _rfc4514_value(value):
     """An attribute value escaped as RFC 4514 section 2.4 says."""
-    def escaped(i, c):
-        if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1) or c == "#" and i == 0:
-            return f"\\{c}"
-        return "\\00" if c == "\0" else c
-    return "".join(escaped(i, c) for i, c in enumerate(value))
+    return "".join(f"\\{c}" if c in '"+,;<>\\' or c == " " and i in (0, len(value) - 1)
+                   or c == "#" and i == 0 else "\\00" if c == "\0" else c
+                   for i, c in enumerate(value))
 
 
 def certificate_principal(certificate):
@@ -1950,8 +1947,8 @@ def _match_secret(auth, known, given, hint, challenge):
     given = given.encode()
     found = [principal for secret, principal in known if hmac.compare_digest(secret, given)]
     if not (given and found):
-        raise AuthenticationRequiredError(("missing credentials: " if not given else
-                                           "invalid credentials: ") + hint, challenge=challenge)
+        raise AuthenticationRequiredError(f"{'invalid' if given else 'missing'} credentials: "
+                                          f"{hint}", challenge=challenge)
     return found[0]
 
 
@@ -1986,10 +1983,9 @@ def _may_reach(address, networks):
     if any(address in network for network in networks):
         return True
     if address.version == 6:
-        nat64 = int(address) >> 32 == _NAT64
         embedded = [a for a in (address.ipv4_mapped, address.sixtofour, *(address.teredo or ()),
-                                ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF) if nat64
-                                else None) if a is not None]
+                                ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
+                                if int(address) >> 32 == _NAT64 else None) if a is not None]
         if embedded:
             return all(_may_reach(a, networks) for a in embedded)
     return (address.is_global and not address.is_multicast and not address.is_reserved
@@ -5271,22 +5267,6 @@ def _time_left(deadline):
     return left
 
 
-def _connect_any(addresses, port, deadline):
-    """A TCP connection to the first of ``addresses`` that accepts one in time."""
-    import socket
-    error = OSError("no address to connect to")
-    for address in addresses:
-        sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)  # TCP
-        try:
-            sock.settimeout(_time_left(deadline))
-            sock.connect((address, port))
-            return sock
-        except OSError as exc:
-            sock.close()
-            error = exc
-    raise error
-
-
 def _read_status(sock, deadline, limit):
     """The status code of the final answer, within ``limit`` bytes and the
     deadline. Interim (1xx) answers are skipped, as HTTP/1.1 asks."""
@@ -5359,16 +5339,11 @@ def _forget_idle(table, limit, idle):
             del table[key]
 
 
-def _destination(url):
-    """A webhook URL's (scheme, host, port): what its deliveries queue by."""
-    from urllib.parse import urlsplit
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return scheme, (parts.hostname or "").lower(), port or (443 if scheme == "https" else 80)
+def _paused_why(key, dest, now):
+    """Why a delivery to the paused destination ``key`` is dropped."""
+    return (f"{key[0]}://{key[1][:80]}:{key[2]} is paused for "
+            f"{dest.paused_until - now:.0f} s more, after {dest.failures} failed attempts "
+            "in a row (push_breaker, push_pause)")
 
 
 class _PushDelivery:
@@ -5410,6 +5385,7 @@ class _PushDelivery:
         never blocking: what does not fit, or goes to a paused destination, is dropped and counted.
         A webhook registered through 0.3 is sent what 0.3 sends (the server's translation makes
         it). ``trace``: the turn's trace context headers, sent on every attempt."""
+        from urllib.parse import urlsplit
         bodies = {None: _dumps(event)}
         now = time.monotonic()
         with self.ready:
@@ -5425,14 +5401,20 @@ class _PushDelivery:
                     compat = self.server().compat
                     body = bodies[version] = bodies[None] if compat is None \
                         else _dumps(compat.push_payload(task, event))
-                key = _destination(config["url"])
+                parts = urlsplit(config["url"])  # (scheme and host name come lower-case)
+                try:
+                    port = parts.port
+                except ValueError:
+                    port = None
+                key = (parts.scheme, parts.hostname or "",   # what its deliveries queue by
+                       port or (443 if parts.scheme == "https" else 80))
                 dest = lane.dests.get(key)
                 if dest is None:                 # (with its failures)
                     _forget_idle(lane.dests, self.limits["push_destinations"],
                                  _PushDestination.idle)
                     dest = lane.dests[key] = _PushDestination()
                 if dest.paused_until > now:
-                    self._note(caller, lane, "paused", self._paused_why(key, dest, now))
+                    self._note(caller, lane, "paused", _paused_why(key, dest, now))
                     continue
                 if (lane.bytes + len(body) > self.limits["push_queue_bytes"]
                         or lane.waiting() >= self.limits["push_queue"]):
@@ -5452,17 +5434,11 @@ class _PushDelivery:
             lane.queued = True
             self.turns.append(caller)
 
-    @staticmethod
-    def _paused_why(key, dest, now):
-        return (f"{key[0]}://{key[1][:80]}:{key[2]} is paused for "
-                f"{dest.paused_until - now:.0f} s more, after {dest.failures} failed attempts "
-                "in a row (push_breaker, push_pause)")
-
     def _note(self, caller, lane, outcome, why=""):
         """Count an outcome; keep what went wrong for the next warning."""
         self.stats[outcome] += 1
         lane.counts["sent" if outcome == "delivered" else outcome] += 1
-        if outcome in ("dropped", "failed", "refused", "paused"):
+        if outcome not in ("delivered", "retried"):    # dropped, failed, refused, paused
             if caller not in self.unlogged and len(self.unlogged) >= self.limits["push_callers"]:
                 caller = "(more callers)"
             noted = self.unlogged.setdefault(caller, {"dropped": 0, "failed": 0, "refused": 0})
@@ -5495,13 +5471,13 @@ class _PushDelivery:
                 return                          # stopped: the Server shut down, or is gone
             caller, key, job, warning = taken
             if warning:
-                _log().warning(*warning)
+                _log().warning(warning)
             if job is None:
                 continue
             server = self.server()              # (held while it delivers, never while it waits)
             if server is None:
                 return
-            url, trace, marks = job[0]["url"], job[3], None
+            url, trace, marks = job[0]["url"], job[3], {}
             if server.observers:               # (a span for each attempt: a2a_otel)
                 trace = dict(trace or {})
                 marks = {observer: observer.webhook_started(url, trace)
@@ -5511,7 +5487,7 @@ class _PushDelivery:
             except Exception:
                 _log().exception("unexpected error delivering to %s", url)
                 outcome, why, status = "failed", "an unexpected error (logged)", None
-            for observer, mark in (marks or {}).items():
+            for observer, mark in marks.items():
                 observer.webhook_ended(url, status, None if outcome == "delivered" else outcome,
                                        mark)
             with self.ready:
@@ -5585,7 +5561,7 @@ class _PushDelivery:
                 outcome, why = "failed", f"{why}, after {attempt + 1} attempts"
             self._note(caller, lane, outcome, why)
             if paused:                           # the breaker opened: what waits is dropped
-                why = self._paused_why(key, dest, now)
+                why = _paused_why(key, dest, now)
                 while dest.jobs:
                     lane.bytes -= len(dest.jobs.popleft()[1])
                     self._note(caller, lane, "paused", why)
@@ -5596,7 +5572,7 @@ class _PushDelivery:
 
     def _warning(self, now):
         """The warning summing up the failures since the last one, if one is due
-        (one per push_log_interval): logging arguments, or None."""
+        (one per push_log_interval): its text, or None."""
         if not self.unlogged or now < self.log_at:
             return None
         noted, self.unlogged = self.unlogged, {}
@@ -5607,9 +5583,8 @@ class _PushDelivery:
         callers = "; ".join(f"{caller!r:.80}: {', '.join(f'{n[w]} {w}' for w in total if n[w])}"
                             f" (last: {n['last'][:160]})" for caller, n in worst)
         more = f"; and {len(noted) - len(worst)} more callers" if len(noted) > len(worst) else ""
-        return ("webhook deliveries since the last report: %d dropped, %d failed, %d refused; "
-                "by caller: %s%s", total["dropped"], total["failed"], total["refused"],
-                callers, more)
+        return (f"webhook deliveries since the last report: {total['dropped']} dropped, "
+                f"{total['failed']} failed, {total['refused']} refused; by caller: {callers}{more}")
 
     def _attempt(self, config, body, trace):
         """One POST: (outcome, why, HTTP status or None), the outcome one of
@@ -5631,9 +5606,9 @@ class _PushDelivery:
         return ("retry" if status >= 500 else "failed"), why, status
 
     def _post(self, config, target, body, trace):
-        """POST to a vetted address of ``target``: the status, within push_timeout.
-        The header values were checked when the config was made (the trace's
-        when they were parsed or made)."""
+        """POST to a vetted address of ``target``: the status, within push_timeout. The header
+        values were checked when the config was made (the trace's when they were parsed or made)."""
+        import socket
         scheme, host, port, path, addresses = target
         authority = f"[{host}]" if ":" in host else host
         if port != (443 if scheme == "https" else 80):
@@ -5650,7 +5625,18 @@ class _PushDelivery:
         lines += [f"{name}: {value}" for name, value in (trace or {}).items()]
         request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
         deadline = time.monotonic() + self.limits["push_timeout"]
-        sock = _connect_any(addresses, port, deadline)
+        error = OSError("no address to connect to")
+        for address in addresses:              # the first that accepts a connection in time
+            sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)  # TCP
+            try:
+                sock.settimeout(_time_left(deadline))
+                sock.connect((address, port))
+                break
+            except OSError as exc:
+                sock.close()
+                error = exc
+        else:
+            raise error
         try:
             if scheme == "https":              # the socket is connected: TLS cannot re-resolve
                 sock.settimeout(_time_left(deadline))   # the whole handshake, not each read
@@ -6021,8 +6007,7 @@ class _Spawner:
     __slots__ = ("loop", "tasks", "prune_at")
 
     def __init__(self, loop):
-        self.loop = loop
-        self.tasks = set()
+        self.loop, self.tasks = loop, set()
         self.prune_at = 64                      # prune the ended tasks at this many
 
     def __call__(self, coroutine):
@@ -6073,8 +6058,7 @@ class _LoopAnswer:
     __slots__ = ("loop", "thread", "response", "fn", "args", "timer")
 
     def __init__(self, loop, response, fn, *args):
-        self.loop, self.response, self.fn = loop, response, fn
-        self.args = args
+        self.loop, self.response, self.fn, self.args = loop, response, fn, args
         self.thread = threading.get_ident()    # the loop's: this runs on it
         self.timer = None                      # the deadline's, once armed
         response.pending.add_done_callback(self._done)
@@ -6083,8 +6067,7 @@ class _LoopAnswer:
     def _arm(self):
         pending = self.response.pending
         if not pending.done():
-            self.timer = self.loop.call_later(max(0.0, pending.deadline - time.monotonic()),
-                                              pending.expire)
+            self.timer = self.loop.call_later(pending.deadline - time.monotonic(), pending.expire)
 
     def _done(self, pending):
         if threading.get_ident() == self.thread:
@@ -6095,7 +6078,6 @@ class _LoopAnswer:
     def _answer(self):
         if self.timer:
             self.timer.cancel()
-            self.timer = None
         response = self.response
         self.fn(response.render(response.pending), *self.args)
 
@@ -6315,8 +6297,8 @@ class _HTTPRequest:
 # Characters of an RFC 9110 token (a method, a header name).
 _TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _NOT_TOKEN = str.maketrans("", "", _TOKEN_CHARS)
-# Control bytes never allowed in a head: all but HTAB (allowed in values).
-_CONTROLS = str.maketrans("", "", "".join(map(chr, (*range(9), *range(10, 32), 127))))
+# Control bytes never allowed in a head: all but HTAB (allowed in values), as in a webhook's.
+_CONTROLS = str.maketrans("", "", _HEADER_CONTROLS.decode("latin-1"))
 # Methods and header names seen in most requests: valid tokens, not checked again.
 _METHODS = frozenset({"GET", "POST", "HEAD", "DELETE", "OPTIONS", "PUT", "PATCH"})
 _HEADER_NAMES = frozenset({
@@ -6347,8 +6329,7 @@ class _RequestReader:
 
     def __init__(self, max_header_bytes=65536, max_headers=100,
                  max_body_bytes=DEFAULT_LIMITS["max_body_bytes"]):
-        self.max_header_bytes = max_header_bytes
-        self.max_headers = max_headers
+        self.max_header_bytes, self.max_headers = max_header_bytes, max_headers
         self.max_body_bytes = max_body_bytes
         self._head = None        # the _HTTPRequest whose head is read, until its body is
         self._scan = 0           # where to look again for the end of the head
@@ -6378,11 +6359,6 @@ class _RequestReader:
         self.expects_continue = False
         request.body = body
         return request
-
-    @property
-    def reading(self):
-        """Has a request begun (its head read, its body still to come)?"""
-        return self._head is not None
 
     def _refuse(self, status, message, error=InvalidRequestError, **kw):
         path = self._head.path if self._head else None
@@ -6492,7 +6468,7 @@ class _RequestReader:
             if version == "HTTP/1.0":
                 self._refuse(400, "HTTP/1.0 has no Transfer-Encoding; send Content-Length")
             codings = [c.strip(" \t").lower() for c in coding.split(",") if c.strip(" \t")]
-            if "chunked" in codings and (codings[-1] != "chunked" or codings.count("chunked") > 1):
+            if "chunked" in codings[:-1]:         # (not last, or more than once)
                 self._refuse(400, "chunked must be the last transfer coding, and appear once")
             if set(codings) <= _KNOWN_CODINGS and codings[-1:] != ["chunked"]:
                 self._refuse(400, "a request body's last transfer coding must be chunked")
@@ -6623,7 +6599,7 @@ def _tls_handshake(sock, context, deadline_after):
     try:
         sock.settimeout(deadline_after)
         first = sock.recv(1, socket.MSG_PEEK)      # (the byte stays for the handshake)
-        if first[:1] != _TLS_RECORD:
+        if first != _TLS_RECORD:
             if first:                              # plain HTTP: say so, read what it sent
                 sock.sendall(_PLAIN_ON_TLS)        # (a close with it unread would reset
                 sock.shutdown(socket.SHUT_WR)      # the connection before the answer)
@@ -6861,7 +6837,7 @@ class _ThreadedConnection:
             try:
                 # Each wait ends at the request's deadline; the timeout is changed only
                 # when it must be (a system call), and is whole before a request's first byte.
-                if buffer or reader.reading:
+                if buffer or reader._head is not None:     # (a request has begun)
                     left = deadline - time.monotonic()
                     if left < self.wait - 1.0 or left <= 0:
                         self.wait = max(left, 0.001)
@@ -7035,17 +7011,16 @@ def _cannot_listen(error, host, port):
         f"a2a_min: cannot listen on {host}:{port}: {os.strerror(code)}; {fix}")
 
 
-def _bound_to(listener):
-    """The (host, port) a listener is bound to: the threaded server's, or asyncio's."""
+def _where(listener):
+    """The base URL a listener serves at: the threaded server's, or asyncio's."""
     sockets = getattr(listener, "sockets", None)
-    return (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    host, port = (sockets[0].getsockname() if sockets else listener.server_address)[:2]
+    return f"{'https' if getattr(listener, 'tls', None) else 'http'}://{host}:{port}"
 
 
 def _say_where(listener):
     """serve()'s and serve_asyncio()'s on_ready when none is given: say where."""
-    host, port = _bound_to(listener)
-    scheme = "https" if getattr(listener, "tls", None) else "http"
-    print(f"a2a_min: serving on {scheme}://{host}:{port}/ (Ctrl-C stops)", flush=True)
+    print(f"a2a_min: serving on {_where(listener)}/ (Ctrl-C stops)", flush=True)
 
 
 def _serve_until_stopped(httpd, grace):
@@ -7108,17 +7083,6 @@ class _Admission:
 # counted from accept(), a TLS handshake included), a new connection gets 503.
 
 
-def _within_open_files(connections):
-    """At most ``connections``, and three quarters of the open-file limit: past
-    it, accept() fails (and a connection needs a file)."""
-    try:
-        import resource
-        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        return min(connections, files * 3 // 4) if files > 0 else connections
-    except ImportError:                            # (Windows)
-        return connections
-
-
 async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
                         max_header_bytes=65536, max_headers=100, max_connections=4096,
                         on_ready=None, grace=10.0, tls=None, handshake_timeout=10.0,
@@ -7138,17 +7102,19 @@ async def serve_asyncio(server, host="127.0.0.1", port=8000, *, timeout=30.0,
         pass                                       # not the main thread: the caller stops us
     connections = set()                            # counted from accept(), TLS or not
     server._gauges["asyncio"] = lambda: {"connections": len(connections)}
-    max_connections = _within_open_files(max_connections)
+    try:                       # at most three quarters of the open-file limit: past it,
+        import resource        # accept() fails (and a connection needs a file)
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        max_connections = min(max_connections, files * 3 // 4) if files > 0 else max_connections
+    except ImportError:                            # (Windows)
+        pass
     limits = (timeout, functools.partial(_RequestReader, max_header_bytes, max_headers,
                                          server.limits["max_body_bytes"]),
               handshake_timeout if tls else None,
               _Admission(server, max_connections, max_caller_connections))
-    date = _DateHeader()
-    spawn = _Spawner(loop)                         # async agents run on this loop
-    tls = _tls_context(tls)
-
-    def connection():
-        return _LoopConnection(server, loop, connections, limits, date, spawn)
+    tls = _tls_context(tls)    # (and async agents run on this loop: the _Spawner)
+    connection = functools.partial(_LoopConnection, server, loop, connections, limits,
+                                   _DateHeader(), _Spawner(loop))
     try:
         listener = await loop.create_server(
             connection, host, port, reuse_address=True, backlog=1024,
@@ -7224,14 +7190,11 @@ class _LoopConnection:
         self.spawn = spawn         # CallContext.spawn: runs async agents on this loop
         self.timeout, readers, handshake, self.admission = limits
         self.counted = None        # the client's address, once admitted (_Admission)
-        self.reader = readers()
-        self.buffer = bytearray()
+        self.reader, self.buffer, self.closed, self.timer = readers(), bytearray(), False, None
         self.busy = None           # a slow answer: a _PendingAnswer, or a Task (a stream)
-        self.closed = False
         self.drained = None        # a future while the transport's buffer is full
         self.ready_since = loop.time()
         self.transport = None      # (TLS: bytes may come before connection_made; they wait)
-        self.timer = None
         connections.add(self)      # counted now, at accept(): a TLS handshake holds a socket
         if handshake is not None:  # (one that fails never reaches connection_made: forgotten)
             loop.call_later(handshake + 1.0, self.forget_unmade)
@@ -7245,8 +7208,7 @@ class _LoopConnection:
         if refusal:                                # counted at accept) refused, and closed
             return self.close_after_answer(refusal)
         self.counted = self.peer
-        host, port = transport.get_extra_info("sockname")[:2]
-        self.local = f"{host}:{port}"
+        self.local = "%s:%d" % transport.get_extra_info("sockname")[:2]
         self.scheme = "http://"
         if transport.get_extra_info("sslcontext"):
             self.scheme = "https://"
@@ -7282,8 +7244,7 @@ class _LoopConnection:
             self.admission.leave(self.counted)
         if hasattr(self.busy, "cancel"):
             self.busy.cancel()     # stops pumping the stream; the agent's task goes on
-        if self.drained and not self.drained.done():
-            self.drained.set_result(None)
+        self.resume_writing()      # (a pump waiting for the client to read: woken)
 
     def pause_writing(self):
         # The client does not read its answers: read no more requests from it
@@ -7352,8 +7313,7 @@ class _LoopConnection:
             return False
         method, keep = request.method, request.keeps(response)
         if response.stream is not None and method != "HEAD":   # (a HEAD's has no body, ever)
-            task = self.loop.create_task(self.pump(response, keep))
-            self.busy = task
+            task = self.busy = self.loop.create_task(self.pump(response, keep))
             task.add_done_callback(functools.partial(self.streamed, keep))
             return False
         self.transport.write(_response_head(response, not keep, self.date, method != "HEAD"))
@@ -7466,7 +7426,6 @@ def wsgi_app(server):
     from urllib.parse import quote
 
     def app(environ, start_response):
-        prefix = environ.get("SCRIPT_NAME", "")
         path = quote(environ.get("PATH_INFO", "") or "/", safe="/:@!$&'()*+,;=-._~")
         headers = {key[5:].replace("_", "-").lower(): value
                    for key, value in environ.items() if key.startswith("HTTP_")}
@@ -7474,7 +7433,8 @@ def wsgi_app(server):
             if environ.get(key):
                 headers[key.replace("_", "-").lower()] = environ[key]
         host = headers.get("host") or f"{environ['SERVER_NAME']}:{environ['SERVER_PORT']}"
-        base_url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}{prefix}"
+        base_url = f"{environ.get('wsgi.url_scheme', 'http')}://{host}" \
+            f"{environ.get('SCRIPT_NAME', '')}"
         limit = server.limits["max_body_bytes"]
         length = headers.get("content-length", "").strip()
         if length.isascii() and length.isdigit():  # not read at all when too large
@@ -7516,20 +7476,6 @@ def _asgi_request(scope):
     return path, headers, f"{scope.get('scheme', 'http')}://{host}{prefix}"
 
 
-async def _asgi_lifespan(server, grace, receive, send):
-    """An ASGI lifespan: started at once; at its shutdown, Server.shutdown
-    within ``grace`` seconds, off the loop."""
-    import asyncio
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
 def asgi_app(server, *, grace=10.0):
     """An ASGI 3 application serving ``server``: ``app = a2a_min.asgi_app(server)``.
 
@@ -7545,8 +7491,13 @@ def asgi_app(server, *, grace=10.0):
 
     async def app(scope, receive, send):
         import asyncio
-        if scope["type"] == "lifespan":
-            return await _asgi_lifespan(server, grace, receive, send)
+        while scope["type"] == "lifespan":         # started at once; at its shutdown,
+            message = await receive()              # Server.shutdown, off the loop
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await asyncio.get_running_loop().run_in_executor(None, server.shutdown, grace)
+                return await send({"type": "lifespan.shutdown.complete"})
         if scope["type"] != "http":
             return
         loop = asyncio.get_running_loop()
@@ -7627,10 +7578,10 @@ def _lambda_request(event):
     """handle_http's arguments for an API Gateway (REST: payload 1.0; HTTP
     API and function URLs: 2.0) event."""
     import base64
-    v2 = event.get("version") == "2.0"
+    v2, context_of = event.get("version") == "2.0", event.get("requestContext", {})
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     if v2:
-        method = event["requestContext"]["http"]["method"]
+        method = context_of["http"]["method"]
         path, query = event.get("rawPath") or "/", event.get("rawQueryString", "")
         if event.get("cookies"):
             headers["cookie"] = "; ".join(event["cookies"])
@@ -7638,11 +7589,10 @@ def _lambda_request(event):
         from urllib.parse import urlencode
         method, path = event["httpMethod"], event.get("path") or "/"
         multi = event.get("multiValueQueryStringParameters")
-        single = event.get("queryStringParameters") or {}
-        query = urlencode(multi, doseq=True) if multi else urlencode(single)
+        query = urlencode(multi, doseq=True) if multi else urlencode(
+            event.get("queryStringParameters") or {})
     body = event.get("body") or ""
     body = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
-    context_of = event.get("requestContext", {})
     stage = context_of.get("stage", "$default")
     prefix = f"/{stage}" if not v2 and stage != "$default" and "execute-api" in \
         headers.get("host", "") else ""
@@ -7738,47 +7688,11 @@ def demo_server(**options):
                            "tags": ["echo", "demo"], "examples": ["hello"]}], **options)
 
 
-def _stop_on_ctrl_c(server, grace, stop_now):
-    """The demo's Ctrl-C: the first stops gracefully, saying what it waits for (the host's
-    KeyboardInterrupt path: Server.shutdown within ``grace``); a second one stops at once (after
-    ``stop_now()``, if given), without a traceback."""
-    import signal
-    pressed = []
-
-    def on_sigint(signum, frame):
-        if pressed:
-            if stop_now:
-                stop_now()
-            print("a2a_min: stopped now", file=sys.stderr, flush=True)
-            os._exit(130)
-        pressed.append(True)
-        turns = server.live.running()          # the running turns Ctrl-C waits for
-        waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
-            if turns else ""
-        print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
-        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-            raise KeyboardInterrupt            # (not listening yet)
-        signal.raise_signal(signal.SIGTERM)    # the hosts' graceful stop: streams see turns end
-    signal.signal(signal.SIGINT, on_sigint)
-
-
-def _demo_banner(server, what, kept, tls, listener):
-    """The demo's first lines, once it listens: where, how, and curl lines."""
-    host, port = _bound_to(listener)
-    base = f"{'https' if tls else 'http'}://{host}:{port}"
-    print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} {what} on {base}/ "
-          f"({kept}; Ctrl-C stops)\n", flush=True)
-    if tls:
-        print("HTTPS: give curl the certificate of the CA that issued this server's (--cacert "
-              "ca.pem; the server's own, if it is self-signed)\n", flush=True)
-    print(_help_text(server, base), flush=True)
-
-
 def _prog():
     """How this command was run, for its usage lines: a2a-min (installed), or
     python a2a_min.py (the file, or python -m a2a_min)."""
-    name = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "a2a_min.py")
-    return name if not name.endswith(".py") else f"python3 {name.replace('__main__', 'a2a_min')}"
+    name = os.path.basename((sys.argv or [""])[0] or "a2a_min.py")
+    return f"python3 {name.replace('__main__', 'a2a_min')}" if name.endswith(".py") else name
 
 
 def _one_line_errors(parser):
@@ -7793,13 +7707,12 @@ def _demo_parser(allow_abbrev=True):
     """The demo's command line: what this file does alone. (a2a_cli.py adds
     serve's deployment flags to it, and the client's verbs.)"""
     import argparse
-    parser = argparse.ArgumentParser(
+    parser = _one_line_errors(argparse.ArgumentParser(
         prog=_prog(), allow_abbrev=allow_abbrev,
         description="Serve a demo A2A 1.0 agent (serve is the default verb).",
         epilog="With a2a_cli.py beside this file: --store, --workers, --tls-*, --metrics, "
                "--access-log, --opentelemetry, --exec, --sign-key, and the client's verbs "
-               "(%(prog)s send URL TEXT).")
-    _one_line_errors(parser)
+               "(%(prog)s send URL TEXT)."))
     parser.add_argument("--version", action="version",
                         version=f"a2a_min {__version__} (A2A {PROTOCOL_VERSION})")
     parser.add_argument("--host", default="127.0.0.1")
@@ -7843,12 +7756,40 @@ def _serve_demo(args, server, *, what="echo agent", kept="tasks in memory", stop
         kept += f"; A2A {args.compat} clients too"
     if args.push_allow:
         kept += f"; webhooks to {', '.join(args.push_allow)} allowed"
-    ready = functools.partial(_demo_banner, server, what, kept, host.get("tls"))
+
+    def ready(listener):
+        # The demo's first lines, once it listens: where, how, and curl lines.
+        base = _where(listener)
+        print(f"a2a_min {__version__}: an A2A {PROTOCOL_VERSION} {what} on {base}/ "
+              f"({kept}; Ctrl-C stops)\n", flush=True)
+        if host.get("tls"):
+            print("HTTPS: give curl the certificate of the CA that issued this server's "
+                  "(--cacert ca.pem; the server's own, if it is self-signed)\n", flush=True)
+        print(_help_text(server, base), flush=True)
+
+    def on_sigint(signum, frame):
+        # The demo's Ctrl-C: the first stops gracefully, saying what it waits for (the host's
+        # KeyboardInterrupt path: Server.shutdown within ``grace``); a second one stops at once
+        # (after ``stop_now()``, if given), without a traceback.
+        if pressed:
+            if stop_now:
+                stop_now()
+            print("a2a_min: stopped now", file=sys.stderr, flush=True)
+            os._exit(130)
+        pressed.append(True)
+        turns = server.live.running()          # the running turns Ctrl-C waits for
+        waits = f"waiting up to {grace:g} s for {turns} running task{'s' * (turns != 1)}; " \
+            if turns else ""
+        print(f"\na2a_min: stopping: {waits}Ctrl-C again to stop now", file=sys.stderr, flush=True)
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            raise KeyboardInterrupt            # (not listening yet)
+        signal.raise_signal(signal.SIGTERM)    # the hosts' graceful stop: streams see turns end
     # Ten seconds for running turns to finish once asked to stop (SIGTERM or Ctrl-C): a rolling
     # restart's usual grace. With workers, Ctrl-C reaches every worker, and each stops itself.
-    grace = 10.0
+    grace, pressed = 10.0, []
     if host.get("workers", 1) == 1:
-        _stop_on_ctrl_c(server, grace, stop_now)
+        import signal
+        signal.signal(signal.SIGINT, on_sigint)
     if args.server == "asyncio":               # (an address it cannot have: one line, exit 1)
         import asyncio
         try:
@@ -7873,9 +7814,7 @@ def main(argv=None):
     if os.environ.get("A2A_STORE"):            # (--store's default: a2a_cli.py's too)
         rest = rest or ["A2A_STORE"]
     if rest[:1] and rest[0].isdigit():         # (a command line that does not parse: 2)
-        print(f"a2a_min: {rest[0]}: the port is an option: {_prog()} --port {rest[0]}",
-              file=sys.stderr)
-        sys.exit(2)
+        parser.exit(2, f"a2a_min: {rest[0]}: the port is an option: {_prog()} --port {rest[0]}\n")
     if rest:
         try:
             cli = _companion("a2a_cli", rest[0])
