@@ -549,7 +549,7 @@ def test_demo_serves_three_bindings():
         conn.request("GET", "/.well-known/agent-card.json")
         bindings = [i["protocolBinding"] for i in
                     json.loads(conn.getresponse().read())["supportedInterfaces"]]
-        assert bindings == ["JSONRPC", "HTTP+JSON", "GRPC"]
+        assert bindings == ["JSONRPC", "HTTP+JSON", "GRPC"] * 2     # at 1.0, then at 1.1
     finally:
         proc.terminate()
         proc.wait(10)

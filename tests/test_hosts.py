@@ -158,8 +158,9 @@ def test_single_path_mode():
     server = a2a_min.Server(scenario_agent, single_path="/invocations")
     card = json.loads(server.handle_http("GET", "/invocations", "", {}, b"",
                                          base_url="http://h:1").body)
-    assert card["supportedInterfaces"] == [{"url": "http://h:1/invocations",
-                                            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
+    assert card["supportedInterfaces"] == [
+        {"url": "http://h:1/invocations", "protocolBinding": "JSONRPC", "protocolVersion": v}
+        for v in ("1.0", "1.1")]
     assert server.handle_http("GET", "/invocations/.well-known/agent-card.json").status == 200
     resp = server.handle_http("POST", "/invocations", "", {"a2a-version": "1.0", "content-type": "application/json"}, rpc_body(
         "SendMessage", {"message": user_message("hi")}))

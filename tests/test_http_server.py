@@ -55,9 +55,10 @@ def test_agent_card_headers_etag_and_304(live):
     etag = resp.getheader("ETag")
     assert etag.startswith('"') and etag.endswith('"')           # a strong ETag
     card = json.loads(body)
-    assert card["supportedInterfaces"] == [
-        {"url": live.url + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-        {"url": live.url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
+    assert card["supportedInterfaces"] == [     # each at 1.0, then at 1.1 (the draft)
+        {"url": url, "protocolBinding": binding, "protocolVersion": version}
+        for version in ("1.0", "1.1")
+        for binding, url in (("JSONRPC", live.url + "/"), ("HTTP+JSON", live.url))]
     for key in ("name", "description", "version", "capabilities", "defaultInputModes",
                 "defaultOutputModes", "skills"):
         assert key in card

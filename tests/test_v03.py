@@ -297,7 +297,8 @@ def test_the_card_for_both_versions():
     assert card["supportedInterfaces"][:2] == [
         {"url": "http://agent.test/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": "http://agent.test", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
-    assert card["supportedInterfaces"][2:] == [
+    assert [i["protocolVersion"] for i in card["supportedInterfaces"][2:4]] == ["1.1"] * 2
+    assert card["supportedInterfaces"][4:] == [
         {"url": "http://agent.test/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         {"url": "http://agent.test", "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"}]
     assert card["url"] == "http://agent.test/" and card["protocolVersion"] == a2a_v03.VERSION
