@@ -381,21 +381,20 @@ class InvalidParamsError(A2AError):
 
 class InternalError(A2AError):
     """Something failed inside the server; details are in the server log."""
-    code, grpc_status, http_status, reason = -32603, "INTERNAL", 500, "INTERNAL_ERROR"
 
 class PayloadTooLargeError(InvalidRequestError):
     """The request body is larger than the server accepts (max_body_bytes)."""
-    code, grpc_status, http_status, reason = -32600, "RESOURCE_EXHAUSTED", 413, "PAYLOAD_TOO_LARGE"
+    grpc_status, http_status, reason = "RESOURCE_EXHAUSTED", 413, "PAYLOAD_TOO_LARGE"
 
 class TaskStoreFullError(InternalError):
     """Every slot of the task store holds an unfinished task."""
-    code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 503, "TASK_STORE_FULL"
+    grpc_status, http_status, reason = "RESOURCE_EXHAUSTED", 503, "TASK_STORE_FULL"
     retry_after = 5
 
 class CallerLimitError(TaskStoreFullError):
     """One caller reached a limit of its own (the ErrorInfo metadata names the
     limit and its value); HTTP answers carry Retry-After."""
-    code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 429, "CALLER_LIMIT"
+    http_status, reason = 429, "CALLER_LIMIT"
 
 class ServerBusyError(A2AError):
     """The server is at its connection limit; try again shortly."""
@@ -5671,7 +5670,7 @@ class _Card:
 
     __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since", "accepts")
 
-    def __init__(self, *, name, description, version, streaming, push_notifications, extended,
+    def __init__(self, name, description, version, streaming, push_notifications, extended,
                  input_modes, output_modes, skills, auth, required_extensions, extensions,
                  card, signer, max_age):
         fields = {
@@ -5793,13 +5792,10 @@ class Server:
                          functools.partial(_add_inline_push, self))
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.mounts, self.mounted = {}, None   # tenant -> Server; (Server, tenant) it is mounted at
-        self.card = _Card(
-            name=name, description=description, version=version, streaming=streaming,
-            push_notifications=push_notifications, extended=extended_card is not None,
-            input_modes=input_modes, output_modes=output_modes, skills=skills,
-            auth=authenticate,
-            required_extensions=required_extensions, extensions=extensions, card=card,
-            signer=card_signer, max_age=card_max_age)
+        self.card = _Card(name, description, version, streaming, push_notifications,
+                          extended_card is not None, input_modes, output_modes, skills,
+                          authenticate, required_extensions, extensions, card, card_signer,
+                          card_max_age)
         self._check_cards(card_signer)
 
     def _check_cards(self, signer):
