@@ -1137,36 +1137,32 @@ def _refusal(kind, task):
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
 #   claim_send / settle_send         a send's key, so that a repeat runs nothing (below)
 #
-# A store may say (the server uses them if so): ``appends`` (commit(...,
-# derived=True) keeps the event alone), ``batches`` (commit(..., first=events)
-# appends those first), ``raw_events`` (events(..., raw=True) may give an
-# event as its JSON). A shared one adds leases (``holder``: the process whose
-# agent runs a task), the watch's reads and its own live tasks: a2a_store.py,
+# A store may say (the server uses them if so): ``appends`` (commit(..., derived=True) keeps the
+# event alone), ``batches`` (commit(..., first=events) appends those first), ``raw_events``
+# (events(..., raw=True) may give an event as its JSON). A shared one adds leases (``holder``: the
+# process whose agent runs a task), the watch's reads and its own live tasks: a2a_store.py,
 # "Sharing a store between processes", and docs/deploying.md ("Your own store").
 #
-# Versions keep two writers of one task from losing an update: the second
-# to commit the version it read is refused, reads the task again, and the
-# state table decides again (_Channel.change). The event log is how a stream
-# follows a task and how a client resumes one with Last-Event-ID (section
+# Versions keep two writers of one task from losing an update: the second to commit the version it
+# read is refused, reads the task again, and the state table decides again (_Channel.change). The
+# event log is how a stream follows a task and how a client resumes one with Last-Event-ID (section
 # 3.1.6): the newest ``replay_buffer`` events (``replay_buffer_bytes``) kept.
 #
-# Writing the whole task at each chunk of a streamed artifact would cost the
-# square of the chunks (10,000 tokens took 14 s). So a store that ``appends``
-# keeps a derived event alone until the pending events weigh as much as the
-# task did when last written whole (at least _APPEND_FLOOR): each byte
-# streamed is written a bounded number of times.
+# Writing the whole task at each chunk of a streamed artifact would cost the square of the chunks
+# (10,000 tokens took 14 s). So a store that ``appends`` keeps a derived event alone until the
+# pending events weigh as much as the task did when last written whole (at least _APPEND_FLOOR):
+# each byte streamed is written a bounded number of times.
 #
 # Tasks are copy-on-write: a reader never sees one change under it. Each is
 # stored with its owner (tenant, principal), and someone else's task is
 # reported exactly like a missing one (section 13.1).
 #
-# The in-memory store keeps every task as its JSON (a fifth of the dict's
-# memory), bounded in tasks and bytes, in all and per caller (_make_room).
-# Idle tasks (ended, or waiting for the client) expire after ``task_ttl``; a
-# running one is never evicted, so a stuck agent's tasks cost their caller
-# its share and nobody else anything. ListTasks (section 3.1.4) sorts by
-# status timestamp, newest first; its page token, the (timestamp, id) of the
-# last task returned, stays valid whatever changes in between.
+# The in-memory store keeps every task as its JSON (a fifth of the dict's memory), bounded in tasks
+# and bytes, in all and per caller (_make_room). Idle tasks (ended, or waiting for the client)
+# expire after ``task_ttl``; a running one is never evicted, so a stuck agent's tasks cost their
+# caller its share and nobody else anything. ListTasks (section 3.1.4) sorts by status timestamp,
+# newest first; its page token, the (timestamp, id) of the last task returned, stays valid whatever
+# changes in between.
 
 # What an entry, and a kept event, cost beyond their JSON (tracemalloc).
 _ENTRY_OVERHEAD, _EVENT_OVERHEAD = 512, 160
@@ -2099,17 +2095,16 @@ def _webhook_target(url, allow, resolve):
 # pending answer to add_done_callback() to, and CallContext.spawn to run ``async def`` agents.
 
 
-# Distributed tracing: W3C Trace Context (Level 1). A request may carry
-# ``traceparent: 00-<trace id>-<the caller's span id>-<flags>`` and ``tracestate`` (vendors'
-# entries, passed along unread). The server reads them only when something asks (CallContext.trace:
-# most requests never do), gives the request's turn a span id of its own, and sends that span as
-# the parent on every webhook POST of the turn and on every call its agent makes with a2a_client,
-# so one trace follows the user's request through the agents it reaches. A malformed header is
-# ignored (the request begins a new trace), never an error: tracing must not fail a call. The turn
-# running in a thread or asyncio task is a context variable (a key; its values live in each
-# thread's and task's context, not in this module). A later request about a task (SubscribeToTask,
-# a message that continues it) is in a trace of its own, its caller's: what ties the two is the
-# task's id.
+# Distributed tracing: W3C Trace Context (Level 1). A request may carry ``traceparent: 00-<trace
+# id>-<the caller's span id>-<flags>`` and ``tracestate`` (vendors' entries, passed along unread).
+# The server reads them only when something asks (CallContext.trace: most requests never do), gives
+# the request's turn a span id of its own, and sends that span as the parent on every webhook POST
+# of the turn and on every call its agent makes with a2a_client, so one trace follows the user's
+# request through the agents it reaches. A malformed header is ignored (the request begins a new
+# trace), never an error: tracing must not fail a call. The turn running in a thread or asyncio
+# task is a context variable (a key; its values live in each thread's and task's context, not in
+# this module). A later request about a task (SubscribeToTask, a message that continues it) is in a
+# trace of its own, its caller's: what ties the two is the task's id.
 
 _HEX = frozenset("0123456789abcdef")
 _TRACESTATE_KEY = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-*/")
