@@ -343,8 +343,7 @@ class A2AError(Exception):
 
     def __init__(self, message, *, field=None, metadata=None, challenge=None):
         super().__init__(message)
-        self.message = message
-        self.field = field
+        self.message, self.field = message, field
         self.metadata = metadata or {}
         self.challenge = challenge or self.challenge
 
@@ -2287,9 +2286,7 @@ class _Follower:
 
     def __init__(self, channel, start, keepalive, end_states, first=(), ended=False,
                  counted=False, begin=None):
-        self.channel = channel
-        self.seq = start
-        self.keepalive = keepalive
+        self.channel, self.seq, self.keepalive = channel, start, keepalive
         self.end_states = end_states
         self.ready = deque(first)
         self.ended = ended            # nothing more after ``ready``
@@ -3123,12 +3120,8 @@ class RequestContext(str):
         else:
             text = "\n".join(p["text"] for p in parts if "text" in p)
         self = super().__new__(cls, text)
-        self.message = message
-        self.task = task
-        self.task_id = task_id
-        self.context_id = context_id
-        self.caller = caller
-        self.extensions = extensions
+        self.message, self.task, self.task_id = message, task, task_id
+        self.context_id, self.caller, self.extensions = context_id, caller, extensions
         self.metadata = {} if metadata is None else metadata
         self.configuration = {} if configuration is None else configuration
         self._canceled = False      # what the server checks; ``cancelled`` shows it as an Event
@@ -3217,16 +3210,10 @@ class CallContext:
                  spawn=None, peer=None, tracing=True):
         # (its trace is read on first use; the operation, and the task it names: the log)
         self._trace, self.method, self.task_id = None if tracing else False, None, None
-        self.headers = headers or {}
-        self.query = query or {}
-        self.base_url = base_url
-        self.peer = peer
-        self.spawn = spawn
-        self.tenant = tenant
-        self.principal = principal
-        self.extensions = ()
-        self.version = PROTOCOL_VERSION
-        self.last_event_id = None
+        self.headers, self.query = headers or {}, query or {}
+        self.base_url, self.peer, self.spawn = base_url, peer, spawn
+        self.tenant, self.principal, self.extensions = tenant, principal, ()
+        self.version, self.last_event_id = PROTOCOL_VERSION, None
         self.translated_from = None   # the older version a translation answers in ("0.3"), if any
 
     @property
@@ -3279,13 +3266,7 @@ class _Ids:
         self.memo = (0, "")                     # (a millisecond, _uuid7_head of it)
         if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
             mine = weakref.ref(self)
-            os.register_at_fork(after_in_child=lambda: _Ids._forget(mine))
-
-    @staticmethod
-    def _forget(mine):
-        ids = mine()
-        if ids is not None:
-            ids.pool = []
+            os.register_at_fork(after_in_child=lambda: mine() and setattr(mine(), "pool", []))
 
     def __call__(self):
         ms = int(time.time() * 1000)
