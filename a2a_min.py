@@ -1325,7 +1325,7 @@ def open_store(location=None, **limits):
     a2a_store's SQLiteStore, a ``postgresql://`` (or ``postgres://``) URL for a2a_postgres's
     PostgresStore (it needs psycopg). Each companion is imported only then."""
     if not location:
-        return None
+        return
     scheme = location.partition(":")[0].lower()
     if scheme in ("postgresql", "postgres"):
         return _companion("a2a_postgres", "a postgresql:// store").PostgresStore(location, **limits)
@@ -1380,7 +1380,7 @@ class TaskStore(_Bounds):
         with its version and its next event's id, read without the lock."""
         entry = self._tasks.get(task_id)
         if entry is None or entry.owner != owner:
-            return None
+            return
         task = _recently_read(self._recent, task_id, entry.body)
         pending = entry.pending
         if pending is not None:             # a streamed artifact's chunks, not yet in the JSON
@@ -2116,12 +2116,12 @@ def _parse_traceparent(value):
     is read as 00 where it has 00's fields, and ff is none; ids of zeros are
     refused; of the flags only "sampled" is defined (others are sent as 0)."""
     if len(value) < 55 or value[2] != "-" or value[35] != "-" or value[52] != "-":
-        return None
+        return
     version, trace_id, parent_id, flags = value[:2], value[3:35], value[36:52], value[53:55]
     if version == "ff" or not _HEX.issuperset(version + trace_id + parent_id + flags) \
             or (len(value) > 55 and (version == "00" or value[55] != "-")) \
             or trace_id == "0" * 32 or parent_id == "0" * 16:
-        return None
+        return
     return trace_id, parent_id, int(flags, 16) & 1
 
 
@@ -2664,7 +2664,7 @@ class _TurnWriter:
         if not (isinstance(result, str) and channel.task is None and channel.on_event is None
                 and not ctx._canceled
                 and (not self.watched or getattr(channel.store, "batches", False))):
-            return None
+            return
         now, ids = self.live.now(), self.ids
         artifact = {**ids, "artifact": {"artifactId": self.live.new_id(),
                                         "parts": [{"text": result}]}}
@@ -3504,7 +3504,6 @@ class _LiveTasks:
                     raise
             return channel.task
 
-
     # -- driving the agent -----------------------------------------------------
     #
     # A blocking SendMessage on a threaded host runs a sync agent on its own thread: a hand-off is
@@ -3793,14 +3792,12 @@ def _send_message(server, request, call):
         server.live.drive(turn, deadline)
         if not turn.finished.is_set:       # async, or handed to a worker at the deadline
             turn.finished.wait(max(0.0, deadline - time.monotonic()))
-        return _turn_result(server, turn, history_length, call)
-    # A host on an event loop must not wait: the turn starts, and if it has
-    # not ended yet the host gets a pending answer and its deadline.
-    server.live.start(turn, call.spawn)
-    if turn.finished.is_set:
-        return _turn_result(server, turn, history_length, call)
-    return _PendingAnswer(functools.partial(
-        _turn_result, server, turn, history_length, call), turn, deadline)
+    else:                                  # a host on an event loop must not wait: the turn
+        server.live.start(turn, call.spawn)     # starts, and if it has not ended yet the host
+        if not turn.finished.is_set:            # gets a pending answer and its deadline
+            return _PendingAnswer(functools.partial(
+                _turn_result, server, turn, history_length, call), turn, deadline)
+    return _turn_result(server, turn, history_length, call)
 
 
 def _turn_result(server, turn, history_length, call):
@@ -4702,7 +4699,7 @@ def _compat(version):
     """The module that translates an older protocol version (``compat``), or
     None. Only 0.3 has one: the companion a2a_v03, imported only then."""
     if version is None:
-        return None
+        return
     if str(version) not in ("0.3", "0.3.0"):
         raise ValueError(f"compat={version!r}: the one older version served is '0.3'")
     try:
@@ -4883,7 +4880,7 @@ class _SSEStream:
                 exc = InternalError("internal error; see the server log")
             return _sse_frame(None, self.wrap_error(exc))
         if item is None:                         # nothing yet (poll)
-            return None
+            return
         seq, event = item
         if event is None:                        # nothing for keepalive_interval seconds
             return _KEEPALIVE
@@ -4957,10 +4954,10 @@ def _match_segments(pattern, segments):
     for (name, text), segment in zip(pattern, segments):
         if name is None:
             if segment != text:
-                return None
+                return
         elif text:                               # {id}:cancel (its verb chose the route)
             if len(segment) == len(text):
-                return None
+                return
             values[name] = segment[:-len(text)]
         else:                                    # {id}: any non-empty segment, but
             if not segment or segment.rpartition(":")[2] in _CUSTOM_VERBS and ":" in segment:
