@@ -2918,7 +2918,7 @@ class _Channel:
                  "followers", "ended", "closing", "grown", "written", "appended", "shared",
                  "stopped")
 
-    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None):
+    def __init__(self, store, owner, limits, on_event, caller, closing):
         self.lock, self.wakers = threading.RLock(), set()
         self.cond, self.waiting = None, 0   # a Condition on lock (made on first wait), its waiters
         self.task, self.version = None, 0   # newest snapshot, its version in the store (0: none)
@@ -3167,12 +3167,6 @@ class RequestContext(str):
             raise _extension_required(uri)
 
 
-def _is_async_callable(fn):
-    """Is ``fn``, or its __call__, an ``async def`` (generator) function?"""
-    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
-    return code is not None and bool(code.co_flags & 0x280)   # CO_COROUTINE | CO_ASYNC_GENERATOR
-
-
 def _check_agent_text(text):
     """The agent's text, if UTF-8 can encode it (else no task could hold it)."""
     try:
@@ -3339,7 +3333,11 @@ class _LiveTasks:
     off_loop = None                 # a shared store's threads for an event loop's writes
 
     def __init__(self, agent, store, limits, observers, tracing, closing, on_event, add_push):
-        self.agent, self.agent_is_async = agent, _is_async_callable(agent)
+        # Is ``agent``, or its __call__, an ``async def`` (generator) function? (0x280:
+        # CO_COROUTINE | CO_ASYNC_GENERATOR)
+        code = getattr(agent, "__code__", None) or getattr(
+            getattr(agent, "__call__", None), "__code__", None)
+        self.agent, self.agent_is_async = agent, code is not None and bool(code.co_flags & 0x280)
         self.store, self.limits, self.observers, self.tracing = store, limits, observers, tracing
         self.closing = closing      # set by Server.shutdown(): streams end, with a retry hint
         self.on_event = on_event    # callable(owner, task, event) for each event: webhooks
@@ -4742,8 +4740,8 @@ def _call_context(server, request):
 def _last_event_id(headers, query):
     """The SSE Last-Event-ID a client resumes from (header, or query
     parameter), or None: only a plain decimal number counts."""
-    last = headers.get("last-event-id") or query.get("lastEventId") or query.get("Last-Event-ID")
-    last = (last or "").strip()
+    last = (headers.get("last-event-id") or query.get("lastEventId") or query.get("Last-Event-ID")
+            or "").strip()
     if last.isascii() and last.isdigit() and len(last) < 19:      # (an int64)
         return int(last)
 
@@ -5073,9 +5071,7 @@ def _rest_params(request, request_type, values):
             raise InvalidParamsError(f"the body must be a JSON object ({request_type}), "
                                      f"not {_json_type(params)}", field="body")
     for name, value in values.items():       # the path's values fill the request
-        alias = _snake(name) if not name.islower() else name
-        given = params.pop(alias, None) if alias != name else None
-        given = params.get(name, given)
+        given = params.get(name, None if name.islower() else params.pop(_snake(name), None))
         if given not in (None, "", value):
             raise InvalidParamsError(
                 f"{name} {given!r} in the request contradicts {value!r} in the path; "
