@@ -1550,10 +1550,9 @@ class TaskStore(_Bounds):
                 return None if task_id not in self._tasks else (0, [])
             oldest = log.events[0][0] if log.events else log.next_seq
             found = log.events[max(after + 1 - oldest, 0):]     # (the ids run on by one)
-        if raw:
-            return oldest, found
-        return oldest, [(seq, _StoredEvent.decode(event) if type(event) is bytes else event)
-                        for seq, event in found]    # (bytes if idle: decoded outside the lock)
+        return oldest, found if raw else [     # (bytes if idle: decoded outside the lock)
+            (seq, _StoredEvent.decode(event) if type(event) is bytes else event)
+            for seq, event in found]
 
     def changed(self):
         """Nobody else writes to memory: nothing changes behind this process."""
@@ -2054,22 +2053,20 @@ def _webhook_target(url, allow, resolve):
 # carries the whole message, the task so far, the context id, the caller, the extensions the client
 # asked for and the request metadata.
 #
-# What the agent returns (or yields, as a generator; sync or async) becomes
-# the task's story (section 3.1.1, 4.2):
+# What the agent returns (or yields, as a generator; sync or async) becomes the task's story
+# (section 3.1.1, 4.2):
 #
-#   a str                 -> an artifact with that text (a generator's strs are
-#                            chunks of one artifact, each sent as it is made:
-#                            append; the turn's end says lastChunk, on the last
-#                            one if it has not gone yet, else by an empty append)
+#   a str                 -> an artifact with that text (a generator's strs are chunks of one
+#                            artifact, each sent as it is made: append; the turn's end says
+#                            lastChunk, on the last one if it has not gone yet, else by an empty
+#                            append)
 #   status_update(...)    -> a TaskStatusUpdateEvent (WORKING, INPUT_REQUIRED...)
 #   artifact_update(...)  -> a TaskArtifactUpdateEvent
-#   agent_message(...)    -> a direct Message reply and no task, as the first
-#                            output of a new conversation (on a stream, within
-#                            first_event_wait); within a task, or later on a
-#                            stream, the agent's last word: the task completes
-#                            with it
-#   None                  -> nothing (yielded now and then, it lets a blocking
-#                            SendMessage past its blocking_timeout answer)
+#   agent_message(...)    -> a direct Message reply and no task, as the first output of a new
+#                            conversation (on a stream, within first_event_wait); within a task, or
+#                            later on a stream, the agent's last word: the task completes with it
+#   None                  -> nothing (yielded now and then, it lets a blocking SendMessage past its
+#                            blocking_timeout answer)
 #
 # A stream shows what happens as it happens. Its first event is the agent's first output or, if the
 # agent has said nothing within first_event_wait seconds (40 ms), the new Task (SUBMITTED): the
@@ -2726,9 +2723,8 @@ class _TurnWriter:
     def _checked(self, kind, message_type, body, trusted):
         """An update with the turn's task and context ids; the agent's own
         (not ``trusted``) checked against the proto first."""
-        if trusted:
-            return {**self.ids, **body}
-        return parse(message_type, {**body, **self.ids}, f"agent {kind}")
+        return {**self.ids, **body} if trusted else \
+            parse(message_type, {**body, **self.ids}, f"agent {kind}")
 
     def _publish(self, kind, body, now, event=None, earlier=()):
         """Apply the update (after those ``earlier``, from flush()) to the task,
@@ -3115,10 +3111,8 @@ class RequestContext(str):
     def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
                 extensions=(), metadata=None, configuration=None):
         parts = message.get("parts", ())
-        if len(parts) == 1:                    # the usual message: one part
-            text = parts[0].get("text", "")
-        else:
-            text = "\n".join(p["text"] for p in parts if "text" in p)
+        text = parts[0].get("text", "") if len(parts) == 1 else \
+            "\n".join(p["text"] for p in parts if "text" in p)    # (the usual message: one part)
         self = super().__new__(cls, text)
         self.message, self.task, self.task_id = message, task, task_id
         self.context_id, self.caller, self.extensions = context_id, caller, extensions
@@ -3311,9 +3305,7 @@ class _Clock:
         if memo[0] != second:                  # one tuple, replaced whole: thread-safe
             memo = self.memo = (second, time.strftime(self.form or "%Y-%m-%dT%H:%M:%S",
                                                       time.gmtime(second)))
-        if self.form:
-            return memo[1]
-        return f"{memo[1]}.{int(t * 1000) % 1000:03d}Z"
+        return memo[1] if self.form else f"{memo[1]}.{int(t * 1000) % 1000:03d}Z"
 
 class _LiveTasks:
     """This process's tasks that can still change, and the agent's turns that change them. Each
@@ -3820,9 +3812,8 @@ def _send_streaming_message(server, request, call):
     keepalive = server.limits["keepalive_interval"]   # (seconds between SSE comments)
     turn = _TurnWriter(server.live, ctx, channel, watched=True)
     server.live.start(turn, call.spawn)
-    if joined is None:
-        return _Follower(channel, 0, keepalive, _STREAM_END, begin=turn)
-    return _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
+    return _Follower(channel, 0, keepalive, _STREAM_END, begin=turn) if joined is None else \
+        _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
 
 
 def _require_streaming(server):
@@ -4416,9 +4407,8 @@ def _answers_to(server, host):
 def _refused(server, path, headers, status, error):
     """An answer to a request refused before routing, in the shape of the
     binding its path belongs to (A2A 0.3's too, when it is served)."""
-    if server.compat and server.compat.speaks_rest(path, headers):
-        return server.compat.refusal(server, status, error)
-    return server.error_response(path, status, error)
+    return server.compat.refusal(server, status, error) if server.compat and \
+        server.compat.speaks_rest(path, headers) else server.error_response(path, status, error)
 
 
 def _preflight(server, path, headers):
@@ -4489,9 +4479,7 @@ def _handle_http(server, method, path, query="", headers=None, body=b"", base_ur
         peer = _Peer(peer, certificate)
     request = Request(method, path, query, headers if headers is not None else {}, body,
                       base_url, peer, spawn)
-    if server.observers:
-        return _observed(server, request)
-    return _route_http(server, request)
+    return _observed(server, request) if server.observers else _route_http(server, request)
 
 
 def _route_http(server, request):
@@ -4721,9 +4709,7 @@ def _error_headers(error):
     """The HTTP headers an error brings: a challenge (401, 403), when to retry (429, 503)."""
     if error.challenge:
         return [("WWW-Authenticate", error.challenge)]
-    if error.retry_after:
-        return [("Retry-After", str(error.retry_after))]
-    return []
+    return [("Retry-After", str(error.retry_after))] if error.retry_after else []
 
 
 def _call_context(server, request):
@@ -4764,9 +4750,8 @@ def _answer(result, answer, refuse):
     """The Response to an operation's result: ``answer(result)``. For one still
     to come (a _PendingAnswer), a Response whose ``pending`` it is, and whose
     ``render(pending)`` makes the real one (by ``answer``, or ``refuse``)."""
-    if type(result) is not _PendingAnswer:
-        return answer(result)
-    return Response(200, [], pending=result, render=functools.partial(_respond, answer, refuse))
+    return answer(result) if type(result) is not _PendingAnswer else \
+        Response(200, [], pending=result, render=functools.partial(_respond, answer, refuse))
 
 
 def _then(response, finish):
@@ -4817,9 +4802,7 @@ class _SSEStream:
         return self
 
     def __next__(self):
-        if self.after:
-            return self._piece()
-        return self._joined(self._frame(next, self.events))
+        return self._piece() if self.after else self._joined(self._frame(next, self.events))
 
     def _piece(self):
         piece = self.after.popleft()
@@ -5124,9 +5107,8 @@ def _card_response(server, headers, base_url):
     common = [("ETag", etag), ("Last-Modified", modified),
               ("Link", f'<{_CATALOG_PATH}>; rel="api-catalog"'), *_discovery_headers(server)]
     match = headers.get("if-none-match", "")
-    if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
-        return Response(304, common)
-    return Response(200, [("Content-Type", _JSON)] + common, body)
+    return Response(304, common) if etag in [t.strip() for t in match.split(",")] or \
+        match.strip() == "*" else Response(200, [("Content-Type", _JSON)] + common, body)
 
 
 def _discovery_headers(server):
