@@ -3656,22 +3656,6 @@ def _media_type(value):
     return value.partition(";")[0].strip().lower()
 
 
-def _check_media_types(accepted, parts):
-    """ContentTypeNotSupportedError for the first part of a type not ``accepted``."""
-    for part in parts:
-        media = part.get("mediaType")
-        if media is None:
-            media = "text/plain" if "text" in part else "application/json" if "data" in part else ""
-        kind = _media_type(media)
-        if kind and kind not in accepted and kind.partition("/")[0] + "/*" not in accepted:
-            modes = ", ".join(sorted(accepted))
-            raise ContentTypeNotSupportedError(
-                f"this agent does not take {media[:80]} parts; it takes {modes} (its card's "
-                "defaultInputModes and skills' inputModes): send one of those (an agent of "
-                "your own declares more with Server(input_modes=[...]))",
-                metadata={"mediaType": media[:80], "supportedMediaTypes": modes})
-
-
 def _start_turn(server, request, call):
     """Check a new user message and prepare its turn: (context, channel,
     joined), ``joined`` where a continuing task's stream begins: (seq of the
@@ -3681,8 +3665,21 @@ def _start_turn(server, request, call):
     if message["role"] != "ROLE_USER":
         raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
                                  field="message.role")
-    if server.card.accepts is not None:
-        _check_media_types(server.card.accepts, message["parts"])
+    accepted = server.card.accepts
+    if accepted is not None:               # (else any): each part's type, as above
+        for part in message["parts"]:
+            media = part.get("mediaType")
+            if media is None:
+                media = "text/plain" if "text" in part else \
+                    "application/json" if "data" in part else ""
+            kind = _media_type(media)
+            if kind and kind not in accepted and kind.partition("/")[0] + "/*" not in accepted:
+                modes = ", ".join(sorted(accepted))
+                raise ContentTypeNotSupportedError(
+                    f"this agent does not take {media[:80]} parts; it takes {modes} (its card's "
+                    "defaultInputModes and skills' inputModes): send one of those (an agent of "
+                    "your own declares more with Server(input_modes=[...]))",
+                    metadata={"mediaType": media[:80], "supportedMediaTypes": modes})
     task_id = message.get("taskId")
     task = _visible_task(server, task_id, call) if task_id else None
     if not task_id:
@@ -3907,7 +3904,8 @@ def _list_tasks(server, request, call):
         tasks = [server.store.get(t["id"], call.owner) or t for t in tasks]
     return {"tasks": [_as_of(_view(t, history_length, include), getattr(t, "next_seq", 0), call)
                       for t in tasks],
-            "nextPageToken": _encode_page_token(last) if last else "",
+            "nextPageToken": _b64encode(json.dumps(list(last)).encode()).replace(   # (below)
+                "+", "-").replace("/", "_").rstrip("=") if last else "",
             "pageSize": size, "totalSize": total}
 
 
@@ -4134,10 +4132,6 @@ def _history_length(request, field="historyLength"):
 # next page is every matching task after it. Holding no server state, a token
 # never expires, survives restarts, and is not moved by changes between pages.
 
-def _encode_page_token(key):
-    return _b64encode(json.dumps(list(key)).encode()).replace("+", "-").replace("/", "_").rstrip("=")
-
-
 def _decode_page_token(token):
     """A pageToken -> (status timestamp, task id); one not ours is InvalidParams."""
     try:
@@ -4154,8 +4148,20 @@ def _decode_page_token(token):
 
 # -- the one door: call() -----------------------------------------------------
 
-def _check_service_parameters(server, call, method):
-    """Version (section 3.2.1) and required extensions (section 3.2.2)."""
+def _call(server, method, params, call=None):
+    """Server.call(): run one operation by its JSON-RPC name on raw params (a
+    dict): the response dict, or an iterator of (seq, StreamResponse) for a stream."""
+    mounted = server.mounts and isinstance(params, dict) and server.mounts.get(
+        str(params.get("tenant")))
+    if mounted:                            # another agent's tenant (Server.mount): its call
+        return mounted.call(method, params, call)
+    call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION}, tracing=server.tracing)
+    if server.store.shared:
+        server.live.watched()         # this process's watch of the shared store
+    call.method = method            # (first: a call refused below is counted and logged too)
+    if server.authenticate:
+        call.principal = server.authenticate(call)
+    # The service parameters: the version (section 3.2.1), required extensions (section 3.2.2).
     version = call.headers.get("a2a-version") or call.query.get("A2A-Version") \
         or server.assume_version
     if not version:
@@ -4184,22 +4190,6 @@ def _check_service_parameters(server, call, method):
         for uri in server.required_extensions:
             if uri not in call.extensions:
                 raise _extension_required(uri)
-
-
-def _call(server, method, params, call=None):
-    """Server.call(): run one operation by its JSON-RPC name on raw params (a
-    dict): the response dict, or an iterator of (seq, StreamResponse) for a stream."""
-    mounted = server.mounts and isinstance(params, dict) and server.mounts.get(
-        str(params.get("tenant")))
-    if mounted:                            # another agent's tenant (Server.mount): its call
-        return mounted.call(method, params, call)
-    call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION}, tracing=server.tracing)
-    if server.store.shared:
-        server.live.watched()         # this process's watch of the shared store
-    call.method = method            # (first: a call refused below is counted and logged too)
-    if server.authenticate:
-        call.principal = server.authenticate(call)
-    _check_service_parameters(server, call, method)
     if server.compat and call.translated_from is None:
         server.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
     request = parse(METHODS[method][0], params)
@@ -4245,10 +4235,10 @@ def _stream_closed(server, caller):
 # 8. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
 # =============================================================================
 #
-# Bytes in, bytes out. handle_http() takes an HTTP request's parts (method,
-# path, query string, headers with lower-case names, body bytes) and returns
-# a Response: status, headers and a body or a stream of SSE chunks. Nothing
-# here knows about sockets; every host adapter ("Adapters") calls it.
+# Bytes in, bytes out. handle_http() takes an HTTP request's parts (method, path, query string,
+# headers with lower-case names, body bytes) and returns a Response: status, headers and a body or
+# a stream of SSE chunks. Nothing here knows about sockets; every host adapter ("Adapters") calls
+# it.
 #
 # A binding is a codec around Server.call() (section 7): it finds the operation (a JSON-RPC method,
 # or a REST route), turns the request into its params, and the result, errors included, into bytes
@@ -4261,9 +4251,8 @@ def _stream_closed(server, caller):
 # text/event-stream, each event's data a JSON-RPC Response carrying one StreamResponse (section
 # 9.4); an error raised before the first event is an ordinary JSON answer.
 #
-# SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
-# and a blank line; ": keep-alive" is sent after keepalive_interval seconds
-# of silence, so proxies keep the stream open.
+# SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON" and a blank line; ":
+# keep-alive" is sent after keepalive_interval seconds of silence, so proxies keep the stream open.
 
 
 class Response:
