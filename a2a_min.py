@@ -2597,10 +2597,16 @@ class _TurnWriter:
         if isinstance(item, str):
             if not item.isascii():
                 _check_agent_text(item)
-            if not chunked:
-                return self._artifact({"artifact": {"artifactId": self.live.new_id(),
-                                                    "parts": [{"text": item}]}}, trusted=True)
-            return self._chunk(item)
+            first = not chunked or self.chunk_id is None
+            artifact_id = self.live.new_id() if first else self.chunk_id
+            body = {**self.ids, "artifact": {"artifactId": artifact_id, "parts": [{"text": item}]}}
+            if chunked:                        # a chunk: the first makes the artifact, the
+                if first:                      # others append to it
+                    self.chunk_id = artifact_id
+                else:
+                    body["append"] = True
+                self.chunk = body
+            return self._publish("artifactUpdate", body, None)
         elif isinstance(item, dict) and "parts" in item and "messageId" in item:
             item = {"message": item}
         if not isinstance(item, dict) or len(item) != 1:
@@ -2672,18 +2678,6 @@ class _TurnWriter:
                        {"statusUpdate": status})
         return _StoredTask(_apply(_apply(submitted, "artifactUpdate", artifact, None),
                                   "statusUpdate", status, None))
-
-    def _chunk(self, text):
-        """Publish a text chunk of the turn's artifact: the first makes it, the
-        others append to it."""
-        first = self.chunk_id is None
-        if first:
-            self.chunk_id = self.live.new_id()
-        body = {**self.ids, "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
-        if not first:
-            body["append"] = True
-        self.chunk = body
-        self._publish("artifactUpdate", body, None)
 
     def _close_chunk(self):
         """The turn ends: its chunked artifact's last chunk says lastChunk. If
@@ -4468,7 +4462,14 @@ def _handle_http(server, method, path, query="", headers=None, body=b"", base_ur
         peer = _Peer(peer, certificate)
     request = Request(method, path, query, headers if headers is not None else {}, body,
                       base_url, peer, spawn)
-    return _observed(server, request) if server.observers else _route_http(server, request)
+    if not server.observers:
+        return _route_http(server, request)
+    _started(server, request)       # observers are told the request started, returned, and was
+    try:                            # answered (what the gRPC binding tells them too)
+        response = _route_http(server, request)
+    finally:
+        _returned(request)
+    return _then(response, functools.partial(_answered_http, server, request))
 
 
 def _route_http(server, request):
@@ -4575,17 +4576,6 @@ def _routed(server, request):
 class _MethodNotAllowed(Exception):
     """The method is not one the path takes; args: those it does (Allow), and
     the answer's media type when it is not application/json."""
-
-
-def _observed(server, request):
-    """handle_http for a server with observers: each is told the request
-    started, returned, and was answered (what the gRPC binding tells them too)."""
-    _started(server, request)
-    try:
-        response = _route_http(server, request)
-    finally:
-        _returned(request)
-    return _then(response, functools.partial(_answered_http, server, request))
 
 
 def _answered_http(server, request, response):
