@@ -1243,8 +1243,7 @@ class _StoredTask(dict):
     @classmethod
     def decode(cls, body):
         task = cls(_decode_stored(body))
-        task.json = body
-        task.version, task.next_seq = 0, 0
+        task.json, task.version, task.next_seq = body, 0, 0
         return task
 
 
@@ -2698,8 +2697,10 @@ class _TurnWriter:
                                                       "parts": [{"text": ""}]}}, None)
 
     def _status(self, body, trusted=False):
-        """Publish a status update (``trusted``: built here, not by the agent)."""
-        body = self._checked("statusUpdate", "TaskStatusUpdateEvent", body, trusted)
+        """Publish a status update, with the turn's task and context ids (``trusted``: built here;
+        the agent's own is checked against the proto first)."""
+        body = {**self.ids, **body} if trusted else \
+            parse("TaskStatusUpdateEvent", {**body, **self.ids}, "agent statusUpdate")
         status = body["status"]
         if self.chunk is not None and status["state"] in _STREAM_END:
             self._close_chunk()                 # (its artifact ends before the turn does)
@@ -2709,16 +2710,10 @@ class _TurnWriter:
         if self._publish("statusUpdate", body, now) and status["state"] in _STREAM_END:
             self.done = True
 
-    def _artifact(self, body, trusted=False):
-        """Publish an artifact update (``trusted``: built here, not by the agent)."""
-        body = self._checked("artifactUpdate", "TaskArtifactUpdateEvent", body, trusted)
-        self._publish("artifactUpdate", body, None)
-
-    def _checked(self, kind, message_type, body, trusted):
-        """An update with the turn's task and context ids; the agent's own
-        (not ``trusted``) checked against the proto first."""
-        return {**self.ids, **body} if trusted else \
-            parse(message_type, {**body, **self.ids}, f"agent {kind}")
+    def _artifact(self, body):
+        """Publish the agent's artifact update, checked against the proto, with the turn's ids."""
+        self._publish("artifactUpdate", parse("TaskArtifactUpdateEvent", {**body, **self.ids},
+                                              "agent artifactUpdate"), None)
 
     def _publish(self, kind, body, now, event=None, earlier=()):
         """Apply the update (after those ``earlier``, from flush()) to the task,
@@ -3258,21 +3253,17 @@ class _Ids:
         try:
             return memo[1] + self.pool.pop()
         except IndexError:
-            self.pool = _uuid7_tails(64)
+            # 64 random parts of version 7 UUIDs (as _uuid7_tail's), built a column at a time:
+            # each of their 22 places is one slice assignment for all of them, 20 random hex
+            # digits each; the spaces after them split them.
+            digits = os.urandom(10 * 64).hex().encode("ascii")
+            out = bytearray(b"-" * (22 * 64))      # "xxx-Vxxx-xxxxxxxxxxxx "
+            for place, digit in _TAIL_DIGITS:
+                out[place::22] = digits[digit::20]
+            out[4::22] = digits[3::20].translate(_VARIANT_DIGITS)
+            out[21::22] = b" " * 64
+            self.pool = out.decode("ascii").split()
             return memo[1] + self.pool.pop()
-
-
-def _uuid7_tails(count):
-    """``count`` random parts of version 7 UUIDs (as _uuid7_tail's), built a
-    column at a time: each of their 22 places is one slice assignment for all
-    of them, 20 random hex digits each; the spaces after them split them."""
-    digits = os.urandom(10 * count).hex().encode("ascii")
-    out = bytearray(b"-" * (22 * count))      # "xxx-Vxxx-xxxxxxxxxxxx "
-    for place, digit in _TAIL_DIGITS:
-        out[place::22] = digits[digit::20]
-    out[4::22] = digits[3::20].translate(_VARIANT_DIGITS)
-    out[21::22] = b" " * count
-    return out.decode("ascii").split()
 
 
 # Where each random digit goes in a tail (place, digit); the variant (10xx in
@@ -5615,17 +5606,17 @@ class _Card:
         schemes = getattr(auth, "security_schemes", None)   # (and security_requirements:
         if schemes:                                         # the scopes, of an OAuth2 hook)
             fields["securitySchemes"] = schemes
-        if schemes and not getattr(auth, "anonymous", False):    # (else none are required)
-            fields["securityRequirements"] = getattr(auth, "security_requirements", None) or [
-                {"schemes": {s: {"list": []}}} for s in schemes]
+            if not getattr(auth, "anonymous", False):       # (else none are required)
+                fields["securityRequirements"] = getattr(auth, "security_requirements", None) \
+                    or [{"schemes": {s: {"list": []}}} for s in schemes]
         declared = [{"uri": uri, "required": True} for uri in required_extensions]
         declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
         if declared:
             fields["capabilities"]["extensions"] = declared
         self.fields, self.signer = fields | dict(card or {}), signer
-        modes = [*self.fields["defaultInputModes"], *(        # what a message's parts may be
-            mode for skill in self.fields["skills"] for mode in skill.get("inputModes", ()))]
-        types = frozenset(_media_type(mode) for mode in modes)
+        types = frozenset(map(_media_type, [      # the media types a message's parts may be
+            *self.fields["defaultInputModes"],
+            *(mode for skill in self.fields["skills"] for mode in skill.get("inputModes", ()))]))
         self.accepts = None if "*/*" in types or not types else types   # (None: anything)
         self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
         self.max_age = max_age        # Cache-Control max-age, seconds
