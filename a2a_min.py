@@ -343,7 +343,8 @@ class A2AError(Exception):
 
     def __init__(self, message, *, field=None, metadata=None, challenge=None):
         super().__init__(message)
-        self.message, self.field = message, field
+        self.message = message
+        self.field = field
         self.metadata = metadata or {}
         self.challenge = challenge or self.challenge
 
@@ -678,11 +679,11 @@ class _Field:
     def __init__(self, name, type_, labels):
         words = labels.split()
         self.name = name
+        self.type = type_
         self.repeated = "repeated" in words
         self.optional = "optional" in words
         self.oneof = next((w[6:] for w in words if w.startswith("oneof:")), None)
         self.map_value = type_[4:-1].split(",")[1] if type_.startswith("map<") else None
-        self.type = type_
         # The commonest fields, checked first by parse(): a string or an enum, in no oneof.
         single = not self.repeated and self.oneof is None
         self.plain = type_ == "string" and single
@@ -1243,7 +1244,9 @@ class _StoredTask(dict):
     @classmethod
     def decode(cls, body):
         task = cls(_decode_stored(body))
-        task.json, task.version, task.next_seq = body, 0, 0
+        task.json = body
+        task.version = 0
+        task.next_seq = 0
         return task
 
 
@@ -2282,7 +2285,9 @@ class _Follower:
 
     def __init__(self, channel, start, keepalive, end_states, first=(), ended=False,
                  counted=False, begin=None):
-        self.channel, self.seq, self.keepalive = channel, start, keepalive
+        self.channel = channel
+        self.seq = start
+        self.keepalive = keepalive
         self.end_states = end_states
         self.ready = deque(first)
         self.ended = ended            # nothing more after ``ready``
@@ -3103,8 +3108,12 @@ class RequestContext(str):
         text = parts[0].get("text", "") if len(parts) == 1 else \
             "\n".join(p["text"] for p in parts if "text" in p)    # (the usual message: one part)
         self = super().__new__(cls, text)
-        self.message, self.task, self.task_id = message, task, task_id
-        self.context_id, self.caller, self.extensions = context_id, caller, extensions
+        self.message = message
+        self.task = task
+        self.task_id = task_id
+        self.context_id = context_id
+        self.caller = caller
+        self.extensions = extensions
         self.metadata = {} if metadata is None else metadata
         self.configuration = {} if configuration is None else configuration
         self._canceled = False      # what the server checks; ``cancelled`` shows it as an Event
@@ -3187,10 +3196,16 @@ class CallContext:
                  spawn=None, peer=None, tracing=True):
         # (its trace is read on first use; the operation, and the task it names: the log)
         self._trace, self.method, self.task_id = None if tracing else False, None, None
-        self.headers, self.query = headers or {}, query or {}
-        self.base_url, self.peer, self.spawn = base_url, peer, spawn
-        self.tenant, self.principal, self.extensions = tenant, principal, ()
-        self.version, self.last_event_id = PROTOCOL_VERSION, None
+        self.headers = headers or {}
+        self.query = query or {}
+        self.base_url = base_url
+        self.peer = peer
+        self.spawn = spawn
+        self.tenant = tenant
+        self.principal = principal
+        self.extensions = ()
+        self.version = PROTOCOL_VERSION
+        self.last_event_id = None
         self.translated_from = None   # the older version a translation answers in ("0.3"), if any
 
     @property
@@ -4972,8 +4987,8 @@ def _rest_response(server, request):
     """An HTTP+JSON route: match, build the request message, call, answer."""
     verb, path, headers, body = request.method, request.path, request.headers, request.body
     ctype = _media_type(headers.get("content-type", ""))
-    accept = headers.get("accept", "")
-    media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
+    media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in headers.get(
+        "accept", "") else _JSON
 
     def refuse(error):
         request.error = type(error)     # (its class: the error holds a frame that holds request)
