@@ -1260,8 +1260,8 @@ class _StoredEvent(dict):
     def encode(cls, event, task, body):
         """``event`` with its JSON (a Task event's made of ``task``'s, ``body``)."""
         stored = cls(event)
-        whole = task is not None and event.get("task") is task and len(event) == 1
-        stored.json = b'{"task":' + body + b"}" if whole else _dumps(event)
+        stored.json = b'{"task":' + body + b"}" if task is not None and \
+            event.get("task") is task and len(event) == 1 else _dumps(event)
         return stored
 
     @classmethod
@@ -1679,10 +1679,9 @@ class TaskStore(_Bounds):
             if page and size > self.max_page_bytes:
                 break
             page.append((key, entry))
-        tasks = [_decode_stored(entry.body) if entry.pending is None else
-                 _with_pending(_decode_stored(entry.body), entry.pending[0][:entry.pending[1]])
-                 for _, entry in page]
-        return tasks, total, (page[-1][0] if len(matches) > len(page) else None)
+        return [_decode_stored(entry.body) if entry.pending is None else
+                _with_pending(_decode_stored(entry.body), entry.pending[0][:entry.pending[1]])
+                for _, entry in page], total, (page[-1][0] if len(matches) > len(page) else None)
 
 
 class _EventLog:
@@ -2819,11 +2818,11 @@ class _TurnWriter:
             _log().error("agent failed on task %s%s", self.ctx.task_id, _in_trace(self.ctx),
                          exc_info=exc)
             if not self.done:
-                text = (exc.message if isinstance(exc, A2AError)
-                        else f"the agent failed ({type(exc).__name__}); see the server log")
                 try:
-                    self._status({"status": {"state": "TASK_STATE_FAILED",
-                                             "message": new_message(text)}}, trusted=True)
+                    self._status({"status": {"state": "TASK_STATE_FAILED", "message": new_message(
+                        exc.message if isinstance(exc, A2AError)
+                        else f"the agent failed ({type(exc).__name__}); see the server log")}},
+                        trusted=True)
                 except Exception as again:
                     self._fail_plainly(again)
         self._end_turn()
@@ -3104,10 +3103,9 @@ class RequestContext(str):
 
     def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
                 extensions=(), metadata=None, configuration=None):
-        parts = message.get("parts", ())
-        text = parts[0].get("text", "") if len(parts) == 1 else \
-            "\n".join(p["text"] for p in parts if "text" in p)    # (the usual message: one part)
-        self = super().__new__(cls, text)
+        parts = message.get("parts", ())       # (the usual message: one part, first below)
+        self = super().__new__(cls, parts[0].get("text", "") if len(parts) == 1 else
+                               "\n".join(p["text"] for p in parts if "text" in p))
         self.message = message
         self.task = task
         self.task_id = task_id
@@ -3467,8 +3465,8 @@ class _LiveTasks:
                     self.observe(ctx, call)
                     channel.active = ctx
             except BaseException:              # the turn never began: unwatched, it goes
-                state = channel.task["status"]["state"]
-                self.forget(task_id, unless_followed=state not in TERMINAL_STATES)
+                self.forget(task_id,
+                            unless_followed=channel.task["status"]["state"] not in TERMINAL_STATES)
                 raise
             return channel, joined
 
@@ -3794,8 +3792,8 @@ def _turn_result(server, turn, history_length, call):
     if turn.reply is not None:
         return {"message": turn.reply}
     with turn.channel.lock:
-        task = turn.channel.snapshot() or server.live.make_task(turn.ctx, turn.channel)
-        return {"task": _as_of(_view(task, history_length), turn.channel.next_seq, call)}
+        return {"task": _as_of(_view(turn.channel.snapshot() or server.live.make_task(
+            turn.ctx, turn.channel), history_length), turn.channel.next_seq, call)}
 
 
 def _send_streaming_message(server, request, call):
@@ -3926,10 +3924,10 @@ def _cancel_task(server, request, call):
         channel = server.live.channel(task_id, call.owner, call.caller)
     now = server.live.now()
     with channel.lock:                     # (the turn may have ended meanwhile)
-        event = {"statusUpdate": {"taskId": task_id,
-                                  "contextId": channel.task.get("contextId", ""),
-                                  "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}
-        task = _as_of(channel.change("cancel", None, now, event), channel.next_seq, call)
+        task = _as_of(channel.change("cancel", None, now, {"statusUpdate": {
+            "taskId": task_id, "contextId": channel.task.get("contextId", ""),
+            "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}), channel.next_seq,
+            call)
         server.live.stop(channel)          # the agent, if it runs here (elsewhere:
                                            # a2a_store.py, "Sharing a store")
     server.live.forget(task_id)
@@ -3991,9 +3989,9 @@ def _push_task(server, task_id, call):
 
 def _create_task_push_notification_config(server, request, call):
     """CreateTaskPushNotificationConfig: register a webhook for a task."""
-    task_id = _push_task(server, request.get("taskId", ""), call)
-    return _public_config(_add_push_config(server, task_id, request, call.tenant,
-                                           call.translated_from))
+    return _public_config(_add_push_config(
+        server, _push_task(server, request.get("taskId", ""), call), request, call.tenant,
+        call.translated_from))
 
 
 def _get_task_push_notification_config(server, request, call):
@@ -4527,10 +4525,10 @@ def _routed(server, request):
         request.peer = _Peer(forwarded, getattr(request.peer, "certificate", None))
     limit = server.limits["max_body_bytes"]
     if len(body) > limit:
-        media = _A2A_JSON if _A2A_JSON in headers.get("content-type", "") else None
         return server.error_response(path, 413, PayloadTooLargeError(
             f"the request body is {len(body)} bytes; this server accepts at most {limit}",
-            metadata={"limit": limit}), media)
+            metadata={"limit": limit}),
+            _A2A_JSON if _A2A_JSON in headers.get("content-type", "") else None)
     try:
         card = server if path == server._card_path else path.endswith(_CARD_PATH) and \
             server.mounts.get(path[1:-len(_CARD_PATH)])   # (/{tenant}/...: Server.mount's)
@@ -4684,8 +4682,8 @@ def _error_response(server, path, status, error, media_type=None):
     find before handle_http (counted: count_refusal), in its binding's shape (section
     7): JSON-RPC's at the JSON-RPC endpoint, HTTP+JSON's (google.rpc.Status) elsewhere."""
     server.count_refusal(error)
-    at_rpc = path is not None and path.rstrip("/") == server.rpc_path.rstrip("/")
-    body = _jsonrpc_error(None, error) if at_rpc else _status_error(error, status)
+    body = _jsonrpc_error(None, error) if path is not None and path.rstrip("/") == \
+        server.rpc_path.rstrip("/") else _status_error(error, status)
     return Response(status, [("Content-Type", media_type or _JSON), _LINK,
                              *_error_headers(error)], _json_body(body))
 
@@ -4906,8 +4904,9 @@ def _route_index():
         for segment in route.strip("/").split("/"):
             name, _, suffix = segment[1:].partition("}")
             pattern.append((name, suffix) if segment.startswith("{") else (None, segment))
-        custom = route.rpartition(":")[2] if ":" in route else None
-        index.setdefault((len(pattern), pattern[0][1], custom), []).append((verb, pattern, method))
+        index.setdefault((len(pattern), pattern[0][1],     # (and the custom verb, if any)
+                          route.rpartition(":")[2] if ":" in route else None), []).append(
+            (verb, pattern, method))
     return index
 
 
@@ -4986,9 +4985,8 @@ def _query_to_params(message_type, query):
 def _rest_response(server, request):
     """An HTTP+JSON route: match, build the request message, call, answer."""
     verb, path, headers, body = request.method, request.path, request.headers, request.body
-    ctype = _media_type(headers.get("content-type", ""))
-    media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in headers.get(
-        "accept", "") else _JSON
+    media = _A2A_JSON if _media_type(headers.get("content-type", "")) == _A2A_JSON or \
+        not body and _A2A_JSON in headers.get("accept", "") else _JSON
 
     def refuse(error):
         request.error = type(error)     # (its class: the error holds a frame that holds request)
@@ -5722,10 +5720,10 @@ class Server:
             extensions = (*extensions, {"uri": IDEMPOTENT_SEND, "description": "Announced, "
                           "a send repeated with the same messageId runs nothing: it is answered "
                           "as the first was (docs/idempotency.md)."})
-        live = getattr(self.store, "live_tasks", _LiveTasks)   # (a shared store's own)
-        self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
-                         self._push_event if push_notifications else None,
-                         functools.partial(_add_inline_push, self))
+        self.live = getattr(self.store, "live_tasks", _LiveTasks)(    # (a shared store's own)
+            agent, self.store, limits, self.observers, tracing, self.closing,
+            self._push_event if push_notifications else None,
+            functools.partial(_add_inline_push, self))
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.mounts, self.mounted = {}, None   # tenant -> Server; (Server, tenant) it is mounted at
         self.card = _Card(name, description, version, streaming, push_notifications,
