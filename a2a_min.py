@@ -1529,7 +1529,7 @@ class TaskStore(_Bounds):
                 sends.popitem(last=False)      # (the oldest: each is kept as long)
             first = sends.get((owner, key))
             if first is None:
-                sends[owner, key] = (task_id, None, None, now)   # (a tuple: no GC to follow)
+                sends[owner, key] = task_id, None, None, now   # (a tuple: no GC to follow)
             return first
 
     def settle_send(self, owner, key, reply, digest=None):
@@ -1540,7 +1540,7 @@ class TaskStore(_Bounds):
             if reply is None or first is None:
                 self._sends.pop((owner, key), None)
             else:                              # (in its place: the oldest stay first)
-                self._sends[owner, key] = (first[0], reply, digest, first[3])
+                self._sends[owner, key] = first[0], reply, digest, first[3]
 
     def events(self, task_id, after=-1, raw=False):
         """(the id of the oldest event kept, [(id, event) after ``after``]),
@@ -1704,7 +1704,7 @@ class _EventLog:
         """Keep only the JSON of the events (the task no longer runs)."""
         events = self.events
         for i in range(len(events) - min(self.live, len(events)), len(events)):
-            events[i] = (events[i][0], events[i][1].json)
+            events[i] = events[i][0], events[i][1].json
         self.live = 0
 
     def append(self, event, size, count, limit):
@@ -2694,7 +2694,7 @@ class _TurnWriter:
             body["lastChunk"] = True
             again = _StoredEvent.encode({kind: body}, None, None)
             self.bytes += len(again.json) - len(event.json)
-            waiting[-1] = (kind, body, now, again)
+            waiting[-1] = kind, body, now, again
             return
         self._publish("artifactUpdate", {**self.ids, "append": True, "lastChunk": True,
                                          "artifact": {"artifactId": self.chunk_id,
@@ -3075,7 +3075,7 @@ class _Channel:
                 else None
             if shared is None:
                 shared = _StoredEvent.encode({"task": self.task}, None, None)
-                self.shared = (self.next_seq, self.version, weakref.ref(shared))
+                self.shared = self.next_seq, self.version, weakref.ref(shared)
             return shared
 
     def wake(self):
@@ -3224,7 +3224,7 @@ class CallContext:
     @property
     def owner(self):
         """Who the tasks of this request belong to: (tenant, principal)."""
-        return (self.tenant, self.principal)
+        return self.tenant, self.principal
 
     @property
     def certificate(self):
@@ -3262,7 +3262,7 @@ class _Ids:
         ms = int(time.time() * 1000)
         memo = self.memo
         if memo[0] != ms:                       # the time part, formatted once a millisecond
-            memo = self.memo = (ms, _uuid7_head(ms))
+            memo = self.memo = ms, _uuid7_head(ms)
         try:
             return memo[1] + self.pool.pop()
         except IndexError:
@@ -3460,7 +3460,7 @@ class _LiveTasks:
                     channel.change("input", message, now, {"statusUpdate": {
                         "taskId": task_id, "contextId": context_id, "status": status}},
                         tell=False, expect=expect)
-                    joined = (channel.next_seq - 1, {"task": channel.task})
+                    joined = channel.next_seq - 1, {"task": channel.task}
                     channel.tell(joined[1])
                     self.observe(ctx, call)
                     channel.active = ctx
@@ -3891,10 +3891,10 @@ def _list_tasks(server, request, call):
     """ListTasks: one page of the caller's tasks, newest first."""
     history_length = _history_length(request)
     size = _page_size(server, request.get("pageSize", server.limits["default_page_size"]))
-    cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
     status = request.get("status")
     tasks, total, last = server.store.list(
-        call.owner, context_id=request.get("contextId"), cursor=cursor, limit=size,
+        call.owner, context_id=request.get("contextId"), limit=size,
+        cursor=_decode_page_token(request["pageToken"]) if request.get("pageToken") else None,
         status=None if status == "TASK_STATE_UNSPECIFIED" else status,
         after=request.get("statusTimestampAfter"))
     include = request.get("includeArtifacts", False)
@@ -5008,15 +5008,14 @@ def _rest_response(server, request):
             raise _MethodNotAllowed(", ".join(sorted({m[0] for m in matches})), media)
         if verb == "HEAD" and METHODS[method][2]:
             raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
-        params = _rest_params(request, METHODS[method][0], values)
-        call = _call_context(server, request)
 
         def answer(result):
             if not METHODS[method][2]:
                 return Response(200, [("Content-Type", media), _LINK],
                                 _encoded_result(result) + b"\n")
             return _sse_response(result, _as_it_is, _status_error, _as_it_is)
-        return _answer(server.call(method, params, call), answer, refuse)
+        return _answer(server.call(method, _rest_params(request, METHODS[method][0], values),
+                                   _call_context(server, request)), answer, refuse)
     except A2AError as error:
         return refuse(error)
 
@@ -5085,7 +5084,7 @@ def _card_response(server, headers, base_url):
         body = _json_body(card)
         etag = f'"{binascii.crc32(body):08x}-{len(body):x}"'     # strong: any byte changes it
         modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server.card.since))
-        cached = server.card.cache = (key, body, etag, modified)
+        cached = server.card.cache = key, body, etag, modified
     _, body, etag, modified = cached
     common = [("ETag", etag), ("Last-Modified", modified),
               ("Link", f'<{_CATALOG_PATH}>; rel="api-catalog"'), *_discovery_headers(server)]
