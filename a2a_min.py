@@ -1351,9 +1351,18 @@ class _Entry:
 
     def __init__(self, body, owner, context_id, state, stamp, caller, size, version, next_seq,
                  live, pending, configs):
-        self.body, self.owner, self.context_id, self.state = body, owner, context_id, state
-        self.stamp, self.caller, self.size, self.version = stamp, caller, size, version
-        self.next_seq, self.live, self.pending, self.configs = next_seq, live, pending, configs
+        self.body = body
+        self.owner = owner
+        self.context_id = context_id
+        self.state = state
+        self.stamp = stamp
+        self.caller = caller
+        self.size = size
+        self.version = version
+        self.next_seq = next_seq
+        self.live = live
+        self.pending = pending
+        self.configs = configs
 
 
 class TaskStore(_Bounds):
@@ -2795,7 +2804,7 @@ class _TurnWriter:
         """The agent returned: COMPLETED unless it said otherwise (which ends
         its chunked artifact too: _status)."""
         if not self.done:
-            self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, trusted=True)
+            self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, True)
         self.flush()
         self._end_turn()
 
@@ -2822,7 +2831,7 @@ class _TurnWriter:
                     self._status({"status": {"state": "TASK_STATE_FAILED", "message": new_message(
                         exc.message if isinstance(exc, A2AError)
                         else f"the agent failed ({type(exc).__name__}); see the server log")}},
-                        trusted=True)
+                        True)
                 except Exception as again:
                     self._fail_plainly(again)
         self._end_turn()
