@@ -713,8 +713,8 @@ def _parse_timestamp(text):
         raise ValueError
     nanos = int((m.group(7) or "0").ljust(9, "0"))
     zone = m.group(8)
-    offset = 0 if zone in "Zz" else int(zone[:3]) * 3600 + int(zone[0] + zone[4:6]) * 60  # signed
-    whole = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - offset
+    whole = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - (   # less the zone's signed offset
+        0 if zone in "Zz" else int(zone[:3]) * 3600 + int(zone[0] + zone[4:6]) * 60)
     millis = whole * 1000 - (-nanos // 1_000_000)   # round up: ">= after" stays exact
     utc = time.gmtime(millis // 1000)
     if not 1 <= utc.tm_year <= 9999:               # google.protobuf.Timestamp's range
@@ -1306,18 +1306,16 @@ def _recently_read(recent, task_id, body):
     return task
 
 
-# What only a store shared by processes has (a2a_store, a2a_postgres): its leases,
-# its watch's look for the others' commits, its threads under an event loop.
-_SHARED_STORE_OPTIONS = {"lease_ttl", "store_poll", "store_threads"}
-
-
 def _limits(given):
     """DEFAULT_LIMITS with those ``given`` (a Server's keyword arguments)."""
     unknown = set(given) - set(DEFAULT_LIMITS)
-    if unknown:
+    if unknown:     # (the last three: what only a store shared by processes has, a2a_store's
+                    # and a2a_postgres': its leases, its watch's look for the others' commits, its
+                    # threads under an event loop)
         raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}" + (
             "; lease_ttl, store_poll and store_threads are a shared store's own options: "
-            "SQLiteStore(path, store_poll=...)" if unknown & _SHARED_STORE_OPTIONS else ""))
+            "SQLiteStore(path, store_poll=...)"
+            if unknown & {"lease_ttl", "store_poll", "store_threads"} else ""))
     return {**DEFAULT_LIMITS, **given}
 
 
@@ -1432,7 +1430,7 @@ class TaskStore(_Bounds):
             for gone in evicted:                # (told even if the write was refused)
                 if self.on_evict:
                     self.on_evict(gone)
-        return (None if pending else body), version + 1, seq
+        return None if pending else body, version + 1, seq
 
     def _write(self, task, owner, version, event, caller, body, size, evicted, pending=None,
                first=()):
