@@ -381,21 +381,20 @@ class InvalidParamsError(A2AError):
 
 class InternalError(A2AError):
     """Something failed inside the server; details are in the server log."""
-    code, grpc_status, http_status, reason = -32603, "INTERNAL", 500, "INTERNAL_ERROR"
 
 class PayloadTooLargeError(InvalidRequestError):
     """The request body is larger than the server accepts (max_body_bytes)."""
-    code, grpc_status, http_status, reason = -32600, "RESOURCE_EXHAUSTED", 413, "PAYLOAD_TOO_LARGE"
+    grpc_status, http_status, reason = "RESOURCE_EXHAUSTED", 413, "PAYLOAD_TOO_LARGE"
 
 class TaskStoreFullError(InternalError):
     """Every slot of the task store holds an unfinished task."""
-    code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 503, "TASK_STORE_FULL"
+    grpc_status, http_status, reason = "RESOURCE_EXHAUSTED", 503, "TASK_STORE_FULL"
     retry_after = 5
 
 class CallerLimitError(TaskStoreFullError):
     """One caller reached a limit of its own (the ErrorInfo metadata names the
     limit and its value); HTTP answers carry Retry-After."""
-    code, grpc_status, http_status, reason = -32603, "RESOURCE_EXHAUSTED", 429, "CALLER_LIMIT"
+    http_status, reason = 429, "CALLER_LIMIT"
 
 class ServerBusyError(A2AError):
     """The server is at its connection limit; try again shortly."""
@@ -680,11 +679,11 @@ class _Field:
     def __init__(self, name, type_, labels):
         words = labels.split()
         self.name = name
+        self.type = type_
         self.repeated = "repeated" in words
         self.optional = "optional" in words
         self.oneof = next((w[6:] for w in words if w.startswith("oneof:")), None)
         self.map_value = type_[4:-1].split(",")[1] if type_.startswith("map<") else None
-        self.type = type_
         # The commonest fields, checked first by parse(): a string or an enum, in no oneof.
         single = not self.repeated and self.oneof is None
         self.plain = type_ == "string" and single
@@ -714,8 +713,8 @@ def _parse_timestamp(text):
         raise ValueError
     nanos = int((m.group(7) or "0").ljust(9, "0"))
     zone = m.group(8)
-    offset = 0 if zone in "Zz" else int(zone[:3]) * 3600 + int(zone[0] + zone[4:6]) * 60  # signed
-    whole = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - offset
+    whole = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - (   # less the zone's signed offset
+        0 if zone in "Zz" else int(zone[:3]) * 3600 + int(zone[0] + zone[4:6]) * 60)
     millis = whole * 1000 - (-nanos // 1_000_000)   # round up: ">= after" stays exact
     utc = time.gmtime(millis // 1000)
     if not 1 <= utc.tm_year <= 9999:               # google.protobuf.Timestamp's range
@@ -1138,36 +1137,32 @@ def _refusal(kind, task):
 #   delete(task_id) / stats()        and ``shared``: may other processes write?
 #   claim_send / settle_send         a send's key, so that a repeat runs nothing (below)
 #
-# A store may say (the server uses them if so): ``appends`` (commit(...,
-# derived=True) keeps the event alone), ``batches`` (commit(..., first=events)
-# appends those first), ``raw_events`` (events(..., raw=True) may give an
-# event as its JSON). A shared one adds leases (``holder``: the process whose
-# agent runs a task), the watch's reads and its own live tasks: a2a_store.py,
+# A store may say (the server uses them if so): ``appends`` (commit(..., derived=True) keeps the
+# event alone), ``batches`` (commit(..., first=events) appends those first), ``raw_events``
+# (events(..., raw=True) may give an event as its JSON). A shared one adds leases (``holder``: the
+# process whose agent runs a task), the watch's reads and its own live tasks: a2a_store.py,
 # "Sharing a store between processes", and docs/deploying.md ("Your own store").
 #
-# Versions keep two writers of one task from losing an update: the second
-# to commit the version it read is refused, reads the task again, and the
-# state table decides again (_Channel.change). The event log is how a stream
-# follows a task and how a client resumes one with Last-Event-ID (section
+# Versions keep two writers of one task from losing an update: the second to commit the version it
+# read is refused, reads the task again, and the state table decides again (_Channel.change). The
+# event log is how a stream follows a task and how a client resumes one with Last-Event-ID (section
 # 3.1.6): the newest ``replay_buffer`` events (``replay_buffer_bytes``) kept.
 #
-# Writing the whole task at each chunk of a streamed artifact would cost the
-# square of the chunks (10,000 tokens took 14 s). So a store that ``appends``
-# keeps a derived event alone until the pending events weigh as much as the
-# task did when last written whole (at least _APPEND_FLOOR): each byte
-# streamed is written a bounded number of times.
+# Writing the whole task at each chunk of a streamed artifact would cost the square of the chunks
+# (10,000 tokens took 14 s). So a store that ``appends`` keeps a derived event alone until the
+# pending events weigh as much as the task did when last written whole (at least _APPEND_FLOOR):
+# each byte streamed is written a bounded number of times.
 #
 # Tasks are copy-on-write: a reader never sees one change under it. Each is
 # stored with its owner (tenant, principal), and someone else's task is
 # reported exactly like a missing one (section 13.1).
 #
-# The in-memory store keeps every task as its JSON (a fifth of the dict's
-# memory), bounded in tasks and bytes, in all and per caller (_make_room).
-# Idle tasks (ended, or waiting for the client) expire after ``task_ttl``; a
-# running one is never evicted, so a stuck agent's tasks cost their caller
-# its share and nobody else anything. ListTasks (section 3.1.4) sorts by
-# status timestamp, newest first; its page token, the (timestamp, id) of the
-# last task returned, stays valid whatever changes in between.
+# The in-memory store keeps every task as its JSON (a fifth of the dict's memory), bounded in tasks
+# and bytes, in all and per caller (_make_room). Idle tasks (ended, or waiting for the client)
+# expire after ``task_ttl``; a running one is never evicted, so a stuck agent's tasks cost their
+# caller its share and nobody else anything. ListTasks (section 3.1.4) sorts by status timestamp,
+# newest first; its page token, the (timestamp, id) of the last task returned, stays valid whatever
+# changes in between.
 
 # What an entry, and a kept event, cost beyond their JSON (tracemalloc).
 _ENTRY_OVERHEAD, _EVENT_OVERHEAD = 512, 160
@@ -1250,7 +1245,8 @@ class _StoredTask(dict):
     def decode(cls, body):
         task = cls(_decode_stored(body))
         task.json = body
-        task.version, task.next_seq = 0, 0
+        task.version = 0
+        task.next_seq = 0
         return task
 
 
@@ -1264,8 +1260,8 @@ class _StoredEvent(dict):
     def encode(cls, event, task, body):
         """``event`` with its JSON (a Task event's made of ``task``'s, ``body``)."""
         stored = cls(event)
-        whole = task is not None and event.get("task") is task and len(event) == 1
-        stored.json = b'{"task":' + body + b"}" if whole else _dumps(event)
+        stored.json = b'{"task":' + body + b"}" if task is not None and \
+            event.get("task") is task and len(event) == 1 else _dumps(event)
         return stored
 
     @classmethod
@@ -1310,18 +1306,16 @@ def _recently_read(recent, task_id, body):
     return task
 
 
-# What only a store shared by processes has (a2a_store, a2a_postgres): its leases,
-# its watch's look for the others' commits, its threads under an event loop.
-_SHARED_STORE_OPTIONS = {"lease_ttl", "store_poll", "store_threads"}
-
-
 def _limits(given):
     """DEFAULT_LIMITS with those ``given`` (a Server's keyword arguments)."""
     unknown = set(given) - set(DEFAULT_LIMITS)
-    if unknown:
+    if unknown:     # (the last three: what only a store shared by processes has, a2a_store's
+                    # and a2a_postgres': its leases, its watch's look for the others' commits, its
+                    # threads under an event loop)
         raise TypeError(f"unknown Server options: {', '.join(sorted(unknown))}" + (
             "; lease_ttl, store_poll and store_threads are a shared store's own options: "
-            "SQLiteStore(path, store_poll=...)" if unknown & _SHARED_STORE_OPTIONS else ""))
+            "SQLiteStore(path, store_poll=...)"
+            if unknown & {"lease_ttl", "store_poll", "store_threads"} else ""))
     return {**DEFAULT_LIMITS, **given}
 
 
@@ -1331,7 +1325,7 @@ def open_store(location=None, **limits):
     a2a_store's SQLiteStore, a ``postgresql://`` (or ``postgres://``) URL for a2a_postgres's
     PostgresStore (it needs psycopg). Each companion is imported only then."""
     if not location:
-        return None
+        return
     scheme = location.partition(":")[0].lower()
     if scheme in ("postgresql", "postgres"):
         return _companion("a2a_postgres", "a postgresql:// store").PostgresStore(location, **limits)
@@ -1355,9 +1349,18 @@ class _Entry:
 
     def __init__(self, body, owner, context_id, state, stamp, caller, size, version, next_seq,
                  live, pending, configs):
-        self.body, self.owner, self.context_id, self.state = body, owner, context_id, state
-        self.stamp, self.caller, self.size, self.version = stamp, caller, size, version
-        self.next_seq, self.live, self.pending, self.configs = next_seq, live, pending, configs
+        self.body = body
+        self.owner = owner
+        self.context_id = context_id
+        self.state = state
+        self.stamp = stamp
+        self.caller = caller
+        self.size = size
+        self.version = version
+        self.next_seq = next_seq
+        self.live = live
+        self.pending = pending
+        self.configs = configs
 
 
 class TaskStore(_Bounds):
@@ -1386,7 +1389,7 @@ class TaskStore(_Bounds):
         with its version and its next event's id, read without the lock."""
         entry = self._tasks.get(task_id)
         if entry is None or entry.owner != owner:
-            return None
+            return
         task = _recently_read(self._recent, task_id, entry.body)
         pending = entry.pending
         if pending is not None:             # a streamed artifact's chunks, not yet in the JSON
@@ -1427,7 +1430,7 @@ class TaskStore(_Bounds):
             for gone in evicted:                # (told even if the write was refused)
                 if self.on_evict:
                     self.on_evict(gone)
-        return (None if pending else body), version + 1, seq
+        return None if pending else body, version + 1, seq
 
     def _write(self, task, owner, version, event, caller, body, size, evicted, pending=None,
                first=()):
@@ -1533,7 +1536,7 @@ class TaskStore(_Bounds):
                 sends.popitem(last=False)      # (the oldest: each is kept as long)
             first = sends.get((owner, key))
             if first is None:
-                sends[owner, key] = (task_id, None, None, now)   # (a tuple: no GC to follow)
+                sends[owner, key] = task_id, None, None, now   # (a tuple: no GC to follow)
             return first
 
     def settle_send(self, owner, key, reply, digest=None):
@@ -1544,7 +1547,7 @@ class TaskStore(_Bounds):
             if reply is None or first is None:
                 self._sends.pop((owner, key), None)
             else:                              # (in its place: the oldest stay first)
-                self._sends[owner, key] = (first[0], reply, digest, first[3])
+                self._sends[owner, key] = first[0], reply, digest, first[3]
 
     def events(self, task_id, after=-1, raw=False):
         """(the id of the oldest event kept, [(id, event) after ``after``]),
@@ -1556,10 +1559,9 @@ class TaskStore(_Bounds):
                 return None if task_id not in self._tasks else (0, [])
             oldest = log.events[0][0] if log.events else log.next_seq
             found = log.events[max(after + 1 - oldest, 0):]     # (the ids run on by one)
-        if raw:
-            return oldest, found
-        return oldest, [(seq, _StoredEvent.decode(event) if type(event) is bytes else event)
-                        for seq, event in found]    # (bytes if idle: decoded outside the lock)
+        return oldest, found if raw else [     # (bytes if idle: decoded outside the lock)
+            (seq, _StoredEvent.decode(event) if type(event) is bytes else event)
+            for seq, event in found]
 
     def changed(self):
         """Nobody else writes to memory: nothing changes behind this process."""
@@ -1684,10 +1686,9 @@ class TaskStore(_Bounds):
             if page and size > self.max_page_bytes:
                 break
             page.append((key, entry))
-        tasks = [_decode_stored(entry.body) if entry.pending is None else
-                 _with_pending(_decode_stored(entry.body), entry.pending[0][:entry.pending[1]])
-                 for _, entry in page]
-        return tasks, total, (page[-1][0] if len(matches) > len(page) else None)
+        return [_decode_stored(entry.body) if entry.pending is None else
+                _with_pending(_decode_stored(entry.body), entry.pending[0][:entry.pending[1]])
+                for _, entry in page], total, (page[-1][0] if len(matches) > len(page) else None)
 
 
 class _EventLog:
@@ -1710,7 +1711,7 @@ class _EventLog:
         """Keep only the JSON of the events (the task no longer runs)."""
         events = self.events
         for i in range(len(events) - min(self.live, len(events)), len(events)):
-            events[i] = (events[i][0], events[i][1].json)
+            events[i] = events[i][0], events[i][1].json
         self.live = 0
 
     def append(self, event, size, count, limit):
@@ -2060,22 +2061,20 @@ def _webhook_target(url, allow, resolve):
 # carries the whole message, the task so far, the context id, the caller, the extensions the client
 # asked for and the request metadata.
 #
-# What the agent returns (or yields, as a generator; sync or async) becomes
-# the task's story (section 3.1.1, 4.2):
+# What the agent returns (or yields, as a generator; sync or async) becomes the task's story
+# (section 3.1.1, 4.2):
 #
-#   a str                 -> an artifact with that text (a generator's strs are
-#                            chunks of one artifact, each sent as it is made:
-#                            append; the turn's end says lastChunk, on the last
-#                            one if it has not gone yet, else by an empty append)
+#   a str                 -> an artifact with that text (a generator's strs are chunks of one
+#                            artifact, each sent as it is made: append; the turn's end says
+#                            lastChunk, on the last one if it has not gone yet, else by an empty
+#                            append)
 #   status_update(...)    -> a TaskStatusUpdateEvent (WORKING, INPUT_REQUIRED...)
 #   artifact_update(...)  -> a TaskArtifactUpdateEvent
-#   agent_message(...)    -> a direct Message reply and no task, as the first
-#                            output of a new conversation (on a stream, within
-#                            first_event_wait); within a task, or later on a
-#                            stream, the agent's last word: the task completes
-#                            with it
-#   None                  -> nothing (yielded now and then, it lets a blocking
-#                            SendMessage past its blocking_timeout answer)
+#   agent_message(...)    -> a direct Message reply and no task, as the first output of a new
+#                            conversation (on a stream, within first_event_wait); within a task, or
+#                            later on a stream, the agent's last word: the task completes with it
+#   None                  -> nothing (yielded now and then, it lets a blocking SendMessage past its
+#                            blocking_timeout answer)
 #
 # A stream shows what happens as it happens. Its first event is the agent's first output or, if the
 # agent has said nothing within first_event_wait seconds (40 ms), the new Task (SUBMITTED): the
@@ -2100,17 +2099,16 @@ def _webhook_target(url, allow, resolve):
 # pending answer to add_done_callback() to, and CallContext.spawn to run ``async def`` agents.
 
 
-# Distributed tracing: W3C Trace Context (Level 1). A request may carry
-# ``traceparent: 00-<trace id>-<the caller's span id>-<flags>`` and ``tracestate`` (vendors'
-# entries, passed along unread). The server reads them only when something asks (CallContext.trace:
-# most requests never do), gives the request's turn a span id of its own, and sends that span as
-# the parent on every webhook POST of the turn and on every call its agent makes with a2a_client,
-# so one trace follows the user's request through the agents it reaches. A malformed header is
-# ignored (the request begins a new trace), never an error: tracing must not fail a call. The turn
-# running in a thread or asyncio task is a context variable (a key; its values live in each
-# thread's and task's context, not in this module). A later request about a task (SubscribeToTask,
-# a message that continues it) is in a trace of its own, its caller's: what ties the two is the
-# task's id.
+# Distributed tracing: W3C Trace Context (Level 1). A request may carry ``traceparent: 00-<trace
+# id>-<the caller's span id>-<flags>`` and ``tracestate`` (vendors' entries, passed along unread).
+# The server reads them only when something asks (CallContext.trace: most requests never do), gives
+# the request's turn a span id of its own, and sends that span as the parent on every webhook POST
+# of the turn and on every call its agent makes with a2a_client, so one trace follows the user's
+# request through the agents it reaches. A malformed header is ignored (the request begins a new
+# trace), never an error: tracing must not fail a call. The turn running in a thread or asyncio
+# task is a context variable (a key; its values live in each thread's and task's context, not in
+# this module). A later request about a task (SubscribeToTask, a message that continues it) is in a
+# trace of its own, its caller's: what ties the two is the task's id.
 
 _HEX = frozenset("0123456789abcdef")
 _TRACESTATE_KEY = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-*/")
@@ -2123,12 +2121,12 @@ def _parse_traceparent(value):
     is read as 00 where it has 00's fields, and ff is none; ids of zeros are
     refused; of the flags only "sampled" is defined (others are sent as 0)."""
     if len(value) < 55 or value[2] != "-" or value[35] != "-" or value[52] != "-":
-        return None
+        return
     version, trace_id, parent_id, flags = value[:2], value[3:35], value[36:52], value[53:55]
     if version == "ff" or not _HEX.issuperset(version + trace_id + parent_id + flags) \
             or (len(value) > 55 and (version == "00" or value[55] != "-")) \
             or trace_id == "0" * 32 or parent_id == "0" * 16:
-        return None
+        return
     return trace_id, parent_id, int(flags, 16) & 1
 
 
@@ -2609,10 +2607,16 @@ class _TurnWriter:
         if isinstance(item, str):
             if not item.isascii():
                 _check_agent_text(item)
-            if not chunked:
-                return self._artifact({"artifact": {"artifactId": self.live.new_id(),
-                                                    "parts": [{"text": item}]}}, trusted=True)
-            return self._chunk(item)
+            first = not chunked or self.chunk_id is None
+            artifact_id = self.live.new_id() if first else self.chunk_id
+            body = {**self.ids, "artifact": {"artifactId": artifact_id, "parts": [{"text": item}]}}
+            if chunked:                        # a chunk: the first makes the artifact, the
+                if first:                      # others append to it
+                    self.chunk_id = artifact_id
+                else:
+                    body["append"] = True
+                self.chunk = body
+            return self._publish("artifactUpdate", body, None)
         elif isinstance(item, dict) and "parts" in item and "messageId" in item:
             item = {"message": item}
         if not isinstance(item, dict) or len(item) != 1:
@@ -2673,7 +2677,7 @@ class _TurnWriter:
         if not (isinstance(result, str) and channel.task is None and channel.on_event is None
                 and not ctx._canceled
                 and (not self.watched or getattr(channel.store, "batches", False))):
-            return None
+            return
         now, ids = self.live.now(), self.ids
         artifact = {**ids, "artifact": {"artifactId": self.live.new_id(),
                                         "parts": [{"text": result}]}}
@@ -2684,18 +2688,6 @@ class _TurnWriter:
                        {"statusUpdate": status})
         return _StoredTask(_apply(_apply(submitted, "artifactUpdate", artifact, None),
                                   "statusUpdate", status, None))
-
-    def _chunk(self, text):
-        """Publish a text chunk of the turn's artifact: the first makes it, the
-        others append to it."""
-        first = self.chunk_id is None
-        if first:
-            self.chunk_id = self.live.new_id()
-        body = {**self.ids, "artifact": {"artifactId": self.chunk_id, "parts": [{"text": text}]}}
-        if not first:
-            body["append"] = True
-        self.chunk = body
-        self._publish("artifactUpdate", body, None)
 
     def _close_chunk(self):
         """The turn ends: its chunked artifact's last chunk says lastChunk. If
@@ -2709,15 +2701,17 @@ class _TurnWriter:
             body["lastChunk"] = True
             again = _StoredEvent.encode({kind: body}, None, None)
             self.bytes += len(again.json) - len(event.json)
-            waiting[-1] = (kind, body, now, again)
+            waiting[-1] = kind, body, now, again
             return
         self._publish("artifactUpdate", {**self.ids, "append": True, "lastChunk": True,
                                          "artifact": {"artifactId": self.chunk_id,
                                                       "parts": [{"text": ""}]}}, None)
 
     def _status(self, body, trusted=False):
-        """Publish a status update (``trusted``: built here, not by the agent)."""
-        body = self._checked("statusUpdate", "TaskStatusUpdateEvent", body, trusted)
+        """Publish a status update, with the turn's task and context ids (``trusted``: built here;
+        the agent's own is checked against the proto first)."""
+        body = {**self.ids, **body} if trusted else \
+            parse("TaskStatusUpdateEvent", {**body, **self.ids}, "agent statusUpdate")
         status = body["status"]
         if self.chunk is not None and status["state"] in _STREAM_END:
             self._close_chunk()                 # (its artifact ends before the turn does)
@@ -2727,17 +2721,10 @@ class _TurnWriter:
         if self._publish("statusUpdate", body, now) and status["state"] in _STREAM_END:
             self.done = True
 
-    def _artifact(self, body, trusted=False):
-        """Publish an artifact update (``trusted``: built here, not by the agent)."""
-        body = self._checked("artifactUpdate", "TaskArtifactUpdateEvent", body, trusted)
-        self._publish("artifactUpdate", body, None)
-
-    def _checked(self, kind, message_type, body, trusted):
-        """An update with the turn's task and context ids; the agent's own
-        (not ``trusted``) checked against the proto first."""
-        if trusted:
-            return {**self.ids, **body}
-        return parse(message_type, {**body, **self.ids}, f"agent {kind}")
+    def _artifact(self, body):
+        """Publish the agent's artifact update, checked against the proto, with the turn's ids."""
+        self._publish("artifactUpdate", parse("TaskArtifactUpdateEvent", {**body, **self.ids},
+                                              "agent artifactUpdate"), None)
 
     def _publish(self, kind, body, now, event=None, earlier=()):
         """Apply the update (after those ``earlier``, from flush()) to the task,
@@ -2815,7 +2802,7 @@ class _TurnWriter:
         """The agent returned: COMPLETED unless it said otherwise (which ends
         its chunked artifact too: _status)."""
         if not self.done:
-            self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, trusted=True)
+            self._status({"status": {"state": "TASK_STATE_COMPLETED"}}, True)
         self.flush()
         self._end_turn()
 
@@ -2838,11 +2825,11 @@ class _TurnWriter:
             _log().error("agent failed on task %s%s", self.ctx.task_id, _in_trace(self.ctx),
                          exc_info=exc)
             if not self.done:
-                text = (exc.message if isinstance(exc, A2AError)
-                        else f"the agent failed ({type(exc).__name__}); see the server log")
                 try:
-                    self._status({"status": {"state": "TASK_STATE_FAILED",
-                                             "message": new_message(text)}}, trusted=True)
+                    self._status({"status": {"state": "TASK_STATE_FAILED", "message": new_message(
+                        exc.message if isinstance(exc, A2AError)
+                        else f"the agent failed ({type(exc).__name__}); see the server log")}},
+                        True)
                 except Exception as again:
                     self._fail_plainly(again)
         self._end_turn()
@@ -2927,7 +2914,7 @@ class _Channel:
                  "followers", "ended", "closing", "grown", "written", "appended", "shared",
                  "stopped")
 
-    def __init__(self, store, owner, limits, on_event=None, caller=None, closing=None):
+    def __init__(self, store, owner, limits, on_event, caller, closing):
         self.lock, self.wakers = threading.RLock(), set()
         self.cond, self.waiting = None, 0   # a Condition on lock (made on first wait), its waiters
         self.task, self.version = None, 0   # newest snapshot, its version in the store (0: none)
@@ -3095,7 +3082,7 @@ class _Channel:
                 else None
             if shared is None:
                 shared = _StoredEvent.encode({"task": self.task}, None, None)
-                self.shared = (self.next_seq, self.version, weakref.ref(shared))
+                self.shared = self.next_seq, self.version, weakref.ref(shared)
             return shared
 
     def wake(self):
@@ -3123,12 +3110,9 @@ class RequestContext(str):
 
     def __new__(cls, message, *, task=None, task_id=None, context_id=None, caller=None,
                 extensions=(), metadata=None, configuration=None):
-        parts = message.get("parts", ())
-        if len(parts) == 1:                    # the usual message: one part
-            text = parts[0].get("text", "")
-        else:
-            text = "\n".join(p["text"] for p in parts if "text" in p)
-        self = super().__new__(cls, text)
+        parts = message.get("parts", ())       # (the usual message: one part, first below)
+        self = super().__new__(cls, parts[0].get("text", "") if len(parts) == 1 else
+                               "\n".join(p["text"] for p in parts if "text" in p))
         self.message = message
         self.task = task
         self.task_id = task_id
@@ -3178,12 +3162,6 @@ class RequestContext(str):
         (section 3.3.2). Raised before any output, it fails the request."""
         if uri not in self.extensions:
             raise _extension_required(uri)
-
-
-def _is_async_callable(fn):
-    """Is ``fn``, or its __call__, an ``async def`` (generator) function?"""
-    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
-    return code is not None and bool(code.co_flags & 0x280)   # CO_COROUTINE | CO_ASYNC_GENERATOR
 
 
 def _check_agent_text(text):
@@ -3253,7 +3231,7 @@ class CallContext:
     @property
     def owner(self):
         """Who the tasks of this request belong to: (tenant, principal)."""
-        return (self.tenant, self.principal)
+        return self.tenant, self.principal
 
     @property
     def certificate(self):
@@ -3285,37 +3263,27 @@ class _Ids:
         self.memo = (0, "")                     # (a millisecond, _uuid7_head of it)
         if hasattr(os, "register_at_fork"):     # (POSIX; held weakly: a Server may go)
             mine = weakref.ref(self)
-            os.register_at_fork(after_in_child=lambda: _Ids._forget(mine))
-
-    @staticmethod
-    def _forget(mine):
-        ids = mine()
-        if ids is not None:
-            ids.pool = []
+            os.register_at_fork(after_in_child=lambda: mine() and setattr(mine(), "pool", []))
 
     def __call__(self):
         ms = int(time.time() * 1000)
         memo = self.memo
         if memo[0] != ms:                       # the time part, formatted once a millisecond
-            memo = self.memo = (ms, _uuid7_head(ms))
+            memo = self.memo = ms, _uuid7_head(ms)
         try:
             return memo[1] + self.pool.pop()
         except IndexError:
-            self.pool = _uuid7_tails(64)
+            # 64 random parts of version 7 UUIDs (as _uuid7_tail's), built a column at a time:
+            # each of their 22 places is one slice assignment for all of them, 20 random hex
+            # digits each; the spaces after them split them.
+            digits = os.urandom(10 * 64).hex().encode("ascii")
+            out = bytearray(b"-" * (22 * 64))      # "xxx-Vxxx-xxxxxxxxxxxx "
+            for place, digit in _TAIL_DIGITS:
+                out[place::22] = digits[digit::20]
+            out[4::22] = digits[3::20].translate(_VARIANT_DIGITS)
+            out[21::22] = b" " * 64
+            self.pool = out.decode("ascii").split()
             return memo[1] + self.pool.pop()
-
-
-def _uuid7_tails(count):
-    """``count`` random parts of version 7 UUIDs (as _uuid7_tail's), built a
-    column at a time: each of their 22 places is one slice assignment for all
-    of them, 20 random hex digits each; the spaces after them split them."""
-    digits = os.urandom(10 * count).hex().encode("ascii")
-    out = bytearray(b"-" * (22 * count))      # "xxx-Vxxx-xxxxxxxxxxxx "
-    for place, digit in _TAIL_DIGITS:
-        out[place::22] = digits[digit::20]
-    out[4::22] = digits[3::20].translate(_VARIANT_DIGITS)
-    out[21::22] = b" " * count
-    return out.decode("ascii").split()
 
 
 # Where each random digit goes in a tail (place, digit); the variant (10xx in
@@ -3342,9 +3310,7 @@ class _Clock:
         if memo[0] != second:                  # one tuple, replaced whole: thread-safe
             memo = self.memo = (second, time.strftime(self.form or "%Y-%m-%dT%H:%M:%S",
                                                       time.gmtime(second)))
-        if self.form:
-            return memo[1]
-        return f"{memo[1]}.{int(t * 1000) % 1000:03d}Z"
+        return memo[1] if self.form else f"{memo[1]}.{int(t * 1000) % 1000:03d}Z"
 
 class _LiveTasks:
     """This process's tasks that can still change, and the agent's turns that change them. Each
@@ -3364,7 +3330,11 @@ class _LiveTasks:
     off_loop = None                 # a shared store's threads for an event loop's writes
 
     def __init__(self, agent, store, limits, observers, tracing, closing, on_event, add_push):
-        self.agent, self.agent_is_async = agent, _is_async_callable(agent)
+        # Is ``agent``, or its __call__, an ``async def`` (generator) function? (0x280:
+        # CO_COROUTINE | CO_ASYNC_GENERATOR)
+        code = getattr(agent, "__code__", None) or getattr(
+            getattr(agent, "__call__", None), "__code__", None)
+        self.agent, self.agent_is_async = agent, code is not None and bool(code.co_flags & 0x280)
         self.store, self.limits, self.observers, self.tracing = store, limits, observers, tracing
         self.closing = closing      # set by Server.shutdown(): streams end, with a retry hint
         self.on_event = on_event    # callable(owner, task, event) for each event: webhooks
@@ -3497,13 +3467,13 @@ class _LiveTasks:
                     channel.change("input", message, now, {"statusUpdate": {
                         "taskId": task_id, "contextId": context_id, "status": status}},
                         tell=False, expect=expect)
-                    joined = (channel.next_seq - 1, {"task": channel.task})
+                    joined = channel.next_seq - 1, {"task": channel.task}
                     channel.tell(joined[1])
                     self.observe(ctx, call)
                     channel.active = ctx
             except BaseException:              # the turn never began: unwatched, it goes
-                state = channel.task["status"]["state"]
-                self.forget(task_id, unless_followed=state not in TERMINAL_STATES)
+                self.forget(task_id,
+                            unless_followed=channel.task["status"]["state"] not in TERMINAL_STATES)
                 raise
             return channel, joined
 
@@ -3528,7 +3498,6 @@ class _LiveTasks:
                         self.store.settle_send(channel.owner, ctx.send_key[0], None)
                     raise
             return channel.task
-
 
     # -- driving the agent -----------------------------------------------------
     #
@@ -3692,22 +3661,6 @@ def _media_type(value):
     return value.partition(";")[0].strip().lower()
 
 
-def _check_media_types(accepted, parts):
-    """ContentTypeNotSupportedError for the first part of a type not ``accepted``."""
-    for part in parts:
-        media = part.get("mediaType")
-        if media is None:
-            media = "text/plain" if "text" in part else "application/json" if "data" in part else ""
-        kind = _media_type(media)
-        if kind and kind not in accepted and kind.partition("/")[0] + "/*" not in accepted:
-            modes = ", ".join(sorted(accepted))
-            raise ContentTypeNotSupportedError(
-                f"this agent does not take {media[:80]} parts; it takes {modes} (its card's "
-                "defaultInputModes and skills' inputModes): send one of those (an agent of "
-                "your own declares more with Server(input_modes=[...]))",
-                metadata={"mediaType": media[:80], "supportedMediaTypes": modes})
-
-
 def _start_turn(server, request, call):
     """Check a new user message and prepare its turn: (context, channel,
     joined), ``joined`` where a continuing task's stream begins: (seq of the
@@ -3717,8 +3670,21 @@ def _start_turn(server, request, call):
     if message["role"] != "ROLE_USER":
         raise InvalidParamsError("message.role must be ROLE_USER for a message from a client",
                                  field="message.role")
-    if server.card.accepts is not None:
-        _check_media_types(server.card.accepts, message["parts"])
+    accepted = server.card.accepts
+    if accepted is not None:               # (else any): each part's type, as above
+        for part in message["parts"]:
+            media = part.get("mediaType")
+            if media is None:
+                media = "text/plain" if "text" in part else \
+                    "application/json" if "data" in part else ""
+            kind = _media_type(media)
+            if kind and kind not in accepted and kind.partition("/")[0] + "/*" not in accepted:
+                modes = ", ".join(sorted(accepted))
+                raise ContentTypeNotSupportedError(
+                    f"this agent does not take {media[:80]} parts; it takes {modes} (its card's "
+                    "defaultInputModes and skills' inputModes): send one of those (an agent of "
+                    "your own declares more with Server(input_modes=[...]))",
+                    metadata={"mediaType": media[:80], "supportedMediaTypes": modes})
     task_id = message.get("taskId")
     task = _visible_task(server, task_id, call) if task_id else None
     if not task_id:
@@ -3818,14 +3784,12 @@ def _send_message(server, request, call):
         server.live.drive(turn, deadline)
         if not turn.finished.is_set:       # async, or handed to a worker at the deadline
             turn.finished.wait(max(0.0, deadline - time.monotonic()))
-        return _turn_result(server, turn, history_length, call)
-    # A host on an event loop must not wait: the turn starts, and if it has
-    # not ended yet the host gets a pending answer and its deadline.
-    server.live.start(turn, call.spawn)
-    if turn.finished.is_set:
-        return _turn_result(server, turn, history_length, call)
-    return _PendingAnswer(functools.partial(
-        _turn_result, server, turn, history_length, call), turn, deadline)
+    else:                                  # a host on an event loop must not wait: the turn
+        server.live.start(turn, call.spawn)     # starts, and if it has not ended yet the host
+        if not turn.finished.is_set:            # gets a pending answer and its deadline
+            return _PendingAnswer(functools.partial(
+                _turn_result, server, turn, history_length, call), turn, deadline)
+    return _turn_result(server, turn, history_length, call)
 
 
 def _turn_result(server, turn, history_length, call):
@@ -3835,8 +3799,8 @@ def _turn_result(server, turn, history_length, call):
     if turn.reply is not None:
         return {"message": turn.reply}
     with turn.channel.lock:
-        task = turn.channel.snapshot() or server.live.make_task(turn.ctx, turn.channel)
-        return {"task": _as_of(_view(task, history_length), turn.channel.next_seq, call)}
+        return {"task": _as_of(_view(turn.channel.snapshot() or server.live.make_task(
+            turn.ctx, turn.channel), history_length), turn.channel.next_seq, call)}
 
 
 def _send_streaming_message(server, request, call):
@@ -3850,9 +3814,8 @@ def _send_streaming_message(server, request, call):
     keepalive = server.limits["keepalive_interval"]   # (seconds between SSE comments)
     turn = _TurnWriter(server.live, ctx, channel, watched=True)
     server.live.start(turn, call.spawn)
-    if joined is None:
-        return _Follower(channel, 0, keepalive, _STREAM_END, begin=turn)
-    return _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
+    return _Follower(channel, 0, keepalive, _STREAM_END, begin=turn) if joined is None else \
+        _Follower(channel, joined[0] + 1, keepalive, _STREAM_END, first=[joined])
 
 
 def _require_streaming(server):
@@ -3935,10 +3898,10 @@ def _list_tasks(server, request, call):
     """ListTasks: one page of the caller's tasks, newest first."""
     history_length = _history_length(request)
     size = _page_size(server, request.get("pageSize", server.limits["default_page_size"]))
-    cursor = _decode_page_token(request["pageToken"]) if request.get("pageToken") else None
     status = request.get("status")
     tasks, total, last = server.store.list(
-        call.owner, context_id=request.get("contextId"), cursor=cursor, limit=size,
+        call.owner, context_id=request.get("contextId"), limit=size,
+        cursor=_decode_page_token(request["pageToken"]) if request.get("pageToken") else None,
         status=None if status == "TASK_STATE_UNSPECIFIED" else status,
         after=request.get("statusTimestampAfter"))
     include = request.get("includeArtifacts", False)
@@ -3946,7 +3909,8 @@ def _list_tasks(server, request, call):
         tasks = [server.store.get(t["id"], call.owner) or t for t in tasks]
     return {"tasks": [_as_of(_view(t, history_length, include), getattr(t, "next_seq", 0), call)
                       for t in tasks],
-            "nextPageToken": _encode_page_token(last) if last else "",
+            "nextPageToken": _b64encode(json.dumps(list(last)).encode()).replace(   # (below)
+                "+", "-").replace("/", "_").rstrip("=") if last else "",
             "pageSize": size, "totalSize": total}
 
 
@@ -3967,10 +3931,10 @@ def _cancel_task(server, request, call):
         channel = server.live.channel(task_id, call.owner, call.caller)
     now = server.live.now()
     with channel.lock:                     # (the turn may have ended meanwhile)
-        event = {"statusUpdate": {"taskId": task_id,
-                                  "contextId": channel.task.get("contextId", ""),
-                                  "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}
-        task = _as_of(channel.change("cancel", None, now, event), channel.next_seq, call)
+        task = _as_of(channel.change("cancel", None, now, {"statusUpdate": {
+            "taskId": task_id, "contextId": channel.task.get("contextId", ""),
+            "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}), channel.next_seq,
+            call)
         server.live.stop(channel)          # the agent, if it runs here (elsewhere:
                                            # a2a_store.py, "Sharing a store")
     server.live.forget(task_id)
@@ -4032,9 +3996,9 @@ def _push_task(server, task_id, call):
 
 def _create_task_push_notification_config(server, request, call):
     """CreateTaskPushNotificationConfig: register a webhook for a task."""
-    task_id = _push_task(server, request.get("taskId", ""), call)
-    return _public_config(_add_push_config(server, task_id, request, call.tenant,
-                                           call.translated_from))
+    return _public_config(_add_push_config(
+        server, _push_task(server, request.get("taskId", ""), call), request, call.tenant,
+        call.translated_from))
 
 
 def _get_task_push_notification_config(server, request, call):
@@ -4173,10 +4137,6 @@ def _history_length(request, field="historyLength"):
 # next page is every matching task after it. Holding no server state, a token
 # never expires, survives restarts, and is not moved by changes between pages.
 
-def _encode_page_token(key):
-    return _b64encode(json.dumps(list(key)).encode()).replace("+", "-").replace("/", "_").rstrip("=")
-
-
 def _decode_page_token(token):
     """A pageToken -> (status timestamp, task id); one not ours is InvalidParams."""
     try:
@@ -4193,8 +4153,20 @@ def _decode_page_token(token):
 
 # -- the one door: call() -----------------------------------------------------
 
-def _check_service_parameters(server, call, method):
-    """Version (section 3.2.1) and required extensions (section 3.2.2)."""
+def _call(server, method, params, call=None):
+    """Server.call(): run one operation by its JSON-RPC name on raw params (a
+    dict): the response dict, or an iterator of (seq, StreamResponse) for a stream."""
+    mounted = server.mounts and isinstance(params, dict) and server.mounts.get(
+        str(params.get("tenant")))
+    if mounted:                            # another agent's tenant (Server.mount): its call
+        return mounted.call(method, params, call)
+    call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION}, tracing=server.tracing)
+    if server.store.shared:
+        server.live.watched()         # this process's watch of the shared store
+    call.method = method            # (first: a call refused below is counted and logged too)
+    if server.authenticate:
+        call.principal = server.authenticate(call)
+    # The service parameters: the version (section 3.2.1), required extensions (section 3.2.2).
     version = call.headers.get("a2a-version") or call.query.get("A2A-Version") \
         or server.assume_version
     if not version:
@@ -4223,22 +4195,6 @@ def _check_service_parameters(server, call, method):
         for uri in server.required_extensions:
             if uri not in call.extensions:
                 raise _extension_required(uri)
-
-
-def _call(server, method, params, call=None):
-    """Server.call(): run one operation by its JSON-RPC name on raw params (a
-    dict): the response dict, or an iterator of (seq, StreamResponse) for a stream."""
-    mounted = server.mounts and isinstance(params, dict) and server.mounts.get(
-        str(params.get("tenant")))
-    if mounted:                            # another agent's tenant (Server.mount): its call
-        return mounted.call(method, params, call)
-    call = call or CallContext(headers={"a2a-version": PROTOCOL_VERSION}, tracing=server.tracing)
-    if server.store.shared:
-        server.live.watched()         # this process's watch of the shared store
-    call.method = method            # (first: a call refused below is counted and logged too)
-    if server.authenticate:
-        call.principal = server.authenticate(call)
-    _check_service_parameters(server, call, method)
     if server.compat and call.translated_from is None:
         server.compat.check_v10(method, params)       # (0.3's fields in a 1.0 request)
     request = parse(METHODS[method][0], params)
@@ -4284,10 +4240,10 @@ def _stream_closed(server, caller):
 # 8. Bindings: JSON-RPC 2.0, HTTP+JSON, SSE and the agent card
 # =============================================================================
 #
-# Bytes in, bytes out. handle_http() takes an HTTP request's parts (method,
-# path, query string, headers with lower-case names, body bytes) and returns
-# a Response: status, headers and a body or a stream of SSE chunks. Nothing
-# here knows about sockets; every host adapter ("Adapters") calls it.
+# Bytes in, bytes out. handle_http() takes an HTTP request's parts (method, path, query string,
+# headers with lower-case names, body bytes) and returns a Response: status, headers and a body or
+# a stream of SSE chunks. Nothing here knows about sockets; every host adapter ("Adapters") calls
+# it.
 #
 # A binding is a codec around Server.call() (section 7): it finds the operation (a JSON-RPC method,
 # or a REST route), turns the request into its params, and the result, errors included, into bytes
@@ -4300,9 +4256,8 @@ def _stream_closed(server, caller):
 # text/event-stream, each event's data a JSON-RPC Response carrying one StreamResponse (section
 # 9.4); an error raised before the first event is an ordinary JSON answer.
 #
-# SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON"
-# and a blank line; ": keep-alive" is sent after keepalive_interval seconds
-# of silence, so proxies keep the stream open.
+# SSE (section 9.4, WHATWG event stream): each event is "id: N", "data: JSON" and a blank line; ":
+# keep-alive" is sent after keepalive_interval seconds of silence, so proxies keep the stream open.
 
 
 class Response:
@@ -4446,9 +4401,8 @@ def _answers_to(server, host):
 def _refused(server, path, headers, status, error):
     """An answer to a request refused before routing, in the shape of the
     binding its path belongs to (A2A 0.3's too, when it is served)."""
-    if server.compat and server.compat.speaks_rest(path, headers):
-        return server.compat.refusal(server, status, error)
-    return server.error_response(path, status, error)
+    return server.compat.refusal(server, status, error) if server.compat and \
+        server.compat.speaks_rest(path, headers) else server.error_response(path, status, error)
 
 
 def _preflight(server, path, headers):
@@ -4519,9 +4473,14 @@ def _handle_http(server, method, path, query="", headers=None, body=b"", base_ur
         peer = _Peer(peer, certificate)
     request = Request(method, path, query, headers if headers is not None else {}, body,
                       base_url, peer, spawn)
-    if server.observers:
-        return _observed(server, request)
-    return _route_http(server, request)
+    if not server.observers:
+        return _route_http(server, request)
+    _started(server, request)       # observers are told the request started, returned, and was
+    try:                            # answered (what the gRPC binding tells them too)
+        response = _route_http(server, request)
+    finally:
+        _returned(request)
+    return _then(response, functools.partial(_answered_http, server, request))
 
 
 def _route_http(server, request):
@@ -4573,10 +4532,10 @@ def _routed(server, request):
         request.peer = _Peer(forwarded, getattr(request.peer, "certificate", None))
     limit = server.limits["max_body_bytes"]
     if len(body) > limit:
-        media = _A2A_JSON if _A2A_JSON in headers.get("content-type", "") else None
         return server.error_response(path, 413, PayloadTooLargeError(
             f"the request body is {len(body)} bytes; this server accepts at most {limit}",
-            metadata={"limit": limit}), media)
+            metadata={"limit": limit}),
+            _A2A_JSON if _A2A_JSON in headers.get("content-type", "") else None)
     try:
         card = server if path == server._card_path else path.endswith(_CARD_PATH) and \
             server.mounts.get(path[1:-len(_CARD_PATH)])   # (/{tenant}/...: Server.mount's)
@@ -4628,17 +4587,6 @@ def _routed(server, request):
 class _MethodNotAllowed(Exception):
     """The method is not one the path takes; args: those it does (Allow), and
     the answer's media type when it is not application/json."""
-
-
-def _observed(server, request):
-    """handle_http for a server with observers: each is told the request
-    started, returned, and was answered (what the gRPC binding tells them too)."""
-    _started(server, request)
-    try:
-        response = _route_http(server, request)
-    finally:
-        _returned(request)
-    return _then(response, functools.partial(_answered_http, server, request))
 
 
 def _answered_http(server, request, response):
@@ -4727,7 +4675,7 @@ def _compat(version):
     """The module that translates an older protocol version (``compat``), or
     None. Only 0.3 has one: the companion a2a_v03, imported only then."""
     if version is None:
-        return None
+        return
     if str(version) not in ("0.3", "0.3.0"):
         raise ValueError(f"compat={version!r}: the one older version served is '0.3'")
     try:
@@ -4741,8 +4689,8 @@ def _error_response(server, path, status, error, media_type=None):
     find before handle_http (counted: count_refusal), in its binding's shape (section
     7): JSON-RPC's at the JSON-RPC endpoint, HTTP+JSON's (google.rpc.Status) elsewhere."""
     server.count_refusal(error)
-    at_rpc = path is not None and path.rstrip("/") == server.rpc_path.rstrip("/")
-    body = _jsonrpc_error(None, error) if at_rpc else _status_error(error, status)
+    body = _jsonrpc_error(None, error) if path is not None and path.rstrip("/") == \
+        server.rpc_path.rstrip("/") else _status_error(error, status)
     return Response(status, [("Content-Type", media_type or _JSON), _LINK,
                              *_error_headers(error)], _json_body(body))
 
@@ -4751,9 +4699,7 @@ def _error_headers(error):
     """The HTTP headers an error brings: a challenge (401, 403), when to retry (429, 503)."""
     if error.challenge:
         return [("WWW-Authenticate", error.challenge)]
-    if error.retry_after:
-        return [("Retry-After", str(error.retry_after))]
-    return []
+    return [("Retry-After", str(error.retry_after))] if error.retry_after else []
 
 
 def _call_context(server, request):
@@ -4770,8 +4716,8 @@ def _call_context(server, request):
 def _last_event_id(headers, query):
     """The SSE Last-Event-ID a client resumes from (header, or query
     parameter), or None: only a plain decimal number counts."""
-    last = headers.get("last-event-id") or query.get("lastEventId") or query.get("Last-Event-ID")
-    last = (last or "").strip()
+    last = (headers.get("last-event-id") or query.get("lastEventId") or query.get("Last-Event-ID")
+            or "").strip()
     if last.isascii() and last.isdigit() and len(last) < 19:      # (an int64)
         return int(last)
 
@@ -4794,9 +4740,8 @@ def _answer(result, answer, refuse):
     """The Response to an operation's result: ``answer(result)``. For one still
     to come (a _PendingAnswer), a Response whose ``pending`` it is, and whose
     ``render(pending)`` makes the real one (by ``answer``, or ``refuse``)."""
-    if type(result) is not _PendingAnswer:
-        return answer(result)
-    return Response(200, [], pending=result, render=functools.partial(_respond, answer, refuse))
+    return answer(result) if type(result) is not _PendingAnswer else \
+        Response(200, [], pending=result, render=functools.partial(_respond, answer, refuse))
 
 
 def _then(response, finish):
@@ -4847,9 +4792,7 @@ class _SSEStream:
         return self
 
     def __next__(self):
-        if self.after:
-            return self._piece()
-        return self._joined(self._frame(next, self.events))
+        return self._piece() if self.after else self._joined(self._frame(next, self.events))
 
     def _piece(self):
         piece = self.after.popleft()
@@ -4908,7 +4851,7 @@ class _SSEStream:
                 exc = InternalError("internal error; see the server log")
             return _sse_frame(None, self.wrap_error(exc))
         if item is None:                         # nothing yet (poll)
-            return None
+            return
         seq, event = item
         if event is None:                        # nothing for keepalive_interval seconds
             return _KEEPALIVE
@@ -4968,8 +4911,9 @@ def _route_index():
         for segment in route.strip("/").split("/"):
             name, _, suffix = segment[1:].partition("}")
             pattern.append((name, suffix) if segment.startswith("{") else (None, segment))
-        custom = route.rpartition(":")[2] if ":" in route else None
-        index.setdefault((len(pattern), pattern[0][1], custom), []).append((verb, pattern, method))
+        index.setdefault((len(pattern), pattern[0][1],     # (and the custom verb, if any)
+                          route.rpartition(":")[2] if ":" in route else None), []).append(
+            (verb, pattern, method))
     return index
 
 
@@ -4982,10 +4926,10 @@ def _match_segments(pattern, segments):
     for (name, text), segment in zip(pattern, segments):
         if name is None:
             if segment != text:
-                return None
+                return
         elif text:                               # {id}:cancel (its verb chose the route)
             if len(segment) == len(text):
-                return None
+                return
             values[name] = segment[:-len(text)]
         else:                                    # {id}: any non-empty segment, but
             if not segment or segment.rpartition(":")[2] in _CUSTOM_VERBS and ":" in segment:
@@ -5048,9 +4992,8 @@ def _query_to_params(message_type, query):
 def _rest_response(server, request):
     """An HTTP+JSON route: match, build the request message, call, answer."""
     verb, path, headers, body = request.method, request.path, request.headers, request.body
-    ctype = _media_type(headers.get("content-type", ""))
-    accept = headers.get("accept", "")
-    media = _A2A_JSON if ctype == _A2A_JSON or not body and _A2A_JSON in accept else _JSON
+    media = _A2A_JSON if _media_type(headers.get("content-type", "")) == _A2A_JSON or \
+        not body and _A2A_JSON in headers.get("accept", "") else _JSON
 
     def refuse(error):
         request.error = type(error)     # (its class: the error holds a frame that holds request)
@@ -5072,15 +5015,14 @@ def _rest_response(server, request):
             raise _MethodNotAllowed(", ".join(sorted({m[0] for m in matches})), media)
         if verb == "HEAD" and METHODS[method][2]:
             raise _MethodNotAllowed("GET, POST")   # a HEAD must not open a subscription
-        params = _rest_params(request, METHODS[method][0], values)
-        call = _call_context(server, request)
 
         def answer(result):
             if not METHODS[method][2]:
                 return Response(200, [("Content-Type", media), _LINK],
                                 _encoded_result(result) + b"\n")
             return _sse_response(result, _as_it_is, _status_error, _as_it_is)
-        return _answer(server.call(method, params, call), answer, refuse)
+        return _answer(server.call(method, _rest_params(request, METHODS[method][0], values),
+                                   _call_context(server, request)), answer, refuse)
     except A2AError as error:
         return refuse(error)
 
@@ -5101,9 +5043,7 @@ def _rest_params(request, request_type, values):
             raise InvalidParamsError(f"the body must be a JSON object ({request_type}), "
                                      f"not {_json_type(params)}", field="body")
     for name, value in values.items():       # the path's values fill the request
-        alias = _snake(name) if not name.islower() else name
-        given = params.pop(alias, None) if alias != name else None
-        given = params.get(name, given)
+        given = params.get(name, None if name.islower() else params.pop(_snake(name), None))
         if given not in (None, "", value):
             raise InvalidParamsError(
                 f"{name} {given!r} in the request contradicts {value!r} in the path; "
@@ -5151,14 +5091,13 @@ def _card_response(server, headers, base_url):
         body = _json_body(card)
         etag = f'"{binascii.crc32(body):08x}-{len(body):x}"'     # strong: any byte changes it
         modified = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(server.card.since))
-        cached = server.card.cache = (key, body, etag, modified)
+        cached = server.card.cache = key, body, etag, modified
     _, body, etag, modified = cached
     common = [("ETag", etag), ("Last-Modified", modified),
               ("Link", f'<{_CATALOG_PATH}>; rel="api-catalog"'), *_discovery_headers(server)]
     match = headers.get("if-none-match", "")
-    if etag in [t.strip() for t in match.split(",")] or match.strip() == "*":
-        return Response(304, common)
-    return Response(200, [("Content-Type", _JSON)] + common, body)
+    return Response(304, common) if etag in [t.strip() for t in match.split(",")] or \
+        match.strip() == "*" else Response(200, [("Content-Type", _JSON)] + common, body)
 
 
 def _discovery_headers(server):
@@ -5671,7 +5610,7 @@ class _Card:
 
     __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since", "accepts")
 
-    def __init__(self, *, name, description, version, streaming, push_notifications, extended,
+    def __init__(self, name, description, version, streaming, push_notifications, extended,
                  input_modes, output_modes, skills, auth, required_extensions, extensions,
                  card, signer, max_age):
         fields = {
@@ -5686,17 +5625,17 @@ class _Card:
         schemes = getattr(auth, "security_schemes", None)   # (and security_requirements:
         if schemes:                                         # the scopes, of an OAuth2 hook)
             fields["securitySchemes"] = schemes
-        if schemes and not getattr(auth, "anonymous", False):    # (else none are required)
-            fields["securityRequirements"] = getattr(auth, "security_requirements", None) or [
-                {"schemes": {s: {"list": []}}} for s in schemes]
+            if not getattr(auth, "anonymous", False):       # (else none are required)
+                fields["securityRequirements"] = getattr(auth, "security_requirements", None) \
+                    or [{"schemes": {s: {"list": []}}} for s in schemes]
         declared = [{"uri": uri, "required": True} for uri in required_extensions]
         declared += [dict(e) for e in extensions if e["uri"] not in required_extensions]
         if declared:
             fields["capabilities"]["extensions"] = declared
         self.fields, self.signer = fields | dict(card or {}), signer
-        modes = [*self.fields["defaultInputModes"], *(        # what a message's parts may be
-            mode for skill in self.fields["skills"] for mode in skill.get("inputModes", ()))]
-        types = frozenset(_media_type(mode) for mode in modes)
+        types = frozenset(map(_media_type, [      # the media types a message's parts may be
+            *self.fields["defaultInputModes"],
+            *(mode for skill in self.fields["skills"] for mode in skill.get("inputModes", ()))]))
         self.accepts = None if "*/*" in types or not types else types   # (None: anything)
         self.interfaces = []          # (protocolBinding, url) beyond JSON-RPC and HTTP+JSON
         self.max_age = max_age        # Cache-Control max-age, seconds
@@ -5787,19 +5726,16 @@ class Server:
             extensions = (*extensions, {"uri": IDEMPOTENT_SEND, "description": "Announced, "
                           "a send repeated with the same messageId runs nothing: it is answered "
                           "as the first was (docs/idempotency.md)."})
-        live = getattr(self.store, "live_tasks", _LiveTasks)   # (a shared store's own)
-        self.live = live(agent, self.store, limits, self.observers, tracing, self.closing,
-                         self._push_event if push_notifications else None,
-                         functools.partial(_add_inline_push, self))
+        self.live = getattr(self.store, "live_tasks", _LiveTasks)(    # (a shared store's own)
+            agent, self.store, limits, self.observers, tracing, self.closing,
+            self._push_event if push_notifications else None,
+            functools.partial(_add_inline_push, self))
         self.extended_card, self.required_extensions = extended_card, tuple(required_extensions)
         self.mounts, self.mounted = {}, None   # tenant -> Server; (Server, tenant) it is mounted at
-        self.card = _Card(
-            name=name, description=description, version=version, streaming=streaming,
-            push_notifications=push_notifications, extended=extended_card is not None,
-            input_modes=input_modes, output_modes=output_modes, skills=skills,
-            auth=authenticate,
-            required_extensions=required_extensions, extensions=extensions, card=card,
-            signer=card_signer, max_age=card_max_age)
+        self.card = _Card(name, description, version, streaming, push_notifications,
+                          extended_card is not None, input_modes, output_modes, skills,
+                          authenticate, required_extensions, extensions, card, card_signer,
+                          card_max_age)
         self._check_cards(card_signer)
 
     def _check_cards(self, signer):
