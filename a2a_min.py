@@ -674,7 +674,7 @@ def _snake(name):
 
 class _Field:
     """One row of MESSAGES, prepared for parse()."""
-    __slots__ = ("name", "type", "repeated", "optional", "oneof", "map_value", "plain", "names")
+    __slots__ = "name", "type", "repeated", "optional", "oneof", "map_value", "plain", "names"
 
     def __init__(self, name, type_, labels):
         words = labels.split()
@@ -756,7 +756,7 @@ _MUST_BE = {
 def _scalar(type_, value, path):
     """Check and canonicalize one scalar (or well-known type) value."""
     text = isinstance(value, str)
-    if type_[:3] == "int":           # ProtoJSON also accepts integers as strings, and 1.0
+    if type_ in _BITS:               # ProtoJSON also accepts integers as strings, and 1.0
         if text and (digits := value.removeprefix("-")).isdecimal() and len(digits) <= 19 \
                 or isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -765,7 +765,7 @@ def _scalar(type_, value, path):
             return value if value.isascii() else _check_text(value, path)
         if type_ == "bool" and isinstance(value, bool):
             return value
-        if type_[:3] == "int" and isinstance(value, int) and not isinstance(value, bool) \
+        if type_ in _BITS and isinstance(value, int) and not isinstance(value, bool) \
                 and -2**_BITS[type_] <= value < 2**_BITS[type_]:
             return value
         if type_ == "bytes" and text:
@@ -1239,7 +1239,7 @@ class _StoredTask(dict):
     """A Task dict that remembers the JSON it was stored as (``json``), which
     an answer splices in (_encoded_result) instead of encoding the task again."""
 
-    __slots__ = ("json", "version", "next_seq")
+    __slots__ = "json", "version", "next_seq"
 
     @classmethod
     def decode(cls, body):
@@ -1254,7 +1254,7 @@ class _StoredEvent(dict):
     """A StreamResponse with the JSON the store keeps (``json``), which every
     stream splices into its frames (_SSEStream): encoded once, at commit."""
 
-    __slots__ = ("json", "__weakref__")
+    __slots__ = "json", "__weakref__"
 
     @classmethod
     def encode(cls, event, task, body):
@@ -1697,7 +1697,7 @@ class _EventLog:
     for the task's life. Once the task ends or waits (settle()), only their
     JSON stays: parsed, it may take 25 times its bytes, for an hour."""
 
-    __slots__ = ("events", "sizes", "size", "weight", "next_seq", "live")
+    __slots__ = "events", "sizes", "size", "weight", "next_seq", "live"
 
     def __init__(self):
         self.events = []          # (lists: a few events each; a deque costs 600 bytes empty)
@@ -2161,7 +2161,7 @@ class TraceContext:
     ``flags`` (1: sampled, the caller records this trace) and ``tracestate`` ("" if none).
     ``headers()`` are the ones to send on a call made from here."""
 
-    __slots__ = ("trace_id", "parent_id", "span_id", "flags", "tracestate")
+    __slots__ = "trace_id", "parent_id", "span_id", "flags", "tracestate"
 
     def __init__(self, trace_id, parent_id=None, span_id=None, flags=1, tracestate=""):
         self.trace_id, self.parent_id, self.flags = trace_id, parent_id, flags & 1
@@ -2467,7 +2467,7 @@ class _Done:
     """A one-shot signal (a turn is over): threads wait() for it; anyone may
     add_waker() to be called when it is set."""
 
-    __slots__ = ("is_set", "wakers")
+    __slots__ = "is_set", "wakers"
 
     def __init__(self):
         self.is_set, self.wakers = False, []
@@ -2533,7 +2533,7 @@ class _PendingAnswer:
     that settled it (arguments, not closures: a closure holding what holds it is a reference
     cycle)."""
 
-    __slots__ = ("answer", "deadline", "lock", "settled", "value", "error", "callbacks")
+    __slots__ = "answer", "deadline", "lock", "settled", "value", "error", "callbacks"
 
     def __init__(self, answer, turn, deadline):
         self.answer, self.deadline, self.lock = answer, deadline, threading.Lock()
@@ -3032,7 +3032,10 @@ class _Channel:
             self.grown = grown
 
     def expecting(self, generation):
-        """TaskGenerationMismatchError unless the task is at ``generation`` (see _as_of)."""
+        """TaskGenerationMismatchError unless the task is at ``generation`` (see _as_of): as
+        stored now, if another process may have moved it."""
+        if self.store.shared:
+            self.reload()
         now = max(self.next_seq, 1)
         if generation != now:
             raise TaskGenerationMismatchError(
@@ -3255,7 +3258,7 @@ class _Ids:
     random part of 64 ids (a system call each cost 0.6 us). list.pop() is
     atomic; a forked child starts a pool of its own, or its ids would repeat."""
 
-    __slots__ = ("pool", "memo", "__weakref__")
+    __slots__ = "pool", "memo", "__weakref__"
 
     def __init__(self):
         import weakref
@@ -3298,7 +3301,7 @@ class _Clock:
     host's Date header). The part to the second is formatted again only when
     the second changes: 0.42 us a timestamp against 1.13 us, and a turn writes three."""
 
-    __slots__ = ("memo", "form")
+    __slots__ = "memo", "form"
 
     def __init__(self, form=None):
         self.memo, self.form = (None, ""), form
@@ -3453,10 +3456,6 @@ class _LiveTasks:
                 with channel.lock:
                     if channel.ended:       # let go of meanwhile (the store's watch): anew
                         continue
-                    if expect is not None:  # (checked again at each try of the write)
-                        if self.store.shared:
-                            channel.reload()        # (another process may have moved it)
-                        channel.expecting(expect)
                     if channel.active is not None:         # a turn runs here, maybe ending
                         raise _still_working(task_id)
                     self.add_push(ctx, call.owner)
@@ -3628,22 +3627,20 @@ def _view(task, history_length, include_artifacts=True):
 # answered in one write, which nobody could watch, is made at 1). A 1.0 client is answered as
 # before, without it; a 1.1 one gets it in every Task and update event.
 
-def _as_of(task, next_seq, call):
-    """``task`` as ``call`` is answered: with its generation (``next_seq``, the id of its next
-    event) if the client speaks 1.1."""
-    if call.version == PROTOCOL_VERSION:
-        return task
-    return {"generation": max(next_seq, 1), **task}
+def _as_of(task, holder, call):
+    """``task`` as ``call`` is answered: with its generation if the client speaks 1.1, from
+    ``holder``'s next_seq (the stored task's, or its channel's: the id of its next event)."""
+    return task if call.version == PROTOCOL_VERSION else {
+        "generation": max(holder.next_seq, 1), **task}
 
 
 def _with_generation(event, seq):
     """A stream's event (SSE id ``seq``) as a 1.1 client reads it, as JSON: a Task or an update
     with the generation it leaves the task at."""
     body = event if type(event) is bytes else getattr(event, "json", None) or _dumps(event)
-    kind = body[2:body.index(b'"', 2)]
-    if kind not in (b"task", b"statusUpdate", b"artifactUpdate"):
-        return body
-    return body[:len(kind) + 5] + b'"generation":%d,' % (seq + 1) + body[len(kind) + 5:]
+    at = body.index(b'"', 2) + 3           # (past '{"kind":{')
+    return body if body[2:at - 3] not in (b"task", b"statusUpdate", b"artifactUpdate") else \
+        body[:at] + b'"generation":%d,' % (seq + 1) + body[at:]
 
 
 # -- SendMessage, SendStreamingMessage (sections 3.1.1, 3.1.2) ------------
@@ -3758,7 +3755,7 @@ def _repeated(server, request, first, history_length, call, stream=False):
         return _subscribe_to_task(server, {"id": task_id}, call, _STREAM_END)
     if stream:                             # a stream of the one answer
         return _Follower(server.live.new_channel(call.owner), seq, 0, (), [(seq, answer)], True)
-    return answer if task is None else {"task": _as_of(answer["task"], seq + 1, call)}
+    return answer if task is None else {"task": _as_of(answer["task"], task, call)}
 
 
 def _send_message(server, request, call):
@@ -3777,8 +3774,7 @@ def _send_message(server, request, call):
         server.live.make_task(ctx, channel)
         server.live.start(turn, call.spawn)
         with channel.lock:
-            return {"task": _as_of(_view(channel.snapshot(), history_length), channel.next_seq,
-                                   call)}
+            return {"task": _as_of(_view(channel.snapshot(), history_length), channel, call)}
     deadline = time.monotonic() + server.limits["blocking_timeout"]
     if call.spawn is None:                 # a thread: it may wait for the turn
         server.live.drive(turn, deadline)
@@ -3800,7 +3796,7 @@ def _turn_result(server, turn, history_length, call):
         return {"message": turn.reply}
     with turn.channel.lock:
         return {"task": _as_of(_view(turn.channel.snapshot() or server.live.make_task(
-            turn.ctx, turn.channel), history_length), turn.channel.next_seq, call)}
+            turn.ctx, turn.channel), history_length), turn.channel, call)}
 
 
 def _send_streaming_message(server, request, call):
@@ -3834,11 +3830,11 @@ def _get_task(server, request, call):
     history_length = _history_length(request)
     task = _visible_task(server, request["id"], call)
     after = None if call.version == PROTOCOL_VERSION else request.get("currentGeneration")
-    if after is not None and max(task.next_seq, 1) <= after and \
+    if after is not None and task.next_seq <= after and \
             task["status"]["state"] not in TERMINAL_STATES:
-        return _long_poll(server, task["id"], after, functools.partial(
-            _get_task, server, {"id": task["id"], "historyLength": history_length}, call), call)
-    return _as_of(_view(task, history_length), task.next_seq, call)
+        return _long_poll(server, request["id"], after, functools.partial(
+            _get_task, server, {**request, "currentGeneration": None}, call), call)
+    return _as_of(_view(task, history_length), task, call)
 
 
 # A long-poll (1.1, section 3.2.7) follows the task as a stream does, from the event that takes
@@ -3850,7 +3846,9 @@ def _get_task(server, request, call):
 def _long_poll(server, task_id, after, answer, call):
     """GetTask's ``answer()`` once an event past generation ``after`` has come, or at the wait's
     end: on a thread, by waiting; on an event loop, as a _PendingAnswer."""
-    follower = _counted_stream(server, _long_poll_follower, (task_id, after), call)
+    follower = _counted_stream(server, lambda server, _, call: _Follower(
+        _followed(server, task_id, call), after, server.limits["long_poll_wait"], (),
+        counted=True), None, call)
     if call.spawn is None:
         try:
             next(follower, None)       # an event past it, or the tick at the wait's end
@@ -3863,11 +3861,6 @@ def _long_poll(server, task_id, after, answer, call):
     pending.add_done_callback(_stop_looking, follower, look)
     look()                             # (it may have come meanwhile)
     return pending
-
-
-def _long_poll_follower(server, request, call):
-    return _Follower(_followed(server, request[0], call), request[1],
-                     server.limits["long_poll_wait"], (), counted=True)
 
 
 def _followed(server, task_id, call):
@@ -3906,8 +3899,8 @@ def _list_tasks(server, request, call):
         after=request.get("statusTimestampAfter"))
     include = request.get("includeArtifacts", False)
     if call.version != PROTOCOL_VERSION:   # (1.1: with their generations, as stored now)
-        tasks = [server.store.get(t["id"], call.owner) or t for t in tasks]
-    return {"tasks": [_as_of(_view(t, history_length, include), getattr(t, "next_seq", 0), call)
+        tasks = list(filter(None, (server.store.get(t["id"], call.owner) for t in tasks)))
+    return {"tasks": [_as_of(_view(t, history_length, include), t, call)
                       for t in tasks],
             "nextPageToken": _b64encode(json.dumps(list(last)).encode()).replace(   # (below)
                 "+", "-").replace("/", "_").rstrip("=") if last else "",
@@ -3933,8 +3926,7 @@ def _cancel_task(server, request, call):
     with channel.lock:                     # (the turn may have ended meanwhile)
         task = _as_of(channel.change("cancel", None, now, {"statusUpdate": {
             "taskId": task_id, "contextId": channel.task.get("contextId", ""),
-            "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}), channel.next_seq,
-            call)
+            "status": {"state": "TASK_STATE_CANCELED", "timestamp": now}}}), channel, call)
         server.live.stop(channel)          # the agent, if it runs here (elsewhere:
                                            # a2a_store.py, "Sharing a store")
     server.live.forget(task_id)
@@ -4265,7 +4257,7 @@ class Response:
     ``stream`` (an _SSEStream of bytes chunks, read by ``for``; the adapter close()s it when the
     client goes away). On an event loop (handle_http(..., spawn=...)), an answer still being worked
     on is ``pending`` (a _PendingAnswer), and ``render(pending)`` is the real one."""
-    __slots__ = ("status", "headers", "body", "stream", "pending", "render")
+    __slots__ = "status", "headers", "body", "stream", "pending", "render"
 
     def __init__(self, status, headers, body=b"", stream=None, pending=None, render=None):
         self.status, self.headers, self.body = status, headers, body
@@ -5236,7 +5228,7 @@ def _read_status(sock, deadline, limit):
 class _PushDestination:
     """A caller's deliveries to one destination, oldest first; ``failures``
     and ``paused_until`` are its circuit breaker."""
-    __slots__ = ("jobs", "busy", "backing_off", "failures", "paused_until")
+    __slots__ = "jobs", "busy", "backing_off", "failures", "paused_until"
 
     def __init__(self):
         self.jobs = deque()               # (config, body, attempt)
@@ -5251,7 +5243,7 @@ class _PushDestination:
 
 class _PushLane:
     """One caller's deliveries, by destination, and the caller's counters."""
-    __slots__ = ("dests", "ready", "bytes", "in_flight", "queued", "counts")
+    __slots__ = "dests", "ready", "bytes", "in_flight", "queued", "counts"
 
     def __init__(self):
         self.dests = {}                   # (scheme, host, port) -> _PushDestination
@@ -5608,7 +5600,7 @@ class _Card:
     """A server's agent card: fixed fields, added interfaces, the signer
     (section 8.4), and the card as last served (_card_response)."""
 
-    __slots__ = ("fields", "interfaces", "signer", "max_age", "cache", "since", "accepts")
+    __slots__ = "fields", "interfaces", "signer", "max_age", "cache", "since", "accepts"
 
     def __init__(self, name, description, version, streaming, push_notifications, extended,
                  input_modes, output_modes, skills, auth, required_extensions, extensions,
@@ -5940,7 +5932,7 @@ class _Spawner:
     Python 3.12+. asyncio holds a waiting task only weakly, so they are kept here, and let go of
     when their number has doubled (a done-callback each costs about 1 us a SendMessage)."""
 
-    __slots__ = ("loop", "tasks", "prune_at")
+    __slots__ = "loop", "tasks", "prune_at"
 
     def __init__(self, loop):
         self.loop, self.tasks = loop, set()
@@ -5991,7 +5983,7 @@ class _LoopAnswer:
     there with the real Response once the turn has ended or its deadline passed
     (a timer armed after the loop's next pass, when most turns have ended)."""
 
-    __slots__ = ("loop", "thread", "response", "fn", "args", "timer")
+    __slots__ = "loop", "thread", "response", "fn", "args", "timer"
 
     def __init__(self, loop, response, fn, *args):
         self.loop, self.response, self.fn, self.args = loop, response, fn, args
@@ -6076,7 +6068,7 @@ class _Resumed:
     run the step from the start: the result, an error or a cancellation reach the agent, and the
     step's output (StopIteration's value) is the await's."""
 
-    __slots__ = ("step", "waiting")
+    __slots__ = "step", "waiting"
 
     def __init__(self, step, waiting):
         self.step, self.waiting = step, waiting
@@ -6212,7 +6204,7 @@ class _HTTPRequest:
     "?"), ``version``, ``headers`` (lower-case names; repeated ones joined with ", "), ``body``
     (bytes, de-chunked; None while it is read) and ``keep_alive``."""
 
-    __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive")
+    __slots__ = "method", "target", "path", "query", "version", "headers", "body", "keep_alive"
 
     def __init__(self, method, target, version, headers, keep_alive):
         self.method, self.target, self.version, self.headers = method, target, version, headers
@@ -6586,7 +6578,7 @@ class _WritePlan:
     else it waits), then the pieces ``put(chunk)`` gives for ``first`` (if not None) and each chunk
     after it until ``done`` or the stream's end, then ``end()``."""
 
-    __slots__ = ("stream", "out", "chunked", "sock", "unsent", "done", "head", "first")
+    __slots__ = "stream", "out", "chunked", "sock", "unsent", "done", "head", "first"
 
     def __init__(self, response, close, date, sock):
         self.stream, self.chunked, self.sock = response.stream, not close, sock
