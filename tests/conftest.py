@@ -33,17 +33,20 @@ if os.environ.get("A2A_TEST_STORE") == "sqlite":
 
 # What A2A_TEST_STORE=sqlite leaves out, unless tests are named on the command
 # line: the suites that never touch a store's behaviour (the transport, TLS,
-# the client's check, card signing, the console, the README and packaging, the
-# tables), those that name the store of every test (the store contract and
+# the client's check and its hostile servers, card signing, JWTs, traces and
+# metrics, the console, the README and packaging, the tables), those that name the store of every test (the store contract and
 # paging suites, PostgreSQL's) or of theirs (the file's growth, a turn's bytes,
-# the repeated sends across stores),
+# the repeated sends across stores, the 1.1 generations across stores), a client's
+# reading of a newer agent's answers,
 # the hosts ("via_threads" and the others: the bindings run in-process), the
 # 0.3 SDK's client, the browser, and the SSE framing fuzz test (no store).
 _SQLITE_LEAVES_OUT_FILES = (
     "test_check.py", "test_signing.py", "test_tls.py", "test_console.py", "test_readme.py",
     "test_first_minutes.py", "test_newcomer.py", "test_packaging.py", "test_http_reader.py",
     "test_architecture.py", "test_tables.py", "test_vectors.py", "test_protojson.py",
-    "test_store_contract.py", "test_store_paging.py")
+    "test_store_contract.py", "test_store_paging.py", "test_generation.py",
+    "test_unknown_enums.py", "test_jwt.py", "test_http_server.py", "test_client_hostile.py",
+    "test_tracing.py", "test_metrics.py")
 _SQLITE_LEAVES_OUT_NAMES = ("postgres", "sdks_0_3", "via_", "browser_", "file_stops_growing",
                             "bytes_linear_in_its_chunks", "sse_stream_frames", "a_shared_store_")
 

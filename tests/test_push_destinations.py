@@ -185,7 +185,7 @@ def test_the_delivery_threads_end_at_shutdown_and_with_a_server_dropped_without_
         assert len(ours) == 4
         gone = weakref.ref(server)
         del server, client                     # (a delivery in flight holds it until answered)
-        assert wait_for(lambda: gc.collect() >= 0 and gone() is None, timeout=5)
+        assert wait_for(lambda: gc.collect() >= 0 and gone() is None, timeout=15)
         assert wait_for(lambda: not any(t.is_alive() for t in ours), timeout=5)
     finally:
         receiver.close()
